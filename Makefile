@@ -1,0 +1,49 @@
+# fmcluster: `make synth` and `make test` do ALL set-up themselves (venvs, pip, npm ci).
+# Needs only Python 3.11, Node and the package registries.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PCLUSTER_VENV := .venv-pcluster
+BLUEPRINT ?= blueprints/default.yaml
+# jsii prints a Node 20 end-of-life banner on every import; the CDK CLI's SDK warns too.
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export NODE_NO_WARNINGS := 1
+export CDK_DISABLE_VERSION_CHECK := 1
+export PATH := $(CURDIR)/$(VENV)/bin:$(CURDIR)/node_modules/.bin:$(PATH)
+
+.PHONY: setup synth test plan lint clean
+
+setup: $(VENV)/.installed node_modules/.installed $(PCLUSTER_VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV)/bin/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# aws-parallelcluster pins CDK v1 and jsii 1.85, so its schema lives in its own venv (tests/pcluster_schema_check.py).
+$(PCLUSTER_VENV)/.installed: tools/pcluster-requirements.txt
+	test -x $(PCLUSTER_VENV)/bin/python || $(PYTHON) -m venv $(PCLUSTER_VENV)
+	$(PCLUSTER_VENV)/bin/python -m pip install --quiet -r tools/pcluster-requirements.txt
+	touch $@
+
+synth: $(VENV)/.installed node_modules/.installed
+	npx cdk synth --quiet -c blueprint=$(BLUEPRINT)
+	$(VENV)/bin/fmcluster plan $(BLUEPRINT)
+
+plan: $(VENV)/.installed
+	$(VENV)/bin/fmcluster plan $(BLUEPRINT)
+
+test: setup
+	$(VENV)/bin/python -m pytest -q
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check fmcluster tests app.py
+	$(VENV)/bin/mypy fmcluster
+
+clean:
+	rm -rf cdk.out .pytest_cache

@@ -1,0 +1,273 @@
+"""Load a blueprint YAML file into a frozen :class:`Blueprint`, reporting every problem at once.
+
+Stages: read -> parse YAML (keeping line numbers) -> shape (pydantic) -> domain rules. When the
+shape check fails, the rules that look at one section still run on every section that is valid
+on its own, so one run reports as much as possible. Never raises anything but
+:class:`BlueprintError`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from fmcluster.blueprint.errors import BlueprintError, Problem, format_path
+from fmcluster.blueprint.model import PATTERN_HINTS, Blueprint
+from fmcluster.blueprint.rules import run_rules, run_section_rules
+
+
+@dataclass
+class LoadResult:
+    blueprint: Blueprint
+    warnings: list[Problem] = field(default_factory=list)
+
+
+def load_blueprint(path: str | Path) -> Blueprint:
+    """Load and validate ``path``; raises :class:`BlueprintError` listing every error."""
+    return load_blueprint_with_warnings(path).blueprint
+
+
+def load_blueprint_with_warnings(path: str | Path) -> LoadResult:
+    """Like :func:`load_blueprint`, also returning rule warnings (errors raise)."""
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise BlueprintError(file, [Problem("", f"cannot read the file ({e.__class__.__name__}: {e})")]) from None
+    return load_blueprint_text(text, file=file)
+
+
+def load_blueprint_text(text: str, *, file: str = "<string>") -> LoadResult:
+    """Validate blueprint YAML given as text (see :func:`load_blueprint`)."""
+    data, lines = _parse(text, file)
+    try:
+        bp = Blueprint.model_validate(data)
+    except ValidationError as e:
+        problems = [_convert(err, data, lines) for err in e.errors()]
+        problems += _section_rule_problems(data, problems, lines)
+        raise BlueprintError(file, _dedupe(problems)) from None
+    problems = [_with_line(p, lines) for p in run_rules(bp)]
+    if any(p.level == "error" for p in problems):
+        raise BlueprintError(file, problems)
+    return LoadResult(bp, problems)
+
+
+# ---- YAML with line numbers ------------------------------------------------------------------
+def _parse(text: str, file: str) -> tuple[dict[str, Any], dict[tuple[Any, ...], int]]:
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        what = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise BlueprintError(file, [Problem("", f"not valid YAML: {what}", line=line)]) from None
+    if data is None:
+        raise BlueprintError(
+            file, [Problem("", "the blueprint is empty; expected a mapping with at least name, region, "
+                               "availability_zone (or availability_zone_id) and compute")]
+        )
+    if not isinstance(data, dict):
+        raise BlueprintError(
+            file, [Problem("", f"the blueprint must be a mapping of keys to values, got a {_kind(data)}; "
+                               "allowed a mapping with name, region, compute, ...", line=1)]
+        )
+    lines: dict[tuple[Any, ...], int] = {}
+    _index(node, (), lines)
+    return data, lines
+
+
+def _index(node: yaml.Node | None, path: tuple[Any, ...], out: dict[tuple[Any, ...], int]) -> None:
+    if node is None:
+        return
+    out.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = key_node.value
+            out[(*path, key)] = key_node.start_mark.line + 1
+            _index(value_node, (*path, key), out)
+            out[(*path, key)] = key_node.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _index(item, (*path, i), out)
+
+
+def _line_for(path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> int | None:
+    while path:
+        if path in lines:
+            return lines[path]
+        path = path[:-1]
+    return None
+
+
+def _with_line(p: Problem, lines: dict[tuple[Any, ...], int]) -> Problem:
+    if p.line is not None:
+        return p
+    from dataclasses import replace
+
+    return replace(p, line=_line_for(_path_tuple(p.path), lines))
+
+
+def _path_tuple(path: str) -> tuple[Any, ...]:
+    out: list[Any] = []
+    for part in path.replace("[", ".[").split("."):
+        if not part:
+            continue
+        if part.startswith("[") and part.endswith("]") and part[1:-1].isdigit():
+            out.append(int(part[1:-1]))
+        else:
+            out.append(part)
+    return tuple(out)
+
+
+# ---- pydantic errors -> problems -------------------------------------------------------------
+def _real_loc(loc: tuple[Any, ...], data: Any) -> tuple[Any, ...]:
+    """Drop pydantic's internal loc parts (union tags, validator names) that are not YAML keys."""
+    out: list[Any] = []
+    cur = data
+    for part in loc:
+        if isinstance(cur, dict):
+            if part in cur:
+                out.append(part)
+                cur = cur[part]
+            elif isinstance(part, str) and (cur.get("type") == part or "[" in part or part.startswith("function")):
+                continue  # discriminated-union tag or validator wrapper
+            else:
+                out.append(part)
+                cur = None
+        elif isinstance(cur, list) and isinstance(part, int):
+            out.append(part)
+            cur = cur[part] if part < len(cur) else None
+        elif isinstance(part, str) and ("[" in part or part.startswith("function")):
+            continue
+        else:
+            out.append(part)
+            cur = None
+    return tuple(out)
+
+
+def _unwrap(ann: Any) -> list[Any]:
+    """Model classes an annotation can hold (through Optional, list, dict, Annotated, unions)."""
+    origin = typing.get_origin(ann)
+    if origin is typing.Annotated:
+        return _unwrap(typing.get_args(ann)[0])
+    if origin in (typing.Union, types.UnionType, list):
+        return [m for a in typing.get_args(ann) for m in _unwrap(a)]
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return [ann]
+    return []
+
+
+def _models_at(loc: tuple[Any, ...], data: Any) -> list[type[BaseModel]]:
+    models: list[type[BaseModel]] = [Blueprint]
+    cur = data
+    for part in loc:
+        if isinstance(part, int):
+            cur = cur[part] if isinstance(cur, list) and part < len(cur) else None
+            continue
+        nxt: list[type[BaseModel]] = []
+        for m in models:
+            if part in m.model_fields:
+                nxt += _unwrap(m.model_fields[part].annotation)
+        cur = cur.get(part) if isinstance(cur, dict) else None
+        models = nxt
+        if isinstance(cur, dict) and "type" in cur and len(models) > 1:
+            tagged = [m for m in models if "type" in m.model_fields
+                      and typing.get_args(m.model_fields["type"].annotation) == (cur["type"],)]
+            models = tagged or models
+    return models
+
+
+def _hint(value: Any, allowed: list[str]) -> str:
+    if not isinstance(value, str):
+        return ""
+    close = difflib.get_close_matches(value, allowed, n=1, cutoff=0.6)
+    return f" - did you mean {close[0]!r}?" if close else ""
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list" if value else "an empty list"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _kind(value: Any) -> str:
+    return {dict: "mapping", list: "list", str: "string", int: "number", float: "number", bool: "boolean"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _convert(err: Any, data: Any, lines: dict[tuple[Any, ...], int]) -> Problem:
+    loc = _real_loc(tuple(err["loc"]), data)
+    typ, ctx, value = err["type"], err.get("ctx") or {}, err.get("input")
+    path = format_path(loc)
+    if typ == "extra_forbidden":
+        allowed = sorted({f for m in _models_at(loc[:-1], data) for f in m.model_fields})
+        key = loc[-1] if loc else value
+        msg = f"unknown key {key!r}; allowed {', '.join(allowed)}{_hint(key, allowed)}"
+    elif typ == "missing":
+        msg = f"required key {loc[-1]!r} is missing" if loc else "required key is missing"
+    elif typ == "literal_error":
+        allowed = [a.strip().strip("'") for a in ctx.get("expected", "").replace(" or ", ", ").split(",")]
+        msg = f"invalid value, got {_show(value)}; allowed {', '.join(allowed)}{_hint(value, allowed)}"
+    elif typ in ("union_tag_invalid", "union_tag_not_found"):
+        allowed = [a.strip().strip("'") for a in ctx.get("expected_tags", "").split(",")]
+        got = _show(ctx.get("tag")) if typ == "union_tag_invalid" else "no 'type'"
+        msg = f"invalid type, got {got}; allowed {', '.join(allowed)}{_hint(ctx.get('tag'), allowed)}"
+        if typ == "union_tag_invalid":
+            path = format_path((*loc, "type"))
+    elif typ == "string_pattern_mismatch":
+        pattern = str(ctx.get("pattern"))
+        msg = f"invalid format, got {_show(value)}; allowed {PATTERN_HINTS.get(pattern, 'values matching ' + pattern)}"
+    elif typ in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        op = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[typ]
+        bound = next(iter(ctx.values()))
+        msg = f"out of range, got {_show(value)}; allowed {op} {bound}"
+    elif typ in ("too_short", "too_long"):
+        bound = ctx.get("min_length") if typ == "too_short" else ctx.get("max_length")
+        word = "at least" if typ == "too_short" else "at most"
+        msg = f"wrong number of items, got {ctx.get('actual_length')}; allowed {word} {bound}"
+    elif typ in ("model_type", "dict_type", "model_attributes_type"):
+        msg = f"must be a mapping, got a {_kind(value)}"
+    elif typ == "list_type":
+        msg = f"must be a list, got a {_kind(value)}"
+    elif typ == "value_error":
+        msg = str(ctx.get("error", err["msg"]))
+    else:
+        msg = err["msg"][0].lower() + err["msg"][1:] + f", got {_show(value)}"
+    return Problem(path, msg, line=_line_for(loc, lines))
+
+
+# ---- section rules on partially valid blueprints ---------------------------------------------
+def _section_rule_problems(data: dict[str, Any], shape: list[Problem], lines: dict[tuple[Any, ...], int]) -> list[Problem]:
+    broken = {p.path.split(".")[0].split("[")[0] for p in shape}
+    out: list[Problem] = []
+    for name, fld in Blueprint.model_fields.items():
+        if name in broken or name not in data:
+            continue
+        try:
+            section = TypeAdapter(fld.annotation).validate_python(data[name])
+        except ValidationError:
+            continue
+        out += [_with_line(p, lines) for p in run_section_rules(name, section)]
+    return out
+
+
+def _dedupe(problems: list[Problem]) -> list[Problem]:
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for p in problems:
+        if (p.path, p.message) not in seen:
+            seen.add((p.path, p.message))
+            out.append(p)
+    return out

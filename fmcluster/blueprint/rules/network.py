@@ -1,0 +1,41 @@
+"""Placement and network rules."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from fmcluster.blueprint.model import Blueprint, NetworkSpec
+from fmcluster.blueprint.rules import Violation, rule
+
+
+@rule("R-AZ-1", source="https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html")
+def one_availability_zone(bp: Blueprint) -> Iterator[Violation]:
+    """Exactly one of availability_zone / availability_zone_id: EFA and cluster placement groups are single-AZ."""
+    if bp.availability_zone and bp.availability_zone_id:
+        yield "availability_zone_id", (
+            f"set either availability_zone or availability_zone_id, not both, got {bp.availability_zone!r} "
+            f"and {bp.availability_zone_id!r}; allowed one of them (prefer availability_zone_id for reservations)"
+        )
+    elif not bp.availability_zone and not bp.availability_zone_id:
+        yield "availability_zone", (
+            "missing; allowed an AZ name such as us-east-1a or an availability_zone_id such as use1-az6 "
+            "(EFA nodes, the placement group and FSx live in one AZ)"
+        )
+
+
+@rule("R-AZ-2", source="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/using-regions-availability-zones.html")
+def zone_in_region(bp: Blueprint) -> Iterator[Violation]:
+    """An AZ name is the Region name plus one letter."""
+    az = bp.availability_zone
+    if az and az[:-1] != bp.region:
+        yield "availability_zone", f"not in region {bp.region}, got {az!r}; allowed {bp.region}a, {bp.region}b, ..."
+
+
+@rule("R-NET-1", source="fmcluster: an imported VPC needs its subnet id because synth never looks up the account",
+      scope="network")
+def import_needs_subnet(net: NetworkSpec) -> Iterator[Violation]:
+    """An existing VPC is imported with its GPU subnet, and a subnet only with its VPC."""
+    if net.vpc_id and not net.gpu_subnet_id:
+        yield "network.gpu_subnet_id", f"required with vpc_id {net.vpc_id!r}, got nothing; allowed subnet-<hex> in the blueprint's AZ"
+    if net.gpu_subnet_id and not net.vpc_id:
+        yield "network.vpc_id", f"required with gpu_subnet_id {net.gpu_subnet_id!r}, got nothing; allowed vpc-<hex>"

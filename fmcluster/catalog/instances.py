@@ -1,0 +1,172 @@
+"""P-series instance catalog: GPUs, network cards, EFA layout, NVMe, vCPUs.
+
+Data lives in ``catalog/data/instances.yaml``; each value keeps its source key and the file's
+``sources`` table maps keys to URLs (research: shared/reference/aws-resource-rules.md section 1).
+Values listed in an entry's ``unverified`` list could not be confirmed from a primary source;
+rules built on them must warn, not fail.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+_DATA = "data/instances.yaml"
+
+
+class UnknownInstanceType(KeyError):
+    """Raised by :func:`get_instance` for a type the catalog does not hold."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        known = known_instance_types()
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f" - did you mean {close[0]!r}?" if close else ""
+        super().__init__(f"unknown instance type {name!r}; allowed {', '.join(known)}{hint}")
+
+    def __str__(self) -> str:  # KeyError quotes its message otherwise
+        return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    model: str
+    count: int
+    memory_gib: int
+
+
+@dataclass(frozen=True)
+class NvmeSpec:
+    count: int
+    size_gb: int
+
+    @property
+    def total_gb(self) -> int:
+        return self.count * self.size_gb
+
+
+@dataclass(frozen=True)
+class InstanceSpec:
+    """Facts about one EC2 instance type.
+
+    Units: memory in GiB, network in Gbps (the type's headline ``NetworkPerformance``), NVMe in GB
+    as EC2 reports instance storage. ``efa_cards`` lists the network-card indices that take one EFA
+    interface each (p6-b300: cards 1-16, card 0 is ENA only).
+    """
+
+    name: str
+    family: str
+    gpu: GpuSpec
+    vcpus: int
+    memory_gib: int
+    network_cards: int
+    max_efa_interfaces: int
+    efa_cards: tuple[int, ...]
+    max_enis_per_card: int
+    ipv4_per_interface: int
+    network_gbps: int
+    nvme: NvmeSpec
+    nvswitch: bool
+    nvlsm: bool
+    imex: bool
+    gdr_required: bool
+    cpu_architecture: str
+    cpu_vendor: str
+    hyperpod_name: str
+    efa_generation: int
+    ultraserver_sizes: tuple[int, ...]
+    capacity_block_only: bool
+    sources: dict[str, str]
+    unverified: frozenset[str]
+
+    @property
+    def efa_interface_count(self) -> int:
+        """Number of EFA interfaces a launch template attaches: one per EFA-capable card."""
+        return len(self.efa_cards)
+
+    @property
+    def fabric_manager(self) -> bool:
+        """NVIDIA Fabric Manager applies (NVSwitch-connected HGX board)."""
+        return self.nvswitch
+
+    @property
+    def card0_has_efa(self) -> bool:
+        return 0 in self.efa_cards
+
+    def source_of(self, field: str) -> str:
+        """URL or reference for one field's value."""
+        return self.sources.get(field.split(".")[0], self.sources["_default"])
+
+    def is_verified(self, field: str) -> bool:
+        return field not in self.unverified and field.split(".")[0] not in self.unverified
+
+
+def _expand_cards(items: list[Any]) -> tuple[int, ...]:
+    cards: list[int] = []
+    for item in items:
+        if isinstance(item, str) and "-" in item:
+            lo, hi = item.split("-")
+            cards.extend(range(int(lo), int(hi) + 1))
+        else:
+            cards.append(int(item))
+    return tuple(cards)
+
+
+@cache
+def _load() -> dict[str, InstanceSpec]:
+    raw = yaml.safe_load(resources.files("fmcluster.catalog").joinpath(_DATA).read_text())
+    source_urls: dict[str, str] = raw["sources"]
+    catalog: dict[str, InstanceSpec] = {}
+    for name, d in raw["instances"].items():
+        sources = {"_default": source_urls[d["source"]]}
+        sources.update({k: source_urls[v] for k, v in d.get("value_sources", {}).items()})
+        catalog[name] = InstanceSpec(
+            name=name,
+            family=d["family"],
+            gpu=GpuSpec(**d["gpu"]),
+            vcpus=d["vcpus"],
+            memory_gib=d["memory_gib"],
+            network_cards=d["network_cards"],
+            max_efa_interfaces=d["max_efa_interfaces"],
+            efa_cards=_expand_cards(d["efa_cards"]),
+            max_enis_per_card=d["max_enis_per_card"],
+            ipv4_per_interface=d["ipv4_per_interface"],
+            network_gbps=d["network_gbps"],
+            nvme=NvmeSpec(**d["nvme"]),
+            nvswitch=d["nvswitch"],
+            nvlsm=d["nvlsm"],
+            imex=d["imex"],
+            gdr_required=d["gdr_required"],
+            cpu_architecture=d["cpu_architecture"],
+            cpu_vendor=d["cpu_vendor"],
+            hyperpod_name=d["hyperpod_name"],
+            efa_generation=d["efa_generation"],
+            ultraserver_sizes=tuple(d.get("ultraserver_sizes", ())),
+            capacity_block_only=d.get("capacity_block_only", False),
+            sources=sources,
+            unverified=frozenset(d.get("unverified", ())),
+        )
+    return catalog
+
+
+def known_instance_types() -> list[str]:
+    """All catalog instance type names, in catalog order."""
+    return list(_load())
+
+
+def get_instance(name: str) -> InstanceSpec:
+    """Return the facts for ``name``.
+
+    Raises:
+        UnknownInstanceType: ``name`` is not in the catalog; the message lists the known types
+            and a did-you-mean.
+    """
+    try:
+        return _load()[name]
+    except KeyError:
+        raise UnknownInstanceType(name) from None

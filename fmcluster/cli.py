@@ -1,0 +1,77 @@
+"""The ``fmcluster`` command (typer + rich).
+
+Commands never print a traceback for bad input: a :class:`BlueprintError` becomes a list of
+path-qualified problems and exit code 1.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from fmcluster.blueprint import BlueprintError, load_blueprint_with_warnings
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="Cluster blueprints for foundation-model training on AWS.")
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+
+@app.callback()
+def _root() -> None:
+    """Cluster blueprints for foundation-model training on AWS."""
+
+
+def _print_problems(e: BlueprintError) -> None:
+    err.print(f"[bold red]{e.file}[/]: {len(e.errors)} error(s)", highlight=False)
+    for p in e.problems:
+        colour = "red" if p.level == "error" else "yellow"
+        err.print(f"  [{colour}]{p.level}[/]: {p.render()}", highlight=False, markup=True)
+
+
+def _load_or_exit(file: Path):  # noqa: ANN202
+    try:
+        result = load_blueprint_with_warnings(file)
+    except BlueprintError as e:
+        _print_problems(e)
+        raise typer.Exit(1) from None
+    for w in result.warnings:
+        err.print(f"  [yellow]warning[/]: {w.render()}", highlight=False)
+    return result.blueprint
+
+
+@app.command()
+def validate(
+    files: Annotated[list[Path], typer.Argument(help="Blueprint YAML files.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Check blueprints: exit 0 when all are valid, 1 with every problem listed otherwise."""
+    failed = False
+    report = []
+    for f in files:
+        try:
+            res = load_blueprint_with_warnings(f)
+            report.append({"file": str(f), "valid": True, "problems": [w.as_dict() for w in res.warnings]})
+            if not as_json:
+                for w in res.warnings:
+                    err.print(f"  [yellow]warning[/]: {w.render()}", highlight=False)
+                out.print(f"[green]ok[/] {f}", highlight=False)
+        except BlueprintError as e:
+            failed = True
+            report.append({"file": str(f), "valid": False, "problems": [p.as_dict() for p in e.problems]})
+            if not as_json:
+                _print_problems(e)
+    if as_json:
+        print(json.dumps(report, indent=2))
+    raise typer.Exit(1 if failed else 0)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
