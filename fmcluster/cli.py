@@ -69,6 +69,9 @@ def validate(
     raise typer.Exit(1 if failed else 0)
 
 
+# --- commands registered by subsystems (one import + one line each) ---
+
+
 def main() -> None:
     app()
 

@@ -1,0 +1,1 @@
+"""Jinja templates (StrictUndefined) and the typed contexts they render from. No AWS calls."""
