@@ -1,0 +1,40 @@
+"""Node bootstrap scripts as S3 assets, one per compute group.
+
+The scripts are rendered from Jinja templates (``fmcluster.templates``) with the blueprint's
+pinned versions; the construct only stages them as assets and grants read on the object.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3_assets as s3_assets
+from constructs import Construct
+
+from fmcluster.templates.context import NodeContext
+from fmcluster.templates.node_scripts import ENTRY_POINT, render_node_scripts
+
+
+class NodeBootstrap(Construct):
+    """Renders the node scripts for one compute group and uploads ``bootstrap.sh`` as an asset.
+
+    Attributes: ``scripts`` (file name -> text), ``asset`` (the entry-point asset), ``s3_url``
+    (``s3://bucket/key`` of the entry point), ``bucket_name`` and ``object_key``.
+    """
+
+    def __init__(self, scope: Construct, id: str, *, context: NodeContext) -> None:
+        super().__init__(scope, id)
+        self.scripts = render_node_scripts(context)
+        staging = Path(tempfile.mkdtemp(prefix="fmcluster-bootstrap-")) / ENTRY_POINT
+        staging.write_text(self.scripts[ENTRY_POINT])
+        self.asset = s3_assets.Asset(self, "Script", path=str(staging))
+        self.s3_url = self.asset.s3_object_url
+        self.bucket_name = self.asset.s3_bucket_name
+        self.object_key = self.asset.s3_object_key
+
+    def grant_read(self, grantee: iam.IGrantable) -> None:
+        """Object-level read of the script only (not the whole bucket)."""
+        grantee.grant_principal.add_to_principal_policy(iam.PolicyStatement(
+            actions=["s3:GetObject"], resources=[self.asset.bucket.arn_for_objects(self.object_key)]))

@@ -1,0 +1,1 @@
+"""Orchestrator constructs: ParallelCluster, SageMaker HyperPod, AWS PCS."""

@@ -1,0 +1,73 @@
+"""Blueprint -> stacks. The ONLY place that hands blueprint sections to constructs.
+
+Stacks are region-bound and account-agnostic (``env`` has a region, no account), so synthesis
+needs no credentials and makes no lookups: the AZ comes from the blueprint, never from context.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import App, Environment, Stack, Tags
+
+from fmcluster.blueprint.model import Blueprint
+from fmcluster.constructs.network import Placement
+from fmcluster.constructs.orchestrators.parallelcluster import CheckpointAccess
+from fmcluster.stacks.cluster_stack import ClusterStack
+from fmcluster.stacks.network_stack import NetworkStack
+from fmcluster.stacks.storage_stack import StorageStack
+from fmcluster.templates.context import node_context
+
+ALLOW_DATA_DESTRUCTION = "fmcluster:allowDataDestruction"
+
+
+@dataclass(frozen=True)
+class ClusterStacks:
+    network: NetworkStack
+    storage: StorageStack
+    cluster: ClusterStack
+
+    def all(self) -> list[Stack]:
+        return [self.network, self.storage, self.cluster]
+
+
+def _flag(app: App, name: str) -> bool:
+    value = app.node.try_get_context(name)
+    return value is True or (isinstance(value, str) and value.lower() == "true")
+
+
+def build_app(app: App, bp: Blueprint) -> ClusterStacks:
+    """Add the network, storage and cluster stacks of ``bp`` to ``app``."""
+    env = Environment(region=bp.region)
+    placement = Placement(az=bp.az_label, az_is_id=bp.availability_zone_id is not None)
+    tags = {"fmcluster:blueprint": bp.name, **bp.tags}
+
+    network = NetworkStack(
+        app, f"{bp.name}-network", env=env, spec=bp.network, placement=placement,
+        placement_group_names=[g.name for g in bp.compute if g.uses_placement_group],
+        description=f"fmcluster {bp.name}: VPC, GPU subnet, EFA security group, placement groups",
+    )
+    net = network.network
+    storage = StorageStack(
+        app, f"{bp.name}-storage", env=env, spec=bp.storage, vpc=net.vpc, subnet=net.gpu_subnet,
+        client_security_group=net.efa_security_group, allow_destruction=_flag(app, ALLOW_DATA_DESTRUCTION),
+        description=f"fmcluster {bp.name}: FSx for Lustre, data repositories, checkpoint bucket (retained)",
+    )
+    st = storage.storage
+    contexts = {
+        g.name: node_context(blueprint_name=bp.name, orchestrator=bp.orchestrator.kind, group=g,
+                             software=bp.software, lustre=bp.storage.lustre)
+        for g in bp.compute
+    }
+    cluster = ClusterStack(
+        app, f"{bp.name}-cluster", env=env, orchestrator=bp.orchestrator, cluster_name=bp.name, os=bp.software.os,
+        groups=bp.compute, node_contexts=contexts, subnet=net.gpu_subnet, security_group=net.efa_security_group,
+        placement_groups=net.placement_groups, lustre=st.mount,
+        checkpoints=CheckpointAccess(st.checkpoint_bucket, st.checkpoint_prefix) if st.checkpoint_bucket else None,
+        tags=tags, description=f"fmcluster {bp.name}: {bp.orchestrator.kind} cluster and node bootstrap",
+    )
+    for stack, role in ((network, "network"), (storage, "storage"), (cluster, "cluster")):
+        Tags.of(stack).add("fmcluster:stack", role)
+    for k, v in tags.items():
+        Tags.of(app).add(k, v)
+    return ClusterStacks(network, storage, cluster)

@@ -1,0 +1,27 @@
+"""``<name>-storage``: FSx for Lustre, data repository associations, S3 buckets. RETAIN by default."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
+
+from fmcluster.blueprint.model import StorageSpec
+from fmcluster.constructs.storage import TrainingStorage
+
+
+class StorageStack(Stack):
+    def __init__(self, scope: Construct, id: str, *, spec: StorageSpec, vpc: ec2.IVpc, subnet: ec2.ISubnet,
+                 client_security_group: ec2.ISecurityGroup, allow_destruction: bool, **kwargs: Any) -> None:
+        super().__init__(scope, id, **kwargs)
+        self.storage = TrainingStorage(
+            self, "Storage", lustre=spec.lustre, checkpoints=spec.checkpoints, vpc=vpc, subnet=subnet,
+            client_security_group=client_security_group, allow_destruction=allow_destruction,
+        )
+        if self.storage.mount is not None:
+            CfnOutput(self, "FileSystemId", value=self.storage.mount.file_system_id)
+            CfnOutput(self, "LustreDnsName", value=self.storage.mount.dns_name)
+        if self.storage.checkpoint_bucket is not None:
+            CfnOutput(self, "CheckpointBucket", value=self.storage.checkpoint_bucket.bucket_name)
