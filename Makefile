@@ -33,10 +33,10 @@ $(PCLUSTER_VENV)/.installed: tools/pcluster-requirements.txt
 
 synth: $(VENV)/.installed node_modules/.installed
 	npx cdk synth --quiet -c blueprint=$(BLUEPRINT)
-	$(VENV)/bin/fmcluster plan $(BLUEPRINT)
+	$(VENV)/bin/fmcluster plan $(BLUEPRINT) --cdk-out cdk.out
 
 plan: $(VENV)/.installed
-	$(VENV)/bin/fmcluster plan $(BLUEPRINT)
+	$(VENV)/bin/fmcluster plan $(BLUEPRINT) --cdk-out cdk.out
 
 test: setup
 	$(VENV)/bin/python -m pytest -q

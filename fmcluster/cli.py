@@ -7,6 +7,7 @@ path-qualified problems and exit code 1.
 from __future__ import annotations
 
 import json
+from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
@@ -16,7 +17,8 @@ from rich.console import Console
 from fmcluster.blueprint import BlueprintError, load_blueprint_with_warnings
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Cluster blueprints for foundation-model training on AWS.")
-out = Console(soft_wrap=True)
+# Wide enough for the plan's tables when output goes to a file or CI log (rich assumes 80 there).
+out = Console(soft_wrap=True, width=None if Console().is_terminal else 200)
 err = Console(stderr=True, soft_wrap=True)
 
 
@@ -67,6 +69,32 @@ def validate(
     if as_json:
         print(json.dumps(report, indent=2))
     raise typer.Exit(1 if failed else 0)
+
+
+class OutputFormat(str, Enum):
+    text = "text"
+    markdown = "markdown"
+    json = "json"
+
+
+@app.command()
+def plan(
+    file: Annotated[Path, typer.Argument(help="Blueprint YAML file.")],
+    format: Annotated[OutputFormat, typer.Option("--format", "-f", help="text, markdown or json.")] = OutputFormat.text,
+    cdk_out: Annotated[Path | None, typer.Option(help="Count resources in this synthesized cdk.out instead of synthesizing.")] = None,
+) -> None:
+    """Print the bill of materials: GPUs, EFA, network, storage throughput, software, stacks."""
+    from fmcluster.review.plan import build_plan, render_json, render_markdown, render_rich, resource_counts, synth_resource_counts
+
+    bp = _load_or_exit(file)
+    counts = resource_counts(cdk_out) if cdk_out else synth_resource_counts(bp)
+    result = build_plan(bp, counts)
+    if format is OutputFormat.json:
+        print(render_json(result))
+    elif format is OutputFormat.markdown:
+        print(render_markdown(result))
+    else:
+        render_rich(result, out)
 
 
 # --- commands registered by subsystems (one import + one line each) ---

@@ -1,0 +1,196 @@
+"""Bill of materials for a blueprint: compute, network, storage, software, stacks.
+
+Numbers come from the catalog (``fmcluster.catalog``) and the model; stack resource counts from
+synthesized templates (an existing ``cdk.out`` or an in-process synth).
+
+Units: GPU memory GiB, network Gbps, storage GiB, throughput MB/s (FSx: capacity in TiB x
+MB/s/TiB, https://docs.aws.amazon.com/fsx/latest/LustreGuide/performance.html).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fmcluster.blueprint.model import Blueprint
+from fmcluster.catalog import get_instance
+from fmcluster.catalog.software import get_stack
+
+#: Scratch file systems have no throughput tier; FSx documents 200 MB/s/TiB baseline (unverified).
+SCRATCH_BASELINE_MBPS_PER_TIB = 200
+
+
+@dataclass(frozen=True)
+class ComputeLine:
+    group: str
+    instance_type: str
+    count: int
+    gpu_model: str
+    gpus_per_node: int
+    gpus_total: int
+    gpu_memory_gib_total: int
+    efa_interfaces_per_node: int
+    network_gbps_per_node: int
+    network_gbps_total: int
+    capacity_type: str
+    placement_group: bool
+
+
+@dataclass(frozen=True)
+class StorageLine:
+    deployment_type: str
+    storage_capacity_gib: int
+    per_unit_storage_throughput: int | None
+    throughput_mbps: int
+    throughput_mbps_per_gpu: float
+    efa_enabled: bool
+    mount_point: str
+    data_repositories: list[str]
+
+
+@dataclass
+class Plan:
+    name: str
+    region: str
+    availability_zone: str
+    orchestrator: str
+    compute: list[ComputeLine]
+    storage: StorageLine | None
+    checkpoints: str | None
+    software: dict[str, Any]
+    stacks: dict[str, int] = field(default_factory=dict)
+    observability: str = "none"
+
+    @property
+    def gpus_total(self) -> int:
+        return sum(c.gpus_total for c in self.compute)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["gpus_total"] = self.gpus_total
+        return d
+
+
+def throughput_mbps(deployment_type: str, capacity_gib: int, per_unit: int | None) -> int:
+    """Aggregate FSx for Lustre throughput in MB/s: capacity (TiB) x per-unit throughput (MB/s/TiB).
+
+    FSx counts 1200 GiB as 1.2 TiB ("2.4 TiB x 50 MB/s/TiB = 120 MB/s", CreateFileSystem API,
+    PerUnitStorageThroughput), so the capacity is divided by 1000, not 1024.
+    """
+    rate = per_unit if deployment_type.startswith("PERSISTENT") and per_unit else SCRATCH_BASELINE_MBPS_PER_TIB
+    return capacity_gib * rate // 1000
+
+
+def build_plan(bp: Blueprint, stacks: dict[str, int] | None = None) -> Plan:
+    compute = []
+    for g in bp.compute:
+        inst = get_instance(g.instance_type)
+        compute.append(ComputeLine(
+            group=g.name, instance_type=g.instance_type, count=g.count, gpu_model=inst.gpu.model,
+            gpus_per_node=inst.gpu.count, gpus_total=inst.gpu.count * g.count,
+            gpu_memory_gib_total=inst.gpu.count * inst.gpu.memory_gib * g.count,
+            efa_interfaces_per_node=inst.efa_interface_count if g.efa_enabled else 0,
+            network_gbps_per_node=inst.network_gbps, network_gbps_total=inst.network_gbps * g.count,
+            capacity_type=g.capacity.type, placement_group=g.uses_placement_group,
+        ))
+    gpus = sum(c.gpus_total for c in compute)
+    storage = None
+    fs = bp.storage.lustre
+    if fs is not None:
+        tput = throughput_mbps(fs.deployment_type, fs.storage_capacity_gib, fs.per_unit_storage_throughput)
+        storage = StorageLine(
+            deployment_type=fs.deployment_type, storage_capacity_gib=fs.storage_capacity_gib,
+            per_unit_storage_throughput=fs.per_unit_storage_throughput, throughput_mbps=tput,
+            throughput_mbps_per_gpu=round(tput / gpus, 1) if gpus else 0.0, efa_enabled=fs.efa_enabled,
+            mount_point=fs.mount_point,
+            data_repositories=[f"{r.file_system_path} <-> {r.s3_uri or '(created data bucket)'}" for r in fs.data_repositories],
+        )
+    cp = bp.storage.checkpoints
+    checkpoints = None if cp is None else (
+        f"{'new bucket' if cp.bucket == 'create' else cp.bucket}, prefix {cp.prefix}, "
+        f"{'versioned' if cp.versioned else 'unversioned'}"
+    )
+    stack = get_stack(bp.software.stack).with_overrides(bp.software.overrides.as_dict())
+    software = {"stack": stack.name, "os": bp.software.os, "kernel_modules": stack.kernel_modules, **stack.versions()}
+    return Plan(
+        name=bp.name, region=bp.region, availability_zone=bp.az_label, orchestrator=bp.orchestrator.kind,
+        compute=compute, storage=storage, checkpoints=checkpoints, software=software, stacks=stacks or {},
+        observability=bp.observability.metrics,
+    )
+
+
+def resource_counts(assembly_dir: str | Path) -> dict[str, int]:
+    """Stack name -> number of resources, from ``<stack>.template.json`` files."""
+    return {
+        tpl.name.removesuffix(".template.json"): len(json.loads(tpl.read_text()).get("Resources", {}))
+        for tpl in sorted(Path(assembly_dir).glob("*.template.json"))
+    }
+
+
+def synth_resource_counts(bp: Blueprint) -> dict[str, int]:
+    """Synthesize ``bp`` in-process (no CLI, no credentials) and count resources per stack."""
+    import aws_cdk as cdk
+
+    from fmcluster.stacks.build import build_app
+
+    with tempfile.TemporaryDirectory(prefix="fmcluster-plan-") as out:
+        app = cdk.App(outdir=out)
+        build_app(app, bp)
+        app.synth()
+        return resource_counts(out)
+
+
+# ---- renderers -------------------------------------------------------------------------------
+def _rows(plan: Plan) -> list[tuple[str, list[str], list[list[str]]]]:
+    sections = [(
+        "Compute",
+        ["group", "instance type", "count", "GPUs", "EFA/node", "network Gbps (node / total)", "capacity", "placement group"],
+        [[c.group, c.instance_type, str(c.count), f"{c.gpu_model} x {c.gpus_total}", str(c.efa_interfaces_per_node),
+          f"{c.network_gbps_per_node} / {c.network_gbps_total}", c.capacity_type, "yes" if c.placement_group else "no"]
+         for c in plan.compute],
+    )]
+    if plan.storage:
+        s = plan.storage
+        sections.append((
+            "Storage (FSx for Lustre)",
+            ["deployment type", "capacity GiB", "MB/s/TiB", "throughput MB/s", "MB/s per GPU", "EFA", "mount", "data repositories"],
+            [[s.deployment_type, str(s.storage_capacity_gib), str(s.per_unit_storage_throughput or "-"),
+              str(s.throughput_mbps), str(s.throughput_mbps_per_gpu), "yes" if s.efa_enabled else "no", s.mount_point,
+              "; ".join(s.data_repositories) or "-"]],
+        ))
+    sections.append(("Software", ["component", "version"], [[k, str(v) if v is not None else "unknown"] for k, v in plan.software.items()]))
+    if plan.stacks:
+        sections.append(("Stacks", ["stack", "resources"], [[k, str(v)] for k, v in plan.stacks.items()]))
+    return sections
+
+
+def render_markdown(plan: Plan) -> str:
+    lines = [f"# Plan: {plan.name}", "",
+             f"{plan.gpus_total} GPUs in {plan.region} / {plan.availability_zone}, orchestrator {plan.orchestrator}, "
+             f"checkpoints: {plan.checkpoints or 'none'}, metrics: {plan.observability}", ""]
+    for title, header, rows in _rows(plan):
+        lines += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def render_json(plan: Plan) -> str:
+    return json.dumps(plan.as_dict(), indent=2)
+
+
+def render_rich(plan: Plan, console: Any) -> None:
+    from rich.table import Table
+
+    console.print(f"[bold]Plan: {plan.name}[/] - {plan.gpus_total} GPUs in {plan.region} / {plan.availability_zone}, "
+                  f"orchestrator {plan.orchestrator}, checkpoints: {plan.checkpoints or 'none'}, metrics: {plan.observability}")
+    for title, header, rows in _rows(plan):
+        table = Table(title=title, title_justify="left")
+        for h in header:
+            table.add_column(h)
+        for r in rows:
+            table.add_row(*r)
+        console.print(table)
