@@ -86,9 +86,9 @@ class NetworkSpec(Section):
         try:
             net = ipaddress.IPv4Network(v, strict=True)
         except ValueError as e:
-            raise ValueError(f"not an IPv4 CIDR ({e})") from None
+            raise ValueError(f"not an IPv4 network CIDR ({e}), got {v!r}; allowed e.g. {DEFAULT_VPC_CIDR}") from None
         if not 16 <= net.prefixlen <= 24:
-            raise ValueError("VPC prefix length must be between /16 and /24")
+            raise ValueError(f"VPC prefix length out of range, got {v!r}; allowed /16 to /24 (AWS VPC limits)")
         return v
 
 

@@ -1,0 +1,90 @@
+"""Shared fixtures: example blueprints, in-process synthesis (cached per blueprint), CLI synthesis."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "blueprints").glob("*.yaml"))
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+os.environ.setdefault("NODE_NO_WARNINGS", "1")
+
+#: A small valid blueprint that rule tables patch.
+BASE: dict[str, Any] = {
+    "name": "t-cluster",
+    "region": "us-east-1",
+    "availability_zone": "us-east-1a",
+    "compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2}],
+    "observability": {"metrics": "none"},
+}
+
+
+def patched(patch: dict[str, Any] | None = None, drop: tuple[str, ...] = ()) -> str:
+    """BASE deep-merged with ``patch`` (lists replace), minus ``drop`` keys, as YAML text."""
+    data = copy.deepcopy(BASE)
+
+    def merge(dst: dict[str, Any], src: dict[str, Any]) -> None:
+        for k, v in src.items():
+            if isinstance(v, dict) and isinstance(dst.get(k), dict):
+                merge(dst[k], v)
+            else:
+                dst[k] = copy.deepcopy(v)
+
+    merge(data, patch or {})
+    for key in drop:
+        data.pop(key, None)
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def cdk_context() -> dict[str, Any]:
+    return json.loads((ROOT / "cdk.json").read_text())["context"]
+
+
+@cache
+def synth_templates(blueprint_text: str, extra_context: tuple[tuple[str, Any], ...] = ()) -> dict[str, dict[str, Any]]:
+    """Synthesize in-process (no nag) and return stack name -> template JSON."""
+    import tempfile
+
+    import aws_cdk as cdk
+
+    from fmcluster.blueprint import load_blueprint_text
+    from fmcluster.stacks.build import build_app
+
+    bp = load_blueprint_text(blueprint_text).blueprint
+    out = tempfile.mkdtemp(prefix="fmcluster-test-")
+    app = cdk.App(outdir=out, context={**cdk_context(), **dict(extra_context)})
+    stacks = build_app(app, bp)
+    app.synth()
+    return {s.stack_name: json.loads((Path(out) / f"{s.stack_name}.template.json").read_text()) for s in stacks.all()}
+
+
+def resources_of(template: dict[str, Any], type_: str) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in template["Resources"].items() if v["Type"] == type_}
+
+
+@cache
+def cli_synth(blueprint: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """``npx cdk synth`` of one blueprint into its own folder (the path users take)."""
+    import tempfile
+
+    out = Path(tempfile.mkdtemp(prefix=f"cdkout-{blueprint.stem}-"))
+    proc = subprocess.run(
+        ["npx", "cdk", "synth", "--quiet", "-c", f"blueprint={blueprint}", "-o", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PATH": f"{ROOT / '.venv' / 'bin'}:{ROOT / 'node_modules' / '.bin'}:{os.environ['PATH']}"},
+    )
+    return out, proc
+
+
+@pytest.fixture(scope="session")
+def default_templates() -> dict[str, dict[str, Any]]:
+    return synth_templates((ROOT / "blueprints" / "default.yaml").read_text())

@@ -1,0 +1,113 @@
+"""Loader: every problem at once, with YAML path, line and did-you-mean; never a traceback."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fmcluster.blueprint import BlueprintError, load_blueprint_text
+from tests.conftest import patched
+
+
+def problems(text: str) -> list[tuple[str, str, int | None]]:
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint_text(text)
+    return [(p.path, p.message, p.line) for p in exc.value.problems]
+
+
+def test_base_is_valid() -> None:
+    bp = load_blueprint_text(patched()).blueprint
+    assert bp.compute[0].count == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "the blueprint is empty; expected a mapping with at least name, region, availability_zone (or availability_zone_id) and compute"),
+        ("- a\n- b\n", "the blueprint must be a mapping of keys to values, got a list; allowed a mapping with name, region, compute, ..."),
+        ("just a string", "the blueprint must be a mapping of keys to values, got a string; allowed a mapping with name, region, compute, ..."),
+        ("name: [unclosed\n", "not valid YAML: expected ',' or ']', but got '<stream end>'"),
+        ("a: b: c\n", "not valid YAML: mapping values are not allowed here"),
+    ],
+)
+def test_not_a_blueprint(text: str, message: str) -> None:
+    [(path, msg, _)] = problems(text)
+    assert (path, msg) == ("", message)
+
+
+def test_three_mistakes_three_errors_with_paths_lines_and_hints() -> None:
+    text = (
+        "name: t-cluster\nregion: us-east-1\navailability_zone: us-east-1a\n"
+        "compute:\n  - name: gpu\n    instance_type: p5.48xlarg\n    count: 0\n"
+        "storage:\n  lustre:\n    storage_capacity: 1200\n"
+    )
+    got = problems(text)
+    assert [p[0] for p in got] == ["compute[0].instance_type", "compute[0].count", "storage.lustre.storage_capacity"]
+    assert [p[2] for p in got] == [6, 7, 10]
+    assert got[0][1].endswith("- did you mean 'p5.48xlarge'?")
+    assert got[1][1] == "out of range, got 0; allowed >= 1"
+    assert got[2][1].startswith("unknown key 'storage_capacity'; allowed ")
+    assert got[2][1].endswith("- did you mean 'storage_capacity_gib'?")
+
+
+@pytest.mark.parametrize(
+    ("patch", "path", "message"),
+    [
+        ({"orchestrator": {"kind": "slurm"}}, "orchestrator.kind",
+         "invalid value, got 'slurm'; allowed parallelcluster, hyperpod, pcs"),
+        ({"compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 1, "capacity": {"type": "odcrr"}}]},
+         "compute[0].capacity.type",
+         "invalid type, got 'odcrr'; allowed on_demand, spot, odcr, capacity_block, training_plan - did you mean 'odcr'?"),
+        ({"compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 1,
+                       "capacity": {"type": "capacity_block", "reservation_id": "cr-123"}}]},
+         "compute[0].capacity.reservation_id", "invalid format, got 'cr-123'; allowed cr- followed by 17 hex digits"),
+        ({"name": "My_Cluster"}, "name",
+         "invalid format, got 'My_Cluster'; allowed 3-32 lowercase letters, digits and hyphens, starting with a letter"),
+        ({"software": {"os": "ubuntu-20.04"}}, "software.os",
+         "invalid value, got 'ubuntu-20.04'; allowed ubuntu-22.04, ubuntu-24.04, amazon-linux-2023 - did you mean 'ubuntu-24.04'?"),
+        ({"compute": "p5"}, "compute", "must be a list, got a string"),
+        ({"storage": {"lustre": {"deployment_type": "PERSISTENT_3"}}}, "storage.lustre.deployment_type",
+         "invalid value, got 'PERSISTENT_3'; allowed SCRATCH_1, SCRATCH_2, PERSISTENT_1, PERSISTENT_2 - did you mean 'PERSISTENT_2'?"),
+        ({"network": {"vpc_cidr": "10.0.0.0/8"}}, "network.vpc_cidr",
+         "VPC prefix length out of range, got '10.0.0.0/8'; allowed /16 to /24 (AWS VPC limits)"),
+    ],
+)
+def test_shape_errors(patch: dict, path: str, message: str) -> None:
+    got = problems(patched(patch))
+    assert (path, message) in [(p, m) for p, m, _ in got]
+
+
+def test_missing_required_keys_listed_together() -> None:
+    got = problems(patched(drop=("region", "compute")))
+    assert [(p, m) for p, m, _ in got] == [
+        ("region", "required key 'region' is missing"),
+        ("compute", "required key 'compute' is missing"),
+    ]
+
+
+def test_section_rules_still_run_when_another_section_has_a_shape_error() -> None:
+    text = patched({"nme": "x", "storage": {"lustre": {"storage_capacity_gib": 3000}}})
+    paths = [p for p, _, _ in problems(text)]
+    assert paths == ["nme", "storage.lustre.storage_capacity_gib"]
+
+
+yaml_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=12),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4),
+    max_leaves=20,
+)
+known_keys = st.sampled_from(["name", "region", "availability_zone", "compute", "storage", "network", "software",
+                              "orchestrator", "observability", "tags"])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(known_keys, yaml_values, max_size=8))
+def test_no_input_crashes_the_loader(data: dict) -> None:
+    import yaml
+
+    text = yaml.safe_dump(data)
+    try:
+        load_blueprint_text(text)
+    except BlueprintError as e:
+        assert all(p.message for p in e.problems)
