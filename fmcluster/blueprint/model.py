@@ -10,13 +10,12 @@ shared/reference/aws-resource-rules.md (section numbers given per field).
 
 from __future__ import annotations
 
-import difflib
 import ipaddress
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from fmcluster.catalog import known_instance_types
+from fmcluster.catalog import UnknownInstanceType, get_instance
 from fmcluster.catalog.software import default_stack_name, known_stacks
 
 # ---- defaults (used in descriptions) ---------------------------------------------------------
@@ -193,11 +192,10 @@ class ComputeGroup(Section):
     @field_validator("instance_type")
     @classmethod
     def _known_type(cls, v: str) -> str:
-        known = known_instance_types()
-        if v not in known:
-            close = difflib.get_close_matches(v, known, n=1, cutoff=0.6)
-            hint = f" - did you mean {close[0]!r}?" if close else ""
-            raise ValueError(f"unknown instance type, got {v!r}; allowed {', '.join(known)}{hint}")
+        try:
+            get_instance(v)
+        except UnknownInstanceType as e:
+            raise ValueError(str(e)) from None
         return v
 
     @property

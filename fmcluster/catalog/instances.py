@@ -27,7 +27,7 @@ class UnknownInstanceType(KeyError):
         known = known_instance_types()
         close = difflib.get_close_matches(name, known, n=1)
         hint = f" - did you mean {close[0]!r}?" if close else ""
-        super().__init__(f"unknown instance type {name!r}; allowed {', '.join(known)}{hint}")
+        super().__init__(f"unknown instance type, got {name!r}; allowed {', '.join(known)}{hint}")
 
     def __str__(self) -> str:  # KeyError quotes its message otherwise
         return str(self.args[0])
