@@ -1,0 +1,83 @@
+"""Every example blueprint is a test: loads, synthesizes through the CDK CLI, passes cfn-lint and
+cdk-nag, its ParallelCluster config loads with ParallelCluster's own schema, and synthesis is
+deterministic."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fmcluster.blueprint import load_blueprint
+from tests.conftest import EXAMPLES, ROOT, cli_synth
+
+IDS = [p.stem for p in EXAMPLES]
+
+
+def test_there_are_examples_for_p5_p5en_and_p6_b200() -> None:
+    types = {g.instance_type for p in EXAMPLES for g in load_blueprint(p).compute}
+    assert {"p5.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge"} <= types
+
+
+@pytest.mark.parametrize("blueprint", EXAMPLES, ids=IDS)
+def test_cli_synth_succeeds_with_no_credentials_and_no_placeholder_azs(blueprint: Path) -> None:
+    out, proc = cli_synth(blueprint)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = "".join(p.read_text() for p in out.glob("*.template.json"))
+    assert "dummy1a" not in text and "Fn::GetAZs" not in text
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert "missing" not in manifest
+
+
+@pytest.mark.parametrize("blueprint", EXAMPLES, ids=IDS)
+def test_cfn_lint_reports_no_errors(blueprint: Path) -> None:
+    out, proc = cli_synth(blueprint)
+    assert proc.returncode == 0
+    region = load_blueprint(blueprint).region
+    lint = subprocess.run([str(ROOT / ".venv/bin/cfn-lint"), "--regions", region, "--format", "parseable", "--",
+                           *map(str, sorted(out.glob("*.template.json")))], capture_output=True, text=True)
+    errors = [line for line in lint.stdout.splitlines() if ":E" in line]
+    assert errors == []
+    assert lint.returncode & 2 == 0  # bit 2 = errors (warnings are bit 4)
+
+
+@pytest.mark.parametrize("blueprint", EXAMPLES, ids=IDS)
+def test_cdk_nag_has_no_unacknowledged_findings(blueprint: Path) -> None:
+    out, _ = cli_synth(blueprint)
+    report = json.loads((out / "validation-report.json").read_text())
+    nag = [p for p in report["pluginReports"] if p["pluginName"] == "AwsSolutions"]
+    assert all(p["violations"] == [] for p in nag)
+    for p in report["pluginReports"]:
+        for v in p.get("suppressedViolations", []):
+            assert v.get("reason")
+
+
+@pytest.mark.parametrize("blueprint", EXAMPLES, ids=IDS)
+def test_parallelcluster_config_loads_with_parallelclusters_own_schema(blueprint: Path) -> None:
+    out, _ = cli_synth(blueprint)
+    configs = sorted(out.glob("*.pcluster-config.yaml"))
+    if load_blueprint(blueprint).orchestrator.kind != "parallelcluster":
+        assert configs == []
+        return
+    assert len(configs) == 1
+    proc = subprocess.run([str(ROOT / ".venv-pcluster/bin/python"), str(ROOT / "tools/pcluster_schema_check.py"),
+                           str(configs[0])], capture_output=True, text=True, timeout=120)
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["ok"], result["errors"]
+
+
+def test_synthesis_is_byte_identical(tmp_path: Path) -> None:
+    first, _ = cli_synth(ROOT / "blueprints" / "default.yaml")
+    import os
+
+    env = {**os.environ, "PATH": f"{ROOT / '.venv' / 'bin'}:{ROOT / 'node_modules' / '.bin'}:{os.environ['PATH']}"}
+    proc = subprocess.run(["npx", "cdk", "synth", "--quiet", "-o", str(tmp_path)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    names = sorted(p.name for p in first.glob("*.template.json"))
+    assert names == sorted(p.name for p in tmp_path.glob("*.template.json"))
+    for name in names:
+        assert (first / name).read_bytes() == (tmp_path / name).read_bytes(), name
+    assert sorted(p.name for p in first.glob("asset.*")) == sorted(p.name for p in tmp_path.glob("asset.*"))
