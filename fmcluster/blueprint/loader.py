@@ -20,7 +20,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from fmcluster.blueprint.errors import BlueprintError, Problem, format_path
 from fmcluster.blueprint.model import PATTERN_HINTS, Blueprint
-from fmcluster.blueprint.rules import run_rules, run_section_rules
+from fmcluster.blueprint.rules import run_rules, run_rules_best_effort
 
 
 @dataclass
@@ -52,8 +52,8 @@ def load_blueprint_text(text: str, *, file: str = "<string>") -> LoadResult:
     except ValidationError as e:
         problems = [_convert(err, data, lines) for err in e.errors()]
         problems += _section_rule_problems(data, problems, lines)
-        raise BlueprintError(file, _dedupe(problems)) from None
-    problems = [_with_line(p, lines) for p in run_rules(bp)]
+        raise BlueprintError(file, _in_file_order(_dedupe(problems))) from None
+    problems = _in_file_order([_with_line(p, lines) for p in run_rules(bp)])
     if any(p.level == "error" for p in problems):
         raise BlueprintError(file, problems)
     return LoadResult(bp, problems)
@@ -248,19 +248,51 @@ def _convert(err: Any, data: Any, lines: dict[tuple[Any, ...], int]) -> Problem:
     return Problem(path, msg, line=_line_for(loc, lines))
 
 
-# ---- section rules on partially valid blueprints ---------------------------------------------
+# ---- rules on partially valid blueprints -----------------------------------------------------
+class _Missing:
+    """Stands for a part of the blueprint that failed its shape check: any use raises TypeError,
+    so a rule that needs it is skipped instead of judging a value that does not exist."""
+
+    def _refuse(self, *_: Any, **__: Any) -> Any:
+        raise TypeError("this part of the blueprint is invalid")
+
+    __getattr__ = __eq__ = __ne__ = __lt__ = __gt__ = __le__ = __ge__ = _refuse
+    __str__ = __format__ = __bool__ = __iter__ = __len__ = __getitem__ = __contains__ = __hash__ = _refuse
+
+
+_MISSING = _Missing()
+
+
 def _section_rule_problems(data: dict[str, Any], shape: list[Problem], lines: dict[tuple[Any, ...], int]) -> list[Problem]:
+    """Run the rules on the parts of a blueprint that passed the shape check.
+
+    Sections with shape errors (and missing required keys) become a refusing placeholder in a partial
+    Blueprint built without validation; a rule that needs such a section cannot run and is
+    skipped, every other rule reports as usual.
+    """
     broken = {p.path.split(".")[0].split("[")[0] for p in shape}
-    out: list[Problem] = []
+    broken |= {p.path for p in shape}
+    partial: dict[str, Any] = {}
+    valid: set[str] = set()
     for name, fld in Blueprint.model_fields.items():
-        if name in broken or name not in data:
-            continue
-        try:
-            section = TypeAdapter(fld.annotation).validate_python(data[name])
-        except ValidationError:
-            continue
-        out += [_with_line(p, lines) for p in run_section_rules(name, section)]
-    return out
+        if name in broken:
+            partial[name] = _MISSING
+        elif name in data:
+            try:
+                partial[name] = TypeAdapter(fld.annotation).validate_python(data[name])
+                valid.add(name)
+            except ValidationError:
+                partial[name] = _MISSING
+        else:
+            partial[name] = _MISSING if fld.is_required() else fld.get_default(call_default_factory=True)
+            valid.add(name)
+    bp = Blueprint.model_construct(**partial)
+    return [_with_line(p, lines) for p in run_rules_best_effort(bp, valid)]
+
+
+def _in_file_order(problems: list[Problem]) -> list[Problem]:
+    """Sort by line (problems without one last); stable, so rule order breaks ties."""
+    return sorted(problems, key=lambda p: (p.line is None, p.line or 0))
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:

@@ -58,10 +58,24 @@ def _load_rule_modules() -> None:
     )
 
 
-def run_section_rules(section: str, value: Any) -> list[Problem]:
-    """Run the rules scoped to one top-level section on its validated value."""
+def run_rules_best_effort(partial: Any, valid_sections: set[str]) -> list[Problem]:
+    """Run rules on a partially valid Blueprint (built without validation; broken parts are None).
+
+    Section-scoped rules run on valid sections only. A blueprint-scoped rule that trips over a
+    missing part cannot judge the blueprint and is skipped: the shape errors already report why.
+    This is the only place a rule's exception is tolerated.
+    """
     _load_rule_modules()
-    return [p for r in REGISTRY if r.scope == section for p in r.check(value)]
+    out: list[Problem] = []
+    for r in REGISTRY:
+        if r.scope != "blueprint" and r.scope not in valid_sections:
+            continue
+        subject = partial if r.scope == "blueprint" else getattr(partial, r.scope)
+        try:
+            out += list(r.check(subject))
+        except (AttributeError, TypeError, KeyError):
+            continue
+    return out
 
 
 def run_rules(bp: Any) -> list[Problem]:
