@@ -97,6 +97,14 @@ def plan(
         render_rich(result, out)
 
 
+@app.command()
+def schema() -> None:
+    """Print the blueprint JSON Schema (for editors and CI)."""
+    from fmcluster.blueprint.reference import json_schema
+
+    print(json_schema())
+
+
 # --- commands registered by subsystems (one import + one line each) ---
 
 

@@ -368,17 +368,20 @@ class Blueprint(Section):
 
     name: str = Field(pattern=NAME_PATTERN, description="Prefixes stacks, tags and the cluster name (3-32 chars).")
     region: str = Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$", description="AWS Region, e.g. us-east-1.")
-    availability_zone: str | None = Field(None, pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$")
+    availability_zone: str | None = Field(
+        None, pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$",
+        description="AZ name for the GPU subnet, nodes, placement groups and FSx. Set this or availability_zone_id.",
+    )
     availability_zone_id: str | None = Field(
         None, pattern=r"^[a-z]{3,4}\d-az\d+$", description="Capacity is bound to AZ IDs (names differ per account)."
     )
     tags: dict[str, str] = Field(default_factory=dict, description="Added to every resource. Default: none.")
-    network: NetworkSpec = Field(default_factory=NetworkSpec)
-    software: SoftwareSpec = Field(default_factory=SoftwareSpec)
-    compute: list[ComputeGroup] = Field(min_length=1, max_length=50)
-    storage: StorageSpec = Field(default_factory=StorageSpec)
-    orchestrator: OrchestratorSpec = Field(default_factory=OrchestratorSpec)
-    observability: ObservabilitySpec = Field(default_factory=ObservabilitySpec)
+    network: NetworkSpec = Field(default_factory=NetworkSpec, description="Default: a new /16 VPC with a /20 GPU subnet.")
+    software: SoftwareSpec = Field(default_factory=SoftwareSpec, description="Default: the catalog's default stack on Ubuntu 22.04.")
+    compute: list[ComputeGroup] = Field(min_length=1, max_length=50, description="1-50 compute groups (queues / instance groups / node groups).")
+    storage: StorageSpec = Field(default_factory=StorageSpec, description="Default: FSx PERSISTENT_2 1200 GiB and a checkpoint bucket.")
+    orchestrator: OrchestratorSpec = Field(default_factory=OrchestratorSpec, description="Default: ParallelCluster.")
+    observability: ObservabilitySpec = Field(default_factory=ObservabilitySpec, description="Default: managed Prometheus + Grafana.")
 
     @property
     def az_label(self) -> str:

@@ -1,0 +1,77 @@
+"""Blueprint reference generated from the model (field, type, default, description), so docs
+cannot drift from code. ``fmcluster schema`` prints the JSON Schema; ``tools/gen_docs.py`` writes
+docs/blueprint.md from :func:`markdown_reference`."""
+
+from __future__ import annotations
+
+import json
+import typing
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from fmcluster.blueprint.model import Blueprint
+
+
+def json_schema() -> str:
+    return json.dumps(Blueprint.model_json_schema(), indent=2, sort_keys=True)
+
+
+def _type_name(ann: Any) -> str:
+    text = str(ann).replace("typing.", "").replace("fmcluster.blueprint.model.", "")
+    text = text.replace("<class '", "").replace("'>", "")
+    return text.replace("|", "\\|")
+
+
+def _default(f: FieldInfo) -> str:
+    if f.is_required():
+        return "**required**"
+    if f.default_factory is not None:
+        try:
+            value = f.default_factory()  # type: ignore[call-arg]
+        except TypeError:
+            return "(computed)"
+        if isinstance(value, BaseModel):
+            return "(see section)"
+        return f"`{json.dumps(value)}`"
+    return f"`{json.dumps(f.default)}`"
+
+
+def _section_models(model: type[BaseModel], prefix: str, seen: list[tuple[str, type[BaseModel]]]) -> None:
+    seen.append((prefix, model))
+    for name, f in model.model_fields.items():
+        for sub in _models_in(f.annotation):
+            path = f"{prefix}.{name}" if prefix else name
+            if typing.get_origin(f.annotation) is list or "list[" in str(f.annotation):
+                path += "[]"
+            if sub is not model and all(m is not sub for _, m in seen):
+                _section_models(sub, path, seen)
+
+
+def _models_in(ann: Any) -> list[type[BaseModel]]:
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return [ann]
+    return [m for a in typing.get_args(ann) for m in _models_in(a)]
+
+
+def markdown_reference() -> str:
+    sections: list[tuple[str, type[BaseModel]]] = []
+    _section_models(Blueprint, "", sections)
+    lines = ["# Blueprint reference", "",
+             "Generated from `fmcluster/blueprint/model.py` by `tools/gen_docs.py`; a test fails when it is stale.",
+             "Fields marked **replaces** cause CloudFormation to replace the resource when changed "
+             "(for FSx: data loss; `fmcluster diff` flags it).", ""]
+    for path, model in sections:
+        title = path or "(top level)"
+        lines += [f"## `{title}` — {model.__name__}", ""]
+        doc = (model.__doc__ or "").strip().splitlines()
+        if doc:
+            lines += [doc[0], ""]
+        lines += ["| field | type | default | description |", "|---|---|---|---|"]
+        for name, f in model.model_fields.items():
+            extra = f.json_schema_extra if isinstance(f.json_schema_extra, dict) else {}
+            desc = (f.description or "").replace("|", "\\|") + (" **replaces**" if extra.get("replaces") else "")
+            lines.append(f"| `{name}` | {_type_name(f.annotation)} | {_default(f)} | {desc} |")
+        lines.append("")
+    return "\n".join(lines)
