@@ -7,6 +7,7 @@ path-qualified problems and exit code 1.
 from __future__ import annotations
 
 import json
+import os
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -15,6 +16,9 @@ import typer
 from rich.console import Console
 
 from fmcluster.blueprint import BlueprintError, load_blueprint_with_warnings
+
+# `plan` synthesizes in-process; keep jsii's Node 20 end-of-life banner out of the output.
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Cluster blueprints for foundation-model training on AWS.")
 # Wide enough for the plan's tables when output goes to a file or CI log (rich assumes 80 there).
