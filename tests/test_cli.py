@@ -61,6 +61,10 @@ def test_plan_formats(fmt: str) -> None:
         assert plan["software"]["aws_ofi_nccl"] == "1.16.3" and plan["software"]["libfabric"] == "2.1.0amzn5.0"
         assert set(plan["stacks"]) == {"llm-train-network", "llm-train-storage", "llm-train-cluster"}
         assert all(n > 0 for n in plan["stacks"].values())
+        from fmcluster.review.plan import resource_counts
+        from tests.conftest import cli_synth
+
+        assert plan["stacks"] == resource_counts(cli_synth(ROOT / "blueprints" / "default.yaml")[0])
     elif fmt == "markdown":
         assert "| gpu | p5.48xlarge | 4 | H100 x 32 | 32 | 3200 / 12800 | on_demand | yes |" in res.stdout
     else:

@@ -123,11 +123,12 @@ def build_plan(bp: Blueprint, stacks: dict[str, int] | None = None) -> Plan:
 
 
 def resource_counts(assembly_dir: str | Path) -> dict[str, int]:
-    """Stack name -> number of resources, from ``<stack>.template.json`` files."""
-    return {
-        tpl.name.removesuffix(".template.json"): len(json.loads(tpl.read_text()).get("Resources", {}))
-        for tpl in sorted(Path(assembly_dir).glob("*.template.json"))
-    }
+    """Stack name -> number of AWS resources (``AWS::CDK::Metadata`` not counted), from ``*.template.json``."""
+    counts = {}
+    for tpl in sorted(Path(assembly_dir).glob("*.template.json")):
+        resources = json.loads(tpl.read_text()).get("Resources", {}).values()
+        counts[tpl.name.removesuffix(".template.json")] = sum(r["Type"] != "AWS::CDK::Metadata" for r in resources)
+    return counts
 
 
 def synth_resource_counts(bp: Blueprint) -> dict[str, int]:

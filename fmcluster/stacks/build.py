@@ -20,6 +20,15 @@ from fmcluster.templates.context import node_context
 
 ALLOW_DATA_DESTRUCTION = "fmcluster:allowDataDestruction"
 
+#: CDK feature flags fmcluster relies on. Set here (not only in cdk.json) so that the CLI, tests,
+#: `fmcluster plan` and library users synthesize the same templates.
+FEATURE_FLAGS = {
+    "@aws-cdk/aws-ec2:restrictDefaultSecurityGroup": True,
+    "@aws-cdk/aws-s3:createDefaultLoggingPolicy": True,
+    "@aws-cdk/aws-iam:minimizePolicies": True,
+    "@aws-cdk/core:defaultCrossStackReferences": "strong",
+}
+
 
 @dataclass(frozen=True)
 class ClusterStacks:
@@ -37,7 +46,14 @@ def _flag(app: App, name: str) -> bool:
 
 
 def build_app(app: App, bp: Blueprint) -> ClusterStacks:
-    """Add the network, storage and cluster stacks of ``bp`` to ``app``."""
+    """Add the network, storage and cluster stacks of ``bp`` to ``app``.
+
+    Must be called before anything else is added to ``app`` (it sets CDK feature flags that the
+    app's context does not already set).
+    """
+    for flag, value in FEATURE_FLAGS.items():
+        if app.node.try_get_context(flag) is None:
+            app.node.set_context(flag, value)
     env = Environment(region=bp.region)
     placement = Placement(az=bp.az_label, az_is_id=bp.availability_zone_id is not None)
     tags = {"fmcluster:blueprint": bp.name, **bp.tags}
