@@ -1,0 +1,31 @@
+"""The bootstrap scripts that synthesis stages as S3 assets are the rendered, pinned scripts and
+pass shellcheck and ``bash -n``."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fmcluster.blueprint import load_blueprint
+from fmcluster.catalog.software import get_stack
+from tests.conftest import EXAMPLES, ROOT, cli_synth
+
+
+@pytest.mark.parametrize("blueprint", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_staged_bootstrap_assets_are_pinned_and_shellcheck_clean(blueprint: Path) -> None:
+    out, proc = cli_synth(blueprint)
+    assert proc.returncode == 0
+    scripts = sorted(out.glob("asset.*.sh"))
+    bp = load_blueprint(blueprint)
+    assert len(scripts) == len({g.name for g in bp.compute})
+    stack = get_stack(bp.software.stack)
+    for script in scripts:
+        text = script.read_text()
+        assert text.startswith("#!/usr/bin/env bash")
+        for version in (stack.driver, stack.cuda, stack.nccl, stack.efa_installer, stack.gdrcopy):
+            assert version in text
+        assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+        check = subprocess.run([str(ROOT / ".venv/bin/shellcheck"), "-S", "style", str(script)], capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout
