@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from fmcluster.blueprint import BlueprintError, load_blueprint_with_warnings
 
@@ -32,10 +33,10 @@ def _root() -> None:
 
 
 def _print_problems(e: BlueprintError) -> None:
-    err.print(f"[bold red]{e.file}[/]: {len(e.errors)} error(s)", highlight=False)
+    err.print(f"[bold red]{escape(e.file)}[/]: {len(e.errors)} error(s)", highlight=False)
     for p in e.problems:
         colour = "red" if p.level == "error" else "yellow"
-        err.print(f"  [{colour}]{p.level}[/]: {p.render()}", highlight=False, markup=True)
+        err.print(f"  [{colour}]{p.level}[/]: {escape(p.render())}", highlight=False)
 
 
 def _load_or_exit(file: Path):  # noqa: ANN202
@@ -45,7 +46,7 @@ def _load_or_exit(file: Path):  # noqa: ANN202
         _print_problems(e)
         raise typer.Exit(1) from None
     for w in result.warnings:
-        err.print(f"  [yellow]warning[/]: {w.render()}", highlight=False)
+        err.print(f"  [yellow]warning[/]: {escape(w.render())}", highlight=False)
     return result.blueprint
 
 
@@ -63,8 +64,8 @@ def validate(
             report.append({"file": str(f), "valid": True, "problems": [w.as_dict() for w in res.warnings]})
             if not as_json:
                 for w in res.warnings:
-                    err.print(f"  [yellow]warning[/]: {w.render()}", highlight=False)
-                out.print(f"[green]ok[/] {f}", highlight=False)
+                    err.print(f"  [yellow]warning[/]: {escape(w.render())}", highlight=False)
+                out.print(f"[green]ok[/] {escape(str(f))}", highlight=False)
         except BlueprintError as e:
             failed = True
             report.append({"file": str(f), "valid": False, "problems": [p.as_dict() for p in e.problems]})
