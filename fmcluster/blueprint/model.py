@@ -221,6 +221,17 @@ class ComputeGroup(Section):
     scratch_path: str = Field(DEFAULT_SCRATCH_PATH, pattern=r"^/[\w./-]+$", description=f"Local NVMe RAID0. Default: {DEFAULT_SCRATCH_PATH}.")
     threads_per_core: Literal[1, 2] = Field(2, description="SMT threads per core. Default: 2 (EC2 default).")
 
+    @field_validator("instance_type", mode="before")
+    @classmethod
+    def _one_type(cls, v: object) -> object:
+        """One instance type per group: launch templates, reservations and Capacity Blocks hold one type."""
+        if isinstance(v, list):
+            raise ValueError(
+                f"one instance type per compute group, got a list of {len(v)}; allowed a single type such as "
+                "p5.48xlarge (use one compute group per type)"
+            )
+        return v
+
     @field_validator("instance_type")
     @classmethod
     def _known_type(cls, v: str) -> str:
