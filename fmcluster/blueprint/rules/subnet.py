@@ -165,9 +165,9 @@ def subnet_usage(bp: Blueprint) -> SubnetUsage:
 
 def _fix(usage: SubnetUsage, wanted: int, vpc_prefix: int) -> str:
     if wanted < MIN_PREFIX:
-        return (f"no GPU subnet holds this (a /{MIN_PREFIX} has {subnet_size(MIN_PREFIX)}); allowed fewer nodes"
-                + (" or orchestrator.kind pcs/hyperpod (efa-only interfaces take no address)"
-                   if usage.orchestrator == "parallelcluster" else ""))
+        alt = " or orchestrator.kind pcs or hyperpod (efa-only interfaces take no address)"
+        return (f"fewer nodes{alt if usage.orchestrator == 'parallelcluster' else ''} "
+                f"(even a /{MIN_PREFIX} holds only {subnet_size(MIN_PREFIX)})")
     text = f"/{wanted} or a shorter prefix"
     if wanted <= vpc_prefix:
         text += f" (the VPC must be larger than the subnet, got network.vpc_cidr /{vpc_prefix})"
