@@ -70,6 +70,8 @@ def validate(
 
 
 # --- commands registered by subsystems (one import + one line each) ---
+from fmcluster.preflight.cli import preflight as _preflight  # noqa: E402
+app.command("preflight")(_preflight)
 
 
 def main() -> None:
