@@ -17,6 +17,7 @@ from fmcluster.blueprint.model import Blueprint
 from fmcluster.blueprint.rules.subnet import subnet_usage
 from fmcluster.catalog import get_instance
 from fmcluster.preflight.checks import (
+    FSX_LUSTRE_QUOTAS,
     P_ON_DEMAND_QUOTA,
     P_SPOT_QUOTA,
     CheckResult,
@@ -193,7 +194,8 @@ def plan_steps(bp: Blueprint, clients: Clients, zone: Zone | None, *, until: dt.
     # FSx quota
     fs = bp.storage.lustre
     if fs is not None:
-        steps.append(_Step("FSx storage quota", f"Lustre {fs.deployment_type}",
+        code = FSX_LUSTRE_QUOTAS[fs.deployment_type]
+        steps.append(_Step("FSx storage quota", f"Lustre {fs.deployment_type} storage ({code})",
                            lambda: check_fsx_quota(clients.service_quotas, clients.fsx,
                                                    deployment_type=fs.deployment_type,
                                                    storage_capacity_gib=fs.storage_capacity_gib)))
