@@ -81,7 +81,8 @@ def interface_layout(instance: InstanceSpec, orchestrator: str, *, efa: bool) ->
     device 0, ``efa-only`` on card 0 device 1 (if card 0 has EFA) and on device 0 of the others.
     """
     if orchestrator not in EFA_INTERFACE_TYPE:
-        raise ValueError(f"unknown orchestrator, got {orchestrator!r}; allowed {', '.join(EFA_INTERFACE_TYPE)}")
+        allowed = ", ".join(EFA_INTERFACE_TYPE)
+        raise ValueError(f"unknown orchestrator, got {orchestrator!r}; allowed {allowed}")
     if not efa or not instance.efa_cards:
         return (InterfaceSlot(0, 0, "interface"),)
     kind = EFA_INTERFACE_TYPE[orchestrator]

@@ -109,6 +109,10 @@ def _when(ts: dt.datetime) -> str:
     return _utc(ts).astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
+def _instances(n: int) -> str:
+    return f"{n} instance" + ("" if n == 1 else "s")
+
+
 def error_code(e: ClientError) -> str:
     return str(e.response.get("Error", {}).get("Code", ""))
 
@@ -190,7 +194,8 @@ def check_fsx_quota(quotas: Any, fsx: Any, *, deployment_type: str, storage_capa
     except ClientError as e:
         if error_code(e) == "NoSuchResourceException":
             return CheckResult("FSx storage quota", subject, "warn",
-                               f"quota {code} not found (the code is unverified); check the FSx for Lustre storage "
+                               f"quota {code} not found (the code is unverified); check the FSx for Lustre "
+                               "storage "
                                f"quota by hand: {storage_capacity_gib} GiB needed", src)
         raise
     used = 0
@@ -205,7 +210,8 @@ def check_fsx_quota(quotas: Any, fsx: Any, *, deployment_type: str, storage_capa
     if free >= storage_capacity_gib:
         return CheckResult("FSx storage quota", subject, "pass", f"{detail}; {storage_capacity_gib} GiB needed", src)
     return CheckResult("FSx storage quota", subject, "warn",
-                       f"{detail}, below the {storage_capacity_gib} GiB needed; request an increase of {code} "
+                       f"{detail}, below the {storage_capacity_gib} GiB needed; request an increase of "
+                       f"{code} "
                        "(warning only: the quota code is unverified)", src)
 
 
@@ -227,7 +233,8 @@ def check_capacity_reservation(
     except ClientError as e:
         if error_code(e).startswith("InvalidCapacityReservationId"):
             return CheckResult("capacity reservation", subject, "fail",
-                               f"{reservation_id} not found in this account and Region ({error_code(e)}); a reservation "
+                               f"{reservation_id} not found in this account and Region ({error_code(e)}); a "
+                               "reservation "
                                "shared from another account must be shared with this one", CR_API)
         raise
     if not found:
@@ -249,7 +256,7 @@ def check_capacity_reservation(
         problems.append(f"is in {cr_zone_id or '?'} ({cr_zone or '?'}), the blueprint in {zone}")
     total = int(cr.get("TotalInstanceCount", 0))
     if total < needed:
-        problems.append(f"holds {total} instances, the blueprint needs {needed}")
+        problems.append(f"holds {_instances(total)}, the blueprint needs {needed}")
     platform = cr.get("InstancePlatform")
     if platform and platform != NODE_PLATFORM:
         problems.append(f"is for platform {platform!r}; fmcluster nodes run {NODE_PLATFORM}")
@@ -269,7 +276,8 @@ def check_capacity_reservation(
     available = cr.get("AvailableInstanceCount")
     if state == "active" and available is not None and int(available) < needed:
         return CheckResult("capacity reservation", subject, "warn",
-                           f"{summary}; only {available} of {total} instances free now (running instances, maybe this "
+                           f"{summary}; only {available} of {total} instances free now (running instances, "
+                           "maybe this "
                            f"cluster's, use the rest), the blueprint needs {needed}", CR_API)
     return CheckResult("capacity reservation", subject, "pass", "; ".join([summary, *notes]), CR_API)
 
@@ -301,7 +309,7 @@ def check_training_plan(
     else:
         total = sum(int(s.get("TotalInstanceCount", 0)) for s in matching)
         if total < needed:
-            problems.append(f"holds {total} instances, the blueprint needs {needed}")
+            problems.append(f"holds {_instances(total)}, the blueprint needs {needed}")
         zones = {s.get("AvailabilityZoneId") or s.get("AvailabilityZone") for s in matching} - {None}
         if zones and not zones & {zone.zone_id, zone.name}:
             problems.append(f"is in {', '.join(sorted(zones))}, the blueprint in {zone}")
@@ -328,14 +336,16 @@ def check_bucket(s3: Any, *, bucket: str, purpose: str, region: str) -> CheckRes
             return CheckResult("S3 bucket", subject, "fail", f"bucket {bucket} does not exist", HEAD_BUCKET_API)
         if status == 403 or code in ("403", "AccessDenied"):
             return CheckResult("S3 bucket", subject, "fail",
-                               f"bucket {bucket} exists but these credentials cannot reach it (403): it belongs to "
+                               f"bucket {bucket} exists but these credentials cannot reach it (403): it "
+                               "belongs to "
                                "another account or s3:ListBucket is denied", HEAD_BUCKET_API)
         raise
     bucket_region = head.get("BucketRegion") or head.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get(
         "x-amz-bucket-region")
     if bucket_region and bucket_region != region:
         return CheckResult("S3 bucket", subject, "warn",
-                           f"reachable, but in {bucket_region} while the cluster is in {region} (cross-Region traffic "
+                           f"reachable, but in {bucket_region} while the cluster is in {region} "
+                           "(cross-Region traffic "
                            "is slower and billed)", HEAD_BUCKET_API)
     return CheckResult("S3 bucket", subject, "pass", f"reachable, in {bucket_region or region}", HEAD_BUCKET_API)
 
@@ -366,6 +376,7 @@ def check_gpu_subnet(ec2: Any, *, subnet_id: str, vpc_id: str | None, zone: Zone
         return CheckResult("GPU subnet", subject, "fail", "; ".join(problems), SUBNET_API)
     if free < recommended:
         return CheckResult("GPU subnet", subject, "warn",
-                           f"{free} free IPv4 addresses cover the {required} needed but not the {recommended} "
+                           f"{free} free IPv4 addresses cover the {required} needed but not the "
+                           f"{recommended} "
                            "recommended with headroom", SUBNET_API)
     return CheckResult("GPU subnet", subject, "pass", f"{free} free IPv4 addresses, {required} needed", SUBNET_API)

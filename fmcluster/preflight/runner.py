@@ -131,7 +131,8 @@ def plan_steps(bp: Blueprint, clients: Clients, zone: Zone | None, *, until: dt.
     # vCPU quotas
     if hyperpod:
         steps.append(skip("vCPU quota", "HyperPod instance groups",
-                          "SageMaker 'ml.<type> for cluster usage' quotas apply, not EC2's; check them in Service "
+                          "SageMaker 'ml.<type> for cluster usage' quotas apply, not EC2's; check them in "
+                          "Service "
                           "Quotas"))
     else:
         on_demand = [_demand(i, g) for i, g in groups if g.capacity.type in ("on_demand", "odcr")]
@@ -144,7 +145,8 @@ def plan_steps(bp: Blueprint, clients: Clients, zone: Zone | None, *, until: dt.
         blocks = [g.name for _, g in groups if g.capacity.type == "capacity_block"]
         if blocks:
             steps.append(skip("vCPU quota", f"Capacity Block groups ({', '.join(blocks)})",
-                              "not counted: whether Capacity Block instances use the On-Demand P quota is unverified"))
+                              "not counted: whether Capacity Block instances use the On-Demand P quota is "
+                              "unverified"))
 
     # reservations and training plans, each checked once for every group that uses it
     by_reservation: dict[str, list[tuple[int, Any]]] = {}

@@ -107,8 +107,8 @@ class SubnetUsage:
 
     def rows(self) -> list[tuple[str, int]]:
         """(item, addresses) lines for a report, in order, ending with the totals."""
-        out = [(f"compute {g.name}: {g.nodes} x {g.instance_type} x {g.ipv4_per_node} ({g.interfaces})", g.ipv4_total)
-               for g in self.groups]
+        out = [(f"compute {g.name}: {g.nodes} x {g.instance_type} x {g.ipv4_per_node} ({g.interfaces})",
+                g.ipv4_total) for g in self.groups]
         out += list(self.management)
         out.append(("reserved by AWS", self.aws_reserved))
         out.append(("required", self.required))
@@ -175,7 +175,8 @@ def _fix(usage: SubnetUsage, wanted: int, vpc_prefix: int) -> str:
 
 
 @rule("R-SUBNET-1", source=f"{SUBNET_SIZING_DOC} (5 reserved); "
-      "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html (efa takes an address, efa-only none)")
+      "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html (efa takes an address, "
+      "efa-only none)")
 def gpu_subnet_holds_cluster(bp: Blueprint) -> Iterator[Violation]:
     """A new VPC's GPU subnet must hold every node's addresses, the management nodes and AWS's five."""
     usage = subnet_usage(bp)
@@ -184,12 +185,14 @@ def gpu_subnet_holds_cluster(bp: Blueprint) -> Iterator[Violation]:
         yield "network.gpu_subnet_prefix_length", (
             f"the GPU subnet is too small for the cluster: {usage.required} IPv4 addresses needed "
             f"({usage.node_addresses} for nodes, {sum(n for _, n in usage.management)} for management nodes, "
-            f"{usage.aws_reserved} reserved by AWS), got /{usage.prefix_length} ({usage.subnet_addresses} addresses); "
+            f"{usage.aws_reserved} reserved by AWS), got /{usage.prefix_length} ({usage.subnet_addresses} "
+            "addresses); "
             f"allowed {_fix(usage, usage.min_prefix_length, vpc_prefix)}"
         )
 
 
-@rule("R-SUBNET-2", level="warning", source="fmcluster headroom policy, docs/capacity.md (10% + FSx estimate + "
+@rule("R-SUBNET-2", level="warning",
+      source="fmcluster headroom policy, docs/capacity.md (10% + FSx estimate + "
       "service interfaces; the FSx interface count is unverified)")
 def gpu_subnet_headroom(bp: Blueprint) -> Iterator[Violation]:
     """Fits, but without room for replacement nodes, FSx interfaces and endpoints."""
@@ -198,7 +201,8 @@ def gpu_subnet_headroom(bp: Blueprint) -> Iterator[Violation]:
         vpc_prefix = int(bp.network.vpc_cidr.split("/")[1])
         yield "network.gpu_subnet_prefix_length", (
             f"the GPU subnet leaves no headroom: {usage.recommended} IPv4 addresses recommended "
-            f"({usage.required} required + {usage.recommended - usage.required} for replacement nodes, FSx and "
+            f"({usage.required} required + {usage.recommended - usage.required} for replacement nodes, FSx "
+            "and "
             f"endpoints), got /{usage.prefix_length} ({usage.subnet_addresses} addresses); "
             f"allowed {_fix(usage, usage.recommended_prefix_length, vpc_prefix)}"
         )
