@@ -125,7 +125,9 @@ def check_identity(sts: Any) -> tuple[CheckResult, str]:
     return CheckResult("credentials", f"account {account}", "pass", str(ident.get("Arn", ""))), account
 
 
-def resolve_zone(ec2: Any, *, region: str, name: str | None, zone_id: str | None) -> tuple[CheckResult, Zone | None]:
+def resolve_zone(
+    ec2: Any, *, region: str, name: str | None, zone_id: str | None
+) -> tuple[CheckResult, Zone | None]:
     """Find the blueprint's zone by name or ID (Local Zones included) and check it can be used."""
     wanted = name or zone_id or ""
     zones = ec2.describe_availability_zones(AllAvailabilityZones=True)["AvailabilityZones"]
@@ -138,7 +140,8 @@ def resolve_zone(ec2: Any, *, region: str, name: str | None, zone_id: str | None
                     f"{zone} is not opted in; opt in to zone group {z.get('GroupName', '?')} "
                     "(EC2 console > Settings > Zones) before deploying", AZ_API), zone
             return CheckResult("availability zone", wanted, "pass", f"{zone}", AZ_API), zone
-    known = ", ".join(sorted(f"{z['ZoneName']}={z['ZoneId']}" for z in zones if z.get("ZoneType") != "local-zone"))
+    regular = [z for z in zones if z.get("ZoneType") != "local-zone"]
+    known = ", ".join(sorted(f"{z['ZoneName']}={z['ZoneId']}" for z in regular))
     return CheckResult("availability zone", wanted, "fail",
                        f"no zone {wanted!r} in {region}; allowed {known}", AZ_API), None
 
@@ -155,7 +158,7 @@ def check_offering(ec2: Any, *, instance_type: str, zone: Zone) -> CheckResult:
     subject = f"{instance_type} in {zone.zone_id}"
     if zone.zone_id in offered:
         return CheckResult("instance offering", subject, "pass", f"offered in {zone}", OFFERINGS_API)
-    where = f"offered in {', '.join(sorted(offered))}" if offered else "not offered in any zone of this Region"
+    where = f"offered in {', '.join(sorted(offered))}" if offered else "offered in no zone of this Region"
     return CheckResult("instance offering", subject, "fail",
                        f"{instance_type} is not offered in {zone}; {where}", OFFERINGS_API)
 
@@ -173,12 +176,14 @@ def check_vcpu_quota(quotas: Any, *, quota: tuple[str, str], demands: Iterable[G
     confirmed = name.lower() == expected_name.lower()
     src = f"{QUOTA_DOC}; shared/reference/aws-resource-rules.md R9.6"
     if value >= needed:
-        return CheckResult("vCPU quota", subject, "pass", f"quota {value} vCPUs covers {needed} ({breakdown})", src)
-    detail = (f"quota {value} vCPUs is below the {needed} needed ({breakdown}); request an increase of {code} in "
-              "Service Quotas (vCPUs already running in the Region count against it too)")
+        return CheckResult("vCPU quota", subject, "pass",
+                           f"quota {value} vCPUs covers {needed} ({breakdown})", src)
+    detail = (f"quota {value} vCPUs is below the {needed} needed ({breakdown}); request an increase of "
+              f"{code} in Service Quotas (vCPUs already running in the Region count against it too)")
     if not confirmed:
         return CheckResult("vCPU quota", subject, "warn",
-                           detail + f"; the quota is named {name!r}, not {expected_name!r}, so this is not an error", src)
+                           f"{detail}; the quota is named {name!r}, not {expected_name!r}, so this is not an "
+                           "error", src)
     return CheckResult("vCPU quota", subject, "fail", detail, src)
 
 
@@ -188,7 +193,8 @@ def check_fsx_quota(quotas: Any, fsx: Any, *, deployment_type: str, storage_capa
     Warning level only: the quota codes come from a third-party tool (see :data:`FSX_LUSTRE_QUOTAS`)."""
     code = FSX_LUSTRE_QUOTAS[deployment_type]
     subject = f"Lustre {deployment_type} storage ({code})"
-    src = "NVIDIA/ai-cloud-validation isvctl/configs/providers/aws/scripts/storage/README.md (unverified quota code)"
+    src = ("NVIDIA/ai-cloud-validation isvctl/configs/providers/aws/scripts/storage/README.md "
+           "(unverified quota code)")
     try:
         q = quotas.get_service_quota(ServiceCode="fsx", QuotaCode=code)["Quota"]
     except ClientError as e:
@@ -208,7 +214,8 @@ def check_fsx_quota(quotas: Any, fsx: Any, *, deployment_type: str, storage_capa
     free = value - used
     detail = f"quota {value} GiB ({q.get('QuotaName', code)}), {used} GiB in use, {free} GiB free"
     if free >= storage_capacity_gib:
-        return CheckResult("FSx storage quota", subject, "pass", f"{detail}; {storage_capacity_gib} GiB needed", src)
+        return CheckResult("FSx storage quota", subject, "pass",
+                           f"{detail}; {storage_capacity_gib} GiB needed", src)
     return CheckResult("FSx storage quota", subject, "warn",
                        f"{detail}, below the {storage_capacity_gib} GiB needed; request an increase of "
                        f"{code} "
@@ -229,7 +236,8 @@ def check_capacity_reservation(
     types = sorted({d.instance_type for d in demands})
     subject = f"{reservation_id} ({', '.join(d.label for d in demands)})"
     try:
-        found = ec2.describe_capacity_reservations(CapacityReservationIds=[reservation_id])["CapacityReservations"]
+        answer = ec2.describe_capacity_reservations(CapacityReservationIds=[reservation_id])
+        found = answer["CapacityReservations"]
     except ClientError as e:
         if error_code(e).startswith("InvalidCapacityReservationId"):
             return CheckResult("capacity reservation", subject, "fail",
@@ -293,7 +301,8 @@ def check_training_plan(
         plan = sagemaker.describe_training_plan(TrainingPlanName=arn)
     except ClientError as e:
         if error_code(e) in ("ResourceNotFound", "ValidationException"):
-            return CheckResult("training plan", subject, "fail", f"{arn} not found ({error_code(e)})", TRAINING_PLAN_API)
+            return CheckResult("training plan", subject, "fail", f"{arn} not found ({error_code(e)})",
+                               TRAINING_PLAN_API)
         raise
     problems = []
     status = plan.get("Status", "?")
@@ -304,7 +313,8 @@ def check_training_plan(
         problems.append(f"targets {', '.join(targets) or 'nothing'}, not hyperpod-cluster")
     matching = [s for s in plan.get("ReservedCapacitySummaries") or [] if s.get("InstanceType") in ml_types]
     if not matching:
-        reserved = ", ".join(sorted({str(s.get("InstanceType")) for s in plan.get("ReservedCapacitySummaries") or []}))
+        summaries = plan.get("ReservedCapacitySummaries") or []
+        reserved = ", ".join(sorted({str(s.get("InstanceType")) for s in summaries}))
         problems.append(f"reserves {reserved or 'no instances'}, the blueprint uses {', '.join(ml_types)}")
     else:
         total = sum(int(s.get("TotalInstanceCount", 0)) for s in matching)
@@ -333,7 +343,8 @@ def check_bucket(s3: Any, *, bucket: str, purpose: str, region: str) -> CheckRes
         status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         code = error_code(e)
         if status == 404 or code in ("404", "NoSuchBucket"):
-            return CheckResult("S3 bucket", subject, "fail", f"bucket {bucket} does not exist", HEAD_BUCKET_API)
+            return CheckResult("S3 bucket", subject, "fail", f"bucket {bucket} does not exist",
+                               HEAD_BUCKET_API)
         if status == 403 or code in ("403", "AccessDenied"):
             return CheckResult("S3 bucket", subject, "fail",
                                f"bucket {bucket} exists but these credentials cannot reach it (403): it "
@@ -347,7 +358,8 @@ def check_bucket(s3: Any, *, bucket: str, purpose: str, region: str) -> CheckRes
                            f"reachable, but in {bucket_region} while the cluster is in {region} "
                            "(cross-Region traffic "
                            "is slower and billed)", HEAD_BUCKET_API)
-    return CheckResult("S3 bucket", subject, "pass", f"reachable, in {bucket_region or region}", HEAD_BUCKET_API)
+    return CheckResult("S3 bucket", subject, "pass", f"reachable, in {bucket_region or region}",
+                       HEAD_BUCKET_API)
 
 
 def check_gpu_subnet(ec2: Any, *, subnet_id: str, vpc_id: str | None, zone: Zone, required: int,
@@ -368,7 +380,8 @@ def check_gpu_subnet(ec2: Any, *, subnet_id: str, vpc_id: str | None, zone: Zone
     if vpc_id and sn.get("VpcId") != vpc_id:
         problems.append(f"is in {sn.get('VpcId')}, not network.vpc_id {vpc_id}")
     if sn.get("AvailabilityZoneId") != zone.zone_id:
-        problems.append(f"is in {sn.get('AvailabilityZoneId')} ({sn.get('AvailabilityZone')}), the blueprint in {zone}")
+        where = f"{sn.get('AvailabilityZoneId')} ({sn.get('AvailabilityZone')})"
+        problems.append(f"is in {where}, the blueprint in {zone}")
     free = int(sn.get("AvailableIpAddressCount", 0))
     if free < required:
         problems.append(f"has {free} free IPv4 addresses, the cluster needs {required}")
@@ -379,4 +392,5 @@ def check_gpu_subnet(ec2: Any, *, subnet_id: str, vpc_id: str | None, zone: Zone
                            f"{free} free IPv4 addresses cover the {required} needed but not the "
                            f"{recommended} "
                            "recommended with headroom", SUBNET_API)
-    return CheckResult("GPU subnet", subject, "pass", f"{free} free IPv4 addresses, {required} needed", SUBNET_API)
+    return CheckResult("GPU subnet", subject, "pass", f"{free} free IPv4 addresses, {required} needed",
+                       SUBNET_API)

@@ -26,7 +26,9 @@ def _consoles() -> tuple[Console, Console]:
     return Console(soft_wrap=True), Console(stderr=True, soft_wrap=True)
 
 
-def _cannot_run(message: str, *, file: str, as_json: bool, problems: list[dict[str, Any]] | None = None) -> None:
+def _cannot_run(
+    message: str, *, file: str, as_json: bool, problems: list[dict[str, Any]] | None = None
+) -> None:
     out, err = _consoles()
     if as_json:
         print(json.dumps({"file": file, "verdict": "could_not_run", "exit_code": 2, "message": message,
@@ -38,8 +40,12 @@ def _cannot_run(message: str, *, file: str, as_json: bool, problems: list[dict[s
 
 def preflight(
     file: Annotated[Path, typer.Argument(help="Blueprint YAML file.")],
-    region: Annotated[str | None, typer.Option(help="AWS Region; must match the blueprint's. Default: the blueprint's.")] = None,
-    profile: Annotated[str | None, typer.Option(help="AWS profile. Default: the standard credential chain.")] = None,
+    region: Annotated[
+        str | None, typer.Option(help="AWS Region; must match the blueprint's. Default: the blueprint's.")
+    ] = None,
+    profile: Annotated[
+        str | None, typer.Option(help="AWS profile. Default: the standard credential chain.")
+    ] = None,
     until: Annotated[str | None, typer.Option(help="YYYY-MM-DD: reservations and training plans must not end "
                                                    "before this day (00:00 UTC).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
@@ -67,7 +73,8 @@ def preflight(
         try:
             until_day = dt.date.fromisoformat(until)
         except ValueError:
-            _cannot_run(f"--until must be a date, got {until!r}; allowed YYYY-MM-DD", file=name, as_json=as_json)
+            _cannot_run(f"--until must be a date, got {until!r}; allowed YYYY-MM-DD", file=name,
+                        as_json=as_json)
     if region is not None and region != bp.region:
         _cannot_run(f"--region differs from the blueprint's region, got {region!r}; allowed {bp.region!r} "
                     "(or omit --region)", file=name, as_json=as_json)
@@ -87,7 +94,8 @@ def preflight(
     if as_json:
         print(json.dumps(report.as_dict(), indent=2))
         raise typer.Exit(report.exit_code)
-    table = Table(title=f"preflight {name} - {bp.region}, account {report.account or '?'}", title_justify="left")
+    title = f"preflight {name} - {bp.region}, account {report.account or '?'}"
+    table = Table(title=title, title_justify="left")
     for col in ("check", "subject", "status", "detail"):
         table.add_column(col, overflow="fold")
     for r in report.results:

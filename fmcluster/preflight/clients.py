@@ -14,9 +14,9 @@ from botocore.config import Config
 from botocore.exceptions import ProfileNotFound
 
 NO_CREDENTIALS = (
-    "no AWS credentials found; provide them with AWS_PROFILE=<profile> or --profile <profile> for a configured "
-    "profile, `aws configure` (or `aws configure sso`) to create one, or the AWS_ACCESS_KEY_ID and "
-    "AWS_SECRET_ACCESS_KEY environment variables"
+    "no AWS credentials found; provide them with AWS_PROFILE=<profile> or --profile <profile> for a "
+    "configured profile, `aws configure` (or `aws configure sso`) to create one, or the "
+    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY environment variables"
 )
 
 #: Fail fast and retry a little: preflight is interactive.
@@ -59,5 +59,5 @@ def make_clients(region: str, profile: str | None = None) -> Clients:
     def client(name: str) -> Any:
         return session.client(name, region_name=region, config=CLIENT_CONFIG)  # type: ignore[call-overload]
 
-    return Clients(ec2=client("ec2"), s3=client("s3"), service_quotas=client("service-quotas"), fsx=client("fsx"),
-                   sts=client("sts"), sagemaker=client("sagemaker"))
+    return Clients(ec2=client("ec2"), s3=client("s3"), service_quotas=client("service-quotas"),
+                   fsx=client("fsx"), sts=client("sts"), sagemaker=client("sagemaker"))

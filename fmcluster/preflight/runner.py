@@ -9,11 +9,12 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-from fmcluster.blueprint.model import Blueprint
+from fmcluster.blueprint.model import Blueprint, ComputeGroup, OdcrCapacity, TrainingPlanCapacity
 from fmcluster.blueprint.rules.subnet import subnet_usage
 from fmcluster.catalog import get_instance
 from fmcluster.preflight.checks import (
@@ -103,7 +104,7 @@ def _guard(step: _Step) -> CheckResult:
         return CheckResult(step.check, step.subject, "error", f"could not check: {e}")
 
 
-def _demand(i: int, g: Any) -> GroupDemand:
+def _demand(i: int, g: ComputeGroup) -> GroupDemand:
     return GroupDemand(i, g.name, g.instance_type, g.count, get_instance(g.instance_type).vcpus)
 
 
@@ -111,75 +112,65 @@ def plan_steps(bp: Blueprint, clients: Clients, zone: Zone | None, *, until: dt.
                now: dt.datetime | None = None) -> list[_Step]:
     """The checks ``bp`` needs once the zone is known (see docs/preflight.md for the list)."""
     steps: list[_Step] = []
-    region = bp.region
     hyperpod = bp.orchestrator.kind == "hyperpod"
     groups = list(enumerate(bp.compute))
 
-    def skip(check: str, subject: str, detail: str) -> _Step:
-        return _Step(check, subject, lambda: CheckResult(check, subject, "skip", detail))
+    def skip(check: str, subject: str, detail: str) -> None:
+        steps.append(_Step(check, subject, partial(CheckResult, check, subject, "skip", detail)))
+
+    def add(check: str, subject: str, fn: Callable[..., CheckResult], *args: Any, **kwargs: Any) -> None:
+        if zone is None and "zone" in kwargs:
+            skip(check, subject, "zone unknown, see the availability zone row")
+        else:
+            steps.append(_Step(check, subject, partial(fn, *args, **kwargs)))
 
     # instance offerings (capacity from a reservation is checked through the reservation instead)
     if hyperpod:
-        steps.append(skip("instance offering", "HyperPod instance groups",
-                          "HyperPod runs nodes on SageMaker capacity: EC2 offerings do not apply"))
+        skip("instance offering", "HyperPod instance groups",
+             "HyperPod runs nodes on SageMaker capacity: EC2 offerings do not apply")
     elif zone is not None:
-        types = sorted({g.instance_type for _, g in groups if g.capacity.type in ("on_demand", "spot")})
-        for t in types:
-            steps.append(_Step("instance offering", f"{t} in {zone.zone_id}",
-                               lambda t=t: check_offering(clients.ec2, instance_type=t, zone=zone)))
+        for t in sorted({g.instance_type for _, g in groups if g.capacity.type in ("on_demand", "spot")}):
+            add("instance offering", f"{t} in {zone.zone_id}", check_offering, clients.ec2, instance_type=t,
+                zone=zone)
 
     # vCPU quotas
     if hyperpod:
-        steps.append(skip("vCPU quota", "HyperPod instance groups",
-                          "SageMaker 'ml.<type> for cluster usage' quotas apply, not EC2's; check them in "
-                          "Service "
-                          "Quotas"))
+        skip("vCPU quota", "HyperPod instance groups",
+             "SageMaker 'ml.<type> for cluster usage' quotas apply, not EC2's; check them in Service Quotas")
     else:
         on_demand = [_demand(i, g) for i, g in groups if g.capacity.type in ("on_demand", "odcr")]
         spot = [_demand(i, g) for i, g in groups if g.capacity.type == "spot"]
         for quota, demands in ((P_ON_DEMAND_QUOTA, on_demand), (P_SPOT_QUOTA, spot)):
             if demands:
-                steps.append(_Step("vCPU quota", f"{quota[1]} ({quota[0]})",
-                                   lambda q=quota, d=demands: check_vcpu_quota(clients.service_quotas, quota=q,
-                                                                                demands=d)))
+                add("vCPU quota", f"{quota[1]} ({quota[0]})", check_vcpu_quota, clients.service_quotas,
+                    quota=quota, demands=demands)
         blocks = [g.name for _, g in groups if g.capacity.type == "capacity_block"]
         if blocks:
-            steps.append(skip("vCPU quota", f"Capacity Block groups ({', '.join(blocks)})",
-                              "not counted: whether Capacity Block instances use the On-Demand P quota is "
-                              "unverified"))
+            skip("vCPU quota", f"Capacity Block groups ({', '.join(blocks)})",
+                 "not counted: whether Capacity Block instances use the On-Demand P quota is unverified")
 
     # reservations and training plans, each checked once for every group that uses it
-    by_reservation: dict[str, list[tuple[int, Any]]] = {}
-    by_plan: dict[str, list[tuple[int, Any]]] = {}
+    by_reservation: dict[str, list[GroupDemand]] = {}
+    kinds: dict[str, str] = {}
+    by_plan: dict[str, list[GroupDemand]] = {}
     for i, g in groups:
+        cap = g.capacity
         if g.reservation_id:
-            by_reservation.setdefault(g.reservation_id, []).append((i, g))
-        elif g.capacity.type == "odcr":
-            arn = g.capacity.resource_group_arn
-            steps.append(skip("capacity reservation", f"{arn} (compute[{i}] {g.name})",
-                              "resource-group targets are not checked: make sure the group holds active "
-                              f"{g.instance_type} reservations in the blueprint's zone"))
-        elif g.capacity.type == "training_plan":
-            by_plan.setdefault(g.capacity.arn, []).append((i, g))
-    for rid, users in by_reservation.items():
-        kind = users[0][1].capacity.type
-        demands = [_demand(i, g) for i, g in users]
-        subject = f"{rid} ({', '.join(d.label for d in demands)})"
-        if zone is None:
-            steps.append(skip("capacity reservation", subject, "zone unknown, see the availability zone row"))
-            continue
-        steps.append(_Step("capacity reservation", subject,
-                           lambda rid=rid, kind=kind, d=demands: check_capacity_reservation(
-                               clients.ec2, reservation_id=rid, kind=kind, demands=d, zone=zone, until=until, now=now)))
-    for arn, users in by_plan.items():
-        demands = [_demand(i, g) for i, g in users]
-        subject = f"{arn.rsplit('/', 1)[-1]} ({', '.join(d.label for d in demands)})"
-        if zone is None:
-            steps.append(skip("training plan", subject, "zone unknown, see the availability zone row"))
-            continue
-        steps.append(_Step("training plan", subject,
-                           lambda arn=arn, d=demands: check_training_plan(clients.sagemaker, arn=arn, demands=d,
-                                                                          zone=zone, until=until)))
+            by_reservation.setdefault(g.reservation_id, []).append(_demand(i, g))
+            kinds.setdefault(g.reservation_id, cap.type)
+        elif isinstance(cap, OdcrCapacity):
+            skip("capacity reservation", f"{cap.resource_group_arn} (compute[{i}] {g.name})",
+                 "resource-group targets are not checked: make sure the group holds active "
+                 f"{g.instance_type} reservations in the blueprint's zone")
+        elif isinstance(cap, TrainingPlanCapacity):
+            by_plan.setdefault(cap.arn, []).append(_demand(i, g))
+    for rid, demands in by_reservation.items():
+        add("capacity reservation", f"{rid} ({', '.join(d.label for d in demands)})",
+            check_capacity_reservation, clients.ec2, reservation_id=rid, kind=kinds[rid], demands=demands,
+            zone=zone, until=until, now=now)
+    for arn, demands in by_plan.items():
+        add("training plan", f"{arn.rsplit('/', 1)[-1]} ({', '.join(d.label for d in demands)})",
+            check_training_plan, clients.sagemaker, arn=arn, demands=demands, zone=zone, until=until)
 
     # buckets the blueprint names (created buckets need no check)
     buckets: dict[str, str] = {}
@@ -190,28 +181,23 @@ def plan_steps(bp: Blueprint, clients: Clients, zone: Zone | None, *, until: dt.
     if bp.storage.checkpoints is not None and bp.storage.checkpoints.bucket != "create":
         buckets.setdefault(bp.storage.checkpoints.bucket, "checkpoints")
     for bucket, purpose in buckets.items():
-        steps.append(_Step("S3 bucket", f"s3://{bucket} ({purpose})",
-                           lambda b=bucket, p=purpose: check_bucket(clients.s3, bucket=b, purpose=p, region=region)))
+        add("S3 bucket", f"s3://{bucket} ({purpose})", check_bucket, clients.s3, bucket=bucket,
+            purpose=purpose, region=bp.region)
 
     # FSx quota
     fs = bp.storage.lustre
     if fs is not None:
         code = FSX_LUSTRE_QUOTAS[fs.deployment_type]
-        steps.append(_Step("FSx storage quota", f"Lustre {fs.deployment_type} storage ({code})",
-                           lambda: check_fsx_quota(clients.service_quotas, clients.fsx,
-                                                   deployment_type=fs.deployment_type,
-                                                   storage_capacity_gib=fs.storage_capacity_gib)))
+        add("FSx storage quota", f"Lustre {fs.deployment_type} storage ({code})", check_fsx_quota,
+            clients.service_quotas, clients.fsx, deployment_type=fs.deployment_type,
+            storage_capacity_gib=fs.storage_capacity_gib)
 
     # an imported GPU subnet (a new one is sized by rule R-SUBNET-1)
-    subnet_id = bp.network.gpu_subnet_id
-    if subnet_id:
+    if bp.network.gpu_subnet_id:
         usage = subnet_usage(bp)
-        if zone is None:
-            steps.append(skip("GPU subnet", subnet_id, "zone unknown, see the availability zone row"))
-        else:
-            steps.append(_Step("GPU subnet", subnet_id, lambda: check_gpu_subnet(
-                clients.ec2, subnet_id=subnet_id, vpc_id=bp.network.vpc_id, zone=zone,
-                required=usage.required - usage.aws_reserved, recommended=usage.recommended - usage.aws_reserved)))
+        add("GPU subnet", bp.network.gpu_subnet_id, check_gpu_subnet, clients.ec2,
+            subnet_id=bp.network.gpu_subnet_id, vpc_id=bp.network.vpc_id, zone=zone,
+            required=usage.required - usage.aws_reserved, recommended=usage.recommended - usage.aws_reserved)
     return steps
 
 
