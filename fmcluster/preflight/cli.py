@@ -81,7 +81,7 @@ def preflight(
     try:
         clients = clients_module.make_clients(bp.region, profile)
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      console=err, transient=True, disable=as_json) as bar:
+                      console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
             task = bar.add_task("preflight", total=None)
 
             def tell(label: str, i: int, n: int) -> None:
