@@ -111,6 +111,8 @@ def schema() -> None:
 
 
 # --- commands registered by subsystems (one import + one line each) ---
+from fmcluster.preflight.cli import preflight as _preflight  # noqa: E402
+app.command("preflight")(_preflight)
 
 
 def main() -> None:

@@ -131,19 +131,39 @@ class SoftwareSpec(Section):
 
 # ---- compute ---------------------------------------------------------------------------------
 class OnDemandCapacity(Section):
-    type: Literal["on_demand"]
+    """On-Demand instances: no reservation, no interruption; needs the Running On-Demand P instances
+    vCPU quota. ParallelCluster ``CapacityType: ONDEMAND``; PCS ``purchaseOption: ONDEMAND``."""
+
+    type: Literal["on_demand"] = Field(description="On-Demand instances.")
 
 
 class SpotCapacity(Section):
-    type: Literal["spot"]
+    """Spot instances: cheaper, interruptible with two minutes' notice. A compute group has one
+    instance type in one AZ, so there is a single Spot pool and no allocation strategy to choose.
+    ParallelCluster ``CapacityType: SPOT``; PCS ``purchaseOption: SPOT``; HyperPod
+    ``CapacityRequirements.Spot``."""
+
+    type: Literal["spot"] = Field(description="Spot instances (interruptible).")
 
 
 class OdcrCapacity(Section):
-    """On-Demand Capacity Reservation: exactly one of reservation_id / resource_group_arn."""
+    """On-Demand Capacity Reservation: exactly one of reservation_id / resource_group_arn.
 
-    type: Literal["odcr"]
-    reservation_id: str | None = Field(None, pattern=RESERVATION_ID_PATTERN)
-    resource_group_arn: str | None = Field(None, pattern=r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:\d{12}:group/[\w.-]+$")
+    Source: aws-resource-rules.md R5.7 (one target at a time; ParallelCluster
+    ``CapacityReservationTargetSchema.no_coexist_id_and_group_arn``).
+    """
+
+    type: Literal["odcr"] = Field(description="Launch into an On-Demand Capacity Reservation.")
+    reservation_id: str | None = Field(
+        None,
+        pattern=RESERVATION_ID_PATTERN,
+        description="Capacity Reservation id (cr- + 17 hex digits). Default: not set (then resource_group_arn is required).",
+    )
+    resource_group_arn: str | None = Field(
+        None,
+        pattern=r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:\d{12}:group/[\w.-]+$",
+        description="Capacity Reservation resource group to launch into. Default: not set (then reservation_id is required).",
+    )
 
     @model_validator(mode="after")
     def _one_target(self) -> OdcrCapacity:
@@ -153,23 +173,31 @@ class OdcrCapacity(Section):
 
 
 class CapacityBlockCapacity(Section):
-    """EC2 Capacity Block for ML (market type capacity-block + reservation target)."""
+    """EC2 Capacity Block for ML (market type capacity-block + reservation target).
 
-    type: Literal["capacity_block"]
-    reservation_id: str = Field(pattern=RESERVATION_ID_PATTERN)
+    Source: aws-resource-rules.md R5.1 (launch template needs ``InstanceMarketOptions.MarketType:
+    capacity-block`` and the reservation id).
+    """
+
+    type: Literal["capacity_block"] = Field(description="Launch into an EC2 Capacity Block for ML.")
+    reservation_id: str = Field(pattern=RESERVATION_ID_PATTERN, description="The Capacity Block's reservation id (cr-...).")
 
 
 class TrainingPlanCapacity(Section):
-    """SageMaker HyperPod training plan."""
+    """SageMaker HyperPod training plan (``InstanceGroups[].TrainingPlanArn``, aws-resource-rules.md §5.3)."""
 
-    type: Literal["training_plan"]
-    arn: str = Field(pattern=r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]+:\d{12}:training-plan/.+$")
+    type: Literal["training_plan"] = Field(description="Use a SageMaker training plan (HyperPod only).")
+    arn: str = Field(
+        pattern=r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]+:\d{12}:training-plan/.+$",
+        description="Training plan ARN.",
+    )
 
 
 Capacity = Annotated[
     OnDemandCapacity | SpotCapacity | OdcrCapacity | CapacityBlockCapacity | TrainingPlanCapacity,
     Field(discriminator="type"),
 ]
+#: Capacity types whose nodes are placed by a reservation (no new placement group by default).
 RESERVATION_BACKED = ("odcr", "capacity_block", "training_plan")
 
 
@@ -184,10 +212,24 @@ class ComputeGroup(Section):
     capacity: Capacity = Field(default_factory=lambda: OnDemandCapacity(type="on_demand"), description="Default: on_demand.")
     efa: bool | None = Field(None, description="EFA on every EFA-capable network card. Default: true where supported.")
     placement_group: bool | None = Field(
-        None, description="Cluster placement group. Default: true unless reservation-backed (the reservation places nodes)."
+        None,
+        description="Create a cluster placement group for this group. Default: true when EFA is on and the group is "
+        "not reservation-backed (odcr, capacity_block and training_plan capacity is placed by its reservation; "
+        "forcing true there is a warning, R-CAP-3).",
     )
     scratch_path: str = Field(DEFAULT_SCRATCH_PATH, pattern=r"^/[\w./-]+$", description=f"Local NVMe RAID0. Default: {DEFAULT_SCRATCH_PATH}.")
     threads_per_core: Literal[1, 2] = Field(2, description="SMT threads per core. Default: 2 (EC2 default).")
+
+    @field_validator("instance_type", mode="before")
+    @classmethod
+    def _one_type(cls, v: object) -> object:
+        """One instance type per group: launch templates, reservations and Capacity Blocks hold one type."""
+        if isinstance(v, list):
+            raise ValueError(
+                f"one instance type per compute group, got a list of {len(v)}; allowed a single type such as "
+                "p5.48xlarge (use one compute group per type)"
+            )
+        return v
 
     @field_validator("instance_type")
     @classmethod
@@ -209,6 +251,11 @@ class ComputeGroup(Section):
     @property
     def reservation_backed(self) -> bool:
         return self.capacity.type in RESERVATION_BACKED
+
+    @property
+    def reservation_id(self) -> str | None:
+        """The EC2 Capacity Reservation id this group launches into (odcr or capacity_block), else None."""
+        return getattr(self.capacity, "reservation_id", None)
 
     @property
     def uses_placement_group(self) -> bool:

@@ -55,6 +55,7 @@ def _load_rule_modules() -> None:
         orchestrator,
         software,
         storage,
+        subnet,
     )
 
 

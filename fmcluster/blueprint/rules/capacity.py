@@ -1,19 +1,219 @@
-"""Capacity rules (aws-resource-rules.md sections 4 and 5)."""
+"""Capacity rules (aws-resource-rules.md sections 1.1, 4 and 5).
+
+Each rule covers its whole kind: every compute group, every reservation-backed capacity type,
+every instance type the catalog marks (UltraServer sizes, Capacity-Block-only, CPU architecture),
+not just the example that motivated it.
+
+Enforced by the model's shape rather than a rule (a rule could never fire):
+
+- one instance type per group (``ComputeGroup.instance_type`` is a single string);
+- no spot options on a Capacity Block (``capacity`` is a union tagged by ``type`` and a
+  ``capacity_block`` entry takes only ``reservation_id``: any other key is "unknown key");
+- reservation ids are ``cr-`` + 17 hex digits (``RESERVATION_ID_PATTERN``);
+- exactly one of ``reservation_id`` / ``resource_group_arn`` for ``odcr``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fmcluster.blueprint.model import Blueprint
+from fmcluster.blueprint.model import Blueprint, ComputeGroup
 from fmcluster.blueprint.rules import Violation, rule
+from fmcluster.catalog import get_instance
+from fmcluster.catalog.software import get_stack, known_stacks
+
+PC_VALIDATORS = "aws/aws-parallelcluster cli/src/pcluster/validators/"
+CB_LAUNCH_DOC = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-launch.html"
+ULTRASERVER_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-nvidia-ultraserver.html"
+
+#: Why a new placement group is a bad idea, per reservation-backed capacity type (R-CAP-3).
+_PLACEMENT_REASON = {
+    "capacity_block": "Capacity Block instances are already co-located in an EC2 UltraCluster, and a new "
+    "placement "
+                      "group can make launches fail with insufficient capacity",
+    "odcr": "the reserved instances are not guaranteed to fit in a new placement group, so launches can fail "
+    "with "
+            "insufficient capacity (create the reservation in a cluster placement group instead)",
+    "training_plan": "HyperPod places training-plan capacity itself and has no placement-group setting, so "
+    "the "
+                     "setting is ignored",
+}
 
 
-@rule("R-CAP-1", source="https://docs.aws.amazon.com/sagemaker/latest/dg/reserve-capacity-with-training-plans.html "
+TRAINING_PLAN_DOC = "https://docs.aws.amazon.com/sagemaker/latest/dg/reserve-capacity-with-training-plans.html"
+
+
+@rule("R-CAP-1", source=f"{TRAINING_PLAN_DOC} "
       "(training plans are SageMaker capacity)")
 def training_plan_only_on_hyperpod(bp: Blueprint) -> Iterator[Violation]:
     for i, g in enumerate(bp.compute):
         if g.capacity.type == "training_plan" and bp.orchestrator.kind != "hyperpod":
             yield f"compute[{i}].capacity.type", (
-                f"training plans only work with HyperPod, got orchestrator.kind {bp.orchestrator.kind!r}; allowed "
+                f"training plans only work with HyperPod, got orchestrator.kind {bp.orchestrator.kind!r}; "
+                "allowed "
                 "on_demand, spot, odcr or capacity_block (or orchestrator.kind: hyperpod)"
             )
+
+
+@rule("R-CAP-2", source=f"{PC_VALIDATORS}cluster_validators.py (CAPACITY_BLOCK: MinCount == MaxCount > 0); "
+      f"{CB_LAUNCH_DOC}", scope="compute")
+def capacity_block_static_count(groups: list[ComputeGroup]) -> Iterator[Violation]:
+    """A Capacity Block is a fixed set of instances for a fixed term: its nodes are static.
+
+    ``count > 0`` is guaranteed by the model (``ge=1``); an omitted ``min_count`` means ``count``.
+    """
+    for i, g in enumerate(groups):
+        if g.capacity.type == "capacity_block" and g.min_count is not None and g.min_count != g.count:
+            yield f"compute[{i}].min_count", (
+                "a Capacity Block runs a fixed number of nodes for its whole term, got min_count "
+                f"{g.min_count} "
+                f"with count {g.count}; allowed min_count {g.count} or no min_count"
+            )
+
+
+@rule("R-CAP-3", level="warning",
+      source=f"{PC_VALIDATORS}ec2_validators.py (PlacementGroupCapacityTypeValidator); "
+      "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/limitations-placement-groups.html "
+      "(reserve capacity explicitly in the cluster placement group)", scope="compute")
+def no_new_placement_group_for_reservations(groups: list[ComputeGroup]) -> Iterator[Violation]:
+    """Reservation-backed groups get no new placement group by default; forcing one warns."""
+    for i, g in enumerate(groups):
+        if g.reservation_backed and g.placement_group is True:
+            yield f"compute[{i}].placement_group", (
+                f"{_PLACEMENT_REASON[g.capacity.type]}, got placement_group true with capacity type "
+                f"{g.capacity.type!r}; allowed false or no placement_group (the default)"
+            )
+
+
+@rule("R-CAP-4",
+      source="botocore sagemaker service-2.json ClusterInstanceGroupSpecification (TrainingPlanArn, "
+      "CapacityRequirements: no EC2 reservation target); "
+      "https://docs.aws.amazon.com/sagemaker/latest/dg/reserve-capacity-with-training-plans.html")
+def no_ec2_reservations_on_hyperpod(bp: Blueprint) -> Iterator[Violation]:
+    """HyperPod instance groups cannot target EC2 reservations (Capacity Blocks, ODCRs): reserved
+    HyperPod capacity is a SageMaker training plan."""
+    if bp.orchestrator.kind != "hyperpod":
+        return
+    names = {"capacity_block": "EC2 Capacity Blocks", "odcr": "EC2 On-Demand Capacity Reservations"}
+    for i, g in enumerate(bp.compute):
+        if g.capacity.type in names:
+            yield f"compute[{i}].capacity.type", (
+                f"HyperPod cannot launch into {names[g.capacity.type]}; reserve HyperPod capacity with a "
+                "SageMaker "
+                f"training plan, got {g.capacity.type!r} with orchestrator.kind 'hyperpod'; allowed "
+                "on_demand, spot "
+                "or training_plan - did you mean training_plan?"
+            )
+
+
+@rule("R-CAP-5", source=f"{ULTRASERVER_DOC} (u-p6e-gb200x36 = 9 instances, u-p6e-gb200x72 = 18)",
+      scope="compute")
+def ultraserver_count(groups: list[ComputeGroup]) -> Iterator[Violation]:
+    """Instance types sold only as UltraServers come in whole UltraServers."""
+    for i, g in enumerate(groups):
+        sizes = get_instance(g.instance_type).ultraserver_sizes
+        if not sizes:
+            continue
+        step = min(sizes)  # every catalog size is a multiple of the smallest (9, 18)
+        if g.count % step:
+            lower = (g.count // step) * step
+            hint = f"{lower} or {lower + step}" if lower else f"{step}"
+            yield f"compute[{i}].count", (
+                f"{g.instance_type} is sold only as UltraServers of {' or '.join(map(str, sizes))} "
+                "instances, "
+                f"got count {g.count}; allowed a multiple of {step} - did you mean {hint}?"
+            )
+
+
+@rule("R-CAP-6",
+      source=f"{ULTRASERVER_DOC} (P6e-GB200 UltraServers are obtained through Capacity Blocks); "
+             f"{CB_LAUNCH_DOC}")
+def capacity_block_only_types(bp: Blueprint) -> Iterator[Violation]:
+    """Types the catalog marks ``capacity_block_only`` need reserved UltraServer capacity: a Capacity
+    Block (ParallelCluster, PCS) or a training plan (HyperPod)."""
+    allowed = "training_plan" if bp.orchestrator.kind == "hyperpod" else "capacity_block"
+    for i, g in enumerate(bp.compute):
+        reserved = g.capacity.type in ("capacity_block", "training_plan")
+        if get_instance(g.instance_type).capacity_block_only and not reserved:
+            yield f"compute[{i}].capacity.type", (
+                f"{g.instance_type} is sold only as reserved UltraServer capacity, got {g.capacity.type!r}; "
+                "allowed "
+                f"{allowed} on orchestrator.kind {bp.orchestrator.kind!r} - did you mean {allowed}?"
+            )
+
+
+@rule("R-CAP-7", source=f"{ULTRASERVER_DOC} (arm64 AMIs for P6e-GB200); "
+      f"{CB_LAUNCH_DOC} (the AMI platform must match the reservation); catalog/data/software.yaml "
+      "cpu_architectures")
+def stack_matches_cpu_architecture(bp: Blueprint) -> Iterator[Violation]:
+    """The software stack must be built for every group's CPU architecture (p6e-gb200: arm64 Grace)."""
+    stack = get_stack(bp.software.stack)
+    for i, g in enumerate(bp.compute):
+        arch = get_instance(g.instance_type).cpu_architecture
+        if arch not in stack.cpu_architectures:
+            fits = [s for s in known_stacks() if arch in get_stack(s).cpu_architectures]
+            yield "software.stack", (
+                f"{g.instance_type} (compute[{i}]) has {arch} CPUs and stack {stack.name!r} is built for "
+                f"{', '.join(stack.cpu_architectures)}, got {stack.name!r}; allowed "
+                f"{', '.join(fits) or 'none'}"
+            )
+
+
+@rule("R-CAP-8",
+      source=f"{PC_VALIDATORS}ec2_validators.py (CapacityReservationValidator: reservation instance type "
+      "equals the queue's); "
+      "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityReservation.html",
+      scope="compute")
+def shared_reservation_consistent(groups: list[ComputeGroup]) -> Iterator[Violation]:
+    """Groups that share a reservation id must agree on its instance type and kind (one reservation
+    holds one instance type, and is either an ODCR or a Capacity Block)."""
+    first: dict[str, int] = {}
+    for i, g in enumerate(groups):
+        rid = g.reservation_id
+        if rid is None:
+            continue
+        if rid not in first:
+            first[rid] = i
+            continue
+        j = first[rid]
+        other = groups[j]
+        if other.instance_type != g.instance_type:
+            yield f"compute[{i}].instance_type", (
+                f"reservation {rid} is also used by compute[{j}] with {other.instance_type} and a "
+                "reservation holds "
+                f"one instance type, got {g.instance_type}; allowed {other.instance_type}"
+            )
+        if other.capacity.type != g.capacity.type:
+            yield f"compute[{i}].capacity.type", (
+                f"reservation {rid} is also used by compute[{j}] as {other.capacity.type!r}, got "
+                f"{g.capacity.type!r}; allowed {other.capacity.type!r}"
+            )
+
+
+_DIRECTIONS = {"east": "e", "west": "w", "north": "n", "south": "s", "central": "c", "northeast": "ne",
+               "southeast": "se", "northwest": "nw", "southwest": "sw", "gov": "g"}
+
+
+def az_id_prefix(region: str) -> str:
+    """The AZ-ID prefix of a Region: ``us-east-1`` -> ``use1``, ``ap-northeast-1`` -> ``apne1``,
+    ``us-gov-west-1`` -> ``usgw1``. Derived, not documented: matches every zone in moto's table
+    (moto/ec2/models/availability_zones_and_regions.py), so mismatches only warn."""
+    parts = region.split("-")
+    return parts[0] + "".join(_DIRECTIONS.get(p, p) for p in parts[1:-1]) + parts[-1]
+
+
+@rule("R-AZ-3", level="warning",
+      source="https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html; "
+      "prefix derivation checked against getmoto/moto moto/ec2/models/availability_zones_and_regions.py")
+def zone_id_in_region(bp: Blueprint) -> Iterator[Violation]:
+    """An AZ ID starts with its Region's short form (use1-az6 is in us-east-1); capacity
+    reservations are bound to AZ IDs, so a wrong one surfaces only at deploy time."""
+    zid = bp.availability_zone_id
+    if not zid:
+        return
+    prefix = az_id_prefix(bp.region)
+    if zid.split("-az")[0] != prefix:
+        yield "availability_zone_id", (
+            f"not an AZ ID of region {bp.region}, got {zid!r}; allowed {prefix}-az1, {prefix}-az2, ... "
+            f"- did you mean {prefix}-az{zid.rsplit('-az', 1)[1]}?"
+        )

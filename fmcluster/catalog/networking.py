@@ -1,0 +1,142 @@
+"""Network-interface layouts and IPv4 address math for GPU nodes and their subnet.
+
+One place for the numbers that subnet sizing (rules), ``fmcluster plan`` and preflight share, and
+for the interface layout the launch-template constructs render (style anchor 12: derived values
+computed once). Pure functions over catalog facts and plain values: no blueprint import.
+
+Facts and their sources (shared/reference/aws-resource-rules.md):
+
+- An ``efa`` interface (EFA + ENA) takes one private IPv4 address from the subnet; an ``efa-only``
+  interface takes none; the primary interface (card 0, device 0) is never ``efa-only``
+  (R2.3, R2.4; https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html).
+- ParallelCluster renders an ``efa`` interface on every EFA-capable card, the primary included
+  (aws/aws-parallelcluster ``cli/src/pcluster/templates/queues_stack.py``
+  ``_add_compute_resource_launch_template``; aws-resource-rules.md §2.2).
+- PCS and HyperPod, as fmcluster renders them, use the AWS-documented layout: ENA primary on card 0
+  device 0, ``efa-only`` on card 0 device 1 (when card 0 has EFA) and on device 0 of every other
+  EFA card (efa-acc-inst-types; HyperPod ``ClusterNetworkInterface.InterfaceType`` accepts
+  ``efa-only``, botocore sagemaker service-2.json).
+- AWS reserves five addresses in every subnet (network, VPC router, DNS, future use, broadcast):
+  https://docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from fmcluster.catalog.instances import InstanceSpec
+
+SUBNET_SIZING_DOC = "https://docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html"
+
+#: Addresses AWS keeps in every subnet (first four and the last one).
+AWS_RESERVED_PER_SUBNET = 5
+
+InterfaceType = Literal["interface", "efa", "efa-only"]
+OrchestratorKind = Literal["parallelcluster", "hyperpod", "pcs"]
+
+#: Interface type used on EFA cards, per orchestrator (module docstring gives the sources).
+EFA_INTERFACE_TYPE: dict[str, InterfaceType] = {
+    "parallelcluster": "efa",
+    "pcs": "efa-only",
+    "hyperpod": "efa-only",
+}
+
+# ---- headroom policy (documented in docs/capacity.md "Subnet sizing") --------------------------
+#: Extra addresses as a fraction of the node addresses: node replacement launches the new node
+#: while the old one's interfaces are still being released, and groups grow.
+HEADROOM_FRACTION = 0.10
+#: Interface VPC endpoints and service ENIs that may live in the GPU subnet (SSM, logs, ECR, STS,
+#: orchestrator control planes). An allowance, not a count of what the network stack creates.
+SERVICE_ENI_ALLOWANCE = 8
+#: FSx for Lustre estimate: FSx does not document how many interfaces a file system places in its
+#: subnet (``FileSystem.NetworkInterfaceIds`` may hold more than one, FSx API reference). fmcluster
+#: assumes one per 2400 GiB of storage plus two for metadata/management. [UNVERIFIED] - used for
+#: the headroom warning only, never for the error.
+FSX_GIB_PER_INTERFACE = 2400
+FSX_FIXED_INTERFACES = 2
+
+
+@dataclass(frozen=True)
+class InterfaceSlot:
+    """One network interface in a launch template: where it sits and what it is."""
+
+    card: int
+    device: int
+    interface_type: InterfaceType
+
+    @property
+    def ipv4_addresses(self) -> int:
+        """Private IPv4 addresses this interface takes from the subnet (``efa-only``: none)."""
+        return 0 if self.interface_type == "efa-only" else 1
+
+
+def interface_layout(instance: InstanceSpec, orchestrator: str, *, efa: bool) -> tuple[InterfaceSlot, ...]:
+    """The interfaces one node of ``instance`` gets under ``orchestrator``.
+
+    Without EFA a node has only its primary ENA interface. ParallelCluster: ``efa`` on every EFA
+    card (card 0 device 0 is the primary; on other cards device 0 when the card takes a single
+    interface, else 1, as its ``queues_stack.py`` does). PCS/HyperPod: ENA primary on card 0
+    device 0, ``efa-only`` on card 0 device 1 (if card 0 has EFA) and on device 0 of the others.
+    """
+    if orchestrator not in EFA_INTERFACE_TYPE:
+        allowed = ", ".join(EFA_INTERFACE_TYPE)
+        raise ValueError(f"unknown orchestrator, got {orchestrator!r}; allowed {allowed}")
+    if not efa or not instance.efa_cards:
+        return (InterfaceSlot(0, 0, "interface"),)
+    kind = EFA_INTERFACE_TYPE[orchestrator]
+    slots: list[InterfaceSlot] = []
+    if kind == "efa":
+        slots.append(InterfaceSlot(0, 0, "efa" if instance.card0_has_efa else "interface"))
+        other_device = 0 if instance.max_enis_per_card == 1 else 1
+        slots += [InterfaceSlot(card, other_device, "efa") for card in instance.efa_cards if card != 0]
+    else:
+        slots.append(InterfaceSlot(0, 0, "interface"))
+        if instance.card0_has_efa:
+            slots.append(InterfaceSlot(0, 1, "efa-only"))
+        slots += [InterfaceSlot(card, 0, "efa-only") for card in instance.efa_cards if card != 0]
+    return tuple(slots)
+
+
+def ipv4_per_node(instance: InstanceSpec, orchestrator: str, *, efa: bool) -> int:
+    """Private IPv4 addresses one node takes from its subnet: 1 primary + 1 per ``efa`` interface."""
+    return sum(slot.ipv4_addresses for slot in interface_layout(instance, orchestrator, efa=efa))
+
+
+def describe_layout(slots: tuple[InterfaceSlot, ...]) -> str:
+    """Short human form, e.g. ``1 interface + 32 efa-only`` or ``32 efa``."""
+    counts: dict[str, int] = {}
+    for slot in slots:
+        counts[slot.interface_type] = counts.get(slot.interface_type, 0) + 1
+    return " + ".join(f"{n} {kind}" for kind, n in counts.items())
+
+
+def subnet_size(prefix_length: int) -> int:
+    """All IPv4 addresses in a subnet of this prefix length (/20: 4096)."""
+    if not 0 <= prefix_length <= 32:
+        raise ValueError(f"prefix length out of range, got {prefix_length}; allowed 0..32")
+    return 2 ** (32 - prefix_length)
+
+
+def usable_addresses(prefix_length: int) -> int:
+    """Addresses left for interfaces after AWS's five (/20: 4091)."""
+    return subnet_size(prefix_length) - AWS_RESERVED_PER_SUBNET
+
+
+def longest_prefix_for(addresses: int) -> int:
+    """The longest prefix length (smallest subnet) whose usable addresses cover ``addresses``."""
+    if addresses < 0:
+        raise ValueError(f"address count must not be negative, got {addresses}")
+    total = addresses + AWS_RESERVED_PER_SUBNET
+    return 32 - max(0, math.ceil(math.log2(total)))
+
+
+def fsx_lustre_interfaces_estimate(storage_capacity_gib: int) -> int:
+    """Estimated subnet addresses an FSx for Lustre file system uses ([UNVERIFIED], see constants)."""
+    return math.ceil(storage_capacity_gib / FSX_GIB_PER_INTERFACE) + FSX_FIXED_INTERFACES
+
+
+def headroom_for(node_addresses: int) -> int:
+    """Growth/replacement headroom on top of the node addresses (:data:`HEADROOM_FRACTION`, rounded up)."""
+    return math.ceil(node_addresses * HEADROOM_FRACTION)

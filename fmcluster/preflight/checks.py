@@ -1,0 +1,396 @@
+"""Preflight checks: small functions that each ask the account one question.
+
+Every check takes the boto3 client(s) it needs plus plain values (never the whole blueprint) and
+returns :class:`CheckResult` rows; :mod:`fmcluster.preflight.runner` decides what to check.
+AWS errors are not handled here: the runner turns an unexpected ``ClientError`` into an ``error``
+row (the check could not run) so a check function only interprets answers it understands.
+
+Facts and their sources are next to the constants below; facts that are unverified make a check
+warn instead of fail.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from botocore.exceptions import ClientError
+
+Status = Literal["pass", "fail", "warn", "skip", "error"]
+
+# ---- sources --------------------------------------------------------------------------------------
+OFFERINGS_API = "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeInstanceTypeOfferings.html"
+AZ_API = "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeAvailabilityZones.html"
+CR_API = "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityReservation.html"
+CR_LAUNCH_DOC = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-reservations-launch.html"
+QUOTA_DOC = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-on-demand-instances.html#ec2-on-demand-instances-limits"
+TRAINING_PLAN_API = "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_DescribeTrainingPlan.html"
+HEAD_BUCKET_API = "https://docs.aws.amazon.com/AmazonS3/latest/API/API_HeadBucket.html"
+SUBNET_API = "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_Subnet.html"
+
+#: EC2 vCPU quotas for P instances: (code, the quota's name as Service Quotas reports it).
+#: Codes from several independent code bases (shared/reference/aws-resource-rules.md R9.6, marked
+#: unverified there; e.g. geyang/jaynes-starter-kit 02_ec2_docker_guide/setup/spot_limit.md lists
+#: L-7212CCBC "All P Spot Instance Requests"). The check confirms the name the API returns before it
+#: fails anything; an unconfirmed name only warns.
+P_ON_DEMAND_QUOTA = ("L-417A185B", "Running On-Demand P instances")
+P_SPOT_QUOTA = ("L-7212CCBC", "All P Spot Instance Requests")
+
+#: FSx for Lustre storage-capacity quotas (GiB) per deployment type. Source: NVIDIA/ai-cloud-validation
+#: isvctl/configs/providers/aws/scripts/storage/README.md (a third-party tool, not AWS documentation):
+#: unverified, so this check never fails, it warns.
+FSX_LUSTRE_QUOTAS = {
+    "PERSISTENT_2": "L-8F1B9C74",
+    "PERSISTENT_1": "L-C8640C82",
+    "SCRATCH_1": "L-AD2FC696",
+    "SCRATCH_2": "L-AD2FC696",
+}
+
+#: Reservation states that can still launch instances (``active`` now, ``scheduled`` later).
+#: Source: botocore ec2 service-2.json CapacityReservationState; CR_LAUNCH_DOC ("is in the active state").
+USABLE_RESERVATION_STATES = ("active", "scheduled")
+#: Platform fmcluster nodes run (Ubuntu and Amazon Linux AMIs); a reservation for another platform
+#: never matches them (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-launch.html).
+NODE_PLATFORM = "Linux/UNIX"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One row of the preflight report."""
+
+    check: str
+    subject: str
+    status: Status
+    detail: str
+    source: str | None = None
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {"check": self.check, "subject": self.subject, "status": self.status, "detail": self.detail,
+                "source": self.source}
+
+
+@dataclass(frozen=True)
+class Zone:
+    """An Availability Zone (or Local Zone) with both of its names."""
+
+    name: str
+    zone_id: str
+
+    def __str__(self) -> str:
+        return f"{self.zone_id} ({self.name})"
+
+
+@dataclass(frozen=True)
+class GroupDemand:
+    """What one compute group asks of a reservation or quota (no blueprint types cross this line)."""
+
+    index: int
+    name: str
+    instance_type: str
+    count: int
+    vcpus_per_node: int = 0
+
+    @property
+    def label(self) -> str:
+        return f"compute[{self.index}] {self.name}"
+
+
+def _utc(ts: dt.datetime) -> dt.datetime:
+    return ts if ts.tzinfo else ts.replace(tzinfo=dt.UTC)
+
+
+def _day_start(day: dt.date) -> dt.datetime:
+    return dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC)
+
+
+def _when(ts: dt.datetime) -> str:
+    return _utc(ts).astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _instances(n: int) -> str:
+    return f"{n} instance" + ("" if n == 1 else "s")
+
+
+def error_code(e: ClientError) -> str:
+    return str(e.response.get("Error", {}).get("Code", ""))
+
+
+# ---- identity and zone ------------------------------------------------------------------------------
+def check_identity(sts: Any) -> tuple[CheckResult, str]:
+    """Who the credentials belong to (sts:GetCallerIdentity needs no permission)."""
+    ident = sts.get_caller_identity()
+    account = str(ident.get("Account", "?"))
+    return CheckResult("credentials", f"account {account}", "pass", str(ident.get("Arn", ""))), account
+
+
+def resolve_zone(
+    ec2: Any, *, region: str, name: str | None, zone_id: str | None
+) -> tuple[CheckResult, Zone | None]:
+    """Find the blueprint's zone by name or ID (Local Zones included) and check it can be used."""
+    wanted = name or zone_id or ""
+    zones = ec2.describe_availability_zones(AllAvailabilityZones=True)["AvailabilityZones"]
+    for z in zones:
+        if wanted in (z.get("ZoneName"), z.get("ZoneId")):
+            zone = Zone(z["ZoneName"], z["ZoneId"])
+            if z.get("OptInStatus") == "not-opted-in":
+                return CheckResult(
+                    "availability zone", wanted, "fail",
+                    f"{zone} is not opted in; opt in to zone group {z.get('GroupName', '?')} "
+                    "(EC2 console > Settings > Zones) before deploying", AZ_API), zone
+            return CheckResult("availability zone", wanted, "pass", f"{zone}", AZ_API), zone
+    regular = [z for z in zones if z.get("ZoneType") != "local-zone"]
+    known = ", ".join(sorted(f"{z['ZoneName']}={z['ZoneId']}" for z in regular))
+    return CheckResult("availability zone", wanted, "fail",
+                       f"no zone {wanted!r} in {region}; allowed {known}", AZ_API), None
+
+
+# ---- offerings and quotas ---------------------------------------------------------------------------
+def check_offering(ec2: Any, *, instance_type: str, zone: Zone) -> CheckResult:
+    """Is ``instance_type`` offered in the zone? (One paginated call, by AZ ID, across the Region.)"""
+    offered: set[str] = set()
+    pages = ec2.get_paginator("describe_instance_type_offerings").paginate(
+        LocationType="availability-zone-id", Filters=[{"Name": "instance-type", "Values": [instance_type]}]
+    )
+    for page in pages:
+        offered |= {o["Location"] for o in page.get("InstanceTypeOfferings", [])}
+    subject = f"{instance_type} in {zone.zone_id}"
+    if zone.zone_id in offered:
+        return CheckResult("instance offering", subject, "pass", f"offered in {zone}", OFFERINGS_API)
+    where = f"offered in {', '.join(sorted(offered))}" if offered else "offered in no zone of this Region"
+    return CheckResult("instance offering", subject, "fail",
+                       f"{instance_type} is not offered in {zone}; {where}", OFFERINGS_API)
+
+
+def check_vcpu_quota(quotas: Any, *, quota: tuple[str, str], demands: Iterable[GroupDemand]) -> CheckResult:
+    """Does the EC2 vCPU quota cover Σ count × vCPUs of ``demands``?"""
+    code, expected_name = quota
+    demands = list(demands)
+    needed = sum(d.count * d.vcpus_per_node for d in demands)
+    breakdown = " + ".join(f"{d.count} x {d.instance_type} x {d.vcpus_per_node}" for d in demands)
+    subject = f"{expected_name} ({code})"
+    q = quotas.get_service_quota(ServiceCode="ec2", QuotaCode=code)["Quota"]
+    value = int(q.get("Value", 0))
+    name = str(q.get("QuotaName", ""))
+    confirmed = name.lower() == expected_name.lower()
+    src = f"{QUOTA_DOC}; shared/reference/aws-resource-rules.md R9.6"
+    if value >= needed:
+        return CheckResult("vCPU quota", subject, "pass",
+                           f"quota {value} vCPUs covers {needed} ({breakdown})", src)
+    detail = (f"quota {value} vCPUs is below the {needed} needed ({breakdown}); request an increase of "
+              f"{code} in Service Quotas (vCPUs already running in the Region count against it too)")
+    if not confirmed:
+        return CheckResult("vCPU quota", subject, "warn",
+                           f"{detail}; the quota is named {name!r}, not {expected_name!r}, so this is not an "
+                           "error", src)
+    return CheckResult("vCPU quota", subject, "fail", detail, src)
+
+
+def check_fsx_quota(quotas: Any, fsx: Any, *, deployment_type: str, storage_capacity_gib: int) -> CheckResult:
+    """Headroom in the FSx for Lustre storage quota: quota - existing file systems of the same type.
+
+    Warning level only: the quota codes come from a third-party tool (see :data:`FSX_LUSTRE_QUOTAS`)."""
+    code = FSX_LUSTRE_QUOTAS[deployment_type]
+    subject = f"Lustre {deployment_type} storage ({code})"
+    src = ("NVIDIA/ai-cloud-validation isvctl/configs/providers/aws/scripts/storage/README.md "
+           "(unverified quota code)")
+    try:
+        q = quotas.get_service_quota(ServiceCode="fsx", QuotaCode=code)["Quota"]
+    except ClientError as e:
+        if error_code(e) == "NoSuchResourceException":
+            return CheckResult("FSx storage quota", subject, "warn",
+                               f"quota {code} not found (the code is unverified); check the FSx for Lustre "
+                               "storage "
+                               f"quota by hand: {storage_capacity_gib} GiB needed", src)
+        raise
+    used = 0
+    for page in fsx.get_paginator("describe_file_systems").paginate():
+        for fs in page.get("FileSystems", []):
+            if fs.get("FileSystemType") == "LUSTRE" and \
+                    (fs.get("LustreConfiguration") or {}).get("DeploymentType") == deployment_type:
+                used += int(fs.get("StorageCapacity") or 0)
+    value = int(q.get("Value", 0))
+    free = value - used
+    detail = f"quota {value} GiB ({q.get('QuotaName', code)}), {used} GiB in use, {free} GiB free"
+    if free >= storage_capacity_gib:
+        return CheckResult("FSx storage quota", subject, "pass",
+                           f"{detail}; {storage_capacity_gib} GiB needed", src)
+    return CheckResult("FSx storage quota", subject, "warn",
+                       f"{detail}, below the {storage_capacity_gib} GiB needed; request an increase of "
+                       f"{code} "
+                       "(warning only: the quota code is unverified)", src)
+
+
+# ---- reservations -----------------------------------------------------------------------------------
+def check_capacity_reservation(
+    ec2: Any, *, reservation_id: str, kind: Literal["odcr", "capacity_block"], demands: list[GroupDemand],
+    zone: Zone, until: dt.date | None, now: dt.datetime | None = None,
+) -> CheckResult:
+    """Does reservation ``reservation_id`` exist, is it usable, and does it hold what ``demands`` need?
+
+    Checked: state active or scheduled; Capacity Block vs ODCR; instance type; zone (by AZ ID);
+    total instance count >= Σ group counts; Linux/UNIX platform; end date not before ``until``.
+    """
+    needed = sum(d.count for d in demands)
+    types = sorted({d.instance_type for d in demands})
+    subject = f"{reservation_id} ({', '.join(d.label for d in demands)})"
+    try:
+        answer = ec2.describe_capacity_reservations(CapacityReservationIds=[reservation_id])
+        found = answer["CapacityReservations"]
+    except ClientError as e:
+        if error_code(e).startswith("InvalidCapacityReservationId"):
+            return CheckResult("capacity reservation", subject, "fail",
+                               f"{reservation_id} not found in this account and Region ({error_code(e)}); a "
+                               "reservation "
+                               "shared from another account must be shared with this one", CR_API)
+        raise
+    if not found:
+        return CheckResult("capacity reservation", subject, "fail", f"{reservation_id} not found", CR_API)
+    cr = found[0]
+    problems: list[str] = []
+    state = cr.get("State", "?")
+    if state not in USABLE_RESERVATION_STATES:
+        problems.append(f"state {state}; allowed {' or '.join(USABLE_RESERVATION_STATES)}")
+    is_block = cr.get("ReservationType") == "capacity-block"
+    if kind == "capacity_block" and not is_block:
+        problems.append("is an On-Demand Capacity Reservation, not a Capacity Block; use capacity type odcr")
+    if kind == "odcr" and is_block:
+        problems.append("is a Capacity Block; use capacity type capacity_block")
+    if cr.get("InstanceType") not in types:
+        problems.append(f"reserves {cr.get('InstanceType')}, the blueprint uses {', '.join(types)}")
+    cr_zone_id, cr_zone = cr.get("AvailabilityZoneId"), cr.get("AvailabilityZone")
+    if (cr_zone_id and cr_zone_id != zone.zone_id) or (not cr_zone_id and cr_zone != zone.name):
+        problems.append(f"is in {cr_zone_id or '?'} ({cr_zone or '?'}), the blueprint in {zone}")
+    total = int(cr.get("TotalInstanceCount", 0))
+    if total < needed:
+        problems.append(f"holds {_instances(total)}, the blueprint needs {needed}")
+    platform = cr.get("InstancePlatform")
+    if platform and platform != NODE_PLATFORM:
+        problems.append(f"is for platform {platform!r}; fmcluster nodes run {NODE_PLATFORM}")
+    end = cr.get("EndDate") if cr.get("EndDateType", "limited") == "limited" else None
+    if end is not None and until is not None and _utc(end) < _day_start(until):
+        problems.append(f"ends {_when(end)}, before --until {until.isoformat()}")
+    kind_name = "Capacity Block" if is_block else "ODCR"
+    summary = (f"{kind_name} {state}, {cr.get('InstanceType')} x {total} in {cr_zone_id or cr_zone}"
+               + (f", ends {_when(end)}" if end is not None else ", no end date"))
+    if problems:
+        return CheckResult("capacity reservation", subject, "fail", "; ".join(problems), CR_API)
+    notes = []
+    start = cr.get("StartDate")
+    now = now or dt.datetime.now(dt.UTC)
+    if state == "scheduled" and start is not None and _utc(start) > now:
+        notes.append(f"starts {_when(start)}; nodes launch from then")
+    available = cr.get("AvailableInstanceCount")
+    if state == "active" and available is not None and int(available) < needed:
+        return CheckResult("capacity reservation", subject, "warn",
+                           f"{summary}; only {available} of {total} instances free now (running instances, "
+                           "maybe this "
+                           f"cluster's, use the rest), the blueprint needs {needed}", CR_API)
+    return CheckResult("capacity reservation", subject, "pass", "; ".join([summary, *notes]), CR_API)
+
+
+def check_training_plan(
+    sagemaker: Any, *, arn: str, demands: list[GroupDemand], zone: Zone, until: dt.date | None,
+) -> CheckResult:
+    """Does training plan ``arn`` exist, is it active or scheduled, for HyperPod, with enough of the type?"""
+    needed = sum(d.count for d in demands)
+    ml_types = sorted({f"ml.{d.instance_type}" for d in demands})
+    subject = f"{arn.rsplit('/', 1)[-1]} ({', '.join(d.label for d in demands)})"
+    try:
+        plan = sagemaker.describe_training_plan(TrainingPlanName=arn)
+    except ClientError as e:
+        if error_code(e) in ("ResourceNotFound", "ValidationException"):
+            return CheckResult("training plan", subject, "fail", f"{arn} not found ({error_code(e)})",
+                               TRAINING_PLAN_API)
+        raise
+    problems = []
+    status = plan.get("Status", "?")
+    if status not in ("Active", "Scheduled"):
+        problems.append(f"status {status}; allowed Active or Scheduled")
+    targets = plan.get("TargetResources") or []
+    if "hyperpod-cluster" not in targets:
+        problems.append(f"targets {', '.join(targets) or 'nothing'}, not hyperpod-cluster")
+    matching = [s for s in plan.get("ReservedCapacitySummaries") or [] if s.get("InstanceType") in ml_types]
+    if not matching:
+        summaries = plan.get("ReservedCapacitySummaries") or []
+        reserved = ", ".join(sorted({str(s.get("InstanceType")) for s in summaries}))
+        problems.append(f"reserves {reserved or 'no instances'}, the blueprint uses {', '.join(ml_types)}")
+    else:
+        total = sum(int(s.get("TotalInstanceCount", 0)) for s in matching)
+        if total < needed:
+            problems.append(f"holds {_instances(total)}, the blueprint needs {needed}")
+        zones = {s.get("AvailabilityZoneId") or s.get("AvailabilityZone") for s in matching} - {None}
+        if zones and not zones & {zone.zone_id, zone.name}:
+            problems.append(f"is in {', '.join(sorted(zones))}, the blueprint in {zone}")
+    end = plan.get("EndTime")
+    if end is not None and until is not None and _utc(end) < _day_start(until):
+        problems.append(f"ends {_when(end)}, before --until {until.isoformat()}")
+    if problems:
+        return CheckResult("training plan", subject, "fail", "; ".join(problems), TRAINING_PLAN_API)
+    ends = f", ends {_when(end)}" if end is not None else ""
+    return CheckResult("training plan", subject, "pass",
+                       f"{status}, {plan.get('TotalInstanceCount')} instances{ends}", TRAINING_PLAN_API)
+
+
+# ---- storage and network ----------------------------------------------------------------------------
+def check_bucket(s3: Any, *, bucket: str, purpose: str, region: str) -> CheckResult:
+    """Does the bucket exist and can these credentials reach it (s3:ListBucket via HeadBucket)?"""
+    subject = f"s3://{bucket} ({purpose})"
+    try:
+        head = s3.head_bucket(Bucket=bucket)
+    except ClientError as e:
+        status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        code = error_code(e)
+        if status == 404 or code in ("404", "NoSuchBucket"):
+            return CheckResult("S3 bucket", subject, "fail", f"bucket {bucket} does not exist",
+                               HEAD_BUCKET_API)
+        if status == 403 or code in ("403", "AccessDenied"):
+            return CheckResult("S3 bucket", subject, "fail",
+                               f"bucket {bucket} exists but these credentials cannot reach it (403): it "
+                               "belongs to "
+                               "another account or s3:ListBucket is denied", HEAD_BUCKET_API)
+        raise
+    bucket_region = head.get("BucketRegion") or head.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get(
+        "x-amz-bucket-region")
+    if bucket_region and bucket_region != region:
+        return CheckResult("S3 bucket", subject, "warn",
+                           f"reachable, but in {bucket_region} while the cluster is in {region} "
+                           "(cross-Region traffic "
+                           "is slower and billed)", HEAD_BUCKET_API)
+    return CheckResult("S3 bucket", subject, "pass", f"reachable, in {bucket_region or region}",
+                       HEAD_BUCKET_API)
+
+
+def check_gpu_subnet(ec2: Any, *, subnet_id: str, vpc_id: str | None, zone: Zone, required: int,
+                     recommended: int) -> CheckResult:
+    """An imported GPU subnet: in the blueprint's VPC and zone, with enough free IPv4 addresses.
+
+    ``required``/``recommended`` exclude AWS's five reserved addresses (AvailableIpAddressCount does too).
+    """
+    subject = subnet_id
+    try:
+        subnets = ec2.describe_subnets(SubnetIds=[subnet_id])["Subnets"]
+    except ClientError as e:
+        if error_code(e) == "InvalidSubnetID.NotFound":
+            return CheckResult("GPU subnet", subject, "fail", f"{subnet_id} not found", SUBNET_API)
+        raise
+    sn = subnets[0]
+    problems = []
+    if vpc_id and sn.get("VpcId") != vpc_id:
+        problems.append(f"is in {sn.get('VpcId')}, not network.vpc_id {vpc_id}")
+    if sn.get("AvailabilityZoneId") != zone.zone_id:
+        where = f"{sn.get('AvailabilityZoneId')} ({sn.get('AvailabilityZone')})"
+        problems.append(f"is in {where}, the blueprint in {zone}")
+    free = int(sn.get("AvailableIpAddressCount", 0))
+    if free < required:
+        problems.append(f"has {free} free IPv4 addresses, the cluster needs {required}")
+    if problems:
+        return CheckResult("GPU subnet", subject, "fail", "; ".join(problems), SUBNET_API)
+    if free < recommended:
+        return CheckResult("GPU subnet", subject, "warn",
+                           f"{free} free IPv4 addresses cover the {required} needed but not the "
+                           f"{recommended} "
+                           "recommended with headroom", SUBNET_API)
+    return CheckResult("GPU subnet", subject, "pass", f"{free} free IPv4 addresses, {required} needed",
+                       SUBNET_API)

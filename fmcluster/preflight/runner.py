@@ -1,0 +1,233 @@
+"""Decide which preflight checks a blueprint needs, run them, and summarise the result.
+
+Exit codes (docs/preflight.md): 0 every check passed (warnings and skips allowed), 1 a check
+failed, 2 preflight could not run or a check could not run (AWS error, missing permission).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
+from fmcluster.blueprint.model import Blueprint, ComputeGroup, OdcrCapacity, TrainingPlanCapacity
+from fmcluster.blueprint.rules.subnet import subnet_usage
+from fmcluster.catalog import get_instance
+from fmcluster.preflight.checks import (
+    FSX_LUSTRE_QUOTAS,
+    P_ON_DEMAND_QUOTA,
+    P_SPOT_QUOTA,
+    CheckResult,
+    GroupDemand,
+    Zone,
+    check_bucket,
+    check_capacity_reservation,
+    check_fsx_quota,
+    check_gpu_subnet,
+    check_identity,
+    check_offering,
+    check_training_plan,
+    check_vcpu_quota,
+    error_code,
+    resolve_zone,
+)
+from fmcluster.preflight.clients import NO_CREDENTIALS, Clients, PreflightCannotRun
+
+#: IAM action each check needs; named in the row when AWS denies it (docs/preflight.md lists them all).
+PERMISSIONS = {
+    "availability zone": "ec2:DescribeAvailabilityZones",
+    "instance offering": "ec2:DescribeInstanceTypeOfferings",
+    "vCPU quota": "servicequotas:GetServiceQuota",
+    "capacity reservation": "ec2:DescribeCapacityReservations",
+    "training plan": "sagemaker:DescribeTrainingPlan",
+    "S3 bucket": "s3:ListBucket",
+    "FSx storage quota": "servicequotas:GetServiceQuota and fsx:DescribeFileSystems",
+    "GPU subnet": "ec2:DescribeSubnets",
+}
+_REJECTED = ("InvalidClientTokenId", "SignatureDoesNotMatch", "ExpiredToken", "ExpiredTokenException",
+             "UnrecognizedClientException", "InvalidAccessKeyId", "AuthFailure")
+_DENIED = ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "UnauthorizedAccess")
+
+ProgressFn = Callable[[str, int, int], None]
+
+
+@dataclass
+class PreflightReport:
+    """Every check's row, plus the verdict."""
+
+    file: str
+    region: str
+    account: str | None = None
+    results: list[CheckResult] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        statuses = {r.status for r in self.results}
+        if "fail" in statuses:
+            return 1
+        return 2 if "error" in statuses else 0
+
+    @property
+    def verdict(self) -> str:
+        return {0: "passed", 1: "failed", 2: "incomplete"}[self.exit_code]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "region": self.region, "account": self.account, "verdict": self.verdict,
+                "exit_code": self.exit_code, "checks": [r.as_dict() for r in self.results]}
+
+
+@dataclass(frozen=True)
+class _Step:
+    check: str
+    subject: str
+    run: Callable[[], CheckResult]
+
+
+def _guard(step: _Step) -> CheckResult:
+    """Run one check; AWS errors become an ``error`` row instead of a crash or a false pass."""
+    try:
+        return step.run()
+    except NoCredentialsError:
+        raise PreflightCannotRun(NO_CREDENTIALS) from None
+    except ClientError as e:
+        code = error_code(e)
+        if code in _REJECTED:
+            raise PreflightCannotRun(f"AWS rejected the credentials ({code}); {NO_CREDENTIALS}") from None
+        msg = e.response.get("Error", {}).get("Message", "")
+        hint = f"; needs {PERMISSIONS.get(step.check, 'permission for this call')}" if code in _DENIED else ""
+        return CheckResult(step.check, step.subject, "error", f"could not check: {code}: {msg}{hint}")
+    except BotoCoreError as e:
+        return CheckResult(step.check, step.subject, "error", f"could not check: {e}")
+
+
+def _demand(i: int, g: ComputeGroup) -> GroupDemand:
+    return GroupDemand(i, g.name, g.instance_type, g.count, get_instance(g.instance_type).vcpus)
+
+
+def plan_steps(bp: Blueprint, clients: Clients, zone: Zone | None, *, until: dt.date | None,
+               now: dt.datetime | None = None) -> list[_Step]:
+    """The checks ``bp`` needs once the zone is known (see docs/preflight.md for the list)."""
+    steps: list[_Step] = []
+    hyperpod = bp.orchestrator.kind == "hyperpod"
+    groups = list(enumerate(bp.compute))
+
+    def skip(check: str, subject: str, detail: str) -> None:
+        steps.append(_Step(check, subject, partial(CheckResult, check, subject, "skip", detail)))
+
+    def add(check: str, subject: str, fn: Callable[..., CheckResult], *args: Any, **kwargs: Any) -> None:
+        if zone is None and "zone" in kwargs:
+            skip(check, subject, "zone unknown, see the availability zone row")
+        else:
+            steps.append(_Step(check, subject, partial(fn, *args, **kwargs)))
+
+    # instance offerings (capacity from a reservation is checked through the reservation instead)
+    if hyperpod:
+        skip("instance offering", "HyperPod instance groups",
+             "HyperPod runs nodes on SageMaker capacity: EC2 offerings do not apply")
+    elif zone is not None:
+        for t in sorted({g.instance_type for _, g in groups if g.capacity.type in ("on_demand", "spot")}):
+            add("instance offering", f"{t} in {zone.zone_id}", check_offering, clients.ec2, instance_type=t,
+                zone=zone)
+
+    # vCPU quotas
+    if hyperpod:
+        skip("vCPU quota", "HyperPod instance groups",
+             "SageMaker 'ml.<type> for cluster usage' quotas apply, not EC2's; check them in Service Quotas")
+    else:
+        on_demand = [_demand(i, g) for i, g in groups if g.capacity.type in ("on_demand", "odcr")]
+        spot = [_demand(i, g) for i, g in groups if g.capacity.type == "spot"]
+        for quota, demands in ((P_ON_DEMAND_QUOTA, on_demand), (P_SPOT_QUOTA, spot)):
+            if demands:
+                add("vCPU quota", f"{quota[1]} ({quota[0]})", check_vcpu_quota, clients.service_quotas,
+                    quota=quota, demands=demands)
+        blocks = [g.name for _, g in groups if g.capacity.type == "capacity_block"]
+        if blocks:
+            skip("vCPU quota", f"Capacity Block groups ({', '.join(blocks)})",
+                 "not counted: whether Capacity Block instances use the On-Demand P quota is unverified")
+
+    # reservations and training plans, each checked once for every group that uses it
+    by_reservation: dict[str, list[GroupDemand]] = {}
+    kinds: dict[str, str] = {}
+    by_plan: dict[str, list[GroupDemand]] = {}
+    for i, g in groups:
+        cap = g.capacity
+        if g.reservation_id:
+            by_reservation.setdefault(g.reservation_id, []).append(_demand(i, g))
+            kinds.setdefault(g.reservation_id, cap.type)
+        elif isinstance(cap, OdcrCapacity):
+            skip("capacity reservation", f"{cap.resource_group_arn} (compute[{i}] {g.name})",
+                 "resource-group targets are not checked: make sure the group holds active "
+                 f"{g.instance_type} reservations in the blueprint's zone")
+        elif isinstance(cap, TrainingPlanCapacity):
+            by_plan.setdefault(cap.arn, []).append(_demand(i, g))
+    for rid, demands in by_reservation.items():
+        add("capacity reservation", f"{rid} ({', '.join(d.label for d in demands)})",
+            check_capacity_reservation, clients.ec2, reservation_id=rid, kind=kinds[rid], demands=demands,
+            zone=zone, until=until, now=now)
+    for arn, demands in by_plan.items():
+        add("training plan", f"{arn.rsplit('/', 1)[-1]} ({', '.join(d.label for d in demands)})",
+            check_training_plan, clients.sagemaker, arn=arn, demands=demands, zone=zone, until=until)
+
+    # buckets the blueprint names (created buckets need no check)
+    buckets: dict[str, str] = {}
+    if bp.storage.lustre is not None:
+        for j, repo in enumerate(bp.storage.lustre.data_repositories):
+            if repo.s3_uri:
+                buckets.setdefault(repo.s3_uri[len("s3://"):].split("/", 1)[0], f"data_repositories[{j}]")
+    if bp.storage.checkpoints is not None and bp.storage.checkpoints.bucket != "create":
+        buckets.setdefault(bp.storage.checkpoints.bucket, "checkpoints")
+    for bucket, purpose in buckets.items():
+        add("S3 bucket", f"s3://{bucket} ({purpose})", check_bucket, clients.s3, bucket=bucket,
+            purpose=purpose, region=bp.region)
+
+    # FSx quota
+    fs = bp.storage.lustre
+    if fs is not None:
+        code = FSX_LUSTRE_QUOTAS[fs.deployment_type]
+        add("FSx storage quota", f"Lustre {fs.deployment_type} storage ({code})", check_fsx_quota,
+            clients.service_quotas, clients.fsx, deployment_type=fs.deployment_type,
+            storage_capacity_gib=fs.storage_capacity_gib)
+
+    # an imported GPU subnet (a new one is sized by rule R-SUBNET-1)
+    if bp.network.gpu_subnet_id:
+        usage = subnet_usage(bp)
+        add("GPU subnet", bp.network.gpu_subnet_id, check_gpu_subnet, clients.ec2,
+            subnet_id=bp.network.gpu_subnet_id, vpc_id=bp.network.vpc_id, zone=zone,
+            required=usage.required - usage.aws_reserved, recommended=usage.recommended - usage.aws_reserved)
+    return steps
+
+
+def run_preflight(bp: Blueprint, clients: Clients, *, file: str = "<blueprint>", until: dt.date | None = None,
+                  progress: ProgressFn | None = None, now: dt.datetime | None = None) -> PreflightReport:
+    """Run every check ``bp`` needs against the account behind ``clients``.
+
+    Raises:
+        PreflightCannotRun: credentials are missing or rejected.
+    """
+    report = PreflightReport(file=file, region=bp.region)
+    tell = progress or (lambda label, i, n: None)
+
+    tell("credentials", 0, 0)
+    ident = _guard(_Step("credentials", "account", lambda: check_identity(clients.sts)[0]))
+    report.results.append(ident)
+    if ident.status == "pass":
+        report.account = ident.subject.removeprefix("account ")
+
+    tell("availability zone", 0, 0)
+    zone_holder: list[Zone | None] = [None]
+
+    def zone_step() -> CheckResult:
+        row, zone_holder[0] = resolve_zone(clients.ec2, region=bp.region, name=bp.availability_zone,
+                                           zone_id=bp.availability_zone_id)
+        return row
+
+    report.results.append(_guard(_Step("availability zone", bp.az_label, zone_step)))
+    steps = plan_steps(bp, clients, zone_holder[0], until=until, now=now)
+    for n, step in enumerate(steps, start=1):
+        tell(f"{step.check}: {step.subject}", n, len(steps))
+        report.results.append(_guard(step))
+    return report

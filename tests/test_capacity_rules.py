@@ -1,0 +1,694 @@
+"""Capacity rules R-CAP-1..8, R-AZ-3 and the capacity shape checks: tables of (patch, exact problems).
+
+Each case patches a small valid blueprint and asserts the exact path, message and rule id of what the
+loader reports (errors via ``BlueprintError.problems``, warnings via ``LoadResult.warnings``).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+import yaml
+
+from fmcluster.blueprint import BlueprintError, load_blueprint_text
+
+CR = "cr-0123456789abcdef0"
+CR2 = "cr-00000000000000001"
+PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/plan-a"
+GROUP_ARN = "arn:aws:resource-groups:us-east-1:123456789012:group/my-odcrs"
+
+BASE: dict[str, Any] = {
+    "name": "cap-test",
+    "region": "us-east-1",
+    "availability_zone_id": "use1-az6",
+    "software": {"stack": "h100-570-cuda12.8"},
+    "compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2}],
+    "orchestrator": {"kind": "parallelcluster"},
+}
+
+GB200 = {"software": {"stack": "gb200-580-cuda13.0", "os": "ubuntu-24.04"}}
+
+
+def merge(base: Any, patch: Any) -> Any:
+    """Deep merge; lists merge item by item (extra patch items are appended)."""
+    if isinstance(base, dict) and isinstance(patch, dict):
+        out = dict(base)
+        for k, v in patch.items():
+            out[k] = merge(base[k], v) if k in base else v
+        return out
+    if isinstance(base, list) and isinstance(patch, list):
+        return [merge(base[i], p) if i < len(base) else p for i, p in enumerate(patch)] + base[len(patch) :]
+    return patch
+
+
+def load(
+    *patches: dict[str, Any],
+) -> tuple[list[tuple[str, str, str | None, str]], list[tuple[str, str, str | None]]]:
+    """(errors and warnings raised, warnings of a valid blueprint) as (path, message, rule id[, level])."""
+    data = copy.deepcopy(BASE)
+    for p in patches:
+        data = merge(data, p)
+    try:
+        result = load_blueprint_text(yaml.safe_dump(data, sort_keys=False))
+    except BlueprintError as e:
+        return [(p.path, p.message, p.rule_id, p.level) for p in e.problems], []
+    return [], [(w.path, w.message, w.rule_id) for w in result.warnings]
+
+
+def test_base_is_valid() -> None:
+    assert load() == ([], [])
+
+
+# ---- errors --------------------------------------------------------------------------------------
+ERROR_CASES = [
+    pytest.param(
+        {"compute": [{"capacity": {"type": "training_plan", "arn": PLAN}}]},
+        [
+            (
+                "compute[0].capacity.type",
+                "training plans only work with HyperPod, got orchestrator.kind "
+                "'parallelcluster'; allowed on_demand, spot, odcr or capacity_block (or orchestrator.kind: "
+                "hyperpod)",
+                "R-CAP-1",
+            )
+        ],
+        id="R-CAP-1 training plan on parallelcluster",
+    ),
+    pytest.param(
+        {"compute": [{"capacity": {"type": "training_plan", "arn": PLAN}}], "orchestrator": {"kind": "pcs"}},
+        [
+            (
+                "compute[0].capacity.type",
+                "training plans only work with HyperPod, got orchestrator.kind 'pcs'; "
+                "allowed on_demand, spot, odcr or capacity_block (or orchestrator.kind: hyperpod)",
+                "R-CAP-1",
+            )
+        ],
+        id="R-CAP-1 training plan on pcs",
+    ),
+    pytest.param(
+        {
+            "compute": [
+                {"count": 4, "min_count": 2, "capacity": {"type": "capacity_block", "reservation_id": CR}}
+            ]
+        },
+        [
+            (
+                "compute[0].min_count",
+                "a Capacity Block runs a fixed number of nodes for its whole term, got "
+                "min_count 2 with count 4; allowed min_count 4 or no min_count",
+                "R-CAP-2",
+            )
+        ],
+        id="R-CAP-2 dynamic nodes on a capacity block",
+    ),
+    pytest.param(
+        {
+            "compute": [
+                {},
+                {
+                    "name": "gpu2",
+                    "instance_type": "p5.48xlarge",
+                    "count": 3,
+                    "min_count": 0,
+                    "capacity": {"type": "capacity_block", "reservation_id": CR},
+                },
+            ]
+        },
+        [
+            (
+                "compute[1].min_count",
+                "a Capacity Block runs a fixed number of nodes for its whole term, got "
+                "min_count 0 with count 3; allowed min_count 3 or no min_count",
+                "R-CAP-2",
+            )
+        ],
+        id="R-CAP-2 second group, min_count 0",
+    ),
+    pytest.param(
+        {
+            "compute": [{"capacity": {"type": "capacity_block", "reservation_id": CR}}],
+            "orchestrator": {"kind": "hyperpod"},
+        },
+        [
+            (
+                "compute[0].capacity.type",
+                "HyperPod cannot launch into EC2 Capacity Blocks; reserve HyperPod capacity "
+                "with a SageMaker training plan, got 'capacity_block' with orchestrator.kind 'hyperpod'; "
+                "allowed "
+                "on_demand, spot or training_plan - did you mean training_plan?",
+                "R-CAP-4",
+            )
+        ],
+        id="R-CAP-4 capacity block on hyperpod",
+    ),
+    pytest.param(
+        {
+            "compute": [{"capacity": {"type": "odcr", "reservation_id": CR}}],
+            "orchestrator": {"kind": "hyperpod"},
+        },
+        [
+            (
+                "compute[0].capacity.type",
+                "HyperPod cannot launch into EC2 On-Demand Capacity Reservations; reserve "
+                "HyperPod capacity with a SageMaker training plan, got 'odcr' with orchestrator.kind "
+                "'hyperpod'; "
+                "allowed "
+                "on_demand, spot or training_plan - did you mean training_plan?",
+                "R-CAP-4",
+            )
+        ],
+        id="R-CAP-4 odcr on hyperpod",
+    ),
+    pytest.param(
+        {
+            **GB200,
+            "compute": [
+                {
+                    "instance_type": "p6e-gb200.36xlarge",
+                    "count": 10,
+                    "capacity": {"type": "capacity_block", "reservation_id": CR},
+                }
+            ],
+        },
+        [
+            (
+                "compute[0].count",
+                "p6e-gb200.36xlarge is sold only as UltraServers of 9 or 18 instances, got count 10; "
+                "allowed a multiple of 9 - did you mean 9 or 18?",
+                "R-CAP-5",
+            )
+        ],
+        id="R-CAP-5 gb200 count 10",
+    ),
+    pytest.param(
+        {
+            **GB200,
+            "compute": [
+                {
+                    "instance_type": "p6e-gb200.36xlarge",
+                    "count": 4,
+                    "capacity": {"type": "capacity_block", "reservation_id": CR},
+                }
+            ],
+        },
+        [
+            (
+                "compute[0].count",
+                "p6e-gb200.36xlarge is sold only as UltraServers of 9 or 18 instances, got count 4; "
+                "allowed a multiple of 9 - did you mean 9?",
+                "R-CAP-5",
+            )
+        ],
+        id="R-CAP-5 gb200 count below one UltraServer",
+    ),
+    pytest.param(
+        {**GB200, "compute": [{"instance_type": "p6e-gb200.36xlarge", "count": 18}]},
+        [
+            (
+                "compute[0].capacity.type",
+                "p6e-gb200.36xlarge is sold only as reserved UltraServer capacity, got "
+                "'on_demand'; allowed capacity_block on orchestrator.kind 'parallelcluster' - did you mean "
+                "capacity_block?",
+                "R-CAP-6",
+            )
+        ],
+        id="R-CAP-6 gb200 on demand (the default capacity)",
+    ),
+    pytest.param(
+        {
+            **GB200,
+            "compute": [{"instance_type": "p6e-gb200.36xlarge", "count": 18, "capacity": {"type": "spot"}}],
+            "orchestrator": {"kind": "pcs"},
+        },
+        [
+            (
+                "compute[0].capacity.type",
+                "p6e-gb200.36xlarge is sold only as reserved UltraServer capacity, got "
+                "'spot'; allowed capacity_block on orchestrator.kind 'pcs' - did you mean capacity_block?",
+                "R-CAP-6",
+            )
+        ],
+        id="R-CAP-6 gb200 spot on pcs",
+    ),
+    pytest.param(
+        {
+            **GB200,
+            "compute": [
+                {
+                    "instance_type": "p6e-gb200.36xlarge",
+                    "count": 9,
+                    "capacity": {"type": "odcr", "reservation_id": CR},
+                }
+            ],
+        },
+        [
+            (
+                "compute[0].capacity.type",
+                "p6e-gb200.36xlarge is sold only as reserved UltraServer capacity, got "
+                "'odcr'; allowed capacity_block on orchestrator.kind 'parallelcluster' - did you mean "
+                "capacity_block?",
+                "R-CAP-6",
+            )
+        ],
+        id="R-CAP-6 gb200 odcr",
+    ),
+    pytest.param(
+        {
+            **GB200,
+            "compute": [{"instance_type": "p6e-gb200.36xlarge", "count": 18}],
+            "orchestrator": {"kind": "hyperpod"},
+        },
+        [
+            (
+                "compute[0].capacity.type",
+                "p6e-gb200.36xlarge is sold only as reserved UltraServer capacity, got "
+                "'on_demand'; allowed training_plan on orchestrator.kind 'hyperpod' - did you mean "
+                "training_plan?",
+                "R-CAP-6",
+            )
+        ],
+        id="R-CAP-6 gb200 on hyperpod needs a training plan",
+    ),
+    pytest.param(
+        {"software": {"stack": "gb200-580-cuda13.0", "os": "ubuntu-24.04"}},
+        [
+            (
+                "software.stack",
+                "p5.48xlarge (compute[0]) has x86_64 CPUs and stack 'gb200-580-cuda13.0' is built for "
+                "arm64, got 'gb200-580-cuda13.0'; allowed h100-570-cuda12.8, h100-580-cuda13.0, "
+                "blackwell-580-cuda12.9",
+                "R-CAP-7",
+            )
+        ],
+        id="R-CAP-7 x86 instance with the arm64 stack",
+    ),
+    pytest.param(
+        {
+            "compute": [
+                {
+                    "count": 18,
+                    "instance_type": "p6e-gb200.36xlarge",
+                    "capacity": {"type": "capacity_block", "reservation_id": CR},
+                }
+            ]
+        },
+        [
+            (
+                "software.stack",
+                "p6e-gb200.36xlarge (compute[0]) has arm64 CPUs and stack 'h100-570-cuda12.8' is built "
+                "for x86_64, got 'h100-570-cuda12.8'; allowed gb200-580-cuda13.0",
+                "R-CAP-7",
+            )
+        ],
+        id="R-CAP-7 gb200 with an x86 stack",
+    ),
+    pytest.param(
+        {
+            "compute": [
+                {"capacity": {"type": "odcr", "reservation_id": CR}},
+                {
+                    "name": "gpu2",
+                    "instance_type": "p5en.48xlarge",
+                    "count": 1,
+                    "capacity": {"type": "odcr", "reservation_id": CR},
+                },
+            ]
+        },
+        [
+            (
+                "compute[1].instance_type",
+                f"reservation {CR} is also used by compute[0] with p5.48xlarge and a "
+                "reservation holds one instance type, got p5en.48xlarge; allowed p5.48xlarge",
+                "R-CAP-8",
+            )
+        ],
+        id="R-CAP-8 shared reservation, two instance types",
+    ),
+    pytest.param(
+        {
+            "compute": [
+                {"capacity": {"type": "odcr", "reservation_id": CR}},
+                {
+                    "name": "gpu2",
+                    "instance_type": "p5.48xlarge",
+                    "count": 1,
+                    "capacity": {"type": "capacity_block", "reservation_id": CR},
+                },
+            ]
+        },
+        [
+            (
+                "compute[1].capacity.type",
+                f"reservation {CR} is also used by compute[0] as 'odcr', got "
+                "'capacity_block'; allowed 'odcr'",
+                "R-CAP-8",
+            )
+        ],
+        id="R-CAP-8 shared reservation, odcr and capacity block",
+    ),
+]
+
+
+@pytest.mark.parametrize(("patch", "expected"), ERROR_CASES)
+def test_capacity_rule_errors(patch: dict[str, Any], expected: list[tuple[str, str, str]]) -> None:
+    problems, _ = load(patch)
+    rule_ids = {e[2] for e in expected}
+    assert [(p, m, r) for p, m, r, _lvl in problems if r in rule_ids] == expected
+    assert all(lvl == "error" for *_x, r, lvl in problems if r in rule_ids)
+
+
+def test_arch_rule_and_family_rule_both_report_a_gb200_x86_stack() -> None:
+    """R-SW-1 (known-good families) also fires for this mistake; R-CAP-7 adds why it cannot work."""
+    problems, _ = load(
+        {
+            "compute": [
+                {
+                    "count": 18,
+                    "instance_type": "p6e-gb200.36xlarge",
+                    "capacity": {"type": "capacity_block", "reservation_id": CR},
+                }
+            ]
+        }
+    )
+    assert sorted(r for _p, _m, r, _l in problems) == ["R-CAP-7", "R-SW-1"]
+
+
+# ---- warnings ------------------------------------------------------------------------------------
+WARNING_CASES = [
+    pytest.param(
+        {
+            "compute": [
+                {"placement_group": True, "capacity": {"type": "capacity_block", "reservation_id": CR}}
+            ]
+        },
+        [
+            (
+                "compute[0].placement_group",
+                "Capacity Block instances are already co-located in an EC2 UltraCluster, "
+                "and a new placement group can make launches fail with insufficient capacity, got "
+                "placement_group "
+                "true "
+                "with capacity type 'capacity_block'; allowed false or no placement_group (the default)",
+                "R-CAP-3",
+            )
+        ],
+        id="R-CAP-3 capacity block",
+    ),
+    pytest.param(
+        {
+            "compute": [
+                {"placement_group": True, "capacity": {"type": "odcr", "resource_group_arn": GROUP_ARN}}
+            ]
+        },
+        [
+            (
+                "compute[0].placement_group",
+                "the reserved instances are not guaranteed to fit in a new placement "
+                "group, so launches can fail with insufficient capacity (create the reservation in a cluster "
+                "placement "
+                "group instead), got placement_group true with capacity type 'odcr'; allowed false or no "
+                "placement_group (the default)",
+                "R-CAP-3",
+            )
+        ],
+        id="R-CAP-3 odcr by resource group",
+    ),
+    pytest.param(
+        {
+            "compute": [{"placement_group": True, "capacity": {"type": "training_plan", "arn": PLAN}}],
+            "orchestrator": {"kind": "hyperpod"},
+        },
+        [
+            (
+                "compute[0].placement_group",
+                "HyperPod places training-plan capacity itself and has no "
+                "placement-group setting, so the setting is ignored, got placement_group true with capacity "
+                "type "
+                "'training_plan'; allowed false or no placement_group (the default)",
+                "R-CAP-3",
+            )
+        ],
+        id="R-CAP-3 training plan",
+    ),
+    pytest.param(
+        {"availability_zone_id": "usw2-az1"},
+        [
+            (
+                "availability_zone_id",
+                "not an AZ ID of region us-east-1, got 'usw2-az1'; allowed use1-az1, use1-az2, "
+                "... - did you mean use1-az1?",
+                "R-AZ-3",
+            )
+        ],
+        id="R-AZ-3 AZ ID of another region",
+    ),
+    pytest.param(
+        {"region": "ap-northeast-1", "availability_zone_id": "apne2-az4"},
+        [
+            (
+                "availability_zone_id",
+                "not an AZ ID of region ap-northeast-1, got 'apne2-az4'; allowed apne1-az1, "
+                "apne1-az2, ... - did you mean apne1-az4?",
+                "R-AZ-3",
+            )
+        ],
+        id="R-AZ-3 AZ ID of the neighbouring region",
+    ),
+]
+
+
+@pytest.mark.parametrize(("patch", "expected"), WARNING_CASES)
+def test_capacity_rule_warnings(patch: dict[str, Any], expected: list[tuple[str, str, str]]) -> None:
+    problems, warnings = load(patch)
+    assert problems == []
+    assert [w for w in warnings if w[2] in {e[2] for e in expected}] == expected
+
+
+# ---- valid: each rule stays quiet on what it allows -----------------------------------------------
+VALID_CASES = [
+    pytest.param(
+        {"compute": [{"count": 4, "capacity": {"type": "capacity_block", "reservation_id": CR}}]},
+        id="capacity block, min_count omitted",
+    ),
+    pytest.param(
+        {
+            "compute": [
+                {"count": 4, "min_count": 4, "capacity": {"type": "capacity_block", "reservation_id": CR}}
+            ]
+        },
+        id="capacity block, min_count equals count",
+    ),
+    pytest.param(
+        {"compute": [{"count": 4, "min_count": 0, "capacity": {"type": "odcr", "reservation_id": CR}}]},
+        id="odcr with dynamic nodes",
+    ),
+    pytest.param(
+        {"compute": [{"count": 4, "min_count": 0, "capacity": {"type": "spot"}}]}, id="spot dynamic"
+    ),
+    pytest.param(
+        {
+            "compute": [
+                {"placement_group": False, "capacity": {"type": "capacity_block", "reservation_id": CR}}
+            ]
+        },
+        id="capacity block, placement group off",
+    ),
+    pytest.param({"compute": [{"placement_group": True}]}, id="on demand with a placement group"),
+    pytest.param(
+        {
+            "compute": [{"capacity": {"type": "training_plan", "arn": PLAN}}],
+            "orchestrator": {"kind": "hyperpod"},
+        },
+        id="training plan on hyperpod",
+    ),
+    pytest.param(
+        {"compute": [{"capacity": {"type": "spot"}}], "orchestrator": {"kind": "hyperpod"}},
+        id="spot on hyperpod",
+    ),
+    pytest.param(
+        {
+            "compute": [{"capacity": {"type": "capacity_block", "reservation_id": CR}}],
+            "orchestrator": {"kind": "pcs"},
+        },
+        id="capacity block on pcs",
+    ),
+    pytest.param(
+        {
+            **GB200,
+            "compute": [
+                {
+                    "instance_type": "p6e-gb200.36xlarge",
+                    "count": 27,
+                    "capacity": {"type": "capacity_block", "reservation_id": CR},
+                }
+            ],
+        },
+        id="gb200 three x36 UltraServers on a capacity block",
+    ),
+    pytest.param(
+        {
+            **GB200,
+            "compute": [
+                {
+                    "instance_type": "p6e-gb200.36xlarge",
+                    "count": 18,
+                    "capacity": {"type": "training_plan", "arn": PLAN},
+                }
+            ],
+            "orchestrator": {"kind": "hyperpod"},
+        },
+        id="gb200 x72 on a hyperpod training plan",
+    ),
+    pytest.param(
+        {
+            "compute": [
+                {"capacity": {"type": "odcr", "reservation_id": CR}},
+                {
+                    "name": "gpu2",
+                    "instance_type": "p5.48xlarge",
+                    "count": 1,
+                    "capacity": {"type": "odcr", "reservation_id": CR},
+                },
+                {
+                    "name": "gpu3",
+                    "instance_type": "p5en.48xlarge",
+                    "count": 1,
+                    "capacity": {"type": "odcr", "reservation_id": CR2},
+                },
+            ]
+        },
+        id="two groups share a reservation, a third has its own",
+    ),
+    pytest.param({"region": "us-gov-west-1", "availability_zone_id": "usgw1-az1"}, id="GovCloud AZ ID"),
+]
+
+
+@pytest.mark.parametrize("patch", VALID_CASES)
+def test_capacity_rules_accept(patch: dict[str, Any]) -> None:
+    assert load(patch) == ([], [])
+
+
+def test_reservation_backed_groups_get_no_placement_group_by_default() -> None:
+    from fmcluster.blueprint.model import ComputeGroup
+
+    kinds = {
+        "on_demand": {"type": "on_demand"},
+        "spot": {"type": "spot"},
+        "odcr": {"type": "odcr", "reservation_id": CR},
+        "capacity_block": {"type": "capacity_block", "reservation_id": CR},
+        "training_plan": {"type": "training_plan", "arn": PLAN},
+    }
+    got = {
+        k: ComputeGroup(name="g1", instance_type="p5.48xlarge", count=1, capacity=v).uses_placement_group
+        for k, v in kinds.items()
+    }
+    assert got == {
+        "on_demand": True,
+        "spot": True,
+        "odcr": False,
+        "capacity_block": False,
+        "training_plan": False,
+    }
+
+
+# ---- shape: what the model's types already refuse --------------------------------------------------
+SHAPE_CASES = [
+    pytest.param(
+        {
+            "compute": [
+                {
+                    "capacity": {
+                        "type": "capacity_block",
+                        "reservation_id": CR,
+                        "allocation_strategy": "capacity-optimized",
+                    }
+                }
+            ]
+        },
+        (
+            "compute[0].capacity.allocation_strategy",
+            "unknown key 'allocation_strategy'; allowed reservation_id, type",
+        ),
+        id="no spot options on a capacity block",
+    ),
+    pytest.param(
+        {
+            "compute": [
+                {
+                    "instance_type": ["p5.48xlarge", "p5en.48xlarge"],
+                    "capacity": {"type": "capacity_block", "reservation_id": CR},
+                }
+            ]
+        },
+        (
+            "compute[0].instance_type",
+            "one instance type per compute group, got a list of 2; allowed a single "
+            "type such as p5.48xlarge (use one compute group per type)",
+        ),
+        id="one instance type",
+    ),
+    pytest.param(
+        {"compute": [{"capacity": {"type": "capacity_block"}}]},
+        ("compute[0].capacity.reservation_id", "required key 'reservation_id' is missing"),
+        id="capacity block needs a reservation id",
+    ),
+    pytest.param(
+        {"compute": [{"capacity": {"type": "capacity_block", "reservation_id": "cr-123"}}]},
+        (
+            "compute[0].capacity.reservation_id",
+            "invalid format, got 'cr-123'; allowed cr- followed by 17 hex digits",
+        ),
+        id="reservation id too short",
+    ),
+    pytest.param(
+        {"compute": [{"capacity": {"type": "odcr", "reservation_id": "cr-0123456789ABCDEF0"}}]},
+        (
+            "compute[0].capacity.reservation_id",
+            "invalid format, got 'cr-0123456789ABCDEF0'; allowed cr- followed by 17 hex digits",
+        ),
+        id="reservation id upper case",
+    ),
+    pytest.param(
+        {"compute": [{"capacity": {"type": "odcr", "reservation_id": CR, "resource_group_arn": GROUP_ARN}}]},
+        ("compute[0].capacity", "set exactly one of reservation_id or resource_group_arn"),
+        id="odcr with two targets",
+    ),
+    pytest.param(
+        {"compute": [{"capacity": {"type": "odcr"}}]},
+        ("compute[0].capacity", "set exactly one of reservation_id or resource_group_arn"),
+        id="odcr without a target",
+    ),
+    pytest.param(
+        {"compute": [{"count": 0, "capacity": {"type": "capacity_block", "reservation_id": CR}}]},
+        ("compute[0].count", "out of range, got 0; allowed >= 1"),
+        id="count above zero",
+    ),
+    pytest.param(
+        {"compute": [{"capacity": {"type": "reserved"}}]},
+        (
+            "compute[0].capacity.type",
+            "invalid type, got 'reserved'; allowed on_demand, spot, odcr, capacity_block, training_plan",
+        ),
+        id="unknown capacity type",
+    ),
+]
+
+
+@pytest.mark.parametrize(("patch", "expected"), SHAPE_CASES)
+def test_capacity_shape(patch: dict[str, Any], expected: tuple[str, str]) -> None:
+    problems, _ = load(patch)
+    assert [(p, m) for p, m, _r, _l in problems] == [expected]
+
+
+def test_az_id_prefix_matches_every_zone_moto_knows() -> None:
+    """The derived AZ-ID prefix agrees with moto's copy of every Region's zone IDs."""
+    from moto.ec2.models.availability_zones_and_regions import RegionsAndZonesBackend
+
+    from fmcluster.blueprint.rules.capacity import az_id_prefix
+
+    zones = [(region, z.zone_id) for region, zs in RegionsAndZonesBackend.zones.items() for z in zs]
+    assert len(zones) > 100
+    assert [(r, z) for r, z in zones if z.rsplit("-az", 1)[0] != az_id_prefix(r)] == []

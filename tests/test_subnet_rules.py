@@ -1,0 +1,354 @@
+"""Interface layouts, IPv4 math, subnet_usage() and the GPU-subnet rules R-SUBNET-1/2 (tables, exact "
+"values)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+import yaml
+
+from fmcluster.blueprint import BlueprintError, load_blueprint_text
+from fmcluster.blueprint.rules.subnet import subnet_usage
+from fmcluster.catalog import get_instance
+from fmcluster.catalog.networking import (
+    InterfaceSlot,
+    describe_layout,
+    fsx_lustre_interfaces_estimate,
+    interface_layout,
+    ipv4_per_node,
+    longest_prefix_for,
+    subnet_size,
+    usable_addresses,
+)
+
+BASE: dict[str, Any] = {
+    "name": "net-test",
+    "region": "us-east-1",
+    "availability_zone": "us-east-1a",
+    "software": {"stack": "h100-570-cuda12.8"},
+    "compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 4}],
+    "orchestrator": {"kind": "parallelcluster"},
+}
+
+
+def blueprint_text(**top: Any) -> str:
+    data = copy.deepcopy(BASE)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(data.get(key), dict):
+            data[key] = {**data[key], **value}
+        else:
+            data[key] = value
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def group(count: int, instance_type: str = "p5.48xlarge", name: str = "gpu") -> dict[str, Any]:
+    return {"name": name, "instance_type": instance_type, "count": count}
+
+
+# ---- per-node layouts ----------------------------------------------------------------------------
+LAYOUTS = [
+    # (instance type, orchestrator, efa, layout, IPv4 per node)
+    ("p5.48xlarge", "parallelcluster", True, "32 efa", 32),
+    ("p5.48xlarge", "pcs", True, "1 interface + 32 efa-only", 1),
+    ("p5.48xlarge", "hyperpod", True, "1 interface + 32 efa-only", 1),
+    ("p5en.48xlarge", "parallelcluster", True, "16 efa", 16),
+    ("p6-b200.48xlarge", "parallelcluster", True, "8 efa", 8),
+    ("p6-b300.48xlarge", "parallelcluster", True, "1 interface + 16 efa", 17),
+    ("p6-b300.48xlarge", "pcs", True, "1 interface + 16 efa-only", 1),
+    ("p4d.24xlarge", "parallelcluster", True, "4 efa", 4),
+    ("p5.4xlarge", "parallelcluster", True, "1 efa", 1),
+    ("p5.4xlarge", "hyperpod", True, "1 interface + 1 efa-only", 1),
+    ("p5.48xlarge", "parallelcluster", False, "1 interface", 1),
+    ("p5.48xlarge", "pcs", False, "1 interface", 1),
+]
+
+
+@pytest.mark.parametrize(("instance_type", "orchestrator", "efa", "layout", "ips"), LAYOUTS)
+def test_interface_layout_and_addresses(
+    instance_type: str, orchestrator: str, efa: bool, layout: str, ips: int
+) -> None:
+    inst = get_instance(instance_type)
+    assert describe_layout(interface_layout(inst, orchestrator, efa=efa)) == layout
+    assert ipv4_per_node(inst, orchestrator, efa=efa) == ips
+
+
+def test_efa_only_layout_follows_the_aws_pattern() -> None:
+    """ENA primary c0d0; efa-only c0d1 where card 0 has EFA; efa-only d0 on every other EFA card."""
+    p5 = interface_layout(get_instance("p5.48xlarge"), "pcs", efa=True)
+    assert p5[:3] == (
+        InterfaceSlot(0, 0, "interface"),
+        InterfaceSlot(0, 1, "efa-only"),
+        InterfaceSlot(1, 0, "efa-only"),
+    )
+    assert p5[-1] == InterfaceSlot(31, 0, "efa-only")
+    b300 = interface_layout(get_instance("p6-b300.48xlarge"), "hyperpod", efa=True)
+    assert b300[:2] == (InterfaceSlot(0, 0, "interface"), InterfaceSlot(1, 0, "efa-only"))
+    assert [s.card for s in b300] == list(range(17))
+
+
+def test_parallelcluster_layout_device_indices() -> None:
+    """ParallelCluster: efa primary on c0d0; other cards device 1 when the card takes more than one "
+    "interface."""
+    p5 = interface_layout(get_instance("p5.48xlarge"), "parallelcluster", efa=True)
+    assert p5[:2] == (InterfaceSlot(0, 0, "efa"), InterfaceSlot(1, 1, "efa"))
+    b300 = interface_layout(get_instance("p6-b300.48xlarge"), "parallelcluster", efa=True)
+    assert b300[:2] == (InterfaceSlot(0, 0, "interface"), InterfaceSlot(1, 1, "efa"))
+
+
+def test_unknown_orchestrator_is_refused() -> None:
+    with pytest.raises(
+        ValueError, match="unknown orchestrator, got 'slurm'; allowed parallelcluster, pcs, hyperpod"
+    ):
+        interface_layout(get_instance("p5.48xlarge"), "slurm", efa=True)
+
+
+@pytest.mark.parametrize(
+    ("prefix", "size", "usable"), [(16, 65536, 65531), (20, 4096, 4091), (24, 256, 251), (28, 16, 11)]
+)
+def test_subnet_sizes(prefix: int, size: int, usable: int) -> None:
+    assert (subnet_size(prefix), usable_addresses(prefix)) == (size, usable)
+
+
+@pytest.mark.parametrize(
+    ("addresses", "prefix"), [(0, 29), (11, 28), (12, 27), (4091, 20), (4092, 19), (65531, 16), (65532, 15)]
+)
+def test_longest_prefix_for(addresses: int, prefix: int) -> None:
+    assert longest_prefix_for(addresses) == prefix
+
+
+@pytest.mark.parametrize(("gib", "interfaces"), [(1200, 3), (2400, 3), (4800, 4), (100800, 44)])
+def test_fsx_interface_estimate(gib: int, interfaces: int) -> None:
+    assert fsx_lustre_interfaces_estimate(gib) == interfaces
+
+
+# ---- subnet_usage ------------------------------------------------------------------------------------
+def test_subnet_usage_default_like_blueprint() -> None:
+    bp = load_blueprint_text(blueprint_text()).blueprint
+    usage = subnet_usage(bp)
+    assert usage.rows() == [
+        ("compute gpu: 4 x p5.48xlarge x 32 (32 efa)", 128),
+        ("head node", 1),
+        ("reserved by AWS", 5),
+        ("required", 134),
+        ("headroom: 10% of node addresses (replacement, growth)", 13),
+        ("headroom: FSx for Lustre interfaces (estimate)", 3),
+        ("headroom: VPC endpoint and service interfaces (allowance)", 8),
+        ("recommended", 158),
+    ]
+    assert (usage.prefix_length, usage.subnet_addresses, usage.fits, usage.fits_with_headroom) == (
+        20,
+        4096,
+        True,
+        True,
+    )
+    assert (usage.min_prefix_length, usage.recommended_prefix_length) == (24, 24)
+    d = usage.as_dict()
+    assert (d["required"], d["recommended"], d["groups"][0]["ipv4_total"]) == (134, 158, 128)
+
+
+def test_subnet_usage_hyperpod_mixed_groups_without_fsx() -> None:
+    text = blueprint_text(
+        compute=[group(16), group(4, "p5en.48xlarge", "h200")],
+        orchestrator={
+            "kind": "hyperpod",
+            "hyperpod": {
+                "orchestration": "eks",
+                "eks_cluster_arn": "arn:aws:eks:us-east-1:123456789012:cluster/k",
+            },
+        },
+        storage={"lustre": None},
+    )
+    bp = load_blueprint_text(text).blueprint
+    usage = subnet_usage(bp)
+    assert usage.rows() == [
+        ("compute gpu: 16 x p5.48xlarge x 1 (1 interface + 32 efa-only)", 16),
+        ("compute h200: 4 x p5en.48xlarge x 1 (1 interface + 16 efa-only)", 4),
+        ("controller node", 1),
+        ("login node", 1),
+        ("reserved by AWS", 5),
+        ("required", 27),
+        ("headroom: 10% of node addresses (replacement, growth)", 2),
+        ("headroom: VPC endpoint and service interfaces (allowance)", 8),
+        ("recommended", 37),
+    ]
+    assert usage.notes == (
+        "HyperPod on EKS: pods take VPC CNI addresses from this subnet; they are not counted",
+    )
+
+
+def test_subnet_usage_pcs_and_hyperpod_without_login() -> None:
+    pcs = subnet_usage(load_blueprint_text(blueprint_text(orchestrator={"kind": "pcs"})).blueprint)
+    assert pcs.management == (("login node", 1),)
+    hp = subnet_usage(
+        load_blueprint_text(
+            blueprint_text(orchestrator={"kind": "hyperpod", "hyperpod": {"login_instance_type": None}})
+        ).blueprint
+    )
+    assert hp.management == (("controller node", 1),)
+
+
+def test_subnet_usage_imported_subnet_has_no_prefix() -> None:
+    text = blueprint_text(
+        network={"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"},
+        compute=[group(2000)],
+    )
+    result = load_blueprint_text(text)
+    usage = subnet_usage(result.blueprint)
+    assert (usage.prefix_length, usage.fits, usage.fits_with_headroom, usage.required) == (
+        None,
+        None,
+        None,
+        64006,
+    )
+    assert result.warnings == []
+
+
+# ---- rules -------------------------------------------------------------------------------------------
+def problems_of(text: str) -> list[tuple[str, str, str | None, str]]:
+    try:
+        result = load_blueprint_text(text)
+    except BlueprintError as e:
+        return [(p.path, p.message, p.rule_id, p.level) for p in e.problems]
+    return [(w.path, w.message, w.rule_id, w.level) for w in result.warnings]
+
+
+RULE_CASES = [
+    pytest.param(
+        dict(compute=[group(128)]),
+        [
+            (
+                "network.gpu_subnet_prefix_length",
+                "the GPU subnet is too small for the cluster: 4102 IPv4 addresses "
+                "needed (4096 for nodes, 1 for management nodes, 5 reserved by AWS), got /20 (4096 "
+                "addresses); "
+                "allowed "
+                "/19 or a shorter prefix - did you mean gpu_subnet_prefix_length: 19?",
+                "R-SUBNET-1",
+                "error",
+            )
+        ],
+        id="R-SUBNET-1 128 p5 on parallelcluster overflow a /20",
+    ),
+    pytest.param(
+        dict(
+            compute=[group(64), group(64, "p5en.48xlarge", "h200"), group(64, "p5e.48xlarge", "h200e")],
+            network={"gpu_subnet_prefix_length": 21},
+        ),
+        [
+            (
+                "network.gpu_subnet_prefix_length",
+                "the GPU subnet is too small for the cluster: 5126 IPv4 addresses "
+                "needed (5120 for nodes, 1 for management nodes, 5 reserved by AWS), got /21 (2048 "
+                "addresses); "
+                "allowed "
+                "/19 or a shorter prefix - did you mean gpu_subnet_prefix_length: 19?",
+                "R-SUBNET-1",
+                "error",
+            )
+        ],
+        id="R-SUBNET-1 sums every group",
+    ),
+    pytest.param(
+        dict(compute=[group(40)], network={"vpc_cidr": "10.0.0.0/22", "gpu_subnet_prefix_length": 24}),
+        [
+            (
+                "network.gpu_subnet_prefix_length",
+                "the GPU subnet is too small for the cluster: 1286 IPv4 addresses "
+                "needed (1280 for nodes, 1 for management nodes, 5 reserved by AWS), got /24 (256 "
+                "addresses); "
+                "allowed "
+                "/21 or a shorter prefix (the VPC must be larger than the subnet, got network.vpc_cidr /22) "
+                "- did "
+                "you "
+                "mean gpu_subnet_prefix_length: 21?",
+                "R-SUBNET-1",
+                "error",
+            )
+        ],
+        id="R-SUBNET-1 also names a too-small VPC",
+    ),
+    pytest.param(
+        dict(compute=[group(2048)]),
+        [
+            (
+                "network.gpu_subnet_prefix_length",
+                "the GPU subnet is too small for the cluster: 65542 IPv4 addresses "
+                "needed (65536 for nodes, 1 for management nodes, 5 reserved by AWS), got /20 (4096 "
+                "addresses); "
+                "allowed "
+                "fewer nodes or orchestrator.kind pcs or hyperpod (efa-only interfaces take no address) "
+                "(even a "
+                "/16 holds "
+                "only 65536)",
+                "R-SUBNET-1",
+                "error",
+            )
+        ],
+        id="R-SUBNET-1 nothing fits",
+    ),
+    pytest.param(
+        dict(compute=[group(120)]),
+        [
+            (
+                "network.gpu_subnet_prefix_length",
+                "the GPU subnet leaves no headroom: 4241 IPv4 addresses recommended "
+                "(3846 required + 395 for replacement nodes, FSx and endpoints), got /20 (4096 addresses); "
+                "allowed "
+                "/19 or "
+                "a shorter prefix - did you mean gpu_subnet_prefix_length: 19?",
+                "R-SUBNET-2",
+                "warning",
+            )
+        ],
+        id="R-SUBNET-2 fits without headroom",
+    ),
+    pytest.param(
+        dict(compute=[group(7)], network={"gpu_subnet_prefix_length": 24}),
+        [
+            (
+                "network.gpu_subnet_prefix_length",
+                "the GPU subnet leaves no headroom: 264 IPv4 addresses recommended "
+                "(230 required + 34 for replacement nodes, FSx and endpoints), got /24 (256 addresses); "
+                "allowed "
+                "/23 or a "
+                "shorter prefix - did you mean gpu_subnet_prefix_length: 23?",
+                "R-SUBNET-2",
+                "warning",
+            )
+        ],
+        id="R-SUBNET-2 small subnet",
+    ),
+]
+
+
+@pytest.mark.parametrize(("top", "expected"), RULE_CASES)
+def test_subnet_rules(top: dict[str, Any], expected: list[tuple[str, str, str, str]]) -> None:
+    assert [p for p in problems_of(blueprint_text(**top)) if p[2] in ("R-SUBNET-1", "R-SUBNET-2")] == expected
+
+
+QUIET_CASES = [
+    pytest.param(
+        dict(compute=[group(128)], orchestrator={"kind": "pcs"}), id="pcs efa-only: 1 address per node"
+    ),
+    pytest.param(
+        dict(compute=[group(2048)], orchestrator={"kind": "hyperpod"}), id="hyperpod 2048 nodes in a /20"
+    ),
+    pytest.param(
+        dict(compute=[group(128)], network={"gpu_subnet_prefix_length": 19}), id="the suggested /19"
+    ),
+    pytest.param(dict(compute=[{**group(128), "efa": False}]), id="no EFA"),
+    pytest.param(
+        dict(
+            compute=[group(2000)],
+            network={"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"},
+        ),
+        id="imported subnet: preflight checks it",
+    ),
+]
+
+
+@pytest.mark.parametrize("top", QUIET_CASES)
+def test_subnet_rules_quiet(top: dict[str, Any]) -> None:
+    assert [p for p in problems_of(blueprint_text(**top)) if p[2] in ("R-SUBNET-1", "R-SUBNET-2")] == []
