@@ -57,6 +57,7 @@ def test_plan_formats(fmt: str) -> None:
         plan = json.loads(res.stdout)
         [c] = plan["compute"]
         assert (c["gpus_total"], c["efa_interfaces_per_node"], c["network_gbps_total"]) == (32, 32, 12800)
+        assert (plan["subnet"]["required"], plan["subnet"]["fits"]) == (4 * 32 + 1 + 5, True)
         assert plan["storage"]["throughput_mbps"] == 1200 and plan["storage"]["throughput_mbps_per_gpu"] == 37.5
         assert plan["software"]["aws_ofi_nccl"] == "1.16.3" and plan["software"]["libfabric"] == "2.1.0amzn5.0"
         assert set(plan["stacks"]) == {"llm-train-network", "llm-train-storage", "llm-train-cluster"}

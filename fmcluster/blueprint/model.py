@@ -416,11 +416,13 @@ class Blueprint(Section):
     name: str = Field(pattern=NAME_PATTERN, description="Prefixes stacks, tags and the cluster name (3-32 chars).")
     region: str = Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$", description="AWS Region, e.g. us-east-1.")
     availability_zone: str | None = Field(
-        None, pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$",
-        description="AZ name for the GPU subnet, nodes, placement groups and FSx. Set this or availability_zone_id.",
+        None, pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d(-[a-z]+-\d)?[a-z]$",
+        description="AZ name (or Local Zone name such as us-east-1-dfw-2a) for the GPU subnet, nodes, placement groups "
+        "and FSx. Set this or availability_zone_id.",
     )
     availability_zone_id: str | None = Field(
-        None, pattern=r"^[a-z]{3,4}\d-az\d+$", description="Capacity is bound to AZ IDs (names differ per account)."
+        None, pattern=r"^[a-z]{3,4}\d(-[a-z]+\d)?-az\d+$",
+        description="AZ ID (or Local Zone ID such as use1-dfw2-az1). Capacity is bound to AZ IDs (names differ per account).",
     )
     tags: dict[str, str] = Field(default_factory=dict, description="Added to every resource. Default: none.")
     network: NetworkSpec = Field(default_factory=NetworkSpec, description="Default: a new /16 VPC with a /20 GPU subnet.")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from fmcluster.blueprint.model import Blueprint
+from fmcluster.blueprint.rules.subnet import subnet_usage
 from fmcluster.catalog import get_instance
 from fmcluster.catalog.software import get_stack
 
@@ -63,6 +64,8 @@ class Plan:
     software: dict[str, Any]
     stacks: dict[str, int] = field(default_factory=dict)
     observability: str = "none"
+    subnet: dict[str, Any] = field(default_factory=dict)
+    subnet_rows: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def gpus_total(self) -> int:
@@ -115,7 +118,9 @@ def build_plan(bp: Blueprint, stacks: dict[str, int] | None = None) -> Plan:
     )
     stack = get_stack(bp.software.stack).with_overrides(bp.software.overrides.as_dict())
     software = {"stack": stack.name, "os": bp.software.os, "kernel_modules": stack.kernel_modules, **stack.versions()}
+    usage = subnet_usage(bp)
     return Plan(
+        subnet=usage.as_dict(), subnet_rows=usage.rows(),
         name=bp.name, region=bp.region, availability_zone=bp.az_label, orchestrator=bp.orchestrator.kind,
         compute=compute, storage=storage, checkpoints=checkpoints, software=software, stacks=stacks or {},
         observability=bp.observability.metrics,
@@ -162,6 +167,12 @@ def _rows(plan: Plan) -> list[tuple[str, list[str], list[list[str]]]]:
               str(s.throughput_mbps), str(s.throughput_mbps_per_gpu), "yes" if s.efa_enabled else "no", s.mount_point,
               "; ".join(s.data_repositories) or "-"]],
         ))
+    if plan.subnet_rows:
+        size = plan.subnet.get("subnet_addresses")
+        verdict = ("imported subnet (checked by fmcluster preflight)" if size is None else
+                   f"/{plan.subnet['prefix_length']} = {size} addresses: {'fits' if plan.subnet['fits'] else 'TOO SMALL'}"
+                   f", minimum /{plan.subnet['min_prefix_length']}")
+        sections.append((f"GPU subnet IPv4 ({verdict})", ["item", "addresses"], [[k, str(v)] for k, v in plan.subnet_rows]))
     sections.append(("Software", ["component", "version"], [[k, str(v) if v is not None else "unknown"] for k, v in plan.software.items()]))
     if plan.stacks:
         sections.append(("Stacks", ["stack", "resources"], [[k, str(v)] for k, v in plan.stacks.items()]))

@@ -212,7 +212,7 @@ def zone_id_in_region(bp: Blueprint) -> Iterator[Violation]:
     if not zid:
         return
     prefix = az_id_prefix(bp.region)
-    if zid.split("-az")[0] != prefix:
+    if zid.split("-")[0] != prefix:
         yield "availability_zone_id", (
             f"not an AZ ID of region {bp.region}, got {zid!r}; allowed {prefix}-az1, {prefix}-az2, ... "
             f"- did you mean {prefix}-az{zid.rsplit('-az', 1)[1]}?"

@@ -25,9 +25,9 @@ def one_availability_zone(bp: Blueprint) -> Iterator[Violation]:
 
 @rule("R-AZ-2", source="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/using-regions-availability-zones.html")
 def zone_in_region(bp: Blueprint) -> Iterator[Violation]:
-    """An AZ name is the Region name plus one letter."""
+    """An AZ name is the Region name plus one letter; a Local Zone name is the Region, a location and a letter."""
     az = bp.availability_zone
-    if az and az[:-1] != bp.region:
+    if az and az[:-1] != bp.region and not az.startswith(f"{bp.region}-"):
         yield "availability_zone", f"not in region {bp.region}, got {az!r}; allowed {bp.region}a, {bp.region}b, ..."
 
 
