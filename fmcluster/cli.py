@@ -70,6 +70,9 @@ def validate(
 
 
 # --- commands registered by subsystems (one import + one line each) ---
+from fmcluster.templates.cli_render import render_command  # noqa: E402
+
+app.command("render")(render_command)
 
 
 def main() -> None:
