@@ -84,7 +84,7 @@ def stack_covers_instance_families(bp: Blueprint) -> Iterator[Violation]:
         if inst.family not in stack.families:
             fits = [s for s in known_stacks() if inst.family in get_stack(s).families]
             yield "software.stack", (
-                f"stack {stack.name!r} is not known-good for {inst.name} ({_on(i, inst)}), got {stack.name!r}; "
+                f"stack is not known-good for the {inst.family} family ({_on(i, inst)}), got {stack.name!r}; "
                 f"allowed {', '.join(fits) or 'none'}" + (f" - did you mean {fits[0]!r}?" if fits else "")
             )
 
