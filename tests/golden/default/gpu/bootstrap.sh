@@ -110,9 +110,10 @@ pin_package() {  # pin_package NAME VERSION-GLOB: apt preferences so apt picks e
 install_packages() { apt_update; "${APT[@]}" install --allow-downgrades --allow-change-held-packages "$@"; }
 install_spec() { printf '%s' "$1"; }  # apt selects the version through the preferences pin
 hold_packages() { apt-mark hold "$@" >/dev/null; log "held (apt-mark hold): $*"; }
-install_base_tools() {
-  install_packages ca-certificates curl gnupg tar gzip xz-utils mdadm pciutils kmod e2fsprogs util-linux \
-    build-essential dkms pkg-config "linux-headers-$(uname -r)"
+install_base_tools() {  # no recommends: mdadm would pull in a mail server
+  apt_update
+  "${APT[@]}" install --no-install-recommends ca-certificates curl gnupg tar gzip xz-utils mdadm pciutils kmod \
+    e2fsprogs util-linux udev build-essential dkms pkg-config "linux-headers-$(uname -r)"
 }
 
 # ensure_packages LABEL NAME=VERSION-GLOB...: install exactly these versions unless already there, then hold
