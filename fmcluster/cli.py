@@ -110,8 +110,21 @@ def schema() -> None:
     print(json_schema())
 
 
+@app.command()
+def render(
+    file: Annotated[Path, typer.Argument(help="Blueprint YAML file.")],
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Directory to write DIR/<group>/<file> into.")],
+) -> None:
+    """Write every rendered node script and config of every compute group for review."""
+    from fmcluster.review.render import render_blueprint, write_rendered
+
+    for path in write_rendered(render_blueprint(_load_or_exit(file)), out_dir):
+        print(path)
+
+
 # --- commands registered by subsystems (one import + one line each) ---
 from fmcluster.preflight.cli import preflight as _preflight  # noqa: E402
+
 app.command("preflight")(_preflight)
 
 

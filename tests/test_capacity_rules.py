@@ -279,7 +279,7 @@ ERROR_CASES = [
                 "software.stack",
                 "p5.48xlarge (compute[0]) has x86_64 CPUs and stack 'gb200-580-cuda13.0' is built for "
                 "arm64, got 'gb200-580-cuda13.0'; allowed h100-570-cuda12.8, h100-580-cuda13.0, "
-                "blackwell-580-cuda12.9",
+                "blackwell-580-cuda13.0",
                 "R-CAP-7",
             )
         ],

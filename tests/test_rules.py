@@ -73,8 +73,8 @@ FAILING = [
     ({"observability": {"scrape_interval_seconds": 15, "scrape_timeout_seconds": 20}}, "observability.scrape_timeout_seconds",
      "longer than scrape_interval_seconds, got 20; allowed 1..15", "R-OBS-1"),
     ({"compute": [{**P5, "instance_type": "p6-b200.48xlarge"}]}, "software.stack",
-     "stack 'h100-570-cuda12.8' is not known-good for p6-b200.48xlarge (compute[0]), got 'h100-570-cuda12.8'; "
-     "allowed blackwell-580-cuda12.9", "R-SW-1"),
+     "stack is not known-good for the p6-b200 family (compute[0] is p6-b200.48xlarge), got 'h100-570-cuda12.8'; "
+     "allowed blackwell-580-cuda13.0 - did you mean 'blackwell-580-cuda13.0'?", "R-SW-1"),
 ]
 
 
@@ -101,7 +101,7 @@ PASSING = [
     lustre(data_repositories=[{"file_system_path": "/"}]),
     {"orchestrator": {"kind": "pcs", "pcs": {"size": "LARGE"}}},
     {"observability": {"scrape_interval_seconds": 15, "scrape_timeout_seconds": 15}},
-    {"compute": [{**P5, "instance_type": "p6-b200.48xlarge"}], "software": {"stack": "blackwell-580-cuda12.9"}},
+    {"compute": [{**P5, "instance_type": "p6-b200.48xlarge"}], "software": {"stack": "blackwell-580-cuda13.0"}},
 ]
 
 

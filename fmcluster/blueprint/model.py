@@ -93,14 +93,27 @@ class NetworkSpec(Section):
 
 # ---- software --------------------------------------------------------------------------------
 class SoftwareOverrides(Section):
-    """Per-component version overrides; every value is checked by the compatibility rules."""
+    """Per-component version overrides; every value goes through the same compatibility rules as
+    the catalog stacks (docs/software.md), and a combination no known-good stack contains is an
+    error unless ``allow_untested`` is set."""
 
     driver: str | None = Field(None, pattern=r"^\d+\.\d+(\.\d+)?$", description="NVIDIA driver. Default: the stack's.")
-    fabric_manager: str | None = Field(None, pattern=r"^\d+\.\d+(\.\d+)?$", description="Fabric Manager. Default: the stack's.")
+    fabric_manager: str | None = Field(
+        None, pattern=r"^\d+\.\d+(\.\d+)?$", description="Fabric Manager; must equal the driver. Default: the stack's."
+    )
     cuda: str | None = Field(None, pattern=r"^\d+\.\d+(\.\d+)?$", description="CUDA toolkit. Default: the stack's.")
     nccl: str | None = Field(None, pattern=r"^\d+\.\d+\.\d+(-\d+)?$", description="NCCL. Default: the stack's.")
     efa_installer: str | None = Field(None, pattern=r"^\d+\.\d+\.\d+$", description="EFA installer. Default: the stack's.")
     gdrcopy: str | None = Field(None, pattern=r"^\d+\.\d+(\.\d+)?$", description="GDRCopy. Default: the stack's.")
+    aws_ofi_nccl: str | None = Field(
+        None,
+        pattern=r"^\d+\.\d+\.\d+(-aws)?$",
+        description="aws-ofi-nccl built from its pinned source archive instead of the plugin the EFA installer "
+        "bundles. Default: the EFA installer's bundled plugin.",
+    )
+    kernel_modules: Literal["open", "proprietary"] | None = Field(
+        None, description="NVIDIA kernel-module flavour. Default: the stack's (open on every catalog stack)."
+    )
 
     def as_dict(self) -> dict[str, str]:
         return {k: v for k, v in self.model_dump().items() if v is not None}
@@ -113,19 +126,37 @@ class SoftwareSpec(Section):
     os: OsName = Field(DEFAULT_OS, description=f"Node operating system. Default: {DEFAULT_OS}.")
     overrides: SoftwareOverrides = Field(default_factory=SoftwareOverrides, description="Default: none.")
     allow_untested: bool = Field(
-        False, description="Turn 'combination no rule covers and no known-good set contains' into a warning. Default: false."
+        False,
+        description="Accept a combination of versions that no known-good stack contains (reported as a warning "
+        "instead of an error). Every compatibility rule still applies. Default: false.",
     )
     environment: dict[str, str] = Field(
         default_factory=dict,
-        description="Extra environment for jobs (written to the job environment file). Obsolete or harmful "
-        "EFA/NCCL settings are rejected. Default: none.",
+        description="Extra environment for jobs (written to the job environment file after fmcluster's own "
+        "settings). Obsolete or harmful EFA/NCCL settings are rejected. Default: none.",
     )
 
     @field_validator("stack")
     @classmethod
     def _known_stack(cls, v: str) -> str:
         if v not in known_stacks():
-            raise ValueError(f"unknown software stack, got {v!r}; allowed {', '.join(known_stacks())}")
+            close = difflib.get_close_matches(v, known_stacks(), n=1, cutoff=0.6)
+            hint = f" - did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"unknown software stack, got {v!r}; allowed {', '.join(known_stacks())}{hint}")
+        return v
+
+    @field_validator("environment")
+    @classmethod
+    def _env_names(cls, v: dict[str, str]) -> dict[str, str]:
+        import re  # local: this module's imports belong to other sections
+
+        for name, value in v.items():
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(
+                    f"invalid environment variable name, got {name!r}; allowed letters, digits and _ , not starting with a digit"
+                )
+            if "\n" in value or "\0" in value:
+                raise ValueError(f"environment value of {name} contains a newline or NUL, got {value!r}; allowed one line")
         return v
 
 

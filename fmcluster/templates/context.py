@@ -1,13 +1,132 @@
-"""Typed render context for node scripts, built from validated blueprint sections and catalog facts."""
+"""Typed render context for node scripts, built from validated blueprint sections and catalog facts.
+
+Everything a template needs is computed here (package names per OS and driver branch, pinned
+download URLs and hashes, the job environment with shell-quoted values), so the templates stay
+dumb: no lookups, no version arithmetic, no quoting decisions.
+"""
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from fmcluster.blueprint.model import ComputeGroup, LustreSpec, SoftwareSpec
 from fmcluster.catalog import get_instance
-from fmcluster.catalog.software import get_stack
+from fmcluster.catalog.software import (
+    BLACKWELL_FAMILIES,
+    HOPPER_FAMILIES,
+    aws_ofi_nccl_artifact,
+    cuda_repository,
+    driver_artifact,
+    efa_installer_artifact,
+    gdrcopy_artifact,
+    get_stack,
+    major,
+    major_minor,
+    version_ge,
+)
+
+#: Where fmcluster puts its own files on a node.
+PREFIX = "/opt/fmcluster"
+NODE_CHECK_PATH = f"{PREFIX}/bin/fmcluster-node-check"
+JOB_ENV_PATH = f"{PREFIX}/etc/job-env.sh"
+PROFILE_ENV_PATH = "/etc/profile.d/fmcluster.sh"
+SCRATCH_LABEL = "fmc-scratch"
+#: NCCL_SOCKET_IFNAME for NCCL's bootstrap connections (shared/reference/version-matrix.md section 4,
+#: ADT-NT nccl-tests.Dockerfile).
+NCCL_SOCKET_IFNAME = "^docker,lo,veth"
+
+
+@dataclass(frozen=True)
+class Package:
+    """One OS package pinned by version. ``version`` may end in ``*`` (a glob: apt preferences
+    and dnf both accept it); the scripts verify the installed version against it."""
+
+    name: str
+    version: str
+
+
+@dataclass(frozen=True)
+class PackagePlan:
+    """Packages from NVIDIA's signed CUDA repository, per purpose, for one OS and driver branch.
+
+    Names per branch follow NVIDIA/gpu-driver-container ubuntu22.04/install.sh (Ubuntu: unversioned
+    names from R580, ``-<branch>`` names before) and the ParallelCluster cookbook
+    (``nvidia-fabric-manager`` on RPM systems). RPM names for R580 IMEX/Fabric Manager are not
+    confirmed by a public source (docs/software.md, open questions).
+    """
+
+    fabric_manager: tuple[Package, ...]
+    fabric_manager_service: str
+    nvlsm: tuple[Package, ...]
+    imex: tuple[Package, ...]
+    cuda: tuple[Package, ...]
+    nccl: tuple[Package, ...]
+    nccl_query: str
+    gdrcopy_query: str
+    gdrcopy_hold: tuple[str, ...]
+
+
+def package_plan(os_name: str, driver: str, cuda: str, nccl: str) -> PackagePlan:
+    branch = major(driver)
+    cuda_mm = major_minor(cuda).replace(".", "-")
+    nccl_base = nccl.split("-")[0]
+    nccl_release = nccl.split("-")[1] if "-" in nccl else "1"
+    if os_name.startswith("ubuntu"):
+        suffix = "" if branch >= 580 else f"-{branch}"
+        return PackagePlan(
+            fabric_manager=(Package(f"nvidia-fabricmanager{suffix}", f"{driver}-1"),
+                            Package(f"libnvidia-nscq{suffix}", f"{driver}-1")),
+            fabric_manager_service="nvidia-fabricmanager",
+            nvlsm=(Package("nvlsm", "*"), Package("infiniband-diags", "*")),
+            imex=(Package(f"nvidia-imex{suffix}", f"{driver}-1"),),
+            cuda=(Package(f"cuda-toolkit-{cuda_mm}", f"{cuda}-1"),),
+            nccl=(Package("libnccl2", f"{nccl_base}-{nccl_release}+cuda{major(cuda)}*"),
+                  Package("libnccl-dev", f"{nccl_base}-{nccl_release}+cuda{major(cuda)}*")),
+            nccl_query="libnccl2",
+            gdrcopy_query="gdrcopy",
+            gdrcopy_hold=("gdrdrv-dkms", "libgdrapi", "gdrcopy", "gdrcopy-tests"),
+        )
+    return PackagePlan(
+        fabric_manager=(Package("nvidia-fabric-manager", f"{driver}-1"),),
+        fabric_manager_service="nvidia-fabricmanager",
+        nvlsm=(Package("nvlsm", "*"),),
+        imex=(Package("nvidia-imex", f"{driver}-1*"),),
+        cuda=(Package(f"cuda-toolkit-{cuda_mm}", f"{cuda}-1"),),
+        nccl=(Package("libnccl", f"{nccl_base}-{nccl_release}+cuda{major(cuda)}*"),
+              Package("libnccl-devel", f"{nccl_base}-{nccl_release}+cuda{major(cuda)}*")),
+        nccl_query="libnccl",
+        gdrcopy_query="gdrcopy",
+        gdrcopy_hold=("gdrcopy", "gdrcopy-kmod", "gdrcopy-devel"),
+    )
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    """One job environment entry; ``quoted`` is safe to paste after ``export NAME=``."""
+
+    name: str
+    value: str
+    quoted: str
+    reason: str
+
+
+def job_environment(*, efa_enabled: bool, plugin: str | None, user: dict[str, str]) -> tuple[EnvVar, ...]:
+    """fmcluster's job settings that are still right (version-matrix.md section 4), then the
+    blueprint's ``software.environment`` (which wins, being later). Values aws-ofi-nccl sets
+    itself per platform are deliberately absent."""
+    out: list[EnvVar] = []
+    if efa_enabled:
+        out.append(EnvVar("NCCL_SOCKET_IFNAME", NCCL_SOCKET_IFNAME, shlex.quote(NCCL_SOCKET_IFNAME),
+                          "NCCL bootstrap sockets avoid docker/loopback/veth interfaces (ADT-NT)"))
+        if plugin and version_ge(plugin, "1.15.0"):
+            out.append(EnvVar("NCCL_NET_PLUGIN", "ofi", "ofi",
+                              "short name of aws-ofi-nccl >= 1.15.0 (libnccl-net-ofi.so); stops NGC images' "
+                              "NCCL_NET_PLUGIN default from leaving NCCL on sockets (S13, R-NAME-1)"))
+    for name, value in user.items():
+        out.append(EnvVar(name, value, shlex.quote(value), "software.environment"))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -36,6 +155,29 @@ class NodeContext:
     kernel_modules: str
     versions: dict[str, str | None]
     environment: dict[str, str] = field(default_factory=dict)
+    # -- derived (filled by node_context) --
+    driver_branch: int = 0
+    fabric_state_required: bool = False
+    plugin_from_source: bool = False
+    driver_url: str = ""
+    driver_sha256: str = ""
+    efa_url: str = ""
+    efa_signature_url: str = ""
+    efa_key_url: str = ""
+    efa_key_fingerprint: str = ""
+    efa_sha256: str = ""
+    gdrcopy_url: str = ""
+    gdrcopy_sha256: str = ""
+    plugin_url: str = ""
+    plugin_sha256: str = ""
+    cuda_repo_url: str = ""
+    cuda_repo_key_url: str = ""
+    cuda_repo_key_fingerprint: str = ""
+    cuda_home: str = ""
+    cuda_major: int = 0
+    packages: PackagePlan | None = None
+    job_env: tuple[EnvVar, ...] = ()
+    paths: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -44,9 +186,24 @@ class NodeContext:
 def node_context(
     *, blueprint_name: str, orchestrator: str, group: ComputeGroup, software: SoftwareSpec, lustre: LustreSpec | None
 ) -> NodeContext:
-    """Build the context for ``group`` (pins = the named stack with the blueprint's overrides)."""
+    """Build the context for ``group`` (pins = the named stack with the blueprint's overrides).
+
+    Expects a blueprint that passed the rules (R-ART-1 guarantees every download is pinned);
+    raises ``ValueError`` otherwise.
+    """
     inst = get_instance(group.instance_type)
     stack = get_stack(software.stack).with_overrides(software.overrides.as_dict())
+    arch = inst.cpu_architecture
+    drv = driver_artifact(stack.driver, arch)
+    gdr = gdrcopy_artifact(stack.gdrcopy)
+    if drv is None or gdr is None:
+        raise ValueError(f"no pinned download for driver {stack.driver} ({arch}) or GDRCopy {stack.gdrcopy} (rule R-ART-1)")
+    plugin = aws_ofi_nccl_artifact(stack.plugin_override) if stack.plugin_override else None
+    if stack.plugin_override and plugin is None:
+        raise ValueError(f"no pinned aws-ofi-nccl {stack.plugin_override} (rule R-ART-1)")
+    efa = efa_installer_artifact(stack.efa_installer)
+    repo = cuda_repository(software.os, arch)
+    cuda_mm = major_minor(stack.cuda)
     return NodeContext(
         blueprint_name=blueprint_name,
         group_name=group.name,
@@ -54,7 +211,7 @@ def node_context(
         os=software.os,
         instance_type=inst.name,
         family=inst.family,
-        cpu_architecture=inst.cpu_architecture,
+        cpu_architecture=arch,
         gpu_model=inst.gpu.model,
         gpu_count=inst.gpu.count,
         efa_enabled=group.efa_enabled,
@@ -70,4 +227,36 @@ def node_context(
         kernel_modules=stack.kernel_modules,
         versions=stack.versions(),
         environment=dict(software.environment),
+        driver_branch=stack.driver_branch,
+        # Fabric registration ("Fabric ... State: Completed" in nvidia-smi -q) applies to Hopper and
+        # Blackwell NVSwitch boards and to GB200 NVL domains (version-matrix S8, S16, section 3a).
+        fabric_state_required=(inst.nvswitch or inst.imex)
+        and (inst.family in HOPPER_FAMILIES or inst.family in BLACKWELL_FAMILIES),
+        plugin_from_source=plugin is not None,
+        driver_url=drv.url,
+        driver_sha256=drv.sha256,
+        efa_url=efa.url,
+        efa_signature_url=efa.signature_url,
+        efa_key_url=efa.key_url,
+        efa_key_fingerprint=efa.key_fingerprint,
+        efa_sha256=efa.sha256 or "",
+        gdrcopy_url=gdr.url,
+        gdrcopy_sha256=gdr.sha256,
+        plugin_url=plugin.url if plugin else "",
+        plugin_sha256=plugin.sha256 if plugin else "",
+        cuda_repo_url=repo.url,
+        cuda_repo_key_url=repo.key_url,
+        cuda_repo_key_fingerprint=repo.key_fingerprint,
+        cuda_home=f"/usr/local/cuda-{cuda_mm}",
+        cuda_major=major(stack.cuda),
+        packages=package_plan(software.os, stack.driver, stack.cuda, stack.nccl),
+        job_env=job_environment(efa_enabled=group.efa_enabled, plugin=stack.aws_ofi_nccl, user=dict(software.environment)),
+        paths={
+            "prefix": PREFIX,
+            "node_check": NODE_CHECK_PATH,
+            "job_env": JOB_ENV_PATH,
+            "profile_env": PROFILE_ENV_PATH,
+            "scratch_label": SCRATCH_LABEL,
+            "plugin_prefix": f"{PREFIX}/aws-ofi-nccl-{stack.plugin_override}" if plugin else "",
+        },
     )

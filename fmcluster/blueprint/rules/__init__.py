@@ -51,6 +51,7 @@ def _load_rule_modules() -> None:
     from fmcluster.blueprint.rules import (  # noqa: F401  (registration side effect)
         capacity,
         compute,
+        environment,
         network,
         orchestrator,
         software,

@@ -1,0 +1,1121 @@
+#!/usr/bin/env bash
+# fmcluster bootstrap for llm-train/gpu (p5.48xlarge, ubuntu-22.04, parallelcluster).
+# Rendered by fmcluster from stack h100-570-cuda12.8; do not edit by hand.
+#
+# Installs exactly the pinned versions below and holds them; a node that already has a pinned
+# component (e.g. a Deep Learning AMI) keeps it untouched. Keeps unattended upgrades away from
+# NVIDIA, EFA and kernel packages, builds the local NVMe scratch RAID0, waits for FSx for Lustre,
+# writes the job environment file, installs fmcluster-node-check and finishes by running it.
+# Every step logs what it did; any failure stops the script with a non-zero exit and a message.
+# Log: /var/log/fmcluster/bootstrap.log
+set -Eeuo pipefail
+umask 022
+
+# ---- pins ------------------------------------------------------------------------------------
+readonly FMC_OS_ID="ubuntu"
+readonly FMC_OS_VERSION="22.04"
+readonly FMC_ARCH="x86_64"
+readonly FMC_DRIVER_VERSION="570.172.08"
+readonly FMC_KERNEL_MODULES="open"
+readonly FMC_CUDA_VERSION="12.8.1"
+readonly FMC_CUDA_HOME="/usr/local/cuda-12.8"
+readonly FMC_NCCL_VERSION="2.27.7"
+readonly FMC_EFA_INSTALLER_VERSION="1.43.2"
+readonly FMC_AWS_OFI_NCCL_VERSION="1.16.3"
+readonly FMC_GDRCOPY_VERSION="2.5.1"
+readonly FMC_EXPECTED_GPUS=8
+readonly FMC_EXPECTED_NVME=8
+readonly FMC_SCRATCH_PATH="/scratch"
+readonly FMC_SCRATCH_LABEL="fmc-scratch"
+readonly FMC_FSX_MOUNT_POINT="/fsx"
+readonly FMC_PREFIX="/opt/fmcluster"
+readonly FMC_NODE_CHECK="/opt/fmcluster/bin/fmcluster-node-check"
+readonly FMC_JOB_ENV="/opt/fmcluster/etc/job-env.sh"
+readonly FMC_PROFILE_ENV="/etc/profile.d/fmcluster.sh"
+readonly FMC_CACHE=/var/cache/fmcluster
+readonly FMC_LOG_DIR=/var/log/fmcluster
+
+FMC_STEP=start
+log() { printf '%s fmcluster-bootstrap [%s] %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "${FMC_STEP}" "$*"; }
+die() { log "ERROR: $*" >&2; exit 1; }
+on_error() {
+  local rc=$?
+  log "ERROR: step '${FMC_STEP}' failed (exit ${rc}) at line ${BASH_LINENO[0]}: ${BASH_COMMAND}" >&2
+  exit "${rc}"
+}
+trap on_error ERR
+step() { FMC_STEP="$1"; log "--- $2"; }
+len() { echo "$#"; }
+
+retry() {  # retry ATTEMPTS COMMAND...: exponential backoff from 5 s
+  local attempts=$1 n=1 delay=5
+  shift
+  until "$@"; do
+    if [[ ${n} -ge ${attempts} ]]; then
+      log "giving up after ${n} attempts: $*"
+      return 1
+    fi
+    log "attempt ${n}/${attempts} failed, retrying in ${delay} s: $*"
+    sleep "${delay}"
+    n=$((n + 1))
+    delay=$((delay * 2))
+  done
+}
+
+fetch() {  # fetch URL DEST [SHA256]: download with retries; verify sha256 when given
+  local url=$1 dest=$2 sha=${3:-}
+  mkdir -p "$(dirname "${dest}")"
+  if [[ -n ${sha} && -f ${dest} ]] && printf '%s  %s\n' "${sha}" "${dest}" | sha256sum --check --status; then
+    log "${dest} already downloaded, sha256 verified"
+    return 0
+  fi
+  log "downloading ${url}"
+  retry 5 curl -fsSL --connect-timeout 20 -o "${dest}.part" "${url}"
+  mv -f "${dest}.part" "${dest}"
+  if [[ -n ${sha} ]]; then
+    printf '%s  %s\n' "${sha}" "${dest}" | sha256sum --check --status \
+      || die "sha256 mismatch for ${url}: expected ${sha}, got $(sha256sum "${dest}" | cut -d' ' -f1)"
+    log "sha256 verified: ${sha}"
+  fi
+}
+
+key_fingerprint() {  # key_fingerprint FILE: primary key fingerprint of an armored/binary public key
+  gpg --batch --with-colons --show-keys "$1" 2>/dev/null | awk -F: '/^fpr:/ { print $10; exit }'
+}
+
+# ---- package helpers (ubuntu-22.04) -----------------------------------------------------------------
+export DEBIAN_FRONTEND=noninteractive
+readonly FMC_APT_PINS=/etc/apt/preferences.d/fmcluster-pins
+APT=(apt-get -q -y -o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
+FMC_APT_UPDATED=0
+apt_update() {
+  if [[ ${FMC_APT_UPDATED} -eq 0 ]]; then
+    retry 5 "${APT[@]}" update
+    FMC_APT_UPDATED=1
+  fi
+}
+pkg_version() {  # installed version of a package, empty if not installed
+  local out
+  out="$(dpkg-query -W -f='${Status}|${Version}' "$1" 2>/dev/null)" || return 0
+  if [[ ${out%%|*} == "install ok installed" ]]; then printf '%s' "${out#*|}"; fi
+  return 0
+}
+pin_package() {  # pin_package NAME VERSION-GLOB: apt preferences so apt picks exactly this version
+  local name=$1 want=$2
+  touch "${FMC_APT_PINS}"
+  if ! grep -qx "Package: ${name}" "${FMC_APT_PINS}"; then
+    printf 'Package: %s\nPin: version %s\nPin-Priority: 1001\n\n' "${name}" "${want}" >>"${FMC_APT_PINS}"
+  fi
+}
+install_packages() { apt_update; "${APT[@]}" install --allow-downgrades --allow-change-held-packages "$@"; }
+install_spec() { printf '%s' "$1"; }  # apt selects the version through the preferences pin
+hold_packages() { apt-mark hold "$@" >/dev/null; log "held (apt-mark hold): $*"; }
+install_base_tools() {  # no recommends: mdadm would pull in a mail server
+  apt_update
+  "${APT[@]}" install --no-install-recommends ca-certificates curl gnupg tar gzip xz-utils mdadm pciutils kmod \
+    e2fsprogs util-linux udev build-essential dkms pkg-config "linux-headers-$(uname -r)"
+}
+
+# ensure_packages LABEL NAME=VERSION-GLOB...: install exactly these versions unless already there, then hold
+ensure_packages() {
+  local label=$1 spec name want have todo=() names=()
+  shift
+  for spec in "$@"; do
+    name=${spec%%=*}
+    want=${spec#*=}
+    names+=("${name}")
+    have="$(pkg_version "${name}")"
+    # shellcheck disable=SC2053  # the pin may be a glob on purpose
+    if [[ -n ${have} && ${have} == ${want} ]]; then
+      log "${label}: ${name} ${have} already installed, left alone"
+    else
+      log "${label}: ${name} ${have:-not installed} -> ${want}"
+      pin_package "${name}" "${want}"
+      todo+=("$(install_spec "${name}" "${want}")")
+    fi
+  done
+  if [[ $(len "${todo[@]}") -gt 0 ]]; then
+    install_packages "${todo[@]}"
+  fi
+  for spec in "$@"; do
+    name=${spec%%=*}
+    want=${spec#*=}
+    have="$(pkg_version "${name}")"
+    # shellcheck disable=SC2053
+    [[ -n ${have} && ${have} == ${want} ]] || die "${label}: ${name} is ${have:-not installed} after install, expected ${want}"
+  done
+  hold_packages "${names[@]}"
+}
+
+# ---- steps -----------------------------------------------------------------------------------
+preflight() {
+  step preflight "checking OS, architecture and privileges"
+  [[ ${EUID} -eq 0 ]] || die "must run as root (got uid ${EUID})"
+  local id version_id
+  # shellcheck disable=SC1091,SC2153  # ID and VERSION_ID come from /etc/os-release
+  id="$(. /etc/os-release && printf '%s' "${ID}")"
+  # shellcheck disable=SC1091,SC2153
+  version_id="$(. /etc/os-release && printf '%s' "${VERSION_ID}")"
+  [[ ${id} == "${FMC_OS_ID}" && ${version_id} == "${FMC_OS_VERSION}" ]] \
+    || die "this script was rendered for ${FMC_OS_ID} ${FMC_OS_VERSION}, the node runs ${id} ${version_id}"
+  [[ "$(uname -m)" == "${FMC_ARCH}" ]] || die "this script was rendered for ${FMC_ARCH}, the node is $(uname -m)"
+  mkdir -p "${FMC_CACHE}" "${FMC_PREFIX}/bin" "${FMC_PREFIX}/etc"
+  log "p5.48xlarge on ${id} ${version_id} (${FMC_ARCH}), kernel $(uname -r)"
+}
+
+base_tools() {
+  step base-tools "installing download, build and storage tools"
+  install_base_tools
+  log "base tools present"
+}
+
+guard_upgrades() {
+  step upgrades "keeping automatic upgrades away from NVIDIA, EFA and kernel packages"
+  cat >/etc/apt/apt.conf.d/51fmcluster-unattended-upgrades <<'EOF'
+// Written by fmcluster: unattended-upgrades must not touch the pinned GPU/EFA stack or the kernel
+// (a new kernel or driver package breaks DKMS modules, Fabric Manager == driver, and GPUDirect RDMA).
+Unattended-Upgrade::Package-Blacklist {
+    "linux-";
+    "nvidia-";
+    "libnvidia-";
+    "cuda-";
+    "libcuda";
+    "libnccl";
+    "nvlsm";
+    "infiniband-diags";
+    "gdrdrv";
+    "libgdrapi";
+    "gdrcopy";
+    "efa";
+    "libfabric";
+    "libibverbs";
+    "ibverbs";
+    "rdma-core";
+    "libnccl-ofi";
+    "openmpi";
+};
+EOF
+  local kernel_pkgs=() p
+  for p in "linux-image-$(uname -r)" "linux-headers-$(uname -r)" linux-aws linux-image-aws linux-headers-aws linux-modules-extra-aws; do
+    if [[ -n "$(pkg_version "${p}")" ]]; then kernel_pkgs+=("${p}"); fi
+  done
+  if [[ $(len "${kernel_pkgs[@]}") -gt 0 ]]; then hold_packages "${kernel_pkgs[@]}"; fi
+  log "unattended-upgrades blacklist written; kernel packages held"
+}
+
+cuda_repository() {
+  step cuda-repo "configuring NVIDIA's signed CUDA repository"
+  if grep -rqs 'developer.download.nvidia.com/compute/cuda/repos' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    log "an NVIDIA CUDA repository is already configured, left alone"
+    return
+  fi
+  local key="${FMC_CACHE}/nvidia-cuda.pub" keyring=/usr/share/keyrings/fmcluster-nvidia-cuda.gpg fpr
+  fetch "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/3bf863cc.pub" "${key}"
+  fpr="$(key_fingerprint "${key}")"
+  [[ ${fpr} == "EB693B3035CD5710E231E123A4B469963BF863CC" ]] \
+    || die "NVIDIA repository key fingerprint ${fpr:-unreadable} is not the pinned EB693B3035CD5710E231E123A4B469963BF863CC"
+  gpg --batch --yes --dearmor -o "${keyring}" "${key}"
+  printf 'deb [signed-by=%s] %s /\n' "${keyring}" "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/" >/etc/apt/sources.list.d/fmcluster-nvidia-cuda.list
+  FMC_APT_UPDATED=0
+  log "repository https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/ added, signing key EB693B3035CD5710E231E123A4B469963BF863CC"
+}
+
+installed_driver() {
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' ' || true
+  fi
+}
+
+module_flavor() {
+  local license
+  license="$(modinfo -F license nvidia 2>/dev/null | head -n 1 || true)"
+  if [[ -z ${license} ]]; then echo none; elif [[ ${license} == *MIT* ]]; then echo open; else echo proprietary; fi
+}
+
+nvidia_driver() {
+  step driver "NVIDIA driver ${FMC_DRIVER_VERSION} (${FMC_KERNEL_MODULES} kernel modules)"
+  local have flavor owner
+  have="$(installed_driver)"
+  flavor="$(module_flavor)"
+  if [[ ${have} == "${FMC_DRIVER_VERSION}" && ${flavor} == "${FMC_KERNEL_MODULES}" ]]; then
+    log "driver ${have} with ${flavor} modules already installed, left alone"
+    return
+  fi
+  if [[ -n ${have} ]]; then
+    owner="$(dpkg -S "$(command -v nvidia-smi)" 2>/dev/null | cut -d: -f1 || true)"
+    if [[ -n ${owner} ]]; then
+      die "driver ${have} (${flavor} modules) is installed by package ${owner}; the pin is ${FMC_DRIVER_VERSION} (${FMC_KERNEL_MODULES}). Use an AMI without that driver, or set software.overrides.driver: ${have} after checking it with 'fmcluster validate'"
+    fi
+    log "replacing runfile-installed driver ${have} (${flavor} modules) with ${FMC_DRIVER_VERSION}"
+    local unit mod
+    for unit in nvidia-imex nvidia-fabricmanager nvidia-dcgm dcgm nvidia-persistenced; do
+      systemctl stop "${unit}" >/dev/null 2>&1 || true
+    done
+    for mod in gdrdrv efa_nv_peermem nvidia_peermem nvidia_drm nvidia_modeset nvidia_uvm nvidia; do
+      modprobe -r "${mod}" >/dev/null 2>&1 || true
+    done
+  fi
+  local run="${FMC_CACHE}/NVIDIA-Linux-${FMC_ARCH}-${FMC_DRIVER_VERSION}.run" dkms=()
+  fetch "https://us.download.nvidia.com/tesla/570.172.08/NVIDIA-Linux-x86_64-570.172.08.run" "${run}" "0256867e082caf93d7b25fa7c8e69b316062a9c6c72c6e228fad7b238c6fa17d"
+  if command -v dkms >/dev/null 2>&1; then dkms=(--dkms); else log "dkms not available: modules built for kernel $(uname -r) only"; fi
+  log "running the NVIDIA installer"
+  sh "${run}" --silent --no-questions --ui=none --disable-nouveau --no-cc-version-check \
+    --kernel-module-type="${FMC_KERNEL_MODULES}" "${dkms[@]}"
+  have="$(installed_driver)"
+  [[ ${have} == "${FMC_DRIVER_VERSION}" ]] || die "after install nvidia-smi reports '${have}', expected ${FMC_DRIVER_VERSION}"
+  flavor="$(module_flavor)"
+  [[ ${flavor} == "${FMC_KERNEL_MODULES}" ]] || die "after install the ${flavor} modules are loaded, expected ${FMC_KERNEL_MODULES}"
+  if ! systemctl list-unit-files nvidia-persistenced.service >/dev/null 2>&1; then
+    cat >/etc/systemd/system/nvidia-persistenced.service <<'EOF'
+[Unit]
+Description=NVIDIA Persistence Daemon (fmcluster)
+Wants=syslog.target
+
+[Service]
+Type=forking
+ExecStart=/usr/bin/nvidia-persistenced --user root --persistence-mode
+ExecStopPost=/bin/rm -rf /var/run/nvidia-persistenced
+
+[Install]
+WantedBy=multi-user.target
+EOF
+    systemctl daemon-reload
+  fi
+  systemctl enable --now nvidia-persistenced
+  log "driver ${have} installed with ${flavor} kernel modules; persistence daemon running"
+}
+
+fabric_manager() {
+  step fabric-manager "Fabric Manager ${FMC_DRIVER_VERSION}"
+  ensure_packages "fabric manager" "nvidia-fabricmanager-570=570.172.08-1" "libnvidia-nscq-570=570.172.08-1"
+  systemctl enable nvidia-fabricmanager >/dev/null
+  if [[ "$(systemctl is-active nvidia-fabricmanager || true)" != active ]]; then
+    systemctl restart nvidia-fabricmanager
+  fi
+  local i state
+  for ((i = 1; i <= 30; i++)); do
+    state="$(systemctl is-active nvidia-fabricmanager || true)"
+    [[ ${state} == active ]] && break
+    sleep 2
+  done
+  [[ ${state} == active ]] || die "nvidia-fabricmanager is ${state} after 60 s; see journalctl -u nvidia-fabricmanager (a version mismatch logs 'don't match with driver version')"
+  log "Fabric Manager ${FMC_DRIVER_VERSION} active"
+}
+
+
+wait_fabric_state() {
+  step fabric-state "waiting for GPU fabric registration"
+  local i states bad
+  for ((i = 1; i <= 60; i++)); do
+    states="$(nvidia-smi -q 2>/dev/null | awk '/^[[:space:]]*Fabric[[:space:]]*$/ { f = 1; next } f && /^[[:space:]]*State[[:space:]]*:/ { sub(/^[^:]*:[[:space:]]*/, ""); print; f = 0 }' || true)"
+    bad="$(printf '%s\n' "${states}" | grep -cvx Completed || true)"
+    if [[ -n ${states} && ${bad} -eq 0 ]]; then
+      log "fabric state Completed on all GPUs after ${i} check(s)"
+      return
+    fi
+    sleep 5
+  done
+  die "GPU fabric registration did not complete within 300 s (states: $(printf '%s' "${states}" | sort | uniq -c | tr '\n' ' ')); check Fabric Manager"
+}
+
+cuda_toolkit() {
+  step cuda "CUDA toolkit ${FMC_CUDA_VERSION} at ${FMC_CUDA_HOME}"
+  ensure_packages "cuda" "cuda-toolkit-12-8=12.8.1-1"
+  [[ -x ${FMC_CUDA_HOME}/bin/nvcc ]] || die "${FMC_CUDA_HOME}/bin/nvcc missing after installing CUDA ${FMC_CUDA_VERSION}"
+  log "CUDA ${FMC_CUDA_VERSION} installed at ${FMC_CUDA_HOME}"
+}
+
+nccl() {
+  step nccl "NCCL ${FMC_NCCL_VERSION} (CUDA 12 build)"
+  ensure_packages "nccl" "libnccl2=2.27.7-1+cuda12*" "libnccl-dev=2.27.7-1+cuda12*"
+  ldconfig
+  log "NCCL $(pkg_version libnccl2) installed"
+}
+
+efa() {
+  step efa "EFA installer ${FMC_EFA_INSTALLER_VERSION} (libfabric 2.1.0amzn5.0, aws-ofi-nccl 1.16.3 bundled)"
+  local have
+  have="$(sed -n 's/^# EFA installer version: *//p' /opt/amazon/efa_installed_packages 2>/dev/null | head -n 1 || true)"
+  if [[ ${have} == "${FMC_EFA_INSTALLER_VERSION}" ]]; then
+    log "EFA installer ${have} already installed, left alone"
+    return
+  fi
+  log "EFA installer ${have:-not installed} -> ${FMC_EFA_INSTALLER_VERSION}"
+  local dir="${FMC_CACHE}/efa-${FMC_EFA_INSTALLER_VERSION}" tarball key sig fpr
+  tarball="${dir}/aws-efa-installer-${FMC_EFA_INSTALLER_VERSION}.tar.gz"
+  fetch "https://efa-installer.amazonaws.com/aws-efa-installer-1.43.2.tar.gz" "${tarball}" ""
+  fetch "https://efa-installer.amazonaws.com/aws-efa-installer-1.43.2.tar.gz.sig" "${tarball}.sig"
+  fetch "https://efa-installer.amazonaws.com/aws-efa-installer.key" "${dir}/aws-efa-installer.key"
+  key="${dir}/aws-efa-installer.key"
+  sig="${tarball}.sig"
+  fpr="$(key_fingerprint "${key}")"
+  [[ ${fpr} == "4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC" ]] || die "EFA installer key fingerprint ${fpr:-unreadable} is not the pinned 4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC"
+  local gnupghome
+  gnupghome="$(mktemp -d)"
+  GNUPGHOME="${gnupghome}" gpg --batch --quiet --import "${key}"
+  GNUPGHOME="${gnupghome}" gpg --batch --status-fd 1 --verify "${sig}" "${tarball}" 2>/dev/null \
+    | grep -q "^\[GNUPG:\] VALIDSIG .*4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC\$" \
+    || die "GPG signature of ${tarball} does not verify against key 4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC"
+  rm -rf "${gnupghome}"
+  log "EFA installer signature verified (key 4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC); no public sha256 for this version, the signature is the integrity check"
+  rm -rf "${dir}/aws-efa-installer"
+  tar -xzf "${tarball}" -C "${dir}"
+  apt_update
+  (cd "${dir}/aws-efa-installer" && ./efa_installer.sh -y)
+  have="$(sed -n 's/^# EFA installer version: *//p' /opt/amazon/efa_installed_packages 2>/dev/null | head -n 1 || true)"
+  [[ ${have} == "${FMC_EFA_INSTALLER_VERSION}" ]] || die "after install /opt/amazon/efa_installed_packages says '${have}', expected ${FMC_EFA_INSTALLER_VERSION}"
+  modprobe efa || die "the efa kernel module does not load"
+  log "EFA installer ${have} installed"
+}
+
+
+gdrcopy() {
+  step gdrcopy "GDRCopy ${FMC_GDRCOPY_VERSION}"
+  local have
+  have="$(pkg_version gdrcopy)"
+  if [[ -n ${have} && ${have%%-*} == "${FMC_GDRCOPY_VERSION}" ]]; then
+    log "GDRCopy ${have} already installed, left alone"
+  else
+    log "GDRCopy ${have:-not installed} -> ${FMC_GDRCOPY_VERSION} (built from the pinned source archive)"
+    local src="${FMC_CACHE}/gdrcopy-${FMC_GDRCOPY_VERSION}"
+    fetch "https://github.com/NVIDIA/gdrcopy/archive/v2.5.1.tar.gz" "${src}.tar.gz" "c6d5ebb7dabb89d798f27609511735595004da73af28d93ac041bb5290c4cbec"
+    rm -rf "${src}"
+    mkdir -p "${src}"
+    tar -xzf "${src}.tar.gz" -C "${src}" --strip-components=1
+    install_packages devscripts debhelper fakeroot check libsubunit-dev
+    (cd "${src}/packages" && CUDA="${FMC_CUDA_HOME}" ./build-deb-packages.sh)
+    "${APT[@]}" install --allow-downgrades --allow-change-held-packages \
+      "${src}"/packages/gdrdrv-dkms_*.deb "${src}"/packages/libgdrapi_*.deb \
+      "${src}"/packages/gdrcopy-tests_*.deb "${src}"/packages/gdrcopy_*.deb
+    have="$(pkg_version gdrcopy)"
+    [[ ${have%%-*} == "${FMC_GDRCOPY_VERSION}" ]] || die "after install GDRCopy is '${have}', expected ${FMC_GDRCOPY_VERSION}"
+  fi
+  local held=() p
+  for p in gdrdrv-dkms libgdrapi gdrcopy gdrcopy-tests; do
+    if [[ -n "$(pkg_version "${p}")" ]]; then held+=("${p}"); fi
+  done
+  [[ $(len "${held[@]}") -gt 0 ]] || die "no GDRCopy package is installed after the GDRCopy step"
+  hold_packages "${held[@]}"
+  modprobe gdrdrv || die "the gdrdrv kernel module does not load (built against the ${FMC_KERNEL_MODULES} NVIDIA modules?)"
+  log "GDRCopy ${have} installed, gdrdrv loaded"
+}
+
+scratch() {
+  step scratch "local NVMe RAID0 at ${FMC_SCRATCH_PATH}"
+  if mountpoint -q "${FMC_SCRATCH_PATH}"; then
+    log "${FMC_SCRATCH_PATH} already mounted from $(findmnt -no SOURCE "${FMC_SCRATCH_PATH}"), left alone"
+    return
+  fi
+  local target=""
+  if [[ -e /dev/disk/by-label/${FMC_SCRATCH_LABEL} ]]; then
+    target="/dev/disk/by-label/${FMC_SCRATCH_LABEL}"
+    log "found the existing scratch file system ${target}"
+  else
+    local devs=() d used=()
+    mapfile -t devs < <(lsblk -dpno NAME,MODEL | awk '/Amazon EC2 NVMe Instance Storage/ { print $1 }')
+    [[ $(len "${devs[@]}") -gt 0 ]] || die "no instance-store NVMe device found; p5.48xlarge has ${FMC_EXPECTED_NVME}"
+    if [[ $(len "${devs[@]}") -ne ${FMC_EXPECTED_NVME} ]]; then
+      log "found $(len "${devs[@]}") instance-store NVMe device(s), the catalog says ${FMC_EXPECTED_NVME}; using those present"
+    fi
+    for d in "${devs[@]}"; do
+      if [[ -n "$(lsblk -no FSTYPE,MOUNTPOINT "${d}" | tr -d '[:space:]')" ]]; then used+=("${d}"); fi
+    done
+    if [[ $(len "${used[@]}") -gt 0 ]]; then
+      if [[ -e /dev/md/fmcluster-scratch ]]; then
+        target=/dev/md/fmcluster-scratch
+        log "RAID0 /dev/md/fmcluster-scratch already assembled"
+      else
+        die "instance store ${used[*]} already in use ($(lsblk -no NAME,FSTYPE,MOUNTPOINT "${used[0]}" | tr '\n' ' ')); the orchestrator may mount it elsewhere: set compute[].scratch_path to that mount point"
+      fi
+    elif [[ $(len "${devs[@]}") -eq 1 ]]; then
+      target="${devs[0]}"
+      log "one NVMe device: no RAID, file system directly on ${target}"
+    else
+      log "creating RAID0 over $(len "${devs[@]}") devices: ${devs[*]}"
+      mdadm --create /dev/md/fmcluster-scratch --run --level=0 --raid-devices="$(len "${devs[@]}")" \
+        --name=fmcluster-scratch "${devs[@]}"
+      udevadm settle
+      target=/dev/md/fmcluster-scratch
+    fi
+    if [[ -z "$(blkid -o value -s TYPE "${target}" || true)" ]]; then
+      mkfs.ext4 -q -F -L "${FMC_SCRATCH_LABEL}" -m 0 -E nodiscard,lazy_itable_init=1 "${target}"
+      log "ext4 file system ${FMC_SCRATCH_LABEL} created on ${target}"
+    fi
+  fi
+  mkdir -p "${FMC_SCRATCH_PATH}"
+  if ! grep -q "^LABEL=${FMC_SCRATCH_LABEL} " /etc/fstab; then
+    printf 'LABEL=%s %s ext4 defaults,noatime,nofail,x-systemd.device-timeout=10s 0 2\n' \
+      "${FMC_SCRATCH_LABEL}" "${FMC_SCRATCH_PATH}" >>/etc/fstab
+  fi
+  mount "${FMC_SCRATCH_PATH}"
+  chmod 1777 "${FMC_SCRATCH_PATH}"
+  log "${FMC_SCRATCH_PATH} mounted ($(df -h --output=size "${FMC_SCRATCH_PATH}" | tail -n 1 | tr -d ' '))"
+}
+
+wait_fsx() {
+  if [[ -z ${FMC_FSX_MOUNT_POINT} ]]; then
+    step fsx "no FSx for Lustre in this blueprint"
+    return
+  fi
+  step fsx "waiting for FSx for Lustre at ${FMC_FSX_MOUNT_POINT} (read-only probes)"
+  local i tries=60 delay=10
+  for ((i = 1; i <= tries; i++)); do
+    if mountpoint -q "${FMC_FSX_MOUNT_POINT}" \
+      && [[ "$(findmnt -no FSTYPE "${FMC_FSX_MOUNT_POINT}")" == lustre ]] \
+      && timeout 20 stat -f "${FMC_FSX_MOUNT_POINT}" >/dev/null 2>&1 \
+      && timeout 20 ls "${FMC_FSX_MOUNT_POINT}" >/dev/null 2>&1; then
+      log "${FMC_FSX_MOUNT_POINT} is mounted (lustre) and readable after ${i} probe(s)"
+      return
+    fi
+    log "${FMC_FSX_MOUNT_POINT} not usable yet (${i}/${tries})"
+    sleep "${delay}"
+  done
+  die "FSx for Lustre is not usable at ${FMC_FSX_MOUNT_POINT} after $((tries * delay)) s (not mounted as lustre, or not readable); check the orchestrator's shared-storage mount and the file system's security group (TCP 988 and 1018-1023)"
+}
+
+job_environment() {
+  step job-env "job environment file ${FMC_JOB_ENV}"
+  cat >"${FMC_JOB_ENV}.tmp" <<'FMCLUSTER_JOB_ENV_EOF'
+# fmcluster job environment for llm-train/gpu (p5.48xlarge), stack h100-570-cuda12.8.
+# Rendered by fmcluster; installed at /opt/fmcluster/etc/job-env.sh and sourced from /etc/profile.d/fmcluster.sh.
+# Slurm jobs: `source /opt/fmcluster/etc/job-env.sh` (or point TaskProlog at it).
+# shellcheck shell=bash
+export PATH="/usr/local/cuda-12.8/bin:/opt/amazon/efa/bin${PATH:+:${PATH}}"
+export LD_LIBRARY_PATH="/usr/local/cuda-12.8/lib64${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"
+export CUDA_HOME="/usr/local/cuda-12.8"
+# aws-ofi-nccl 1.16.3 sets the tuned per-platform values for p5.48xlarge itself
+# when they are unset (NCCL_BUFFSIZE, NCCL_P2P_NET_CHUNKSIZE, NCCL_NVLS*_CHUNKSIZE, NCCL_NET_FORCE_FLUSH,
+# NCCL_NETDEVS_POLICY, NCCL_TOPO_FILE, FI_EFA_FORK_SAFE, the efa provider filter), so they are not set here.
+# NCCL bootstrap sockets avoid docker/loopback/veth interfaces (ADT-NT)
+export NCCL_SOCKET_IFNAME='^docker,lo,veth'
+# short name of aws-ofi-nccl >= 1.15.0 (libnccl-net-ofi.so); stops NGC images' NCCL_NET_PLUGIN default from leaving NCCL on sockets (S13, R-NAME-1)
+export NCCL_NET_PLUGIN=ofi
+# end of fmcluster job environment
+FMCLUSTER_JOB_ENV_EOF
+  mv -f "${FMC_JOB_ENV}.tmp" "${FMC_JOB_ENV}"
+  chmod 0644 "${FMC_JOB_ENV}"
+  printf '# fmcluster: job environment for login shells\n# shellcheck disable=SC1091\n. %s\n' "${FMC_JOB_ENV}" >"${FMC_PROFILE_ENV}"
+  chmod 0644 "${FMC_PROFILE_ENV}"
+  log "written ${FMC_JOB_ENV} and ${FMC_PROFILE_ENV}"
+}
+
+node_check() {
+  step node-check "installing and running fmcluster-node-check"
+  cat >"${FMC_NODE_CHECK}.tmp" <<'FMCLUSTER_NODE_CHECK_EOF'
+#!/usr/bin/env bash
+# fmcluster-node-check for llm-train/gpu (p5.48xlarge, ubuntu-22.04), stack h100-570-cuda12.8.
+# Rendered by fmcluster; do not edit by hand. Checks this node against its pinned versions and
+# catalog facts, one line per check:   PASS|FAIL|SKIP <check>: <detail>
+#
+# Usage: fmcluster-node-check [--json] [--nccl-log FILE] [--no-nccl] [--drain]
+#   --json          one JSON document instead of lines (for machines)
+#   --nccl-log FILE judge this NCCL_DEBUG=INFO log instead of running nccl-tests
+#   --no-nccl       skip the NCCL run and log checks (use as Slurm HealthCheckProgram)
+#   --drain         on failure, drain this node in Slurm with the first failure as reason
+# Exit: 0 every check passed (or was skipped), 1 a check failed, 2 the check could not run.
+#
+# Probe locations can be overridden (the test harness points them at a temporary tree):
+#   FMC_SYSFS_INFINIBAND, FMC_EFA_INSTALLED_PACKAGES, FMC_CUDA_HOME, FMC_OFI_NCCL_LIB_DIRS,
+#   FMC_NCCL_TESTS_DIR, FMC_LOG_DIR, FMC_JOB_ENV
+set -uo pipefail
+
+readonly PIN_DRIVER="570.172.08"
+readonly PIN_KERNEL_MODULES="open"
+readonly PIN_CUDA="12.8.1"
+readonly PIN_CUDA_MAJOR="12"
+readonly PIN_NCCL="2.27.7"
+readonly PIN_EFA_INSTALLER="1.43.2"
+readonly PIN_LIBFABRIC="2.1.0amzn5.0"
+readonly PIN_AWS_OFI_NCCL="1.16.3"
+readonly PIN_GDRCOPY="2.5.1"
+readonly EXPECTED_GPUS=8
+readonly EXPECTED_EFA=32
+readonly EFA_ENABLED=1
+readonly NEEDS_FABRIC_MANAGER=1
+readonly NEEDS_FABRIC_STATE=1
+readonly NEEDS_NVLSM=0
+readonly NEEDS_IMEX=0
+readonly GDR_REQUIRED=1
+
+SYS_IB="${FMC_SYSFS_INFINIBAND:-/sys/class/infiniband}"
+EFA_PACKAGES_FILE="${FMC_EFA_INSTALLED_PACKAGES:-/opt/amazon/efa_installed_packages}"
+CUDA_DIR="${FMC_CUDA_HOME:-/usr/local/cuda-12.8}"
+OFI_LIB_DIRS="${FMC_OFI_NCCL_LIB_DIRS:-/opt/amazon/ofi-nccl/lib /opt/amazon/ofi-nccl/lib64 /opt/amazon/ofi-nccl/lib/x86_64-linux-gnu}"
+NCCL_TESTS_DIR="${FMC_NCCL_TESTS_DIR:-/opt/nccl-tests/build}"
+LOG_DIR="${FMC_LOG_DIR:-/var/log/fmcluster}"
+JOB_ENV="${FMC_JOB_ENV:-/opt/fmcluster/etc/job-env.sh}"
+
+AS_JSON=0
+NCCL_LOG=""
+RUN_NCCL=1
+DRAIN=0
+
+usage() {
+  cat <<'USAGE'
+Usage: fmcluster-node-check [--json] [--nccl-log FILE] [--no-nccl] [--drain]
+  --json          one JSON document instead of lines (for machines)
+  --nccl-log FILE judge this NCCL_DEBUG=INFO log instead of running nccl-tests
+  --no-nccl       skip the NCCL run and log checks (use as Slurm HealthCheckProgram)
+  --drain         on failure, drain this node in Slurm with the first failure as reason
+Exit: 0 all checks passed or were skipped, 1 a check failed, 2 the check could not run.
+USAGE
+}
+len() { echo "$#"; }
+
+while (($#)); do
+  case "$1" in
+    --json) AS_JSON=1 ;;
+    --nccl-log)
+      [[ $# -ge 2 ]] || { echo "fmcluster-node-check: --nccl-log needs a file" >&2; exit 2; }
+      NCCL_LOG="$2"; shift ;;
+    --nccl-log=*) NCCL_LOG="${1#*=}" ;;
+    --no-nccl) RUN_NCCL=0 ;;
+    --drain) DRAIN=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "fmcluster-node-check: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+NAMES=()
+STATUSES=()
+DETAILS=()
+
+json_escape() {
+  local s=$1
+  s=${s//\\/\\\\}
+  s=${s//\"/\\\"}
+  s=${s//$'\t'/\\t}
+  s=${s//$'\r'/}
+  s=${s//$'\n'/\\n}
+  printf '%s' "$s"
+}
+
+record() {
+  NAMES+=("$1")
+  STATUSES+=("$2")
+  DETAILS+=("$3")
+  if [[ ${AS_JSON} -eq 0 ]]; then
+    printf '%s %s: %s\n' "$2" "$1" "$3"
+  fi
+}
+pass() { record "$1" PASS "$2"; }
+fail() { record "$1" FAIL "$2"; }
+skip() { record "$1" SKIP "$2"; }
+
+cannot_run() {
+  if [[ ${AS_JSON} -eq 1 ]]; then
+    printf '{"check": "fmcluster-node-check", "status": "error", "error": "%s", "checks": []}\n' "$(json_escape "$1")"
+  else
+    printf 'ERROR fmcluster-node-check: %s\n' "$1" >&2
+  fi
+  exit 2
+}
+
+# "2.27.7" == "2.27.7", ignoring suffixes like "-1", "+cuda12.9", "-aws", "amzn5.0"
+num() {
+  if [[ $1 =~ ^v?([0-9]+(\.[0-9]+)*) ]]; then printf '%s' "${BASH_REMATCH[1]}"; else printf '%s' "$1"; fi
+}
+same_version() { [[ "$(num "$1")" == "$(num "$2")" ]]; }
+
+pkg_version() {
+  local out
+  out="$(dpkg-query -W -f='${Status}|${Version}' "$1" 2>/dev/null)" || return 0
+  [[ ${out%%|*} == "install ok installed" ]] && printf '%s' "${out#*|}"
+  return 0
+}
+
+# ---- preconditions ---------------------------------------------------------------------------
+command -v nvidia-smi >/dev/null 2>&1 || cannot_run "nvidia-smi not found on PATH: no NVIDIA driver installed"
+if [[ -n ${NCCL_LOG} && ! -r ${NCCL_LOG} ]]; then
+  cannot_run "cannot read NCCL log '${NCCL_LOG}'"
+fi
+
+# ---- driver and GPUs -------------------------------------------------------------------------
+check_driver() {
+  local out versions=() v bad=()
+  if ! out="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>&1)"; then
+    fail driver "nvidia-smi failed: $(printf '%s' "${out}" | head -n 1)"
+    return
+  fi
+  mapfile -t versions < <(printf '%s\n' "${out}" | tr -d ' ' | sed '/^$/d')
+  if [[ $(len "${versions[@]}") -ne ${EXPECTED_GPUS} ]]; then
+    fail gpus "nvidia-smi sees $(len "${versions[@]}") GPU(s), expected ${EXPECTED_GPUS} for p5.48xlarge"
+  else
+    pass gpus "${EXPECTED_GPUS} GPU(s) visible"
+  fi
+  for v in "${versions[@]}"; do
+    [[ ${v} == "${PIN_DRIVER}" ]] || bad+=("${v}")
+  done
+  if [[ $(len "${versions[@]}") -eq 0 ]]; then
+    fail driver "nvidia-smi reports no driver version, expected ${PIN_DRIVER}"
+  elif [[ $(len "${bad[@]}") -gt 0 ]]; then
+    fail driver "driver ${bad[0]} does not match the pinned ${PIN_DRIVER}"
+  else
+    pass driver "${PIN_DRIVER} on all GPUs"
+  fi
+}
+
+check_kernel_modules() {
+  local license flavor
+  license="$(modinfo -F license nvidia 2>/dev/null | head -n 1)"
+  if [[ -z ${license} ]]; then
+    fail kernel-modules "modinfo cannot find the nvidia module"
+    return
+  fi
+  # open modules are "Dual MIT/GPL", the proprietary ones "NVIDIA"
+  if [[ ${license} == *MIT* ]]; then flavor=open; else flavor=proprietary; fi
+  if [[ ${flavor} == "${PIN_KERNEL_MODULES}" ]]; then
+    pass kernel-modules "${flavor} NVIDIA kernel modules"
+  else
+    fail kernel-modules "${flavor} NVIDIA kernel modules loaded, expected ${PIN_KERNEL_MODULES}"
+  fi
+}
+
+check_fabric_manager() {
+  if [[ ${NEEDS_FABRIC_MANAGER} -eq 0 ]]; then
+    skip fabric-manager "p5.48xlarge has no NVSwitch"
+    return
+  fi
+  local have state
+  have="$(pkg_version nvidia-fabricmanager-570)"
+  if [[ -z ${have} ]]; then
+    fail fabric-manager "package nvidia-fabricmanager-570 not installed, expected ${PIN_DRIVER}"
+    return
+  fi
+  if ! same_version "${have}" "${PIN_DRIVER}" || [[ "$(num "${have}")" != "${PIN_DRIVER}" ]]; then
+    fail fabric-manager "Fabric Manager ${have} does not match the driver ${PIN_DRIVER}"
+    return
+  fi
+  state="$(systemctl is-active nvidia-fabricmanager 2>/dev/null)"
+  if [[ ${state} != active ]]; then
+    fail fabric-manager "nvidia-fabricmanager is ${state:-unknown}, expected active"
+    return
+  fi
+  pass fabric-manager "${PIN_DRIVER}, active"
+}
+
+check_fabric_state() {
+  if [[ ${NEEDS_FABRIC_STATE} -eq 0 ]]; then
+    skip fabric-state "no GPU fabric registration on p5.48xlarge"
+    return
+  fi
+  local states=() s not_completed=0
+  mapfile -t states < <(nvidia-smi -q 2>/dev/null | awk '
+    /^[[:space:]]*Fabric[[:space:]]*$/ { in_fabric = 1; next }
+    in_fabric && /^[[:space:]]*State[[:space:]]*:/ { sub(/^[^:]*:[[:space:]]*/, ""); print; in_fabric = 0 }')
+  for s in "${states[@]}"; do
+    [[ ${s} == Completed ]] || not_completed=$((not_completed + 1))
+  done
+  if [[ $(len "${states[@]}") -ne ${EXPECTED_GPUS} ]]; then
+    fail fabric-state "fabric state reported for $(len "${states[@]}") of ${EXPECTED_GPUS} GPUs"
+  elif [[ ${not_completed} -gt 0 ]]; then
+    fail fabric-state "${not_completed} GPU(s) not Completed (first: $(printf '%s\n' "${states[@]}" | grep -v -x Completed | head -n 1)); Fabric Manager/NVLSM/IMEX not ready"
+  else
+    pass fabric-state "Completed on ${EXPECTED_GPUS} GPU(s)"
+  fi
+}
+
+check_nvlsm() {
+  if [[ ${NEEDS_NVLSM} -eq 0 ]]; then
+    return
+  fi
+  if [[ -n "$(pkg_version nvlsm)" ]]; then
+    pass nvlsm "nvlsm $(pkg_version nvlsm) installed"
+  else
+    fail nvlsm "nvlsm not installed (Fabric Manager cannot finish NVLink5 registration)"
+  fi
+}
+
+check_imex() {
+  if [[ ${NEEDS_IMEX} -eq 0 ]]; then
+    return
+  fi
+  local have state
+  have="$(pkg_version nvidia-imex-570)"
+  if [[ -z ${have} ]] || [[ "$(num "${have}")" != "${PIN_DRIVER}" ]]; then
+    fail imex "nvidia-imex ${have:-missing} does not match the driver ${PIN_DRIVER}"
+    return
+  fi
+  state="$(systemctl is-active nvidia-imex 2>/dev/null)"
+  if [[ ${state} != active ]]; then
+    fail imex "nvidia-imex is ${state:-unknown}, expected active"
+  else
+    pass imex "${PIN_DRIVER}, active"
+  fi
+}
+
+check_cuda() {
+  local have=""
+  if [[ -r ${CUDA_DIR}/version.json ]]; then
+    have="$(sed -n '/"cuda"[[:space:]]*:/,/}/ s/.*"version"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' "${CUDA_DIR}/version.json" | head -n 1)"
+  fi
+  if [[ -n ${have} ]]; then
+    if same_version "${have}" "${PIN_CUDA}"; then
+      pass cuda "${have} at ${CUDA_DIR}"
+    else
+      fail cuda "CUDA ${have} at ${CUDA_DIR} does not match the pinned ${PIN_CUDA}"
+    fi
+    return
+  fi
+  # nvcc only reports major.minor ("release 12.8, V12.8.93")
+  local nvcc="${CUDA_DIR}/bin/nvcc" rel
+  [[ -x ${nvcc} ]] || nvcc="$(command -v nvcc 2>/dev/null)"
+  if [[ -z ${nvcc} ]]; then
+    fail cuda "CUDA ${PIN_CUDA} not found (${CUDA_DIR}/version.json and nvcc missing)"
+    return
+  fi
+  rel="$("${nvcc}" --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\),.*/\1/p' | head -n 1)"
+  if [[ ${rel} == "$(printf '%s' "${PIN_CUDA}" | cut -d. -f1,2)" ]]; then
+    pass cuda "release ${rel} (nvcc; ${PIN_CUDA} pinned)"
+  else
+    fail cuda "nvcc reports release ${rel:-unknown}, expected ${PIN_CUDA}"
+  fi
+}
+
+check_nccl() {
+  local have
+  have="$(pkg_version libnccl2)"
+  if [[ -z ${have} ]]; then
+    fail nccl "package libnccl2 not installed, expected ${PIN_NCCL}"
+  elif ! same_version "${have}" "${PIN_NCCL}"; then
+    fail nccl "NCCL ${have} does not match the pinned ${PIN_NCCL}"
+  elif [[ ${have} != *"+cuda${PIN_CUDA_MAJOR}"* ]]; then
+    fail nccl "NCCL ${have} is not built for CUDA ${PIN_CUDA_MAJOR}"
+  else
+    pass nccl "${have}"
+  fi
+}
+
+check_efa_installer() {
+  if [[ ${EFA_ENABLED} -eq 0 ]]; then
+    skip efa-installer "EFA disabled for this group"
+    return
+  fi
+  local have
+  have="$(sed -n 's/^# EFA installer version: *//p' "${EFA_PACKAGES_FILE}" 2>/dev/null | head -n 1)"
+  if [[ -z ${have} ]]; then
+    fail efa-installer "${EFA_PACKAGES_FILE} missing or without a version, expected ${PIN_EFA_INSTALLER}"
+  elif [[ ${have} != "${PIN_EFA_INSTALLER}" ]]; then
+    fail efa-installer "EFA installer ${have} does not match the pinned ${PIN_EFA_INSTALLER}"
+  else
+    pass efa-installer "${have}"
+  fi
+}
+
+check_libfabric() {
+  if [[ ${EFA_ENABLED} -eq 0 ]]; then
+    skip libfabric "EFA disabled for this group"
+    return
+  fi
+  local have
+  have="$(fi_info --version 2>/dev/null | sed -n 's/^libfabric:[[:space:]]*//p' | head -n 1)"
+  if [[ -z ${have} ]]; then
+    fail libfabric "fi_info --version gave no libfabric version"
+  elif [[ -z ${PIN_LIBFABRIC} ]]; then
+    skip libfabric "${have} installed; the catalog does not know what EFA installer ${PIN_EFA_INSTALLER} bundles"
+  elif [[ ${have} != "${PIN_LIBFABRIC}" ]]; then
+    fail libfabric "libfabric ${have} does not match ${PIN_LIBFABRIC} (bundled by EFA installer ${PIN_EFA_INSTALLER})"
+  else
+    pass libfabric "${have}"
+  fi
+}
+
+check_efa_devices() {
+  if [[ ${EFA_ENABLED} -eq 0 ]]; then
+    skip efa-devices "EFA disabled for this group"
+    return
+  fi
+  local devs=() n
+  if [[ -d ${SYS_IB} ]]; then
+    mapfile -t devs < <(find "${SYS_IB}" -mindepth 1 -maxdepth 1 -name 'rdmap*' 2>/dev/null | sort)
+  fi
+  n=$(len "${devs[@]}")
+  if [[ ${n} -ne ${EXPECTED_EFA} ]]; then
+    fail efa-devices "${n} EFA device(s) in ${SYS_IB}, expected ${EXPECTED_EFA} for p5.48xlarge"
+  elif ! fi_info -p efa -t FI_EP_RDM 2>/dev/null | grep -q 'provider: efa'; then
+    fail efa-devices "${n} EFA device(s) present but fi_info lists no efa RDM provider"
+  else
+    pass efa-devices "${n} EFA device(s), efa RDM provider present"
+  fi
+}
+
+check_gpudirect_rdma() {
+  if [[ ${EFA_ENABLED} -eq 0 ]]; then
+    skip gpudirect-rdma "EFA disabled for this group"
+    return
+  fi
+  local f missing=0 total=0
+  for f in "${SYS_IB}"/rdmap*/device/p2p; do
+    [[ -e ${f} ]] || continue
+    total=$((total + 1))
+    grep -qi nvidia "${f}" 2>/dev/null || missing=$((missing + 1))
+  done
+  if [[ ${total} -eq 0 && ${GDR_REQUIRED} -eq 0 ]]; then
+    skip gpudirect-rdma "no p2p attribute under ${SYS_IB}/rdmap*/device; GPUDirect RDMA is optional on p5.48xlarge"
+  elif [[ ${total} -eq 0 ]]; then
+    fail gpudirect-rdma "no p2p attribute under ${SYS_IB}/rdmap*/device (EFA peer-memory support missing)"
+  elif [[ ${missing} -gt 0 ]]; then
+    fail gpudirect-rdma "${missing} of ${total} EFA device(s) have no NVIDIA p2p provider"
+  else
+    pass gpudirect-rdma "NVIDIA p2p provider on ${total} EFA device(s)"
+  fi
+}
+
+check_aws_ofi_nccl() {
+  if [[ ${EFA_ENABLED} -eq 0 ]]; then
+    skip aws-ofi-nccl "EFA disabled for this group"
+    return
+  fi
+  local dir lib="" have=""
+  for dir in ${OFI_LIB_DIRS}; do
+    for lib in "${dir}/libnccl-net-ofi.so" "${dir}/libnccl-net.so"; do
+      [[ -e ${lib} ]] && break 2
+    done
+    lib=""
+  done
+  if [[ -z ${lib} ]]; then
+    fail aws-ofi-nccl "plugin library not found in ${OFI_LIB_DIRS}"
+    return
+  fi
+  have="$(grep -aoE 'NET/OFI Initializing aws-ofi-nccl [0-9][0-9.]*' "${lib}" 2>/dev/null | head -n 1 | awk '{print $NF}')"
+  if [[ -z ${have} ]]; then
+    fail aws-ofi-nccl "${lib} carries no aws-ofi-nccl version string"
+  elif ! same_version "${have}" "${PIN_AWS_OFI_NCCL}"; then
+    fail aws-ofi-nccl "aws-ofi-nccl ${have} in ${lib} does not match ${PIN_AWS_OFI_NCCL}"
+  else
+    pass aws-ofi-nccl "${have} (${lib})"
+  fi
+}
+
+check_gdrcopy() {
+  local have
+  have="$(pkg_version gdrcopy)"
+  if [[ -z ${have} ]]; then
+    fail gdrcopy "GDRCopy missing: package gdrcopy not installed, expected ${PIN_GDRCOPY}"
+  elif ! same_version "${have}" "${PIN_GDRCOPY}"; then
+    fail gdrcopy "GDRCopy ${have} does not match the pinned ${PIN_GDRCOPY}"
+  elif ! lsmod 2>/dev/null | awk '{print $1}' | grep -qx gdrdrv; then
+    fail gdrcopy "GDRCopy ${have} installed but the gdrdrv module is not loaded"
+  else
+    pass gdrcopy "${have}, gdrdrv loaded"
+  fi
+}
+
+check_modules() {
+  local want=(nvidia) m missing=()
+  if [[ ${EFA_ENABLED} -eq 1 ]]; then
+    want+=(efa ib_uverbs ib_core)
+  fi
+  local loaded
+  loaded="$(lsmod 2>/dev/null | awk 'NR > 1 {print $1}')"
+  for m in "${want[@]}"; do
+    grep -qx "${m}" <<<"${loaded}" || missing+=("${m}")
+  done
+  if [[ $(len "${missing[@]}") -gt 0 ]]; then
+    fail kernel-modules-loaded "not loaded: ${missing[*]}"
+  else
+    pass kernel-modules-loaded "${want[*]}"
+  fi
+}
+
+# ---- NCCL log (section 3 / 3a signatures of version-matrix.md) --------------------------------
+run_nccl_tests() {
+  local bin="${NCCL_TESTS_DIR}/all_reduce_perf" rc
+  mkdir -p "${LOG_DIR}" 2>/dev/null || true
+  NCCL_LOG="${LOG_DIR}/nccl-check.log"
+  # P2P and SHM off force intra-node traffic through the network plugin, so one node shows the
+  # plugin, the provider, the NIC count and the GDRDMA channels; NCCL_NET=Libfabric fails closed.
+  (
+    if [[ -r ${JOB_ENV} ]]; then
+      # shellcheck disable=SC1090
+      . "${JOB_ENV}"
+    fi
+    export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET NCCL_NET=Libfabric NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1
+    exec timeout 600 "${bin}" -b 8 -e 64M -f 2 -g "${EXPECTED_GPUS}"
+  ) >"${NCCL_LOG}" 2>&1
+  rc=$?
+  if [[ ${rc} -ne 0 ]]; then
+    fail nccl-run "all_reduce_perf exited ${rc} (log: ${NCCL_LOG})"
+  else
+    pass nccl-run "all_reduce_perf over ${EXPECTED_GPUS} GPU(s) through the network plugin (log: ${NCCL_LOG})"
+  fi
+}
+
+first_match() { grep -m 1 -E "$1" "${NCCL_LOG}" 2>/dev/null | sed -E 's/^.*NCCL (INFO|WARN) //; s/[[:space:]]+$//'; }
+
+check_nccl_log() {
+  local line n
+
+  # NCCL actually loaded (S11: a pip/conda NCCL shadowing the pinned one)
+  line="$(grep -m 1 -oE 'NCCL version [0-9][0-9.]*(\+cuda[0-9.]+)?' "${NCCL_LOG}")"
+  if [[ -z ${line} ]]; then
+    fail nccl-loaded "no 'NCCL version' line in ${NCCL_LOG} (was NCCL_DEBUG=INFO set?)"
+  elif ! same_version "${line#NCCL version }" "${PIN_NCCL}"; then
+    fail nccl-loaded "the job loaded ${line}, pinned ${PIN_NCCL} (another NCCL shadows the pinned one)"
+  else
+    pass nccl-loaded "${line}"
+  fi
+
+  # S1/S2/S14: plugin not found or not loadable, in the line formats of NCCL 2.18 to 2.28
+  line="$(first_match 'NET/Plugin ?: ?(No plugin found|Could not find|Plugin load returned|dlerror=|Failed to open)|NET/Plugin ?:.*(cannot open shared object|not found \(required by|undefined symbol)')"
+  if [[ -n ${line} ]]; then
+    fail net-plugin "aws-ofi-nccl plugin not loaded: ${line}"
+  elif line="$(first_match 'NET/OFI Initializing aws-ofi-nccl')" && [[ -n ${line} ]]; then
+    n="$(printf '%s' "${line}" | awk '{print $NF}')"
+    if [[ -n ${PIN_AWS_OFI_NCCL} ]] && ! same_version "${n}" "${PIN_AWS_OFI_NCCL}"; then
+      fail net-plugin "the job loaded aws-ofi-nccl ${n}, expected ${PIN_AWS_OFI_NCCL}"
+    else
+      pass net-plugin "${line}"
+    fi
+  else
+    fail net-plugin "no sign that aws-ofi-nccl was loaded (no 'NET/OFI Initializing' line)"
+  fi
+
+  # S3/S10: plugin loaded but initialisation or memory registration failed
+  line="$(first_match 'NET/OFI aws-ofi-nccl initialization failed|NET/OFI No eligible providers|NET/OFI EFA provider requires|Failed to initialize (NET plugin|any NET plugin)|Unable to register memory')"
+  if [[ -n ${line} ]]; then
+    fail net-plugin-init "plugin initialisation failed: ${line}"
+  else
+    pass net-plugin-init "no initialisation or registration failure"
+  fi
+
+  # S4: the network NCCL chose
+  line="$(first_match 'Using network Socket|NET/Socket : Using')"
+  if [[ -n ${line} ]]; then
+    fail network "NCCL used sockets, not EFA: ${line}"
+  elif line="$(first_match 'Using network (AWS )?Libfabric')" && [[ -n ${line} ]]; then
+    pass network "${line}"
+  else
+    fail network "no 'Using network Libfabric' line: NCCL did not select the aws-ofi-nccl network"
+  fi
+
+  # S6: provider and NIC count (>= 1.14: "Selected provider is efa, fabric is efa-direct (found N nics)";
+  # older: "Selected Provider is efa (found N nics)")
+  line="$(grep -m 1 -oE 'Selected [Pp]rovider is [a-z;_+-]+(, fabric is [a-z_-]+)? \(found [0-9]+ nics\)' "${NCCL_LOG}")"
+  if [[ -z ${line} ]]; then
+    fail efa-provider "no 'Selected provider is efa' line: the efa provider was not selected"
+  elif [[ ${line} != "Selected "[Pp]"rovider is efa"[,\ ]* ]]; then
+    fail efa-provider "wrong libfabric provider: ${line}"
+  else
+    n="$(printf '%s' "${line}" | sed -E 's/.*found ([0-9]+) nics.*/\1/')"
+    if [[ ${n} -ne ${EXPECTED_EFA} ]]; then
+      fail efa-provider "efa selected with ${n} NIC(s), expected ${EXPECTED_EFA} for p5.48xlarge"
+    else
+      pass efa-provider "${line}"
+    fi
+  fi
+
+  # S5: GPUDirect RDMA on every NET channel
+  local total without
+  total="$(grep -cE 'via NET/' "${NCCL_LOG}")"
+  without="$(grep -E 'via NET/' "${NCCL_LOG}" | grep -cv '/GDRDMA')"
+  if [[ ${total} -eq 0 ]]; then
+    skip gdrdma "no NET channel lines in the log (intra-node run without NCCL_P2P_DISABLE/NCCL_SHM_DISABLE?)"
+  elif [[ ${without} -gt 0 ]]; then
+    fail gdrdma "${without} of ${total} NET channel(s) without GDRDMA: traffic bounces through host memory"
+  else
+    pass gdrdma "${total} NET channel(s), all GDRDMA"
+  fi
+}
+
+# ---- run -------------------------------------------------------------------------------------
+check_driver
+check_kernel_modules
+check_modules
+check_fabric_manager
+check_fabric_state
+check_nvlsm
+check_imex
+check_cuda
+check_nccl
+check_efa_installer
+check_libfabric
+check_efa_devices
+check_gpudirect_rdma
+check_aws_ofi_nccl
+check_gdrcopy
+
+if [[ ${EFA_ENABLED} -eq 0 ]]; then
+  skip nccl-log "EFA disabled for this group: NCCL uses sockets by design"
+elif [[ -n ${NCCL_LOG} ]]; then
+  check_nccl_log
+elif [[ ${RUN_NCCL} -eq 0 ]]; then
+  skip nccl-log "--no-nccl given"
+elif [[ -x ${NCCL_TESTS_DIR}/all_reduce_perf ]]; then
+  run_nccl_tests
+  check_nccl_log
+else
+  skip nccl-log "nccl-tests not found at ${NCCL_TESTS_DIR}; pass --nccl-log FILE to judge a job's NCCL_DEBUG=INFO log"
+fi
+
+failed=0
+first_failure=""
+for i in "${!STATUSES[@]}"; do
+  if [[ ${STATUSES[i]} == FAIL ]]; then
+    failed=$((failed + 1))
+    [[ -n ${first_failure} ]] || first_failure="${NAMES[i]}: ${DETAILS[i]}"
+  fi
+done
+
+if [[ ${AS_JSON} -eq 1 ]]; then
+  status=pass
+  [[ ${failed} -eq 0 ]] || status=fail
+  printf '{"check": "fmcluster-node-check", "status": "%s", "instance_type": "p5.48xlarge", "stack": "h100-570-cuda12.8", "checks": [' "${status}"
+  for i in "${!NAMES[@]}"; do
+    [[ ${i} -eq 0 ]] || printf ', '
+    printf '{"name": "%s", "status": "%s", "detail": "%s"}' "$(json_escape "${NAMES[i]}")" "${STATUSES[i],,}" "$(json_escape "${DETAILS[i]}")"
+  done
+  printf ']}\n'
+else
+  printf '%s: %d check(s), %d failed\n' "$([[ ${failed} -eq 0 ]] && echo PASS || echo FAIL)" "$(len "${NAMES[@]}")" "${failed}"
+fi
+
+if [[ ${failed} -gt 0 ]]; then
+  if [[ ${DRAIN} -eq 1 ]] && command -v scontrol >/dev/null 2>&1; then
+    scontrol update NodeName="$(hostname -s)" State=DRAIN Reason="fmcluster-node-check: ${first_failure:0:200}" || true
+  fi
+  exit 1
+fi
+exit 0
+FMCLUSTER_NODE_CHECK_EOF
+  mv -f "${FMC_NODE_CHECK}.tmp" "${FMC_NODE_CHECK}"
+  chmod 0755 "${FMC_NODE_CHECK}"
+  ln -sf "${FMC_NODE_CHECK}" /usr/local/bin/fmcluster-node-check
+  printf '#!/bin/sh\n# Slurm HealthCheckProgram: cheap checks only, drain the node on failure.\nexec %s --no-nccl --drain\n' \
+    "${FMC_NODE_CHECK}" >"${FMC_PREFIX}/bin/fmcluster-node-check-health"
+  chmod 0755 "${FMC_PREFIX}/bin/fmcluster-node-check-health"
+  log "installed ${FMC_NODE_CHECK} (health-check wrapper: ${FMC_PREFIX}/bin/fmcluster-node-check-health)"
+  if "${FMC_NODE_CHECK}"; then
+    log "node check passed"
+  else
+    die "node check failed (exit $?); the lines above name each failed check"
+  fi
+}
+
+main() {
+  preflight
+  mkdir -p "${FMC_LOG_DIR}"
+  log "pins: driver=${FMC_DRIVER_VERSION} (${FMC_KERNEL_MODULES}) cuda=${FMC_CUDA_VERSION} nccl=${FMC_NCCL_VERSION} efa=${FMC_EFA_INSTALLER_VERSION} aws-ofi-nccl=${FMC_AWS_OFI_NCCL_VERSION} gdrcopy=${FMC_GDRCOPY_VERSION} gpus=${FMC_EXPECTED_GPUS}"
+  base_tools
+  guard_upgrades
+  cuda_repository
+  nvidia_driver
+  fabric_manager
+  wait_fabric_state
+  cuda_toolkit
+  nccl
+  efa
+  gdrcopy
+  scratch
+  wait_fsx
+  job_environment
+  node_check
+  step finished "bootstrap complete"
+}
+
+if [[ ${EUID} -eq 0 ]]; then
+  mkdir -p "${FMC_LOG_DIR}"
+  exec > >(tee -a "${FMC_LOG_DIR}/bootstrap.log") 2>&1
+fi
+main "$@"

@@ -1,0 +1,121 @@
+"""Every rendered node script passes `bash -n` and shellcheck: each example blueprint in blueprints/
+on each of the three operating systems, plus one blueprint per special instance kind (Blackwell
+with nvlsm, GB200 with IMEX on arm64, a 1-GPU p5.4xlarge, an aws-ofi-nccl built from source)."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fmcluster.blueprint import load_blueprint_text
+from fmcluster.review.render import render_blueprint
+
+ROOT = Path(__file__).resolve().parent.parent
+OSES = ("ubuntu-22.04", "ubuntu-24.04", "amazon-linux-2023")
+EXAMPLES = sorted((ROOT / "blueprints").glob("*.yaml"))
+CB = {"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"}
+SPECIAL = {
+    "b200-nvlsm": ({"stack": "blackwell-580-cuda13.0"}, {"instance_type": "p6-b200.48xlarge"}, "ubuntu-24.04"),
+    "gb200-imex-arm64": ({"stack": "gb200-580-cuda13.0"}, {"instance_type": "p6e-gb200.36xlarge", "capacity": CB, "count": 9},
+                         "amazon-linux-2023"),
+    "p5-4xlarge": ({"stack": "h100-570-cuda12.8"}, {"instance_type": "p5.4xlarge"}, "amazon-linux-2023"),
+    "plugin-from-source": ({"stack": "h100-570-cuda12.8", "overrides": {"aws_ofi_nccl": "1.16.3"}},
+                           {"instance_type": "p5en.48xlarge"}, "ubuntu-22.04"),
+    "efa-disabled": ({"stack": "h100-580-cuda13.0"}, {"instance_type": "p5.48xlarge", "efa": False}, "ubuntu-24.04"),
+}
+
+
+def shellcheck() -> str:
+    exe = Path(sys.executable).with_name("shellcheck")
+    return str(exe) if exe.exists() else (shutil.which("shellcheck") or "shellcheck")
+
+
+def _with(data: dict[str, Any], software: dict[str, Any], group: dict[str, Any], os_name: str) -> dict[str, Any]:
+    d = yaml.safe_load(yaml.safe_dump(data))
+    d["software"] = {**software, "os": os_name}
+    d["compute"] = [{**d["compute"][0], **group}]
+    return d
+
+
+def _cases() -> list[tuple[str, dict[str, Any]]]:
+    cases = []
+    for path in EXAMPLES:
+        data = yaml.safe_load(path.read_text())
+        for os_name in OSES:
+            d = yaml.safe_load(yaml.safe_dump(data))
+            d.setdefault("software", {})["os"] = os_name
+            cases.append((f"{path.stem}-{os_name}", d))
+    base = yaml.safe_load((ROOT / "blueprints/default.yaml").read_text())
+    for name, (software, group, os_name) in SPECIAL.items():
+        cases.append((f"{name}-{os_name}", _with(base, software, group, os_name)))
+    return cases
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every distinct rendered script, written once: {label: path}."""
+    out_dir = tmp_path_factory.mktemp("rendered")
+    seen: dict[str, Path] = {}
+    files: dict[str, Path] = {}
+    for label, data in _cases():
+        bp = load_blueprint_text(yaml.safe_dump(data)).blueprint
+        for group, scripts in render_blueprint(bp).items():
+            for name, text in scripts.items():
+                if name.endswith(".txt"):
+                    continue
+                digest = hashlib.sha256(text.encode()).hexdigest()
+                if digest not in seen:
+                    path = out_dir / f"{label}--{group}--{name}"
+                    path.write_text(text)
+                    seen[digest] = path
+                files[f"{label}/{group}/{name}"] = seen[digest]
+    return files
+
+
+def test_examples_and_special_kinds_render_for_every_os(rendered: dict[str, Path]) -> None:
+    for path in EXAMPLES:
+        for os_name in OSES:
+            assert any(k.startswith(f"{path.stem}-{os_name}/") and k.endswith("/bootstrap.sh") for k in rendered)
+    assert len(rendered) >= 3 * (3 * len(EXAMPLES) + len(SPECIAL))
+
+
+def test_bash_syntax(rendered: dict[str, Path]) -> None:
+    for label, path in rendered.items():
+        proc = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, f"{label}: {proc.stderr}"
+
+
+def test_shellcheck_clean(rendered: dict[str, Path]) -> None:
+    paths = sorted({str(p) for p in rendered.values()})
+    proc = subprocess.run([shellcheck(), "--shell=bash", "--format=gcc", *paths], capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_bootstrap_embeds_the_node_check_and_job_env(rendered: dict[str, Path]) -> None:
+    for label, path in rendered.items():
+        if not label.endswith("/bootstrap.sh"):
+            continue
+        text = path.read_text()
+        check = rendered[label.replace("bootstrap.sh", "fmcluster-node-check")].read_text()
+        env = rendered[label.replace("bootstrap.sh", "job-env.sh")].read_text()
+        assert f"<<'FMCLUSTER_NODE_CHECK_EOF'\n{check.strip()}\nFMCLUSTER_NODE_CHECK_EOF\n" in text
+        assert f"<<'FMCLUSTER_JOB_ENV_EOF'\n{env.strip()}\nFMCLUSTER_JOB_ENV_EOF\n" in text
+
+
+def test_os_specific_package_tools(rendered: dict[str, Path]) -> None:
+    for label, path in rendered.items():
+        if not label.endswith("/bootstrap.sh"):
+            continue
+        text = path.read_text()
+        if "amazon-linux-2023" in label:
+            assert "dnf versionlock add" in text and "apt-get" not in text
+        else:
+            assert "apt-mark hold" in text and "Unattended-Upgrade::Package-Blacklist" in text and "dnf " not in text
