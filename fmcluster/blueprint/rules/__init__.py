@@ -52,6 +52,7 @@ def _load_rule_modules() -> None:
         capacity,
         compute,
         network,
+        observability,
         orchestrator,
         software,
         storage,
