@@ -35,9 +35,18 @@ from fmcluster.templates.observability.pins import GRAFANA_PORT
 
 #: Amazon Managed Grafana workspace version; the generated dashboards target Grafana 10.4.
 GRAFANA_WORKSPACE_VERSION = "10.4"
-AMP_QUERY_ACTIONS = ("aps:QueryMetrics", "aps:GetLabels", "aps:GetSeries", "aps:GetMetricMetadata",
-                     "aps:DescribeWorkspace")
-CLOUDWATCH_READ_ACTIONS = ("cloudwatch:GetMetricData", "cloudwatch:GetMetricStatistics", "cloudwatch:ListMetrics")
+AMP_QUERY_ACTIONS = (
+    "aps:QueryMetrics",
+    "aps:GetLabels",
+    "aps:GetSeries",
+    "aps:GetMetricMetadata",
+    "aps:DescribeWorkspace",
+)
+CLOUDWATCH_READ_ACTIONS = (
+    "cloudwatch:GetMetricData",
+    "cloudwatch:GetMetricStatistics",
+    "cloudwatch:ListMetrics",
+)
 EC2_SD_ACTIONS = ("ec2:DescribeInstances", "ec2:DescribeAvailabilityZones")
 
 
@@ -62,11 +71,14 @@ class ClusterObservability(Construct):
             ``{"metrics", "region", "remote_write_url", "query_url", "grafana_url", "workspace_id"}``.
     """
 
-    def __init__(self, scope: Construct, id: str, *, spec: ObservabilitySpec, cluster_name: str,
-                 alert_rules: str) -> None:
+    def __init__(
+        self, scope: Construct, id: str, *, spec: ObservabilitySpec, cluster_name: str, alert_rules: str
+    ) -> None:
         super().__init__(scope, id)
         if not spec.enabled:
-            raise ValueError("ClusterObservability needs observability.metrics managed or self_hosted, got 'none'")
+            raise ValueError(
+                "ClusterObservability needs observability.metrics managed or self_hosted, got 'none'"
+            )
         self.spec = spec
         self.node.add_validation(_ScrapeTimeoutValidation(spec))
         stack = Stack.of(self)
@@ -80,33 +92,52 @@ class ClusterObservability(Construct):
         if spec.metrics == "managed":
             self._managed(cluster_name, alert_rules, spec.grafana_authentication)
 
-        parameter_value = stack.to_json_string({
-            "metrics": spec.metrics, "region": stack.region,
-            "remote_write_url": self.remote_write_url or "", "query_url": self.query_url or "",
-            "grafana_url": self.grafana_url, "workspace_id": self.workspace_id or "",
-        })
+        parameter_value = stack.to_json_string(
+            {
+                "metrics": spec.metrics,
+                "region": stack.region,
+                "remote_write_url": self.remote_write_url or "",
+                "query_url": self.query_url or "",
+                "grafana_url": self.grafana_url,
+                "workspace_id": self.workspace_id or "",
+            }
+        )
         self.parameter = ssm.StringParameter(
-            self, "Parameter", parameter_name=ssm_parameter_name(cluster_name), string_value=parameter_value,
+            self,
+            "Parameter",
+            parameter_name=ssm_parameter_name(cluster_name),
+            string_value=parameter_value,
             description=f"fmcluster {cluster_name}: metrics settings nodes read at boot",
         )
         self.node_policy = iam.ManagedPolicy(
-            self, "NodePolicy",
+            self,
+            "NodePolicy",
             description=f"fmcluster {cluster_name}: what the node running Prometheus needs ({spec.metrics})",
         )
         self.node_policy.add_statements(
             iam.PolicyStatement(actions=["ssm:GetParameter"], resources=[self.parameter.parameter_arn]),
             iam.PolicyStatement(actions=list(EC2_SD_ACTIONS), resources=["*"]),
         )
-        acks = [("AwsSolutions-IAM5[Resource::*]",
-                 "ec2:DescribeInstances and ec2:DescribeAvailabilityZones (Prometheus EC2 service discovery)"
-                 + ("" if spec.metrics == "managed" else " and CloudWatch metric reads (self-hosted Grafana, "
-                    "FSx dashboard)") + " do not support resource-level permissions.")]
+        acks = [
+            (
+                "AwsSolutions-IAM5[Resource::*]",
+                "ec2:DescribeInstances and ec2:DescribeAvailabilityZones (Prometheus EC2 service discovery)"
+                + (
+                    ""
+                    if spec.metrics == "managed"
+                    else " and CloudWatch metric reads (self-hosted Grafana, FSx dashboard)"
+                )
+                + " do not support resource-level permissions.",
+            )
+        ]
         if self.workspace is not None:
             self.node_policy.add_statements(
-                iam.PolicyStatement(actions=["aps:RemoteWrite"], resources=[self.workspace.attr_arn]))
+                iam.PolicyStatement(actions=["aps:RemoteWrite"], resources=[self.workspace.attr_arn])
+            )
         else:
             self.node_policy.add_statements(
-                iam.PolicyStatement(actions=list(CLOUDWATCH_READ_ACTIONS), resources=["*"]))
+                iam.PolicyStatement(actions=list(CLOUDWATCH_READ_ACTIONS), resources=["*"])
+            )
         for finding, reason in acks:
             Validations.of(self.node_policy).acknowledge(Acknowledgment(id=finding, reason=reason))
 
@@ -116,28 +147,36 @@ class ClusterObservability(Construct):
         self.workspace_id = ws.attr_workspace_id
         self.remote_write_url = Fn.join("", [ws.attr_prometheus_endpoint, "api/v1/remote_write"])
         self.query_url = Fn.join("", [ws.attr_prometheus_endpoint, "api/v1/query"])
-        aps.CfnRuleGroupsNamespace(self, "AlertRules", workspace=ws.attr_arn, name=f"{cluster_name}-alerts",
-                                   data=alert_rules)
+        aps.CfnRuleGroupsNamespace(
+            self, "AlertRules", workspace=ws.attr_arn, name=f"{cluster_name}-alerts", data=alert_rules
+        )
 
         stack = Stack.of(self)
         role = iam.Role(
-            self, "GrafanaRole",
-            assumed_by=iam.ServicePrincipal("grafana.amazonaws.com", conditions={
-                "StringEquals": {"aws:SourceAccount": stack.account}}),
+            self,
+            "GrafanaRole",
+            assumed_by=iam.ServicePrincipal(
+                "grafana.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": stack.account}}
+            ),
             description=f"fmcluster {cluster_name}: Amazon Managed Grafana reads the AMP workspace and CloudWatch",
         )
         role.add_to_policy(iam.PolicyStatement(actions=list(AMP_QUERY_ACTIONS), resources=[ws.attr_arn]))
         role.add_to_policy(iam.PolicyStatement(actions=["aps:ListWorkspaces"], resources=["*"]))
-        role.add_to_policy(iam.PolicyStatement(actions=[*CLOUDWATCH_READ_ACTIONS, "ec2:DescribeRegions"],
-                                               resources=["*"]))
+        role.add_to_policy(
+            iam.PolicyStatement(actions=[*CLOUDWATCH_READ_ACTIONS, "ec2:DescribeRegions"], resources=["*"])
+        )
         default_policy = role.node.find_child("DefaultPolicy")
-        Validations.of(default_policy).acknowledge(Acknowledgment(
-            id="AwsSolutions-IAM5[Resource::*]",
-            reason="aps:ListWorkspaces, CloudWatch metric reads (FSx dashboard) and ec2:DescribeRegions do not "
-                   "support resource-level permissions; AMP queries are scoped to the workspace ARN."))
+        Validations.of(default_policy).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions-IAM5[Resource::*]",
+                reason="aps:ListWorkspaces, CloudWatch metric reads (FSx dashboard) and ec2:DescribeRegions do not "
+                "support resource-level permissions; AMP queries are scoped to the workspace ARN.",
+            )
+        )
         self.grafana_role = role
         self.grafana_workspace = grafana.CfnWorkspace(
-            self, "Grafana",
+            self,
+            "Grafana",
             name=f"fmcluster-{cluster_name}",
             description=f"fmcluster {cluster_name}: GPU, EFA, FSx and Slurm dashboards",
             account_access_type="CURRENT_ACCOUNT",
@@ -151,7 +190,8 @@ class ClusterObservability(Construct):
         if authentication == "SAML":
             Annotations.of(self.grafana_workspace).add_info(
                 "Grafana uses SAML: configure the identity provider on the workspace after deploy "
-                "(aws grafana update-workspace-authentication).")
+                "(aws grafana update-workspace-authentication)."
+            )
 
 
 @jsii.implements(IValidation)
@@ -165,6 +205,8 @@ class _ScrapeTimeoutValidation:
     def validate(self) -> list[str]:
         s = self.spec
         if s.scrape_timeout_seconds > s.scrape_interval_seconds:
-            return [f"observability.scrape_timeout_seconds: longer than scrape_interval_seconds "
-                    f"({s.scrape_interval_seconds} s), got {s.scrape_timeout_seconds}; allowed 1..{s.scrape_interval_seconds}"]
+            return [
+                f"observability.scrape_timeout_seconds: longer than scrape_interval_seconds "
+                f"({s.scrape_interval_seconds} s), got {s.scrape_timeout_seconds}; allowed 1..{s.scrape_interval_seconds}"
+            ]
         return []

@@ -22,16 +22,33 @@ from fmcluster.templates.observability.endpoints import (
 
 
 class ObservabilityStack(Stack):
-    def __init__(self, scope: Construct, id: str, *, spec: ObservabilitySpec, cluster_name: str, alert_rules: str,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        spec: ObservabilitySpec,
+        cluster_name: str,
+        alert_rules: str,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(scope, id, **kwargs)
-        self.observability = ClusterObservability(self, "Observability", spec=spec, cluster_name=cluster_name,
-                                                  alert_rules=alert_rules)
+        self.observability = ClusterObservability(
+            self, "Observability", spec=spec, cluster_name=cluster_name, alert_rules=alert_rules
+        )
         obs = self.observability
-        CfnOutput(self, OUTPUT_NODE_POLICY_ARN, value=obs.node_policy.managed_policy_arn,
-                  description="Attach to the role of the node running Prometheus")
-        CfnOutput(self, OUTPUT_SSM_PARAMETER, value=obs.parameter.parameter_name,
-                  description="JSON settings the head node reads at boot")
+        CfnOutput(
+            self,
+            OUTPUT_NODE_POLICY_ARN,
+            value=obs.node_policy.managed_policy_arn,
+            description="Attach to the role of the node running Prometheus",
+        )
+        CfnOutput(
+            self,
+            OUTPUT_SSM_PARAMETER,
+            value=obs.parameter.parameter_name,
+            description="JSON settings the head node reads at boot",
+        )
         CfnOutput(self, OUTPUT_GRAFANA_URL, value=obs.grafana_url)
         if obs.remote_write_url is not None and obs.query_url is not None:
             CfnOutput(self, OUTPUT_REMOTE_WRITE_URL, value=obs.remote_write_url)

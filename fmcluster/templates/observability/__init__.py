@@ -23,8 +23,15 @@ from fmcluster.templates.observability.prometheus import render_prometheus_confi
 from fmcluster.templates.observability.rules import render_alert_rules
 
 __all__ = [
-    "Endpoint", "ExporterContext", "ObservabilityContext", "exporter_context", "observability_context",
-    "observability_endpoints", "render_alert_rules", "render_exporter_script", "render_observability_files",
+    "Endpoint",
+    "ExporterContext",
+    "ObservabilityContext",
+    "exporter_context",
+    "observability_context",
+    "observability_endpoints",
+    "render_alert_rules",
+    "render_exporter_script",
+    "render_observability_files",
 ]
 
 ROOT = "observability"
@@ -51,7 +58,8 @@ def render_observability_files(bp: Blueprint) -> dict[str, str]:
     }
     for g in bp.compute:
         files[f"{ROOT}/exporters/compute-{g.name}.sh"] = render_exporter_script(
-            exporter_context(bp, role="compute", group=g))
+            exporter_context(bp, role="compute", group=g)
+        )
     files.update({f"{ROOT}/dashboards/{name}": text for name, text in render_dashboards(ctx).items()})
     if ctx.metrics == "self_hosted":
         files[f"{ROOT}/grafana/grafana.ini"] = grafana_ini()

@@ -113,21 +113,40 @@ def observability_context(bp: Blueprint) -> ObservabilityContext:
     groups = []
     for g in bp.compute:
         inst = get_instance(g.instance_type)
-        groups.append(GroupFacts(
-            name=g.name, instance_type=inst.name, count=g.count, gpu_model=inst.gpu.model,
-            gpus_per_node=inst.gpu.count, gpu_memory_gib=inst.gpu.memory_gib, efa_devices_per_node=inst.efa_interface_count if g.efa_enabled else 0,
-            network_gbps_per_node=inst.network_gbps, cpu_architecture=inst.cpu_architecture,
-        ))
+        groups.append(
+            GroupFacts(
+                name=g.name,
+                instance_type=inst.name,
+                count=g.count,
+                gpu_model=inst.gpu.model,
+                gpus_per_node=inst.gpu.count,
+                gpu_memory_gib=inst.gpu.memory_gib,
+                efa_devices_per_node=inst.efa_interface_count if g.efa_enabled else 0,
+                network_gbps_per_node=inst.network_gbps,
+                cpu_architecture=inst.cpu_architecture,
+            )
+        )
     fs = bp.storage.lustre
-    lustre = None if fs is None else LustreFacts(
-        storage_capacity_gib=fs.storage_capacity_gib,
-        throughput_mbps=throughput_mbps(fs.deployment_type, fs.storage_capacity_gib,
-                                               fs.per_unit_storage_throughput),
-        mount_point=fs.mount_point,
+    lustre = (
+        None
+        if fs is None
+        else LustreFacts(
+            storage_capacity_gib=fs.storage_capacity_gib,
+            throughput_mbps=throughput_mbps(
+                fs.deployment_type, fs.storage_capacity_gib, fs.per_unit_storage_throughput
+            ),
+            mount_point=fs.mount_point,
+        )
     )
     return ObservabilityContext(
-        blueprint_name=bp.name, region=bp.region, orchestrator=bp.orchestrator.kind, metrics=spec.metrics,
-        scrape_interval_s=spec.scrape_interval_seconds, scrape_timeout_s=spec.scrape_timeout_seconds,
-        discovery=effective_discovery(spec, bp.orchestrator.kind), groups=tuple(groups), lustre=lustre,
+        blueprint_name=bp.name,
+        region=bp.region,
+        orchestrator=bp.orchestrator.kind,
+        metrics=spec.metrics,
+        scrape_interval_s=spec.scrape_interval_seconds,
+        scrape_timeout_s=spec.scrape_timeout_seconds,
+        discovery=effective_discovery(spec, bp.orchestrator.kind),
+        groups=tuple(groups),
+        lustre=lustre,
         os=bp.software.os,
     )

@@ -33,8 +33,10 @@ class Endpoint:
 
 
 def port_forward_command(port: int, region: str, target: str = "<head-node-instance-id>") -> str:
-    return (f"aws ssm start-session --region {region} --target {target} "
-            f"--document-name AWS-StartPortForwardingSession --parameters portNumber={port},localPortNumber={port}")
+    return (
+        f"aws ssm start-session --region {region} --target {target} "
+        f"--document-name AWS-StartPortForwardingSession --parameters portNumber={port},localPortNumber={port}"
+    )
 
 
 def observability_endpoints(bp: Blueprint) -> list[Endpoint]:
@@ -47,23 +49,42 @@ def observability_endpoints(bp: Blueprint) -> list[Endpoint]:
     out: list[Endpoint] = []
     if o.metrics == "managed":
         out += [
-            Endpoint("AMP workspace remote write",
-                     f"stack output {stack}.{OUTPUT_REMOTE_WRITE_URL} (known at deploy)",
-                     f"SigV4 from the Prometheus agent on the {head}; needs the managed policy in output "
-                     f"{stack}.{OUTPUT_NODE_POLICY_ARN}"),
-            Endpoint("AMP workspace query", f"stack output {stack}.{OUTPUT_QUERY_URL} (known at deploy)",
-                     "SigV4 (aps:QueryMetrics), e.g. the Grafana workspace's data source"),
-            Endpoint("Grafana workspace", f"stack output {stack}.{OUTPUT_GRAFANA_URL} (known at deploy)",
-                     f"{o.grafana_authentication} sign-in; assign users in the Amazon Managed Grafana console"),
+            Endpoint(
+                "AMP workspace remote write",
+                f"stack output {stack}.{OUTPUT_REMOTE_WRITE_URL} (known at deploy)",
+                f"SigV4 from the Prometheus agent on the {head}; needs the managed policy in output "
+                f"{stack}.{OUTPUT_NODE_POLICY_ARN}",
+            ),
+            Endpoint(
+                "AMP workspace query",
+                f"stack output {stack}.{OUTPUT_QUERY_URL} (known at deploy)",
+                "SigV4 (aps:QueryMetrics), e.g. the Grafana workspace's data source",
+            ),
+            Endpoint(
+                "Grafana workspace",
+                f"stack output {stack}.{OUTPUT_GRAFANA_URL} (known at deploy)",
+                f"{o.grafana_authentication} sign-in; assign users in the Amazon Managed Grafana console",
+            ),
         ]
     else:
         out += [
-            Endpoint("Grafana (self-hosted)", f"http://localhost:{GRAFANA_PORT}",
-                     f"{port_forward_command(GRAFANA_PORT, bp.region)}; user admin, password in "
-                     f"/etc/grafana/admin-password on the {head}"),
-            Endpoint("Prometheus (self-hosted)", f"http://localhost:{PROMETHEUS_PORT}",
-                     port_forward_command(PROMETHEUS_PORT, bp.region)),
+            Endpoint(
+                "Grafana (self-hosted)",
+                f"http://localhost:{GRAFANA_PORT}",
+                f"{port_forward_command(GRAFANA_PORT, bp.region)}; user admin, password in "
+                f"/etc/grafana/admin-password on the {head}",
+            ),
+            Endpoint(
+                "Prometheus (self-hosted)",
+                f"http://localhost:{PROMETHEUS_PORT}",
+                port_forward_command(PROMETHEUS_PORT, bp.region),
+            ),
         ]
-    out.append(Endpoint("Node settings (SSM parameter)", ssm_parameter_name(bp.name),
-                        f"read at boot by the {head} (mode, region, remote-write URL)"))
+    out.append(
+        Endpoint(
+            "Node settings (SSM parameter)",
+            ssm_parameter_name(bp.name),
+            f"read at boot by the {head} (mode, region, remote-write URL)",
+        )
+    )
     return out

@@ -26,9 +26,17 @@ from fmcluster.templates.observability.context import (
     observability_context,
 )
 from fmcluster.templates.observability.dashboards import render_dashboards
-from fmcluster.templates.observability.grafana import DASHBOARDS_DIR, dashboard_provider, datasources, grafana_ini
+from fmcluster.templates.observability.grafana import (
+    DASHBOARDS_DIR,
+    dashboard_provider,
+    datasources,
+    grafana_ini,
+)
 from fmcluster.templates.observability.metrics import EFA_COUNTERS, dcgm_counters_csv
-from fmcluster.templates.observability.prometheus import remote_write_url_placeholder, render_prometheus_config
+from fmcluster.templates.observability.prometheus import (
+    remote_write_url_placeholder,
+    render_prometheus_config,
+)
 from fmcluster.templates.observability.rules import render_alert_rules
 from fmcluster.templates.render import render
 
@@ -68,12 +76,21 @@ class ExporterContext:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "blueprint_name": self.blueprint_name, "region": self.region, "orchestrator": self.orchestrator,
-            "role": self.role, "metrics": self.metrics, "discovery": self.discovery, "group_name": self.group_name,
-            "instance_type": self.instance_type, "gpus_expected": self.gpus_expected,
-            "efa_devices_expected": self.efa_devices_expected, "ssm_parameter": self.ssm_parameter,
-            "files": [{"path": f.path, "content": f.content, "mode": f.mode, "delimiter": _delimiter(f)}
-                      for f in self.files],
+            "blueprint_name": self.blueprint_name,
+            "region": self.region,
+            "orchestrator": self.orchestrator,
+            "role": self.role,
+            "metrics": self.metrics,
+            "discovery": self.discovery,
+            "group_name": self.group_name,
+            "instance_type": self.instance_type,
+            "gpus_expected": self.gpus_expected,
+            "efa_devices_expected": self.efa_devices_expected,
+            "ssm_parameter": self.ssm_parameter,
+            "files": [
+                {"path": f.path, "content": f.content, "mode": f.mode, "delimiter": _delimiter(f)}
+                for f in self.files
+            ],
         }
 
 
@@ -90,7 +107,9 @@ def head_files(ctx: ObservabilityContext) -> tuple[NodeFile, ...]:
     """Configuration files of the head node: Prometheus (+ rules when self-hosted), Grafana when self-hosted."""
     files = [NodeFile("/etc/prometheus/prometheus.yml", render_prometheus_config(ctx))]
     if ctx.metrics == "self_hosted":
-        files.append(NodeFile(f"/etc/prometheus/rules/{ctx.blueprint_name}-alerts.yml", render_alert_rules(ctx)))
+        files.append(
+            NodeFile(f"/etc/prometheus/rules/{ctx.blueprint_name}-alerts.yml", render_alert_rules(ctx))
+        )
         files += [
             NodeFile("/etc/grafana/grafana.ini", grafana_ini()),
             NodeFile("/etc/grafana/provisioning/datasources/fmcluster.yaml", datasources(ctx)),
@@ -108,25 +127,44 @@ def exporter_context(bp: Blueprint, *, role: Role, group: ComputeGroup | None = 
             raise ValueError("role 'compute' needs the compute group")
         inst = get_instance(group.instance_type)
         return ExporterContext(
-            blueprint_name=bp.name, region=bp.region, orchestrator=bp.orchestrator.kind, role=role,
-            metrics=octx.metrics, discovery=octx.discovery, group_name=group.name, instance_type=inst.name,
+            blueprint_name=bp.name,
+            region=bp.region,
+            orchestrator=bp.orchestrator.kind,
+            role=role,
+            metrics=octx.metrics,
+            discovery=octx.discovery,
+            group_name=group.name,
+            instance_type=inst.name,
             gpus_expected=inst.gpu.count,
             efa_devices_expected=inst.efa_interface_count if group.efa_enabled else 0,
             ssm_parameter=octx.ssm_parameter,
         )
     return ExporterContext(
-        blueprint_name=bp.name, region=bp.region, orchestrator=bp.orchestrator.kind, role=role,
-        metrics=octx.metrics, discovery=octx.discovery, group_name=HEAD_GROUP, instance_type="",
-        gpus_expected=0, efa_devices_expected=0, ssm_parameter=octx.ssm_parameter, files=head_files(octx),
+        blueprint_name=bp.name,
+        region=bp.region,
+        orchestrator=bp.orchestrator.kind,
+        role=role,
+        metrics=octx.metrics,
+        discovery=octx.discovery,
+        group_name=HEAD_GROUP,
+        instance_type="",
+        gpus_expected=0,
+        efa_devices_expected=0,
+        ssm_parameter=octx.ssm_parameter,
+        files=head_files(octx),
     )
 
 
 def _common(ctx: ExporterContext) -> dict[str, Any]:
     return {
         **ctx.as_dict(),
-        "pins": pins, "efa_counters": EFA_COUNTERS, "textfile_dir": TEXTFILE_DIR,
-        "node_facts_interval_s": NODE_FACTS_INTERVAL_S, "slurm_sd_interval_s": SLURM_SD_INTERVAL_S,
-        "dcgm_counters_path": DCGM_COUNTERS_PATH, "dcgm_counters_csv": dcgm_counters_csv(),
+        "pins": pins,
+        "efa_counters": EFA_COUNTERS,
+        "textfile_dir": TEXTFILE_DIR,
+        "node_facts_interval_s": NODE_FACTS_INTERVAL_S,
+        "slurm_sd_interval_s": SLURM_SD_INTERVAL_S,
+        "dcgm_counters_path": DCGM_COUNTERS_PATH,
+        "dcgm_counters_csv": dcgm_counters_csv(),
         "remote_write_placeholder": remote_write_url_placeholder(ctx.region),
         "remote_write_token": REMOTE_WRITE_PLACEHOLDER,
     }

@@ -41,18 +41,44 @@ enabled = false
 
 
 def datasources(ctx: ObservabilityContext) -> str:
-    doc = {"apiVersion": 1, "datasources": [
-        {"name": "Prometheus", "type": "prometheus", "uid": PROMETHEUS_DATASOURCE_UID, "access": "proxy",
-         "url": f"http://127.0.0.1:{PROMETHEUS_PORT}", "isDefault": True, "editable": False},
-        {"name": "CloudWatch", "type": "cloudwatch", "uid": CLOUDWATCH_DATASOURCE_UID, "access": "proxy",
-         "editable": False, "jsonData": {"authType": "default", "defaultRegion": ctx.region}},
-    ]}
+    doc = {
+        "apiVersion": 1,
+        "datasources": [
+            {
+                "name": "Prometheus",
+                "type": "prometheus",
+                "uid": PROMETHEUS_DATASOURCE_UID,
+                "access": "proxy",
+                "url": f"http://127.0.0.1:{PROMETHEUS_PORT}",
+                "isDefault": True,
+                "editable": False,
+            },
+            {
+                "name": "CloudWatch",
+                "type": "cloudwatch",
+                "uid": CLOUDWATCH_DATASOURCE_UID,
+                "access": "proxy",
+                "editable": False,
+                "jsonData": {"authType": "default", "defaultRegion": ctx.region},
+            },
+        ],
+    }
     return "# Rendered by fmcluster; do not edit by hand.\n" + yaml.safe_dump(doc, sort_keys=False)
 
 
 def dashboard_provider() -> str:
-    doc = {"apiVersion": 1, "providers": [
-        {"name": "fmcluster", "folder": "fmcluster", "type": "file", "disableDeletion": True,
-         "allowUiUpdates": False, "updateIntervalSeconds": 60, "options": {"path": DASHBOARDS_DIR}},
-    ]}
+    doc = {
+        "apiVersion": 1,
+        "providers": [
+            {
+                "name": "fmcluster",
+                "folder": "fmcluster",
+                "type": "file",
+                "disableDeletion": True,
+                "allowUiUpdates": False,
+                "updateIntervalSeconds": 60,
+                "options": {"path": DASHBOARDS_DIR},
+            },
+        ],
+    }
     return "# Rendered by fmcluster; do not edit by hand.\n" + yaml.safe_dump(doc, sort_keys=False)

@@ -40,7 +40,9 @@ DCGM_FIELDS: tuple[DcgmField, ...] = (
     DcgmField("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)."),
     DcgmField("DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C)."),
     DcgmField("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."),
-    DcgmField("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ)."),
+    DcgmField(
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ)."
+    ),
     DcgmField("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)."),
     DcgmField("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %)."),
     DcgmField("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)."),
@@ -49,26 +51,58 @@ DCGM_FIELDS: tuple[DcgmField, ...] = (
     DcgmField("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries."),
     DcgmField("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Total number of single-bit volatile ECC errors."),
     DcgmField("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors."),
-    DcgmField("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for uncorrectable errors"),
-    DcgmField("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for correctable errors"),
+    DcgmField(
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+        "counter",
+        "Number of remapped rows for uncorrectable errors",
+    ),
+    DcgmField(
+        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for correctable errors"
+    ),
     DcgmField("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed"),
-    DcgmField("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter", "Total number of NVLink bandwidth counters for all lanes."),
+    DcgmField(
+        "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
+        "counter",
+        "Total number of NVLink bandwidth counters for all lanes.",
+    ),
     DcgmField("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active."),
     DcgmField("DCGM_FI_PROF_SM_ACTIVE", "gauge", "The ratio of cycles an SM has at least 1 warp assigned."),
     DcgmField("DCGM_FI_PROF_SM_OCCUPANCY", "gauge", "The ratio of number of warps resident on an SM."),
-    DcgmField("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor (HMMA) pipe is active."),
-    DcgmField("DCGM_FI_PROF_DRAM_ACTIVE", "gauge", "Ratio of cycles the device memory interface is active sending or receiving data."),
+    DcgmField(
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor (HMMA) pipe is active."
+    ),
+    DcgmField(
+        "DCGM_FI_PROF_DRAM_ACTIVE",
+        "gauge",
+        "Ratio of cycles the device memory interface is active sending or receiving data.",
+    ),
     DcgmField("DCGM_FI_DRIVER_VERSION", "label", "Driver Version"),
 )
 
 #: EFA port hardware counters exported by the textfile collector (file name under hw_counters/).
 EFA_COUNTERS: tuple[str, ...] = (
-    "tx_bytes", "tx_pkts", "rx_bytes", "rx_pkts", "rx_drops",
-    "send_bytes", "send_wrs", "recv_bytes", "recv_wrs",
-    "rdma_read_bytes", "rdma_read_wrs", "rdma_read_wr_err", "rdma_read_resp_bytes",
-    "rdma_write_bytes", "rdma_write_wrs", "rdma_write_wr_err", "rdma_write_recv_bytes",
-    "retrans_bytes", "retrans_pkts", "retrans_timeout_events",
-    "unresponsive_remote_events", "impaired_remote_conn_events",
+    "tx_bytes",
+    "tx_pkts",
+    "rx_bytes",
+    "rx_pkts",
+    "rx_drops",
+    "send_bytes",
+    "send_wrs",
+    "recv_bytes",
+    "recv_wrs",
+    "rdma_read_bytes",
+    "rdma_read_wrs",
+    "rdma_read_wr_err",
+    "rdma_read_resp_bytes",
+    "rdma_write_bytes",
+    "rdma_write_wrs",
+    "rdma_write_wr_err",
+    "rdma_write_recv_bytes",
+    "retrans_bytes",
+    "retrans_pkts",
+    "retrans_timeout_events",
+    "unresponsive_remote_events",
+    "impaired_remote_conn_events",
 )
 EFA_METRIC_PREFIX = "fmcluster_efa_"
 
@@ -82,16 +116,38 @@ FMCLUSTER_GAUGES: dict[str, str] = {
 }
 
 NODE_EXPORTER_METRICS: tuple[str, ...] = (
-    "node_cpu_seconds_total", "node_memory_MemAvailable_bytes", "node_memory_MemTotal_bytes", "node_load1",
-    "node_filesystem_avail_bytes", "node_filesystem_size_bytes", "node_textfile_scrape_error",
+    "node_cpu_seconds_total",
+    "node_memory_MemAvailable_bytes",
+    "node_memory_MemTotal_bytes",
+    "node_load1",
+    "node_filesystem_avail_bytes",
+    "node_filesystem_size_bytes",
+    "node_textfile_scrape_error",
 )
 
 SLURM_EXPORTER_METRICS: tuple[str, ...] = (
-    "slurm_nodes_alloc", "slurm_nodes_comp", "slurm_nodes_down", "slurm_nodes_drain", "slurm_nodes_err",
-    "slurm_nodes_fail", "slurm_nodes_idle", "slurm_nodes_maint", "slurm_nodes_mix", "slurm_nodes_resv",
-    "slurm_queue_pending", "slurm_queue_pending_dependency", "slurm_queue_running", "slurm_queue_suspended",
-    "slurm_queue_cancelled", "slurm_queue_completing", "slurm_queue_completed", "slurm_queue_configuring",
-    "slurm_queue_failed", "slurm_queue_timeout", "slurm_queue_preempted", "slurm_queue_node_fail",
+    "slurm_nodes_alloc",
+    "slurm_nodes_comp",
+    "slurm_nodes_down",
+    "slurm_nodes_drain",
+    "slurm_nodes_err",
+    "slurm_nodes_fail",
+    "slurm_nodes_idle",
+    "slurm_nodes_maint",
+    "slurm_nodes_mix",
+    "slurm_nodes_resv",
+    "slurm_queue_pending",
+    "slurm_queue_pending_dependency",
+    "slurm_queue_running",
+    "slurm_queue_suspended",
+    "slurm_queue_cancelled",
+    "slurm_queue_completing",
+    "slurm_queue_completed",
+    "slurm_queue_configuring",
+    "slurm_queue_failed",
+    "slurm_queue_timeout",
+    "slurm_queue_preempted",
+    "slurm_queue_node_fail",
 )
 
 PROMETHEUS_BUILTIN: tuple[str, ...] = ("up",)
@@ -122,7 +178,9 @@ def known_metric_names() -> dict[str, str]:
 
 def dcgm_counters_csv() -> str:
     """The counters file for ``dcgm-exporter -f`` (format: field, Prometheus type, help)."""
-    lines = ["# fmcluster DCGM exporter counters (rendered; do not edit).",
-             "# Format: DCGM FIELD, Prometheus metric type, help message"]
+    lines = [
+        "# fmcluster DCGM exporter counters (rendered; do not edit).",
+        "# Format: DCGM FIELD, Prometheus metric type, help message",
+    ]
     lines += [f"{f.name}, {f.kind}, {f.help}" for f in DCGM_FIELDS]
     return "\n".join(lines) + "\n"

@@ -47,7 +47,8 @@ class SourceBuild:
 #: Prometheus 2.53 is a long-term-support line; the agent mode (``--enable-feature=agent``) used for
 #: remote write to AMP and SigV4 signing are both in it.
 PROMETHEUS = Archive(
-    name="prometheus", version="2.53.4",
+    name="prometheus",
+    version="2.53.4",
     url="https://github.com/prometheus/prometheus/releases/download/v{version}/prometheus-{version}.linux-{arch}.tar.gz",
     sha256={
         "amd64": "b8b497c4610d1b93208252b60c8f20f6b2e78596ae8df43397a2e805aa53d475",
@@ -60,7 +61,8 @@ PROMETHEUS = Archive(
 )
 
 NODE_EXPORTER = Archive(
-    name="node_exporter", version="1.7.0",
+    name="node_exporter",
+    version="1.7.0",
     url="https://github.com/prometheus/node_exporter/releases/download/v{version}/node_exporter-{version}.linux-{arch}.tar.gz",
     sha256={
         "amd64": "a550cd5c05f760b7934a2d0afad66d2e92e681482f5f57a917465b1fba3b02a6",
@@ -75,18 +77,22 @@ NODE_EXPORTER = Archive(
 #: Grafana OSS 10.4 matches the Amazon Managed Grafana workspace version used for the managed mode, so the
 #: same generated dashboards load in both.
 GRAFANA = Archive(
-    name="grafana", version="10.4.2",
+    name="grafana",
+    version="10.4.2",
     url="https://dl.grafana.com/oss/release/grafana-{version}.linux-{arch}.tar.gz",
     sha256={
         "amd64": "b12b55d4ea266fa298395c82d5f8372f544b386efab28e9d96ebc887aef37560",
         "arm64": "9ccd91189b540a1e8cde5028136609aa8ad4dd7332e670cb431d1e3fa28d90a4",
     },
-    sources=("github.com/zulip/zulip puppet/zulip/manifests/common.pp (grafana 10.4.2 sha256 amd64/aarch64)",),
+    sources=(
+        "github.com/zulip/zulip puppet/zulip/manifests/common.pp (grafana 10.4.2 sha256 amd64/aarch64)",
+    ),
 )
 
 #: Go toolchain used only to build the Slurm exporter on the head node.
 GO = Archive(
-    name="go", version="1.22.2",
+    name="go",
+    version="1.22.2",
     url="https://go.dev/dl/go{version}.linux-{arch}.tar.gz",
     sha256={
         "amd64": "5901c52b7a78002aeff14a21f93e0f064f74ce1360fce51c6ee68cd471216a17",
@@ -111,17 +117,22 @@ DCGM_EXPORTER = RepoPackage(
 DCGM = RepoPackage(
     packages=("datacenter-gpu-manager-4-core", "datacenter-gpu-manager-4-proprietary"),
     version="4.4.0",
-    sources=("https://docs.nvidia.com/datacenter/dcgm/latest/installation.html (DCGM 4 package names; the "
-             "proprietary package carries the profiling module)",),
+    sources=(
+        "https://docs.nvidia.com/datacenter/dcgm/latest/installation.html (DCGM 4 package names; the "
+        "proprietary package carries the profiling module)",
+    ),
 )
 
 #: vpenso/prometheus-slurm-exporter 0.22 reads ``sinfo``/``squeue --json`` (Slurm >= 23.02) and needs
 #: Go >= 1.21 (CHANGELOG.md 0.21).
 SLURM_EXPORTER = SourceBuild(
-    name="prometheus-slurm-exporter", repository="https://github.com/vpenso/prometheus-slurm-exporter.git",
+    name="prometheus-slurm-exporter",
+    repository="https://github.com/vpenso/prometheus-slurm-exporter.git",
     tag="0.22",
-    sources=("github.com/vpenso/prometheus-slurm-exporter CHANGELOG.md (0.21: --json collectors, Slurm >= 23.02, "
-             "Go >= 1.21; 0.22)",),
+    sources=(
+        "github.com/vpenso/prometheus-slurm-exporter CHANGELOG.md (0.21: --json collectors, Slurm >= 23.02, "
+        "Go >= 1.21; 0.22)",
+    ),
 )
 
 ARCHES = {"x86_64": "amd64", "arm64": "arm64", "aarch64": "arm64"}

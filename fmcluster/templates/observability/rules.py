@@ -55,63 +55,129 @@ def alert_groups(ctx: ObservabilityContext) -> dict[str, list[AlertRule]]:
     """Rule groups by name. Thresholds that depend on the node come from the textfile gauges the exporter
     script writes from the instance catalog (``fmcluster_gpus_expected``, ``fmcluster_efa_devices_expected``)."""
     gpu = [
-        AlertRule("GpuXidError", "max by (instance, gpu) (DCGM_FI_DEV_XID_ERRORS) > 0", "0m", "critical",
-                  "XID {{ $value }} on GPU {{ $labels.gpu }} of {{ $labels.instance }}",
-                  "The GPU driver reported an XID error. Drain the node in Slurm and check `dmesg` and the "
-                  "NVIDIA XID catalogue before returning it to service."),
-        AlertRule("GpuFallenOffBus", f"max by (instance, gpu) (DCGM_FI_DEV_XID_ERRORS) == {XID_FALLEN_OFF_BUS}", "0m",
-                  "critical", "GPU {{ $labels.gpu }} of {{ $labels.instance }} has fallen off the bus (XID 79)",
-                  "The GPU is no longer reachable over PCIe. The node needs a reboot or replacement."),
-        AlertRule("GpuMissing",
-                  "(count by (instance) (DCGM_FI_DEV_GPU_TEMP) < on (instance) max by (instance) "
-                  "(fmcluster_gpus_expected)) or (max by (instance) (fmcluster_gpus_expected) > 0 unless on "
-                  "(instance) count by (instance) (DCGM_FI_DEV_GPU_TEMP))",
-                  "5m", "critical", "{{ $labels.instance }} reports fewer GPUs than its instance type has",
-                  "DCGM sees fewer GPUs than the instance catalog expects (or none: exporter down or GPU "
-                  "fallen off the bus)."),
-        AlertRule("GpuEccDoubleBitErrors", "increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m]) > 0", "0m", "critical",
-                  "Uncorrectable ECC errors on GPU {{ $labels.gpu }} of {{ $labels.instance }}",
-                  "Double-bit ECC errors corrupt results; drain the node and reset the GPU."),
-        AlertRule("GpuRowRemapFailure", "max by (instance, gpu) (DCGM_FI_DEV_ROW_REMAP_FAILURE) > 0", "0m",
-                  "critical", "Row remapping failed on GPU {{ $labels.gpu }} of {{ $labels.instance }}",
-                  "The GPU ran out of spare memory rows; it must be replaced."),
+        AlertRule(
+            "GpuXidError",
+            "max by (instance, gpu) (DCGM_FI_DEV_XID_ERRORS) > 0",
+            "0m",
+            "critical",
+            "XID {{ $value }} on GPU {{ $labels.gpu }} of {{ $labels.instance }}",
+            "The GPU driver reported an XID error. Drain the node in Slurm and check `dmesg` and the "
+            "NVIDIA XID catalogue before returning it to service.",
+        ),
+        AlertRule(
+            "GpuFallenOffBus",
+            f"max by (instance, gpu) (DCGM_FI_DEV_XID_ERRORS) == {XID_FALLEN_OFF_BUS}",
+            "0m",
+            "critical",
+            "GPU {{ $labels.gpu }} of {{ $labels.instance }} has fallen off the bus (XID 79)",
+            "The GPU is no longer reachable over PCIe. The node needs a reboot or replacement.",
+        ),
+        AlertRule(
+            "GpuMissing",
+            "(count by (instance) (DCGM_FI_DEV_GPU_TEMP) < on (instance) max by (instance) "
+            "(fmcluster_gpus_expected)) or (max by (instance) (fmcluster_gpus_expected) > 0 unless on "
+            "(instance) count by (instance) (DCGM_FI_DEV_GPU_TEMP))",
+            "5m",
+            "critical",
+            "{{ $labels.instance }} reports fewer GPUs than its instance type has",
+            "DCGM sees fewer GPUs than the instance catalog expects (or none: exporter down or GPU "
+            "fallen off the bus).",
+        ),
+        AlertRule(
+            "GpuEccDoubleBitErrors",
+            "increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m]) > 0",
+            "0m",
+            "critical",
+            "Uncorrectable ECC errors on GPU {{ $labels.gpu }} of {{ $labels.instance }}",
+            "Double-bit ECC errors corrupt results; drain the node and reset the GPU.",
+        ),
+        AlertRule(
+            "GpuRowRemapFailure",
+            "max by (instance, gpu) (DCGM_FI_DEV_ROW_REMAP_FAILURE) > 0",
+            "0m",
+            "critical",
+            "Row remapping failed on GPU {{ $labels.gpu }} of {{ $labels.instance }}",
+            "The GPU ran out of spare memory rows; it must be replaced.",
+        ),
     ]
     efa = [
-        AlertRule("EfaDeviceMissing",
-                  "max by (instance) (fmcluster_efa_devices) < max by (instance) (fmcluster_efa_devices_expected)",
-                  "5m", "critical", "{{ $labels.instance }} has fewer EFA devices than its instance type",
-                  "NCCL would use fewer network cards (or fall back to TCP). Replace the node."),
-        AlertRule("EfaWorkRequestErrors",
-                  f"(sum by (instance, device) (increase({efa_metric('rdma_read_wr_err')}[10m])) > 0) or "
-                  f"(sum by (instance, device) (increase({efa_metric('rdma_write_wr_err')}[10m])) > 0)",
-                  "0m", "warning", "RDMA work-request errors on {{ $labels.device }} of {{ $labels.instance }}",
-                  "The EFA device completed RDMA reads or writes with errors in the last 10 minutes."),
-        AlertRule("EfaUnresponsiveRemote",
-                  f"sum by (instance, device) (increase({efa_metric('unresponsive_remote_events')}[10m])) > 0",
-                  "0m", "warning", "{{ $labels.instance }} lost contact with a remote EFA peer",
-                  "A peer stopped responding on {{ $labels.device }}; a node of the job may be unhealthy."),
-        AlertRule("EfaThroughputDrop",
-                  f"({_tx_rate()} < {THROUGHPUT_DROP_RATIO} * {_tx_rate(offset='30m')}) and on (instance) "
-                  f"({_tx_rate(offset='30m')} > {THROUGHPUT_FLOOR_BYTES_PER_S:.0f})",
-                  "10m", "warning", "EFA transmit rate of {{ $labels.instance }} dropped by more than 80%",
-                  "If no job ended on this node, look for a degraded link, a GPU stall or a hung rank."),
-        AlertRule("EfaThroughputStraggler",
-                  f"({_tx_rate()} < {STRAGGLER_RATIO} * scalar(quantile(0.5, {_tx_rate()}))) and on () "
-                  f"(quantile(0.5, {_tx_rate()}) > {THROUGHPUT_FLOOR_BYTES_PER_S:.0f})",
-                  "15m", "warning", "{{ $labels.instance }} sends less than half the cluster median over EFA",
-                  "In data-parallel training every node moves about the same bytes; a slow node holds back all."),
+        AlertRule(
+            "EfaDeviceMissing",
+            "max by (instance) (fmcluster_efa_devices) < max by (instance) (fmcluster_efa_devices_expected)",
+            "5m",
+            "critical",
+            "{{ $labels.instance }} has fewer EFA devices than its instance type",
+            "NCCL would use fewer network cards (or fall back to TCP). Replace the node.",
+        ),
+        AlertRule(
+            "EfaWorkRequestErrors",
+            f"(sum by (instance, device) (increase({efa_metric('rdma_read_wr_err')}[10m])) > 0) or "
+            f"(sum by (instance, device) (increase({efa_metric('rdma_write_wr_err')}[10m])) > 0)",
+            "0m",
+            "warning",
+            "RDMA work-request errors on {{ $labels.device }} of {{ $labels.instance }}",
+            "The EFA device completed RDMA reads or writes with errors in the last 10 minutes.",
+        ),
+        AlertRule(
+            "EfaUnresponsiveRemote",
+            f"sum by (instance, device) (increase({efa_metric('unresponsive_remote_events')}[10m])) > 0",
+            "0m",
+            "warning",
+            "{{ $labels.instance }} lost contact with a remote EFA peer",
+            "A peer stopped responding on {{ $labels.device }}; a node of the job may be unhealthy.",
+        ),
+        AlertRule(
+            "EfaThroughputDrop",
+            f"({_tx_rate()} < {THROUGHPUT_DROP_RATIO} * {_tx_rate(offset='30m')}) and on (instance) "
+            f"({_tx_rate(offset='30m')} > {THROUGHPUT_FLOOR_BYTES_PER_S:.0f})",
+            "10m",
+            "warning",
+            "EFA transmit rate of {{ $labels.instance }} dropped by more than 80%",
+            "If no job ended on this node, look for a degraded link, a GPU stall or a hung rank.",
+        ),
+        AlertRule(
+            "EfaThroughputStraggler",
+            f"({_tx_rate()} < {STRAGGLER_RATIO} * scalar(quantile(0.5, {_tx_rate()}))) and on () "
+            f"(quantile(0.5, {_tx_rate()}) > {THROUGHPUT_FLOOR_BYTES_PER_S:.0f})",
+            "15m",
+            "warning",
+            "{{ $labels.instance }} sends less than half the cluster median over EFA",
+            "In data-parallel training every node moves about the same bytes; a slow node holds back all.",
+        ),
     ]
     nodes = [
-        AlertRule("NodeDown", 'up{job="node"} == 0', "5m", "critical", "{{ $labels.instance }} is not answering",
-                  "node_exporter on the node has not answered scrapes for 5 minutes."),
-        AlertRule("ExporterDown", 'up{job=~"dcgm|slurm|head-node"} == 0', "5m", "warning",
-                  "{{ $labels.job }} exporter on {{ $labels.instance }} is down",
-                  "GPU or Slurm metrics of this target are missing."),
-        AlertRule("NodeTextfileCollectorStale", "time() - fmcluster_textfile_last_run_timestamp_seconds > 300",
-                  "5m", "warning", "EFA and node facts of {{ $labels.instance }} are stale",
-                  "The fmcluster textfile collector timer has not run for 5 minutes."),
-        AlertRule("SlurmNodesDown", "slurm_nodes_down > 0", "10m", "warning", "{{ $value }} Slurm nodes are down",
-                  "Slurm marks nodes down when slurmd stops responding or a health check fails."),
+        AlertRule(
+            "NodeDown",
+            'up{job="node"} == 0',
+            "5m",
+            "critical",
+            "{{ $labels.instance }} is not answering",
+            "node_exporter on the node has not answered scrapes for 5 minutes.",
+        ),
+        AlertRule(
+            "ExporterDown",
+            'up{job=~"dcgm|slurm|head-node"} == 0',
+            "5m",
+            "warning",
+            "{{ $labels.job }} exporter on {{ $labels.instance }} is down",
+            "GPU or Slurm metrics of this target are missing.",
+        ),
+        AlertRule(
+            "NodeTextfileCollectorStale",
+            "time() - fmcluster_textfile_last_run_timestamp_seconds > 300",
+            "5m",
+            "warning",
+            "EFA and node facts of {{ $labels.instance }} are stale",
+            "The fmcluster textfile collector timer has not run for 5 minutes.",
+        ),
+        AlertRule(
+            "SlurmNodesDown",
+            "slurm_nodes_down > 0",
+            "10m",
+            "warning",
+            "{{ $value }} Slurm nodes are down",
+            "Slurm marks nodes down when slurmd stops responding or a health check fails.",
+        ),
     ]
     name = ctx.blueprint_name
     return {f"{name}-gpu": gpu, f"{name}-efa": efa, f"{name}-nodes": nodes}
@@ -120,9 +186,13 @@ def alert_groups(ctx: ObservabilityContext) -> dict[str, list[AlertRule]]:
 def render_alert_rules(ctx: ObservabilityContext) -> str:
     """Prometheus rule file (also the ``Data`` of the AMP rule groups namespace)."""
     interval = f"{ctx.scrape_interval_s}s"
-    doc = {"groups": [
-        {"name": group, "interval": interval, "rules": [r.as_dict() for r in rules]}
-        for group, rules in alert_groups(ctx).items()
-    ]}
-    header = f"# fmcluster alert rules for {ctx.blueprint_name}. Rendered by fmcluster; do not edit by hand.\n"
+    doc = {
+        "groups": [
+            {"name": group, "interval": interval, "rules": [r.as_dict() for r in rules]}
+            for group, rules in alert_groups(ctx).items()
+        ]
+    }
+    header = (
+        f"# fmcluster alert rules for {ctx.blueprint_name}. Rendered by fmcluster; do not edit by hand.\n"
+    )
     return header + yaml.safe_dump(doc, sort_keys=False, width=100000)
