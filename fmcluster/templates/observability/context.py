@@ -12,7 +12,6 @@ from typing import Literal
 
 from fmcluster.blueprint.model import Blueprint, ObservabilitySpec
 from fmcluster.catalog import get_instance
-from fmcluster.review.plan import throughput_mbps  # one formula for plan and dashboards
 
 Discovery = Literal["ec2", "slurm"]
 MetricsMode = Literal["managed", "self_hosted"]
@@ -22,6 +21,19 @@ BLUEPRINT_TAG = "fmcluster:blueprint"
 #: Written into the rendered Prometheus agent config in place of the AMP remote-write URL; the head-node
 #: script replaces it with the URL it reads from the SSM parameter at boot.
 REMOTE_WRITE_PLACEHOLDER = "FMCLUSTER_AMP_WORKSPACE"
+
+
+#: FSx for Lustre SCRATCH baseline, MB/s per TiB (same value and formula as fmcluster.review.plan, which
+#: templates must not import; tests/test_dashboards.py checks both agree).
+SCRATCH_BASELINE_MBPS_PER_TIB = 200
+
+
+def lustre_throughput_mbps(deployment_type: str, capacity_gib: int, per_unit: int | None) -> int:
+    """Baseline throughput in MB/s: capacity in TiB (FSx counts 1000 GiB per TiB) x MB/s/TiB."""
+    rate = (
+        per_unit if deployment_type.startswith("PERSISTENT") and per_unit else SCRATCH_BASELINE_MBPS_PER_TIB
+    )
+    return capacity_gib * rate // 1000
 
 
 def ssm_parameter_name(blueprint_name: str) -> str:
@@ -132,7 +144,7 @@ def observability_context(bp: Blueprint) -> ObservabilityContext:
         if fs is None
         else LustreFacts(
             storage_capacity_gib=fs.storage_capacity_gib,
-            throughput_mbps=throughput_mbps(
+            throughput_mbps=lustre_throughput_mbps(
                 fs.deployment_type, fs.storage_capacity_gib, fs.per_unit_storage_throughput
             ),
             mount_point=fs.mount_point,

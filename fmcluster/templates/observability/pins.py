@@ -123,6 +123,10 @@ DCGM = RepoPackage(
     ),
 )
 
+#: DCGM 4 splits CUDA-dependent components into one package per CUDA major version (NVIDIA's install guide
+#: installs ``datacenter-gpu-manager-4-cuda${CUDA_VERSION}``, the major version ``nvidia-smi`` reports).
+DCGM_CUDA_PACKAGE_PREFIX = "datacenter-gpu-manager-4-cuda"
+
 #: vpenso/prometheus-slurm-exporter 0.22 reads ``sinfo``/``squeue --json`` (Slurm >= 23.02) and needs
 #: Go >= 1.21 (CHANGELOG.md 0.21).
 SLURM_EXPORTER = SourceBuild(
