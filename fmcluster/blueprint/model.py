@@ -432,12 +432,50 @@ class OrchestratorSpec(Section):
 
 
 # ---- observability ---------------------------------------------------------------------------
+DEFAULT_SCRAPE_INTERVAL_S = 30
+DEFAULT_SCRAPE_TIMEOUT_S = 10
+DEFAULT_GRAFANA_AUTH = "AWS_SSO"
+DEFAULT_NODE_DISCOVERY = "auto"
+
+
 class ObservabilitySpec(Section):
+    """Metrics layer: where Prometheus and Grafana run, and how the head node finds the cluster's nodes.
+
+    Exporters (DCGM, node with EFA counters, Slurm) are the same in both modes; see docs/observability.md.
+    """
+
     metrics: Literal["managed", "self_hosted", "none"] = Field(
-        "managed", description="managed: Amazon Managed Prometheus + Grafana; self_hosted: on the head node. Default: managed."
+        "managed",
+        description="managed: Amazon Managed Service for Prometheus (remote write from a Prometheus agent on the "
+        "head node, alert rules in the workspace) + Amazon Managed Grafana; self_hosted: Prometheus and Grafana "
+        "on the head/controller node, listening on localhost only (reach them through SSM port forwarding); "
+        "none: no exporters, no observability stack. Default: managed.",
     )
-    scrape_interval_seconds: int = Field(30, ge=5, le=300, description="Default: 30 s.")
-    scrape_timeout_seconds: int = Field(10, ge=1, le=300, description="Must not exceed the interval. Default: 10 s.")
+    scrape_interval_seconds: int = Field(
+        DEFAULT_SCRAPE_INTERVAL_S, ge=5, le=300,
+        description=f"Prometheus scrape and rule evaluation interval. Default: {DEFAULT_SCRAPE_INTERVAL_S} s.",
+    )
+    scrape_timeout_seconds: int = Field(
+        DEFAULT_SCRAPE_TIMEOUT_S, ge=1, le=300,
+        description=f"Per-scrape timeout; must not exceed scrape_interval_seconds. Default: {DEFAULT_SCRAPE_TIMEOUT_S} s.",
+    )
+    grafana_authentication: Literal["AWS_SSO", "SAML"] = Field(
+        DEFAULT_GRAFANA_AUTH,
+        description="Sign-in for the Amazon Managed Grafana workspace (managed only). AWS_SSO needs IAM Identity "
+        "Center enabled in the account; SAML needs an identity provider configured after deploy. "
+        f"Default: {DEFAULT_GRAFANA_AUTH}.",
+    )
+    node_discovery: Literal["auto", "ec2", "slurm"] = Field(
+        DEFAULT_NODE_DISCOVERY,
+        description="How the head node's Prometheus finds nodes to scrape. ec2: EC2 service discovery by the tag "
+        "fmcluster:blueprint=<name>; slurm: a file written every minute from `sinfo` node addresses. "
+        "Default: auto (ec2 for parallelcluster and pcs; slurm for hyperpod, whose nodes are not EC2 instances "
+        "of your account).",
+    )
+
+    @property
+    def enabled(self) -> bool:
+        return self.metrics != "none"
 
 
 # ---- blueprint -------------------------------------------------------------------------------

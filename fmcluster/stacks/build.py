@@ -15,8 +15,10 @@ from fmcluster.constructs.network import Placement
 from fmcluster.constructs.orchestrators.parallelcluster import CheckpointAccess
 from fmcluster.stacks.cluster_stack import ClusterStack
 from fmcluster.stacks.network_stack import NetworkStack
+from fmcluster.stacks.observability_stack import ObservabilityStack
 from fmcluster.stacks.storage_stack import StorageStack
 from fmcluster.templates.context import node_context
+from fmcluster.templates.observability import observability_context, render_alert_rules
 
 ALLOW_DATA_DESTRUCTION = "fmcluster:allowDataDestruction"
 
@@ -35,9 +37,10 @@ class ClusterStacks:
     network: NetworkStack
     storage: StorageStack
     cluster: ClusterStack
+    observability: ObservabilityStack | None = None
 
     def all(self) -> list[Stack]:
-        return [self.network, self.storage, self.cluster]
+        return [self.network, self.storage, self.cluster, *([self.observability] if self.observability else [])]
 
 
 def _flag(app: App, name: str) -> bool:
@@ -70,6 +73,14 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
         description=f"fmcluster {bp.name}: FSx for Lustre, data repositories, checkpoint bucket (retained)",
     )
     st = storage.storage
+    observability = None
+    if bp.observability.enabled:
+        observability = ObservabilityStack(
+            app, f"{bp.name}-observability", env=env, spec=bp.observability, cluster_name=bp.name,
+            alert_rules=render_alert_rules(observability_context(bp)),
+            description=f"fmcluster {bp.name}: {bp.observability.metrics} metrics (Prometheus, Grafana, alert rules)",
+        )
+        Tags.of(observability).add("fmcluster:stack", "observability")
     contexts = {
         g.name: node_context(blueprint_name=bp.name, orchestrator=bp.orchestrator.kind, group=g,
                              software=bp.software, lustre=bp.storage.lustre)
@@ -86,4 +97,4 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
         Tags.of(stack).add("fmcluster:stack", role)
     for k, v in tags.items():
         Tags.of(app).add(k, v)
-    return ClusterStacks(network, storage, cluster)
+    return ClusterStacks(network, storage, cluster, observability)

@@ -53,6 +53,7 @@ def _load_rule_modules() -> None:
         compute,
         environment,
         network,
+        observability,
         orchestrator,
         software,
         storage,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fmcluster.blueprint.model import Blueprint, OrchestratorSpec
+from fmcluster.blueprint.model import OrchestratorSpec
 from fmcluster.blueprint.rules import Violation, rule
 
 _KINDS = ("parallelcluster", "hyperpod", "pcs")
@@ -20,11 +20,3 @@ def settings_match_kind(orch: OrchestratorSpec) -> Iterator[Violation]:
                 f"allowed only orchestrator.{orch.kind} - did you mean kind: {other}?"
             )
 
-
-@rule("R-OBS-1", source="https://prometheus.io/docs/prometheus/latest/configuration/configuration/ (scrape_timeout <= scrape_interval)")
-def scrape_timeout_within_interval(bp: Blueprint) -> Iterator[Violation]:
-    o = bp.observability
-    if o.scrape_timeout_seconds > o.scrape_interval_seconds:
-        yield "observability.scrape_timeout_seconds", (
-            f"longer than scrape_interval_seconds, got {o.scrape_timeout_seconds}; allowed 1..{o.scrape_interval_seconds}"
-        )

@@ -1,0 +1,212 @@
+"""The metrics layer's AWS side: Amazon Managed Service for Prometheus + Amazon Managed Grafana (managed),
+and, in every mode, the IAM policy and SSM parameter the head node needs at boot.
+
+Nothing here depends on the orchestrator: the cluster stack attaches :attr:`ClusterObservability.node_policy`
+to the role of the node that runs Prometheus (ParallelCluster head node, HyperPod controller group, PCS
+login node group) and that node's script reads :attr:`ClusterObservability.parameter`.
+
+Sources:
+- AMP workspace and rule groups namespace: https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/
+  aws-resource-aps-workspace.html, aws-resource-aps-rulegroupsnamespace.html; remote write needs
+  ``aps:RemoteWrite`` (https://docs.aws.amazon.com/prometheus/latest/userguide/AMP-and-IAM.html); the
+  remote-write URL is ``<PrometheusEndpoint>api/v1/remote_write``.
+- Amazon Managed Grafana with a customer-managed role: https://docs.aws.amazon.com/AWSCloudFormation/latest/
+  TemplateReference/aws-resource-grafana-workspace.html; the role trusts ``grafana.amazonaws.com`` and needs
+  the AMP query actions (``aps:QueryMetrics``, ``aps:GetLabels``, ``aps:GetSeries``,
+  ``aps:GetMetricMetadata``) and CloudWatch read for the FSx dashboard
+  (https://docs.aws.amazon.com/grafana/latest/userguide/AMG-manage-permissions.html).
+- Prometheus EC2 service discovery calls ``ec2:DescribeInstances`` and ``ec2:DescribeAvailabilityZones``
+  (https://prometheus.io/docs/prometheus/latest/configuration/configuration/#ec2_sd_config).
+"""
+
+from __future__ import annotations
+
+import jsii
+from aws_cdk import Acknowledgment, Annotations, Fn, Stack, Validations
+from aws_cdk import aws_aps as aps
+from aws_cdk import aws_grafana as grafana
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct, IValidation
+
+from fmcluster.blueprint.model import ObservabilitySpec
+from fmcluster.templates.observability.context import ssm_parameter_name
+from fmcluster.templates.observability.pins import GRAFANA_PORT
+
+#: Amazon Managed Grafana workspace version; the generated dashboards target Grafana 10.4.
+GRAFANA_WORKSPACE_VERSION = "10.4"
+AMP_QUERY_ACTIONS = (
+    "aps:QueryMetrics",
+    "aps:GetLabels",
+    "aps:GetSeries",
+    "aps:GetMetricMetadata",
+    "aps:DescribeWorkspace",
+)
+CLOUDWATCH_READ_ACTIONS = (
+    "cloudwatch:GetMetricData",
+    "cloudwatch:GetMetricStatistics",
+    "cloudwatch:ListMetrics",
+)
+EC2_SD_ACTIONS = ("ec2:DescribeInstances", "ec2:DescribeAvailabilityZones")
+
+
+class ClusterObservability(Construct):
+    """Metrics workspaces (``spec.metrics == "managed"``) plus the node policy and SSM parameter.
+
+    Args:
+        spec: the blueprint's observability section (``metrics`` must not be ``none``).
+        cluster_name: the blueprint name (workspace alias, parameter name).
+        alert_rules: Prometheus rule-file YAML (``fmcluster.templates.observability.render_alert_rules``),
+            stored as the workspace's rule groups namespace when managed.
+
+    Attributes:
+        workspace: ``aps.CfnWorkspace`` or None (self-hosted).
+        workspace_id, remote_write_url, query_url: tokens, or None when self-hosted.
+        grafana_workspace: ``grafana.CfnWorkspace`` or None; grafana_url: ``https://<endpoint>`` token, or the
+            self-hosted ``http://localhost:3000`` (through SSM port forwarding).
+        grafana_role: the role the Grafana workspace assumes (AMP query, CloudWatch read), or None.
+        node_policy: ``iam.ManagedPolicy`` for the node running Prometheus (SSM parameter read, EC2
+            discovery, and aps:RemoteWrite when managed / CloudWatch read when self-hosted).
+        parameter: ``ssm.StringParameter`` ``/fmcluster/<name>/observability`` holding JSON
+            ``{"metrics", "region", "remote_write_url", "query_url", "grafana_url", "workspace_id"}``.
+    """
+
+    def __init__(
+        self, scope: Construct, id: str, *, spec: ObservabilitySpec, cluster_name: str, alert_rules: str
+    ) -> None:
+        super().__init__(scope, id)
+        if not spec.enabled:
+            raise ValueError(
+                "ClusterObservability needs observability.metrics managed or self_hosted, got 'none'"
+            )
+        self.spec = spec
+        self.node.add_validation(_ScrapeTimeoutValidation(spec))
+        stack = Stack.of(self)
+        self.workspace: aps.CfnWorkspace | None = None
+        self.workspace_id: str | None = None
+        self.remote_write_url: str | None = None
+        self.query_url: str | None = None
+        self.grafana_workspace: grafana.CfnWorkspace | None = None
+        self.grafana_role: iam.Role | None = None
+        self.grafana_url: str = f"http://localhost:{GRAFANA_PORT}"
+        if spec.metrics == "managed":
+            self._managed(cluster_name, alert_rules, spec.grafana_authentication)
+
+        parameter_value = stack.to_json_string(
+            {
+                "metrics": spec.metrics,
+                "region": stack.region,
+                "remote_write_url": self.remote_write_url or "",
+                "query_url": self.query_url or "",
+                "grafana_url": self.grafana_url,
+                "workspace_id": self.workspace_id or "",
+            }
+        )
+        self.parameter = ssm.StringParameter(
+            self,
+            "Parameter",
+            parameter_name=ssm_parameter_name(cluster_name),
+            string_value=parameter_value,
+            description=f"fmcluster {cluster_name}: metrics settings nodes read at boot",
+        )
+        self.node_policy = iam.ManagedPolicy(
+            self,
+            "NodePolicy",
+            description=f"fmcluster {cluster_name}: what the node running Prometheus needs ({spec.metrics})",
+        )
+        self.node_policy.add_statements(
+            iam.PolicyStatement(actions=["ssm:GetParameter"], resources=[self.parameter.parameter_arn]),
+            iam.PolicyStatement(actions=list(EC2_SD_ACTIONS), resources=["*"]),
+        )
+        acks = [
+            (
+                "AwsSolutions-IAM5[Resource::*]",
+                "ec2:DescribeInstances and ec2:DescribeAvailabilityZones (Prometheus EC2 service discovery)"
+                + (
+                    ""
+                    if spec.metrics == "managed"
+                    else " and CloudWatch metric reads (self-hosted Grafana, FSx dashboard)"
+                )
+                + " do not support resource-level permissions.",
+            )
+        ]
+        if self.workspace is not None:
+            self.node_policy.add_statements(
+                iam.PolicyStatement(actions=["aps:RemoteWrite"], resources=[self.workspace.attr_arn])
+            )
+        else:
+            self.node_policy.add_statements(
+                iam.PolicyStatement(actions=list(CLOUDWATCH_READ_ACTIONS), resources=["*"])
+            )
+        for finding, reason in acks:
+            Validations.of(self.node_policy).acknowledge(Acknowledgment(id=finding, reason=reason))
+
+    def _managed(self, cluster_name: str, alert_rules: str, authentication: str) -> None:
+        ws = aps.CfnWorkspace(self, "Workspace", alias=f"fmcluster-{cluster_name}")
+        self.workspace = ws
+        self.workspace_id = ws.attr_workspace_id
+        self.remote_write_url = Fn.join("", [ws.attr_prometheus_endpoint, "api/v1/remote_write"])
+        self.query_url = Fn.join("", [ws.attr_prometheus_endpoint, "api/v1/query"])
+        aps.CfnRuleGroupsNamespace(
+            self, "AlertRules", workspace=ws.attr_arn, name=f"{cluster_name}-alerts", data=alert_rules
+        )
+
+        stack = Stack.of(self)
+        role = iam.Role(
+            self,
+            "GrafanaRole",
+            assumed_by=iam.ServicePrincipal(
+                "grafana.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": stack.account}}
+            ),
+            description=f"fmcluster {cluster_name}: Amazon Managed Grafana reads the AMP workspace and CloudWatch",
+        )
+        role.add_to_policy(iam.PolicyStatement(actions=list(AMP_QUERY_ACTIONS), resources=[ws.attr_arn]))
+        role.add_to_policy(iam.PolicyStatement(actions=["aps:ListWorkspaces"], resources=["*"]))
+        role.add_to_policy(
+            iam.PolicyStatement(actions=[*CLOUDWATCH_READ_ACTIONS, "ec2:DescribeRegions"], resources=["*"])
+        )
+        default_policy = role.node.find_child("DefaultPolicy")
+        Validations.of(default_policy).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions-IAM5[Resource::*]",
+                reason="aps:ListWorkspaces, CloudWatch metric reads (FSx dashboard) and ec2:DescribeRegions do not "
+                "support resource-level permissions; AMP queries are scoped to the workspace ARN.",
+            )
+        )
+        self.grafana_role = role
+        self.grafana_workspace = grafana.CfnWorkspace(
+            self,
+            "Grafana",
+            name=f"fmcluster-{cluster_name}",
+            description=f"fmcluster {cluster_name}: GPU, EFA, FSx and Slurm dashboards",
+            account_access_type="CURRENT_ACCOUNT",
+            authentication_providers=[authentication],
+            permission_type="CUSTOMER_MANAGED",
+            role_arn=role.role_arn,
+            data_sources=["PROMETHEUS", "CLOUDWATCH"],
+            grafana_version=GRAFANA_WORKSPACE_VERSION,
+        )
+        self.grafana_url = Fn.join("", ["https://", self.grafana_workspace.attr_endpoint])
+        if authentication == "SAML":
+            Annotations.of(self.grafana_workspace).add_info(
+                "Grafana uses SAML: configure the identity provider on the workspace after deploy "
+                "(aws grafana update-workspace-authentication)."
+            )
+
+
+@jsii.implements(IValidation)
+class _ScrapeTimeoutValidation:
+    """Tree-level check (the loader's R-OBS-1 is the first line): Prometheus refuses a config whose
+    scrape_timeout is longer than its scrape_interval."""
+
+    def __init__(self, spec: ObservabilitySpec) -> None:
+        self.spec = spec
+
+    def validate(self) -> list[str]:
+        s = self.spec
+        if s.scrape_timeout_seconds > s.scrape_interval_seconds:
+            return [
+                f"observability.scrape_timeout_seconds: longer than scrape_interval_seconds "
+                f"({s.scrape_interval_seconds} s), got {s.scrape_timeout_seconds}; allowed 1..{s.scrape_interval_seconds}"
+            ]
+        return []

@@ -1,0 +1,55 @@
+"""``<name>-observability``: metrics workspaces (managed) or just the node policy and settings (self-hosted).
+
+Independent of the orchestrator and of the other stacks; the cluster stack consumes its outputs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack
+from constructs import Construct
+
+from fmcluster.blueprint.model import ObservabilitySpec
+from fmcluster.constructs.observability import ClusterObservability
+from fmcluster.templates.observability.endpoints import (
+    OUTPUT_GRAFANA_URL,
+    OUTPUT_NODE_POLICY_ARN,
+    OUTPUT_QUERY_URL,
+    OUTPUT_REMOTE_WRITE_URL,
+    OUTPUT_SSM_PARAMETER,
+)
+
+
+class ObservabilityStack(Stack):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        spec: ObservabilitySpec,
+        cluster_name: str,
+        alert_rules: str,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, id, **kwargs)
+        self.observability = ClusterObservability(
+            self, "Observability", spec=spec, cluster_name=cluster_name, alert_rules=alert_rules
+        )
+        obs = self.observability
+        CfnOutput(
+            self,
+            OUTPUT_NODE_POLICY_ARN,
+            value=obs.node_policy.managed_policy_arn,
+            description="Attach to the role of the node running Prometheus",
+        )
+        CfnOutput(
+            self,
+            OUTPUT_SSM_PARAMETER,
+            value=obs.parameter.parameter_name,
+            description="JSON settings the head node reads at boot",
+        )
+        CfnOutput(self, OUTPUT_GRAFANA_URL, value=obs.grafana_url)
+        if obs.remote_write_url is not None and obs.query_url is not None:
+            CfnOutput(self, OUTPUT_REMOTE_WRITE_URL, value=obs.remote_write_url)
+            CfnOutput(self, OUTPUT_QUERY_URL, value=obs.query_url)

@@ -1,0 +1,90 @@
+"""Where the metrics layer can be reached, for ``fmcluster plan`` and the docs.
+
+Deploy-time values (AMP and Grafana URLs) are stack outputs of ``<name>-observability``; this module says
+which output holds what, so it needs no AWS call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from fmcluster.blueprint.model import Blueprint
+from fmcluster.templates.observability.context import ssm_parameter_name
+from fmcluster.templates.observability.pins import GRAFANA_PORT, PROMETHEUS_PORT
+
+#: Output names of the observability stack (fmcluster.stacks.observability_stack).
+OUTPUT_REMOTE_WRITE_URL = "RemoteWriteUrl"
+OUTPUT_QUERY_URL = "QueryUrl"
+OUTPUT_GRAFANA_URL = "GrafanaUrl"
+OUTPUT_NODE_POLICY_ARN = "NodePolicyArn"
+OUTPUT_SSM_PARAMETER = "ParameterName"
+
+HEAD_NODE_NAMES = {"parallelcluster": "head node", "hyperpod": "controller node", "pcs": "login node"}
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    name: str
+    address: str
+    access: str
+
+    def as_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+
+def port_forward_command(port: int, region: str, target: str = "<head-node-instance-id>") -> str:
+    return (
+        f"aws ssm start-session --region {region} --target {target} "
+        f"--document-name AWS-StartPortForwardingSession --parameters portNumber={port},localPortNumber={port}"
+    )
+
+
+def observability_endpoints(bp: Blueprint) -> list[Endpoint]:
+    """The observability endpoints of ``bp`` (empty when ``observability.metrics`` is ``none``)."""
+    o = bp.observability
+    if o.metrics == "none":
+        return []
+    stack = f"{bp.name}-observability"
+    head = HEAD_NODE_NAMES[bp.orchestrator.kind]
+    out: list[Endpoint] = []
+    if o.metrics == "managed":
+        out += [
+            Endpoint(
+                "AMP workspace remote write",
+                f"stack output {stack}.{OUTPUT_REMOTE_WRITE_URL} (known at deploy)",
+                f"SigV4 from the Prometheus agent on the {head}; needs the managed policy in output "
+                f"{stack}.{OUTPUT_NODE_POLICY_ARN}",
+            ),
+            Endpoint(
+                "AMP workspace query",
+                f"stack output {stack}.{OUTPUT_QUERY_URL} (known at deploy)",
+                "SigV4 (aps:QueryMetrics), e.g. the Grafana workspace's data source",
+            ),
+            Endpoint(
+                "Grafana workspace",
+                f"stack output {stack}.{OUTPUT_GRAFANA_URL} (known at deploy)",
+                f"{o.grafana_authentication} sign-in; assign users in the Amazon Managed Grafana console",
+            ),
+        ]
+    else:
+        out += [
+            Endpoint(
+                "Grafana (self-hosted)",
+                f"http://localhost:{GRAFANA_PORT}",
+                f"{port_forward_command(GRAFANA_PORT, bp.region)}; user admin, password in "
+                f"/etc/grafana/admin-password on the {head}",
+            ),
+            Endpoint(
+                "Prometheus (self-hosted)",
+                f"http://localhost:{PROMETHEUS_PORT}",
+                port_forward_command(PROMETHEUS_PORT, bp.region),
+            ),
+        ]
+    out.append(
+        Endpoint(
+            "Node settings (SSM parameter)",
+            ssm_parameter_name(bp.name),
+            f"read at boot by the {head} (mode, region, remote-write URL)",
+        )
+    )
+    return out

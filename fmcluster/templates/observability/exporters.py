@@ -1,0 +1,190 @@
+"""Node-side install script for the metrics layer: one self-contained bash script per node role.
+
+- ``compute`` nodes: node_exporter (all interfaces, port 9100) with the fmcluster textfile collector (node
+  facts and EFA hardware counters, every 15 s) and, on GPU nodes, the DCGM exporter (port 9400).
+- ``head`` node (ParallelCluster head node, HyperPod controller, PCS login node): node_exporter, the Slurm
+  exporter (127.0.0.1:8080), Prometheus (127.0.0.1:9090; agent + AMP remote write when managed, server with
+  the alert rules when self-hosted), the Slurm-based target file when discovery is ``slurm``, and Grafana
+  (127.0.0.1:3000) when self-hosted.
+
+Contract: :func:`render_exporter_script` is pure (no AWS calls); the script reads the SSM parameter
+``/fmcluster/<name>/observability`` at boot (head node, managed mode) for the AMP remote-write URL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from fmcluster.blueprint.model import Blueprint, ComputeGroup
+from fmcluster.catalog import get_instance
+from fmcluster.templates.observability import pins
+from fmcluster.templates.observability.context import (
+    REMOTE_WRITE_PLACEHOLDER,
+    ObservabilityContext,
+    observability_context,
+)
+from fmcluster.templates.observability.dashboards import render_dashboards
+from fmcluster.templates.observability.grafana import (
+    DASHBOARDS_DIR,
+    dashboard_provider,
+    datasources,
+    grafana_ini,
+)
+from fmcluster.templates.observability.metrics import EFA_COUNTERS, dcgm_counters_csv
+from fmcluster.templates.observability.prometheus import (
+    remote_write_url_placeholder,
+    render_prometheus_config,
+)
+from fmcluster.templates.observability.rules import render_alert_rules
+from fmcluster.templates.render import render
+
+Role = Literal["compute", "head"]
+HEAD_GROUP = "head"
+TEXTFILE_DIR = "/var/lib/node_exporter/textfile"
+NODE_FACTS_INTERVAL_S = 15
+SLURM_SD_INTERVAL_S = 60
+DCGM_COUNTERS_PATH = "/etc/dcgm-exporter/fmcluster-counters.csv"
+
+
+@dataclass(frozen=True)
+class NodeFile:
+    """A file the script writes verbatim (quoted heredoc, no shell expansion)."""
+
+    path: str
+    content: str
+    mode: str = "0644"
+
+
+@dataclass(frozen=True)
+class ExporterContext:
+    """Everything the exporter script needs for one node role. Expected counts come from the catalog."""
+
+    blueprint_name: str
+    region: str
+    orchestrator: str
+    role: Role
+    metrics: str
+    discovery: str
+    group_name: str
+    instance_type: str
+    gpus_expected: int
+    efa_devices_expected: int
+    ssm_parameter: str
+    files: tuple[NodeFile, ...] = field(default_factory=tuple)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "blueprint_name": self.blueprint_name,
+            "region": self.region,
+            "orchestrator": self.orchestrator,
+            "role": self.role,
+            "metrics": self.metrics,
+            "discovery": self.discovery,
+            "group_name": self.group_name,
+            "instance_type": self.instance_type,
+            "gpus_expected": self.gpus_expected,
+            "efa_devices_expected": self.efa_devices_expected,
+            "ssm_parameter": self.ssm_parameter,
+            "files": [
+                {"path": f.path, "content": f.content, "mode": f.mode, "delimiter": _delimiter(f)}
+                for f in self.files
+            ],
+        }
+
+
+def _delimiter(f: NodeFile) -> str:
+    if not f.content.endswith("\n"):
+        raise ValueError(f"content of {f.path} must end with a newline (it is written with a heredoc)")
+    tag = "FMCLUSTER_" + "".join(c if c.isalnum() else "_" for c in f.path.upper()).strip("_")
+    if tag in f.content:  # cannot happen with rendered configs; refuse rather than write a broken script
+        raise ValueError(f"heredoc delimiter {tag} occurs in the content of {f.path}")
+    return tag
+
+
+def head_files(ctx: ObservabilityContext) -> tuple[NodeFile, ...]:
+    """Configuration files of the head node: Prometheus (+ rules when self-hosted), Grafana when self-hosted."""
+    files = [NodeFile("/etc/prometheus/prometheus.yml", render_prometheus_config(ctx))]
+    if ctx.metrics == "self_hosted":
+        files.append(
+            NodeFile(f"/etc/prometheus/rules/{ctx.blueprint_name}-alerts.yml", render_alert_rules(ctx))
+        )
+        files += [
+            NodeFile("/etc/grafana/grafana.ini", grafana_ini()),
+            NodeFile("/etc/grafana/provisioning/datasources/fmcluster.yaml", datasources(ctx)),
+            NodeFile("/etc/grafana/provisioning/dashboards/fmcluster.yaml", dashboard_provider()),
+        ]
+        files += [NodeFile(f"{DASHBOARDS_DIR}/{name}", text) for name, text in render_dashboards(ctx).items()]
+    return tuple(files)
+
+
+def exporter_context(bp: Blueprint, *, role: Role, group: ComputeGroup | None = None) -> ExporterContext:
+    """Context for a compute group's nodes (``role="compute"``, ``group`` required) or the head node."""
+    octx = observability_context(bp)
+    if role == "compute":
+        if group is None:
+            raise ValueError("role 'compute' needs the compute group")
+        inst = get_instance(group.instance_type)
+        return ExporterContext(
+            blueprint_name=bp.name,
+            region=bp.region,
+            orchestrator=bp.orchestrator.kind,
+            role=role,
+            metrics=octx.metrics,
+            discovery=octx.discovery,
+            group_name=group.name,
+            instance_type=inst.name,
+            gpus_expected=inst.gpu.count,
+            efa_devices_expected=inst.efa_interface_count if group.efa_enabled else 0,
+            ssm_parameter=octx.ssm_parameter,
+        )
+    return ExporterContext(
+        blueprint_name=bp.name,
+        region=bp.region,
+        orchestrator=bp.orchestrator.kind,
+        role=role,
+        metrics=octx.metrics,
+        discovery=octx.discovery,
+        group_name=HEAD_GROUP,
+        instance_type="",
+        gpus_expected=0,
+        efa_devices_expected=0,
+        ssm_parameter=octx.ssm_parameter,
+        files=head_files(octx),
+    )
+
+
+def _common(ctx: ExporterContext) -> dict[str, Any]:
+    return {
+        **ctx.as_dict(),
+        "pins": pins,
+        "efa_counters": EFA_COUNTERS,
+        "textfile_dir": TEXTFILE_DIR,
+        "node_facts_interval_s": NODE_FACTS_INTERVAL_S,
+        "slurm_sd_interval_s": SLURM_SD_INTERVAL_S,
+        "dcgm_counters_path": DCGM_COUNTERS_PATH,
+        "dcgm_counters_csv": dcgm_counters_csv(),
+        "remote_write_placeholder": remote_write_url_placeholder(ctx.region),
+        "remote_write_token": REMOTE_WRITE_PLACEHOLDER,
+    }
+
+
+def render_node_facts_script(ctx: ExporterContext) -> str:
+    """The textfile collector (node facts + EFA hardware counters) on its own, for tests and review."""
+    return render("observability/node_facts.sh.j2", _common(ctx))
+
+
+def render_slurm_sd_script(ctx: ExporterContext) -> str:
+    """Writes Prometheus file_sd targets from Slurm's node addresses (discovery ``slurm``)."""
+    return render("observability/slurm_sd.sh.j2", _common(ctx))
+
+
+def render_exporter_script(ctx: ExporterContext) -> str:
+    """The self-contained install script for one node role (bash, shellcheck-clean, idempotent)."""
+    values: Mapping[str, Any] = {
+        **_common(ctx),
+        "node_facts_script": render_node_facts_script(ctx),
+        "slurm_sd_script": render_slurm_sd_script(ctx),
+    }
+    return render("observability/exporters.sh.j2", values)

@@ -1,0 +1,262 @@
+"""Observability rules (table), the observability construct, and synthesis of every orchestrator kind with
+managed and self-hosted metrics (cdk-nag AwsSolutions, cfn-lint zero errors)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fmcluster.blueprint import BlueprintError, load_blueprint_text
+from tests.conftest import cdk_context, patched, resources_of
+
+ORCHESTRATOR_KINDS = ("parallelcluster", "hyperpod", "pcs")
+
+
+# ---- rules -------------------------------------------------------------------------------------
+RULE_CASES = [
+    (
+        {
+            "observability": {
+                "metrics": "managed",
+                "scrape_interval_seconds": 15,
+                "scrape_timeout_seconds": 20,
+            }
+        },
+        "error",
+        "observability.scrape_timeout_seconds",
+        "longer than scrape_interval_seconds (15 s), got 20; allowed 1..15 - lower the timeout or raise "
+        "scrape_interval_seconds [R-OBS-1]",
+    ),
+    (
+        {
+            "observability": {"metrics": "managed", "node_discovery": "ec2"},
+            "orchestrator": {"kind": "hyperpod"},
+        },
+        "error",
+        "observability.node_discovery",
+        "EC2 service discovery cannot find SageMaker HyperPod nodes, got 'ec2'; allowed slurm or auto - did you mean "
+        "node_discovery: slurm? [R-OBS-2]",
+    ),
+    (
+        {
+            "observability": {"metrics": "self_hosted"},
+            "orchestrator": {
+                "kind": "hyperpod",
+                "hyperpod": {
+                    "orchestration": "eks",
+                    "eks_cluster_arn": "arn:aws:eks:us-east-1:123456789012:cluster/x",
+                },
+            },
+        },
+        "warning",
+        "observability.metrics",
+        "HyperPod on EKS gets the self_hosted workspaces but no head-node Prometheus, got orchestration eks; allowed "
+        "slurm for the full metrics layer - install the EKS observability add-on to scrape the exporters [R-OBS-3]",
+    ),
+    (
+        {"observability": {"metrics": "self_hosted", "grafana_authentication": "SAML"}},
+        "warning",
+        "observability.grafana_authentication",
+        "ignored because metrics is 'self_hosted', got 'SAML'; allowed only with metrics: managed (self-hosted Grafana "
+        "is reached through SSM port forwarding) [R-OBS-4]",
+    ),
+]
+
+
+def _problems(patch: dict[str, Any]) -> list[tuple[str, str, str]]:
+    try:
+        result = load_blueprint_text(patched(patch))
+    except BlueprintError as e:
+        return [(p.level, p.path, p.message + f" [{p.rule_id}]") for p in e.problems]
+    return [(w.level, w.path, w.message + f" [{w.rule_id}]") for w in result.warnings]
+
+
+@pytest.mark.parametrize(
+    ("patch", "level", "path", "message"), RULE_CASES, ids=[c[-1][-8:-1] for c in RULE_CASES]
+)
+def test_observability_rules(patch: dict[str, Any], level: str, path: str, message: str) -> None:
+    assert (level, path, message) in _problems(patch)
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        {
+            "observability": {
+                "metrics": "managed",
+                "scrape_interval_seconds": 10,
+                "scrape_timeout_seconds": 10,
+            }
+        },
+        {"observability": {"metrics": "managed"}, "orchestrator": {"kind": "hyperpod"}},
+        {"observability": {"metrics": "managed", "grafana_authentication": "SAML"}},
+        {"observability": {"metrics": "none", "scrape_timeout_seconds": 10}},
+    ],
+)
+def test_observability_rules_accept(patch: dict[str, Any]) -> None:
+    assert [p for p in _problems(patch) if "R-OBS" in p[2]] == []
+
+
+def test_unknown_metrics_mode_is_a_shape_error() -> None:
+    problems = _problems({"observability": {"metrics": "prometheus"}})
+    assert any(p[1] == "observability.metrics" and p[0] == "error" for p in problems), problems
+
+
+# ---- synthesis -----------------------------------------------------------------------------------
+@cache
+def _synth(kind: str, metrics: str) -> tuple[Path, dict[str, dict[str, Any]]]:
+    """Full app with cdk-nag (AwsSolutions) as app.py runs it; synth raises on an unacknowledged finding."""
+    import aws_cdk as cdk
+    from cdk_nag import AwsSolutionsChecks
+
+    from fmcluster.stacks.build import build_app
+
+    bp = load_blueprint_text(
+        patched({"observability": {"metrics": metrics}, "orchestrator": {"kind": kind}})
+    ).blueprint
+    out = Path(tempfile.mkdtemp(prefix=f"fmcluster-obs-{kind}-{metrics}-"))
+    app = cdk.App(outdir=str(out), context=cdk_context())
+    try:
+        stacks = build_app(app, bp)
+    except NotImplementedError as e:
+        pytest.skip(f"orchestrator {kind} does not synthesize yet: {e}")
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()
+    return out, {
+        s.stack_name: json.loads((out / f"{s.stack_name}.template.json").read_text()) for s in stacks.all()
+    }
+
+
+@pytest.mark.synth
+@pytest.mark.parametrize("metrics", ["managed", "self_hosted"])
+@pytest.mark.parametrize("kind", ORCHESTRATOR_KINDS)
+def test_synthesizes_clean_with_nag_and_cfn_lint(kind: str, metrics: str) -> None:
+    out, templates = _synth(kind, metrics)
+    assert "t-cluster-observability" in templates
+    report = json.loads((out / "validation-report.json").read_text())
+    assert [p["pluginName"] for p in report["pluginReports"] if p["conclusion"] != "success"] == []
+    lint = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "cfn-lint"),
+            "--regions",
+            "us-east-1",
+            "--format",
+            "parseable",
+            "--",
+            *sorted(str(p) for p in out.glob("*.template.json")),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    errors = [line for line in lint.stdout.splitlines() if ":E" in line]
+    assert lint.returncode & 2 == 0 and errors == [], lint.stdout + lint.stderr
+
+
+@pytest.mark.synth
+def test_managed_stack_has_amp_rules_grafana_and_scoped_node_policy() -> None:
+    from fmcluster.templates.observability import observability_context, render_alert_rules
+
+    _, templates = _synth("parallelcluster", "managed")
+    tpl = templates["t-cluster-observability"]
+    ((ws_id, ws),) = resources_of(tpl, "AWS::APS::Workspace").items()
+    assert ws["Properties"]["Alias"] == "fmcluster-t-cluster"
+    (rules,) = resources_of(tpl, "AWS::APS::RuleGroupsNamespace").values()
+    bp = load_blueprint_text(patched({"observability": {"metrics": "managed"}})).blueprint
+    assert rules["Properties"]["Data"] == render_alert_rules(observability_context(bp))
+    assert rules["Properties"]["Workspace"] == {"Fn::GetAtt": [ws_id, "Arn"]}
+    (graf,) = resources_of(tpl, "AWS::Grafana::Workspace").values()
+    props = graf["Properties"]
+    assert (props["AuthenticationProviders"], props["PermissionType"], props["GrafanaVersion"]) == (
+        ["AWS_SSO"],
+        "CUSTOMER_MANAGED",
+        "10.4",
+    )
+    role_id = props["RoleArn"]["Fn::GetAtt"][0]
+    trust = tpl["Resources"][role_id]["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]
+    assert trust["Principal"] == {"Service": "grafana.amazonaws.com"}
+    (grafana_policy,) = resources_of(tpl, "AWS::IAM::Policy").values()
+    stmts = grafana_policy["Properties"]["PolicyDocument"]["Statement"]
+    query = next(s for s in stmts if "aps:QueryMetrics" in s["Action"])
+    assert query["Resource"] == {"Fn::GetAtt": [ws_id, "Arn"]}
+    (node_policy,) = resources_of(tpl, "AWS::IAM::ManagedPolicy").values()
+    node_stmts = node_policy["Properties"]["PolicyDocument"]["Statement"]
+    assert {
+        "Action": "aps:RemoteWrite",
+        "Effect": "Allow",
+        "Resource": {"Fn::GetAtt": [ws_id, "Arn"]},
+    } in node_stmts
+    assert set(tpl["Outputs"]) == {
+        "NodePolicyArn",
+        "ParameterName",
+        "GrafanaUrl",
+        "RemoteWriteUrl",
+        "QueryUrl",
+    }
+    (param,) = resources_of(tpl, "AWS::SSM::Parameter").values()
+    assert param["Properties"]["Name"] == "/fmcluster/t-cluster/observability"
+
+
+@pytest.mark.synth
+def test_self_hosted_stack_has_no_workspaces() -> None:
+    _, templates = _synth("parallelcluster", "self_hosted")
+    tpl = templates["t-cluster-observability"]
+    types = sorted({r["Type"] for r in tpl["Resources"].values()} - {"AWS::CDK::Metadata"})
+    assert types == ["AWS::IAM::ManagedPolicy", "AWS::SSM::Parameter"]
+    (node_policy,) = resources_of(tpl, "AWS::IAM::ManagedPolicy").values()
+    actions = {
+        a
+        for s in node_policy["Properties"]["PolicyDocument"]["Statement"]
+        for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    }
+    assert {"ssm:GetParameter", "ec2:DescribeInstances", "cloudwatch:GetMetricData"} <= actions
+    assert tpl["Outputs"]["GrafanaUrl"]["Value"] == "http://localhost:3000"
+
+
+def test_metrics_none_adds_no_observability_stack() -> None:
+    import aws_cdk as cdk
+
+    from fmcluster.stacks.build import build_app
+
+    bp = load_blueprint_text(patched()).blueprint  # conftest BASE: metrics none
+    stacks = build_app(cdk.App(context=cdk_context()), bp)
+    assert stacks.observability is None
+    assert [s.stack_name for s in stacks.all()] == [
+        "t-cluster-network",
+        "t-cluster-storage",
+        "t-cluster-cluster",
+    ]
+
+
+def test_construct_refuses_metrics_none_and_validates_timeout() -> None:
+    import aws_cdk as cdk
+
+    from fmcluster.blueprint.model import ObservabilitySpec
+    from fmcluster.constructs.observability import ClusterObservability
+
+    stack = cdk.Stack(cdk.App(), "s")
+    with pytest.raises(ValueError, match="metrics managed or self_hosted"):
+        ClusterObservability(
+            stack, "O", spec=ObservabilitySpec(metrics="none"), cluster_name="x", alert_rules=""
+        )
+    bad = ObservabilitySpec(metrics="self_hosted", scrape_interval_seconds=10, scrape_timeout_seconds=20)
+    obs = ClusterObservability(stack, "O2", spec=bad, cluster_name="x", alert_rules="")
+    assert obs.node.validate() == [
+        "observability.scrape_timeout_seconds: longer than scrape_interval_seconds (10 s), got 20; allowed 1..10"
+    ]
+
+
+def test_rendered_rules_are_the_documented_prometheus_rule_format() -> None:
+    from fmcluster.templates.observability import observability_context, render_alert_rules
+
+    bp = load_blueprint_text(patched({"observability": {"metrics": "managed"}})).blueprint
+    doc = yaml.safe_load(render_alert_rules(observability_context(bp)))
+    assert [g["name"] for g in doc["groups"]] == ["t-cluster-gpu", "t-cluster-efa", "t-cluster-nodes"]
+    assert all(g["interval"] == "30s" for g in doc["groups"])

