@@ -60,7 +60,7 @@ def test_plan_formats(fmt: str) -> None:
         assert (plan["subnet"]["required"], plan["subnet"]["fits"]) == (4 * 32 + 1 + 5, True)
         assert plan["storage"]["throughput_mbps"] == 1200 and plan["storage"]["throughput_mbps_per_gpu"] == 37.5
         assert plan["software"]["aws_ofi_nccl"] == "1.16.3" and plan["software"]["libfabric"] == "2.1.0amzn5.0"
-        assert set(plan["stacks"]) == {"llm-train-network", "llm-train-storage", "llm-train-cluster"}
+        assert set(plan["stacks"]) == {"llm-train-network", "llm-train-storage", "llm-train-cluster", "llm-train-observability"}
         assert all(n > 0 for n in plan["stacks"].values())
         from fmcluster.review.plan import resource_counts
         from tests.conftest import cli_synth

@@ -71,7 +71,8 @@ FAILING = [
      "settings for pcs are ignored because orchestrator.kind is 'parallelcluster'; allowed only orchestrator.parallelcluster - "
      "did you mean kind: pcs?", "R-ORCH-1"),
     ({"observability": {"scrape_interval_seconds": 15, "scrape_timeout_seconds": 20}}, "observability.scrape_timeout_seconds",
-     "longer than scrape_interval_seconds, got 20; allowed 1..15", "R-OBS-1"),
+     "longer than scrape_interval_seconds (15 s), got 20; allowed 1..15 - lower the timeout or raise scrape_interval_seconds",
+     "R-OBS-1"),
     ({"compute": [{**P5, "instance_type": "p6-b200.48xlarge"}]}, "software.stack",
      "stack is not known-good for the p6-b200 family (compute[0] is p6-b200.48xlarge), got 'h100-570-cuda12.8'; "
      "allowed blackwell-580-cuda13.0 - did you mean 'blackwell-580-cuda13.0'?", "R-SW-1"),

@@ -19,6 +19,7 @@ from fmcluster.blueprint.model import Blueprint
 from fmcluster.blueprint.rules.subnet import subnet_usage
 from fmcluster.catalog import get_instance
 from fmcluster.catalog.software import get_stack
+from fmcluster.templates.observability.endpoints import observability_endpoints
 
 #: Scratch file systems have no throughput tier; FSx documents 200 MB/s/TiB baseline (unverified).
 SCRATCH_BASELINE_MBPS_PER_TIB = 200
@@ -66,6 +67,7 @@ class Plan:
     observability: str = "none"
     subnet: dict[str, Any] = field(default_factory=dict)
     subnet_rows: list[tuple[str, int]] = field(default_factory=list)
+    observability_endpoints: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def gpus_total(self) -> int:
@@ -120,6 +122,7 @@ def build_plan(bp: Blueprint, stacks: dict[str, int] | None = None) -> Plan:
     software = {"stack": stack.name, "os": bp.software.os, "kernel_modules": stack.kernel_modules, **stack.versions()}
     usage = subnet_usage(bp)
     return Plan(
+        observability_endpoints=[e.as_dict() for e in observability_endpoints(bp)],
         subnet=usage.as_dict(), subnet_rows=usage.rows(),
         name=bp.name, region=bp.region, availability_zone=bp.az_label, orchestrator=bp.orchestrator.kind,
         compute=compute, storage=storage, checkpoints=checkpoints, software=software, stacks=stacks or {},
@@ -174,6 +177,9 @@ def _rows(plan: Plan) -> list[tuple[str, list[str], list[list[str]]]]:
                    f", minimum /{plan.subnet['min_prefix_length']}")
         sections.append((f"GPU subnet IPv4 ({verdict})", ["item", "addresses"], [[k, str(v)] for k, v in plan.subnet_rows]))
     sections.append(("Software", ["component", "version"], [[k, str(v) if v is not None else "unknown"] for k, v in plan.software.items()]))
+    if plan.observability_endpoints:
+        sections.append((f"Observability ({plan.observability})", ["endpoint", "address", "access"],
+                         [[e["name"], e["address"], e["access"]] for e in plan.observability_endpoints]))
     if plan.stacks:
         sections.append(("Stacks", ["stack", "resources"], [[k, str(v)] for k, v in plan.stacks.items()]))
     return sections

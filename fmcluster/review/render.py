@@ -6,20 +6,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from fmcluster.blueprint import Blueprint
-from fmcluster.templates.context import node_context
+from fmcluster.templates.context import blueprint_node_contexts
+from fmcluster.templates.observability import render_observability_files
 from fmcluster.templates.node_scripts import render_node_scripts
 
 EXECUTABLE = ("bootstrap.sh", "fmcluster-node-check")
 
 
 def render_blueprint(bp: Blueprint) -> dict[str, dict[str, str]]:
-    """``{group name: {file name: text}}`` for every compute group of a validated blueprint."""
+    """``{folder: {file name: text}}``: one folder per compute group (node scripts, resolved
+    versions) and, when metrics are on, ``observability/`` (Prometheus config, alert rules,
+    dashboards, exporter scripts)."""
     out: dict[str, dict[str, str]] = {}
     for group in bp.compute:
-        ctx = node_context(
-            blueprint_name=bp.name, orchestrator=bp.orchestrator.kind, group=group,
-            software=bp.software, lustre=bp.storage.lustre,
-        )
+        ctx = blueprint_node_contexts(bp)[group.name]
         files = render_node_scripts(ctx)
         versions = "".join(f"{k}: {v if v is not None else 'unknown'}\n" for k, v in ctx.versions.items())
         files["versions.txt"] = (
@@ -27,6 +27,9 @@ def render_blueprint(bp: Blueprint) -> dict[str, dict[str, str]]:
             f"{versions}kernel_modules: {ctx.kernel_modules}\n"
         )
         out[group.name] = files
+    for rel, text in render_observability_files(bp).items():
+        folder, _, name = rel.rpartition("/")
+        out.setdefault(folder or "observability", {})[name] = text
     return out
 
 

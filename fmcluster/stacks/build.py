@@ -17,7 +17,7 @@ from fmcluster.stacks.cluster_stack import ClusterStack
 from fmcluster.stacks.network_stack import NetworkStack
 from fmcluster.stacks.observability_stack import ObservabilityStack
 from fmcluster.stacks.storage_stack import StorageStack
-from fmcluster.templates.context import node_context
+from fmcluster.templates.context import blueprint_node_contexts
 from fmcluster.templates.observability import observability_context, render_alert_rules
 
 ALLOW_DATA_DESTRUCTION = "fmcluster:allowDataDestruction"
@@ -81,11 +81,7 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
             description=f"fmcluster {bp.name}: {bp.observability.metrics} metrics (Prometheus, Grafana, alert rules)",
         )
         Tags.of(observability).add("fmcluster:stack", "observability")
-    contexts = {
-        g.name: node_context(blueprint_name=bp.name, orchestrator=bp.orchestrator.kind, group=g,
-                             software=bp.software, lustre=bp.storage.lustre)
-        for g in bp.compute
-    }
+    contexts = blueprint_node_contexts(bp)
     cluster = ClusterStack(
         app, f"{bp.name}-cluster", env=env, orchestrator=bp.orchestrator, cluster_name=bp.name, os=bp.software.os,
         groups=bp.compute, node_contexts=contexts, subnet=net.gpu_subnet, security_group=net.efa_security_group,

@@ -11,7 +11,7 @@ import shlex
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from fmcluster.blueprint.model import ComputeGroup, LustreSpec, SoftwareSpec
+from fmcluster.blueprint.model import Blueprint, ComputeGroup, LustreSpec, SoftwareSpec
 from fmcluster.catalog import get_instance
 from fmcluster.catalog.software import (
     BLACKWELL_FAMILIES,
@@ -178,15 +178,21 @@ class NodeContext:
     packages: PackagePlan | None = None
     job_env: tuple[EnvVar, ...] = ()
     paths: dict[str, str] = field(default_factory=dict)
+    #: Exporter install script for this group's nodes (observability); "" when metrics are off.
+    exporters_script: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def node_context(
-    *, blueprint_name: str, orchestrator: str, group: ComputeGroup, software: SoftwareSpec, lustre: LustreSpec | None
+    *, blueprint_name: str, orchestrator: str, group: ComputeGroup, software: SoftwareSpec, lustre: LustreSpec | None,
+    exporters_script: str = "",
 ) -> NodeContext:
     """Build the context for ``group`` (pins = the named stack with the blueprint's overrides).
+
+    ``exporters_script`` (from ``fmcluster.templates.observability.render_exporter_script``) is
+    embedded in the bootstrap and run after the node check; empty means no exporters.
 
     Expects a blueprint that passed the rules (R-ART-1 guarantees every download is pinned);
     raises ``ValueError`` otherwise.
@@ -259,4 +265,20 @@ def node_context(
             "scratch_label": SCRATCH_LABEL,
             "plugin_prefix": f"{PREFIX}/aws-ofi-nccl-{stack.plugin_override}" if plugin else "",
         },
+        exporters_script=exporters_script,
     )
+
+
+def blueprint_node_contexts(bp: Blueprint) -> dict[str, NodeContext]:
+    """Compute group name -> NodeContext, with the group's exporter script when metrics are on."""
+    from fmcluster.templates.observability.exporters import exporter_context, render_exporter_script
+
+    return {
+        g.name: node_context(
+            blueprint_name=bp.name, orchestrator=bp.orchestrator.kind, group=g, software=bp.software,
+            lustre=bp.storage.lustre,
+            exporters_script=render_exporter_script(exporter_context(bp, role="compute", group=g))
+            if bp.observability.enabled else "",
+        )
+        for g in bp.compute
+    }
