@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import Acknowledgment, Annotations, Duration, RemovalPolicy, Stack, Validations
+from aws_cdk import Acknowledgment, Annotations, Duration, RemovalPolicy, Validations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_fsx as fsx
 from aws_cdk import aws_iam as iam
@@ -61,8 +61,6 @@ CHECKPOINT_OBJECT_ACTIONS = [
 ]
 CHECKPOINT_BUCKET_ACTIONS = ["s3:ListBucket", "s3:ListBucketVersions", "s3:ListBucketMultipartUploads"]
 KMS_DATA_ACTIONS = ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*"]
-#: The CDK singleton that empties buckets with auto_delete_objects (created once per stack).
-AUTO_DELETE_PROVIDER_ID = "Custom::S3AutoDeleteObjectsCustomResourceProvider"
 
 
 def effective_removal_policy(scope: Construct, requested: str, allow_destruction: bool, what: str) -> RemovalPolicy:
@@ -208,7 +206,6 @@ class TrainingStorage(Construct):
 
     def _bucket(self, id: str, *, removal: RemovalPolicy, logs_prefix: str, versioned: bool,
                 rules: list[s3.LifecycleRule], key: kms.IKey | None = None) -> s3.Bucket:
-        destroy = removal == RemovalPolicy.DESTROY
         bucket = s3.Bucket(
             self, id,
             versioned=versioned,
@@ -222,22 +219,9 @@ class TrainingStorage(Construct):
             server_access_logs_prefix=logs_prefix,
             lifecycle_rules=rules or None,
             removal_policy=removal,
-            auto_delete_objects=destroy,
+            auto_delete_objects=removal == RemovalPolicy.DESTROY,
         )
-        if destroy:
-            self._acknowledge_auto_delete_provider()
         return bucket
-
-    def _acknowledge_auto_delete_provider(self) -> None:
-        provider = Stack.of(self).node.try_find_child(AUTO_DELETE_PROVIDER_ID)
-        if provider is None:
-            return
-        for rule_id, reason in (
-            ("AwsSolutions-IAM4", "CDK's auto-delete-objects provider uses the AWS Lambda basic execution managed "
-                                  "policy; it exists only when two-key destroy is on."),
-            ("AwsSolutions-L1", "The CDK auto-delete-objects provider's runtime is chosen by aws-cdk-lib."),
-        ):
-            Validations.of(provider).acknowledge(Acknowledgment(id=rule_id, reason=reason))
 
     # -- FSx ------------------------------------------------------------------------------------
     def _lustre(self, spec: LustreSpec, vpc: ec2.IVpc, subnet: ec2.ISubnet, clients: ec2.ISecurityGroup) -> None:
