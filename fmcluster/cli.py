@@ -100,6 +100,9 @@ def plan(
 
 
 # --- commands registered by subsystems (one import + one line each) ---
+from fmcluster.review.diff import register_cli as _register_diff  # noqa: E402
+
+_register_diff(app)
 
 
 def main() -> None:

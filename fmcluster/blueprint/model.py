@@ -233,6 +233,12 @@ KMS_KEY_ARN_PATTERN = r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/(mrk-[0-9a-f]{
 S3_URI_PATTERN = r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?$"
 PATTERN_HINTS[KMS_KEY_ARN_PATTERN] = "a KMS key ARN, arn:aws:kms:<region>:<account>:key/<key id>"
 PATTERN_HINTS[S3_URI_PATTERN] = "s3://<bucket>/<optional prefix>/"
+DAILY_TIME_PATTERN = r"^([01]\d|2[0-3]):[0-5]\d$"
+WEEKLY_TIME_PATTERN = r"^[1-7]:([01]\d|2[0-3]):[0-5]\d$"
+CHECKPOINT_PREFIX_PATTERN = r"^[\w.-][\w./-]*/$"
+PATTERN_HINTS[DAILY_TIME_PATTERN] = "HH:MM in UTC, e.g. 03:00"
+PATTERN_HINTS[WEEKLY_TIME_PATTERN] = "d:HH:MM in UTC, d = 1 (Monday) to 7 (Sunday), e.g. 7:04:00"
+PATTERN_HINTS[CHECKPOINT_PREFIX_PATTERN] = "a key prefix ending in '/', not starting with '/', e.g. checkpoints/"
 CheckpointStorageClass = Literal["STANDARD_IA", "ONEZONE_IA", "INTELLIGENT_TIERING", "GLACIER_IR", "GLACIER", "DEEP_ARCHIVE"]
 
 
@@ -313,11 +319,11 @@ class LustreSpec(Section):
         0, ge=0, le=90, description="0-90 days, persistent only; 0 = no automatic backups. Default: 0."
     )
     daily_automatic_backup_start_time: str | None = Field(
-        None, pattern=r"^([01]\d|2[0-3]):[0-5]\d$",
+        None, pattern=DAILY_TIME_PATTERN,
         description="HH:MM UTC, only with automatic_backup_retention_days > 0. Default: chosen by FSx.",
     )
     weekly_maintenance_start_time: str | None = Field(
-        None, pattern=r"^[1-7]:([01]\d|2[0-3]):[0-5]\d$", description="d:HH:MM UTC, d = 1 (Monday) to 7. Default: chosen by FSx."
+        None, pattern=WEEKLY_TIME_PATTERN, description="d:HH:MM UTC, d = 1 (Monday) to 7. Default: chosen by FSx."
     )
     kms_key_arn: str | None = Field(
         None, pattern=KMS_KEY_ARN_PATTERN,
@@ -374,7 +380,7 @@ class CheckpointSpec(Section):
         description="'create' for a new bucket, or the name of an existing one. Default: create.",
     )
     prefix: str = Field(
-        DEFAULT_CHECKPOINT_PREFIX, pattern=r"^[\w.-][\w./-]*/$",
+        DEFAULT_CHECKPOINT_PREFIX, pattern=CHECKPOINT_PREFIX_PATTERN,
         description=f"Prefix nodes may read and write (and nothing else). Default: {DEFAULT_CHECKPOINT_PREFIX}.",
     )
     versioned: bool = Field(True, description="Created bucket only. Default: true.")
