@@ -145,6 +145,7 @@ class TrainingStorage(Construct):
         self.checkpoint_key: kms.IKey | None = None
         self.access_logs: s3.Bucket | None = None
         self._allow_destruction = allow_destruction
+        self._repository_buckets: dict[str, s3.IBucket] = {}
 
         if lustre is not None:
             self._lustre(lustre, vpc, subnet, client_security_group)
@@ -312,11 +313,9 @@ class TrainingStorage(Construct):
             path = repo.file_system_path.strip("/")
             return S3Location(self.data_bucket, f"{path}/" if path else "")
         name, _, prefix = repo.s3_uri.removeprefix("s3://").partition("/")
-        bucket = self.node.try_find_child(f"Repository-{name}")
-        if bucket is None:
-            bucket = s3.Bucket.from_bucket_name(self, f"Repository-{name}", name)
-        assert isinstance(bucket, s3.IBucket)
-        return S3Location(bucket, prefix)
+        if name not in self._repository_buckets:
+            self._repository_buckets[name] = s3.Bucket.from_bucket_name(self, f"Repository-{name}", name)
+        return S3Location(self._repository_buckets[name], prefix)
 
     # -- checkpoints ----------------------------------------------------------------------------
     def _checkpoints(self, spec: CheckpointSpec) -> None:
