@@ -420,7 +420,7 @@ def diff_assemblies(old: Assembly, new: Assembly) -> DiffReport:
         typ = res["Type"]
         stateful = typ in STATEFUL_TYPES
         action: Action = "replace" if replaces else "may-replace" if may else "update"
-        causes = [p.path for p in props if p.replaces]
+        causes = [p.path for p in props if p.replaces or p.conditional]
         level: Level = "info"
         note = ""
         if replaces or may:
