@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 import ipaddress
-from typing import Annotated, Literal
+from typing import Annotated, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -226,8 +226,8 @@ EventName = Literal["NEW", "CHANGED", "DELETED"]
 DeploymentType = Literal["SCRATCH_1", "SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2"]
 #: Default throughput tier per persistent deployment type (MB/s/TiB); scratch has none.
 DEFAULT_THROUGHPUT_BY_DEPLOYMENT = {"PERSISTENT_1": 200, "PERSISTENT_2": DEFAULT_PER_UNIT_THROUGHPUT}
-DEFAULT_LUSTRE_VERSION = "2.15"
-DEFAULT_DATA_COMPRESSION = "LZ4"
+DEFAULT_LUSTRE_VERSION: Literal["2.15"] = "2.15"
+DEFAULT_DATA_COMPRESSION: Literal["LZ4"] = "LZ4"
 DEFAULT_CHECKPOINT_PREFIX = "checkpoints/"
 KMS_KEY_ARN_PATTERN = r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/(mrk-[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$"
 S3_URI_PATTERN = r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?$"
@@ -240,6 +240,10 @@ PATTERN_HINTS[DAILY_TIME_PATTERN] = "HH:MM in UTC, e.g. 03:00"
 PATTERN_HINTS[WEEKLY_TIME_PATTERN] = "d:HH:MM in UTC, d = 1 (Monday) to 7 (Sunday), e.g. 7:04:00"
 PATTERN_HINTS[CHECKPOINT_PREFIX_PATTERN] = "a key prefix ending in '/', not starting with '/', e.g. checkpoints/"
 CheckpointStorageClass = Literal["STANDARD_IA", "ONEZONE_IA", "INTELLIGENT_TIERING", "GLACIER_IR", "GLACIER", "DEEP_ARCHIVE"]
+
+
+def _all_events() -> list[EventName]:
+    return ["NEW", "CHANGED", "DELETED"]
 
 
 class DataRepository(Section):
@@ -257,7 +261,7 @@ class DataRepository(Section):
         json_schema_extra={"replaces": True},
     )
     import_policy: list[EventName] = Field(
-        default_factory=lambda: ["NEW", "CHANGED", "DELETED"],
+        default_factory=_all_events,
         description="Auto-import events from S3. Default: NEW, CHANGED, DELETED.",
     )
     export_policy: list[EventName] = Field(default_factory=list, description="Auto-export events to S3. Default: none.")
@@ -281,7 +285,7 @@ class LustreSpec(Section):
     """FSx for Lustre (aws-resource-rules §6)."""
 
     deployment_type: DeploymentType = Field(
-        DEFAULT_DEPLOYMENT_TYPE,
+        cast(DeploymentType, DEFAULT_DEPLOYMENT_TYPE),
         description=f"Default: {DEFAULT_DEPLOYMENT_TYPE}. SCRATCH_2 suits short-lived test clusters (no backups, "
         "no replication). Changing this replaces the file system (data loss).",
         json_schema_extra={"replaces": True},

@@ -33,7 +33,7 @@ import re
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
-from enum import Enum
+from enum import StrEnum
 from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -465,9 +465,9 @@ def diff_assemblies(old: Assembly, new: Assembly) -> DiffReport:
         r = old_res[key]
         stateful = r["Type"] in STATEFUL_TYPES
         retained = r.get("DeletionPolicy") in ("Retain", "RetainExceptOnCreate", "Snapshot")
-        level: Level = ("warning" if retained else "error") if stateful else "info"
+        removal_level: Level = ("warning" if retained else "error") if stateful else "info"
         changes.append(ResourceChange(
-            key[0], key[1], r["Type"], "remove", level, _cdk_path(r), stateful,
+            key[0], key[1], r["Type"], "remove", removal_level, _cdk_path(r), stateful,
             note=("removed from the stack; " + ("kept in the account (orphaned)" if retained else "DELETED with its data"))
             if stateful else ""))
     for key in added:
@@ -629,7 +629,7 @@ def _parse_context(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
-class DiffFormat(str, Enum):
+class DiffFormat(StrEnum):
     text = "text"
     markdown = "markdown"
     json = "json"
