@@ -87,13 +87,15 @@ def plan(
     file: Annotated[Path, typer.Argument(help="Blueprint YAML file.")],
     format: Annotated[OutputFormat, typer.Option("--format", "-f", help="text, markdown or json.")] = OutputFormat.text,
     cdk_out: Annotated[Path | None, typer.Option(help="Count resources in this synthesized cdk.out instead of synthesizing.")] = None,
+    checkpoint_gib: Annotated[int | None, typer.Option(
+        "--checkpoint-gib", min=1, help="Also show the time to write a checkpoint of this many GiB to FSx.")] = None,
 ) -> None:
     """Print the bill of materials: GPUs, EFA, network, storage throughput, software, stacks."""
     from fmcluster.review.plan import build_plan, render_json, render_markdown, render_rich, resource_counts, synth_resource_counts
 
     bp = _load_or_exit(file)
     counts = resource_counts(cdk_out) if cdk_out else synth_resource_counts(bp)
-    result = build_plan(bp, counts)
+    result = build_plan(bp, counts, checkpoint_gib=checkpoint_gib)
     if format is OutputFormat.json:
         print(render_json(result))
     elif format is OutputFormat.markdown:
@@ -124,8 +126,10 @@ def render(
 
 # --- commands registered by subsystems (one import + one line each) ---
 from fmcluster.preflight.cli import preflight as _preflight  # noqa: E402
+from fmcluster.review.diff import register_cli as _register_diff  # noqa: E402
 
 app.command("preflight")(_preflight)
+_register_diff(app)
 
 
 def main() -> None:

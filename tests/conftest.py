@@ -46,7 +46,10 @@ def patched(patch: dict[str, Any] | None = None, drop: tuple[str, ...] = ()) -> 
 
 
 def cdk_context() -> dict[str, Any]:
-    return json.loads((ROOT / "cdk.json").read_text())["context"]
+    """cdk.json context plus the feature flags build_app sets (for tests that build constructs directly)."""
+    from fmcluster.stacks.build import FEATURE_FLAGS
+
+    return {**FEATURE_FLAGS, **json.loads((ROOT / "cdk.json").read_text())["context"]}
 
 
 @cache

@@ -11,7 +11,7 @@ shared/reference/aws-resource-rules.md (section numbers given per field).
 from __future__ import annotations
 
 import ipaddress
-from typing import Annotated, Literal
+from typing import Annotated, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -296,7 +296,30 @@ class ComputeGroup(Section):
 
 
 # ---- storage ---------------------------------------------------------------------------------
+# Sources: FSx CreateFileSystem API (botocore 1.44.8 fsx service model) and aws-resource-rules.md
+# section 6; S3 lifecycle: https://docs.aws.amazon.com/AmazonS3/latest/API/API_Transition.html
 EventName = Literal["NEW", "CHANGED", "DELETED"]
+DeploymentType = Literal["SCRATCH_1", "SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2"]
+#: Default throughput tier per persistent deployment type (MB/s/TiB); scratch has none.
+DEFAULT_THROUGHPUT_BY_DEPLOYMENT = {"PERSISTENT_1": 200, "PERSISTENT_2": DEFAULT_PER_UNIT_THROUGHPUT}
+DEFAULT_LUSTRE_VERSION: Literal["2.15"] = "2.15"
+DEFAULT_DATA_COMPRESSION: Literal["LZ4"] = "LZ4"
+DEFAULT_CHECKPOINT_PREFIX = "checkpoints/"
+KMS_KEY_ARN_PATTERN = r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/(mrk-[0-9a-f]{32}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$"
+S3_URI_PATTERN = r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?$"
+PATTERN_HINTS[KMS_KEY_ARN_PATTERN] = "a KMS key ARN, arn:aws:kms:<region>:<account>:key/<key id>"
+PATTERN_HINTS[S3_URI_PATTERN] = "s3://<bucket>/<optional prefix>/"
+DAILY_TIME_PATTERN = r"^([01]\d|2[0-3]):[0-5]\d$"
+WEEKLY_TIME_PATTERN = r"^[1-7]:([01]\d|2[0-3]):[0-5]\d$"
+CHECKPOINT_PREFIX_PATTERN = r"^[\w.-][\w./-]*/$"
+PATTERN_HINTS[DAILY_TIME_PATTERN] = "HH:MM in UTC, e.g. 03:00"
+PATTERN_HINTS[WEEKLY_TIME_PATTERN] = "d:HH:MM in UTC, d = 1 (Monday) to 7 (Sunday), e.g. 7:04:00"
+PATTERN_HINTS[CHECKPOINT_PREFIX_PATTERN] = "a key prefix ending in '/', not starting with '/', e.g. checkpoints/"
+CheckpointStorageClass = Literal["STANDARD_IA", "ONEZONE_IA", "INTELLIGENT_TIERING", "GLACIER_IR", "GLACIER", "DEEP_ARCHIVE"]
+
+
+def _all_events() -> list[EventName]:
+    return ["NEW", "CHANGED", "DELETED"]
 
 
 class DataRepository(Section):
@@ -308,57 +331,91 @@ class DataRepository(Section):
     )
     s3_uri: str | None = Field(
         None,
-        pattern=r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?$",
+        pattern=S3_URI_PATTERN,
         description="Existing S3 location. Default: a prefix named after file_system_path in the data bucket "
-        "the storage stack creates.",
+        "the storage stack creates. Changing it replaces the association.",
         json_schema_extra={"replaces": True},
     )
     import_policy: list[EventName] = Field(
-        default_factory=lambda: ["NEW", "CHANGED", "DELETED"],
+        default_factory=_all_events,
         description="Auto-import events from S3. Default: NEW, CHANGED, DELETED.",
     )
     export_policy: list[EventName] = Field(default_factory=list, description="Auto-export events to S3. Default: none.")
     imported_file_chunk_size_mib: int = Field(
         DEFAULT_CHUNK_MIB, ge=1, le=512000, description=f"Stripe chunk for imported files. Default: {DEFAULT_CHUNK_MIB} MiB."
     )
-    batch_import_metadata_on_create: bool = Field(True, description="Import existing S3 metadata at creation. Default: true.")
+    batch_import_metadata_on_create: bool = Field(
+        True, description="Import existing S3 metadata at creation. Default: true. Changing it replaces the association.",
+        json_schema_extra={"replaces": True},
+    )
 
     @field_validator("import_policy", "export_policy")
     @classmethod
     def _unique(cls, v: list[str]) -> list[str]:
         if len(set(v)) != len(v):
-            raise ValueError(f"events must be unique, got {v}")
+            raise ValueError(f"events must be unique, got {v}; allowed each of NEW, CHANGED, DELETED at most once")
         return v
 
 
 class LustreSpec(Section):
     """FSx for Lustre (aws-resource-rules §6)."""
 
-    deployment_type: Literal["SCRATCH_1", "SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2"] = Field(
-        DEFAULT_DEPLOYMENT_TYPE,
-        description=f"Default: {DEFAULT_DEPLOYMENT_TYPE}. Changing this replaces the file system (data loss).",
+    deployment_type: DeploymentType = Field(
+        cast(DeploymentType, DEFAULT_DEPLOYMENT_TYPE),
+        description=f"Default: {DEFAULT_DEPLOYMENT_TYPE}. SCRATCH_2 suits short-lived test clusters (no backups, "
+        "no replication). Changing this replaces the file system (data loss).",
         json_schema_extra={"replaces": True},
     )
     storage_capacity_gib: int = Field(
-        DEFAULT_STORAGE_CAPACITY_GIB, ge=1, description=f"GiB. Default: {DEFAULT_STORAGE_CAPACITY_GIB}."
+        DEFAULT_STORAGE_CAPACITY_GIB, ge=1,
+        description=f"GiB: 1200, 2400 or a multiple of 2400 (3600 for SCRATCH_1). Default: {DEFAULT_STORAGE_CAPACITY_GIB}. "
+        "Can grow in place (not SCRATCH_1), never shrink.",
     )
     per_unit_storage_throughput: int | None = Field(
-        DEFAULT_PER_UNIT_THROUGHPUT,
-        description=f"MB/s/TiB (PERSISTENT_* only). Default: {DEFAULT_PER_UNIT_THROUGHPUT}. Changing this replaces the file system.",
+        None,
+        description="Throughput tier in MB/s/TiB, PERSISTENT_* only (PERSISTENT_1: 50, 100, 200; PERSISTENT_2: 125, "
+        "250, 500, 1000). Default: "
+        + ", ".join(f"{v} for {k}" for k, v in DEFAULT_THROUGHPUT_BY_DEPLOYMENT.items())
+        + ", none for scratch. Changing this replaces the file system (CloudFormation).",
         json_schema_extra={"replaces": True},
     )
-    file_system_type_version: Literal["2.12", "2.15"] = Field("2.15", description="Lustre version. Default: 2.15.")
-    data_compression: Literal["LZ4", "NONE"] = Field("LZ4", description="Default: LZ4.")
+    file_system_type_version: Literal["2.12", "2.15"] = Field(
+        DEFAULT_LUSTRE_VERSION, description=f"Lustre version. Default: {DEFAULT_LUSTRE_VERSION}. Changing this replaces "
+        "the file system.", json_schema_extra={"replaces": True},
+    )
+    data_compression: Literal["LZ4", "NONE"] = Field(
+        DEFAULT_DATA_COMPRESSION, description=f"Default: {DEFAULT_DATA_COMPRESSION} (only new writes are compressed)."
+    )
     efa_enabled: bool = Field(
-        False, description="EFA-enabled file system (PERSISTENT_2 + metadata configuration). Default: false. "
-        "Changing this replaces the file system.", json_schema_extra={"replaces": True},
+        False, description="EFA-enabled file system: PERSISTENT_2, a metadata configuration and Lustre 2.15; clients "
+        "need the EFA driver and an EFA-capable Lustre client. Default: false. Changing this replaces the file system.",
+        json_schema_extra={"replaces": True},
     )
     metadata_iops: int | None = Field(
-        None, description="User-provisioned metadata IOPS (PERSISTENT_2). Default: AUTOMATIC metadata mode."
+        None, description="User-provisioned metadata IOPS (PERSISTENT_2): 1500, 3000, 6000, 12000 or a multiple of "
+        "12000 up to 192000. Default: AUTOMATIC metadata mode when EFA is on, else no metadata configuration.",
     )
-    automatic_backup_retention_days: int = Field(0, ge=0, le=90, description="0 = no automatic backups. Default: 0.")
+    automatic_backup_retention_days: int = Field(
+        0, ge=0, le=90, description="0-90 days, persistent only; 0 = no automatic backups. Default: 0."
+    )
+    daily_automatic_backup_start_time: str | None = Field(
+        None, pattern=DAILY_TIME_PATTERN,
+        description="HH:MM UTC, only with automatic_backup_retention_days > 0. Default: chosen by FSx.",
+    )
     weekly_maintenance_start_time: str | None = Field(
-        None, pattern=r"^[1-7]:([01]\d|2[0-3]):[0-5]\d$", description="d:HH:MM UTC. Default: chosen by FSx."
+        None, pattern=WEEKLY_TIME_PATTERN, description="d:HH:MM UTC, d = 1 (Monday) to 7. Default: chosen by FSx."
+    )
+    kms_key_arn: str | None = Field(
+        None, pattern=KMS_KEY_ARN_PATTERN,
+        description="Customer managed KMS key for data at rest (PERSISTENT_* only; scratch always uses the FSx "
+        "service key). Default: the FSx-managed key. Changing this replaces the file system.",
+        json_schema_extra={"replaces": True},
+    )
+    import_path: str | None = Field(
+        None, pattern=S3_URI_PATTERN,
+        description="Legacy S3 link for the whole file system (SCRATCH_1, SCRATCH_2, PERSISTENT_1; cannot be combined "
+        "with data_repositories). Prefer data_repositories. Default: none. Changing this replaces the file system.",
+        json_schema_extra={"replaces": True},
     )
     mount_point: str = Field(DEFAULT_MOUNT_POINT, pattern=r"^/[\w./-]+$", description=f"Default: {DEFAULT_MOUNT_POINT}.")
     data_repositories: list[DataRepository] = Field(default_factory=list, description="At most 8. Default: none.")
@@ -366,21 +423,66 @@ class LustreSpec(Section):
         "retain", description="destroy takes effect only with the context flag fmcluster:allowDataDestruction=true. Default: retain."
     )
 
+    @property
+    def persistent(self) -> bool:
+        return self.deployment_type.startswith("PERSISTENT")
+
+    @property
+    def throughput_tier(self) -> int | None:
+        """Per-unit throughput in MB/s/TiB: the blueprint's value or the deployment type's default (None for scratch)."""
+        if self.per_unit_storage_throughput is not None:
+            return self.per_unit_storage_throughput
+        return DEFAULT_THROUGHPUT_BY_DEPLOYMENT.get(self.deployment_type)
+
+    @property
+    def metadata_mode(self) -> Literal["AUTOMATIC", "USER_PROVISIONED"] | None:
+        """Metadata configuration mode (PERSISTENT_2 only): user-provisioned with metadata_iops, automatic for EFA."""
+        if self.deployment_type != "PERSISTENT_2":
+            return None
+        if self.metadata_iops is not None:
+            return "USER_PROVISIONED"
+        return "AUTOMATIC" if self.efa_enabled else None
+
+
+class CheckpointTransition(Section):
+    """Move current checkpoint objects to a cheaper storage class after some days."""
+
+    storage_class: CheckpointStorageClass = Field(description="Target S3 storage class.")
+    after_days: int = Field(ge=0, le=36500, description="Days after creation (STANDARD_IA / ONEZONE_IA: at least 30).")
+
 
 class CheckpointSpec(Section):
-    """S3 checkpoint bucket: versioned, encrypted, SSL-only, public access blocked."""
+    """S3 checkpoint bucket: versioned, encrypted, SSL-only, access-logged, public access blocked."""
 
     bucket: str = Field(
         "create",
         pattern=r"^(create|[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])$",
         description="'create' for a new bucket, or the name of an existing one. Default: create.",
     )
-    prefix: str = Field("checkpoints/", pattern=r"^[\w./-]*/$", description="Prefix nodes may read and write. Default: checkpoints/.")
-    versioned: bool = Field(True, description="Default: true.")
+    prefix: str = Field(
+        DEFAULT_CHECKPOINT_PREFIX, pattern=CHECKPOINT_PREFIX_PATTERN,
+        description=f"Prefix nodes may read and write (and nothing else). Default: {DEFAULT_CHECKPOINT_PREFIX}.",
+    )
+    versioned: bool = Field(True, description="Created bucket only. Default: true.")
     noncurrent_version_expiration_days: int = Field(
-        DEFAULT_NONCURRENT_DAYS, ge=1, le=3650, description=f"Default: {DEFAULT_NONCURRENT_DAYS} days."
+        DEFAULT_NONCURRENT_DAYS, ge=1, le=3650,
+        description=f"Created, versioned bucket only: delete overwritten/deleted versions after this many days. "
+        f"Default: {DEFAULT_NONCURRENT_DAYS} days.",
+    )
+    transition: CheckpointTransition | None = Field(
+        None, description="Created bucket only: move checkpoints under the prefix to another storage class. Default: none "
+        "(they stay in S3 Standard).",
+    )
+    kms_key_arn: str | None = Field(
+        None, pattern=KMS_KEY_ARN_PATTERN,
+        description="Customer managed KMS key (SSE-KMS with an S3 bucket key); nodes get encrypt/decrypt on it. "
+        "Default: SSE-S3 (S3-managed keys).",
     )
     removal_policy: RemovalPolicyName = Field("retain", description="Default: retain (two-key destroy).")
+
+    @property
+    def created(self) -> bool:
+        return self.bucket == "create"
 
 
 class StorageSpec(Section):

@@ -5,6 +5,14 @@ synthesized templates (an existing ``cdk.out`` or an in-process synth).
 
 Units: GPU memory GiB, network Gbps, storage GiB, throughput MB/s (FSx: capacity in TiB x
 MB/s/TiB, https://docs.aws.amazon.com/fsx/latest/LustreGuide/performance.html).
+
+Storage throughput (https://docs.aws.amazon.com/fsx/latest/LustreGuide/ssd-storage.html, SSD table):
+persistent file systems deliver their throughput tier (MB/s/TiB) as baseline disk throughput, for
+reads and writes; SCRATCH_2 has a 200 MB/s/TiB network baseline and a 100 MB/s/TiB baseline disk
+write throughput. SCRATCH_1 is not in that table: 200 MB/s/TiB for both is an assumption (unverified).
+Checkpoint write time = checkpoint size / baseline write throughput of the whole file system, i.e.
+it assumes all nodes write in parallel and the clients' network is not the bottleneck; bursts
+can be faster. Sizes are GiB (2^30 bytes), rates MB/s (10^6 bytes per second).
 """
 
 from __future__ import annotations
@@ -21,8 +29,11 @@ from fmcluster.catalog import get_instance
 from fmcluster.catalog.software import get_stack
 from fmcluster.templates.observability.endpoints import observability_endpoints
 
-#: Scratch file systems have no throughput tier; FSx documents 200 MB/s/TiB baseline (unverified).
+#: Scratch file systems have no throughput tier; SCRATCH_2 network baseline 200 MB/s/TiB (ssd-storage.html).
 SCRATCH_BASELINE_MBPS_PER_TIB = 200
+#: Baseline write (disk) throughput of scratch file systems in MB/s/TiB: SCRATCH_2 from ssd-storage.html,
+#: SCRATCH_1 assumed equal to its read baseline (unverified).
+SCRATCH_WRITE_MBPS_PER_TIB = {"SCRATCH_2": 100, "SCRATCH_1": 200}
 
 
 @dataclass(frozen=True)
@@ -51,6 +62,10 @@ class StorageLine:
     efa_enabled: bool
     mount_point: str
     data_repositories: list[str]
+    write_throughput_mbps: int = 0
+    throughput_gbps_per_gpu: float = 0.0
+    checkpoint_gib: int | None = None
+    checkpoint_write_seconds: float | None = None
 
 
 @dataclass
@@ -89,7 +104,21 @@ def throughput_mbps(deployment_type: str, capacity_gib: int, per_unit: int | Non
     return capacity_gib * rate // 1000
 
 
-def build_plan(bp: Blueprint, stacks: dict[str, int] | None = None) -> Plan:
+def write_throughput_mbps(deployment_type: str, capacity_gib: int, per_unit: int | None) -> int:
+    """Baseline write throughput in MB/s: the tier for persistent file systems, the disk write
+    baseline for scratch (see module docstring)."""
+    if deployment_type.startswith("PERSISTENT") and per_unit:
+        return capacity_gib * per_unit // 1000
+    return capacity_gib * SCRATCH_WRITE_MBPS_PER_TIB.get(deployment_type, SCRATCH_BASELINE_MBPS_PER_TIB) // 1000
+
+
+def checkpoint_write_seconds(checkpoint_gib: int, write_mbps: int) -> float:
+    """Seconds to write ``checkpoint_gib`` GiB at ``write_mbps`` MB/s (GiB = 2^30 B, MB = 10^6 B)."""
+    return round(checkpoint_gib * 2**30 / (write_mbps * 10**6), 1) if write_mbps else float("inf")
+
+
+def build_plan(bp: Blueprint, stacks: dict[str, int] | None = None, checkpoint_gib: int | None = None) -> Plan:
+    """Bill of materials; with ``checkpoint_gib``, also the time to write a checkpoint of that size to FSx."""
     compute = []
     for g in bp.compute:
         inst = get_instance(g.instance_type)
@@ -105,18 +134,25 @@ def build_plan(bp: Blueprint, stacks: dict[str, int] | None = None) -> Plan:
     storage = None
     fs = bp.storage.lustre
     if fs is not None:
-        tput = throughput_mbps(fs.deployment_type, fs.storage_capacity_gib, fs.per_unit_storage_throughput)
+        tier = fs.throughput_tier
+        tput = throughput_mbps(fs.deployment_type, fs.storage_capacity_gib, tier)
+        write = write_throughput_mbps(fs.deployment_type, fs.storage_capacity_gib, tier)
         storage = StorageLine(
             deployment_type=fs.deployment_type, storage_capacity_gib=fs.storage_capacity_gib,
-            per_unit_storage_throughput=fs.per_unit_storage_throughput, throughput_mbps=tput,
+            per_unit_storage_throughput=tier, throughput_mbps=tput,
             throughput_mbps_per_gpu=round(tput / gpus, 1) if gpus else 0.0, efa_enabled=fs.efa_enabled,
             mount_point=fs.mount_point,
             data_repositories=[f"{r.file_system_path} <-> {r.s3_uri or '(created data bucket)'}" for r in fs.data_repositories],
+            write_throughput_mbps=write,
+            throughput_gbps_per_gpu=round(tput / 1000 / gpus, 3) if gpus else 0.0,
+            checkpoint_gib=checkpoint_gib,
+            checkpoint_write_seconds=checkpoint_write_seconds(checkpoint_gib, write) if checkpoint_gib else None,
         )
     cp = bp.storage.checkpoints
     checkpoints = None if cp is None else (
         f"{'new bucket' if cp.bucket == 'create' else cp.bucket}, prefix {cp.prefix}, "
         f"{'versioned' if cp.versioned else 'unversioned'}"
+        + (f", to {cp.transition.storage_class} after {cp.transition.after_days} days" if cp.transition and cp.created else "")
     )
     stack = get_stack(bp.software.stack).with_overrides(bp.software.overrides.as_dict())
     software = {"stack": stack.name, "os": bp.software.os, "kernel_modules": stack.kernel_modules, **stack.versions()}
@@ -165,11 +201,19 @@ def _rows(plan: Plan) -> list[tuple[str, list[str], list[list[str]]]]:
         s = plan.storage
         sections.append((
             "Storage (FSx for Lustre)",
-            ["deployment type", "capacity GiB", "MB/s/TiB", "throughput MB/s", "MB/s per GPU", "EFA", "mount", "data repositories"],
+            ["deployment type", "capacity GiB", "MB/s/TiB", "throughput MB/s", "write MB/s", "GB/s per GPU", "EFA",
+             "mount", "data repositories"],
             [[s.deployment_type, str(s.storage_capacity_gib), str(s.per_unit_storage_throughput or "-"),
-              str(s.throughput_mbps), str(s.throughput_mbps_per_gpu), "yes" if s.efa_enabled else "no", s.mount_point,
-              "; ".join(s.data_repositories) or "-"]],
+              str(s.throughput_mbps), str(s.write_throughput_mbps), f"{s.throughput_gbps_per_gpu:.3f}",
+              "yes" if s.efa_enabled else "no", s.mount_point, "; ".join(s.data_repositories) or "-"]],
         ))
+        if s.checkpoint_gib:
+            sections.append((
+                "Checkpoint write (FSx baseline, all nodes writing)",
+                ["checkpoint GiB", "write MB/s", "seconds", "minutes"],
+                [[str(s.checkpoint_gib), str(s.write_throughput_mbps), f"{s.checkpoint_write_seconds:.1f}",
+                  f"{(s.checkpoint_write_seconds or 0) / 60:.1f}"]],
+            ))
     if plan.subnet_rows:
         size = plan.subnet.get("subnet_addresses")
         verdict = ("imported subnet (checked by fmcluster preflight)" if size is None else

@@ -13,6 +13,9 @@ from fmcluster.constructs.storage import TrainingStorage
 
 
 class StorageStack(Stack):
+    """FSx for Lustre, data repository associations and buckets (``storage``: TrainingStorage), plus the
+    outputs clients need: file system id, DNS and mount name, checkpoint bucket and prefix."""
+
     def __init__(self, scope: Construct, id: str, *, spec: StorageSpec, vpc: ec2.IVpc, subnet: ec2.ISubnet,
                  client_security_group: ec2.ISecurityGroup, allow_destruction: bool, **kwargs: Any) -> None:
         super().__init__(scope, id, **kwargs)
@@ -23,5 +26,7 @@ class StorageStack(Stack):
         if self.storage.mount is not None:
             CfnOutput(self, "FileSystemId", value=self.storage.mount.file_system_id)
             CfnOutput(self, "LustreDnsName", value=self.storage.mount.dns_name)
+            CfnOutput(self, "LustreMountName", value=self.storage.mount.mount_name)
         if self.storage.checkpoint_bucket is not None:
             CfnOutput(self, "CheckpointBucket", value=self.storage.checkpoint_bucket.bucket_name)
+            CfnOutput(self, "CheckpointPrefix", value=self.storage.checkpoint_prefix)

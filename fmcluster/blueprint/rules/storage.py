@@ -1,20 +1,32 @@
-"""FSx for Lustre, data repository association and checkpoint rules (aws-resource-rules.md section 6)."""
+"""FSx for Lustre, data repository association and checkpoint rules (aws-resource-rules.md section 6).
+
+Every rule names its source. Facts marked unverified in the research notes are warnings, not errors.
+Messages follow ``<what is wrong>, got <value>; allowed <values>`` (style-anchors.md section 5 item 7).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fmcluster.blueprint.model import StorageSpec
+from fmcluster.blueprint.model import Blueprint, StorageSpec
 from fmcluster.blueprint.rules import Violation, rule
 
 FSX_API = "https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateFileSystem.html"
+FSX_LUSTRE_CONFIG = "https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateFileSystemLustreConfiguration.html"
+FSX_EFA = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/efa-file-systems.html"
 DRA_DOC = "https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-resource-fsx-datarepositoryassociation.html"
+S3_TRANSITION = "https://docs.aws.amazon.com/AmazonS3/latest/API/API_Transition.html"
+S3_TRANSITION_GUIDE = "https://docs.aws.amazon.com/AmazonS3/latest/userguide/lifecycle-transition-general-considerations.html"
 
 THROUGHPUT_TIERS: dict[str, tuple[int, ...]] = {
     "PERSISTENT_1": (50, 100, 200),
     "PERSISTENT_2": (125, 250, 500, 1000),
 }
 MAX_DATA_REPOSITORIES = 8
+#: FSx recommends EFA for file systems above this aggregate throughput (MB/s), aws-resource-rules R6.15.
+EFA_RECOMMENDED_ABOVE_MBPS = 10_000
+#: S3 refuses lifecycle transitions to these classes earlier than this many days after creation.
+IA_MIN_TRANSITION_DAYS = 30
 
 
 def capacity_allowed(deployment_type: str, gib: int) -> bool:
@@ -23,6 +35,7 @@ def capacity_allowed(deployment_type: str, gib: int) -> bool:
     return gib in (1200, 2400) or (gib > 0 and gib % step == 0)
 
 
+# ---- FSx for Lustre -------------------------------------------------------------------------
 @rule("R-FSX-1", source=f"{FSX_API} (StorageCapacity)", scope="storage")
 def lustre_capacity(storage: StorageSpec) -> Iterator[Violation]:
     fs = storage.lustre
@@ -35,23 +48,25 @@ def lustre_capacity(storage: StorageSpec) -> Iterator[Violation]:
         )
 
 
-@rule("R-FSX-2", source=f"{FSX_API} (PerUnitStorageThroughput)", scope="storage")
+@rule("R-FSX-2", source=f"{FSX_LUSTRE_CONFIG} (PerUnitStorageThroughput)", scope="storage")
 def lustre_throughput(storage: StorageSpec) -> Iterator[Violation]:
+    """Throughput tiers per deployment type; scratch file systems take none."""
     fs = storage.lustre
-    if not fs:
+    if not fs or fs.per_unit_storage_throughput is None:
         return
     tiers = THROUGHPUT_TIERS.get(fs.deployment_type)
     value = fs.per_unit_storage_throughput
     path = "storage.lustre.per_unit_storage_throughput"
     if tiers and value not in tiers:
         yield path, f"invalid for {fs.deployment_type}, got {value}; allowed {', '.join(map(str, tiers))} MB/s/TiB"
-    elif not tiers and value is not None and "per_unit_storage_throughput" in fs.model_fields_set:
+    elif not tiers:
         yield path, f"not used by {fs.deployment_type}, got {value}; allowed null (only PERSISTENT_1/2 take a throughput tier)"
 
 
-@rule("R-FSX-3", source="https://docs.aws.amazon.com/fsx/latest/LustreGuide/efa-file-systems.html", scope="storage")
+@rule("R-FSX-3", source=f"{FSX_EFA}; aws-resource-rules R6.13 (EfaEnabled needs PERSISTENT_2 + metadata configuration)",
+      scope="storage")
 def efa_needs_persistent2(storage: StorageSpec) -> Iterator[Violation]:
-    """EFA-enabled Lustre needs PERSISTENT_2, a metadata configuration and Lustre 2.15."""
+    """EFA-enabled Lustre needs PERSISTENT_2, a metadata configuration (always added) and Lustre 2.15."""
     fs = storage.lustre
     if fs and fs.efa_enabled and fs.deployment_type != "PERSISTENT_2":
         yield "storage.lustre.efa_enabled", f"needs deployment_type PERSISTENT_2, got {fs.deployment_type}; allowed PERSISTENT_2"
@@ -71,15 +86,76 @@ def metadata_iops(storage: StorageSpec) -> Iterator[Violation]:
         yield path, f"invalid, got {fs.metadata_iops}; allowed 1500, 3000, 6000, 12000 or a multiple of 12000 up to 192000"
 
 
-@rule("R-FSX-5", source=f"{FSX_API} (AutomaticBackupRetentionDays; not on scratch)", scope="storage")
+@rule("R-FSX-5", source=f"{FSX_LUSTRE_CONFIG} (AutomaticBackupRetentionDays; not on scratch)", scope="storage")
 def no_backups_on_scratch(storage: StorageSpec) -> Iterator[Violation]:
     fs = storage.lustre
-    if fs and fs.deployment_type.startswith("SCRATCH") and fs.automatic_backup_retention_days > 0:
+    if fs and not fs.persistent and fs.automatic_backup_retention_days > 0:
         yield "storage.lustre.automatic_backup_retention_days", (
             f"scratch file systems have no backups, got {fs.automatic_backup_retention_days}; allowed 0"
         )
 
 
+@rule("R-FSX-6", source=f"{FSX_LUSTRE_CONFIG} (DailyAutomaticBackupStartTime); aws-cdk lustre-file-system.ts "
+      "validateDailyAutomaticBackupStartTime", scope="storage")
+def backup_start_needs_retention(storage: StorageSpec) -> Iterator[Violation]:
+    fs = storage.lustre
+    if fs and fs.daily_automatic_backup_start_time is not None and fs.automatic_backup_retention_days == 0:
+        yield "storage.lustre.daily_automatic_backup_start_time", (
+            f"only used when automatic backups are on, got {fs.daily_automatic_backup_start_time!r} with "
+            "automatic_backup_retention_days 0; allowed null, or set automatic_backup_retention_days to 1-90"
+        )
+
+
+@rule("R-FSX-7", source=f"{FSX_API} (KmsKeyId: PERSISTENT_1 and PERSISTENT_2 only)", scope="storage")
+def kms_only_persistent(storage: StorageSpec) -> Iterator[Violation]:
+    fs = storage.lustre
+    if fs and fs.kms_key_arn is not None and not fs.persistent:
+        yield "storage.lustre.kms_key_arn", (
+            f"scratch file systems are always encrypted with the FSx service key, got a key for {fs.deployment_type}; "
+            "allowed null, or deployment_type PERSISTENT_1 or PERSISTENT_2"
+        )
+
+
+@rule("R-FSX-8", source=f"{FSX_LUSTRE_CONFIG} (ImportPath is not supported with the Persistent_2 deployment type)",
+      scope="storage")
+def import_path_not_persistent2(storage: StorageSpec) -> Iterator[Violation]:
+    fs = storage.lustre
+    if fs and fs.import_path is not None and fs.deployment_type == "PERSISTENT_2":
+        yield "storage.lustre.import_path", (
+            f"PERSISTENT_2 file systems link to S3 only through data repository associations, got {fs.import_path!r}; "
+            "allowed null - move it to data_repositories: [{file_system_path: /, s3_uri: ...}]"
+        )
+
+
+@rule("R-FSX-9", level="warning", source=f"{FSX_EFA} (EFA recommended above 10 GB/s); aws-resource-rules R6.15",
+      scope="storage")
+def efa_below_recommended_throughput(storage: StorageSpec) -> Iterator[Violation]:
+    fs = storage.lustre
+    if not fs or not fs.efa_enabled or fs.throughput_tier is None:
+        return
+    mbps = fs.storage_capacity_gib * fs.throughput_tier // 1000
+    if mbps <= EFA_RECOMMENDED_ABOVE_MBPS:
+        yield "storage.lustre.efa_enabled", (
+            f"FSx recommends EFA for file systems above {EFA_RECOMMENDED_ABOVE_MBPS // 1000} GB/s, got {mbps} MB/s "
+            f"({fs.storage_capacity_gib} GiB x {fs.throughput_tier} MB/s/TiB); allowed as is, or raise "
+            "storage_capacity_gib / per_unit_storage_throughput (EfaEnabled cannot be changed later)"
+        )
+
+
+@rule("R-FSX-10", level="warning", source=f"{FSX_EFA} (clients need EFA; unverified: non-EFA clients fall back to TCP)")
+def efa_file_system_without_efa_clients(bp: Blueprint) -> Iterator[Violation]:
+    fs = bp.storage.lustre
+    if fs is None or not fs.efa_enabled:
+        return
+    tcp_only = [g.name for g in bp.compute if not g.efa_enabled]
+    if tcp_only:
+        yield "storage.lustre.efa_enabled", (
+            f"compute groups without EFA reach an EFA-enabled file system over TCP only, got {', '.join(tcp_only)}; "
+            "allowed efa: true on every group that should use EFA to the file system"
+        )
+
+
+# ---- data repository associations -------------------------------------------------------------
 @rule("R-DRA-1", source=f"{DRA_DOC} (at most 8 per file system; not on SCRATCH_1)", scope="storage")
 def dra_count_and_type(storage: StorageSpec) -> Iterator[Violation]:
     fs = storage.lustre
@@ -141,3 +217,58 @@ def dra_unique_s3(storage: StorageSpec) -> Iterator[Violation]:
                     f"overlaps the S3 location of data_repositories[{j}], got {r.s3_uri!r}; allowed a separate bucket or prefix"
                 )
         seen[key] = i
+
+
+@rule("R-DRA-4", source=f"{FSX_LUSTRE_CONFIG} (ImportPath: not supported for file systems with a data repository "
+      "association)", scope="storage")
+def dra_not_with_import_path(storage: StorageSpec) -> Iterator[Violation]:
+    fs = storage.lustre
+    if fs and fs.import_path is not None and fs.data_repositories:
+        yield "storage.lustre.data_repositories", (
+            f"a file system linked to S3 by the legacy import_path cannot also have data repository associations, got "
+            f"import_path {fs.import_path!r} and {len(fs.data_repositories)} association(s); allowed one of the two "
+            "(prefer data_repositories and drop import_path)"
+        )
+
+
+# ---- checkpoint bucket -------------------------------------------------------------------------
+@rule("R-CKPT-1", source=f"{S3_TRANSITION} (Days); {S3_TRANSITION_GUIDE}", scope="storage")
+def checkpoint_transition_days(storage: StorageSpec) -> Iterator[Violation]:
+    cp = storage.checkpoints
+    if cp is None or cp.transition is None:
+        return
+    t = cp.transition
+    if t.storage_class in ("STANDARD_IA", "ONEZONE_IA") and t.after_days < IA_MIN_TRANSITION_DAYS:
+        yield "storage.checkpoints.transition.after_days", (
+            f"S3 moves objects to {t.storage_class} only after {IA_MIN_TRANSITION_DAYS} days, got {t.after_days}; "
+            f"allowed >= {IA_MIN_TRANSITION_DAYS}, or storage_class INTELLIGENT_TIERING / GLACIER_IR (any day)"
+        )
+
+
+@rule("R-CKPT-2", source="https://docs.aws.amazon.com/AmazonS3/latest/userguide/intro-lifecycle-rules.html "
+      "(NoncurrentVersionExpiration acts on versioned buckets)", scope="storage")
+def noncurrent_needs_versioning(storage: StorageSpec) -> Iterator[Violation]:
+    cp = storage.checkpoints
+    if cp is not None and not cp.versioned and "noncurrent_version_expiration_days" in cp.model_fields_set:
+        yield "storage.checkpoints.noncurrent_version_expiration_days", (
+            f"only applies to a versioned bucket, got {cp.noncurrent_version_expiration_days} with versioned false; "
+            "allowed versioned: true, or remove noncurrent_version_expiration_days"
+        )
+
+
+#: Checkpoint settings that shape a bucket fmcluster creates; an existing bucket keeps its own.
+CREATED_BUCKET_ONLY = ("versioned", "noncurrent_version_expiration_days", "transition", "removal_policy")
+
+
+@rule("R-CKPT-3", level="warning", source="fmcluster: an existing bucket is imported by name and never modified",
+      scope="storage")
+def existing_bucket_settings_ignored(storage: StorageSpec) -> Iterator[Violation]:
+    cp = storage.checkpoints
+    if cp is None or cp.created:
+        return
+    ignored = [k for k in CREATED_BUCKET_ONLY if k in cp.model_fields_set]
+    if ignored:
+        yield "storage.checkpoints", (
+            f"settings for a created bucket are ignored for the existing bucket {cp.bucket!r}, got {', '.join(ignored)}; "
+            "allowed bucket: create, or configure the existing bucket directly"
+        )

@@ -1,0 +1,675 @@
+"""Update-safety diff: what CloudFormation will do to every resource between two versions of a cluster.
+
+``fmcluster diff OLD NEW`` compares two blueprints (each synthesized in-process into a temp dir,
+no CLI, no credentials) or two synthesized ``cdk.out`` folders, and says for every resource that
+changes whether CloudFormation updates it in place or replaces it.
+
+How replacement is decided (no hand-kept list):
+
+1. The ``createOnlyProperties`` (and ``conditionalCreateOnlyProperties``, "may replace") of the
+   resource's registry schema, as shipped in the ``cfn-lint`` package
+   (``cfnlint/data/schemas/providers/<region>.json`` -> ``resources/<hash>.json``, loaded through
+   ``cfnlint.schema.PROVIDER_SCHEMA_MANAGER``).
+2. A small sourced supplement, :data:`SUPPLEMENT`, used only where the schema is silent:
+   ``AWS::FSx::FileSystem`` properties that the CDK service spec marks ``causesReplacement`` but the
+   registry schema does not list as create-only, and ``LustreConfiguration/EfaEnabled``
+   (aws-resource-rules.md sections 6.4 and R6.16).
+3. References: a property that refers (``Ref``, ``Fn::GetAtt``, ``Fn::Sub``, or ``Fn::ImportValue``
+   of another stack's export) to a resource that is replaced or newly created gets a new value, so
+   replacements propagate (a new subnet replaces the file system through ``SubnetIds``) until
+   nothing changes.
+4. Identity: a resource is matched by stack and logical id. A stateful resource that disappears
+   under one logical id (or stack) and appears under another is a *move*: CloudFormation creates a
+   new, empty one and removes the old one from the stack (kept or deleted by its DeletionPolicy).
+
+Replacing or moving a stateful resource (:data:`STATEFUL_TYPES`) is an error naming the property
+(or the logical id / stack) that causes it; the command then exits 1.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from functools import cache
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import typer
+
+#: Context the CDK CLI passes to apps; in-process synthesis sets it too so templates match ``cdk synth``.
+CLI_CONTEXT = {"aws:cdk:enable-path-metadata": True, "aws:cdk:enable-asset-metadata": True}
+
+#: Resource types that hold data: replacing or moving one loses (or orphans) the data.
+STATEFUL_TYPES = ("AWS::FSx::FileSystem", "AWS::FSx::DataRepositoryAssociation", "AWS::S3::Bucket")
+
+#: Create-only properties the registry schema does not list. Each entry keeps its source; an entry is
+#: used only while the schema is silent about it (neither the property nor a parent is create-only).
+SUPPLEMENT: dict[str, dict[str, str]] = {
+    "AWS::FSx::FileSystem": {
+        "FileSystemTypeVersion": "CDK service spec causesReplacement (aws-resource-rules.md 6.4 [SPEC])",
+        "LustreConfiguration/DeploymentType": "CDK service spec causesReplacement (aws-resource-rules.md 6.4 [SPEC])",
+        # The FSx API can change the tier in place; CloudFormation's spec says replacement: conservative.
+        "LustreConfiguration/PerUnitStorageThroughput": "CDK service spec causesReplacement (aws-resource-rules.md 6.4 [SPEC])",
+        "LustreConfiguration/ImportPath": "CDK service spec causesReplacement (aws-resource-rules.md 6.4 [SPEC])",
+        "LustreConfiguration/ExportPath": "CDK service spec causesReplacement (aws-resource-rules.md 6.4 [SPEC])",
+        "LustreConfiguration/ImportedFileChunkSize": "CDK service spec causesReplacement (aws-resource-rules.md 6.4 [SPEC])",
+        "LustreConfiguration/DriveCacheType": "CDK service spec causesReplacement (aws-resource-rules.md 6.4 [SPEC])",
+        "LustreConfiguration/CopyTagsToBackups": "CDK service spec causesReplacement (aws-resource-rules.md 6.4 [SPEC])",
+        "LustreConfiguration/EfaEnabled":
+            "fmcluster: EfaEnabled must be set at creation and cannot be changed (aws-resource-rules.md R6.16)",
+    },
+}
+SCHEMA_SOURCE = "registry schema createOnlyProperties (cfn-lint)"
+CONDITIONAL_SOURCE = "registry schema conditionalCreateOnlyProperties (cfn-lint): may replace"
+IGNORED_TYPES = ("AWS::CDK::Metadata",)
+DEFAULT_REGION = "us-east-1"
+
+Action = Literal["add", "remove", "update", "replace", "may-replace", "move"]
+Level = Literal["error", "warning", "info"]
+_MISSING = object()
+
+
+class DiffInputError(Exception):
+    """An input folder or file that is not a cloud assembly or blueprint."""
+
+
+# ---- templates and assemblies ----------------------------------------------------------------
+@dataclass(frozen=True)
+class Assembly:
+    """A synthesized app: stack name -> CloudFormation template, and the region for schema lookups."""
+
+    stacks: Mapping[str, Mapping[str, Any]]
+    region: str = DEFAULT_REGION
+    source: str = ""
+
+    @staticmethod
+    def from_templates(templates: Mapping[str, Mapping[str, Any]], region: str = DEFAULT_REGION, source: str = "") -> Assembly:
+        return Assembly(dict(templates), region, source)
+
+    @staticmethod
+    def from_dir(path: str | Path) -> Assembly:
+        """Read a ``cdk.out`` folder through its ``manifest.json`` (stack artifacts only)."""
+        root = Path(path)
+        manifest_file = root / "manifest.json"
+        if not manifest_file.is_file():
+            raise DiffInputError(f"{root}: not a cloud assembly (no manifest.json); allowed a cdk.out folder or a blueprint YAML")
+        manifest = json.loads(manifest_file.read_text())
+        stacks: dict[str, Mapping[str, Any]] = {}
+        region = ""
+        for art_id, art in manifest.get("artifacts", {}).items():
+            if art.get("type") != "aws:cloudformation:stack":
+                continue
+            props = art.get("properties", {})
+            name = props.get("stackName") or art.get("displayName") or art_id
+            stacks[name] = json.loads((root / props["templateFile"]).read_text())
+            env = art.get("environment", "")
+            if not region and env.count("/") >= 3 and not env.endswith("unknown-region"):
+                region = env.rsplit("/", 1)[-1]
+        return Assembly(stacks, region or DEFAULT_REGION, str(root))
+
+    def resources(self) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+        for stack, tpl in self.stacks.items():
+            for lid, res in tpl.get("Resources", {}).items():
+                if res.get("Type") not in IGNORED_TYPES:
+                    yield stack, lid, res
+
+    @property
+    def exports(self) -> dict[str, tuple[str, Any]]:
+        """Export name -> (stack, output value expression)."""
+        out: dict[str, tuple[str, Any]] = {}
+        for stack, tpl in self.stacks.items():
+            for o in tpl.get("Outputs", {}).values():
+                name = (o.get("Export") or {}).get("Name")
+                if isinstance(name, str):
+                    out[name] = (stack, o.get("Value"))
+        return out
+
+
+def find_cdk_json(*starts: Path) -> Path | None:
+    """The nearest ``cdk.json`` at or above any of ``starts`` (first one found wins)."""
+    for start in starts:
+        for d in [start, *start.parents]:
+            if (d / "cdk.json").is_file():
+                return d / "cdk.json"
+    return None
+
+
+def synth_blueprint(path: str | Path, context: Mapping[str, Any] | None = None) -> Assembly:
+    """Load, validate and synthesize a blueprint in-process into a temp dir (no CLI, no credentials).
+
+    Context: the ``cdk.json`` next to (or above) the blueprint, else the one above the working
+    directory, plus ``context``. Raises :class:`fmcluster.blueprint.BlueprintError` for bad input.
+    """
+    from fmcluster.blueprint import load_blueprint
+
+    bp = load_blueprint(path)
+    cdk_json = find_cdk_json(Path(path).resolve().parent, Path.cwd())
+    base = json.loads(cdk_json.read_text()).get("context", {}) if cdk_json else {}
+    base.pop("blueprint", None)
+    return _synth(bp, {**base, **dict(context or {})}, source=str(path))
+
+
+def _synth(bp: Any, context: Mapping[str, Any], source: str) -> Assembly:
+    import aws_cdk as cdk
+
+    from fmcluster.stacks.build import build_app
+
+    out = tempfile.mkdtemp(prefix="fmcluster-diff-")
+    app = cdk.App(outdir=out, context={**CLI_CONTEXT, **dict(context)})
+    build_app(app, bp)
+    app.synth()
+    assembly = Assembly.from_dir(out)
+    return Assembly(assembly.stacks, bp.region, source)
+
+
+def load_side(path: str | Path, context: Mapping[str, Any] | None = None) -> Assembly:
+    """A ``cdk.out`` folder, or a blueprint YAML file synthesized in-process."""
+    p = Path(path)
+    if p.is_dir():
+        return Assembly.from_dir(p)
+    if p.is_file():
+        return synth_blueprint(p, context)
+    raise DiffInputError(f"{p}: no such file or folder; allowed a blueprint YAML or a cdk.out folder")
+
+
+# ---- create-only properties --------------------------------------------------------------------
+@dataclass(frozen=True)
+class CreateOnly:
+    """Property paths (``A/B``, ``*`` for any list item) that replace the resource when they change."""
+
+    paths: tuple[tuple[str, str, bool], ...]  # (path, source, conditional)
+    known: bool  # False when no schema was found for the type
+
+    def sources(self) -> dict[str, str]:
+        return {p: s for p, s, _ in self.paths}
+
+
+@cache
+def create_only(region: str, type_: str) -> CreateOnly:
+    """Create-only property paths of ``type_`` from the cfn-lint registry schema plus :data:`SUPPLEMENT`."""
+    try:
+        from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
+    except ImportError as e:  # pragma: no cover - cfn-lint is a dependency of fmcluster diff
+        raise DiffInputError("fmcluster diff needs the cfn-lint package (its resource schemas); pip install cfn-lint") from e
+    try:
+        schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema(region, type_).schema
+        known = True
+    except Exception:  # noqa: BLE001 - cfn-lint raises its own ResourceNotFoundError for unknown types
+        schema, known = {}, type_.startswith("Custom::")
+    paths: list[tuple[str, str, bool]] = []
+    for key, conditional in (("createOnlyProperties", False), ("conditionalCreateOnlyProperties", True)):
+        for ptr in schema.get(key) or []:
+            if ptr.startswith("/properties/"):
+                paths.append((ptr.removeprefix("/properties/"), CONDITIONAL_SOURCE if conditional else SCHEMA_SOURCE, conditional))
+    schema_paths = [p for p, _, _ in paths]
+    for path, source in SUPPLEMENT.get(type_, {}).items():
+        covered = any(path == p or path.startswith(p + "/") for p in schema_paths)
+        if not covered:
+            paths.append((path, f"supplement: {source}", False))
+    return CreateOnly(tuple(paths), known)
+
+
+def _values_at(obj: Any, parts: list[str], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(concrete path, value) for a property path with ``*`` list wildcards; missing -> _MISSING."""
+    if not parts:
+        yield prefix, obj
+        return
+    head, rest = parts[0], parts[1:]
+    if head == "*":
+        items = obj if isinstance(obj, list) else []
+        if not items:
+            yield prefix + "/*", _MISSING
+        for i, item in enumerate(items):
+            yield from _values_at(item, rest, f"{prefix}/{i}")
+        return
+    value = obj.get(head, _MISSING) if isinstance(obj, dict) else _MISSING
+    if value is _MISSING:
+        yield (prefix + "/" + "/".join(parts)).lstrip("/"), _MISSING
+        return
+    yield from _values_at(value, rest, f"{prefix}/{head}".lstrip("/"))
+
+
+# ---- references -------------------------------------------------------------------------------
+_SUB_VAR = re.compile(r"\$\{([^}!][^}]*)\}")
+
+
+class _Normalizer:
+    """Turns template values into comparable values where references name physical identities.
+
+    A reference to a resource becomes ``<ref stack/id>``; on the NEW side it becomes
+    ``<ref stack/id (new)>`` when that resource is new, moved or replaced (its physical id changes).
+    ``Fn::ImportValue`` is resolved through the exporting stack's output.
+    """
+
+    def __init__(self, assembly: Assembly, fresh: set[tuple[str, str]]) -> None:
+        self.assembly = assembly
+        self.exports = assembly.exports
+        self.fresh = fresh
+
+    def token(self, stack: str, lid: str) -> str:
+        mark = " (new)" if (stack, lid) in self.fresh else ""
+        return f"<ref {stack}/{lid}{mark}>"
+
+    def __call__(self, value: Any, stack: str, depth: int = 0) -> Any:
+        if depth > 20:
+            return value
+        resources = self.assembly.stacks[stack].get("Resources", {})
+        if isinstance(value, dict):
+            if len(value) == 1:
+                (k, v), = value.items()
+                if k == "Ref" and isinstance(v, str) and v in resources:
+                    return self.token(stack, v)
+                if k == "Fn::GetAtt":
+                    target, attr = (v.split(".", 1) + [""])[:2] if isinstance(v, str) else (v + ["", ""])[:2]
+                    if isinstance(target, str) and target in resources:
+                        return f"{self.token(stack, target)}.{attr}"
+                if k == "Fn::ImportValue" and isinstance(v, str) and v in self.exports:
+                    producer, expr = self.exports[v]
+                    return self(expr, producer, depth + 1)
+                if k == "Fn::Sub":
+                    text, variables = (v, {}) if isinstance(v, str) else (v[0], v[1] if len(v) > 1 else {})
+                    refs = sorted({self.token(stack, m.split(".")[0]) for m in _SUB_VAR.findall(text)
+                                   if m.split(".")[0] in resources and m not in variables})
+                    return {"Fn::Sub": [text, self(variables, stack, depth + 1), refs]}
+            return {k: self(v, stack, depth + 1) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self(v, stack, depth + 1) for v in value]
+        return value
+
+
+# ---- the diff ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PropertyChange:
+    path: str
+    old: str
+    new: str
+    replaces: bool = False
+    conditional: bool = False
+    source: str = ""
+
+
+@dataclass
+class ResourceChange:
+    stack: str
+    logical_id: str
+    type: str
+    action: Action
+    level: Level
+    construct_path: str = ""
+    stateful: bool = False
+    properties: list[PropertyChange] = field(default_factory=list)
+    causes: list[str] = field(default_factory=list)
+    moved_from: str | None = None
+    note: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.construct_path or self.logical_id
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class DiffReport:
+    old: str
+    new: str
+    changes: list[ResourceChange]
+
+    @property
+    def errors(self) -> list[ResourceChange]:
+        return [c for c in self.changes if c.level == "error"]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.errors else 0
+
+    def by_id(self, logical_id: str, stack: str | None = None) -> ResourceChange:
+        hits = [c for c in self.changes if c.logical_id == logical_id and (stack is None or c.stack == stack)]
+        if len(hits) != 1:
+            raise KeyError(f"{logical_id}: {len(hits)} changes")
+        return hits[0]
+
+    def of_type(self, type_: str) -> list[ResourceChange]:
+        return [c for c in self.changes if c.type == type_]
+
+    def summary(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for c in self.changes:
+            counts[c.action] = counts.get(c.action, 0) + 1
+        return counts
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"old": self.old, "new": self.new, "exit_code": self.exit_code, "errors": len(self.errors),
+                "summary": self.summary(), "changes": [c.as_dict() for c in self.changes]}
+
+
+def _cdk_path(res: Mapping[str, Any]) -> str:
+    path = (res.get("Metadata") or {}).get("aws:cdk:path", "")
+    parts = path.split("/")[1:]  # drop the stack name
+    if parts and parts[-1] == "Resource":
+        parts = parts[:-1]
+    return "/".join(parts)
+
+
+def _short(value: Any) -> str:
+    if value is _MISSING:
+        return "(absent)"
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _changed_paths(old: Any, new: Any, prefix: str = "") -> Iterator[str]:
+    """Leaf-ish paths where two normalized property trees differ (objects recurse, lists compare whole)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for k in sorted(set(old) | set(new)):
+            if old.get(k, _MISSING) != new.get(k, _MISSING):
+                sub = f"{prefix}/{k}".lstrip("/")
+                if isinstance(old.get(k), dict) and isinstance(new.get(k), dict):
+                    yield from _changed_paths(old[k], new[k], sub)
+                else:
+                    yield sub
+    elif old != new:
+        yield prefix
+
+
+def _get(obj: Any, path: str) -> Any:
+    for part in path.split("/") if path else []:
+        obj = obj.get(part, _MISSING) if isinstance(obj, dict) else _MISSING
+    return obj
+
+
+def diff_assemblies(old: Assembly, new: Assembly) -> DiffReport:
+    """Every resource that changes between ``old`` and ``new``, with CloudFormation's update behaviour."""
+    region = new.region or old.region
+    old_res = {(s, lid): r for s, lid, r in old.resources()}
+    new_res = {(s, lid): r for s, lid, r in new.resources()}
+    matched = {k for k in old_res.keys() & new_res.keys() if old_res[k].get("Type") == new_res[k].get("Type")}
+    retyped = {k for k in old_res.keys() & new_res.keys() if k not in matched}
+    removed = [k for k in old_res if k not in new_res]
+    added = [k for k in new_res if k not in old_res]
+    moves = _pair_moves(removed, added, old_res, new_res)
+
+    # Fixed point: resources whose physical identity is new on the NEW side.
+    fresh: set[tuple[str, str]] = set(added) | retyped
+    verdicts: dict[tuple[str, str], tuple[list[PropertyChange], bool, bool]] = {}
+    old_norm = _Normalizer(old, set())
+    while True:
+        new_norm = _Normalizer(new, fresh)
+        grew = False
+        for key in sorted(matched):
+            verdicts[key] = _compare(region, old_res[key], new_res[key], key, old_norm, new_norm)
+            if verdicts[key][1] and key not in fresh:
+                fresh.add(key)
+                grew = True
+        if not grew:
+            break
+    new_norm = _Normalizer(new, fresh)
+
+    changes: list[ResourceChange] = []
+    for key in sorted(matched):
+        props, replaces, may = verdicts[key]
+        res = new_res[key]
+        policy = _policy_change(old_res[key], res)
+        if not props and not policy:
+            continue
+        typ = res["Type"]
+        stateful = typ in STATEFUL_TYPES
+        action: Action = "replace" if replaces else "may-replace" if may else "update"
+        causes = [p.path for p in props if p.replaces or p.conditional]
+        level: Level = "info"
+        note = ""
+        if replaces or may:
+            level = "error" if stateful else "warning" if may else "info"
+            if stateful:
+                kept = old_res[key].get("UpdateReplacePolicy") in ("Retain", "Snapshot")
+                note = (f"CloudFormation creates a new, empty {_what(typ)}; the old one is "
+                        + ("kept but orphaned (UpdateReplacePolicy Retain): the cluster loses its data"
+                           if kept else "DELETED (UpdateReplacePolicy Delete): data loss"))
+        elif policy and stateful and "Delete" in policy:
+            level, note = "warning", f"{policy}: a later stack deletion deletes the data"
+        if policy and not note:
+            note = policy
+        changes.append(ResourceChange(key[0], key[1], typ, action, level, _cdk_path(res), stateful, props, causes, note=note))
+
+    for key in sorted(retyped):
+        o, n = old_res[key], new_res[key]
+        stateful = o["Type"] in STATEFUL_TYPES or n["Type"] in STATEFUL_TYPES
+        changes.append(ResourceChange(
+            key[0], key[1], n["Type"], "replace", "error" if stateful else "info", _cdk_path(n), stateful,
+            [PropertyChange("Type", o["Type"], n["Type"], True, source="resource type")], ["Type"],
+            note="the resource type changed under the same logical id"))
+
+    moved_new = {n for _, n in moves}
+    moved_old = {o for o, _ in moves}
+    for o_key, n_key in moves:
+        o, n = old_res[o_key], new_res[n_key]
+        co = create_only(region, n["Type"])
+        props = _property_changes(co, o.get("Properties", {}), n.get("Properties", {}), o_key, n_key, old_norm, new_norm)
+        where = "stack" if o_key[0] != n_key[0] else "logical id"
+        cause = (f"{where}: {o_key[0]}/{o_key[1]} -> {n_key[0]}/{n_key[1]}")
+        changes.append(ResourceChange(
+            n_key[0], n_key[1], n["Type"], "move", "error", _cdk_path(n), True, props,
+            [cause] + [p.path for p in props if p.replaces], moved_from=f"{o_key[0]}/{o_key[1]}",
+            note=f"a new, empty {_what(n['Type'])} is created; the old one is "
+                 f"{'kept but orphaned' if o.get('DeletionPolicy') == 'Retain' else 'DELETED'} (DeletionPolicy "
+                 f"{o.get('DeletionPolicy', 'Delete')})"))
+
+    for key in removed:
+        if key in moved_old:
+            continue
+        r = old_res[key]
+        stateful = r["Type"] in STATEFUL_TYPES
+        retained = r.get("DeletionPolicy") in ("Retain", "RetainExceptOnCreate", "Snapshot")
+        removal_level: Level = ("warning" if retained else "error") if stateful else "info"
+        changes.append(ResourceChange(
+            key[0], key[1], r["Type"], "remove", removal_level, _cdk_path(r), stateful,
+            note=("removed from the stack; " + ("kept in the account (orphaned)" if retained else "DELETED with its data"))
+            if stateful else ""))
+    for key in added:
+        if key in moved_new:
+            continue
+        r = new_res[key]
+        changes.append(ResourceChange(key[0], key[1], r["Type"], "add", "info", _cdk_path(r), r["Type"] in STATEFUL_TYPES))
+
+    order = {"error": 0, "warning": 1, "info": 2}
+    changes.sort(key=lambda c: (order[c.level], not c.stateful, c.stack, c.construct_path, c.logical_id))
+    return DiffReport(old.source, new.source, changes)
+
+
+def _what(type_: str) -> str:
+    return {"AWS::FSx::FileSystem": "file system", "AWS::FSx::DataRepositoryAssociation": "data repository association",
+            "AWS::S3::Bucket": "bucket"}.get(type_, type_)
+
+
+def _policy_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    out = []
+    for attr in ("DeletionPolicy", "UpdateReplacePolicy"):
+        a, b = old.get(attr, "Delete"), new.get(attr, "Delete")
+        if a != b:
+            out.append(f"{attr} {a} -> {b}")
+    return ", ".join(out)
+
+
+def _compare(region: str, old: Mapping[str, Any], new: Mapping[str, Any], key: tuple[str, str],
+             old_norm: _Normalizer, new_norm: _Normalizer) -> tuple[list[PropertyChange], bool, bool]:
+    co = create_only(region, new["Type"])
+    props = _property_changes(co, old.get("Properties", {}), new.get("Properties", {}), key, key, old_norm, new_norm)
+    return props, any(p.replaces and not p.conditional for p in props), any(p.conditional for p in props)
+
+
+def _property_changes(co: CreateOnly, old_props: Mapping[str, Any], new_props: Mapping[str, Any],
+                      old_key: tuple[str, str], new_key: tuple[str, str],
+                      old_norm: _Normalizer, new_norm: _Normalizer) -> list[PropertyChange]:
+    a = old_norm(dict(old_props), old_key[0])
+    b = new_norm(dict(new_props), new_key[0])
+    out: dict[str, PropertyChange] = {}
+    covered: set[str] = set()
+    for path, source, conditional in co.paths:
+        parts = path.split("/")
+        olds = dict(_values_at(a, parts))
+        news = dict(_values_at(b, parts))
+        for concrete in sorted(set(olds) | set(news)):
+            ov, nv = olds.get(concrete, _MISSING), news.get(concrete, _MISSING)
+            if ov != nv:
+                out[concrete] = PropertyChange(concrete, _short(ov), _short(nv), True, conditional, source)
+                covered.add(concrete)
+    for path in _changed_paths(a, b):
+        if any(path == c or path.startswith(c + "/") or c.startswith(path + "/") for c in covered):
+            continue
+        source = "" if co.known else "no schema for this type: replacement unknown"
+        out[path] = PropertyChange(path, _short(_get(a, path)), _short(_get(b, path)), False, not co.known, source)
+    return [out[k] for k in sorted(out)]
+
+
+def _pair_moves(removed: list[tuple[str, str]], added: list[tuple[str, str]], old_res: Mapping[tuple[str, str], Any],
+                new_res: Mapping[tuple[str, str], Any]) -> list[tuple[tuple[str, str], tuple[str, str]]]:
+    """Stateful resources that left one (stack, logical id) and arrived under another.
+
+    Paired by type and construct path (relative to the stack); then, per type and stack (or across
+    stacks), when exactly one candidate is left on each side.
+    """
+    pairs: list[tuple[tuple[str, str], tuple[str, str]]] = []
+    rem = [k for k in removed if old_res[k]["Type"] in STATEFUL_TYPES]
+    add = [k for k in added if new_res[k]["Type"] in STATEFUL_TYPES]
+
+    def take(match: Iterable[tuple[tuple[str, str], tuple[str, str]]]) -> None:
+        for o, n in match:
+            if o in rem and n in add:
+                pairs.append((o, n))
+                rem.remove(o)
+                add.remove(n)
+
+    take([(o, n) for o in list(rem) for n in list(add)
+          if old_res[o]["Type"] == new_res[n]["Type"] and _cdk_path(old_res[o]) and _cdk_path(old_res[o]) == _cdk_path(new_res[n])])
+    for same_stack in (True, False):
+        groups: dict[tuple[str, ...], tuple[list[Any], list[Any]]] = {}
+        for o in rem:
+            groups.setdefault((old_res[o]["Type"], o[0] if same_stack else ""), ([], []))[0].append(o)
+        for n in add:
+            groups.setdefault((new_res[n]["Type"], n[0] if same_stack else ""), ([], []))[1].append(n)
+        take([(os_[0], ns[0]) for os_, ns in groups.values() if len(os_) == 1 and len(ns) == 1])
+    return pairs
+
+
+# ---- rendering --------------------------------------------------------------------------------
+ACTION_WORDS = {"add": "ADD", "remove": "REMOVE", "update": "UPDATE in place", "replace": "REPLACE",
+                "may-replace": "MAY REPLACE", "move": "MOVE (new resource)"}
+
+
+def _headline(report: DiffReport) -> str:
+    s = report.summary()
+    parts = [f"{n} {a}" for a, n in sorted(s.items())] or ["no changes"]
+    verdict = f"{len(report.errors)} error(s)" if report.errors else "safe: no stateful resource is replaced or moved"
+    return f"fmcluster diff {report.old} -> {report.new}: {verdict} ({', '.join(parts)})"
+
+
+def _cause_text(c: ResourceChange) -> str:
+    if c.action in ("replace", "may-replace", "move"):
+        details = []
+        for cause in c.causes:
+            p = next((p for p in c.properties if p.path == cause), None)
+            details.append(f"{cause}: {p.old} -> {p.new} [{p.source}]" if p else cause)
+        return "; ".join(details)
+    if c.action == "update":
+        return ", ".join(p.path for p in c.properties) + (f" ({c.note})" if c.note else "")
+    return c.note
+
+
+def render_text(report: DiffReport, *, verbose: bool = False) -> str:
+    lines = [_headline(report)]
+    for c in report.changes:
+        if c.level == "info" and not verbose and c.action in ("update", "add") and not c.stateful:
+            continue
+        lines.append(f"{c.level.upper():7} {ACTION_WORDS[c.action]:18} {c.stack}/{c.name} ({c.type}, {c.logical_id})")
+        text = _cause_text(c)
+        if text:
+            lines.append(f"        {text}")
+        if c.note and c.action in ("replace", "move"):
+            lines.append(f"        {c.note}")
+    hidden = sum(1 for c in report.changes if c.level == "info" and c.action in ("update", "add") and not c.stateful)
+    if hidden and not verbose:
+        lines.append(f"({hidden} in-place update(s) or addition(s) of stateless resources not shown; --verbose lists them)")
+    return "\n".join(lines)
+
+
+def render_markdown(report: DiffReport) -> str:
+    icon = ":x:" if report.errors else ":white_check_mark:"
+    lines = [f"### {icon} {_headline(report)}", ""]
+    if not report.changes:
+        return "\n".join(lines)
+    lines += ["| level | change | stack | resource | type | cause / changed properties |", "|---|---|---|---|---|---|"]
+    for c in report.changes:
+        cause = _cause_text(c).replace("|", "\\|")
+        if c.note and c.action in ("replace", "move"):
+            cause += f"<br>{c.note}"
+        lines.append(f"| {c.level} | {ACTION_WORDS[c.action]} | {c.stack} | `{c.name}` | {c.type} | {cause} |")
+    return "\n".join(lines) + "\n"
+
+
+def render_json(report: DiffReport) -> str:
+    return json.dumps(report.as_dict(), indent=2)
+
+
+# ---- command line -----------------------------------------------------------------------------
+def _parse_context(pairs: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise DiffInputError(f"--context needs KEY=VALUE, got {pair!r}; allowed e.g. fmcluster:allowDataDestruction=true")
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+    return out
+
+
+class DiffFormat(StrEnum):
+    text = "text"
+    markdown = "markdown"
+    json = "json"
+
+
+def register_cli(app: Any) -> None:
+    """Add ``fmcluster diff`` to the typer ``app`` (called from ``fmcluster.cli``)."""
+    from rich.console import Console
+
+    @app.command("diff")
+    def diff_command(
+        old: Annotated[Path, typer.Argument(help="Old blueprint YAML or cdk.out folder.")],
+        new: Annotated[Path, typer.Argument(help="New blueprint YAML or cdk.out folder.")],
+        format: Annotated[DiffFormat, typer.Option("--format", "-f", help="text, markdown (PR comments) or json.")] = DiffFormat.text,
+        as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+        verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Text: also list stateless in-place updates.")] = False,
+        context: Annotated[list[str] | None, typer.Option(
+            "--context", "-c", help="CDK context KEY=VALUE for synthesizing blueprints (repeatable).")] = None,
+    ) -> None:
+        """Say, for every resource that changes between OLD and NEW, whether CloudFormation updates it in
+        place or replaces it. Exit 1 when a stateful resource (FSx, data repository association, S3
+        bucket) would be replaced or moved."""
+        from fmcluster.blueprint import BlueprintError
+
+        err = Console(stderr=True, soft_wrap=True)
+        try:
+            ctx = _parse_context(context or [])
+            report = diff_assemblies(load_side(old, ctx), load_side(new, ctx))
+        except BlueprintError as e:
+            err.print(f"[bold red]{e.file}[/]: {len(e.errors)} error(s)", highlight=False)
+            for p in e.problems:
+                err.print(f"  {p.level}: {p.render()}", highlight=False, markup=False)
+            raise typer.Exit(1) from None
+        except DiffInputError as e:
+            err.print(f"[red]error[/]: {e}", highlight=False)
+            raise typer.Exit(1) from None
+        if as_json or format is DiffFormat.json:
+            print(render_json(report))
+        elif format is DiffFormat.markdown:
+            print(render_markdown(report))
+        else:
+            print(render_text(report, verbose=verbose))
+        raise typer.Exit(report.exit_code)

@@ -1,0 +1,402 @@
+"""``fmcluster diff``: blueprint change pairs with their verdict, the replacement engine on small templates,
+two cdk.out folders, and the three output formats.
+
+Blueprint pairs synthesize in-process; every blueprint text is synthesized once (conftest cache).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from fmcluster.blueprint import load_blueprint_text
+from fmcluster.review.diff import (
+    SUPPLEMENT,
+    Assembly,
+    DiffReport,
+    _values_at,
+    create_only,
+    diff_assemblies,
+    render_json,
+    render_markdown,
+    render_text,
+)
+from tests.conftest import ROOT, synth_templates
+
+FIXTURES = Path(__file__).parent / "fixtures" / "diff"
+DEFAULT = yaml.safe_load((ROOT / "blueprints" / "default.yaml").read_text())
+PATH_METADATA = (("aws:cdk:enable-path-metadata", True),)
+KMS = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+
+FS = "StorageFileSystem61EA7B3D"
+DRA = "StorageDataRepositoryAssociationsDatasetsE8F8AC61"
+CKPT = "StorageCheckpointBucket217D3CE2"
+DATA = "StorageDataBucketB1B922FA"
+LOGS = "StorageAccessLogs96FB524C"
+STORAGE = "llm-train-storage"
+
+
+def assembly(data: dict[str, Any]) -> Assembly:
+    text = yaml.safe_dump(data, sort_keys=False)
+    bp = load_blueprint_text(text).blueprint
+    return Assembly.from_templates(synth_templates(text, PATH_METADATA), bp.region, source=bp.name)
+
+
+def variant(mutate: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    data = copy.deepcopy(DEFAULT)
+    mutate(data)
+    return data
+
+
+def diff_to(mutate: Callable[[dict[str, Any]], None]) -> DiffReport:
+    return diff_assemblies(assembly(DEFAULT), assembly(variant(mutate)))
+
+
+def lustre(**kw: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda d: d["storage"]["lustre"].update(kw)
+
+
+def checkpoints(**kw: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda d: d["storage"]["checkpoints"].update(kw)
+
+
+def storage_changes(report: DiffReport, stack: str = STORAGE) -> dict[str, tuple[str, str]]:
+    """logical id -> (action, level) for every change in the storage stack."""
+    return {c.logical_id: (c.action, c.level) for c in report.changes if c.stack == stack}
+
+
+# ---- blueprint change pairs -----------------------------------------------------------------
+def test_scale_a_compute_group_replaces_nothing() -> None:
+    r = diff_to(lambda d: d["compute"][0].update(count=8))
+    assert r.exit_code == 0
+    assert [(c.stack, c.type, c.action, [p.path for p in c.properties]) for c in r.changes] == [
+        ("llm-train-cluster", "Custom::PclusterCluster", "update", ["ClusterConfiguration/Scheduling/SlurmQueues"])]
+
+
+def test_bump_nccl_changes_no_storage() -> None:
+    r = diff_to(lambda d: d["software"].update(overrides={"nccl": "2.28.9"}))
+    assert r.exit_code == 0
+    assert storage_changes(r) == {}
+    assert {c.stack for c in r.changes} == {"llm-train-cluster"}
+    assert {c.action for c in r.changes} == {"update"}
+
+
+def test_raise_fsx_capacity_updates_in_place() -> None:
+    r = diff_to(lustre(storage_capacity_gib=9600))
+    assert r.exit_code == 0
+    assert storage_changes(r) == {FS: ("update", "info")}
+    [prop] = r.by_id(FS).properties
+    assert (prop.path, prop.old, prop.new, prop.replaces) == ("StorageCapacity", "4800", "9600", False)
+
+
+def test_change_deployment_type_replaces_the_file_system() -> None:
+    r = diff_to(lustre(deployment_type="PERSISTENT_1", per_unit_storage_throughput=None))
+    assert r.exit_code == 1
+    fs = r.by_id(FS)
+    assert (fs.action, fs.level, fs.stateful) == ("replace", "error", True)
+    assert fs.causes == ["LustreConfiguration/DeploymentType", "LustreConfiguration/PerUnitStorageThroughput"]
+    [dt] = [p for p in fs.properties if p.path == "LustreConfiguration/DeploymentType"]
+    assert (dt.old, dt.new) == ("PERSISTENT_2", "PERSISTENT_1")
+    assert dt.source == f"supplement: {SUPPLEMENT['AWS::FSx::FileSystem']['LustreConfiguration/DeploymentType']}"
+    # the association follows its file system (FileSystemId is create-only), the cluster re-points in place
+    dra = r.by_id(DRA)
+    assert (dra.action, dra.level, dra.causes) == ("replace", "error", ["FileSystemId"])
+    assert [p.new for p in dra.properties] == [f"<ref {STORAGE}/{FS} (new)>"]
+    assert storage_changes(r) == {FS: ("replace", "error"), DRA: ("replace", "error")}
+    assert "the old one is kept but orphaned (UpdateReplacePolicy Retain)" in fs.note
+
+
+def test_toggle_efa_replaces_the_file_system() -> None:
+    r = diff_to(lustre(efa_enabled=True))
+    assert r.exit_code == 1
+    fs = r.by_id(FS)
+    assert (fs.action, fs.level) == ("replace", "error")
+    assert fs.causes == ["LustreConfiguration/EfaEnabled"]
+    [efa] = [p for p in fs.properties if p.path == "LustreConfiguration/EfaEnabled"]
+    assert (efa.old, efa.new) == ("(absent)", "true")
+    assert "R6.16" in efa.source
+    # the metadata configuration that comes with EFA is an in-place property
+    assert "LustreConfiguration/MetadataConfiguration" in [p.path for p in fs.properties if not p.replaces]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "causes"),
+    [
+        (lambda d: d.setdefault("network", {}).update(vpc_cidr="10.1.0.0/16"), ["SecurityGroupIds", "SubnetIds"]),
+        (lambda d: d.setdefault("network", {}).update(gpu_subnet_prefix_length=22), ["SubnetIds"]),
+    ],
+    ids=["vpc-cidr", "gpu-subnet-prefix"],
+)
+def test_network_change_replaces_the_file_system_through_its_subnet(
+    mutate: Callable[[dict[str, Any]], None], causes: list[str]
+) -> None:
+    r = diff_to(mutate)
+    assert r.exit_code == 1
+    fs = r.by_id(FS)
+    assert (fs.action, fs.level, fs.causes) == ("replace", "error", causes)
+    [subnets] = [p for p in fs.properties if p.path == "SubnetIds"]
+    assert subnets.new.endswith(" (new)>\"]")
+    subnet = next(c for c in r.changes if c.type == "AWS::EC2::Subnet" and "Gpu" in c.construct_path)
+    assert (subnet.action, subnet.level) == ("replace", "info")
+    assert "CidrBlock" in subnet.causes
+
+
+def test_rename_the_blueprint_moves_every_stateful_resource() -> None:
+    r = diff_to(lambda d: d.update(name="llm-train-2"))
+    assert r.exit_code == 1
+    moves = {(c.moved_from, f"{c.stack}/{c.logical_id}") for c in r.changes if c.action == "move"}
+    assert moves == {(f"{STORAGE}/{lid}", f"llm-train-2-storage/{lid}") for lid in (FS, DRA, CKPT, DATA, LOGS)}
+    fs = r.by_id(FS, "llm-train-2-storage")
+    assert fs.level == "error"
+    assert fs.causes[0] == f"stack: {STORAGE}/{FS} -> llm-train-2-storage/{FS}"
+    assert "SubnetIds" in fs.causes  # the new stack's file system also sits in a new subnet
+    assert "kept but orphaned" in fs.note
+    # stateless resources of the old stacks are removed, the new ones added, without errors
+    assert {c.level for c in r.changes if c.action in ("add", "remove")} == {"info"}
+
+
+def test_add_a_tag_updates_in_place_and_replaces_only_placement_groups() -> None:
+    r = diff_to(lambda d: d["tags"].update(owner="ml-infra"))
+    assert r.exit_code == 0
+    assert storage_changes(r)[FS] == ("update", "info")
+    assert [p.path for p in r.by_id(FS).properties] == ["Tags"]
+    replaced = {c.type for c in r.changes if c.action == "replace"}
+    assert replaced == {"AWS::EC2::PlacementGroup"}  # Tags are create-only on placement groups
+    [pg] = r.of_type("AWS::EC2::PlacementGroup")
+    assert (pg.level, pg.causes) == ("info", ["Tags"])
+
+
+def test_add_a_data_repository() -> None:
+    r = diff_to(lustre(data_repositories=[*DEFAULT["storage"]["lustre"]["data_repositories"],
+                                          {"file_system_path": "/models", "export_policy": ["NEW", "CHANGED"]}]))
+    assert r.exit_code == 0
+    [added] = [c for c in r.changes if c.action == "add" and c.stateful]
+    assert (added.type, added.construct_path, added.level) == (
+        "AWS::FSx::DataRepositoryAssociation", "Storage/DataRepositoryAssociations/Models", "info")
+    assert DRA not in storage_changes(r)  # the existing association is untouched
+
+
+def test_change_a_data_repository_path_replaces_the_association() -> None:
+    r = diff_to(lustre(data_repositories=[{"file_system_path": "/data", "import_policy": ["NEW", "CHANGED", "DELETED"]}]))
+    assert r.exit_code == 1
+    [dra] = [c for c in r.changes if c.type == "AWS::FSx::DataRepositoryAssociation"]
+    assert (dra.action, dra.level, dra.moved_from) == ("move", "error", f"{STORAGE}/{DRA}")
+    assert dra.causes[1:] == ["DataRepositoryPath", "FileSystemPath"]
+    [path] = [p for p in dra.properties if p.path == "FileSystemPath"]
+    assert (path.old, path.new, path.source) == ("/datasets", "/data", "registry schema createOnlyProperties (cfn-lint)")
+
+
+@pytest.mark.parametrize(
+    ("mutate", "lid", "paths"),
+    [
+        (checkpoints(noncurrent_version_expiration_days=60), CKPT, ["LifecycleConfiguration/Rules"]),
+        (checkpoints(transition={"storage_class": "GLACIER_IR", "after_days": 30}), CKPT, ["LifecycleConfiguration/Rules"]),
+        (lustre(automatic_backup_retention_days=7, daily_automatic_backup_start_time="03:00"), FS,
+         ["LustreConfiguration/AutomaticBackupRetentionDays", "LustreConfiguration/DailyAutomaticBackupStartTime"]),
+        (lustre(weekly_maintenance_start_time="7:04:00", data_compression="NONE"), FS,
+         ["LustreConfiguration/DataCompressionType", "LustreConfiguration/WeeklyMaintenanceStartTime"]),
+    ],
+    ids=["checkpoint-lifecycle", "checkpoint-transition", "fsx-backups", "fsx-maintenance-compression"],
+)
+def test_in_place_storage_changes(mutate: Callable[[dict[str, Any]], None], lid: str, paths: list[str]) -> None:
+    r = diff_to(mutate)
+    assert r.exit_code == 0
+    assert storage_changes(r) == {lid: ("update", "info")}
+    assert [p.path for p in r.by_id(lid).properties] == paths
+
+
+@pytest.mark.parametrize(
+    ("mutate", "cause", "source"),
+    [
+        (lustre(kms_key_arn=KMS), "KmsKeyId", "registry schema createOnlyProperties (cfn-lint)"),
+        (lustre(per_unit_storage_throughput=500), "LustreConfiguration/PerUnitStorageThroughput",
+         f"supplement: {SUPPLEMENT['AWS::FSx::FileSystem']['LustreConfiguration/PerUnitStorageThroughput']}"),
+    ],
+    ids=["fsx-kms-key", "fsx-throughput-tier"],
+)
+def test_other_file_system_replacements(mutate: Callable[[dict[str, Any]], None], cause: str, source: str) -> None:
+    r = diff_to(mutate)
+    assert r.exit_code == 1
+    fs = r.by_id(FS)
+    assert (fs.action, fs.causes) == ("replace", [cause])
+    assert fs.properties[0].source == source
+
+
+def test_destroy_flag_without_context_flag_changes_nothing() -> None:
+    r = diff_to(lambda d: (d["storage"]["lustre"].update(removal_policy="destroy"),
+                           d["storage"]["checkpoints"].update(removal_policy="destroy")))
+    assert (r.exit_code, r.changes) == (0, [])
+
+
+def test_same_blueprint_has_no_changes() -> None:
+    r = diff_assemblies(assembly(DEFAULT), assembly(DEFAULT))
+    assert (r.exit_code, r.changes) == (0, [])
+    assert render_text(r).endswith(": safe: no stateful resource is replaced or moved (no changes)")
+
+
+# ---- the engine on small templates ------------------------------------------------------------
+def tpl(resources: dict[str, Any], outputs: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"Resources": resources, **({"Outputs": outputs} if outputs else {})}
+
+
+def res(type_: str, props: dict[str, Any], path: str = "", **attrs: Any) -> dict[str, Any]:
+    return {"Type": type_, "Properties": props, **attrs, **({"Metadata": {"aws:cdk:path": path}} if path else {})}
+
+
+def test_schema_create_only_comes_from_cfn_lint_and_the_supplement_only_where_silent() -> None:
+    fs = create_only("us-east-1", "AWS::FSx::FileSystem").sources()
+    assert {p for p, s in fs.items() if s.startswith("registry")} == {
+        "KmsKeyId", "SecurityGroupIds", "FileSystemType", "SubnetIds", "BackupId"}
+    assert {p for p, s in fs.items() if s.startswith("supplement")} == set(SUPPLEMENT["AWS::FSx::FileSystem"])
+    assert create_only("us-east-1", "AWS::FSx::DataRepositoryAssociation").sources() == dict.fromkeys(
+        ["FileSystemId", "FileSystemPath", "DataRepositoryPath", "BatchImportMetaDataOnCreate"],
+        "registry schema createOnlyProperties (cfn-lint)")
+    assert set(create_only("us-east-1", "AWS::S3::Bucket").sources()) == {"BucketName", "BucketNamePrefix", "BucketNamespace"}
+    assert create_only("us-east-1", "AWS::Made::Up").known is False
+
+
+def test_values_at_expands_list_wildcards() -> None:
+    obj = {"A": [{"B": 1}, {"B": 2}, {"C": 3}]}
+    got = [(p, v) for p, v in _values_at(obj, ["A", "*", "B"])]
+    assert got[:2] == [("A/0/B", 1), ("A/1/B", 2)]
+    assert got[2][0] == "A/2/B"
+
+
+def test_type_change_under_the_same_id_is_a_replacement() -> None:
+    old = Assembly.from_templates({"s": tpl({"X": res("AWS::S3::Bucket", {})})})
+    new = Assembly.from_templates({"s": tpl({"X": res("AWS::SSM::Parameter", {"Type": "String", "Value": "v"})})})
+    [c] = diff_assemblies(old, new).changes
+    assert (c.action, c.level, c.causes) == ("replace", "error", ["Type"])
+
+
+def test_deletion_policy_change_on_a_stateful_resource_warns() -> None:
+    old = Assembly.from_templates({"s": tpl({"B": res("AWS::S3::Bucket", {}, DeletionPolicy="Retain", UpdateReplacePolicy="Retain")})})
+    new = Assembly.from_templates({"s": tpl({"B": res("AWS::S3::Bucket", {}, DeletionPolicy="Delete", UpdateReplacePolicy="Delete")})})
+    [c] = diff_assemblies(old, new).changes
+    assert (c.action, c.level) == ("update", "warning")
+    assert c.note == ("DeletionPolicy Retain -> Delete, UpdateReplacePolicy Retain -> Delete: a later stack deletion "
+                      "deletes the data")
+
+
+def test_conditional_create_only_may_replace() -> None:
+    subnet = {"VpcId": "vpc-1", "CidrBlock": "10.0.0.0/24"}
+    old = Assembly.from_templates({"s": tpl({"S": res("AWS::EC2::Subnet", subnet)})})
+    new = Assembly.from_templates({"s": tpl({"S": res("AWS::EC2::Subnet", {**subnet, "Ipv6CidrBlock": "2600::/64"})})})
+    [c] = diff_assemblies(old, new).changes
+    assert (c.action, c.level, c.causes) == ("may-replace", "warning", ["Ipv6CidrBlock"])
+    assert c.properties[0].source == "registry schema conditionalCreateOnlyProperties (cfn-lint): may replace"
+
+
+def test_stateful_resource_renamed_in_the_same_stack_is_a_move() -> None:
+    bucket = {"VersioningConfiguration": {"Status": "Enabled"}}
+    old = Assembly.from_templates({"s": tpl({"Old1": res("AWS::S3::Bucket", bucket, "s/Checkpoints/Resource",
+                                                          DeletionPolicy="Delete")})})
+    new = Assembly.from_templates({"s": tpl({"New2": res("AWS::S3::Bucket", bucket, "s/Ckpt/Resource")})})
+    [c] = diff_assemblies(old, new).changes
+    assert (c.action, c.level, c.moved_from, c.causes) == ("move", "error", "s/Old1", ["logical id: s/Old1 -> s/New2"])
+    assert c.note == "a new, empty bucket is created; the old one is DELETED (DeletionPolicy Delete)"
+
+
+def test_retained_stateful_removal_warns_and_stateless_changes_are_info() -> None:
+    old = Assembly.from_templates({"s": tpl({
+        "B": res("AWS::S3::Bucket", {}, DeletionPolicy="Retain"),
+        "P": res("AWS::SSM::Parameter", {"Type": "String", "Value": "a"})})})
+    new = Assembly.from_templates({"s": tpl({"P": res("AWS::SSM::Parameter", {"Type": "String", "Value": "b"})})})
+    r = diff_assemblies(old, new)
+    assert [(c.logical_id, c.action, c.level, c.note) for c in r.changes] == [
+        ("B", "remove", "warning", "removed from the stack; kept in the account (orphaned)"),
+        ("P", "update", "info", ""),
+    ]
+    assert r.exit_code == 0
+
+
+def test_two_cdk_out_folders() -> None:
+    r = diff_assemblies(Assembly.from_dir(FIXTURES / "old"), Assembly.from_dir(FIXTURES / "new"))
+    assert Assembly.from_dir(FIXTURES / "new").region == "us-west-2"
+    assert [(c.stack, c.logical_id, c.action, c.level, c.causes) for c in r.changes] == [
+        ("demo-storage", "FileSystem", "replace", "error", ["SubnetIds"]),
+        ("demo-storage", "Scratch", "remove", "error", []),
+        ("demo-storage", "Widget", "may-replace", "warning", ["Size"]),
+        ("demo-storage", "Checkpoints", "update", "info", []),
+        ("demo-network", "GpuSubnet", "replace", "info", ["CidrBlock"]),
+        ("demo-storage", "MountParameter", "update", "info", []),
+    ]
+    assert r.exit_code == 1
+
+
+def test_not_an_assembly(tmp_path: Path) -> None:
+    from fmcluster.review.diff import DiffInputError
+
+    with pytest.raises(DiffInputError, match="not a cloud assembly"):
+        Assembly.from_dir(tmp_path)
+
+
+# ---- command line and formats -------------------------------------------------------------------
+def run(*args: str) -> Any:
+    from fmcluster.cli import app
+
+    return CliRunner().invoke(app, ["diff", *args])
+
+
+def test_cli_on_folders_text_markdown_json() -> None:
+    old, new = str(FIXTURES / "old"), str(FIXTURES / "new")
+    text = run(old, new)
+    assert text.exit_code == 1
+    lines = text.stdout.splitlines()
+    assert lines[0] == (f"fmcluster diff {old} -> {new}: 2 error(s) (1 may-replace, 1 remove, 2 replace, 2 update)")
+    assert lines[1].split() == ["ERROR", "REPLACE", "demo-storage/FileSystem", "(AWS::FSx::FileSystem,", "FileSystem)"]
+    assert lines[2].strip() == ('SubnetIds: ["<ref demo-network/GpuSubnet>"] -> ["<ref demo-network/GpuSubnet (new)>"] '
+                                "[registry schema createOnlyProperties (cfn-lint)]")
+    assert lines[-1] == "(1 in-place update(s) or addition(s) of stateless resources not shown; --verbose lists them)"
+
+    md = run(old, new, "--format", "markdown")
+    assert md.exit_code == 1
+    assert md.stdout.startswith("### :x: fmcluster diff ")
+    assert "| error | REPLACE | demo-storage | `FileSystem` | AWS::FSx::FileSystem | SubnetIds: " in md.stdout
+
+    js = run(old, new, "--json")
+    doc = json.loads(js.stdout)
+    assert (js.exit_code, doc["errors"], doc["summary"]) == (1, 2, {"replace": 2, "remove": 1, "may-replace": 1, "update": 2})
+
+
+def test_cli_on_blueprints_scale_out_passes_and_deployment_type_fails(tmp_path: Path) -> None:
+    old = tmp_path / "old.yaml"
+    old.write_text(yaml.safe_dump(DEFAULT, sort_keys=False))
+    scaled = tmp_path / "scaled.yaml"
+    scaled.write_text(yaml.safe_dump(variant(lambda d: d["compute"][0].update(count=8)), sort_keys=False))
+    p1 = tmp_path / "p1.yaml"
+    p1.write_text(yaml.safe_dump(variant(lustre(deployment_type="PERSISTENT_1", per_unit_storage_throughput=None)),
+                                 sort_keys=False))
+    ok = run(str(old), str(scaled))
+    assert ok.exit_code == 0, ok.stdout
+    assert ": safe: no stateful resource is replaced or moved (1 update)" in ok.stdout.splitlines()[0]
+    bad = run(str(old), str(p1), "-f", "markdown")
+    assert bad.exit_code == 1
+    assert "| error | REPLACE | llm-train-storage | `Storage/FileSystem` | AWS::FSx::FileSystem | " \
+           "LustreConfiguration/DeploymentType: PERSISTENT_2 -> PERSISTENT_1" in bad.stdout
+
+
+def test_cli_bad_inputs(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: x\n")
+    r = run(str(broken), str(FIXTURES / "new"))
+    assert r.exit_code == 1
+    assert "required key 'region' is missing" in r.stderr
+    missing = run(str(tmp_path / "nope.yaml"), str(FIXTURES / "new"))
+    assert missing.exit_code == 1
+    assert "no such file or folder" in missing.stderr
+    ctx = run(str(FIXTURES / "old"), str(FIXTURES / "new"), "-c", "novalue")
+    assert ctx.exit_code == 1 and "--context needs KEY=VALUE" in ctx.stderr
+
+
+def test_markdown_and_json_of_a_clean_diff() -> None:
+    r = diff_to(lambda d: d["compute"][0].update(count=8))
+    assert render_markdown(r).splitlines()[0].startswith("### :white_check_mark: fmcluster diff llm-train -> llm-train: safe")
+    assert json.loads(render_json(r))["exit_code"] == 0
