@@ -61,7 +61,7 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
     }
     cluster = ClusterStack(
         app, f"{bp.name}-cluster", env=env, orchestrator=bp.orchestrator, cluster_name=bp.name, os=bp.software.os,
-        groups=bp.compute, node_contexts=contexts, subnet=net.gpu_subnet, security_group=net.efa_security_group,
+        groups=bp.compute, node_contexts=contexts, vpc=net.vpc, subnet=net.gpu_subnet, security_group=net.efa_security_group,
         placement_groups=net.placement_groups, lustre=st.mount,
         checkpoints=CheckpointAccess(st.checkpoint_bucket, st.checkpoint_prefix) if st.checkpoint_bucket else None,
         tags=tags, description=f"fmcluster {bp.name}: {bp.orchestrator.kind} cluster and node bootstrap",
