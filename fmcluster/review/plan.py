@@ -37,6 +37,8 @@ class ComputeLine:
     network_gbps_total: int
     capacity_type: str
     placement_group: bool
+    efa_interface_type: str = "-"
+    ipv4_per_node: int = 1
 
 
 @dataclass(frozen=True)
@@ -84,10 +86,23 @@ def throughput_mbps(deployment_type: str, capacity_gib: int, per_unit: int | Non
     return capacity_gib * rate // 1000
 
 
+def efa_interface_type(bp: Blueprint) -> str:
+    """The EFA interface type nodes get: ParallelCluster always attaches ``efa`` (EFA with ENA) per card
+    (aws/aws-parallelcluster ``cli/src/pcluster/templates/queues_stack.py``); HyperPod and PCS take the
+    blueprint's choice."""
+    o = bp.orchestrator
+    return {"parallelcluster": "efa", "hyperpod": o.hyperpod.efa_interface_type, "pcs": o.pcs.efa_interface_type}[o.kind]
+
+
 def build_plan(bp: Blueprint, stacks: dict[str, int] | None = None) -> Plan:
+    # Interface layouts live with the launch templates; the import is local because it pulls in aws_cdk.
+    from fmcluster.constructs.capacity import efa_interface_layout, ipv4_addresses_per_node
+
     compute = []
+    mode = efa_interface_type(bp)
     for g in bp.compute:
         inst = get_instance(g.instance_type)
+        nics = efa_interface_layout(inst, efa=g.efa_enabled, efa_interface_type=mode)  # type: ignore[arg-type]
         compute.append(ComputeLine(
             group=g.name, instance_type=g.instance_type, count=g.count, gpu_model=inst.gpu.model,
             gpus_per_node=inst.gpu.count, gpus_total=inst.gpu.count * g.count,
@@ -95,6 +110,7 @@ def build_plan(bp: Blueprint, stacks: dict[str, int] | None = None) -> Plan:
             efa_interfaces_per_node=inst.efa_interface_count if g.efa_enabled else 0,
             network_gbps_per_node=inst.network_gbps, network_gbps_total=inst.network_gbps * g.count,
             capacity_type=g.capacity.type, placement_group=g.uses_placement_group,
+            efa_interface_type=mode if g.efa_enabled else "-", ipv4_per_node=ipv4_addresses_per_node(nics),
         ))
     gpus = sum(c.gpus_total for c in compute)
     storage = None
@@ -147,9 +163,11 @@ def synth_resource_counts(bp: Blueprint) -> dict[str, int]:
 def _rows(plan: Plan) -> list[tuple[str, list[str], list[list[str]]]]:
     sections = [(
         "Compute",
-        ["group", "instance type", "count", "GPUs", "EFA/node", "network Gbps (node / total)", "capacity", "placement group"],
+        ["group", "instance type", "count", "GPUs", "EFA/node", "EFA type", "IPv4/node", "network Gbps (node / total)",
+         "capacity", "placement group"],
         [[c.group, c.instance_type, str(c.count), f"{c.gpu_model} x {c.gpus_total}", str(c.efa_interfaces_per_node),
-          f"{c.network_gbps_per_node} / {c.network_gbps_total}", c.capacity_type, "yes" if c.placement_group else "no"]
+          c.efa_interface_type, str(c.ipv4_per_node), f"{c.network_gbps_per_node} / {c.network_gbps_total}",
+          c.capacity_type, "yes" if c.placement_group else "no"]
          for c in plan.compute],
     )]
     if plan.storage:

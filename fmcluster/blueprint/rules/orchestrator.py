@@ -185,3 +185,48 @@ def pcs_floating_ami(orch: OrchestratorSpec) -> Iterator[Violation]:
             "not pinned: nodes boot the latest PCS-ready DLAMI, whose NVIDIA driver may differ from the software "
             "stack's pin, got nothing; allowed an ami-<hex> resolved once and pinned"
         )
+
+
+#: P-series HyperPod types CloudFormation linting accepts per Region, derived from public pricing
+#: (training-plan-only types such as ml.p5e and ml.p6e-gb200 are absent everywhere). Source: cfn-lint
+#: 1.58.0 ``src/cfnlint/data/schemas/extensions/aws_sagemaker_cluster/instancetype_enum.json``
+#: (aws-resource-rules.md section 1.2: "use as a warning only"). Regions missing here are not checked.
+HYPERPOD_PRICED_TYPES: dict[str, tuple[str, ...]] = {
+    "ap-northeast-1": ("p4d.24xlarge", "p4de.24xlarge", "p5.4xlarge", "p5.48xlarge", "p5en.48xlarge"),
+    "ap-northeast-2": ("p4d.24xlarge", "p5.48xlarge", "p5en.48xlarge"),
+    "ap-south-1": ("p4d.24xlarge", "p4de.24xlarge", "p5.4xlarge", "p5.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge"),
+    "ap-south-2": ("p6-b200.48xlarge", "p6-b300.48xlarge"),
+    "ap-southeast-1": ("p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge"),
+    "ap-southeast-2": ("p4d.24xlarge", "p4de.24xlarge", "p5.4xlarge", "p5.48xlarge"),
+    "ap-southeast-3": ("p5.4xlarge", "p5.48xlarge", "p5en.48xlarge", "p6-b300.48xlarge"),
+    "ca-central-1": ("p4d.24xlarge", "p5.48xlarge"),
+    "eu-central-1": ("p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge"),
+    "eu-north-1": ("p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5en.48xlarge"),
+    "eu-south-2": ("p5en.48xlarge",),
+    "eu-west-1": ("p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge"),
+    "eu-west-2": ("p4d.24xlarge", "p5.4xlarge", "p5.48xlarge"),
+    "sa-east-1": ("p4d.24xlarge", "p4de.24xlarge", "p5.4xlarge", "p5.48xlarge"),
+    "us-east-1": ("p4d.24xlarge", "p4de.24xlarge", "p5.4xlarge", "p5.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge",
+                  "p6-b300.48xlarge"),
+    "us-east-2": ("p4d.24xlarge", "p4de.24xlarge", "p5.4xlarge", "p5.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge"),
+    "us-west-1": ("p5.48xlarge", "p5en.48xlarge"),
+    "us-west-2": ("p4d.24xlarge", "p4de.24xlarge", "p5.4xlarge", "p5.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge",
+                  "p6-b300.48xlarge"),
+}
+
+
+@rule("R-HP-4", level="warning",
+      source="cfn-lint 1.58.0 extensions/aws_sagemaker_cluster/instancetype_enum.json (per-Region ml.* types from public "
+      "pricing; aws-resource-rules.md section 1.2, warning only)")
+def hyperpod_type_in_region(bp: Blueprint) -> Iterator[Violation]:
+    if bp.orchestrator.kind != "hyperpod" or bp.region not in HYPERPOD_PRICED_TYPES:
+        return
+    priced = HYPERPOD_PRICED_TYPES[bp.region]
+    for i, g in enumerate(bp.compute):
+        if g.instance_type not in priced:
+            training_plan = g.capacity.type == "training_plan"
+            yield f"compute[{i}].instance_type", (
+                f"ml.{g.instance_type} has no public HyperPod price in {bp.region}"
+                f"{' (normal for training-plan capacity)' if training_plan else ''}, and cfn-lint reports E3644 for it, "
+                f"got {g.instance_type!r}; allowed here {', '.join(priced) or 'none'}"
+            )
