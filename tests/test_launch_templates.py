@@ -21,7 +21,7 @@ from fmcluster.constructs.capacity import (
     smt_off_cpu_options,
 )
 from tests.conftest import ROOT, resources_of
-from tests.orchestrator_support import cluster_template, group_name, matrix_templates, stack_for
+from tests.orchestrator_support import cluster_template, group_name, matrix_templates, pcs_launch_templates, stack_for
 
 TYPES = known_instance_types()
 MODES = ("efa-only", "efa")
@@ -170,10 +170,9 @@ def test_smt_off_only_on_x86() -> None:
 # ---- synthesized PCS launch templates, every catalog type ----------------------------------------
 def _pcs_launch_template(instance_type: str) -> tuple[dict[str, Any], dict[str, Any]]:
     tpl = cluster_template(matrix_templates("pcs", stack_for(instance_type)))
-    lts = [r for lid, r in resources_of(tpl, "AWS::EC2::LaunchTemplate").items()
-           if r["Properties"]["LaunchTemplateData"]["InstanceType"] == instance_type]
-    assert len(lts) == 1
-    return lts[0]["Properties"]["LaunchTemplateData"], tpl
+    itype, data = pcs_launch_templates(tpl)[group_name(instance_type)]
+    assert itype == instance_type and "InstanceType" not in data  # PCS takes the type from InstanceConfigs
+    return data, tpl
 
 
 def _sg_ref(group: Any) -> str:

@@ -19,7 +19,14 @@ from fmcluster.constructs.orchestrators.pcs import (
     pcs_ami,
 )
 from tests.conftest import ROOT, patched, resources_of, synth_templates
-from tests.orchestrator_support import Resolver, cluster_template, group_name, matrix_templates, stack_for
+from tests.orchestrator_support import (
+    Resolver,
+    cluster_template,
+    group_name,
+    matrix_templates,
+    pcs_launch_templates,
+    stack_for,
+)
 
 EXAMPLE = (ROOT / "blueprints" / "pcs-p5en.yaml").read_text()
 TWO_GROUPS = patched({
@@ -101,17 +108,15 @@ def test_node_groups_and_queue_wiring(two_groups: dict[str, Any]) -> None:
         assert q["ComputeNodeGroupConfigurations"] == [{"ComputeNodeGroupId": {"Fn::GetAtt": [groups[name][0], "Id"]}}]
         assert q["ClusterId"]["Fn::GetAtt"][1] == "Id"
     # each node group uses its own launch template, at its latest version
-    lts = _by_type(two_groups, "AWS::EC2::LaunchTemplate")
-    for name, (_, p) in groups.items():
+    lt_ids = [p["CustomLaunchTemplate"]["TemplateId"]["Ref"] for _, p in groups.values()]
+    assert sorted(lt_ids) == sorted(_by_type(two_groups, "AWS::EC2::LaunchTemplate"))
+    for _, p in groups.values():
         lt_id = p["CustomLaunchTemplate"]["TemplateId"]["Ref"]
         assert p["CustomLaunchTemplate"]["Version"] == {"Fn::GetAtt": [lt_id, "LatestVersionNumber"]}
-        expected = "m7i.2xlarge" if name == "login" else p["InstanceConfigs"][0]["InstanceType"]
-        assert lts[lt_id]["Properties"]["LaunchTemplateData"]["InstanceType"] == expected
 
 
 def test_efa_interface_type_efa_and_spot_template(two_groups: dict[str, Any]) -> None:
-    lts = {r["Properties"]["LaunchTemplateData"]["InstanceType"]: r["Properties"]["LaunchTemplateData"]
-           for r in _by_type(two_groups, "AWS::EC2::LaunchTemplate").values()}
+    lts = {itype: data for itype, data in pcs_launch_templates(two_groups).values()}
     train = lts["p5.48xlarge"]
     assert [n.get("InterfaceType") for n in train["NetworkInterfaces"]] == ["efa"] * 32
     assert lts["p5.4xlarge"]["InstanceMarketOptions"]["MarketType"] == "spot"
@@ -120,9 +125,8 @@ def test_efa_interface_type_efa_and_spot_template(two_groups: dict[str, Any]) ->
 
 
 def _user_data(tpl: dict[str, Any], instance_type: str) -> str:
-    (lt,) = [r for r in _by_type(tpl, "AWS::EC2::LaunchTemplate").values()
-             if r["Properties"]["LaunchTemplateData"]["InstanceType"] == instance_type]
-    encoded = lt["Properties"]["LaunchTemplateData"]["UserData"]["Fn::Base64"]
+    (data,) = [d for itype, d in pcs_launch_templates(tpl).values() if itype == instance_type]
+    encoded = data["UserData"]["Fn::Base64"]
     return Resolver(tpl, "us-east-1")(encoded)
 
 

@@ -219,7 +219,10 @@ class NodeLaunchTemplate(Construct):
     capacity fields come from :func:`launch_template_market`.
 
     Args:
-        instance_type: EC2 instance type written into the template.
+        instance_type: EC2 instance type written into the template, or ``None`` when the orchestrator sets
+            it (AWS PCS takes types from the node group's ``InstanceConfigs``; a type in the template
+            would also make cfn-lint check it against the Region's public type list, which omits
+            Local-Zone-only types such as p6e-gb200).
         interfaces: the layout (see :func:`efa_interface_layout`).
         os: blueprint OS, picks the root device name.
         group: the compute group whose capacity is rendered, or ``None`` (on-demand, e.g. login nodes).
@@ -235,7 +238,7 @@ class NodeLaunchTemplate(Construct):
         scope: Construct,
         id: str,
         *,
-        instance_type: str,
+        instance_type: str | None,
         interfaces: Sequence[NicSpec],
         os: str,
         subnet: ec2.ISubnet,
@@ -266,7 +269,6 @@ class NodeLaunchTemplate(Construct):
                 )
             )
         data: dict[str, Any] = {
-            "instance_type": instance_type,
             "network_interfaces": nics,
             "metadata_options": ec2.CfnLaunchTemplate.MetadataOptionsProperty(
                 http_tokens="required",
@@ -285,6 +287,8 @@ class NodeLaunchTemplate(Construct):
                 )
             ],
         }
+        if instance_type is not None:
+            data["instance_type"] = instance_type
         if placement_group is not None:
             data["placement"] = ec2.CfnLaunchTemplate.PlacementProperty(
                 group_name=placement_group.placement_group_name

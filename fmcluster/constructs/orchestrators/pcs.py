@@ -190,7 +190,7 @@ class PcsCluster(Construct):
         login_lt = NodeLaunchTemplate(
             lt_scope,
             "Login",
-            instance_type=spec.login_instance_type,
+            instance_type=None,  # PCS launches the node group's InstanceConfigs types
             interfaces=(NicSpec(0, 0, "interface"),),
             user_data=mime_user_data(node_shell_script(group=LOGIN_GROUP, bootstrap=None, lustre=lustre)),
             tags={**tags, "fmcluster:node-group": LOGIN_GROUP},
@@ -216,7 +216,7 @@ class PcsCluster(Construct):
             lt = NodeLaunchTemplate(
                 lt_scope,
                 g.name,
-                instance_type=g.instance_type,
+                instance_type=None,
                 interfaces=efa_interface_layout(
                     inst, efa=g.efa_enabled, efa_interface_type=spec.efa_interface_type
                 ),
