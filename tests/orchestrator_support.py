@@ -77,6 +77,14 @@ def matrix_templates(kind: str, stack: str) -> dict[str, dict[str, Any]]:
     return synth_templates(matrix_blueprint(kind, stack))
 
 
+def same_blueprint_text(kind: str) -> str:
+    """blueprints/hyperpod-p5.yaml with only ``orchestrator`` replaced by ``{kind: <kind>}``."""
+    from tests.conftest import ROOT
+
+    base = yaml.safe_load((ROOT / "blueprints" / "hyperpod-p5.yaml").read_text())
+    return yaml.safe_dump({**base, "orchestrator": {"kind": kind}}, sort_keys=False)
+
+
 def matrix_cases() -> list[tuple[str, str]]:
     """(orchestrator, instance type) for every pair."""
     return [(k, t) for k in KINDS for t in known_instance_types()]

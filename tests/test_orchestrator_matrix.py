@@ -8,7 +8,6 @@ import re
 import subprocess
 from pathlib import Path
 import pytest
-import yaml
 
 from fmcluster.blueprint import load_blueprint_text
 from fmcluster.blueprint.rules.orchestrator import HYPERPOD_PRICED_TYPES
@@ -24,17 +23,13 @@ from tests.orchestrator_support import (
     matrix_templates,
     nag_report,
     pcs_launch_templates,
+    same_blueprint_text,
     stack_for,
     synth_with_nag,
 )
 
 CFN_LINT = ROOT / ".venv" / "bin" / "cfn-lint"
-BASE = yaml.safe_load((ROOT / "blueprints" / "hyperpod-p5.yaml").read_text())
-
-
-def same_blueprint(kind: str) -> str:
-    """blueprints/hyperpod-p5.yaml with only ``orchestrator`` replaced by ``{kind: <kind>}``."""
-    return yaml.safe_dump({**BASE, "orchestrator": {"kind": kind}}, sort_keys=False)
+same_blueprint = same_blueprint_text
 
 
 def cfn_lint(paths: list[Path], region: str) -> list[str]:
