@@ -254,3 +254,10 @@ def test_moto_rejects_a_lifecycle_bucket_without_the_sagemaker_prefix(example: d
 def test_example_blueprint_is_valid_yaml() -> None:
     data = yaml.safe_load(EXAMPLE)
     assert data["orchestrator"]["kind"] == "hyperpod" and data["compute"][0]["instance_type"] == "p5.48xlarge"
+
+
+def test_no_placement_group_for_hyperpod(example: dict[str, Any]) -> None:
+    network = next(t for name, t in example.items() if name.endswith("-network"))
+    assert resources_of(network, "AWS::EC2::PlacementGroup") == {}
+    pc = synth_templates(yaml.safe_dump({**yaml.safe_load(EXAMPLE), "orchestrator": {"kind": "parallelcluster"}}))
+    assert len(resources_of(next(t for n, t in pc.items() if n.endswith("-network")), "AWS::EC2::PlacementGroup")) == 1

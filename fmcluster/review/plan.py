@@ -109,7 +109,8 @@ def build_plan(bp: Blueprint, stacks: dict[str, int] | None = None) -> Plan:
             gpu_memory_gib_total=inst.gpu.count * inst.gpu.memory_gib * g.count,
             efa_interfaces_per_node=inst.efa_interface_count if g.efa_enabled else 0,
             network_gbps_per_node=inst.network_gbps, network_gbps_total=inst.network_gbps * g.count,
-            capacity_type=g.capacity.type, placement_group=g.uses_placement_group,
+            capacity_type=g.capacity.type,
+            placement_group=g.uses_placement_group and bp.orchestrator.kind != "hyperpod",  # HyperPod places nodes itself
             efa_interface_type=mode if g.efa_enabled else "-", ipv4_per_node=ipv4_addresses_per_node(nics),
         ))
     gpus = sum(c.gpus_total for c in compute)

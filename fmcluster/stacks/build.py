@@ -44,7 +44,8 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
 
     network = NetworkStack(
         app, f"{bp.name}-network", env=env, spec=bp.network, placement=placement,
-        placement_group_names=[g.name for g in bp.compute if g.uses_placement_group],
+        # HyperPod places instances itself (no placement-group setting in AWS::SageMaker::Cluster).
+        placement_group_names=[g.name for g in bp.compute if g.uses_placement_group and bp.orchestrator.kind != "hyperpod"],
         description=f"fmcluster {bp.name}: VPC, GPU subnet, EFA security group, placement groups",
     )
     net = network.network
