@@ -21,7 +21,13 @@ from fmcluster.constructs.capacity import (
     smt_off_cpu_options,
 )
 from tests.conftest import ROOT, resources_of
-from tests.orchestrator_support import cluster_template, group_name, matrix_templates, pcs_launch_templates, stack_for
+from tests.orchestrator_support import (
+    cluster_template,
+    group_name,
+    matrix_templates,
+    pcs_launch_templates,
+    stack_for,
+)
 
 TYPES = known_instance_types()
 MODES = ("efa-only", "efa")

@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 from pathlib import Path
+
 import pytest
 
 from fmcluster.blueprint import load_blueprint_text

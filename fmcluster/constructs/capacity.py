@@ -47,7 +47,7 @@ from aws_cdk import Fn, Tags
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from fmcluster.blueprint.model import ComputeGroup
+from fmcluster.blueprint.model import CapacityBlockCapacity, ComputeGroup, OdcrCapacity, TrainingPlanCapacity
 from fmcluster.catalog import InstanceSpec
 
 InterfaceType = Literal["interface", "efa", "efa-only"]
@@ -144,12 +144,13 @@ def reservation_target(group: ComputeGroup) -> dict[str, str] | None:
     """``{CapacityReservationId: ...}`` or ``{CapacityReservationResourceGroupArn: ...}`` for ODCR and
     Capacity Blocks; ``None`` for every other capacity type."""
     cap = group.capacity
-    if cap.type not in ("odcr", "capacity_block"):
-        return None
-    rid = getattr(cap, "reservation_id", None)
-    if rid:
-        return {"CapacityReservationId": rid}
-    return {"CapacityReservationResourceGroupArn": str(cap.resource_group_arn)}
+    if isinstance(cap, CapacityBlockCapacity):
+        return {"CapacityReservationId": cap.reservation_id}
+    if isinstance(cap, OdcrCapacity):
+        if cap.reservation_id:
+            return {"CapacityReservationId": cap.reservation_id}
+        return {"CapacityReservationResourceGroupArn": str(cap.resource_group_arn)}
+    return None
 
 
 def launch_template_market(group: ComputeGroup) -> dict[str, Any]:
@@ -204,7 +205,8 @@ def pcluster_capacity(group: ComputeGroup) -> tuple[str | None, dict[str, str] |
 
 def hyperpod_training_plan(group: ComputeGroup) -> str | None:
     """``TrainingPlanArn`` for a HyperPod instance group (``None`` for on-demand)."""
-    return str(group.capacity.arn) if group.capacity.type == "training_plan" else None
+    cap = group.capacity
+    return cap.arn if isinstance(cap, TrainingPlanCapacity) else None
 
 
 # ---- launch template construct ---------------------------------------------------------------

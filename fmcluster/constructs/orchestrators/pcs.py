@@ -33,6 +33,7 @@ Sources (aws-resource-rules.md section 8.1):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from aws_cdk import Annotations, Stack
 from aws_cdk import aws_ec2 as ec2
@@ -180,7 +181,7 @@ class PcsCluster(Construct):
         lt_scope, ng_scope, q_scope = (
             Construct(self, n) for n in ("LaunchTemplates", "NodeGroups", "Queues")
         )
-        common = {
+        common: dict[str, Any] = {
             "os": os,
             "subnet": subnet,
             "efa_security_group": security_group,
