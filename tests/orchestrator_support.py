@@ -8,7 +8,6 @@ instance type the stack covers, so the 9 types x 3 orchestrators need 9 synthese
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from functools import cache
 from pathlib import Path
@@ -188,6 +187,3 @@ class Resolver:
             return "abcdefgh"
         return "imported-value"
 
-
-os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-__all__ = ["KINDS", "Resolver", "matrix_blueprint", "matrix_cases", "matrix_templates", "synth_with_nag", "yaml"]
