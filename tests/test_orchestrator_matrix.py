@@ -115,7 +115,7 @@ def test_same_blueprint_same_plan() -> None:
         lines[kind] = (plan.gpus_total, c.gpu_model, c.efa_interfaces_per_node, c.network_gbps_per_node, c.network_gbps_total,
                        c.efa_interface_type, c.ipv4_per_node)
     assert lines == {
-        "parallelcluster": (32, "H100", 32, 3200, 12800, "efa", 32),
+        "parallelcluster": (32, "H100", 32, 3200, 12800, "efa-only", 1),
         "hyperpod": (32, "H100", 32, 3200, 12800, "efa-only", 1),
         "pcs": (32, "H100", 32, 3200, 12800, "efa-only", 1),
     }

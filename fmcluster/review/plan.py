@@ -86,12 +86,20 @@ def throughput_mbps(deployment_type: str, capacity_gib: int, per_unit: int | Non
     return capacity_gib * rate // 1000
 
 
+#: EFA interface type ParallelCluster puts on compute nodes, per supported version. 3.16.1: ENA primary plus
+#: ``efa-only`` on every EFA card (aws-parallelcluster 3.16.1 ``pcluster/templates/queues_stack.py``, read from the
+#: installed package; aws/aws-parallelcluster PR #7262). 3.15.0 shipped after that change was merged
+#: (2026-03-03) and is assumed to match (unverified).
+PCLUSTER_EFA_INTERFACE_TYPE = {"3.15.0": "efa-only", "3.16.1": "efa-only"}
+
+
 def efa_interface_type(bp: Blueprint) -> str:
-    """The EFA interface type nodes get: ParallelCluster always attaches ``efa`` (EFA with ENA) per card
-    (aws/aws-parallelcluster ``cli/src/pcluster/templates/queues_stack.py``); HyperPod and PCS take the
-    blueprint's choice."""
+    """The EFA interface type nodes get: ParallelCluster's own choice for its version; HyperPod and PCS
+    take the blueprint's."""
     o = bp.orchestrator
-    return {"parallelcluster": "efa", "hyperpod": o.hyperpod.efa_interface_type, "pcs": o.pcs.efa_interface_type}[o.kind]
+    if o.kind == "parallelcluster":
+        return PCLUSTER_EFA_INTERFACE_TYPE.get(o.parallelcluster.version, "efa")
+    return o.hyperpod.efa_interface_type if o.kind == "hyperpod" else o.pcs.efa_interface_type
 
 
 def build_plan(bp: Blueprint, stacks: dict[str, int] | None = None) -> Plan:

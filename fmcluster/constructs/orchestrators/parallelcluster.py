@@ -4,8 +4,11 @@ The provider stack is nested from AWS's published template (version pinned from 
 and the cluster is a ``Custom::PclusterCluster`` whose ``ClusterConfiguration`` is generated from
 the model: one Slurm queue per compute group, EFA on, placement group, capacity type and
 reservation target, the FSx file system as existing shared storage, and the rendered bootstrap
-script as ``OnNodeConfigured``. ParallelCluster builds its own launch templates (``efa`` on every
-card), so ``fmcluster.constructs.capacity`` only contributes the capacity mapping here.
+script as ``OnNodeConfigured``. ParallelCluster builds its own launch templates (3.16.1: ENA primary
+plus ``efa-only`` on every EFA card, card 0 ENA-only for p6-b300 and p6e-gb200 --
+``pcluster/templates/queues_stack.py`` and ``INSTANCE_TYPES_WITH_FIRST_INTERFACE_ENA`` in
+``pcluster/constants.py`` of the 3.16.1 package), so ``fmcluster.constructs.capacity`` only contributes
+the capacity mapping here.
 
 Update and deletion safety: ``DeletionPolicy`` (a property of the custom resource, not the
 CloudFormation attribute) defaults to ``Retain`` so deleting the stack never deletes a cluster
