@@ -159,7 +159,7 @@ class HyperPodCluster(Construct):
 
         self.scripts: dict[str, dict[str, str]] = {}
         for name, node_type, g in topology:
-            files = render_node_scripts(node_contexts[name]) if g is not None else {}
+            files = dict(render_node_scripts(node_contexts[name])) if g is not None else {}
             files[ON_CREATE] = on_create_script(
                 group=name,
                 role=node_type.lower(),
@@ -191,6 +191,8 @@ class HyperPodCluster(Construct):
                 path = staging / name / fname
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(text)
+                if fname.endswith(".sh"):
+                    path.chmod(0o755)
         sources = [s3deploy.Source.asset(str(staging))]
         if self.provisioning_parameters is not None:
             sources += [
