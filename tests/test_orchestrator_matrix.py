@@ -135,3 +135,24 @@ def test_hyperpod_matrix_passes_cdk_nag() -> None:
 
     out = synth_with_nag(matrix_blueprint("hyperpod", stack_for("p5.48xlarge")))
     assert nag_report(out) == []
+
+
+def test_unexplained_wildcards_still_fail_cdk_nag(tmp_path: Path) -> None:
+    """Acknowledgements are computed per finding: a wildcard no reason covers fails synth."""
+    import aws_cdk as cdk
+    from aws_cdk import aws_iam as iam
+    from cdk_nag import AwsSolutionsChecks
+
+    from fmcluster.stacks.build import build_app
+    from tests.conftest import cdk_context
+
+    app = cdk.App(outdir=str(tmp_path), context=cdk_context())
+    stacks = build_app(app, load_blueprint_text(same_blueprint_text("pcs")).blueprint)
+    stacks.cluster.orchestrator.role.add_to_policy(  # type: ignore[union-attr]
+        iam.PolicyStatement(actions=["s3:GetObject"], resources=["arn:aws:s3:::somebody-elses-bucket/*"]))
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    with pytest.raises(Exception, match="ValidationFailed"):
+        app.synth()
+    (violation,) = nag_report(tmp_path)  # every other wildcard is acknowledged with its reason
+    assert violation["ruleName"].startswith("AwsSolutions-IAM5")
+    assert "somebody-elses-bucket" in json.dumps(violation)

@@ -59,6 +59,14 @@ def checkpoint_statements(cp: CheckpointAccess) -> list[iam.PolicyStatement]:
     ]
 
 
+def checkpoint_acknowledgement(cp: CheckpointAccess | None) -> dict[str, str]:
+    """The IAM5 pattern and reason for :func:`checkpoint_statements` (matches only ``<bucket>/<prefix>*``)."""
+    if cp is None:
+        return {}
+    return {rf"^Resource::.*/{re.escape(cp.prefix)}\*$": "Checkpoint bucket access is limited to the blueprint's "
+            f"checkpoint prefix {cp.prefix!r}."}
+
+
 def fsx_describe_statement() -> iam.PolicyStatement:
     """``fsx:DescribeFileSystems`` (a list action: it does not take a file-system ARN)."""
     return iam.PolicyStatement(sid="LustreEfaDiscovery", actions=["fsx:DescribeFileSystems"], resources=["*"])

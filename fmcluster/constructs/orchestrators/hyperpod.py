@@ -49,6 +49,7 @@ from fmcluster.constructs.orchestrators.common import (
     CheckpointAccess,
     acknowledge,
     acknowledge_wildcards,
+    checkpoint_acknowledgement,
     checkpoint_statements,
     fsx_describe_statement,
 )
@@ -426,7 +427,7 @@ class HyperPodCluster(Construct):
                 r"network-interface/\*$|instance/\*$": "HyperPod creates and tags the ENIs and instances at run time, so "
                 "their ids are unknown; subnet, security group and VPC are the exact ones.",
                 rf"/{LIFECYCLE_PREFIX}/\*$": "Object-level read of the lifecycle prefix only (not the bucket).",
-                r"Resource::.*/\*$": "Checkpoint bucket access is limited to the blueprint's checkpoint prefix.",
+                **checkpoint_acknowledgement(checkpoints),
             },
         )
         return role

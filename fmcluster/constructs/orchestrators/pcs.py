@@ -56,6 +56,7 @@ from fmcluster.constructs.orchestrators.common import (
     CheckpointAccess,
     acknowledge,
     acknowledge_wildcards,
+    checkpoint_acknowledgement,
     checkpoint_statements,
     fsx_describe_statement,
     lustre_mount_script,
@@ -327,7 +328,7 @@ class PcsCluster(Construct):
             {
                 r"^Resource::\*$": "pcs:RegisterComputeNodeGroupInstance and fsx:DescribeFileSystems are granted on * as "
                 "in the AWS PCS minimum instance-profile policy and the FSx EFA client guide (no resource-level scope).",
-                r"Resource::.*/\*$": "Checkpoint bucket access is limited to the blueprint's checkpoint prefix.",
+                **checkpoint_acknowledgement(checkpoints),
             },
         )
         return role
