@@ -17,7 +17,8 @@ from tests.conftest import EXAMPLES, ROOT, cli_synth
 def test_staged_bootstrap_assets_are_pinned_and_shellcheck_clean(blueprint: Path) -> None:
     out, proc = cli_synth(blueprint)
     assert proc.returncode == 0
-    scripts = sorted(out.glob("asset.*.sh"))
+    # ParallelCluster and PCS stage bootstrap.sh as a file asset; HyperPod stages a folder of lifecycle scripts.
+    scripts = sorted([*out.glob("asset.*.sh"), *out.glob("asset.*/*/bootstrap.sh")])
     bp = load_blueprint(blueprint)
     assert len(scripts) == len({g.name for g in bp.compute})
     stack = get_stack(bp.software.stack)

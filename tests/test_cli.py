@@ -57,7 +57,8 @@ def test_plan_formats(fmt: str) -> None:
         plan = json.loads(res.stdout)
         [c] = plan["compute"]
         assert (c["gpus_total"], c["efa_interfaces_per_node"], c["network_gbps_total"]) == (32, 32, 12800)
-        assert (plan["subnet"]["required"], plan["subnet"]["fits"]) == (4 * 32 + 1 + 5, True)
+        # ParallelCluster 3.16 gives nodes an ENA primary + efa-only EFAs: 1 address per node, + head node + 5 AWS-reserved
+        assert (plan["subnet"]["required"], plan["subnet"]["fits"]) == (4 * 1 + 1 + 5, True)
         assert plan["storage"]["throughput_mbps"] == 1200 and plan["storage"]["throughput_mbps_per_gpu"] == 37.5
         assert plan["software"]["aws_ofi_nccl"] == "1.16.3" and plan["software"]["libfabric"] == "2.1.0amzn5.0"
         assert set(plan["stacks"]) == {"llm-train-network", "llm-train-storage", "llm-train-cluster", "llm-train-observability"}
@@ -67,7 +68,7 @@ def test_plan_formats(fmt: str) -> None:
 
         assert plan["stacks"] == resource_counts(cli_synth(ROOT / "blueprints" / "default.yaml")[0])
     elif fmt == "markdown":
-        assert "| gpu | p5.48xlarge | 4 | H100 x 32 | 32 | 3200 / 12800 | on_demand | yes |" in res.stdout
+        assert "| gpu | p5.48xlarge | 4 | H100 x 32 | 32 | efa-only | 1 | 3200 / 12800 | on_demand | yes |" in res.stdout
     else:
         assert "32 GPUs in us-east-1 / us-east-1a" in res.stdout
 

@@ -263,6 +263,7 @@ def test_gb200_checks_imex_not_fabric_manager(tmp_path: Path) -> None:
         "software": {"stack": "gb200-580-cuda13.0", "os": "ubuntu-24.04"},
         "compute": [{"name": "gpu", "instance_type": "p6e-gb200.36xlarge", "count": 9,
                      "capacity": {"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"}}],
+        "orchestrator": {"parallelcluster": {"head_node_instance_type": "m7g.4xlarge"}},  # same arch as compute (R-PC-2)
     })
     script = render_node_scripts(ctx)["fmcluster-node-check"]
     log = (HAPPY_LOG.replace("2.27.7+cuda12.9", "2.28.9+cuda13.0").replace("aws-ofi-nccl 1.16.3", "aws-ofi-nccl 1.20.0")

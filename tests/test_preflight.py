@@ -510,7 +510,7 @@ def test_failing_account_table_exit_code(
 
 
 # ---- other verdicts ------------------------------------------------------------------------------------
-def test_imported_subnet_in_the_wrong_zone_and_too_small(
+def test_imported_subnet_in_the_wrong_zone(
     account: Account, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     vpc = account.moto_ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
@@ -528,9 +528,8 @@ def test_imported_subnet_in_the_wrong_zone_and_too_small(
             "GPU subnet",
             sid,
             "fail",
-            "is in use1-az1 (us-east-1b), the blueprint in use1-az6 (us-east-1a); "
-            "has 59 free "
-            "IPv4 addresses, the cluster needs 129",
+            # 59 free addresses cover 4 nodes + head node (ParallelCluster: 1 address per node with efa-only)
+            "is in use1-az1 (us-east-1b), the blueprint in use1-az6 (us-east-1a)",
         )
     ]
 
@@ -547,7 +546,7 @@ def test_imported_subnet_with_room(account: Account, tmp_path: Path, monkeypatch
     code, report = run_json(path)
 
     assert code == 0
-    assert rows(report)[-1] == ("GPU subnet", sid, "pass", "251 free IPv4 addresses, 129 needed")
+    assert rows(report)[-1] == ("GPU subnet", sid, "pass", "251 free IPv4 addresses, 5 needed")
 
 
 def test_hyperpod_training_plan(account: Account, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

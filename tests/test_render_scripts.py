@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from fmcluster.blueprint import load_blueprint_text
+from fmcluster.catalog import get_instance
 from fmcluster.review.render import render_blueprint
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,6 +42,9 @@ def _with(data: dict[str, Any], software: dict[str, Any], group: dict[str, Any],
     d = yaml.safe_load(yaml.safe_dump(data))
     d["software"] = {**software, "os": os_name}
     d["compute"] = [{**d["compute"][0], **group}]
+    if get_instance(d["compute"][0]["instance_type"]).cpu_architecture == "arm64":
+        # ParallelCluster needs the head node in the compute nodes' architecture (R-PC-2)
+        d["orchestrator"]["parallelcluster"]["head_node_instance_type"] = "m7g.4xlarge"
     return d
 
 
@@ -51,6 +55,10 @@ def _cases() -> list[tuple[str, dict[str, Any]]]:
         for os_name in OSES:
             d = yaml.safe_load(yaml.safe_dump(data))
             d.setdefault("software", {})["os"] = os_name
+            orch = d.get("orchestrator", {})
+            if orch.get("kind") == "pcs" and os_name != "ubuntu-24.04":
+                # the default PCS AMI is Ubuntu 24.04 (R-PCS-2): another OS needs its own AMI
+                orch.setdefault("pcs", {})["ami_id"] = "ami-0123456789abcdef0"
             cases.append((f"{path.stem}-{os_name}", d))
     base = yaml.safe_load((ROOT / "blueprints/default.yaml").read_text())
     for name, (software, group, os_name) in SPECIAL.items():

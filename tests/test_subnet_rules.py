@@ -27,16 +27,24 @@ BASE: dict[str, Any] = {
     "name": "net-test",
     "region": "us-east-1",
     "availability_zone": "us-east-1a",
-    "software": {"stack": "h100-570-cuda12.8"},
+    # Ubuntu 24.04: the OS of the default PCS AMI (R-PCS-2); ParallelCluster and HyperPod accept it too.
+    "software": {"stack": "h100-570-cuda12.8", "os": "ubuntu-24.04"},
     "compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 4}],
-    "orchestrator": {"kind": "parallelcluster"},
+    # `efa` interfaces take one IPv4 address per EFA card: the layout that stresses subnet sizing.
+    "orchestrator": {"kind": "pcs", "pcs": {"efa_interface_type": "efa"}},
 }
+
+PCS_EFA_ONLY = {"kind": "pcs", "pcs": {"efa_interface_type": "efa-only"}}
+HYPERPOD_EFA = {"kind": "hyperpod", "hyperpod": {"efa_interface_type": "efa"}}
+PARALLELCLUSTER = {"kind": "parallelcluster"}
 
 
 def blueprint_text(**top: Any) -> str:
+    """BASE with top-level keys replaced; dict sections are merged one level deep, except
+    ``orchestrator``, which is replaced whole (R-ORCH-1 refuses settings of a non-chosen orchestrator)."""
     data = copy.deepcopy(BASE)
     for key, value in top.items():
-        if isinstance(value, dict) and isinstance(data.get(key), dict):
+        if key != "orchestrator" and isinstance(value, dict) and isinstance(data.get(key), dict):
             data[key] = {**data[key], **value}
         else:
             data[key] = value
@@ -49,59 +57,52 @@ def group(count: int, instance_type: str = "p5.48xlarge", name: str = "gpu") -> 
 
 # ---- per-node layouts ----------------------------------------------------------------------------
 LAYOUTS = [
-    # (instance type, orchestrator, efa, layout, IPv4 per node)
-    ("p5.48xlarge", "parallelcluster", True, "32 efa", 32),
-    ("p5.48xlarge", "pcs", True, "1 interface + 32 efa-only", 1),
-    ("p5.48xlarge", "hyperpod", True, "1 interface + 32 efa-only", 1),
-    ("p5en.48xlarge", "parallelcluster", True, "16 efa", 16),
-    ("p6-b200.48xlarge", "parallelcluster", True, "8 efa", 8),
-    ("p6-b300.48xlarge", "parallelcluster", True, "1 interface + 16 efa", 17),
-    ("p6-b300.48xlarge", "pcs", True, "1 interface + 16 efa-only", 1),
-    ("p4d.24xlarge", "parallelcluster", True, "4 efa", 4),
-    ("p5.4xlarge", "parallelcluster", True, "1 efa", 1),
-    ("p5.4xlarge", "hyperpod", True, "1 interface + 1 efa-only", 1),
-    ("p5.48xlarge", "parallelcluster", False, "1 interface", 1),
-    ("p5.48xlarge", "pcs", False, "1 interface", 1),
+    # (instance type, EFA interface type, efa, layout, IPv4 per node)
+    ("p5.48xlarge", "efa", True, "32 efa", 32),
+    ("p5.48xlarge", "efa-only", True, "1 interface + 32 efa-only", 1),
+    ("p5en.48xlarge", "efa", True, "16 efa", 16),
+    ("p6-b200.48xlarge", "efa", True, "8 efa", 8),
+    ("p6-b300.48xlarge", "efa", True, "1 interface + 16 efa", 17),
+    ("p6-b300.48xlarge", "efa-only", True, "1 interface + 16 efa-only", 1),
+    ("p4d.24xlarge", "efa", True, "4 efa", 4),
+    ("p5.4xlarge", "efa", True, "1 efa", 1),
+    ("p5.4xlarge", "efa-only", True, "1 interface + 1 efa-only", 1),
+    ("p5.48xlarge", "efa", False, "1 interface", 1),
+    ("p5.48xlarge", "efa-only", False, "1 interface", 1),
 ]
 
 
-@pytest.mark.parametrize(("instance_type", "orchestrator", "efa", "layout", "ips"), LAYOUTS)
-def test_interface_layout_and_addresses(
-    instance_type: str, orchestrator: str, efa: bool, layout: str, ips: int
-) -> None:
+@pytest.mark.parametrize(("instance_type", "interface_type", "efa", "layout", "ips"), LAYOUTS)
+def test_interface_layout_and_addresses(instance_type: str, interface_type: str, efa: bool, layout: str, ips: int) -> None:
     inst = get_instance(instance_type)
-    assert describe_layout(interface_layout(inst, orchestrator, efa=efa)) == layout
-    assert ipv4_per_node(inst, orchestrator, efa=efa) == ips
+    assert describe_layout(interface_layout(inst, efa=efa, interface_type=interface_type)) == layout
+    assert ipv4_per_node(inst, efa=efa, interface_type=interface_type) == ips
 
 
 def test_efa_only_layout_follows_the_aws_pattern() -> None:
     """ENA primary c0d0; efa-only c0d1 where card 0 has EFA; efa-only d0 on every other EFA card."""
-    p5 = interface_layout(get_instance("p5.48xlarge"), "pcs", efa=True)
+    p5 = interface_layout(get_instance("p5.48xlarge"), efa=True, interface_type="efa-only")
     assert p5[:3] == (
         InterfaceSlot(0, 0, "interface"),
         InterfaceSlot(0, 1, "efa-only"),
         InterfaceSlot(1, 0, "efa-only"),
     )
     assert p5[-1] == InterfaceSlot(31, 0, "efa-only")
-    b300 = interface_layout(get_instance("p6-b300.48xlarge"), "hyperpod", efa=True)
+    b300 = interface_layout(get_instance("p6-b300.48xlarge"), efa=True, interface_type="efa-only")
     assert b300[:2] == (InterfaceSlot(0, 0, "interface"), InterfaceSlot(1, 0, "efa-only"))
     assert [s.card for s in b300] == list(range(17))
 
 
-def test_parallelcluster_layout_device_indices() -> None:
-    """ParallelCluster: efa primary on c0d0; other cards device 1 when the card takes more than one "
-    "interface."""
-    p5 = interface_layout(get_instance("p5.48xlarge"), "parallelcluster", efa=True)
-    assert p5[:2] == (InterfaceSlot(0, 0, "efa"), InterfaceSlot(1, 1, "efa"))
-    b300 = interface_layout(get_instance("p6-b300.48xlarge"), "parallelcluster", efa=True)
-    assert b300[:2] == (InterfaceSlot(0, 0, "interface"), InterfaceSlot(1, 1, "efa"))
+@pytest.mark.parametrize(("kind", "expected"), [("parallelcluster", "efa-only"), ("pcs", "efa-only"), ("hyperpod", "efa-only")])
+def test_orchestrators_default_to_efa_only(kind: str, expected: str) -> None:
+    from fmcluster.blueprint.model import OrchestratorSpec
+
+    assert OrchestratorSpec(kind=kind).efa_interface_type == expected  # type: ignore[arg-type]
 
 
-def test_unknown_orchestrator_is_refused() -> None:
-    with pytest.raises(
-        ValueError, match="unknown orchestrator, got 'slurm'; allowed parallelcluster, pcs, hyperpod"
-    ):
-        interface_layout(get_instance("p5.48xlarge"), "slurm", efa=True)
+def test_unknown_interface_type_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown EFA interface type, got 'efa-turbo'; allowed efa, efa-only"):
+        interface_layout(get_instance("p5.48xlarge"), efa=True, interface_type="efa-turbo")
 
 
 @pytest.mark.parametrize(
@@ -125,11 +126,13 @@ def test_fsx_interface_estimate(gib: int, interfaces: int) -> None:
 
 # ---- subnet_usage ------------------------------------------------------------------------------------
 def test_subnet_usage_default_like_blueprint() -> None:
+    """BASE: 4 p5 on PCS with `efa` interfaces, FSx default, new /20."""
     bp = load_blueprint_text(blueprint_text()).blueprint
     usage = subnet_usage(bp)
+    assert (usage.orchestrator, usage.efa_interface_type) == ("pcs", "efa")
     assert usage.rows() == [
         ("compute gpu: 4 x p5.48xlarge x 32 (32 efa)", 128),
-        ("head node", 1),
+        ("login node", 1),
         ("reserved by AWS", 5),
         ("required", 134),
         ("headroom: 10% of node addresses (replacement, growth)", 13),
@@ -144,8 +147,44 @@ def test_subnet_usage_default_like_blueprint() -> None:
         True,
     )
     assert (usage.min_prefix_length, usage.recommended_prefix_length) == (24, 24)
-    d = usage.as_dict()
-    assert (d["required"], d["recommended"], d["groups"][0]["ipv4_total"]) == (134, 158, 128)
+    d: dict[str, Any] = usage.as_dict()
+    assert (d["required"], d["recommended"], d["groups"][0]["ipv4_total"], d["efa_interface_type"]) == (
+        134,
+        158,
+        128,
+        "efa",
+    )
+
+
+def test_subnet_usage_parallelcluster_default_is_one_address_per_node() -> None:
+    """ParallelCluster renders efa-only itself: 4 x p5.48xlarge take 4 node addresses, not 128."""
+    bp = load_blueprint_text(blueprint_text(orchestrator=PARALLELCLUSTER)).blueprint
+    usage = subnet_usage(bp)
+    assert (usage.orchestrator, usage.efa_interface_type) == ("parallelcluster", "efa-only")
+    assert usage.rows() == [
+        ("compute gpu: 4 x p5.48xlarge x 1 (1 interface + 32 efa-only)", 4),
+        ("head node", 1),
+        ("reserved by AWS", 5),
+        ("required", 10),
+        ("headroom: 10% of node addresses (replacement, growth)", 1),
+        ("headroom: FSx for Lustre interfaces (estimate)", 3),
+        ("headroom: VPC endpoint and service interfaces (allowance)", 8),
+        ("recommended", 22),
+    ]
+    assert (usage.node_addresses, usage.min_prefix_length, usage.recommended_prefix_length) == (4, 28, 27)
+
+
+def test_subnet_usage_as_if_efa_only() -> None:
+    """The override the rules use for their efa-only advice: same blueprint, other interface type."""
+    bp = load_blueprint_text(blueprint_text()).blueprint
+    alt = subnet_usage(bp, efa_interface_type="efa-only")
+    assert (alt.efa_interface_type, alt.groups[0].interfaces, alt.node_addresses, alt.required) == (
+        "efa-only",
+        "1 interface + 32 efa-only",
+        4,
+        10,
+    )
+    assert subnet_usage(bp).node_addresses == 128
 
 
 def test_subnet_usage_hyperpod_mixed_groups_without_fsx() -> None:
@@ -162,6 +201,7 @@ def test_subnet_usage_hyperpod_mixed_groups_without_fsx() -> None:
     )
     bp = load_blueprint_text(text).blueprint
     usage = subnet_usage(bp)
+    assert usage.efa_interface_type == "efa-only"
     assert usage.rows() == [
         ("compute gpu: 16 x p5.48xlarge x 1 (1 interface + 32 efa-only)", 16),
         ("compute h200: 4 x p5en.48xlarge x 1 (1 interface + 16 efa-only)", 4),
@@ -178,15 +218,28 @@ def test_subnet_usage_hyperpod_mixed_groups_without_fsx() -> None:
     )
 
 
+def test_subnet_usage_hyperpod_efa_counts_every_card() -> None:
+    text = blueprint_text(compute=[group(16), group(4, "p5en.48xlarge", "h200")], orchestrator=HYPERPOD_EFA)
+    usage = subnet_usage(load_blueprint_text(text).blueprint)
+    assert usage.rows()[:5] == [
+        ("compute gpu: 16 x p5.48xlarge x 32 (32 efa)", 512),
+        ("compute h200: 4 x p5en.48xlarge x 16 (16 efa)", 64),
+        ("controller node", 1),
+        ("login node", 1),
+        ("reserved by AWS", 5),
+    ]
+    assert (usage.required, usage.notes) == (583, ())
+
+
 def test_subnet_usage_pcs_and_hyperpod_without_login() -> None:
-    pcs = subnet_usage(load_blueprint_text(blueprint_text(orchestrator={"kind": "pcs"})).blueprint)
-    assert pcs.management == (("login node", 1),)
+    pcs = subnet_usage(load_blueprint_text(blueprint_text(orchestrator=PCS_EFA_ONLY)).blueprint)
+    assert (pcs.management, pcs.required) == ((("login node", 1),), 4 + 1 + 5)
     hp = subnet_usage(
         load_blueprint_text(
             blueprint_text(orchestrator={"kind": "hyperpod", "hyperpod": {"login_instance_type": None}})
         ).blueprint
     )
-    assert hp.management == (("controller node", 1),)
+    assert (hp.management, hp.required) == ((("controller node", 1),), 4 + 1 + 5)
 
 
 def test_subnet_usage_imported_subnet_has_no_prefix() -> None:
@@ -202,7 +255,8 @@ def test_subnet_usage_imported_subnet_has_no_prefix() -> None:
         None,
         64006,
     )
-    assert result.warnings == []
+    # PCS itself warns (R-PCS-4: floating AMI); the subnet rules leave an imported subnet to preflight.
+    assert [w.rule_id for w in result.warnings if (w.rule_id or "").startswith("R-SUBNET")] == []
 
 
 # ---- rules -------------------------------------------------------------------------------------------
@@ -214,22 +268,29 @@ def problems_of(text: str) -> list[tuple[str, str, str | None, str]]:
     return [(w.path, w.message, w.rule_id, w.level) for w in result.warnings]
 
 
+def subnet_problems(text: str) -> list[tuple[str, str, str | None, str]]:
+    return [p for p in problems_of(text) if p[2] in ("R-SUBNET-1", "R-SUBNET-2")]
+
+
+TOO_SMALL = "the GPU subnet is too small for the cluster: "
+NO_HEADROOM = "the GPU subnet leaves no headroom: "
+PCS_SWITCH = "orchestrator.pcs.efa_interface_type: efa-only"
+PCS_CAVEAT = "; unverified on PCS, R-PCS-3"
+
 RULE_CASES = [
     pytest.param(
         dict(compute=[group(128)]),
         [
             (
                 "network.gpu_subnet_prefix_length",
-                "the GPU subnet is too small for the cluster: 4102 IPv4 addresses "
-                "needed (4096 for nodes, 1 for management nodes, 5 reserved by AWS), got /20 (4096 "
-                "addresses); "
-                "allowed "
-                "/19 or a shorter prefix - did you mean gpu_subnet_prefix_length: 19?",
+                TOO_SMALL + "4102 IPv4 addresses needed (4096 for nodes, 1 for management nodes, 5 reserved by "
+                "AWS), got /20 (4096 addresses); allowed /19 or a shorter prefix, or "
+                f"{PCS_SWITCH} (then 134 needed{PCS_CAVEAT}) - did you mean gpu_subnet_prefix_length: 19?",
                 "R-SUBNET-1",
                 "error",
             )
         ],
-        id="R-SUBNET-1 128 p5 on parallelcluster overflow a /20",
+        id="R-SUBNET-1 128 p5 with efa interfaces overflow a /20",
     ),
     pytest.param(
         dict(
@@ -239,11 +300,9 @@ RULE_CASES = [
         [
             (
                 "network.gpu_subnet_prefix_length",
-                "the GPU subnet is too small for the cluster: 5126 IPv4 addresses "
-                "needed (5120 for nodes, 1 for management nodes, 5 reserved by AWS), got /21 (2048 "
-                "addresses); "
-                "allowed "
-                "/19 or a shorter prefix - did you mean gpu_subnet_prefix_length: 19?",
+                TOO_SMALL + "5126 IPv4 addresses needed (5120 for nodes, 1 for management nodes, 5 reserved by "
+                "AWS), got /21 (2048 addresses); allowed /19 or a shorter prefix, or "
+                f"{PCS_SWITCH} (then 198 needed{PCS_CAVEAT}) - did you mean gpu_subnet_prefix_length: 19?",
                 "R-SUBNET-1",
                 "error",
             )
@@ -255,14 +314,10 @@ RULE_CASES = [
         [
             (
                 "network.gpu_subnet_prefix_length",
-                "the GPU subnet is too small for the cluster: 1286 IPv4 addresses "
-                "needed (1280 for nodes, 1 for management nodes, 5 reserved by AWS), got /24 (256 "
-                "addresses); "
-                "allowed "
-                "/21 or a shorter prefix (the VPC must be larger than the subnet, got network.vpc_cidr /22) "
-                "- did "
-                "you "
-                "mean gpu_subnet_prefix_length: 21?",
+                TOO_SMALL + "1286 IPv4 addresses needed (1280 for nodes, 1 for management nodes, 5 reserved by "
+                "AWS), got /24 (256 addresses); allowed /21 or a shorter prefix (the VPC must be larger than the "
+                f"subnet, got network.vpc_cidr /22), or {PCS_SWITCH} (then 46 needed{PCS_CAVEAT}) - did you mean "
+                "gpu_subnet_prefix_length: 21?",
                 "R-SUBNET-1",
                 "error",
             )
@@ -274,14 +329,9 @@ RULE_CASES = [
         [
             (
                 "network.gpu_subnet_prefix_length",
-                "the GPU subnet is too small for the cluster: 65542 IPv4 addresses "
-                "needed (65536 for nodes, 1 for management nodes, 5 reserved by AWS), got /20 (4096 "
-                "addresses); "
-                "allowed "
-                "fewer nodes or orchestrator.kind pcs or hyperpod (efa-only interfaces take no address) "
-                "(even a "
-                "/16 holds "
-                "only 65536)",
+                TOO_SMALL + "65542 IPv4 addresses needed (65536 for nodes, 1 for management nodes, 5 reserved by "
+                "AWS), got /20 (4096 addresses); allowed fewer nodes (even a /16 holds only 65536) or "
+                f"{PCS_SWITCH} (then 2054 needed{PCS_CAVEAT}) - did you mean {PCS_SWITCH}?",
                 "R-SUBNET-1",
                 "error",
             )
@@ -289,15 +339,56 @@ RULE_CASES = [
         id="R-SUBNET-1 nothing fits",
     ),
     pytest.param(
+        dict(compute=[group(128)], orchestrator=HYPERPOD_EFA),
+        [
+            (
+                "network.gpu_subnet_prefix_length",
+                TOO_SMALL + "4103 IPv4 addresses needed (4096 for nodes, 2 for management nodes, 5 reserved by "
+                "AWS), got /20 (4096 addresses); allowed /19 or a shorter prefix, or "
+                "orchestrator.hyperpod.efa_interface_type: efa-only (then 135 needed) - did you mean "
+                "gpu_subnet_prefix_length: 19?",
+                "R-SUBNET-1",
+                "error",
+            )
+        ],
+        id="R-SUBNET-1 hyperpod efa names the hyperpod setting",
+    ),
+    pytest.param(
+        dict(compute=[group(300)], orchestrator=PARALLELCLUSTER, network={"gpu_subnet_prefix_length": 24}),
+        [
+            (
+                "network.gpu_subnet_prefix_length",
+                TOO_SMALL + "306 IPv4 addresses needed (300 for nodes, 1 for management nodes, 5 reserved by "
+                "AWS), got /24 (256 addresses); allowed /23 or a shorter prefix - did you mean "
+                "gpu_subnet_prefix_length: 23?",
+                "R-SUBNET-1",
+                "error",
+            )
+        ],
+        id="R-SUBNET-1 parallelcluster: efa-only already, no interface advice",
+    ),
+    pytest.param(
+        dict(compute=[{**group(300), "efa": False}], network={"gpu_subnet_prefix_length": 24}),
+        [
+            (
+                "network.gpu_subnet_prefix_length",
+                TOO_SMALL + "306 IPv4 addresses needed (300 for nodes, 1 for management nodes, 5 reserved by "
+                "AWS), got /24 (256 addresses); allowed /23 or a shorter prefix - did you mean "
+                "gpu_subnet_prefix_length: 23?",
+                "R-SUBNET-1",
+                "error",
+            )
+        ],
+        id="R-SUBNET-1 pcs efa without EFA groups: efa-only would save nothing",
+    ),
+    pytest.param(
         dict(compute=[group(120)]),
         [
             (
                 "network.gpu_subnet_prefix_length",
-                "the GPU subnet leaves no headroom: 4241 IPv4 addresses recommended "
-                "(3846 required + 395 for replacement nodes, FSx and endpoints), got /20 (4096 addresses); "
-                "allowed "
-                "/19 or "
-                "a shorter prefix - did you mean gpu_subnet_prefix_length: 19?",
+                NO_HEADROOM + "4241 IPv4 addresses recommended (3846 required + 395 for replacement nodes, FSx and "
+                f"endpoints), got /20 (4096 addresses); allowed /19 or a shorter prefix, or {PCS_SWITCH} (then 149 "
+                f"recommended{PCS_CAVEAT}) - did you mean gpu_subnet_prefix_length: 19?",
                 "R-SUBNET-2",
                 "warning",
             )
@@ -309,31 +400,84 @@ RULE_CASES = [
         [
             (
                 "network.gpu_subnet_prefix_length",
-                "the GPU subnet leaves no headroom: 264 IPv4 addresses recommended "
-                "(230 required + 34 for replacement nodes, FSx and endpoints), got /24 (256 addresses); "
-                "allowed "
-                "/23 or a "
-                "shorter prefix - did you mean gpu_subnet_prefix_length: 23?",
+                NO_HEADROOM + "264 IPv4 addresses recommended (230 required + 34 for replacement nodes, FSx and "
+                f"endpoints), got /24 (256 addresses); allowed /23 or a shorter prefix, or {PCS_SWITCH} (then 25 "
+                f"recommended{PCS_CAVEAT}) - did you mean gpu_subnet_prefix_length: 23?",
                 "R-SUBNET-2",
                 "warning",
             )
         ],
         id="R-SUBNET-2 small subnet",
     ),
+    pytest.param(
+        dict(compute=[group(220)], orchestrator=PARALLELCLUSTER, network={"gpu_subnet_prefix_length": 24}),
+        [
+            (
+                "network.gpu_subnet_prefix_length",
+                NO_HEADROOM + "259 IPv4 addresses recommended (226 required + 33 for replacement nodes, FSx and "
+                "endpoints), got /24 (256 addresses); allowed /23 or a shorter prefix - did you mean "
+                "gpu_subnet_prefix_length: 23?",
+                "R-SUBNET-2",
+                "warning",
+            )
+        ],
+        id="R-SUBNET-2 parallelcluster: no interface advice",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("top", "expected"), RULE_CASES)
 def test_subnet_rules(top: dict[str, Any], expected: list[tuple[str, str, str, str]]) -> None:
-    assert [p for p in problems_of(blueprint_text(**top)) if p[2] in ("R-SUBNET-1", "R-SUBNET-2")] == expected
+    assert subnet_problems(blueprint_text(**top)) == expected
+
+
+@pytest.mark.parametrize(
+    ("top", "advice", "fixed"),
+    [
+        pytest.param(
+            dict(compute=[group(128)]),
+            "did you mean gpu_subnet_prefix_length: 19?",
+            dict(network={"gpu_subnet_prefix_length": 19}),
+            id="pcs: the prefix",
+        ),
+        pytest.param(
+            dict(compute=[group(128)]), f", or {PCS_SWITCH} (", dict(orchestrator=PCS_EFA_ONLY), id="pcs: efa-only"
+        ),
+        pytest.param(
+            dict(compute=[group(2048)]), f"did you mean {PCS_SWITCH}?", dict(orchestrator=PCS_EFA_ONLY),
+            id="pcs nothing fits: efa-only",
+        ),
+        pytest.param(
+            dict(compute=[group(128)], orchestrator=HYPERPOD_EFA),
+            ", or orchestrator.hyperpod.efa_interface_type: efa-only (",
+            dict(orchestrator={"kind": "hyperpod", "hyperpod": {"efa_interface_type": "efa-only"}}),
+            id="hyperpod: efa-only",
+        ),
+        pytest.param(
+            dict(compute=[group(300)], orchestrator=PARALLELCLUSTER, network={"gpu_subnet_prefix_length": 24}),
+            "did you mean gpu_subnet_prefix_length: 23?",
+            dict(network={"gpu_subnet_prefix_length": 23}),
+            id="parallelcluster: the prefix",
+        ),
+    ],
+)
+def test_following_the_advice_clears_r_subnet_1(top: dict[str, Any], advice: str, fixed: dict[str, Any]) -> None:
+    """Each fix R-SUBNET-1 offers, applied to the blueprint, leaves no R-SUBNET-1."""
+    [message] = [p[1] for p in subnet_problems(blueprint_text(**top)) if p[2] == "R-SUBNET-1"]
+    assert advice in message
+    changed = {**top, **fixed}
+    if "network" in fixed:
+        changed["network"] = {**top.get("network", {}), **fixed["network"]}
+    assert [p for p in subnet_problems(blueprint_text(**changed)) if p[2] == "R-SUBNET-1"] == []
 
 
 QUIET_CASES = [
-    pytest.param(
-        dict(compute=[group(128)], orchestrator={"kind": "pcs"}), id="pcs efa-only: 1 address per node"
-    ),
+    pytest.param(dict(compute=[group(128)], orchestrator=PCS_EFA_ONLY), id="pcs efa-only: 1 address per node"),
     pytest.param(
         dict(compute=[group(2048)], orchestrator={"kind": "hyperpod"}), id="hyperpod 2048 nodes in a /20"
+    ),
+    pytest.param(
+        dict(compute=[group(2048)], orchestrator=PARALLELCLUSTER), id="parallelcluster 2048 nodes in a /20"
     ),
     pytest.param(
         dict(compute=[group(128)], network={"gpu_subnet_prefix_length": 19}), id="the suggested /19"
@@ -351,4 +495,4 @@ QUIET_CASES = [
 
 @pytest.mark.parametrize("top", QUIET_CASES)
 def test_subnet_rules_quiet(top: dict[str, Any]) -> None:
-    assert [p for p in problems_of(blueprint_text(**top)) if p[2] in ("R-SUBNET-1", "R-SUBNET-2")] == []
+    assert subnet_problems(blueprint_text(**top)) == []

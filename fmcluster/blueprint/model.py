@@ -10,6 +10,7 @@ shared/reference/aws-resource-rules.md (section numbers given per field).
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 from typing import Annotated, Literal, cast
 
@@ -21,7 +22,7 @@ from fmcluster.catalog.software import default_stack_name, known_stacks
 # ---- defaults (used in descriptions) ---------------------------------------------------------
 DEFAULT_VPC_CIDR = "10.0.0.0/16"
 DEFAULT_GPU_SUBNET_PREFIX = 20
-DEFAULT_OS = "ubuntu-22.04"
+DEFAULT_OS = "ubuntu-24.04"
 DEFAULT_SCRATCH_PATH = "/scratch"
 DEFAULT_DEPLOYMENT_TYPE = "PERSISTENT_2"
 DEFAULT_STORAGE_CAPACITY_GIB = 1200
@@ -491,15 +492,71 @@ class StorageSpec(Section):
 
 
 # ---- orchestrator ----------------------------------------------------------------------------
+#: CloudWatch Logs retention values ParallelCluster accepts (its ``CloudWatchLogsSchema.RetentionInDays``,
+#: aws-parallelcluster 3.16.1 ``cli/src/pcluster/schemas/cluster_schema.py``).
+PCLUSTER_LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1827, 3653)
+DEFAULT_PCLUSTER_LOG_RETENTION_DAYS = 30
+DEFAULT_PCLUSTER_SCALEDOWN_MINUTES = 10
+DEFAULT_HEAD_NODE_ROOT_GIB = 200
+
+#: Slurm versions AWS PCS accepts in ``CreateCluster.scheduler.version``. Source: botocore 1.44.8
+#: ``data/pcs/2023-02-10/service-2.json`` shape ``SchedulerRequest.version`` ("Valid Values: 24.11 | 25.05 |
+#: 25.11 | 26.05") and https://docs.aws.amazon.com/pcs/latest/userguide/slurm-versions.html. The CloudFormation
+#: docs still list older versions; the API list is the one PCS enforces today. Keep this list with its source.
+PCS_SLURM_VERSIONS = ("24.11", "25.05", "25.11", "26.05")
+DEFAULT_PCS_SLURM_VERSION = "25.05"
+DEFAULT_PCS_LOGIN_TYPE = "m7i.2xlarge"
+DEFAULT_PCS_SCALEDOWN_SECONDS = 600
+
+DEFAULT_HYPERPOD_CONTROLLER = "ml.m5.4xlarge"
+DEFAULT_HYPERPOD_LOGIN = "ml.m5.4xlarge"
+
+EfaInterfaceType = Literal["efa", "efa-only"]
+
+
 class ParallelClusterSettings(Section):
+    """AWS ParallelCluster through its CloudFormation custom resource (aws-resource-rules.md section 8.2)."""
+
     version: str = Field(
         DEFAULT_PCLUSTER_VERSION,
         description=f"ParallelCluster version (provider template + AMI). Default: {DEFAULT_PCLUSTER_VERSION}; "
         f"allowed {', '.join(SUPPORTED_PCLUSTER_VERSIONS)}.",
     )
-    head_node_instance_type: str = Field(DEFAULT_HEAD_NODE, pattern=r"^[a-z0-9-]+\.[a-z0-9]+$", description=f"Default: {DEFAULT_HEAD_NODE}.")
+    head_node_instance_type: str = Field(
+        DEFAULT_HEAD_NODE, pattern=r"^[a-z0-9-]+\.[a-z0-9]+$",
+        description=f"Head node instance type; needs at least nodes/25 + 0.6 GiB of memory (ParallelCluster's "
+        f"HeadNodeMemorySizeValidator) and the compute nodes' CPU architecture. Default: {DEFAULT_HEAD_NODE}.",
+    )
+    head_node_root_volume_gib: int = Field(
+        DEFAULT_HEAD_NODE_ROOT_GIB, ge=40, le=16384,
+        description=f"Encrypted gp3 root volume of the head node (Slurm state, logs, /home). Default: "
+        f"{DEFAULT_HEAD_NODE_ROOT_GIB} GiB.",
+    )
     ssh_key_name: str | None = Field(None, description="EC2 key pair for the head node. Default: none (use SSM Session Manager).")
     custom_ami: str | None = Field(None, pattern=r"^ami-[0-9a-f]{8,17}$", description="Default: the official ParallelCluster AMI.")
+    deletion_policy: Literal["Retain", "Delete"] = Field(
+        "Retain",
+        description="What deleting the Custom::PclusterCluster resource does to the cluster. Retain keeps the "
+        "cluster (and it keeps using the network and storage stacks, which must then stay). Default: Retain.",
+    )
+    queue_update_strategy: Literal["DRAIN", "TERMINATE", "COMPUTE_FLEET_STOP"] = Field(
+        "DRAIN",
+        description="How queue changes reach running nodes; the CloudFormation provider does not stop the "
+        "compute fleet itself. Default: DRAIN (nodes are replaced when their jobs end).",
+    )
+    scaledown_idletime_minutes: int = Field(
+        DEFAULT_PCLUSTER_SCALEDOWN_MINUTES, ge=-1, le=43200,
+        description=f"Minutes a dynamic node stays idle before it is terminated (-1: never). Default: "
+        f"{DEFAULT_PCLUSTER_SCALEDOWN_MINUTES}.",
+    )
+    memory_based_scheduling: bool = Field(False, description="Slurm memory-based scheduling (--mem). Default: false.")
+    log_retention_days: int = Field(
+        DEFAULT_PCLUSTER_LOG_RETENTION_DAYS,
+        description=f"CloudWatch Logs retention. Default: {DEFAULT_PCLUSTER_LOG_RETENTION_DAYS} days; allowed "
+        f"{', '.join(map(str, PCLUSTER_LOG_RETENTION_DAYS))}.",
+    )
+    cloudwatch_dashboard: bool = Field(True, description="ParallelCluster's CloudWatch dashboard. Default: true.")
+    gpu_health_checks: bool = Field(True, description="ParallelCluster's DCGM GPU health check in the Slurm prolog. Default: true.")
 
     @field_validator("version")
     @classmethod
@@ -508,29 +565,107 @@ class ParallelClusterSettings(Section):
             raise ValueError(f"unsupported ParallelCluster version, got {v!r}; allowed {', '.join(SUPPORTED_PCLUSTER_VERSIONS)}")
         return v
 
+    @field_validator("log_retention_days")
+    @classmethod
+    def _retention(cls, v: int) -> int:
+        if v not in PCLUSTER_LOG_RETENTION_DAYS:
+            raise ValueError(
+                f"not a CloudWatch Logs retention ParallelCluster accepts, got {v}; allowed "
+                f"{', '.join(map(str, PCLUSTER_LOG_RETENTION_DAYS))}"
+            )
+        return v
+
 
 class HyperPodSettings(Section):
-    orchestration: Literal["slurm", "eks"] = Field("slurm", description="Default: slurm.")
-    eks_cluster_arn: str | None = Field(None, pattern=r"^arn:aws[a-z-]*:eks:[a-z0-9-]+:\d{12}:cluster/[\w-]+$")
-    controller_instance_type: str = Field("ml.m5.4xlarge", description="Default: ml.m5.4xlarge.")
-    login_instance_type: str | None = Field("ml.m5.4xlarge", description="null for no login group. Default: ml.m5.4xlarge.")
+    """SageMaker HyperPod (``AWS::SageMaker::Cluster``, aws-resource-rules.md section 7)."""
+
+    orchestration: Literal["slurm", "eks"] = Field(
+        "slurm", description="slurm: controller, optional login and one worker group per compute group; eks: worker "
+        "groups joined to the existing EKS cluster eks_cluster_arn. Default: slurm.",
+    )
+    eks_cluster_arn: str | None = Field(
+        None, pattern=r"^arn:aws[a-z-]*:eks:[a-z0-9-]+:\d{12}:cluster/[\w-]+$",
+        description="Existing EKS cluster (required with orchestration: eks). Default: not set.",
+    )
+    controller_instance_type: str = Field(
+        DEFAULT_HYPERPOD_CONTROLLER, pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$",
+        description=f"Slurm controller instance group type. Default: {DEFAULT_HYPERPOD_CONTROLLER}.",
+    )
+    login_instance_type: str | None = Field(
+        DEFAULT_HYPERPOD_LOGIN, pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$",
+        description=f"Slurm login instance group type; null for no login group. Default: {DEFAULT_HYPERPOD_LOGIN}.",
+    )
     node_recovery: Literal["Automatic", "None"] = Field("Automatic", description="Default: Automatic.")
     deep_health_checks: list[Literal["InstanceStress", "InstanceConnectivity"]] = Field(
-        default_factory=lambda: ["InstanceStress", "InstanceConnectivity"], description="Default: both."
+        default_factory=lambda: ["InstanceStress", "InstanceConnectivity"],
+        description="OnStartDeepHealthChecks of every GPU worker group. Default: both.",
+    )
+    efa_interface_type: EfaInterfaceType = Field(
+        "efa-only",
+        description="InstanceGroups[].NetworkInterface.InterfaceType of EFA worker groups; efa-only uses no subnet "
+        "IPv4 address per EFA. Default: efa-only.",
     )
 
 
 class PcsSettings(Section):
-    slurm_version: str = Field("25.05", description="Default: 25.05.")
-    size: Literal["SMALL", "MEDIUM", "LARGE"] = Field("SMALL", description="Default: SMALL (32 nodes).")
-    login_instance_type: str = Field("m7i.2xlarge", description="Default: m7i.2xlarge.")
+    """AWS Parallel Computing Service (``AWS::PCS::*``, aws-resource-rules.md section 8.1)."""
+
+    slurm_version: str = Field(
+        DEFAULT_PCS_SLURM_VERSION,
+        description=f"Slurm version of the PCS cluster. Default: {DEFAULT_PCS_SLURM_VERSION}; allowed "
+        f"{', '.join(PCS_SLURM_VERSIONS)}.",
+    )
+    size: Literal["SMALL", "MEDIUM", "LARGE"] = Field(
+        "SMALL", description="Controller size: SMALL 32 nodes, MEDIUM 512, LARGE 2048. Default: SMALL."
+    )
+    login_instance_type: str = Field(
+        DEFAULT_PCS_LOGIN_TYPE, pattern=r"^[a-z0-9-]+\.[a-z0-9]+$", description=f"Default: {DEFAULT_PCS_LOGIN_TYPE}."
+    )
+    ami_id: str | None = Field(
+        None, pattern=r"^ami-[0-9a-f]{8,17}$",
+        description="AMI of every node group (must carry the PCS agent). Default: the PCS-ready DLAMI (Ubuntu 24.04) "
+        "resolved from its public SSM parameter at deploy time (floats to the latest image).",
+    )
+    efa_interface_type: EfaInterfaceType = Field(
+        "efa-only",
+        description="Interface type of the EFA interfaces in the launch templates (the primary interface is ENA). "
+        "Default: efa-only (no subnet IPv4 address per EFA).",
+    )
+    scaledown_idle_seconds: int = Field(
+        DEFAULT_PCS_SCALEDOWN_SECONDS, ge=1, le=10_000_000,
+        description=f"Seconds an idle dynamic node is kept. Default: {DEFAULT_PCS_SCALEDOWN_SECONDS}.",
+    )
+
+    @field_validator("slurm_version")
+    @classmethod
+    def _known_slurm(cls, v: str) -> str:
+        if v not in PCS_SLURM_VERSIONS:
+            raise ValueError(f"Slurm version not offered by AWS PCS, got {v!r}; allowed {', '.join(PCS_SLURM_VERSIONS)}")
+        return v
 
 
 class OrchestratorSpec(Section):
+    """Which orchestrator runs the compute groups, and its settings (only the chosen one's are used)."""
+
     kind: Literal["parallelcluster", "hyperpod", "pcs"] = Field("parallelcluster", description="Default: parallelcluster.")
     parallelcluster: ParallelClusterSettings = Field(default_factory=ParallelClusterSettings)
     hyperpod: HyperPodSettings = Field(default_factory=HyperPodSettings)
     pcs: PcsSettings = Field(default_factory=PcsSettings)
+
+    @property
+    def efa_interface_type(self) -> str:
+        """Interface type of the EFA interfaces nodes get: ParallelCluster chooses it itself (per version,
+        :data:`PCLUSTER_EFA_INTERFACE_TYPE`); HyperPod and PCS take their setting."""
+        if self.kind == "parallelcluster":
+            return PCLUSTER_EFA_INTERFACE_TYPE[self.parallelcluster.version]
+        return self.hyperpod.efa_interface_type if self.kind == "hyperpod" else self.pcs.efa_interface_type
+
+
+#: EFA interface type ParallelCluster puts on compute nodes, per supported version. 3.16.1: ENA primary
+#: plus ``efa-only`` on every EFA card (aws-parallelcluster 3.16.1 ``pcluster/templates/queues_stack.py``,
+#: read from the installed package; aws/aws-parallelcluster PR #7262). 3.15.0 shipped after that change
+#: was merged (2026-03-03) and is assumed to match (unverified).
+PCLUSTER_EFA_INTERFACE_TYPE = {"3.15.0": "efa-only", "3.16.1": "efa-only"}
 
 
 # ---- observability ---------------------------------------------------------------------------

@@ -9,13 +9,12 @@ Facts and their sources (shared/reference/aws-resource-rules.md):
 - An ``efa`` interface (EFA + ENA) takes one private IPv4 address from the subnet; an ``efa-only``
   interface takes none; the primary interface (card 0, device 0) is never ``efa-only``
   (R2.3, R2.4; https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html).
-- ParallelCluster renders an ``efa`` interface on every EFA-capable card, the primary included
-  (aws/aws-parallelcluster ``cli/src/pcluster/templates/queues_stack.py``
-  ``_add_compute_resource_launch_template``; aws-resource-rules.md §2.2).
-- PCS and HyperPod, as fmcluster renders them, use the AWS-documented layout: ENA primary on card 0
-  device 0, ``efa-only`` on card 0 device 1 (when card 0 has EFA) and on device 0 of every other
-  EFA card (efa-acc-inst-types; HyperPod ``ClusterNetworkInterface.InterfaceType`` accepts
-  ``efa-only``, botocore sagemaker service-2.json).
+- Which interface type a node's EFA interfaces get is the orchestrator's choice
+  (``OrchestratorSpec.efa_interface_type``: ParallelCluster 3.16 renders ``efa-only`` itself, PCS and
+  HyperPod take the blueprint's setting); the layout for each type is :func:`interface_layout`.
+- ``efa-only`` layout (AWS's recommendation): ENA primary on card 0 device 0, ``efa-only`` on card 0
+  device 1 (when card 0 has EFA) and on device 0 of every other EFA card (efa-acc-inst-types;
+  HyperPod ``ClusterNetworkInterface.InterfaceType`` accepts ``efa-only``, botocore sagemaker service-2.json).
 - AWS reserves five addresses in every subnet (network, VPC router, DNS, future use, broadcast):
   https://docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html
 """
@@ -23,6 +22,7 @@ Facts and their sources (shared/reference/aws-resource-rules.md):
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Literal
 
@@ -34,14 +34,7 @@ SUBNET_SIZING_DOC = "https://docs.aws.amazon.com/vpc/latest/userguide/subnet-siz
 AWS_RESERVED_PER_SUBNET = 5
 
 InterfaceType = Literal["interface", "efa", "efa-only"]
-OrchestratorKind = Literal["parallelcluster", "hyperpod", "pcs"]
-
-#: Interface type used on EFA cards, per orchestrator (module docstring gives the sources).
-EFA_INTERFACE_TYPE: dict[str, InterfaceType] = {
-    "parallelcluster": "efa",
-    "pcs": "efa-only",
-    "hyperpod": "efa-only",
-}
+EfaInterfaceType = Literal["efa", "efa-only"]
 
 # ---- headroom policy (documented in docs/capacity.md "Subnet sizing") --------------------------
 #: Extra addresses as a fraction of the node addresses: node replacement launches the new node
@@ -67,41 +60,67 @@ class InterfaceSlot:
     interface_type: InterfaceType
 
     @property
+    def is_efa(self) -> bool:
+        return self.interface_type in ("efa", "efa-only")
+
+    @property
     def ipv4_addresses(self) -> int:
         """Private IPv4 addresses this interface takes from the subnet (``efa-only``: none)."""
         return 0 if self.interface_type == "efa-only" else 1
 
 
-def interface_layout(instance: InstanceSpec, orchestrator: str, *, efa: bool) -> tuple[InterfaceSlot, ...]:
-    """The interfaces one node of ``instance`` gets under ``orchestrator``.
+def interface_layout(instance: InstanceSpec, *, efa: bool, interface_type: str) -> tuple[InterfaceSlot, ...]:
+    """The interfaces of one node of ``instance``.
 
-    Without EFA a node has only its primary ENA interface. ParallelCluster: ``efa`` on every EFA
-    card (card 0 device 0 is the primary; on other cards device 0 when the card takes a single
-    interface, else 1, as its ``queues_stack.py`` does). PCS/HyperPod: ENA primary on card 0
-    device 0, ``efa-only`` on card 0 device 1 (if card 0 has EFA) and on device 0 of the others.
+    * ``efa=False`` (or no EFA card): only the primary ENA interface (card 0, device 0).
+    * ``interface_type="efa-only"``: ENA primary on card 0 device 0; ``efa-only`` on card 0 device 1
+      when card 0 has EFA; ``efa-only`` on device 0 of every other EFA card. p6-b300 (card 0 ENA
+      only) gets ENA on card 0 and EFA on cards 1-16.
+    * ``interface_type="efa"``: the primary is ``efa`` when card 0 has EFA (else ENA), and every other
+      EFA card gets ``efa`` on device 0.
+
+    Raises:
+        ValueError: unknown ``interface_type``, or the catalog entry cannot hold the layout (duplicate
+            (card, device), a card outside ``network_cards``, more interfaces on a card than
+            ``max_enis_per_card``, EFA count different from the catalog's). The last ones are catalog bugs.
     """
-    if orchestrator not in EFA_INTERFACE_TYPE:
-        allowed = ", ".join(EFA_INTERFACE_TYPE)
-        raise ValueError(f"unknown orchestrator, got {orchestrator!r}; allowed {allowed}")
-    if not efa or not instance.efa_cards:
-        return (InterfaceSlot(0, 0, "interface"),)
-    kind = EFA_INTERFACE_TYPE[orchestrator]
+    if interface_type not in ("efa", "efa-only"):
+        raise ValueError(f"unknown EFA interface type, got {interface_type!r}; allowed efa, efa-only")
     slots: list[InterfaceSlot] = []
-    if kind == "efa":
-        slots.append(InterfaceSlot(0, 0, "efa" if instance.card0_has_efa else "interface"))
-        other_device = 0 if instance.max_enis_per_card == 1 else 1
-        slots += [InterfaceSlot(card, other_device, "efa") for card in instance.efa_cards if card != 0]
+    card0_efa = efa and instance.card0_has_efa
+    if card0_efa and interface_type == "efa":
+        slots.append(InterfaceSlot(0, 0, "efa"))
     else:
         slots.append(InterfaceSlot(0, 0, "interface"))
-        if instance.card0_has_efa:
+        if card0_efa:
             slots.append(InterfaceSlot(0, 1, "efa-only"))
-        slots += [InterfaceSlot(card, 0, "efa-only") for card in instance.efa_cards if card != 0]
+    if efa:
+        slots += [InterfaceSlot(card, 0, interface_type) for card in instance.efa_cards if card != 0]  # type: ignore[arg-type]
+    _check_layout(instance, slots, efa)
     return tuple(slots)
 
 
-def ipv4_per_node(instance: InstanceSpec, orchestrator: str, *, efa: bool) -> int:
+def _check_layout(inst: InstanceSpec, slots: list[InterfaceSlot], efa: bool) -> None:
+    pairs = [(n.card, n.device) for n in slots]
+    if len(set(pairs)) != len(pairs):
+        raise ValueError(f"{inst.name}: duplicate (card, device) pairs in {pairs}")
+    per_card = Counter(n.card for n in slots)
+    for card, used in per_card.items():
+        if not 0 <= card < inst.network_cards:
+            raise ValueError(f"{inst.name}: network card {card} outside 0..{inst.network_cards - 1}")
+        if used > inst.max_enis_per_card:
+            raise ValueError(f"{inst.name}: {used} interfaces on card {card}, catalog allows {inst.max_enis_per_card}")
+    efa_per_card = Counter(n.card for n in slots if n.is_efa)
+    if any(v > 1 for v in efa_per_card.values()):
+        raise ValueError(f"{inst.name}: more than one EFA on a card: {dict(efa_per_card)}")
+    expected = inst.efa_interface_count if efa else 0
+    if sum(efa_per_card.values()) != expected:
+        raise ValueError(f"{inst.name}: {sum(efa_per_card.values())} EFA interfaces, catalog says {expected}")
+
+
+def ipv4_per_node(instance: InstanceSpec, *, efa: bool, interface_type: str) -> int:
     """Private IPv4 addresses one node takes from its subnet: 1 primary + 1 per ``efa`` interface."""
-    return sum(slot.ipv4_addresses for slot in interface_layout(instance, orchestrator, efa=efa))
+    return sum(slot.ipv4_addresses for slot in interface_layout(instance, efa=efa, interface_type=interface_type))
 
 
 def describe_layout(slots: tuple[InterfaceSlot, ...]) -> str:

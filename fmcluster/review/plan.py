@@ -50,6 +50,8 @@ class ComputeLine:
     network_gbps_total: int
     capacity_type: str
     placement_group: bool
+    efa_interface_type: str = "-"
+    ipv4_per_node: int = 1
 
 
 @dataclass(frozen=True)
@@ -119,16 +121,23 @@ def checkpoint_write_seconds(checkpoint_gib: int, write_mbps: int) -> float:
 
 def build_plan(bp: Blueprint, stacks: dict[str, int] | None = None, checkpoint_gib: int | None = None) -> Plan:
     """Bill of materials; with ``checkpoint_gib``, also the time to write a checkpoint of that size to FSx."""
+    # Interface layouts live with the launch templates; the import is local because it pulls in aws_cdk.
+    from fmcluster.constructs.capacity import efa_interface_layout, ipv4_addresses_per_node
+
     compute = []
+    mode = bp.orchestrator.efa_interface_type
     for g in bp.compute:
         inst = get_instance(g.instance_type)
+        nics = efa_interface_layout(inst, efa=g.efa_enabled, efa_interface_type=mode)
         compute.append(ComputeLine(
             group=g.name, instance_type=g.instance_type, count=g.count, gpu_model=inst.gpu.model,
             gpus_per_node=inst.gpu.count, gpus_total=inst.gpu.count * g.count,
             gpu_memory_gib_total=inst.gpu.count * inst.gpu.memory_gib * g.count,
             efa_interfaces_per_node=inst.efa_interface_count if g.efa_enabled else 0,
             network_gbps_per_node=inst.network_gbps, network_gbps_total=inst.network_gbps * g.count,
-            capacity_type=g.capacity.type, placement_group=g.uses_placement_group,
+            capacity_type=g.capacity.type,
+            placement_group=g.uses_placement_group and bp.orchestrator.kind != "hyperpod",  # HyperPod places nodes itself
+            efa_interface_type=mode if g.efa_enabled else "-", ipv4_per_node=ipv4_addresses_per_node(nics),
         ))
     gpus = sum(c.gpus_total for c in compute)
     storage = None
@@ -192,9 +201,11 @@ def synth_resource_counts(bp: Blueprint) -> dict[str, int]:
 def _rows(plan: Plan) -> list[tuple[str, list[str], list[list[str]]]]:
     sections = [(
         "Compute",
-        ["group", "instance type", "count", "GPUs", "EFA/node", "network Gbps (node / total)", "capacity", "placement group"],
+        ["group", "instance type", "count", "GPUs", "EFA/node", "EFA type", "IPv4/node", "network Gbps (node / total)",
+         "capacity", "placement group"],
         [[c.group, c.instance_type, str(c.count), f"{c.gpu_model} x {c.gpus_total}", str(c.efa_interfaces_per_node),
-          f"{c.network_gbps_per_node} / {c.network_gbps_total}", c.capacity_type, "yes" if c.placement_group else "no"]
+          c.efa_interface_type, str(c.ipv4_per_node), f"{c.network_gbps_per_node} / {c.network_gbps_total}",
+          c.capacity_type, "yes" if c.placement_group else "no"]
          for c in plan.compute],
     )]
     if plan.storage:

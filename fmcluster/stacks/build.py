@@ -63,7 +63,8 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
 
     network = NetworkStack(
         app, f"{bp.name}-network", env=env, spec=bp.network, placement=placement,
-        placement_group_names=[g.name for g in bp.compute if g.uses_placement_group],
+        # HyperPod places instances itself (no placement-group setting in AWS::SageMaker::Cluster).
+        placement_group_names=[g.name for g in bp.compute if g.uses_placement_group and bp.orchestrator.kind != "hyperpod"],
         description=f"fmcluster {bp.name}: VPC, GPU subnet, EFA security group, placement groups",
     )
     net = network.network
@@ -84,7 +85,7 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
     contexts = blueprint_node_contexts(bp)
     cluster = ClusterStack(
         app, f"{bp.name}-cluster", env=env, orchestrator=bp.orchestrator, cluster_name=bp.name, os=bp.software.os,
-        groups=bp.compute, node_contexts=contexts, subnet=net.gpu_subnet, security_group=net.efa_security_group,
+        groups=bp.compute, node_contexts=contexts, vpc=net.vpc, subnet=net.gpu_subnet, security_group=net.efa_security_group,
         placement_groups=net.placement_groups, lustre=st.mount,
         checkpoints=CheckpointAccess(st.checkpoint_bucket, st.checkpoint_prefix) if st.checkpoint_bucket else None,
         tags=tags, description=f"fmcluster {bp.name}: {bp.orchestrator.kind} cluster and node bootstrap",

@@ -5,33 +5,109 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aws_cdk import Stack
+from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fmcluster.blueprint.model import ComputeGroup, OrchestratorSpec
 from fmcluster.constructs.bootstrap import NodeBootstrap
-from fmcluster.constructs.orchestrators.parallelcluster import CheckpointAccess, ParallelClusterCluster
+from fmcluster.constructs.orchestrators.common import CheckpointAccess
+from fmcluster.constructs.orchestrators.hyperpod import HyperPodCluster
+from fmcluster.constructs.orchestrators.parallelcluster import ParallelClusterCluster
+from fmcluster.constructs.orchestrators.pcs import PcsCluster
 from fmcluster.constructs.storage import LustreMount
 from fmcluster.templates.context import NodeContext
 
 
 class ClusterStack(Stack):
+    """Composes one orchestrator construct from ``orchestrator.kind``.
+
+    ``node_contexts`` maps every compute group name to its render context; HyperPod also reads the
+    contexts of its controller/login groups when present (they run no GPU bootstrap).
+    """
+
     def __init__(
-        self, scope: Construct, id: str, *, orchestrator: OrchestratorSpec, cluster_name: str, os: str,
-        groups: Sequence[ComputeGroup], node_contexts: Mapping[str, NodeContext], subnet: ec2.ISubnet,
-        security_group: ec2.ISecurityGroup, placement_groups: Mapping[str, ec2.PlacementGroup],
-        lustre: LustreMount | None, checkpoints: CheckpointAccess | None, tags: Mapping[str, str], **kwargs: Any,
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        orchestrator: OrchestratorSpec,
+        cluster_name: str,
+        os: str,
+        groups: Sequence[ComputeGroup],
+        node_contexts: Mapping[str, NodeContext],
+        subnet: ec2.ISubnet,
+        security_group: ec2.ISecurityGroup,
+        placement_groups: Mapping[str, ec2.PlacementGroup],
+        lustre: LustreMount | None,
+        checkpoints: CheckpointAccess | None,
+        tags: Mapping[str, str],
+        vpc: ec2.IVpc | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
-        bootstrap_root = Construct(self, "Bootstrap")
-        self.bootstraps = {g.name: NodeBootstrap(bootstrap_root, g.name, context=node_contexts[g.name]) for g in groups}
-        if orchestrator.kind == "parallelcluster":
+        kind = orchestrator.kind
+        if kind in ("hyperpod", "pcs") and vpc is None:
+            raise ValueError(f"orchestrator.kind {kind!r} needs the VPC (ClusterStack(vpc=...))")
+        self.bootstraps: dict[str, NodeBootstrap] = {}
+        if kind in ("parallelcluster", "pcs"):
+            # HyperPod ships the node scripts with its lifecycle scripts instead of separate assets.
+            bootstrap_root = Construct(self, "Bootstrap")
+            self.bootstraps = {
+                g.name: NodeBootstrap(bootstrap_root, g.name, context=node_contexts[g.name]) for g in groups
+            }
+        self.orchestrator: ParallelClusterCluster | HyperPodCluster | PcsCluster
+        if kind == "parallelcluster":
             self.orchestrator = ParallelClusterCluster(
-                self, "ParallelCluster", spec=orchestrator.parallelcluster, cluster_name=cluster_name,
-                region=self.region, os=os, groups=groups, subnet=subnet, security_group=security_group,
-                placement_groups=placement_groups, bootstraps=self.bootstraps, lustre=lustre,
-                checkpoints=checkpoints, tags=tags,
+                self,
+                "ParallelCluster",
+                spec=orchestrator.parallelcluster,
+                cluster_name=cluster_name,
+                region=self.region,
+                os=os,
+                groups=groups,
+                subnet=subnet,
+                security_group=security_group,
+                placement_groups=placement_groups,
+                bootstraps=self.bootstraps,
+                lustre=lustre,
+                checkpoints=checkpoints,
+                tags=tags,
             )
+        elif kind == "hyperpod":
+            assert vpc is not None
+            self.orchestrator = HyperPodCluster(
+                self,
+                "HyperPod",
+                spec=orchestrator.hyperpod,
+                cluster_name=cluster_name,
+                groups=groups,
+                node_contexts=node_contexts,
+                vpc=vpc,
+                subnet=subnet,
+                security_group=security_group,
+                lustre=lustre,
+                checkpoints=checkpoints,
+                tags=tags,
+            )
+            CfnOutput(self, "ClusterArn", value=self.orchestrator.cluster.attr_cluster_arn)
+            CfnOutput(self, "LifecycleBucket", value=self.orchestrator.bucket.bucket_name)
         else:
-            raise NotImplementedError(f"orchestrator.kind {orchestrator.kind!r} is not implemented yet")
+            assert vpc is not None
+            self.orchestrator = PcsCluster(
+                self,
+                "Pcs",
+                spec=orchestrator.pcs,
+                cluster_name=cluster_name,
+                os=os,
+                groups=groups,
+                vpc=vpc,
+                subnet=subnet,
+                security_group=security_group,
+                placement_groups=placement_groups,
+                bootstraps=self.bootstraps,
+                lustre=lustre,
+                checkpoints=checkpoints,
+                tags=tags,
+            )
+            CfnOutput(self, "PcsClusterId", value=self.orchestrator.cluster.attr_id)

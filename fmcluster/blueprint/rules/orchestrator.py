@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
-from fmcluster.blueprint.model import OrchestratorSpec
+from fmcluster.blueprint.model import Blueprint, OrchestratorSpec
 from fmcluster.blueprint.rules import Violation, rule
+from fmcluster.catalog import get_instance, known_instance_types
 
 _KINDS = ("parallelcluster", "hyperpod", "pcs")
 
@@ -20,3 +22,203 @@ def settings_match_kind(orch: OrchestratorSpec) -> Iterator[Violation]:
                 f"allowed only orchestrator.{orch.kind} - did you mean kind: {other}?"
             )
 
+
+
+# ---- helpers shared with the orchestrator constructs -------------------------------------------
+_TYPE_NAME = re.compile(r"^(?P<family>[a-z]+)(?P<gen>\d+)(?P<attrs>[a-z-]*)\.(?P<size>[a-z0-9]+)$")
+#: GiB of memory per vCPU of the general purpose (m), compute optimized (c) and memory optimized (r)
+#: families from the 5th generation on: https://docs.aws.amazon.com/ec2/latest/instancetypes/gp.html,
+#: .../co.html, .../mo.html (m: 4, c: 2, r: 8 GiB per vCPU).
+_GIB_PER_VCPU = {"m": 4, "c": 2, "r": 8}
+
+
+def cpu_architecture_of(instance_type: str) -> str | None:
+    """``x86_64`` or ``arm64`` for an EC2 type: from the catalog when it knows the type, else from the
+    naming convention (``g`` among the attribute letters = AWS Graviton,
+    https://docs.aws.amazon.com/ec2/latest/instancetypes/instance-type-names.html). ``None`` when the
+    name does not parse."""
+    if instance_type in known_instance_types():
+        return get_instance(instance_type).cpu_architecture
+    m = _TYPE_NAME.match(instance_type.removeprefix("ml."))
+    if not m:
+        return None
+    return "arm64" if "g" in m.group("attrs").split("-")[0] else "x86_64"
+
+
+def memory_gib_of(instance_type: str) -> float | None:
+    """Memory of m/c/r types (generation 5+) from their vCPU count; ``None`` for anything else."""
+    m = _TYPE_NAME.match(instance_type)
+    if not m or m.group("family") not in _GIB_PER_VCPU or int(m.group("gen")) < 5:
+        return None
+    size = m.group("size")
+    vcpus = {"medium": 1, "large": 2, "xlarge": 4}.get(size)
+    if vcpus is None and size.endswith("xlarge") and size[:-6].isdigit():
+        vcpus = 4 * int(size[:-6])
+    return None if vcpus is None else float(vcpus * _GIB_PER_VCPU[m.group("family")])
+
+
+# ---- ParallelCluster -------------------------------------------------------------------------
+@rule("R-PC-1", level="warning",
+      source="aws/aws-parallelcluster cli/src/pcluster/validators/cluster_validators.py HeadNodeMemorySizeValidator "
+      "(required GiB = min(nodes/25 + 0.6, 16)); memory inferred from the instance family (unverified)")
+def head_node_memory(bp: Blueprint) -> Iterator[Violation]:
+    """ParallelCluster refuses a head node with less than nodes/25 + 0.6 GiB (capped at 16 GiB)."""
+    if bp.orchestrator.kind != "parallelcluster":
+        return
+    head = bp.orchestrator.parallelcluster.head_node_instance_type
+    memory = memory_gib_of(head)
+    nodes = sum(g.count for g in bp.compute)
+    required = min(nodes / 25 + 0.6, 16.0)
+    if memory is not None and memory < required:
+        yield "orchestrator.parallelcluster.head_node_instance_type", (
+            f"head node too small for {nodes} compute nodes, got {head} ({memory:g} GiB); allowed a type with at "
+            f"least {required:.1f} GiB of memory"
+        )
+
+
+@rule("R-PC-2", source="https://docs.aws.amazon.com/parallelcluster/latest/ug/HeadNode-v3.html (InstanceType: the "
+      "head node architecture must be the same as the Slurm InstanceType architecture)")
+def head_node_architecture(bp: Blueprint) -> Iterator[Violation]:
+    if bp.orchestrator.kind != "parallelcluster":
+        return
+    head = bp.orchestrator.parallelcluster.head_node_instance_type
+    head_arch = cpu_architecture_of(head)
+    for i, g in enumerate(bp.compute):
+        arch = get_instance(g.instance_type).cpu_architecture
+        if head_arch is not None and arch != head_arch:
+            yield "orchestrator.parallelcluster.head_node_instance_type", (
+                f"head node architecture differs from compute[{i}] ({g.instance_type} is {arch}), got {head} "
+                f"({head_arch}); allowed an {arch} head node type, e.g. {'m7g.4xlarge' if arch == 'arm64' else 'm7i.4xlarge'}"
+            )
+            return
+
+
+# ---- SageMaker HyperPod ----------------------------------------------------------------------
+HYPERPOD_CONTROLLER_GROUP = "controller"
+HYPERPOD_LOGIN_GROUP = "login"
+
+
+@rule("R-HP-1", source="https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterOrchestratorEksConfig.html "
+      "(ClusterArn required for EKS orchestration)", scope="orchestrator")
+def eks_needs_cluster(orch: OrchestratorSpec) -> Iterator[Violation]:
+    hp = orch.hyperpod
+    if orch.kind == "hyperpod" and hp.orchestration == "eks" and not hp.eks_cluster_arn:
+        yield "orchestrator.hyperpod.eks_cluster_arn", (
+            "required with orchestration: eks, got nothing; allowed arn:aws:eks:<region>:<account>:cluster/<name> of an "
+            "existing EKS cluster (authentication mode API or API_AND_CONFIG_MAP)"
+        )
+
+
+@rule("R-HP-2", source="fmcluster: an EKS cluster ARN is only used by HyperPod EKS orchestration", scope="orchestrator")
+def eks_cluster_only_with_eks(orch: OrchestratorSpec) -> Iterator[Violation]:
+    hp = orch.hyperpod
+    if orch.kind == "hyperpod" and hp.orchestration == "slurm" and hp.eks_cluster_arn:
+        yield "orchestrator.hyperpod.eks_cluster_arn", (
+            f"ignored with orchestration: slurm, got {hp.eks_cluster_arn!r}; allowed only with orchestration: eks"
+        )
+
+
+@rule("R-HP-3", source="https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-ref.html (instance group "
+      "names are unique; fmcluster names the Slurm controller and login groups 'controller' and 'login')")
+def hyperpod_reserved_names(bp: Blueprint) -> Iterator[Violation]:
+    if bp.orchestrator.kind != "hyperpod" or bp.orchestrator.hyperpod.orchestration != "slurm":
+        return
+    reserved = (HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP)
+    for i, g in enumerate(bp.compute):
+        if g.name in reserved:
+            yield f"compute[{i}].name", (
+                f"name reserved for the HyperPod Slurm {g.name} instance group, got {g.name!r}; allowed any other name"
+            )
+
+
+# ---- AWS PCS ---------------------------------------------------------------------------------
+PCS_LOGIN_GROUP = "login"
+
+
+@rule("R-PCS-1", source="botocore data/pcs/2023-02-10/service-2.json CreateComputeNodeGroupRequest.computeNodeGroupName "
+      "(3-25 characters); fmcluster names the login node group 'login'")
+def pcs_group_names(bp: Blueprint) -> Iterator[Violation]:
+    if bp.orchestrator.kind != "pcs":
+        return
+    for i, g in enumerate(bp.compute):
+        if len(g.name) < 3:
+            yield f"compute[{i}].name", f"too short for a PCS compute node group, got {g.name!r}; allowed 3-25 characters"
+        elif g.name == PCS_LOGIN_GROUP:
+            yield f"compute[{i}].name", f"name reserved for the PCS login node group, got {g.name!r}; allowed any other name"
+
+
+@rule("R-PCS-2", source="https://docs.aws.amazon.com/pcs/latest/userguide/working-with_ami_pcs-ready-dlami.html (the "
+      "PCS-ready DLAMI is Ubuntu 24.04 only)")
+def pcs_default_ami_os(bp: Blueprint) -> Iterator[Violation]:
+    if bp.orchestrator.kind == "pcs" and bp.orchestrator.pcs.ami_id is None and bp.software.os != "ubuntu-24.04":
+        yield "software.os", (
+            f"the default PCS AMI (PCS-ready DLAMI) is Ubuntu 24.04, got {bp.software.os!r}; allowed ubuntu-24.04, or set "
+            "orchestrator.pcs.ami_id to a PCS-ready AMI of this OS"
+        )
+
+
+@rule("R-PCS-3", level="warning",
+      source="unverified: awslabs/awsome-distributed-ai architectures/aws-pcs/assets/add-cng-p6-b300.yaml says PCS needs "
+      "InterfaceType efa (not efa-only); AWS PCS docs only show efa", scope="orchestrator")
+def pcs_efa_only_unverified(orch: OrchestratorSpec) -> Iterator[Violation]:
+    if orch.kind == "pcs" and orch.pcs.efa_interface_type == "efa-only" and "efa_interface_type" not in orch.pcs.model_fields_set:
+        yield "orchestrator.pcs.efa_interface_type", (
+            "efa-only interfaces on PCS are not confirmed by AWS documentation, got efa-only (default); allowed efa-only "
+            "(saves one IPv4 address per EFA) or efa - set it explicitly to silence this warning"
+        )
+
+
+@rule("R-PCS-4", level="warning",
+      source="https://docs.aws.amazon.com/pcs/latest/userguide/working-with_ami_pcs-ready-dlami.html (only a /latest/ "
+      "SSM parameter is published; CloudFormation re-resolves it on every update)", scope="orchestrator")
+def pcs_floating_ami(orch: OrchestratorSpec) -> Iterator[Violation]:
+    if orch.kind == "pcs" and orch.pcs.ami_id is None:
+        yield "orchestrator.pcs.ami_id", (
+            "not pinned: nodes boot the latest PCS-ready DLAMI, whose NVIDIA driver may differ from the software "
+            "stack's pin, got nothing; allowed an ami-<hex> resolved once and pinned"
+        )
+
+
+#: P-series HyperPod types CloudFormation linting accepts per Region, derived from public pricing
+#: (training-plan-only types such as ml.p5e and ml.p6e-gb200 are absent everywhere). Source: cfn-lint
+#: 1.58.0 ``src/cfnlint/data/schemas/extensions/aws_sagemaker_cluster/instancetype_enum.json``
+#: (aws-resource-rules.md section 1.2: "use as a warning only"). Regions missing here are not checked.
+HYPERPOD_PRICED_TYPES: dict[str, tuple[str, ...]] = {
+    "ap-northeast-1": ("p4d.24xlarge", "p4de.24xlarge", "p5.4xlarge", "p5.48xlarge", "p5en.48xlarge"),
+    "ap-northeast-2": ("p4d.24xlarge", "p5.48xlarge", "p5en.48xlarge"),
+    "ap-south-1": ("p4d.24xlarge", "p4de.24xlarge", "p5.4xlarge", "p5.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge"),
+    "ap-south-2": ("p6-b200.48xlarge", "p6-b300.48xlarge"),
+    "ap-southeast-1": ("p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge"),
+    "ap-southeast-2": ("p4d.24xlarge", "p4de.24xlarge", "p5.4xlarge", "p5.48xlarge"),
+    "ap-southeast-3": ("p5.4xlarge", "p5.48xlarge", "p5en.48xlarge", "p6-b300.48xlarge"),
+    "ca-central-1": ("p4d.24xlarge", "p5.48xlarge"),
+    "eu-central-1": ("p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge"),
+    "eu-north-1": ("p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5en.48xlarge"),
+    "eu-south-2": ("p5en.48xlarge",),
+    "eu-west-1": ("p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge"),
+    "eu-west-2": ("p4d.24xlarge", "p5.4xlarge", "p5.48xlarge"),
+    "sa-east-1": ("p4d.24xlarge", "p4de.24xlarge", "p5.4xlarge", "p5.48xlarge"),
+    "us-east-1": ("p4d.24xlarge", "p4de.24xlarge", "p5.4xlarge", "p5.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge",
+                  "p6-b300.48xlarge"),
+    "us-east-2": ("p4d.24xlarge", "p4de.24xlarge", "p5.4xlarge", "p5.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge"),
+    "us-west-1": ("p5.48xlarge", "p5en.48xlarge"),
+    "us-west-2": ("p4d.24xlarge", "p4de.24xlarge", "p5.4xlarge", "p5.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge",
+                  "p6-b300.48xlarge"),
+}
+
+
+@rule("R-HP-4", level="warning",
+      source="cfn-lint 1.58.0 extensions/aws_sagemaker_cluster/instancetype_enum.json (per-Region ml.* types from public "
+      "pricing; aws-resource-rules.md section 1.2, warning only)")
+def hyperpod_type_in_region(bp: Blueprint) -> Iterator[Violation]:
+    if bp.orchestrator.kind != "hyperpod" or bp.region not in HYPERPOD_PRICED_TYPES:
+        return
+    priced = HYPERPOD_PRICED_TYPES[bp.region]
+    for i, g in enumerate(bp.compute):
+        if g.instance_type not in priced:
+            training_plan = g.capacity.type == "training_plan"
+            yield f"compute[{i}].instance_type", (
+                f"ml.{g.instance_type} has no public HyperPod price in {bp.region}"
+                f"{' (normal for training-plan capacity)' if training_plan else ''}, and cfn-lint reports E3644 for it, "
+                f"got {g.instance_type!r}; allowed here {', '.join(priced) or 'none'}"
+            )

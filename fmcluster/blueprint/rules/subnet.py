@@ -7,12 +7,18 @@ its sources live in :mod:`fmcluster.catalog.networking`.
 What is counted (docs/capacity.md "Subnet sizing"):
 
 - **required** (verified facts; too small is an error): every compute group's nodes at their
-  maximum ``count`` x addresses per node for the orchestrator's interface layout, the management
-  nodes (ParallelCluster head node; PCS login node; HyperPod controller and login nodes; one
-  address each, assumed to share the GPU subnet) and AWS's five reserved addresses.
+  maximum ``count`` x addresses per node for the blueprint's EFA interface type
+  (``OrchestratorSpec.efa_interface_type``: ``efa`` takes one address per EFA card, ``efa-only``
+  none beyond the ENA primary), the management nodes (ParallelCluster head node; PCS login node;
+  HyperPod controller and login nodes; one address each, assumed to share the GPU subnet) and AWS's
+  five reserved addresses.
 - **headroom** (policy and estimates; too small is a warning): 10% of the node addresses for
   replacement and growth, the FSx for Lustre interfaces (estimate) and an allowance for interface
   VPC endpoints and service ENIs.
+
+When a subnet is too small and the blueprint chooses ``efa`` (PCS, HyperPod), the advice also names
+``efa-only`` through the orchestrator's own setting; ParallelCluster has no such setting (it renders
+``efa-only`` itself, ``PCLUSTER_EFA_INTERFACE_TYPE``), so it is never advised there.
 """
 
 from __future__ import annotations
@@ -40,6 +46,13 @@ MIN_PREFIX = 16
 #: AWS's smallest subnet.
 MAX_PREFIX = 28
 
+#: Where a blueprint chooses its EFA interface type, per orchestrator, and what to say when advising
+#: ``efa-only`` there. ParallelCluster is absent: it picks the type itself (``PCLUSTER_EFA_INTERFACE_TYPE``).
+EFA_INTERFACE_TYPE_SETTING: dict[str, tuple[str, str]] = {
+    "pcs": ("orchestrator.pcs.efa_interface_type", "; unverified on PCS, R-PCS-3"),
+    "hyperpod": ("orchestrator.hyperpod.efa_interface_type", ""),
+}
+
 
 @dataclass(frozen=True)
 class GroupAddresses:
@@ -61,6 +74,7 @@ class SubnetUsage:
     """IPv4 demand on the GPU subnet, and how it compares with the subnet (None: imported subnet)."""
 
     orchestrator: str
+    efa_interface_type: str
     groups: tuple[GroupAddresses, ...]
     management: tuple[tuple[str, int], ...]
     headroom: tuple[tuple[str, int], ...]
@@ -141,13 +155,18 @@ def _management(bp: Blueprint) -> tuple[tuple[str, int], ...]:
     return tuple(nodes)
 
 
-def subnet_usage(bp: Blueprint) -> SubnetUsage:
-    """IPv4 addresses the blueprint's cluster takes from its GPU subnet (see module docstring)."""
+def subnet_usage(bp: Blueprint, *, efa_interface_type: str | None = None) -> SubnetUsage:
+    """IPv4 addresses the blueprint's cluster takes from its GPU subnet (see module docstring).
+
+    ``efa_interface_type`` computes the usage as if the EFA interfaces were of that type (the rules'
+    ``efa-only`` advice); default: the orchestrator's, ``OrchestratorSpec.efa_interface_type``.
+    """
     kind = bp.orchestrator.kind
+    interface_type = efa_interface_type or bp.orchestrator.efa_interface_type
     groups = []
     for g in bp.compute:
         inst = get_instance(g.instance_type)
-        slots = interface_layout(inst, kind, efa=g.efa_enabled)
+        slots = interface_layout(inst, efa=g.efa_enabled, interface_type=interface_type)
         groups.append(GroupAddresses(g.name, g.instance_type, g.count, describe_layout(slots),
                                      sum(s.ipv4_addresses for s in slots)))
     node_addresses = sum(g.ipv4_total for g in groups)
@@ -160,17 +179,38 @@ def subnet_usage(bp: Blueprint) -> SubnetUsage:
     if kind == "hyperpod" and bp.orchestrator.hyperpod.orchestration == "eks":
         notes.append("HyperPod on EKS: pods take VPC CNI addresses from this subnet; they are not counted")
     prefix = None if bp.network.gpu_subnet_id else bp.network.gpu_subnet_prefix_length
-    return SubnetUsage(kind, tuple(groups), _management(bp), tuple(headroom), prefix, tuple(notes))
+    return SubnetUsage(orchestrator=kind, efa_interface_type=interface_type, groups=tuple(groups),
+                       management=_management(bp), headroom=tuple(headroom), prefix_length=prefix,
+                       notes=tuple(notes))
 
 
-def _fix(usage: SubnetUsage, wanted: int, vpc_prefix: int) -> str:
+def _efa_only(bp: Blueprint, usage: SubnetUsage, *, headroom: bool) -> tuple[str, str] | None:
+    """(setting, "then N addresses ...") when the blueprint chooses ``efa`` where it could choose
+    ``efa-only`` (PCS, HyperPod) and that saves addresses; None otherwise (always for ParallelCluster)."""
+    if usage.orchestrator not in EFA_INTERFACE_TYPE_SETTING or usage.efa_interface_type != "efa":
+        return None
+    alt = subnet_usage(bp, efa_interface_type="efa-only")
+    if alt.node_addresses == usage.node_addresses:  # no group has EFA: nothing to save
+        return None
+    setting, caveat = EFA_INTERFACE_TYPE_SETTING[usage.orchestrator]
+    then = f"then {alt.recommended} recommended" if headroom else f"then {alt.required} needed"
+    return setting, then + caveat
+
+
+def _fix(usage: SubnetUsage, wanted: int, vpc_prefix: int, efa_only: tuple[str, str] | None) -> str:
+    """The ``allowed ...`` part: a prefix that holds ``wanted`` addresses (or fewer nodes), and
+    ``efa-only`` when :func:`_efa_only` advises it."""
+    switch = "" if efa_only is None else f"{efa_only[0]}: efa-only ({efa_only[1]})"
     if wanted < MIN_PREFIX:
-        alt = " or orchestrator.kind pcs or hyperpod (efa-only interfaces take no address)"
-        return (f"fewer nodes{alt if usage.orchestrator == 'parallelcluster' else ''} "
-                f"(even a /{MIN_PREFIX} holds only {subnet_size(MIN_PREFIX)})")
+        text = f"fewer nodes (even a /{MIN_PREFIX} holds only {subnet_size(MIN_PREFIX)})"
+        if efa_only is not None:
+            text += f" or {switch} - did you mean {efa_only[0]}: efa-only?"
+        return text
     text = f"/{wanted} or a shorter prefix"
     if wanted <= vpc_prefix:
         text += f" (the VPC must be larger than the subnet, got network.vpc_cidr /{vpc_prefix})"
+    if switch:
+        text += f", or {switch}"
     return text + f" - did you mean gpu_subnet_prefix_length: {wanted}?"
 
 
@@ -187,7 +227,7 @@ def gpu_subnet_holds_cluster(bp: Blueprint) -> Iterator[Violation]:
             f"({usage.node_addresses} for nodes, {sum(n for _, n in usage.management)} for management nodes, "
             f"{usage.aws_reserved} reserved by AWS), got /{usage.prefix_length} ({usage.subnet_addresses} "
             "addresses); "
-            f"allowed {_fix(usage, usage.min_prefix_length, vpc_prefix)}"
+            f"allowed {_fix(usage, usage.min_prefix_length, vpc_prefix, _efa_only(bp, usage, headroom=False))}"
         )
 
 
@@ -204,5 +244,5 @@ def gpu_subnet_headroom(bp: Blueprint) -> Iterator[Violation]:
             f"({usage.required} required + {usage.recommended - usage.required} for replacement nodes, FSx "
             "and "
             f"endpoints), got /{usage.prefix_length} ({usage.subnet_addresses} addresses); "
-            f"allowed {_fix(usage, usage.recommended_prefix_length, vpc_prefix)}"
+            f"allowed {_fix(usage, usage.recommended_prefix_length, vpc_prefix, _efa_only(bp, usage, headroom=True))}"
         )

@@ -4,29 +4,42 @@ The provider stack is nested from AWS's published template (version pinned from 
 and the cluster is a ``Custom::PclusterCluster`` whose ``ClusterConfiguration`` is generated from
 the model: one Slurm queue per compute group, EFA on, placement group, capacity type and
 reservation target, the FSx file system as existing shared storage, and the rendered bootstrap
-script as ``OnNodeConfigured``.
+script as ``OnNodeConfigured``. ParallelCluster builds its own launch templates (3.16.1: ENA primary
+plus ``efa-only`` on every EFA card, card 0 ENA-only for p6-b300 and p6e-gb200 --
+``pcluster/templates/queues_stack.py`` and ``INSTANCE_TYPES_WITH_FIRST_INTERFACE_ENA`` in
+``pcluster/constants.py`` of the 3.16.1 package), so ``fmcluster.constructs.capacity`` only contributes
+the capacity mapping here.
+
+Update and deletion safety: ``DeletionPolicy`` (a property of the custom resource, not the
+CloudFormation attribute) defaults to ``Retain`` so deleting the stack never deletes a cluster
+with running jobs; ``Scheduling.SlurmSettings.QueueUpdateStrategy`` tells ParallelCluster how to
+apply queue changes because the provider does not stop the compute fleet itself.
 
 Sources:
-- https://docs.aws.amazon.com/parallelcluster/latest/ug/cfn-cluster-resource.html
+- https://docs.aws.amazon.com/parallelcluster/latest/ug/cfn-cluster-resource.html (DeletionPolicy Retain|Delete;
+  retained clusters keep using their network and storage)
 - https://docs.aws.amazon.com/parallelcluster/latest/ug/cfn-provider-stack.html (template URL)
-- https://docs.aws.amazon.com/parallelcluster/latest/ug/cluster-configuration-file-v3.html (config keys)
+- https://docs.aws.amazon.com/parallelcluster/latest/ug/cfn-cluster-ops.html (QueueUpdateStrategy on updates)
+- https://docs.aws.amazon.com/parallelcluster/latest/ug/Scheduling-v3.html (SlurmSettings, HealthChecks.Gpu)
+- https://docs.aws.amazon.com/parallelcluster/latest/ug/Monitoring-v3.html (Logs, Dashboards, Alarms)
+- https://docs.aws.amazon.com/parallelcluster/latest/ug/HeadNode-v3.html (LocalStorage.RootVolume)
 - aws-resource-rules.md sections 5.3 and 8.2.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import CfnResource, Fn
+from aws_cdk import Annotations, CfnResource, Fn
 from aws_cdk import aws_cloudformation as cfn
 from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from fmcluster.blueprint.model import ComputeGroup, ParallelClusterSettings
 from fmcluster.constructs.bootstrap import NodeBootstrap
+from fmcluster.constructs.capacity import pcluster_capacity
+from fmcluster.constructs.orchestrators.common import CheckpointAccess
 from fmcluster.constructs.storage import LustreMount
 
 PROVIDER_TEMPLATE_URL = (
@@ -34,16 +47,10 @@ PROVIDER_TEMPLATE_URL = (
     "/parallelcluster/{version}/templates/custom_resource/cluster.yaml"
 )
 OS_NAMES = {"ubuntu-22.04": "ubuntu2204", "ubuntu-24.04": "ubuntu2404", "amazon-linux-2023": "alinux2023"}
-CAPACITY_TYPES = {"on_demand": "ONDEMAND", "spot": "SPOT", "odcr": "ONDEMAND", "capacity_block": "CAPACITY_BLOCK"}
 ROOT_VOLUME_GIB = 200
-HEAD_NODE_ROOT_VOLUME_GIB = 200
-LOG_RETENTION_DAYS = 30
+ROOT_VOLUME_TYPE = "gp3"
 
-
-@dataclass(frozen=True)
-class CheckpointAccess:
-    bucket: s3.IBucket
-    prefix: str
+__all__ = ["CheckpointAccess", "ParallelClusterCluster", "capacity_settings", "compute_resource_name"]
 
 
 def compute_resource_name(instance_type: str) -> str:
@@ -52,14 +59,13 @@ def compute_resource_name(instance_type: str) -> str:
 
 
 def capacity_settings(group: ComputeGroup) -> tuple[str, dict[str, str] | None]:
-    """(CapacityType, CapacityReservationTarget) for a group (aws-resource-rules.md section 5.3)."""
-    cap = group.capacity
-    target: dict[str, str] | None = None
-    if cap.type in ("odcr", "capacity_block"):
-        rid = getattr(cap, "reservation_id", None)
-        arn = getattr(cap, "resource_group_arn", None)
-        target = {"CapacityReservationId": rid} if rid else {"CapacityReservationResourceGroupArn": str(arn)}
-    return CAPACITY_TYPES[cap.type], target
+    """(CapacityType, CapacityReservationTarget) for a group (aws-resource-rules.md section 5.3).
+
+    Training plans are SageMaker capacity (rule R-CAP-1 rejects them here); a queue that reaches
+    this point with one gets ``ONDEMAND`` and a synth error from the construct.
+    """
+    capacity_type, target = pcluster_capacity(group)
+    return capacity_type or "ONDEMAND", target
 
 
 class ParallelClusterCluster(Construct):
@@ -81,7 +87,9 @@ class ParallelClusterCluster(Construct):
         head_node: dict[str, Any] = {
             "InstanceType": spec.head_node_instance_type,
             "Networking": {"SubnetId": subnet.subnet_id, "AdditionalSecurityGroups": [security_group.security_group_id]},
-            "LocalStorage": {"RootVolume": {"Size": HEAD_NODE_ROOT_VOLUME_GIB, "Encrypted": True}},
+            "LocalStorage": {"RootVolume": {
+                "Size": spec.head_node_root_volume_gib, "Encrypted": True, "VolumeType": ROOT_VOLUME_TYPE,
+            }},
             "Imds": {"Secured": True},
         }
         if spec.ssh_key_name:
@@ -89,21 +97,37 @@ class ParallelClusterCluster(Construct):
         image: dict[str, Any] = {"Os": OS_NAMES[os]}
         if spec.custom_ami:
             image["CustomAmi"] = spec.custom_ami
+        for g in groups:
+            if pcluster_capacity(g)[0] is None:
+                Annotations.of(self).add_error(
+                    f"compute group {g.name}: ParallelCluster cannot use capacity type {g.capacity.type!r}; allowed "
+                    "on_demand, spot, odcr, capacity_block"
+                )
         self.config: dict[str, Any] = {
             "Region": region,
             "Image": image,
             "HeadNode": head_node,
             "Scheduling": {
                 "Scheduler": "slurm",
-                "SlurmSettings": {"QueueUpdateStrategy": "DRAIN", "ScaledownIdletime": 10},
+                "SlurmSettings": {
+                    "QueueUpdateStrategy": spec.queue_update_strategy,
+                    "ScaledownIdletime": spec.scaledown_idletime_minutes,
+                    "EnableMemoryBasedScheduling": spec.memory_based_scheduling,
+                },
                 "SlurmQueues": [
-                    self._queue(g, subnet, security_group, placement_groups.get(g.name), bootstraps[g.name], checkpoints)
+                    self._queue(g, subnet, security_group, placement_groups.get(g.name), bootstraps[g.name],
+                                checkpoints, spec.gpu_health_checks)
                     for g in groups
                 ],
             },
             "Monitoring": {
-                "Logs": {"CloudWatch": {"Enabled": True, "RetentionInDays": LOG_RETENTION_DAYS}},
-                "Dashboards": {"CloudWatch": {"Enabled": True}},
+                "DetailedMonitoring": True,
+                "Logs": {
+                    "CloudWatch": {"Enabled": True, "RetentionInDays": spec.log_retention_days, "DeletionPolicy": "Retain"},
+                    "Rotation": {"Enabled": True},
+                },
+                "Dashboards": {"CloudWatch": {"Enabled": spec.cloudwatch_dashboard}},
+                "Alarms": {"Enabled": True},
             },
             "Tags": [{"Key": k, "Value": v} for k, v in sorted(tags.items())],
         }
@@ -118,13 +142,14 @@ class ParallelClusterCluster(Construct):
                 "ServiceToken": self.provider.get_att("Outputs.ServiceToken"),
                 "ClusterName": cluster_name,
                 "ClusterConfiguration": self.config,
+                "DeletionPolicy": spec.deletion_policy,
             },
         )
 
     @staticmethod
     def _queue(
         g: ComputeGroup, subnet: ec2.ISubnet, sg: ec2.ISecurityGroup, pg: ec2.PlacementGroup | None,
-        bootstrap: NodeBootstrap, checkpoints: CheckpointAccess | None,
+        bootstrap: NodeBootstrap, checkpoints: CheckpointAccess | None, gpu_health_checks: bool,
     ) -> dict[str, Any]:
         capacity_type, target = capacity_settings(g)
         resource: dict[str, Any] = {
@@ -154,9 +179,10 @@ class ParallelClusterCluster(Construct):
             },
             "ComputeResources": [resource],
             "ComputeSettings": {"LocalStorage": {
-                "RootVolume": {"Size": ROOT_VOLUME_GIB, "Encrypted": True},
+                "RootVolume": {"Size": ROOT_VOLUME_GIB, "Encrypted": True, "VolumeType": ROOT_VOLUME_TYPE},
                 "EphemeralVolume": {"MountDir": g.scratch_path},
             }},
             "CustomActions": {"OnNodeConfigured": {"Script": bootstrap.s3_url}},
             "Iam": {"S3Access": s3_access},
+            "HealthChecks": {"Gpu": {"Enabled": gpu_health_checks}},
         }

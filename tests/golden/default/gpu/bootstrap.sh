@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fmcluster bootstrap for llm-train/gpu (p5.48xlarge, ubuntu-22.04, parallelcluster).
+# fmcluster bootstrap for llm-train/gpu (p5.48xlarge, ubuntu-24.04, parallelcluster).
 # Rendered by fmcluster from stack h100-570-cuda12.8; do not edit by hand.
 #
 # Installs exactly the pinned versions below and holds them; a node that already has a pinned
@@ -13,7 +13,7 @@ umask 022
 
 # ---- pins ------------------------------------------------------------------------------------
 readonly FMC_OS_ID="ubuntu"
-readonly FMC_OS_VERSION="22.04"
+readonly FMC_OS_VERSION="24.04"
 readonly FMC_ARCH="x86_64"
 readonly FMC_DRIVER_VERSION="570.172.08"
 readonly FMC_KERNEL_MODULES="open"
@@ -83,7 +83,7 @@ key_fingerprint() {  # key_fingerprint FILE: primary key fingerprint of an armor
   gpg --batch --with-colons --show-keys "$1" 2>/dev/null | awk -F: '/^fpr:/ { print $10; exit }'
 }
 
-# ---- package helpers (ubuntu-22.04) -----------------------------------------------------------------
+# ---- package helpers (ubuntu-24.04) -----------------------------------------------------------------
 export DEBIAN_FRONTEND=noninteractive
 readonly FMC_APT_PINS=/etc/apt/preferences.d/fmcluster-pins
 APT=(apt-get -q -y -o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
@@ -210,14 +210,14 @@ cuda_repository() {
     return
   fi
   local key="${FMC_CACHE}/nvidia-cuda.pub" keyring=/usr/share/keyrings/fmcluster-nvidia-cuda.gpg fpr
-  fetch "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/3bf863cc.pub" "${key}"
+  fetch "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/3bf863cc.pub" "${key}"
   fpr="$(key_fingerprint "${key}")"
   [[ ${fpr} == "EB693B3035CD5710E231E123A4B469963BF863CC" ]] \
     || die "NVIDIA repository key fingerprint ${fpr:-unreadable} is not the pinned EB693B3035CD5710E231E123A4B469963BF863CC"
   gpg --batch --yes --dearmor -o "${keyring}" "${key}"
-  printf 'deb [signed-by=%s] %s /\n' "${keyring}" "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/" >/etc/apt/sources.list.d/fmcluster-nvidia-cuda.list
+  printf 'deb [signed-by=%s] %s /\n' "${keyring}" "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/" >/etc/apt/sources.list.d/fmcluster-nvidia-cuda.list
   FMC_APT_UPDATED=0
-  log "repository https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/ added, signing key EB693B3035CD5710E231E123A4B469963BF863CC"
+  log "repository https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/ added, signing key EB693B3035CD5710E231E123A4B469963BF863CC"
 }
 
 installed_driver() {
@@ -503,7 +503,7 @@ node_check() {
   step node-check "installing and running fmcluster-node-check"
   cat >"${FMC_NODE_CHECK}.tmp" <<'FMCLUSTER_NODE_CHECK_EOF'
 #!/usr/bin/env bash
-# fmcluster-node-check for llm-train/gpu (p5.48xlarge, ubuntu-22.04), stack h100-570-cuda12.8.
+# fmcluster-node-check for llm-train/gpu (p5.48xlarge, ubuntu-24.04), stack h100-570-cuda12.8.
 # Rendered by fmcluster; do not edit by hand. Checks this node against its pinned versions and
 # catalog facts, one line per check:   PASS|FAIL|SKIP <check>: <detail>
 #

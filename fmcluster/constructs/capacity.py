@@ -1,0 +1,291 @@
+"""Capacity and launch templates, computed from the instance catalog.
+
+Two things live here:
+
+1. **Network-interface layouts** (:func:`efa_interface_layout`): one EFA per EFA-capable network card,
+   the primary interface on card 0 device 0, every ``(card, device)`` pair unique. The facts come
+   from ``fmcluster.catalog`` (``efa_cards``, ``network_cards``, ``max_enis_per_card``), never from
+   hand-written per-family blocks.
+2. **Capacity in each orchestrator's terms** (:func:`launch_template_market`,
+   :func:`pcs_purchase_option`, :func:`pcluster_capacity`, :func:`hyperpod_training_plan`): the
+   blueprint's ``capacity`` rendered as launch-template market options and reservation targets,
+   a PCS purchase option, ParallelCluster's CapacityType, or a HyperPod training plan. Which
+   capacity a blueprint may ask for is decided by the capacity rules, not here.
+
+:class:`NodeLaunchTemplate` turns a layout plus capacity into an ``AWS::EC2::LaunchTemplate`` for
+orchestrators that take our launch templates (AWS PCS). ParallelCluster builds its own launch
+templates and HyperPod takes only ``NetworkInterface.InterfaceType``.
+
+Sources (aws-resource-rules.md section 2 and 5):
+- Primary interface on card 0 device 0; ``efa-only`` cannot be primary; one EFA per card; EFA on card 0
+  at device 1 when card 0 supports EFA, device 0 on every other card:
+  https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html
+- ``efa-only`` interfaces take no IP address (saves one subnet IPv4 address per card):
+  https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html#efa-only
+- Security groups per interface (``Groups``) when ``NetworkInterfaces`` are given; the EFA group on every
+  EFA interface: https://docs.aws.amazon.com/pcs/latest/userguide/working-with_networking_efa_create-lt.html
+- No public IP with more than one interface (RunInstances refuses ``AssociatePublicIpAddress``):
+  botocore ``ec2`` ``InstanceNetworkInterfaceSpecification.AssociatePublicIpAddress``; the GPU subnet is
+  private, so the field is never set.
+- Capacity Blocks: ``MarketType: capacity-block`` plus a reservation target:
+  https://docs.aws.amazon.com/pcs/latest/userguide/capacity-blocks-configure-cng.html
+- Spot in the launch template (``MarketType: spot``, one-time, terminate) as ParallelCluster renders it:
+  aws/aws-parallelcluster ``cli/src/pcluster/launch_template_utils.py`` (``get_instance_market_options``).
+- ODCR targeting by id or resource group: https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_LaunchTemplateCapacityReservationSpecificationRequest.html
+- Root device names: Ubuntu AMIs use ``/dev/sda1``, Amazon Linux 2023 ``/dev/xvda``:
+  https://docs.aws.amazon.com/ebs/latest/userguide/device_naming.html
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from aws_cdk import Fn, Tags
+from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
+
+from fmcluster.blueprint.model import CapacityBlockCapacity, ComputeGroup, OdcrCapacity, TrainingPlanCapacity
+from fmcluster.catalog import InstanceSpec
+from fmcluster.catalog.networking import EfaInterfaceType, InterfaceSlot, InterfaceType, interface_layout  # noqa: F401
+
+#: Root device per OS family (see module sources). A wrong name adds a second volume instead of
+#: resizing the root volume, so it is derived from the OS, never guessed per AMI.
+ROOT_DEVICE = {"ubuntu-22.04": "/dev/sda1", "ubuntu-24.04": "/dev/sda1", "amazon-linux-2023": "/dev/xvda"}
+#: Encrypted gp3 root volume of GPU nodes: drivers, CUDA, containers before they move to NVMe.
+ROOT_VOLUME_GIB = 200
+#: IMDSv2 hop limit 2 lets containers on the node (enroot, docker) reach the instance metadata service.
+IMDS_HOP_LIMIT = 2
+
+# ---- interface layouts -----------------------------------------------------------------------
+
+
+#: One launch-template network interface (the catalog's layout type).
+NicSpec = InterfaceSlot
+
+
+def efa_interface_layout(inst: InstanceSpec, *, efa: bool, efa_interface_type: str) -> tuple[NicSpec, ...]:
+    """The interfaces of one node of ``inst``: :func:`fmcluster.catalog.networking.interface_layout`."""
+    return interface_layout(inst, efa=efa, interface_type=efa_interface_type)
+
+
+def ipv4_addresses_per_node(nics: Sequence[NicSpec]) -> int:
+    """Subnet IPv4 addresses one node takes (for subnet sizing)."""
+    return sum(n.ipv4_addresses for n in nics)
+
+
+# ---- capacity in each orchestrator's terms ---------------------------------------------------
+
+
+def reservation_target(group: ComputeGroup) -> dict[str, str] | None:
+    """``{CapacityReservationId: ...}`` or ``{CapacityReservationResourceGroupArn: ...}`` for ODCR and
+    Capacity Blocks; ``None`` for every other capacity type."""
+    cap = group.capacity
+    if isinstance(cap, CapacityBlockCapacity):
+        return {"CapacityReservationId": cap.reservation_id}
+    if isinstance(cap, OdcrCapacity):
+        if cap.reservation_id:
+            return {"CapacityReservationId": cap.reservation_id}
+        return {"CapacityReservationResourceGroupArn": str(cap.resource_group_arn)}
+    return None
+
+
+def launch_template_market(group: ComputeGroup) -> dict[str, Any]:
+    """Launch-template fields for the group's capacity (CloudFormation property names).
+
+    on_demand / training_plan: nothing. spot: ``InstanceMarketOptions`` spot, one-time, terminate.
+    odcr: ``CapacityReservationSpecification.CapacityReservationTarget``. capacity_block: both
+    ``InstanceMarketOptions.MarketType: capacity-block`` and the reservation target.
+    """
+    cap = group.capacity.type
+    out: dict[str, Any] = {}
+    if cap == "spot":
+        out["InstanceMarketOptions"] = {
+            "MarketType": "spot",
+            "SpotOptions": {"SpotInstanceType": "one-time", "InstanceInterruptionBehavior": "terminate"},
+        }
+    elif cap == "capacity_block":
+        out["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
+    target = reservation_target(group)
+    if target is not None:
+        out["CapacityReservationSpecification"] = {"CapacityReservationTarget": target}
+    return out
+
+
+#: AWS PCS ``ComputeNodeGroup.PurchaseOption`` per capacity type (ODCR is on-demand with a reservation
+#: target in the launch template). Source: botocore ``pcs`` ``PurchaseOption`` enum.
+PCS_PURCHASE_OPTIONS = {
+    "on_demand": "ONDEMAND",
+    "spot": "SPOT",
+    "odcr": "ONDEMAND",
+    "capacity_block": "CAPACITY_BLOCK",
+}
+
+#: ParallelCluster ``SlurmQueues[].CapacityType`` (aws-resource-rules.md section 5.3).
+PCLUSTER_CAPACITY_TYPES = {
+    "on_demand": "ONDEMAND",
+    "spot": "SPOT",
+    "odcr": "ONDEMAND",
+    "capacity_block": "CAPACITY_BLOCK",
+}
+
+
+def pcs_purchase_option(group: ComputeGroup) -> str | None:
+    """PCS purchase option, or ``None`` when PCS cannot buy this capacity (training plans)."""
+    return PCS_PURCHASE_OPTIONS.get(group.capacity.type)
+
+
+def pcluster_capacity(group: ComputeGroup) -> tuple[str | None, dict[str, str] | None]:
+    """(CapacityType, CapacityReservationTarget) for a ParallelCluster queue."""
+    return PCLUSTER_CAPACITY_TYPES.get(group.capacity.type), reservation_target(group)
+
+
+def hyperpod_training_plan(group: ComputeGroup) -> str | None:
+    """``TrainingPlanArn`` for a HyperPod instance group (``None`` for on-demand)."""
+    cap = group.capacity
+    return cap.arn if isinstance(cap, TrainingPlanCapacity) else None
+
+
+# ---- launch template construct ---------------------------------------------------------------
+
+
+class NodeLaunchTemplate(Construct):
+    """An ``AWS::EC2::LaunchTemplate`` for one node group.
+
+    Every interface sits in ``subnet`` with ``DeleteOnTermination``; EFA interfaces carry
+    ``efa_security_group`` only, the primary carries it plus ``primary_security_groups``. IMDSv2 is
+    required, the root volume is encrypted gp3, no interface asks for a public IP, and the
+    capacity fields come from :func:`launch_template_market`.
+
+    Args:
+        instance_type: EC2 instance type written into the template, or ``None`` when the orchestrator sets
+            it (AWS PCS takes types from the node group's ``InstanceConfigs``; a type in the template
+            would also make cfn-lint check it against the Region's public type list, which omits
+            Local-Zone-only types such as p6e-gb200).
+        interfaces: the layout (see :func:`efa_interface_layout`).
+        os: blueprint OS, picks the root device name.
+        group: the compute group whose capacity is rendered, or ``None`` (on-demand, e.g. login nodes).
+        placement_group: cluster placement group, or ``None``.
+        user_data: raw user data (base64-encoded here), or ``None``.
+        cpu_options: ``{"CoreCount": n, "ThreadsPerCore": 1}`` to disable SMT, or ``None``.
+
+    Attributes: ``resource`` (CfnLaunchTemplate), ``interfaces``, ``template_id``, ``latest_version``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        instance_type: str | None,
+        interfaces: Sequence[NicSpec],
+        os: str,
+        subnet: ec2.ISubnet,
+        efa_security_group: ec2.ISecurityGroup,
+        primary_security_groups: Sequence[ec2.ISecurityGroup] = (),
+        group: ComputeGroup | None = None,
+        placement_group: ec2.PlacementGroup | None = None,
+        user_data: str | None = None,
+        cpu_options: dict[str, int] | None = None,
+        root_volume_gib: int = ROOT_VOLUME_GIB,
+        tags: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(scope, id)
+        self.interfaces = tuple(interfaces)
+        efa_sg = efa_security_group.security_group_id
+        primary_groups = [efa_sg, *(g.security_group_id for g in primary_security_groups)]
+        nics = []
+        for nic in self.interfaces:
+            nics.append(
+                ec2.CfnLaunchTemplate.NetworkInterfaceProperty(
+                    network_card_index=nic.card,
+                    device_index=nic.device,
+                    interface_type=None if nic.interface_type == "interface" else nic.interface_type,
+                    subnet_id=subnet.subnet_id,
+                    groups=primary_groups if (nic.card, nic.device) == (0, 0) else [efa_sg],
+                    delete_on_termination=True,
+                    description=f"card {nic.card} device {nic.device} {nic.interface_type}",
+                )
+            )
+        data: dict[str, Any] = {
+            "network_interfaces": nics,
+            "metadata_options": ec2.CfnLaunchTemplate.MetadataOptionsProperty(
+                http_tokens="required",
+                http_endpoint="enabled",
+                http_put_response_hop_limit=IMDS_HOP_LIMIT,
+            ),
+            "block_device_mappings": [
+                ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(
+                    device_name=ROOT_DEVICE[os],
+                    ebs=ec2.CfnLaunchTemplate.EbsProperty(
+                        volume_size=root_volume_gib,
+                        volume_type="gp3",
+                        encrypted=True,
+                        delete_on_termination=True,
+                    ),
+                )
+            ],
+        }
+        if instance_type is not None:
+            data["instance_type"] = instance_type
+        if placement_group is not None:
+            data["placement"] = ec2.CfnLaunchTemplate.PlacementProperty(
+                group_name=placement_group.placement_group_name
+            )
+        if user_data is not None:
+            data["user_data"] = Fn.base64(user_data)
+        if cpu_options is not None:
+            data["cpu_options"] = ec2.CfnLaunchTemplate.CpuOptionsProperty(
+                core_count=cpu_options["CoreCount"],
+                threads_per_core=cpu_options["ThreadsPerCore"],
+            )
+        if tags:
+            data["tag_specifications"] = [
+                ec2.CfnLaunchTemplate.TagSpecificationProperty(
+                    resource_type=rt,
+                    tags=[{"key": k, "value": v} for k, v in sorted(tags.items())],
+                )
+                for rt in ("instance", "volume")
+            ]
+        market = launch_template_market(group) if group is not None else {}
+        if "InstanceMarketOptions" in market:
+            imo = market["InstanceMarketOptions"]
+            spot = imo.get("SpotOptions")
+            data["instance_market_options"] = ec2.CfnLaunchTemplate.InstanceMarketOptionsProperty(
+                market_type=imo["MarketType"],
+                spot_options=ec2.CfnLaunchTemplate.SpotOptionsProperty(
+                    spot_instance_type=spot["SpotInstanceType"],
+                    instance_interruption_behavior=spot["InstanceInterruptionBehavior"],
+                )
+                if spot
+                else None,
+            )
+        if "CapacityReservationSpecification" in market:
+            target = market["CapacityReservationSpecification"]["CapacityReservationTarget"]
+            data["capacity_reservation_specification"] = (
+                ec2.CfnLaunchTemplate.CapacityReservationSpecificationProperty(
+                    capacity_reservation_target=ec2.CfnLaunchTemplate.CapacityReservationTargetProperty(
+                        capacity_reservation_id=target.get("CapacityReservationId"),
+                        capacity_reservation_resource_group_arn=target.get(
+                            "CapacityReservationResourceGroupArn"
+                        ),
+                    ),
+                )
+            )
+        self.resource = ec2.CfnLaunchTemplate(
+            self,
+            "Resource",
+            launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(**data),
+        )
+        self.template_id = self.resource.ref
+        self.latest_version = self.resource.attr_latest_version_number
+        for k, v in (tags or {}).items():
+            Tags.of(self.resource).add(k, v)
+
+
+def smt_off_cpu_options(inst: InstanceSpec, threads_per_core: int) -> dict[str, int] | None:
+    """Launch-template ``CpuOptions`` that turn SMT off (``threads_per_core == 1``) on x86; ``None``
+    otherwise (arm64 Grace cores have one thread each already)."""
+    if threads_per_core == 2 or inst.cpu_architecture != "x86_64":
+        return None
+    return {"CoreCount": inst.vcpus // 2, "ThreadsPerCore": 1}

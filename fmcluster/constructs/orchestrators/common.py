@@ -1,0 +1,161 @@
+"""Pieces every orchestrator construct shares: checkpoint access, node IAM statements, cdk-nag
+acknowledgements and the Lustre mount used by orchestrators that do not mount FSx themselves.
+
+Sources:
+- S3 object-level vs bucket-level actions, ``s3:prefix`` condition on ``ListBucket``:
+  https://docs.aws.amazon.com/AmazonS3/latest/userguide/using-with-s3-policy-actions.html
+- Lustre over EFA needs ``fsx:DescribeFileSystems`` on the client; without it the client cannot learn
+  that the file system is EFA-enabled and mounts over TCP:
+  https://docs.aws.amazon.com/fsx/latest/LustreGuide/configure-efa-clients.html
+- Lustre client mount command (``<dns>@tcp:/<mountname>``):
+  https://docs.aws.amazon.com/fsx/latest/LustreGuide/mounting-ec2-instance.html
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import jsii
+from aws_cdk import Acknowledgment, Stack, Validations
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from constructs import IConstruct, IValidation
+
+from fmcluster.constructs.storage import LustreMount
+
+#: Object actions a training job needs on its checkpoint prefix (multipart for large shards).
+CHECKPOINT_OBJECT_ACTIONS = (
+    "s3:GetObject",
+    "s3:PutObject",
+    "s3:DeleteObject",
+    "s3:AbortMultipartUpload",
+    "s3:ListMultipartUploadParts",
+)
+
+
+@dataclass(frozen=True)
+class CheckpointAccess:
+    """The checkpoint bucket and the prefix nodes may read and write."""
+
+    bucket: s3.IBucket
+    prefix: str
+
+
+def checkpoint_statements(cp: CheckpointAccess) -> list[iam.PolicyStatement]:
+    """Read/write on ``<bucket>/<prefix>*`` and ``ListBucket`` limited to that prefix."""
+    return [
+        iam.PolicyStatement(
+            sid="CheckpointPrefixReadWrite",
+            actions=list(CHECKPOINT_OBJECT_ACTIONS),
+            resources=[cp.bucket.arn_for_objects(f"{cp.prefix}*")],
+        ),
+        iam.PolicyStatement(
+            sid="CheckpointPrefixList",
+            actions=["s3:ListBucket"],
+            resources=[cp.bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [f"{cp.prefix}*"]}},
+        ),
+    ]
+
+
+def checkpoint_acknowledgement(cp: CheckpointAccess | None) -> dict[str, str]:
+    """The IAM5 pattern and reason for :func:`checkpoint_statements` (matches only ``<bucket>/<prefix>*``)."""
+    if cp is None:
+        return {}
+    return {rf"^Resource::.*/{re.escape(cp.prefix)}\*$": "Checkpoint bucket access is limited to the blueprint's "
+            f"checkpoint prefix {cp.prefix!r}."}
+
+
+def fsx_describe_statement() -> iam.PolicyStatement:
+    """``fsx:DescribeFileSystems`` (a list action: it does not take a file-system ARN)."""
+    return iam.PolicyStatement(sid="LustreEfaDiscovery", actions=["fsx:DescribeFileSystems"], resources=["*"])
+
+
+def acknowledge(scope: IConstruct, *findings: tuple[str, str]) -> None:
+    """Acknowledge cdk-nag findings ``(id, reason)`` on ``scope`` only (narrowest scope)."""
+    Validations.of(scope).acknowledge(*(Acknowledgment(id=i, reason=r) for i, r in findings))
+
+
+def acknowledge_wildcards(policy_scope: IConstruct, reason_by_pattern: dict[str, str]) -> None:
+    """Acknowledge every ``AwsSolutions-IAM5`` finding of the IAM policies under ``policy_scope`` whose
+    action or resource matches one of the regex patterns, each with its own reason.
+
+    cdk-nag v3 needs the exact finding id (``AwsSolutions-IAM5[Resource::<...>]``), and resources from
+    another stack only get their final form (an export name) when CDK resolves cross-stack
+    references, after construction. The ids are therefore computed in a construct validation
+    (which runs after references are resolved and before the templates are written) from the
+    policy document itself, not written by hand. A wildcard no pattern explains stays
+    unacknowledged and fails synth.
+    """
+    policy_scope.node.add_validation(_WildcardAcknowledger(policy_scope, reason_by_pattern))
+
+
+@jsii.implements(IValidation)
+class _WildcardAcknowledger:
+    def __init__(self, scope: IConstruct, reasons: dict[str, str]) -> None:
+        self._scope = scope
+        self._reasons = reasons
+
+    def validate(self) -> list[str]:
+        stack = Stack.of(self._scope)
+        for node in self._scope.node.find_all():
+            if not isinstance(node, iam.Policy):
+                continue
+            doc = stack.resolve(node.document.to_json())
+            findings = []
+            for st in doc.get("Statement", []):
+                findings += [f"Action::{a}" for a in _as_list(st.get("Action")) if "*" in str(a)]
+                findings += [
+                    f"Resource::{t}" for t in map(_nag_text, _as_list(st.get("Resource"))) if "*" in t
+                ]
+            acks = []
+            for f in dict.fromkeys(findings):
+                reason = next((r for p, r in self._reasons.items() if re.search(p, f)), None)
+                if reason is not None:
+                    acks.append((f"AwsSolutions-IAM5[{f}]", reason))
+            if acks:
+                acknowledge(node, *acks)
+        return []
+
+
+def _as_list(v: object) -> list[object]:
+    if v is None:
+        return []
+    return v if isinstance(v, list) else [v]
+
+
+def _nag_text(res: object) -> str:
+    """Render a policy resource the way cdk-nag names it in findings (``<LogicalId.Arn>``, ``<AWS::Region>``)."""
+    if isinstance(res, str):
+        return res
+    if isinstance(res, dict):
+        ((key, val),) = res.items()
+        if key == "Fn::Join":
+            sep, parts = val
+            return sep.join(_nag_text(p) for p in parts)
+        if key == "Ref":
+            return f"<{val}>"
+        if key == "Fn::GetAtt":
+            return f"<{val[0]}.{val[1]}>"
+        if key == "Fn::ImportValue":
+            return _nag_text(val)
+        if key == "Fn::Sub" and isinstance(val, str):
+            return re.sub(r"\$\{([^}]+)\}", r"<\1>", val)
+    return str(res)
+
+
+def lustre_mount_script(mount: LustreMount) -> str:
+    """Shell lines that mount FSx for Lustre at its mount point and persist it in fstab (tokens
+    resolve at deploy). Idempotent: re-running does not mount twice."""
+    src = f"{mount.dns_name}@tcp:/{mount.mount_name}"
+    return "\n".join(
+        [
+            f"mkdir -p {mount.mount_point}",
+            f"if ! mountpoint -q {mount.mount_point}; then",
+            f"  mount -t lustre -o relatime,flock {src} {mount.mount_point}",
+            "fi",
+            f"grep -q ' {mount.mount_point} lustre ' /etc/fstab || "
+            f"echo '{src} {mount.mount_point} lustre defaults,relatime,flock,_netdev,x-systemd.automount 0 0' >> /etc/fstab",
+        ]
+    )

@@ -1,0 +1,457 @@
+"""Amazon SageMaker HyperPod (``AWS::SageMaker::Cluster``), Slurm or EKS orchestration.
+
+Slurm uses HyperPod's API-driven configuration: a ``Controller`` group, an optional ``Login``
+group and one ``Compute`` group per compute group (partition = group name), with FSx for Lustre
+mounted by HyperPod from ``InstanceStorageConfigs``. The lifecycle scripts (one prefix per
+instance group: ``on_create.sh``, ``provisioning_parameters.json`` and, for GPU groups, our
+rendered node scripts) go to a ``sagemaker-``-prefixed bucket this construct creates; worker
+groups run ``bootstrap.sh`` from ``on_create.sh``. ``provisioning_parameters.json`` repeats the
+same topology in the legacy form, so both paths agree.
+
+EKS joins worker groups (no controller/login) to an existing EKS cluster.
+
+Sources (aws-resource-rules.md section 7):
+- API-driven Slurm configuration (``SlurmConfig``, ``Orchestrator.Slurm.SlurmConfigStrategy``,
+  ``FsxLustreConfig``) and the ``provisioning_parameters.json`` form:
+  https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-ref.html
+- Lifecycle bucket must start with ``sagemaker-`` for ``AmazonSageMakerClusterInstanceRolePolicy``:
+  botocore ``sagemaker`` ``ClusterLifeCycleConfig.SourceS3Uri`` (R7.12).
+- ``InstanceStorageConfigs`` EBS volumes mount at ``/opt/sagemaker``; ``NetworkInterface.InterfaceType``
+  efa/efa-only; ``TrainingPlanArn``; ``ThreadsPerCore`` 1/2: https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-sagemaker-cluster.html
+- Execution role VPC permissions (ENIs in the customer VPC):
+  aws/sagemaker-hyperpod-cluster-setup ``slurm/cloudformation/slurm-iam-role-template.yaml``;
+  EKS orchestration additions (CNI, ECR, pod identity):
+  aws/sagemaker-hyperpod-cluster-setup ``eks/cloudformation/sagemaker-iam-role-template.yaml``.
+- ``fsx:DescribeFileSystems`` for Lustre over EFA: see ``common.fsx_describe_statement``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import Annotations, Aws, RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_deployment as s3deploy
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from fmcluster.blueprint.model import ComputeGroup, HyperPodSettings
+from fmcluster.blueprint.rules.orchestrator import HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP
+from fmcluster.catalog import get_instance
+from fmcluster.constructs.capacity import hyperpod_training_plan
+from fmcluster.constructs.orchestrators.common import (
+    CheckpointAccess,
+    acknowledge,
+    acknowledge_wildcards,
+    checkpoint_acknowledgement,
+    checkpoint_statements,
+    fsx_describe_statement,
+)
+from fmcluster.constructs.storage import LustreMount
+from fmcluster.templates.context import NodeContext
+from fmcluster.templates.node_scripts import ENTRY_POINT, render_node_scripts
+
+LIFECYCLE_PREFIX = "lifecycle"
+ON_CREATE = "on_create.sh"
+PROVISIONING_PARAMETERS = "provisioning_parameters.json"
+BUCKET_PREFIX = "sagemaker-"
+MAX_BUCKET_NAME = 63
+#: Secondary EBS volume (mounted at /opt/sagemaker) for groups without local NVMe: controller and login
+#: keep Slurm state, container images and logs there. GPU groups use their instance-store NVMe instead.
+EBS_VOLUME_GIB = 500
+SLURM_CONFIG_STRATEGY = "Managed"
+
+
+def lifecycle_bucket_name(cluster_name: str, region: str) -> str:
+    """``sagemaker-<cluster>-<account>-<region>`` (a deploy-time token for the account), shortened with
+    a stable hash when it would exceed S3's 63 characters."""
+    fixed = len(BUCKET_PREFIX) + 1 + 12 + 1 + len(region)
+    name = cluster_name
+    if fixed + len(name) > MAX_BUCKET_NAME:
+        digest = hashlib.sha256(cluster_name.encode()).hexdigest()[:6]
+        keep = MAX_BUCKET_NAME - fixed - len(digest) - 1
+        name = f"{cluster_name[:keep].rstrip('-')}-{digest}"
+    return f"{BUCKET_PREFIX}{name}-{Aws.ACCOUNT_ID}-{region}"
+
+
+def on_create_script(
+    *, group: str, role: str, runs_bootstrap: bool, uses_provisioning_parameters: bool
+) -> str:
+    """The lifecycle entry point of one instance group (HyperPod runs it as root from the group's prefix)."""
+    lines = [
+        "#!/usr/bin/env bash",
+        f"# fmcluster HyperPod lifecycle entry point for instance group {group} ({role}).",
+        "# Rendered by fmcluster; HyperPod configures Slurm and mounts FSx from the cluster API request.",
+        "set -euo pipefail",
+        'here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"',
+        'log() { printf \'%s fmcluster-on-create: %s\\n\' "$(date -u +%FT%TZ)" "$*"; }',
+        f'log "instance group {group}, role {role}"',
+    ]
+    if uses_provisioning_parameters:
+        lines += [
+            f'[[ -s "${{here}}/{PROVISIONING_PARAMETERS}" ]] || {{ log "ERROR: {PROVISIONING_PARAMETERS} missing"; exit 1; }}',
+        ]
+    if runs_bootstrap:
+        lines += [f'bash "${{here}}/{ENTRY_POINT}"']
+    lines.append('log "done"')
+    return "\n".join(lines) + "\n"
+
+
+class HyperPodCluster(Construct):
+    """A HyperPod cluster, its lifecycle bucket and scripts, and its execution role.
+
+    Attributes: ``cluster`` (CfnCluster), ``bucket`` (lifecycle bucket), ``deployment``
+    (BucketDeployment of the scripts), ``role`` (execution role), ``instance_groups`` (the
+    CloudFormation ``InstanceGroups`` list as plain dicts, with tokens), ``provisioning_parameters``
+    (the legacy Slurm form, with tokens; ``None`` for EKS), ``scripts`` (group -> file -> text).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        spec: HyperPodSettings,
+        cluster_name: str,
+        groups: Sequence[ComputeGroup],
+        node_contexts: Mapping[str, NodeContext],
+        vpc: ec2.IVpc,
+        subnet: ec2.ISubnet,
+        security_group: ec2.ISecurityGroup,
+        lustre: LustreMount | None,
+        checkpoints: CheckpointAccess | None,
+        tags: Mapping[str, str],
+    ) -> None:
+        super().__init__(scope, id)
+        stack = Stack.of(self)
+        slurm = spec.orchestration == "slurm"
+        self.bucket = s3.Bucket(
+            self,
+            "LifecycleBucket",
+            bucket_name=lifecycle_bucket_name(cluster_name, stack.region),
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        acknowledge(
+            self.bucket,
+            (
+                "AwsSolutions-S1",
+                "Holds only the lifecycle scripts this stack renders and redeploys; the checkpoint and data buckets "
+                "carry access logs. A log bucket in another stack would make the storage stack depend on this one.",
+            ),
+        )
+
+        # ---- instance-group topology ----------------------------------------------------------
+        topology: list[tuple[str, str, ComputeGroup | None]] = []
+        if slurm:
+            topology.append((HYPERPOD_CONTROLLER_GROUP, "Controller", None))
+            if spec.login_instance_type:
+                topology.append((HYPERPOD_LOGIN_GROUP, "Login", None))
+        topology += [(g.name, "Compute", g) for g in groups]
+
+        self.scripts: dict[str, dict[str, str]] = {}
+        for name, node_type, g in topology:
+            files = dict(render_node_scripts(node_contexts[name])) if g is not None else {}
+            files[ON_CREATE] = on_create_script(
+                group=name,
+                role=node_type.lower(),
+                runs_bootstrap=g is not None,
+                uses_provisioning_parameters=slurm,
+            )
+            self.scripts[name] = files
+
+        self.provisioning_parameters: dict[str, Any] | None = None
+        if slurm:
+            params: dict[str, Any] = {
+                "version": "1.0.0",
+                "workload_manager": "slurm",
+                "controller_group": HYPERPOD_CONTROLLER_GROUP,
+            }
+            if spec.login_instance_type:
+                params["login_group"] = HYPERPOD_LOGIN_GROUP
+            params["worker_groups"] = [
+                {"instance_group_name": g.name, "partition_name": g.name} for g in groups
+            ]
+            if lustre is not None:
+                params["fsx_dns_name"] = lustre.dns_name
+                params["fsx_mountname"] = lustre.mount_name
+            self.provisioning_parameters = params
+
+        staging = Path(tempfile.mkdtemp(prefix="fmcluster-lifecycle-"))
+        for name, files in self.scripts.items():
+            for fname, text in files.items():
+                path = staging / name / fname
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
+                if fname.endswith(".sh"):
+                    path.chmod(0o755)
+        sources = [s3deploy.Source.asset(str(staging))]
+        if self.provisioning_parameters is not None:
+            sources += [
+                s3deploy.Source.json_data(f"{name}/{PROVISIONING_PARAMETERS}", self.provisioning_parameters)
+                for name, _, _ in topology
+            ]
+        self.deployment = s3deploy.BucketDeployment(
+            self,
+            "LifecycleScripts",
+            destination_bucket=self.bucket,
+            sources=sources,
+            destination_key_prefix=f"{LIFECYCLE_PREFIX}/",
+            retain_on_delete=False,
+            prune=True,
+        )
+        self._acknowledge_deployment_handler(stack)
+
+        # ---- execution role -------------------------------------------------------------------
+        self.role = self._execution_role(
+            spec,
+            cluster_name,
+            vpc,
+            subnet,
+            security_group,
+            lustre,
+            checkpoints,
+        )
+
+        # ---- instance groups ------------------------------------------------------------------
+        self.instance_groups: list[dict[str, Any]] = []
+        for name, node_type, g in topology:
+            self.instance_groups.append(self._instance_group(spec, name, node_type, g, slurm, lustre))
+
+        orchestrator: dict[str, Any] = (
+            {"Slurm": {"SlurmConfigStrategy": SLURM_CONFIG_STRATEGY}}
+            if slurm
+            else {"Eks": {"ClusterArn": spec.eks_cluster_arn}}
+        )
+        self.cluster = sagemaker.CfnCluster(
+            self,
+            "Resource",
+            cluster_name=cluster_name,
+            node_recovery=spec.node_recovery,
+            vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
+                security_group_ids=[security_group.security_group_id],
+                subnets=[subnet.subnet_id],
+            ),
+            tags=[{"key": k, "value": v} for k, v in sorted(tags.items())],
+        )
+        # The groups are kept in CloudFormation's own shape (they are also what the CreateCluster request
+        # looks like); the typed L1 structs would need camelCase copies of the same data.
+        self.cluster.add_property_override("InstanceGroups", self.instance_groups)
+        self.cluster.add_property_override("Orchestrator", orchestrator)
+        # Scripts and permissions must be in place before HyperPod starts the first node.
+        self.cluster.node.add_dependency(self.deployment)
+        policy = self.role.node.try_find_child("DefaultPolicy")
+        if policy is not None:  # the role's ARN is referenced already; its inline policy is not
+            self.cluster.node.add_dependency(policy)
+
+    # -- pieces -------------------------------------------------------------------------------
+    def _instance_group(
+        self,
+        spec: HyperPodSettings,
+        name: str,
+        node_type: str,
+        g: ComputeGroup | None,
+        slurm: bool,
+        lustre: LustreMount | None,
+    ) -> dict[str, Any]:
+        uri = f"s3://{self.bucket.bucket_name}/{LIFECYCLE_PREFIX}/{name}/"
+        ig: dict[str, Any] = {
+            "InstanceGroupName": name,
+            "ExecutionRole": self.role.role_arn,
+            "LifeCycleConfig": {"SourceS3Uri": uri, "OnCreate": ON_CREATE},
+        }
+        storage: list[dict[str, Any]] = []
+        if g is None:
+            ig["InstanceType"] = (
+                spec.controller_instance_type if node_type == "Controller" else spec.login_instance_type
+            )
+            ig["InstanceCount"] = 1
+            ig["ThreadsPerCore"] = 2
+            storage.append({"EbsVolumeConfig": {"VolumeSizeInGB": EBS_VOLUME_GIB}})
+        else:
+            inst = get_instance(g.instance_type)
+            ig["InstanceType"] = inst.hyperpod_name
+            ig["InstanceCount"] = g.count
+            # Grace (arm64) cores run one thread each; HyperPod wants 1 for types without SMT.
+            ig["ThreadsPerCore"] = 1 if inst.cpu_architecture == "arm64" else g.threads_per_core
+            if spec.deep_health_checks:
+                ig["OnStartDeepHealthChecks"] = list(spec.deep_health_checks)
+            if g.efa_enabled:
+                ig["NetworkInterface"] = {"InterfaceType": spec.efa_interface_type}
+            plan = hyperpod_training_plan(g)
+            if plan:
+                ig["TrainingPlanArn"] = plan
+            if g.capacity.type not in ("on_demand", "training_plan"):
+                Annotations.of(self).add_error(
+                    f"compute group {g.name}: HyperPod takes on-demand capacity or a training plan, got "
+                    f"{g.capacity.type!r}; allowed on_demand, training_plan"
+                )
+            if inst.nvme.count == 0:
+                storage.append({"EbsVolumeConfig": {"VolumeSizeInGB": EBS_VOLUME_GIB}})
+        if slurm:
+            ig["SlurmConfig"] = {"NodeType": node_type}
+            if node_type == "Compute":
+                ig["SlurmConfig"]["PartitionNames"] = [name]
+            if lustre is not None:
+                storage.append(
+                    {
+                        "FsxLustreConfig": {
+                            "DnsName": lustre.dns_name,
+                            "MountName": lustre.mount_name,
+                            "MountPath": lustre.mount_point,
+                        }
+                    }
+                )
+        if storage:
+            ig["InstanceStorageConfigs"] = storage
+        return ig
+
+    def _execution_role(
+        self,
+        spec: HyperPodSettings,
+        cluster_name: str,
+        vpc: ec2.IVpc,
+        subnet: ec2.ISubnet,
+        sg: ec2.ISecurityGroup,
+        lustre: LustreMount | None,
+        checkpoints: CheckpointAccess | None,
+    ) -> iam.Role:
+        role = iam.Role(
+            self,
+            "ExecutionRole",
+            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            description=f"fmcluster {cluster_name}: HyperPod instance groups",
+            managed_policies=[
+                iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSageMakerClusterInstanceRolePolicy")
+            ],
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="LifecycleScriptsRead",
+                actions=["s3:GetObject"],
+                resources=[self.bucket.arn_for_objects(f"{LIFECYCLE_PREFIX}/*")],
+            )
+        )
+        arn = f"arn:{Aws.PARTITION}:ec2:{Aws.REGION}:{Aws.ACCOUNT_ID}"
+        eni_targets = [
+            f"{arn}:network-interface/*",
+            f"{arn}:subnet/{subnet.subnet_id}",
+            f"{arn}:security-group/{sg.security_group_id}",
+            f"{arn}:vpc/{vpc.vpc_id}",
+        ]
+        eni_actions = [
+            "ec2:CreateNetworkInterface",
+            "ec2:CreateNetworkInterfacePermission",
+            "ec2:DeleteNetworkInterface",
+            "ec2:DeleteNetworkInterfacePermission",
+        ]
+        describe = [
+            "ec2:DescribeNetworkInterfaces",
+            "ec2:DescribeVpcs",
+            "ec2:DescribeDhcpOptions",
+            "ec2:DescribeSubnets",
+            "ec2:DescribeSecurityGroups",
+            "ec2:DetachNetworkInterface",
+        ]
+        if spec.orchestration == "eks":
+            eni_actions += [
+                "ec2:AssignPrivateIpAddresses",
+                "ec2:ModifyNetworkInterfaceAttribute",
+                "ec2:UnassignPrivateIpAddresses",
+            ]
+            eni_targets.append(f"{arn}:instance/*")
+            describe += ["ec2:DescribeInstances", "ec2:DescribeTags", "ec2:DescribeInstanceTypes"]
+        role.add_to_policy(iam.PolicyStatement(sid="VpcEnis", actions=eni_actions, resources=eni_targets))
+        role.add_to_policy(iam.PolicyStatement(sid="VpcDescribe", actions=describe, resources=["*"]))
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="VpcEniTags",
+                actions=["ec2:CreateTags"],
+                resources=[f"{arn}:network-interface/*"],
+            )
+        )
+        if spec.orchestration == "eks" and spec.eks_cluster_arn:
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    sid="EksAttach",
+                    actions=["ec2:AttachNetworkInterface"],
+                    resources=[f"{arn}:instance/*", f"{arn}:network-interface/*"],
+                )
+            )
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    sid="EcrPull",
+                    actions=[
+                        "ecr:BatchCheckLayerAvailability",
+                        "ecr:BatchGetImage",
+                        "ecr:GetAuthorizationToken",
+                        "ecr:GetDownloadUrlForLayer",
+                    ],
+                    resources=["*"],
+                )
+            )
+            role.add_to_policy(
+                iam.PolicyStatement(
+                    sid="EksPodIdentity",
+                    actions=["eks-auth:AssumeRoleForPodIdentity"],
+                    resources=[spec.eks_cluster_arn],
+                )
+            )
+        if lustre is not None:
+            role.add_to_policy(fsx_describe_statement())
+        if checkpoints is not None:
+            for st in checkpoint_statements(checkpoints):
+                role.add_to_policy(st)
+        acknowledge(
+            role,
+            (
+                "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonSageMakerClusterInstanceRolePolicy]",
+                "HyperPod's documented instance policy (CloudWatch logs/metrics of /aws/sagemaker/Clusters, read of "
+                "sagemaker-* buckets); AWS maintains it as the agent changes. Everything else is granted below, scoped.",
+            ),
+        )
+        acknowledge_wildcards(
+            role,
+            {
+                r"^Resource::\*$": "Describe*/Detach, ECR pull and fsx:DescribeFileSystems take no resource-level scope "
+                "(aws/sagemaker-hyperpod-cluster-setup IAM templates grant them on *).",
+                r"network-interface/\*$|instance/\*$": "HyperPod creates and tags the ENIs and instances at run time, so "
+                "their ids are unknown; subnet, security group and VPC are the exact ones.",
+                rf"/{LIFECYCLE_PREFIX}/\*$": "Object-level read of the lifecycle prefix only (not the bucket).",
+                **checkpoint_acknowledgement(checkpoints),
+            },
+        )
+        return role
+
+    def _acknowledge_deployment_handler(self, stack: Stack) -> None:
+        """cdk-nag findings of the BucketDeployment's singleton Lambda (CDK-owned code)."""
+        for child in stack.node.children:
+            if not child.node.id.startswith("Custom::CDKBucketDeployment"):
+                continue
+            acknowledge(
+                child,
+                (
+                    "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
+                    "CDK's BucketDeployment handler: only writes its own CloudWatch logs.",
+                ),
+                (
+                    "AwsSolutions-L1",
+                    "CDK's BucketDeployment handler: CDK pins the runtime of its own code.",
+                ),
+            )
+            acknowledge_wildcards(
+                child,
+                {
+                    r".": "CDK's BucketDeployment handler: copies the staged lifecycle assets from the CDK asset bucket "
+                    "into the lifecycle bucket (CDK-generated grant_read/grant_read_write).",
+                },
+            )

@@ -1,0 +1,380 @@
+"""AWS Parallel Computing Service (PCS) with the ``aws_cdk.aws_pcs`` L1s.
+
+One ``AWS::PCS::Cluster`` (Slurm version from the allow-list in the blueprint model), a login node
+group, and per compute group one launch template (NIC layout and capacity from
+``fmcluster.constructs.capacity``), one compute node group and one queue wired to it. Nodes
+bootstrap through launch-template user data in the MIME multi-part format PCS merges with its own.
+
+Sources (aws-resource-rules.md section 8.1):
+- Resources and required properties: https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/AWS_PCS.html
+- Cluster security group: inbound all from itself, outbound all to itself and to 0.0.0.0/0 (R3.5),
+  CDK spec ``AWS::PCS::Cluster`` ``Networking.SecurityGroupIds``; nodes carry the same group:
+  https://docs.aws.amazon.com/pcs/latest/userguide/working-with_networking_sg.html
+- Instance profile role name starts with ``AWSPCS`` (or path ``/aws-pcs/``) and allows
+  ``pcs:RegisterComputeNodeGroupInstance`` (the documented minimum policy uses ``Resource: *``):
+  https://docs.aws.amazon.com/pcs/latest/userguide/security-instance-profiles_create.html
+- User data must be MIME multi-part; ``text/x-shellscript`` parts run after the node registers
+  with PCS and before slurmd starts: https://docs.aws.amazon.com/pcs/latest/userguide/working-with_ec2-user-data.html
+- EC2 user data is limited to 16 KB before base64 encoding:
+  https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/user-data.html
+- Login nodes are a compute node group that no queue uses:
+  https://docs.aws.amazon.com/pcs/latest/userguide/getting-started_create-cng.html
+- PCS-ready DLAMI (Ubuntu 24.04, x86_64 and arm64) published as SSM parameters
+  ``/aws/service/pcs/ami/dlami-base-ubuntu2404/<arch>/latest/ami-id``, usable as a CloudFormation
+  dynamic reference: https://docs.aws.amazon.com/pcs/latest/userguide/working-with_ami_pcs-ready-dlami.html
+- Capacity Blocks: node group ``PurchaseOption: CAPACITY_BLOCK`` and a launch template with
+  ``MarketType: capacity-block`` plus the reservation: https://docs.aws.amazon.com/pcs/latest/userguide/capacity-blocks-configure-cng.html
+- EFA interface type: PCS documentation shows ``efa`` on every card; awslabs/awsome-distributed-ai
+  ``architectures/aws-pcs/assets/add-cng-p6-b300.yaml`` says PCS needs ``efa`` rather than
+  ``efa-only`` (unverified, a template comment): the blueprint chooses (``orchestrator.pcs.efa_interface_type``)
+  and rule R-PCS-4 warns while the default ``efa-only`` is unverified on PCS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from aws_cdk import Annotations, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_pcs as pcs
+from constructs import Construct
+
+from fmcluster.blueprint.model import ComputeGroup, PcsSettings
+from fmcluster.blueprint.rules.orchestrator import cpu_architecture_of
+from fmcluster.catalog import get_instance
+from fmcluster.constructs.bootstrap import NodeBootstrap
+from fmcluster.constructs.capacity import (
+    NicSpec,
+    NodeLaunchTemplate,
+    efa_interface_layout,
+    pcs_purchase_option,
+    smt_off_cpu_options,
+)
+from fmcluster.constructs.orchestrators.common import (
+    CheckpointAccess,
+    acknowledge,
+    acknowledge_wildcards,
+    checkpoint_acknowledgement,
+    checkpoint_statements,
+    fsx_describe_statement,
+    lustre_mount_script,
+)
+from fmcluster.constructs.storage import LustreMount
+from fmcluster.templates.node_scripts import ENTRY_POINT
+
+LOGIN_GROUP = "login"
+PCS_AMI_PARAMETER = "/aws/service/pcs/ami/dlami-base-ubuntu2404/{arch}/latest/ami-id"
+ROLE_NAME_PREFIX = "AWSPCS"
+#: EC2 user data limit is 16 KB raw; scripts up to this size are embedded, larger ones are
+#: downloaded from their S3 asset at boot (headroom for the MIME wrapper and resolved tokens).
+USER_DATA_EMBED_LIMIT_BYTES = 12 * 1024
+MIME_BOUNDARY = "==FMCLUSTER=="
+HEREDOC_END = "FMCLUSTER_BOOTSTRAP_EOF"
+SPOT_ALLOCATION_STRATEGY = "capacity-optimized"
+
+
+def mime_user_data(shell_script: str) -> str:
+    """Wrap one shell script as the MIME multi-part user data PCS merges with its own."""
+    return "\n".join(
+        [
+            "MIME-Version: 1.0",
+            f'Content-Type: multipart/mixed; boundary="{MIME_BOUNDARY}"',
+            "",
+            f"--{MIME_BOUNDARY}",
+            'Content-Type: text/x-shellscript; charset="us-ascii"',
+            "",
+            shell_script.rstrip("\n"),
+            "",
+            f"--{MIME_BOUNDARY}--",
+            "",
+        ]
+    )
+
+
+def node_shell_script(*, group: str, bootstrap: NodeBootstrap | None, lustre: LustreMount | None) -> str:
+    """The shell part of a node's user data: mount Lustre, then run ``bootstrap.sh`` (embedded when
+    it fits the user-data limit, else copied from its S3 asset)."""
+    lines = [
+        "#!/bin/bash",
+        f"# fmcluster node user data for PCS node group {group}; rendered by fmcluster, do not edit.",
+        "set -euo pipefail",
+        "exec > >(tee -a /var/log/fmcluster-user-data.log) 2>&1",
+    ]
+    if lustre is not None:
+        lines.append(lustre_mount_script(lustre))
+    if bootstrap is not None:
+        script = bootstrap.scripts[ENTRY_POINT]
+        lines.append("install -d -m 0755 /opt/fmcluster")
+        if len(script.encode()) <= USER_DATA_EMBED_LIMIT_BYTES:
+            if any(line.strip() == HEREDOC_END for line in script.splitlines()):
+                raise ValueError(f"{ENTRY_POINT} contains the heredoc terminator {HEREDOC_END}")
+            lines += [
+                f"cat > /opt/fmcluster/{ENTRY_POINT} <<'{HEREDOC_END}'",
+                script.rstrip("\n"),
+                HEREDOC_END,
+            ]
+        else:
+            lines.append(f"aws s3 cp {bootstrap.s3_url} /opt/fmcluster/{ENTRY_POINT}")
+        lines.append(f"bash /opt/fmcluster/{ENTRY_POINT}")
+    return "\n".join(lines) + "\n"
+
+
+def pcs_ami(spec: PcsSettings, instance_type: str) -> str:
+    """The pinned AMI, or the PCS-ready DLAMI resolved from SSM at deploy time for the type's CPU."""
+    if spec.ami_id:
+        return spec.ami_id
+    arch = cpu_architecture_of(instance_type) or "x86_64"
+    return "{{resolve:ssm:" + PCS_AMI_PARAMETER.format(arch=arch) + "}}"
+
+
+class PcsCluster(Construct):
+    """A PCS cluster with a login node group and one compute node group + queue per compute group.
+
+    Attributes: ``cluster`` (CfnCluster), ``security_group`` (cluster group), ``role`` (node role,
+    name starts with ``AWSPCS``), ``instance_profile``, ``launch_templates`` / ``node_groups`` /
+    ``queues`` (compute group name -> construct; the login group under ``"login"``).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        spec: PcsSettings,
+        cluster_name: str,
+        os: str,
+        groups: Sequence[ComputeGroup],
+        vpc: ec2.IVpc,
+        subnet: ec2.ISubnet,
+        security_group: ec2.ISecurityGroup,
+        placement_groups: Mapping[str, ec2.PlacementGroup],
+        bootstraps: Mapping[str, NodeBootstrap],
+        lustre: LustreMount | None,
+        checkpoints: CheckpointAccess | None,
+        tags: Mapping[str, str],
+    ) -> None:
+        super().__init__(scope, id)
+        region = Stack.of(self).region
+        self.security_group = self._cluster_security_group(vpc)
+        self.cluster = pcs.CfnCluster(
+            self,
+            "Resource",
+            name=cluster_name,
+            size=spec.size,
+            scheduler=pcs.CfnCluster.SchedulerProperty(type="SLURM", version=spec.slurm_version),
+            networking=pcs.CfnCluster.NetworkingProperty(
+                subnet_ids=[subnet.subnet_id],
+                security_group_ids=[self.security_group.security_group_id],
+            ),
+            slurm_configuration=pcs.CfnCluster.SlurmConfigurationProperty(
+                scale_down_idle_time_in_seconds=spec.scaledown_idle_seconds,
+            ),
+            tags=dict(tags),
+        )
+        self.role = self._node_role(cluster_name, region, groups, bootstraps, lustre, checkpoints)
+        self.instance_profile = iam.InstanceProfile(self, "NodeInstanceProfile", role=self.role)
+
+        self.launch_templates: dict[str, NodeLaunchTemplate] = {}
+        self.node_groups: dict[str, pcs.CfnComputeNodeGroup] = {}
+        self.queues: dict[str, pcs.CfnQueue] = {}
+        lt_scope, ng_scope, q_scope = (
+            Construct(self, n) for n in ("LaunchTemplates", "NodeGroups", "Queues")
+        )
+        common: dict[str, Any] = {
+            "os": os,
+            "subnet": subnet,
+            "efa_security_group": security_group,
+            "primary_security_groups": [self.security_group],
+        }
+
+        login_lt = NodeLaunchTemplate(
+            lt_scope,
+            "Login",
+            instance_type=None,  # PCS launches the node group's InstanceConfigs types
+            interfaces=(NicSpec(0, 0, "interface"),),
+            user_data=mime_user_data(node_shell_script(group=LOGIN_GROUP, bootstrap=None, lustre=lustre)),
+            tags={**tags, "fmcluster:node-group": LOGIN_GROUP},
+            **common,
+        )
+        self.launch_templates[LOGIN_GROUP] = login_lt
+        self.node_groups[LOGIN_GROUP] = self._node_group(
+            ng_scope,
+            "Login",
+            name=LOGIN_GROUP,
+            instance_type=spec.login_instance_type,
+            min_count=1,
+            max_count=1,
+            purchase="ONDEMAND",
+            lt=login_lt,
+            ami=pcs_ami(spec, spec.login_instance_type),
+            subnet=subnet,
+            tags=tags,
+        )
+
+        for g in groups:
+            inst = get_instance(g.instance_type)
+            lt = NodeLaunchTemplate(
+                lt_scope,
+                g.name,
+                instance_type=None,
+                interfaces=efa_interface_layout(
+                    inst, efa=g.efa_enabled, efa_interface_type=spec.efa_interface_type
+                ),
+                group=g,
+                placement_group=placement_groups.get(g.name),
+                user_data=mime_user_data(
+                    node_shell_script(group=g.name, bootstrap=bootstraps[g.name], lustre=lustre)
+                ),
+                cpu_options=smt_off_cpu_options(inst, g.threads_per_core),
+                tags={**tags, "fmcluster:node-group": g.name},
+                **common,
+            )
+            purchase = pcs_purchase_option(g)
+            if purchase is None:
+                Annotations.of(self).add_error(
+                    f"compute group {g.name}: PCS cannot use capacity type {g.capacity.type!r}; allowed on_demand, "
+                    "spot, odcr, capacity_block"
+                )
+                purchase = "ONDEMAND"
+            ng = self._node_group(
+                ng_scope,
+                g.name,
+                name=g.name,
+                instance_type=g.instance_type,
+                min_count=g.effective_min_count,
+                max_count=g.count,
+                purchase=purchase,
+                lt=lt,
+                ami=pcs_ami(spec, g.instance_type),
+                subnet=subnet,
+                tags=tags,
+            )
+            self.launch_templates[g.name] = lt
+            self.node_groups[g.name] = ng
+            self.queues[g.name] = pcs.CfnQueue(
+                q_scope,
+                g.name,
+                cluster_id=self.cluster.attr_id,
+                name=g.name,
+                compute_node_group_configurations=[
+                    pcs.CfnQueue.ComputeNodeGroupConfigurationProperty(compute_node_group_id=ng.attr_id),
+                ],
+                tags=dict(tags),
+            )
+
+    def _cluster_security_group(self, vpc: ec2.IVpc) -> ec2.SecurityGroup:
+        sg = ec2.SecurityGroup(
+            self,
+            "ClusterSecurityGroup",
+            vpc=vpc,
+            allow_all_outbound=False,
+            description="AWS PCS: cluster control plane and nodes (all traffic within the group)",
+        )
+        sg.add_ingress_rule(sg, ec2.Port.all_traffic(), "PCS: all traffic from the cluster group itself")
+        sg.add_egress_rule(sg, ec2.Port.all_traffic(), "PCS: all traffic to the cluster group itself")
+        ec2.CfnSecurityGroupEgress(
+            sg,
+            "AllOutbound",
+            group_id=sg.security_group_id,
+            ip_protocol="-1",
+            cidr_ip="0.0.0.0/0",
+            description="PCS: outbound to AWS APIs and the internet (R3.5)",
+        )
+        return sg
+
+    def _node_role(
+        self,
+        cluster_name: str,
+        region: str,
+        groups: Sequence[ComputeGroup],
+        bootstraps: Mapping[str, NodeBootstrap],
+        lustre: LustreMount | None,
+        checkpoints: CheckpointAccess | None,
+    ) -> iam.Role:
+        role = iam.Role(
+            self,
+            "NodeRole",
+            role_name=f"{ROLE_NAME_PREFIX}-{cluster_name}-{region}",
+            assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+            description=f"fmcluster {cluster_name}: AWS PCS node role (login and compute node groups)",
+            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSSMManagedInstanceCore")],
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="PcsNodeRegistration",
+                actions=["pcs:RegisterComputeNodeGroupInstance"],
+                resources=["*"],
+            )
+        )
+        for g in groups:
+            bootstraps[g.name].grant_read(role)
+        if lustre is not None:
+            role.add_to_policy(fsx_describe_statement())
+        if checkpoints is not None:
+            for st in checkpoint_statements(checkpoints):
+                role.add_to_policy(st)
+        acknowledge(
+            role,
+            (
+                "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonSSMManagedInstanceCore]",
+                "Nodes have no SSH key and no public IP; Session Manager is the documented way in, and the AWS "
+                "managed policy tracks the agent's needs.",
+            ),
+        )
+        acknowledge_wildcards(
+            role,
+            {
+                r"^Resource::\*$": "pcs:RegisterComputeNodeGroupInstance and fsx:DescribeFileSystems are granted on * as "
+                "in the AWS PCS minimum instance-profile policy and the FSx EFA client guide (no resource-level scope).",
+                **checkpoint_acknowledgement(checkpoints),
+            },
+        )
+        return role
+
+    def _node_group(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        name: str,
+        instance_type: str,
+        min_count: int,
+        max_count: int,
+        purchase: str,
+        lt: NodeLaunchTemplate,
+        ami: str,
+        subnet: ec2.ISubnet,
+        tags: Mapping[str, str],
+    ) -> pcs.CfnComputeNodeGroup:
+        ng = pcs.CfnComputeNodeGroup(
+            scope,
+            id,
+            cluster_id=self.cluster.attr_id,
+            name=name,
+            iam_instance_profile_arn=self.instance_profile.instance_profile_arn,
+            instance_configs=[pcs.CfnComputeNodeGroup.InstanceConfigProperty(instance_type=instance_type)],
+            scaling_configuration=pcs.CfnComputeNodeGroup.ScalingConfigurationProperty(
+                min_instance_count=min_count,
+                max_instance_count=max_count,
+            ),
+            subnet_ids=[subnet.subnet_id],
+            ami_id=ami,
+            custom_launch_template=pcs.CfnComputeNodeGroup.CustomLaunchTemplateProperty(
+                template_id=lt.template_id,
+                version=lt.latest_version,
+            ),
+            purchase_option=purchase,
+            spot_options=pcs.CfnComputeNodeGroup.SpotOptionsProperty(
+                allocation_strategy=SPOT_ALLOCATION_STRATEGY
+            )
+            if purchase == "SPOT"
+            else None,
+            tags=dict(tags),
+        )
+        # Nodes register with PCS using the role's inline policy: create it before any node can launch.
+        policy = self.role.node.try_find_child("DefaultPolicy")
+        if policy is not None:
+            ng.node.add_dependency(policy)
+        return ng

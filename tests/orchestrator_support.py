@@ -1,0 +1,189 @@
+"""Helpers for the orchestrator tests: matrix blueprints, synthesis with cdk-nag, and a small
+CloudFormation-intrinsic resolver that turns a synthesized resource into the API request it implies.
+
+Matrix: one blueprint per (orchestrator, software stack) holding one compute group per catalog
+instance type the stack covers, so the 9 types x 3 orchestrators need 9 syntheses, not 27.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fmcluster.catalog import get_instance, known_instance_types
+from fmcluster.catalog.software import get_stack, known_stacks
+from tests.conftest import cdk_context, patched, synth_templates
+
+KINDS = ("parallelcluster", "hyperpod", "pcs")
+TRAINING_PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/gb200-plan"
+CAPACITY_BLOCK = {"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"}
+PLACEHOLDER_ACCOUNT = "123456789012"
+
+
+def group_name(instance_type: str) -> str:
+    """``p5.48xlarge`` -> ``p5-48xlarge`` (a valid compute group name)."""
+    return instance_type.replace(".", "-")
+
+
+def stack_for(instance_type: str) -> str:
+    """The newest known-good software stack (last in catalog order) whose families cover the type."""
+    family = get_instance(instance_type).family
+    return [s for s in known_stacks() if family in get_stack(s).families][-1]
+
+
+def matrix_stacks() -> dict[str, list[str]]:
+    """Software stack -> the catalog types it is used for in the matrix."""
+    out: dict[str, list[str]] = {}
+    for t in known_instance_types():
+        out.setdefault(stack_for(t), []).append(t)
+    return out
+
+
+def _group(kind: str, instance_type: str) -> dict[str, Any]:
+    inst = get_instance(instance_type)
+    g: dict[str, Any] = {"name": group_name(instance_type), "instance_type": instance_type, "count": 2}
+    if inst.ultraserver_sizes:
+        g["count"] = inst.ultraserver_sizes[0]
+    if inst.capacity_block_only:
+        g["capacity"] = {"type": "training_plan", "arn": TRAINING_PLAN} if kind == "hyperpod" else dict(CAPACITY_BLOCK)
+    return g
+
+
+def matrix_blueprint(kind: str, stack: str) -> str:
+    """A blueprint for ``kind`` with one group per catalog type that ``stack`` covers."""
+    types = matrix_stacks()[stack]
+    arm = any(get_instance(t).cpu_architecture == "arm64" for t in types)
+    patch: dict[str, Any] = {
+        "name": f"m-{kind[:3]}-{stack.split('-')[0]}",
+        "software": {"stack": stack, "os": "ubuntu-24.04"},
+        "compute": [_group(kind, t) for t in types],
+        "orchestrator": {"kind": kind},
+    }
+    if kind == "parallelcluster" and arm:
+        patch["orchestrator"]["parallelcluster"] = {"head_node_instance_type": "m7g.4xlarge"}
+    if kind == "pcs":
+        patch["orchestrator"]["pcs"] = {"efa_interface_type": "efa-only"}
+    return patched(patch)
+
+
+@cache
+def matrix_templates(kind: str, stack: str) -> dict[str, dict[str, Any]]:
+    return synth_templates(matrix_blueprint(kind, stack))
+
+
+def same_blueprint_text(kind: str) -> str:
+    """blueprints/hyperpod-p5.yaml with only ``orchestrator`` replaced by ``{kind: <kind>}``."""
+    from tests.conftest import ROOT
+
+    base = yaml.safe_load((ROOT / "blueprints" / "hyperpod-p5.yaml").read_text())
+    return yaml.safe_dump({**base, "orchestrator": {"kind": kind}}, sort_keys=False)
+
+
+def matrix_cases() -> list[tuple[str, str]]:
+    """(orchestrator, instance type) for every pair."""
+    return [(k, t) for k in KINDS for t in known_instance_types()]
+
+
+def cluster_template(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return next(t for name, t in templates.items() if name.endswith("-cluster"))
+
+
+def pcs_launch_templates(tpl: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """PCS node group name -> (instance type, LaunchTemplateData of the template it uses)."""
+    lts = {k: r["Properties"]["LaunchTemplateData"] for k, r in tpl["Resources"].items()
+           if r["Type"] == "AWS::EC2::LaunchTemplate"}
+    return {
+        r["Properties"]["Name"]: (r["Properties"]["InstanceConfigs"][0]["InstanceType"],
+                                  lts[r["Properties"]["CustomLaunchTemplate"]["TemplateId"]["Ref"]])
+        for r in tpl["Resources"].values() if r["Type"] == "AWS::PCS::ComputeNodeGroup"
+    }
+
+
+def synth_with_nag(blueprint_text: str) -> Path:
+    """Synthesize in-process with the AwsSolutions pack (as app.py does); raises on any finding."""
+    import aws_cdk as cdk
+    from cdk_nag import AwsSolutionsChecks
+
+    from fmcluster.blueprint import load_blueprint_text
+    from fmcluster.stacks.build import build_app
+
+    bp = load_blueprint_text(blueprint_text).blueprint
+    out = Path(tempfile.mkdtemp(prefix="fmcluster-nag-"))
+    app = cdk.App(outdir=str(out), context=cdk_context())
+    build_app(app, bp)
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()
+    return out
+
+
+def nag_report(outdir: Path) -> list[dict[str, Any]]:
+    """cdk-nag (AwsSolutions) violations in the validation report; CDK's own "CloudFormation Validate"
+    warnings (per-Region type lists, the same data cfn-lint uses) are checked by cfn-lint instead."""
+    path = outdir / "validation-report.json"
+    if not path.exists():
+        return []
+    return [v for r in json.loads(path.read_text()).get("pluginReports", [])
+            if r.get("pluginName") != "CloudFormation Validate" for v in r.get("violations", [])]
+
+
+# ---- a small resolver for CloudFormation intrinsics -------------------------------------------
+class Resolver:
+    """Resolves the intrinsics fmcluster templates use, with realistic placeholders for values only
+    AWS knows (ids, ARNs, imported outputs). Good enough to turn a resource into an API request."""
+
+    def __init__(self, template: dict[str, Any], region: str) -> None:
+        self.t = template
+        self.region = region
+
+    def __call__(self, v: Any) -> Any:
+        if isinstance(v, list):
+            return [self(x) for x in v]
+        if not isinstance(v, dict):
+            return v
+        if len(v) == 1:
+            (k, arg), = v.items()
+            if k == "Ref":
+                return self._ref(arg)
+            if k == "Fn::GetAtt":
+                return self._getatt(*arg)
+            if k == "Fn::Join":
+                sep, parts = arg
+                return sep.join(str(self(p)) for p in parts)
+            if k == "Fn::ImportValue":
+                return self._import(arg)
+            if k == "Fn::Sub":
+                return arg.replace("${AWS::AccountId}", PLACEHOLDER_ACCOUNT).replace("${AWS::Region}", self.region)
+        return {k: self(x) for k, x in v.items()}
+
+    def _ref(self, name: str) -> str:
+        pseudo = {"AWS::AccountId": PLACEHOLDER_ACCOUNT, "AWS::Region": self.region, "AWS::Partition": "aws",
+                  "AWS::URLSuffix": "amazonaws.com"}
+        if name in pseudo:
+            return pseudo[name]
+        res = self.t["Resources"][name]
+        if res["Type"] == "AWS::S3::Bucket" and "BucketName" in res.get("Properties", {}):
+            return str(self(res["Properties"]["BucketName"]))
+        return f"{name.lower()[:20]}-0123456789abcdef0"
+
+    def _getatt(self, name: str, attr: str) -> str:
+        if attr == "Arn":
+            kind = self.t["Resources"][name]["Type"].split("::")[1].lower()
+            return f"arn:aws:{kind}::{PLACEHOLDER_ACCOUNT}:role/{name}"
+        return f"{name}-{attr}".lower()
+
+    def _import(self, export: str) -> str:
+        if "SecurityGroup" in export:
+            return "sg-0123456789abcdef0"
+        if "Subnet" in export:
+            return "subnet-0123456789abcdef0"
+        if "DNSName" in export:
+            return f"fs-0123456789abcdef0.fsx.{self.region}.amazonaws.com"
+        if "LustreMountName" in export:
+            return "abcdefgh"
+        return "imported-value"
+

