@@ -18,7 +18,8 @@ def test_staged_bootstrap_assets_are_pinned_and_shellcheck_clean(blueprint: Path
     out, proc = cli_synth(blueprint)
     assert proc.returncode == 0
     # ParallelCluster and PCS stage bootstrap.sh as a file asset; HyperPod stages a folder of lifecycle scripts.
-    scripts = sorted([*out.glob("asset.*.sh"), *out.glob("asset.*/*/bootstrap.sh")])
+    staged = sorted([*out.glob("asset.*.sh"), *out.glob("asset.*/*/bootstrap.sh")])
+    scripts = [p for p in staged if "# fmcluster bootstrap for" in p.read_text()]
     bp = load_blueprint(blueprint)
     assert len(scripts) == len({g.name for g in bp.compute})
     stack = get_stack(bp.software.stack)
@@ -27,6 +28,9 @@ def test_staged_bootstrap_assets_are_pinned_and_shellcheck_clean(blueprint: Path
         assert text.startswith("#!/usr/bin/env bash")
         for version in (stack.driver, stack.cuda, stack.nccl, stack.efa_installer, stack.gdrcopy):
             assert version in text
+    for script in staged:  # node bootstraps and the head node's observability script
         assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
         check = subprocess.run([str(ROOT / ".venv/bin/shellcheck"), "-S", "style", str(script)], capture_output=True, text=True)
         assert check.returncode == 0, check.stdout
+    head = [p for p in staged if p not in scripts]
+    assert len(head) == (1 if bp.observability.enabled and bp.orchestrator.kind == "parallelcluster" else 0)

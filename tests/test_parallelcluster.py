@@ -86,3 +86,20 @@ def test_bootstrap_script_is_on_node_configured_and_readable_object_level() -> N
 def test_image_os_follows_the_software_os(os: str, pc_os: str) -> None:
     _, props = cluster({"software": {"os": os}})
     assert props["ClusterConfiguration"]["Image"] == {"Os": pc_os}
+
+
+@pytest.mark.parametrize("metrics", ["managed", "self_hosted"])
+def test_head_node_runs_the_observability_script_with_the_node_policy(metrics: str) -> None:
+    t, props = cluster({"observability": {"metrics": metrics}})
+    head = props["ClusterConfiguration"]["HeadNode"]
+    script = head["CustomActions"]["OnNodeConfigured"]["Script"]["Fn::Sub"]
+    assert head["Iam"]["S3Access"] == [{"BucketName": {"Fn::Sub": "cdk-hnb659fds-assets-${AWS::AccountId}-us-east-1"},
+                                        "KeyName": script.rsplit("/", 1)[1]}]
+    [policy] = head["Iam"]["AdditionalIamPolicies"]
+    assert "ObservabilityNodePolicy" in policy["Policy"]["Fn::ImportValue"]
+
+
+def test_head_node_has_no_custom_action_without_metrics() -> None:
+    _, props = cluster()
+    assert "CustomActions" not in props["ClusterConfiguration"]["HeadNode"]
+    assert "Iam" not in props["ClusterConfiguration"]["HeadNode"]

@@ -25,6 +25,7 @@ PLACEHOLDERS = {
     "BucketName": "cdk-hnb659fds-assets-123456789012-us-east-1",
     "Name": "fmcluster-placement-group",
     "Id": "fmcluster-placement-group",
+    "Policy": "arn:aws:iam::123456789012:policy/fmcluster-node",
 }
 
 

@@ -17,18 +17,16 @@ from fmcluster.templates.context import NodeContext
 from fmcluster.templates.node_scripts import ENTRY_POINT, render_node_scripts
 
 
-class NodeBootstrap(Construct):
-    """Renders the node scripts for one compute group and uploads ``bootstrap.sh`` as an asset.
+class ScriptAsset(Construct):
+    """One rendered script uploaded as an S3 asset (content-hashed, so synthesis stays deterministic).
 
-    Attributes: ``scripts`` (file name -> text), ``asset`` (the entry-point asset), ``s3_url``
-    (``s3://bucket/key`` of the entry point), ``bucket_name`` and ``object_key``.
+    Attributes: ``asset``, ``s3_url`` (``s3://bucket/key``), ``bucket_name`` and ``object_key``.
     """
 
-    def __init__(self, scope: Construct, id: str, *, context: NodeContext) -> None:
+    def __init__(self, scope: Construct, id: str, *, text: str, file_name: str) -> None:
         super().__init__(scope, id)
-        self.scripts = render_node_scripts(context)
-        staging = Path(tempfile.mkdtemp(prefix="fmcluster-bootstrap-")) / ENTRY_POINT
-        staging.write_text(self.scripts[ENTRY_POINT])
+        staging = Path(tempfile.mkdtemp(prefix="fmcluster-script-")) / file_name
+        staging.write_text(text)
         self.asset = s3_assets.Asset(self, "Script", path=str(staging))
         self.s3_url = self.asset.s3_object_url
         self.bucket_name = self.asset.s3_bucket_name
@@ -38,3 +36,14 @@ class NodeBootstrap(Construct):
         """Object-level read of the script only (not the whole bucket)."""
         grantee.grant_principal.add_to_principal_policy(iam.PolicyStatement(
             actions=["s3:GetObject"], resources=[self.asset.bucket.arn_for_objects(self.object_key)]))
+
+
+class NodeBootstrap(ScriptAsset):
+    """Renders the node scripts for one compute group and uploads ``bootstrap.sh`` as an asset.
+
+    Attributes: ``scripts`` (file name -> text), plus those of :class:`ScriptAsset` for the entry point.
+    """
+
+    def __init__(self, scope: Construct, id: str, *, context: NodeContext) -> None:
+        self.scripts = render_node_scripts(context)
+        super().__init__(scope, id, text=self.scripts[ENTRY_POINT], file_name=ENTRY_POINT)

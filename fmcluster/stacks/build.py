@@ -19,6 +19,7 @@ from fmcluster.stacks.observability_stack import ObservabilityStack
 from fmcluster.stacks.storage_stack import StorageStack
 from fmcluster.templates.context import blueprint_node_contexts
 from fmcluster.templates.observability import observability_context, render_alert_rules
+from fmcluster.templates.observability.exporters import exporter_context, render_exporter_script
 
 ALLOW_DATA_DESTRUCTION = "fmcluster:allowDataDestruction"
 
@@ -89,6 +90,8 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
         placement_groups=net.placement_groups, lustre=st.mount,
         checkpoints=CheckpointAccess(st.checkpoint_bucket, st.checkpoint_prefix) if st.checkpoint_bucket else None,
         tags=tags, description=f"fmcluster {bp.name}: {bp.orchestrator.kind} cluster and node bootstrap",
+        head_node_script=render_exporter_script(exporter_context(bp, role="head")) if observability else None,
+        head_node_policy=observability.observability.node_policy if observability else None,
     )
     for stack, role in ((network, "network"), (storage, "storage"), (cluster, "cluster")):
         Tags.of(stack).add("fmcluster:stack", role)

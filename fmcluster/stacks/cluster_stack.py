@@ -7,10 +7,11 @@ from typing import Any
 
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fmcluster.blueprint.model import ComputeGroup, OrchestratorSpec
-from fmcluster.constructs.bootstrap import NodeBootstrap
+from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.constructs.orchestrators.common import CheckpointAccess
 from fmcluster.constructs.orchestrators.hyperpod import HyperPodCluster
 from fmcluster.constructs.orchestrators.parallelcluster import ParallelClusterCluster
@@ -43,6 +44,8 @@ class ClusterStack(Stack):
         checkpoints: CheckpointAccess | None,
         tags: Mapping[str, str],
         vpc: ec2.IVpc | None = None,
+        head_node_script: str | None = None,
+        head_node_policy: iam.IManagedPolicy | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
@@ -73,6 +76,9 @@ class ClusterStack(Stack):
                 lustre=lustre,
                 checkpoints=checkpoints,
                 tags=tags,
+                head_node_script=ScriptAsset(self, "HeadNodeScript", text=head_node_script, file_name="head-node.sh")
+                if head_node_script else None,
+                head_node_policy=head_node_policy,
             )
         elif kind == "hyperpod":
             assert vpc is not None

@@ -34,10 +34,11 @@ from typing import Any
 from aws_cdk import Annotations, CfnResource, Fn
 from aws_cdk import aws_cloudformation as cfn
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fmcluster.blueprint.model import ComputeGroup, ParallelClusterSettings
-from fmcluster.constructs.bootstrap import NodeBootstrap
+from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.constructs.capacity import pcluster_capacity
 from fmcluster.constructs.orchestrators.common import CheckpointAccess
 from fmcluster.constructs.storage import LustreMount
@@ -79,7 +80,10 @@ class ParallelClusterCluster(Construct):
         groups: Sequence[ComputeGroup], subnet: ec2.ISubnet, security_group: ec2.ISecurityGroup,
         placement_groups: Mapping[str, ec2.PlacementGroup], bootstraps: Mapping[str, NodeBootstrap],
         lustre: LustreMount | None, checkpoints: CheckpointAccess | None, tags: Mapping[str, str],
+        head_node_script: ScriptAsset | None = None, head_node_policy: iam.IManagedPolicy | None = None,
     ) -> None:
+        """``head_node_script`` runs as the head node's OnNodeConfigured (e.g. the Prometheus agent and
+        Slurm exporter of the observability layer); ``head_node_policy`` is attached to its role."""
         super().__init__(scope, id)
         self.provider = cfn.CfnStack(
             self, "Provider", template_url=Fn.sub(PROVIDER_TEMPLATE_URL.replace("{version}", spec.version))
@@ -94,6 +98,11 @@ class ParallelClusterCluster(Construct):
         }
         if spec.ssh_key_name:
             head_node["Ssh"] = {"KeyName": spec.ssh_key_name}
+        if head_node_script is not None:
+            head_node["CustomActions"] = {"OnNodeConfigured": {"Script": head_node_script.s3_url}}
+            head_node["Iam"] = {"S3Access": [{"BucketName": head_node_script.bucket_name, "KeyName": head_node_script.object_key}]}
+        if head_node_policy is not None:
+            head_node.setdefault("Iam", {})["AdditionalIamPolicies"] = [{"Policy": head_node_policy.managed_policy_arn}]
         image: dict[str, Any] = {"Os": OS_NAMES[os]}
         if spec.custom_ami:
             image["CustomAmi"] = spec.custom_ami
