@@ -220,17 +220,3 @@ def test_dashboards_are_deterministic() -> None:
     assert a == b
 
 
-@pytest.mark.parametrize(
-    "deployment",
-    [
-        ("PERSISTENT_2", 4800, 250),
-        ("PERSISTENT_2", 9600, 1000),
-        ("SCRATCH_2", 2400, None),
-        ("PERSISTENT_1", 1200, 50),
-    ],
-)
-def test_fsx_baseline_matches_the_plan(deployment: tuple[str, int, int | None]) -> None:
-    from fmcluster.review.plan import throughput_mbps
-    from fmcluster.templates.observability.context import lustre_throughput_mbps
-
-    assert lustre_throughput_mbps(*deployment) == throughput_mbps(*deployment)

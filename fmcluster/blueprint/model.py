@@ -358,6 +358,14 @@ class DataRepository(Section):
         return v
 
 
+#: Scratch file systems have no throughput tier; SCRATCH_2 network baseline 200 MB/s/TiB
+#: (https://docs.aws.amazon.com/fsx/latest/LustreGuide/ssd-storage.html).
+SCRATCH_BASELINE_MBPS_PER_TIB = 200
+#: Baseline write (disk) throughput of scratch file systems in MB/s/TiB: SCRATCH_2 from ssd-storage.html,
+#: SCRATCH_1 assumed equal to its read baseline (unverified).
+SCRATCH_WRITE_MBPS_PER_TIB = {"SCRATCH_2": 100, "SCRATCH_1": 200}
+
+
 class LustreSpec(Section):
     """FSx for Lustre (aws-resource-rules §6)."""
 
@@ -434,6 +442,24 @@ class LustreSpec(Section):
         if self.per_unit_storage_throughput is not None:
             return self.per_unit_storage_throughput
         return DEFAULT_THROUGHPUT_BY_DEPLOYMENT.get(self.deployment_type)
+
+    @property
+    def throughput_mbps(self) -> int:
+        """Aggregate baseline throughput in MB/s: capacity (TiB) x :attr:`throughput_tier` (MB/s/TiB);
+        scratch: :data:`SCRATCH_BASELINE_MBPS_PER_TIB`. FSx counts 1200 GiB as 1.2 TiB ("2.4 TiB x 50
+        MB/s/TiB = 120 MB/s", CreateFileSystem API, PerUnitStorageThroughput): capacity / 1000, not 1024."""
+        rate = self.throughput_tier if self.deployment_type.startswith("PERSISTENT") and self.throughput_tier else (
+            SCRATCH_BASELINE_MBPS_PER_TIB)
+        return self.storage_capacity_gib * rate // 1000
+
+    @property
+    def write_throughput_mbps(self) -> int:
+        """Baseline write throughput in MB/s: the tier for persistent file systems, the disk write baseline
+        for scratch (:data:`SCRATCH_WRITE_MBPS_PER_TIB`)."""
+        if self.deployment_type.startswith("PERSISTENT") and self.throughput_tier:
+            return self.throughput_mbps
+        rate = SCRATCH_WRITE_MBPS_PER_TIB.get(self.deployment_type, SCRATCH_BASELINE_MBPS_PER_TIB)
+        return self.storage_capacity_gib * rate // 1000
 
     @property
     def metadata_mode(self) -> Literal["AUTOMATIC", "USER_PROVISIONED"] | None:
@@ -737,6 +763,14 @@ class Blueprint(Section):
     storage: StorageSpec = Field(default_factory=StorageSpec, description="Default: FSx PERSISTENT_2 1200 GiB and a checkpoint bucket.")
     orchestrator: OrchestratorSpec = Field(default_factory=OrchestratorSpec, description="Default: ParallelCluster.")
     observability: ObservabilitySpec = Field(default_factory=ObservabilitySpec, description="Default: managed Prometheus + Grafana.")
+
+    @property
+    def placement_group_names(self) -> list[str]:
+        """Compute groups that get a cluster placement group: EFA groups that are not reservation-backed
+        (:attr:`ComputeGroup.uses_placement_group`), except on HyperPod, which places nodes itself."""
+        if self.orchestrator.kind == "hyperpod":
+            return []
+        return [g.name for g in self.compute if g.uses_placement_group]
 
     @property
     def az_label(self) -> str:

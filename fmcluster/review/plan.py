@@ -29,12 +29,6 @@ from fmcluster.catalog import get_instance
 from fmcluster.catalog.software import get_stack
 from fmcluster.templates.observability.endpoints import observability_endpoints
 
-#: Scratch file systems have no throughput tier; SCRATCH_2 network baseline 200 MB/s/TiB (ssd-storage.html).
-SCRATCH_BASELINE_MBPS_PER_TIB = 200
-#: Baseline write (disk) throughput of scratch file systems in MB/s/TiB: SCRATCH_2 from ssd-storage.html,
-#: SCRATCH_1 assumed equal to its read baseline (unverified).
-SCRATCH_WRITE_MBPS_PER_TIB = {"SCRATCH_2": 100, "SCRATCH_1": 200}
-
 
 @dataclass(frozen=True)
 class ComputeLine:
@@ -96,24 +90,6 @@ class Plan:
         return d
 
 
-def throughput_mbps(deployment_type: str, capacity_gib: int, per_unit: int | None) -> int:
-    """Aggregate FSx for Lustre throughput in MB/s: capacity (TiB) x per-unit throughput (MB/s/TiB).
-
-    FSx counts 1200 GiB as 1.2 TiB ("2.4 TiB x 50 MB/s/TiB = 120 MB/s", CreateFileSystem API,
-    PerUnitStorageThroughput), so the capacity is divided by 1000, not 1024.
-    """
-    rate = per_unit if deployment_type.startswith("PERSISTENT") and per_unit else SCRATCH_BASELINE_MBPS_PER_TIB
-    return capacity_gib * rate // 1000
-
-
-def write_throughput_mbps(deployment_type: str, capacity_gib: int, per_unit: int | None) -> int:
-    """Baseline write throughput in MB/s: the tier for persistent file systems, the disk write
-    baseline for scratch (see module docstring)."""
-    if deployment_type.startswith("PERSISTENT") and per_unit:
-        return capacity_gib * per_unit // 1000
-    return capacity_gib * SCRATCH_WRITE_MBPS_PER_TIB.get(deployment_type, SCRATCH_BASELINE_MBPS_PER_TIB) // 1000
-
-
 def checkpoint_write_seconds(checkpoint_gib: int, write_mbps: int) -> float:
     """Seconds to write ``checkpoint_gib`` GiB at ``write_mbps`` MB/s (GiB = 2^30 B, MB = 10^6 B)."""
     return round(checkpoint_gib * 2**30 / (write_mbps * 10**6), 1) if write_mbps else float("inf")
@@ -136,7 +112,7 @@ def build_plan(bp: Blueprint, stacks: dict[str, int] | None = None, checkpoint_g
             efa_interfaces_per_node=inst.efa_interface_count if g.efa_enabled else 0,
             network_gbps_per_node=inst.network_gbps, network_gbps_total=inst.network_gbps * g.count,
             capacity_type=g.capacity.type,
-            placement_group=g.uses_placement_group and bp.orchestrator.kind != "hyperpod",  # HyperPod places nodes itself
+            placement_group=g.name in bp.placement_group_names,
             efa_interface_type=mode if g.efa_enabled else "-", ipv4_per_node=ipv4_addresses_per_node(nics),
         ))
     gpus = sum(c.gpus_total for c in compute)
@@ -144,8 +120,7 @@ def build_plan(bp: Blueprint, stacks: dict[str, int] | None = None, checkpoint_g
     fs = bp.storage.lustre
     if fs is not None:
         tier = fs.throughput_tier
-        tput = throughput_mbps(fs.deployment_type, fs.storage_capacity_gib, tier)
-        write = write_throughput_mbps(fs.deployment_type, fs.storage_capacity_gib, tier)
+        tput, write = fs.throughput_mbps, fs.write_throughput_mbps
         storage = StorageLine(
             deployment_type=fs.deployment_type, storage_capacity_gib=fs.storage_capacity_gib,
             per_unit_storage_throughput=tier, throughput_mbps=tput,

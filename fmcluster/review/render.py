@@ -7,8 +7,8 @@ from pathlib import Path
 
 from fmcluster.blueprint import Blueprint
 from fmcluster.templates.context import blueprint_node_contexts
-from fmcluster.templates.observability import render_observability_files
 from fmcluster.templates.node_scripts import render_node_scripts
+from fmcluster.templates.observability import render_observability_files
 
 EXECUTABLE = ("bootstrap.sh", "fmcluster-node-check")
 

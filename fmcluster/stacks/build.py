@@ -65,7 +65,7 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
     network = NetworkStack(
         app, f"{bp.name}-network", env=env, spec=bp.network, placement=placement,
         # HyperPod places instances itself (no placement-group setting in AWS::SageMaker::Cluster).
-        placement_group_names=[g.name for g in bp.compute if g.uses_placement_group and bp.orchestrator.kind != "hyperpod"],
+        placement_group_names=bp.placement_group_names,
         description=f"fmcluster {bp.name}: VPC, GPU subnet, EFA security group, placement groups",
     )
     net = network.network

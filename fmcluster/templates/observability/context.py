@@ -23,19 +23,6 @@ BLUEPRINT_TAG = "fmcluster:blueprint"
 REMOTE_WRITE_PLACEHOLDER = "FMCLUSTER_AMP_WORKSPACE"
 
 
-#: FSx for Lustre SCRATCH baseline, MB/s per TiB (same value and formula as fmcluster.review.plan, which
-#: templates must not import; tests/test_dashboards.py checks both agree).
-SCRATCH_BASELINE_MBPS_PER_TIB = 200
-
-
-def lustre_throughput_mbps(deployment_type: str, capacity_gib: int, per_unit: int | None) -> int:
-    """Baseline throughput in MB/s: capacity in TiB (FSx counts 1000 GiB per TiB) x MB/s/TiB."""
-    rate = (
-        per_unit if deployment_type.startswith("PERSISTENT") and per_unit else SCRATCH_BASELINE_MBPS_PER_TIB
-    )
-    return capacity_gib * rate // 1000
-
-
 def ssm_parameter_name(blueprint_name: str) -> str:
     """SSM parameter (String, JSON) that nodes read at boot: mode, region, remote-write URL, Grafana URL."""
     return f"/fmcluster/{blueprint_name}/observability"
@@ -144,9 +131,7 @@ def observability_context(bp: Blueprint) -> ObservabilityContext:
         if fs is None
         else LustreFacts(
             storage_capacity_gib=fs.storage_capacity_gib,
-            throughput_mbps=lustre_throughput_mbps(
-                fs.deployment_type, fs.storage_capacity_gib, fs.per_unit_storage_throughput
-            ),
+            throughput_mbps=fs.throughput_mbps,
             mount_point=fs.mount_point,
         )
     )
