@@ -193,13 +193,17 @@ def test_managed_stack_has_amp_rules_grafana_and_scoped_node_policy() -> None:
         "Effect": "Allow",
         "Resource": {"Fn::GetAtt": [ws_id, "Arn"]},
     } in node_stmts
-    assert set(tpl["Outputs"]) == {
+    exports = {k: v for k, v in tpl["Outputs"].items() if k.startswith("ExportsOutput")}
+    assert set(tpl["Outputs"]) - set(exports) == {
         "NodePolicyArn",
         "ParameterName",
         "GrafanaUrl",
         "RemoteWriteUrl",
         "QueryUrl",
     }
+    # CDK's cross-stack export: the cluster stack attaches the node policy to the head node
+    node_policy_id = next(iter(resources_of(tpl, "AWS::IAM::ManagedPolicy")))
+    assert [v["Value"] for v in exports.values()] == [{"Ref": node_policy_id}]
     (param,) = resources_of(tpl, "AWS::SSM::Parameter").values()
     assert param["Properties"]["Name"] == "/fmcluster/t-cluster/observability"
 
