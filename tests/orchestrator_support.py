@@ -121,6 +121,32 @@ def synth_with_nag(blueprint_text: str) -> Path:
     return out
 
 
+@cache
+def synth_to_folder(blueprint_text: str) -> tuple[Path, dict[str, dict[str, Any]]]:
+    """Synthesize in-process (no nag) into a folder of its own; return the folder (assets are there) and
+    stack name -> template JSON."""
+    import aws_cdk as cdk
+
+    from fmcluster.blueprint import load_blueprint_text
+    from fmcluster.stacks.build import build_app
+
+    out = Path(tempfile.mkdtemp(prefix="fmcluster-assets-"))
+    app = cdk.App(outdir=str(out), context=cdk_context())
+    stacks = build_app(app, load_blueprint_text(blueprint_text).blueprint)
+    app.synth()
+    return out, {s.stack_name: json.loads((out / f"{s.stack_name}.template.json").read_text()) for s in stacks.all()}
+
+
+def imported_resource_type(templates: dict[str, dict[str, Any]], value: dict[str, Any]) -> str:
+    """The type of the resource an ``Fn::ImportValue`` resolves to, through the exporting stack's output."""
+    name = value["Fn::ImportValue"]
+    for tpl in templates.values():
+        for output in tpl.get("Outputs", {}).values():
+            if output.get("Export", {}).get("Name") == name:
+                return str(tpl["Resources"][output["Value"]["Ref"]]["Type"])
+    raise AssertionError(f"no stack exports {name}")
+
+
 def nag_report(outdir: Path) -> list[dict[str, Any]]:
     """cdk-nag (AwsSolutions) violations in the validation report; CDK's own "CloudFormation Validate"
     warnings (per-Region type lists, the same data cfn-lint uses) are checked by cfn-lint instead."""

@@ -17,8 +17,9 @@ from tests.conftest import EXAMPLES, ROOT, cli_synth
 def test_staged_bootstrap_assets_are_pinned_and_shellcheck_clean(blueprint: Path) -> None:
     out, proc = cli_synth(blueprint)
     assert proc.returncode == 0
-    # ParallelCluster and PCS stage bootstrap.sh as a file asset; HyperPod stages a folder of lifecycle scripts.
-    staged = sorted([*out.glob("asset.*.sh"), *out.glob("asset.*/*/bootstrap.sh")])
+    # ParallelCluster and PCS stage bootstrap.sh (and the head-node script) as file assets; HyperPod stages a
+    # folder of lifecycle scripts (the head-node script in the controller's folder).
+    staged = sorted([*out.glob("asset.*.sh"), *out.glob("asset.*/*/bootstrap.sh"), *out.glob("asset.*/*/head-node.sh")])
     scripts = [p for p in staged if "# fmcluster bootstrap for" in p.read_text()]
     bp = load_blueprint(blueprint)
     assert len(scripts) == len({g.name for g in bp.compute})
@@ -33,4 +34,6 @@ def test_staged_bootstrap_assets_are_pinned_and_shellcheck_clean(blueprint: Path
         check = subprocess.run([str(ROOT / ".venv/bin/shellcheck"), "-S", "style", str(script)], capture_output=True, text=True)
         assert check.returncode == 0, check.stdout
     head = [p for p in staged if p not in scripts]
-    assert len(head) == (1 if bp.observability.enabled and bp.orchestrator.kind == "parallelcluster" else 0)
+    eks = bp.orchestrator.kind == "hyperpod" and bp.orchestrator.hyperpod.orchestration == "eks"
+    assert len(head) == (1 if bp.observability.enabled and not eks else 0)
+    assert all("metrics exporters for" in p.read_text() and "head node." in p.read_text() for p in head)

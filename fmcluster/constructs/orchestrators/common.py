@@ -1,5 +1,6 @@
 """Pieces every orchestrator construct shares: checkpoint access, node IAM statements, cdk-nag
-acknowledgements and the Lustre mount used by orchestrators that do not mount FSx themselves.
+acknowledgements, the Lustre mount used by orchestrators that do not mount FSx themselves, and the
+launcher that starts the head-node script once Slurm answers (HyperPod controller, PCS login node).
 
 Sources:
 - S3 object-level vs bucket-level actions, ``s3:prefix`` condition on ``ListBucket``:
@@ -9,6 +10,10 @@ Sources:
   https://docs.aws.amazon.com/fsx/latest/LustreGuide/configure-efa-clients.html
 - Lustre client mount command (``<dns>@tcp:/<mountname>``):
   https://docs.aws.amazon.com/fsx/latest/LustreGuide/mounting-ec2-instance.html
+- PCS runs ``text/x-shellscript`` user data after the node registers and before the Slurm daemon starts
+  (login nodes: ``sackd``, which fetches the configuration the client commands need):
+  https://docs.aws.amazon.com/pcs/latest/userguide/working-with_ec2-user-data.html,
+  https://docs.aws.amazon.com/pcs/latest/userguide/slurm-configuration.html
 """
 
 from __future__ import annotations
@@ -23,6 +28,22 @@ from aws_cdk import aws_s3 as s3
 from constructs import IConstruct, IValidation
 
 from fmcluster.constructs.storage import LustreMount
+
+#: File name of the observability head-node script (lifecycle folder, S3 asset) and where nodes keep it.
+HEAD_NODE_SCRIPT = "head-node.sh"
+NODE_DIR = "/opt/fmcluster"
+HEAD_NODE_PATH = f"{NODE_DIR}/{HEAD_NODE_SCRIPT}"
+#: Transient systemd unit that runs the head-node script, and its log.
+HEAD_NODE_UNIT = "fmcluster-head-node"
+HEAD_NODE_LOG = "/var/log/fmcluster-head-node.log"
+AFTER_SLURM_PATH = f"{NODE_DIR}/after-slurm.sh"
+#: How long the launcher waits for Slurm to answer before it runs the script anyway (the Slurm exporter
+#: and the Slurm target refresh retry on their own), and how often it asks.
+SLURM_WAIT_SECONDS = 1800
+SLURM_POLL_SECONDS = 15
+#: Where ``sinfo`` lives when it is not on PATH: HyperPod (``/opt/slurm``), PCS (``/opt/aws/pcs/scheduler``).
+SINFO_CANDIDATES = ("/opt/slurm/bin/sinfo", "/opt/aws/pcs/scheduler/slurm-*/bin/sinfo")
+_AFTER_SLURM_EOF = "FMCLUSTER_AFTER_SLURM_EOF"
 
 #: Object actions a training job needs on its checkpoint prefix (multipart for large shards).
 CHECKPOINT_OBJECT_ACTIONS = (
@@ -157,5 +178,60 @@ def lustre_mount_script(mount: LustreMount) -> str:
             "fi",
             f"grep -q ' {mount.mount_point} lustre ' /etc/fstab || "
             f"echo '{src} {mount.mount_point} lustre defaults,relatime,flock,_netdev,x-systemd.automount 0 0' >> /etc/fstab",
+        ]
+    )
+
+
+def start_after_slurm(script_path: str) -> str:
+    """Shell lines that start ``script_path`` (as root, in the transient systemd unit
+    ``fmcluster-head-node``) once ``sinfo`` answers, and return at once.
+
+    The boot step that runs these lines comes before Slurm is usable on a PCS login node (user data runs
+    before ``sackd`` starts) and, on a HyperPod controller, is not documented to come after ``slurmctld``
+    starts; waiting inline could hold up the very step Slurm waits for. After
+    ``SLURM_WAIT_SECONDS`` the script runs anyway. Output goes to ``HEAD_NODE_LOG``. Idempotent: a
+    second run while the unit is active starts nothing. The callers put ``script_path`` in
+    ``/opt/fmcluster`` first, which is where the waiter (``AFTER_SLURM_PATH``) goes too.
+    """
+    candidates = " ".join(SINFO_CANDIDATES)
+    waiter = f"""#!/bin/bash
+# fmcluster: run the script given as $1 once Slurm answers (sinfo), or after {SLURM_WAIT_SECONDS} s anyway.
+set -uo pipefail
+exec >> {HEAD_NODE_LOG} 2>&1
+slurm_answers() {{
+  local sinfo
+  for sinfo in "$(command -v sinfo || true)" {candidates}; do
+    if [[ -x "${{sinfo}}" ]] && "${{sinfo}}" -h > /dev/null 2>&1; then
+      return 0
+    fi
+  done
+  return 1
+}}
+waited=0
+until slurm_answers; do
+  if ((waited >= {SLURM_WAIT_SECONDS})); then
+    echo "$(date -u +%FT%TZ) fmcluster: Slurm did not answer within {SLURM_WAIT_SECONDS} s; running $1 anyway"
+    break
+  fi
+  sleep {SLURM_POLL_SECONDS}
+  waited=$((waited + {SLURM_POLL_SECONDS}))
+done
+echo "$(date -u +%FT%TZ) fmcluster: running $1"
+exec /bin/bash "$1"
+"""
+    unit = f"{HEAD_NODE_UNIT}.service"
+    return "\n".join(
+        [
+            f"cat > {AFTER_SLURM_PATH} <<'{_AFTER_SLURM_EOF}'",
+            waiter.rstrip("\n"),
+            _AFTER_SLURM_EOF,
+            f"chmod 0755 {AFTER_SLURM_PATH}",
+            f"if systemctl is-active --quiet {unit}; then",
+            f'  echo "{unit} is already running"',
+            "else",
+            f"  systemctl reset-failed {unit} 2> /dev/null || true",
+            f'  systemd-run --unit={HEAD_NODE_UNIT} --description="fmcluster head-node script (once Slurm answers)" '
+            f"{AFTER_SLURM_PATH} {script_path}",
+            "fi",
         ]
     )

@@ -8,6 +8,11 @@ rendered node scripts) go to a ``sagemaker-``-prefixed bucket this construct cre
 groups run ``bootstrap.sh`` from ``on_create.sh``. ``provisioning_parameters.json`` repeats the
 same topology in the legacy form, so both paths agree.
 
+With a metrics layer, the ``controller`` group's folder also holds the observability head-node script;
+its ``on_create.sh`` copies it to ``/opt/fmcluster`` and starts it once Slurm answers
+(``common.start_after_slurm``), and the execution role gets the observability node policy. All
+instance groups share that one execution role, so the GPU groups get the policy as well.
+
 EKS joins worker groups (no controller/login) to an existing EKS cluster.
 
 Sources (aws-resource-rules.md section 7):
@@ -46,12 +51,15 @@ from fmcluster.blueprint.rules.orchestrator import HYPERPOD_CONTROLLER_GROUP, HY
 from fmcluster.catalog import get_instance
 from fmcluster.constructs.capacity import hyperpod_training_plan
 from fmcluster.constructs.orchestrators.common import (
+    HEAD_NODE_PATH,
+    HEAD_NODE_SCRIPT,
     CheckpointAccess,
     acknowledge,
     acknowledge_wildcards,
     checkpoint_acknowledgement,
     checkpoint_statements,
     fsx_describe_statement,
+    start_after_slurm,
 )
 from fmcluster.constructs.storage import LustreMount
 from fmcluster.templates.context import NodeContext
@@ -81,9 +89,13 @@ def lifecycle_bucket_name(cluster_name: str, region: str) -> str:
 
 
 def on_create_script(
-    *, group: str, role: str, runs_bootstrap: bool, uses_provisioning_parameters: bool
+    *, group: str, role: str, runs_bootstrap: bool, uses_provisioning_parameters: bool, starts_head_node: bool = False
 ) -> str:
-    """The lifecycle entry point of one instance group (HyperPod runs it as root from the group's prefix)."""
+    """The lifecycle entry point of one instance group (HyperPod runs it as root from the group's prefix).
+
+    ``starts_head_node``: copy ``head-node.sh`` from the group's folder to ``/opt/fmcluster`` and start it
+    once Slurm answers. Default: off (no head-node script).
+    """
     lines = [
         "#!/usr/bin/env bash",
         f"# fmcluster HyperPod lifecycle entry point for instance group {group} ({role}).",
@@ -99,6 +111,11 @@ def on_create_script(
         ]
     if runs_bootstrap:
         lines += [f'bash "${{here}}/{ENTRY_POINT}"']
+    if starts_head_node:
+        lines += [
+            f'install -D -m 0755 "${{here}}/{HEAD_NODE_SCRIPT}" {HEAD_NODE_PATH}',
+            start_after_slurm(HEAD_NODE_PATH),
+        ]
     lines.append('log "done"')
     return "\n".join(lines) + "\n"
 
@@ -110,6 +127,10 @@ class HyperPodCluster(Construct):
     (BucketDeployment of the scripts), ``role`` (execution role), ``instance_groups`` (the
     CloudFormation ``InstanceGroups`` list as plain dicts, with tokens), ``provisioning_parameters``
     (the legacy Slurm form, with tokens; ``None`` for EKS), ``scripts`` (group -> file -> text).
+
+    ``head_node_script`` (text) runs on the controller group once Slurm answers and ``head_node_policy`` is
+    attached to the execution role (shared by all groups); both only with Slurm orchestration (EKS has no
+    controller, rule R-OBS-3 warns). Default: no head-node script and no extra policy.
     """
 
     def __init__(
@@ -127,6 +148,8 @@ class HyperPodCluster(Construct):
         lustre: LustreMount | None,
         checkpoints: CheckpointAccess | None,
         tags: Mapping[str, str],
+        head_node_script: str | None = None,
+        head_node_policy: iam.IManagedPolicy | None = None,
     ) -> None:
         super().__init__(scope, id)
         stack = Stack.of(self)
@@ -161,11 +184,15 @@ class HyperPodCluster(Construct):
         self.scripts: dict[str, dict[str, str]] = {}
         for name, node_type, g in topology:
             files = dict(render_node_scripts(node_contexts[name])) if g is not None else {}
+            head = head_node_script if slurm and name == HYPERPOD_CONTROLLER_GROUP else None
+            if head is not None:
+                files[HEAD_NODE_SCRIPT] = head
             files[ON_CREATE] = on_create_script(
                 group=name,
                 role=node_type.lower(),
                 runs_bootstrap=g is not None,
                 uses_provisioning_parameters=slurm,
+                starts_head_node=head is not None,
             )
             self.scripts[name] = files
 
@@ -221,6 +248,10 @@ class HyperPodCluster(Construct):
             lustre,
             checkpoints,
         )
+        if slurm and head_node_policy is not None:
+            # The controller group runs Prometheus; HyperPod takes one execution role per group, and all
+            # groups share this one.
+            self.role.add_managed_policy(head_node_policy)
 
         # ---- instance groups ------------------------------------------------------------------
         self.instance_groups: list[dict[str, Any]] = []

@@ -5,6 +5,14 @@ group, and per compute group one launch template (NIC layout and capacity from
 ``fmcluster.constructs.capacity``), one compute node group and one queue wired to it. Nodes
 bootstrap through launch-template user data in the MIME multi-part format PCS merges with its own.
 
+With a metrics layer, the login node's user data downloads the observability head-node script from its
+S3 asset and starts it once Slurm answers (``common.start_after_slurm``: user data runs before ``sackd``),
+and the node role gets the observability node policy. Login and compute node groups share that one role,
+so compute nodes get the policy as well. Every launch template tags its instances (and volumes) with the
+blueprint tags, ``fmcluster:blueprint`` included, which Prometheus EC2 service discovery filters on; the
+login and compute primaries share the cluster security group, which lets the login node reach the
+exporters (9100, 9400).
+
 Sources (aws-resource-rules.md section 8.1):
 - Resources and required properties: https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/AWS_PCS.html
 - Cluster security group: inbound all from itself, outbound all to itself and to 0.0.0.0/0 (R3.5),
@@ -44,7 +52,7 @@ from constructs import Construct
 from fmcluster.blueprint.model import ComputeGroup, PcsSettings
 from fmcluster.blueprint.rules.orchestrator import cpu_architecture_of
 from fmcluster.catalog import get_instance
-from fmcluster.constructs.bootstrap import NodeBootstrap
+from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.constructs.capacity import (
     NicSpec,
     NodeLaunchTemplate,
@@ -53,6 +61,8 @@ from fmcluster.constructs.capacity import (
     smt_off_cpu_options,
 )
 from fmcluster.constructs.orchestrators.common import (
+    HEAD_NODE_PATH,
+    NODE_DIR,
     CheckpointAccess,
     acknowledge,
     acknowledge_wildcards,
@@ -60,6 +70,7 @@ from fmcluster.constructs.orchestrators.common import (
     checkpoint_statements,
     fsx_describe_statement,
     lustre_mount_script,
+    start_after_slurm,
 )
 from fmcluster.constructs.storage import LustreMount
 from fmcluster.templates.node_scripts import ENTRY_POINT
@@ -93,9 +104,16 @@ def mime_user_data(shell_script: str) -> str:
     )
 
 
-def node_shell_script(*, group: str, bootstrap: NodeBootstrap | None, lustre: LustreMount | None) -> str:
+def node_shell_script(
+    *,
+    group: str,
+    bootstrap: NodeBootstrap | None,
+    lustre: LustreMount | None,
+    head_node_script: ScriptAsset | None = None,
+) -> str:
     """The shell part of a node's user data: mount Lustre, then run ``bootstrap.sh`` (embedded when
-    it fits the user-data limit, else copied from its S3 asset)."""
+    it fits the user-data limit, else copied from its S3 asset), then, with ``head_node_script``, copy
+    that script from its S3 asset and start it once Slurm answers. Default: no head-node script."""
     lines = [
         "#!/bin/bash",
         f"# fmcluster node user data for PCS node group {group}; rendered by fmcluster, do not edit.",
@@ -118,6 +136,13 @@ def node_shell_script(*, group: str, bootstrap: NodeBootstrap | None, lustre: Lu
         else:
             lines.append(f"aws s3 cp {bootstrap.s3_url} /opt/fmcluster/{ENTRY_POINT}")
         lines.append(f"bash /opt/fmcluster/{ENTRY_POINT}")
+    if head_node_script is not None:
+        # Always downloaded: with its Prometheus configuration it is larger than the user-data limit.
+        lines += [
+            f"install -d -m 0755 {NODE_DIR}",
+            f"aws s3 cp {head_node_script.s3_url} {HEAD_NODE_PATH}",
+            start_after_slurm(HEAD_NODE_PATH),
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -135,6 +160,10 @@ class PcsCluster(Construct):
     Attributes: ``cluster`` (CfnCluster), ``security_group`` (cluster group), ``role`` (node role,
     name starts with ``AWSPCS``), ``instance_profile``, ``launch_templates`` / ``node_groups`` /
     ``queues`` (compute group name -> construct; the login group under ``"login"``).
+
+    ``head_node_script`` (an S3 asset) runs on the login node once Slurm answers and ``head_node_policy``
+    is attached to the node role (shared by all node groups). Default: no head-node script and no extra
+    policy.
     """
 
     def __init__(
@@ -154,6 +183,8 @@ class PcsCluster(Construct):
         lustre: LustreMount | None,
         checkpoints: CheckpointAccess | None,
         tags: Mapping[str, str],
+        head_node_script: ScriptAsset | None = None,
+        head_node_policy: iam.IManagedPolicy | None = None,
     ) -> None:
         super().__init__(scope, id)
         region = Stack.of(self).region
@@ -174,6 +205,10 @@ class PcsCluster(Construct):
             tags=dict(tags),
         )
         self.role = self._node_role(cluster_name, region, groups, bootstraps, lustre, checkpoints)
+        if head_node_script is not None:
+            head_node_script.grant_read(self.role)
+        if head_node_policy is not None:
+            self.role.add_managed_policy(head_node_policy)
         self.instance_profile = iam.InstanceProfile(self, "NodeInstanceProfile", role=self.role)
 
         self.launch_templates: dict[str, NodeLaunchTemplate] = {}
@@ -194,7 +229,9 @@ class PcsCluster(Construct):
             "Login",
             instance_type=None,  # PCS launches the node group's InstanceConfigs types
             interfaces=(NicSpec(0, 0, "interface"),),
-            user_data=mime_user_data(node_shell_script(group=LOGIN_GROUP, bootstrap=None, lustre=lustre)),
+            user_data=mime_user_data(
+                node_shell_script(group=LOGIN_GROUP, bootstrap=None, lustre=lustre, head_node_script=head_node_script)
+            ),
             tags={**tags, "fmcluster:node-group": LOGIN_GROUP},
             **common,
         )
