@@ -63,9 +63,10 @@ def validate(
             res = load_blueprint_with_warnings(f)
             report.append({"file": str(f), "valid": True, "problems": [w.as_dict() for w in res.warnings]})
             if not as_json:
+                out.print(f"[green]ok[/] {escape(str(f))}" + (f" ({len(res.warnings)} warning(s))" if res.warnings else ""),
+                          highlight=False)
                 for w in res.warnings:
                     err.print(f"  [yellow]warning[/]: {escape(w.render())}", highlight=False)
-                out.print(f"[green]ok[/] {escape(str(f))}", highlight=False)
         except BlueprintError as e:
             failed = True
             report.append({"file": str(f), "valid": False, "problems": [p.as_dict() for p in e.problems]})

@@ -111,3 +111,45 @@ def test_no_input_crashes_the_loader(data: dict) -> None:
         load_blueprint_text(text)
     except BlueprintError as e:
         assert all(p.message for p in e.problems)
+
+
+def test_deep_nesting_is_a_problem_not_a_recursion_error() -> None:
+    [(path, msg, _)] = problems("name: " + "[" * 500 + "]" * 500 + "\n")
+    assert (path, msg) == ("", "the file is nested too deeply to be a blueprint; allowed at most 40 levels")
+
+
+def test_alias_bomb_is_walked_once_per_node() -> None:
+    levels = "abcdefghi"
+    lines = ["a: &a [x,x,x,x,x,x,x,x,x]"] + [f"{c}: &{c} [{', '.join(['*' + p] * 9)}]" for p, c in zip(levels, levels[1:])]
+    got = problems("\n".join(lines) + "\n")  # 9**9 leaves if expanded; must return at once
+    assert [p for p, _, _ in got][:3] == ["a", "b", "c"]
+
+
+def test_duplicate_keys_are_errors_with_both_lines() -> None:
+    text = patched().replace("count: 2", "count: 2\n  count: 8")
+    [(path, msg, line)] = problems(text)
+    assert path == "compute[0].count" and line == 8
+    assert msg == ("duplicate key, got 'count' again (first on line 7); allowed each key once - YAML would silently keep "
+                   "the last value")
+
+
+@pytest.mark.parametrize(("patch", "path", "message"), [
+    ({"name": None}, "name", "must be text, got null"),
+    ({"compute": None}, "compute", "must be a list, got null"),
+    ({"compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 4.5}]}, "compute[0].count",
+     "must be a whole number, got 4.5"),
+    ({"orchestrator": {"kind": "pcs", "pcs": {"slurm_version": 25.1}}}, "orchestrator.pcs.slurm_version",
+     "must be text, got the number 25.1; allowed text - quote it in YAML (e.g. '25.10', which unquoted YAML reads as the number 25.1)"),
+    ({"software": {"environment": {"1BAD": "x", "A B": "y"}}}, "software.environment.A B",
+     "invalid format, got 'A B'; allowed letters, digits and _, not starting with a digit"),
+    ({"tags": {"aws:team": "x"}}, "tags.aws:team",
+     "tag keys starting with aws: are reserved by AWS, got 'aws:team'; allowed any other key"),
+    ({"orchestrator": {"parallelcluster": {"head_node_instance_type": "m7i.banana"}}},
+     "orchestrator.parallelcluster.head_node_instance_type",
+     "invalid format, got 'm7i.banana'; allowed an EC2 instance type such as m7i.4xlarge"),
+    ({"compute": [{"name": "gpu", "instance_type": "P5.48XLARGE", "count": 1}]}, "compute[0].instance_type",
+     "unknown instance type, got 'P5.48XLARGE'; allowed p4d.24xlarge, p4de.24xlarge, p5.4xlarge, p5.48xlarge, p5e.48xlarge, "
+     "p5en.48xlarge, p6-b200.48xlarge, p6-b300.48xlarge, p6e-gb200.36xlarge - did you mean 'p5.48xlarge'?"),
+])
+def test_messages_speak_yaml_not_python(patch: dict, path: str, message: str) -> None:
+    assert (path, message) in [(p, m) for p, m, _ in problems(patched(patch))]

@@ -97,7 +97,7 @@ def test_rule_warnings(patch: dict[str, Any], expected: list[tuple[str, str, str
         ({"orchestrator": {"parallelcluster": {"deletion_policy": "Snapshot"}}}, "orchestrator.parallelcluster.deletion_policy",
          "invalid value, got 'Snapshot'; allowed Retain, Delete"),
         ({"orchestrator": {"parallelcluster": {"queue_update_strategy": "drain"}}},
-         "orchestrator.parallelcluster.queue_update_strategy", "invalid value, got 'drain'; allowed DRAIN, TERMINATE, COMPUTE_FLEET_STOP"),
+         "orchestrator.parallelcluster.queue_update_strategy", "invalid value, got 'drain'; allowed DRAIN, TERMINATE, COMPUTE_FLEET_STOP - did you mean 'DRAIN'?"),
         ({"orchestrator": {"kind": "hyperpod", "hyperpod": {"efa_interface_type": "interface"}}},
          "orchestrator.hyperpod.efa_interface_type", "invalid value, got 'interface'; allowed efa, efa-only"),
     ],

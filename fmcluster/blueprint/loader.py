@@ -64,6 +64,9 @@ def _parse(text: str, file: str) -> tuple[dict[str, Any], dict[tuple[Any, ...], 
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
+    except RecursionError:
+        raise BlueprintError(file, [Problem("", f"the file is nested too deeply to be a blueprint; allowed at most {MAX_DEPTH} "
+                                                "levels")]) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -80,23 +83,50 @@ def _parse(text: str, file: str) -> tuple[dict[str, Any], dict[tuple[Any, ...], 
                                "allowed a mapping with name, region, compute, ...", line=1)]
         )
     lines: dict[tuple[Any, ...], int] = {}
-    _index(node, (), lines)
+    duplicates: list[Problem] = []
+    try:
+        _index(node, lines, duplicates)
+    except BlueprintError as e:
+        raise BlueprintError(file, e.problems) from None
+    if duplicates:
+        raise BlueprintError(file, duplicates)
     return data, lines
 
 
-def _index(node: yaml.Node | None, path: tuple[Any, ...], out: dict[tuple[Any, ...], int]) -> None:
-    if node is None:
-        return
-    out.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            key = key_node.value
-            out[(*path, key)] = key_node.start_mark.line + 1
-            _index(value_node, (*path, key), out)
-            out[(*path, key)] = key_node.start_mark.line + 1
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _index(item, (*path, i), out)
+#: Limits that keep a hostile file (deep nesting, YAML alias "billion laughs") from exhausting the machine.
+MAX_NODES = 20_000
+MAX_DEPTH = 40
+
+
+def _index(root: yaml.Node | None, out: dict[tuple[Any, ...], int], duplicates: list[Problem]) -> None:
+    """Record the line of every YAML path and find duplicate keys. Iterative, and each node (an
+    alias points at an already seen node) is walked once, so the cost is bounded by the file size."""
+    seen: set[int] = set()
+    stack: list[tuple[yaml.Node, tuple[Any, ...]]] = [(root, ())] if root is not None else []
+    while stack:
+        node, path = stack.pop()
+        if len(seen) >= MAX_NODES or len(path) > MAX_DEPTH:
+            what = "more than {} values".format(MAX_NODES) if len(seen) >= MAX_NODES else f"nesting deeper than {MAX_DEPTH} levels"
+            raise BlueprintError("", [Problem(format_path(path[:MAX_DEPTH]), f"the file is too large to be a blueprint, got {what}; "
+                                              "allowed a blueprint of ordinary size", line=node.start_mark.line + 1)])
+        out.setdefault(path, node.start_mark.line + 1)
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            keys: dict[Any, int] = {}
+            for key_node, value_node in node.value:
+                key = key_node.value
+                line = key_node.start_mark.line + 1
+                if key in keys:
+                    duplicates.append(Problem(format_path((*path, key)), f"duplicate key, got {key!r} again (first on line "
+                                              f"{keys[key]}); allowed each key once - YAML would silently keep the last value",
+                                              line=line))
+                keys.setdefault(key, line)
+                out[(*path, key)] = line
+                stack.append((value_node, (*path, key)))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, (*path, i)) for i, item in enumerate(node.value))
 
 
 def _line_for(path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> int | None:
@@ -186,13 +216,17 @@ def _models_at(loc: tuple[Any, ...], data: Any) -> list[type[BaseModel]]:
 
 
 def _hint(value: Any, allowed: list[str]) -> str:
+    """Did-you-mean for a misspelt key or value; case-insensitive (``PERSISTENT_2`` for ``persistent_2``)."""
     if not isinstance(value, str):
         return ""
-    close = difflib.get_close_matches(value, allowed, n=1, cutoff=0.6)
-    return f" - did you mean {close[0]!r}?" if close else ""
+    lowered = {a.lower(): a for a in allowed}
+    close = difflib.get_close_matches(value.lower(), list(lowered), n=1, cutoff=0.6)
+    return f" - did you mean {lowered[close[0]]!r}?" if close else ""
 
 
 def _show(value: Any) -> str:
+    if value is None:
+        return "null"
     if isinstance(value, dict):
         return "a mapping"
     if isinstance(value, list):
@@ -201,10 +235,14 @@ def _show(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _a(value: Any) -> str:
+    """``null`` or ``a <kind>`` for messages."""
+    return "null" if value is None else f"a {_kind(value)}"
+
+
 def _kind(value: Any) -> str:
-    return {dict: "mapping", list: "list", str: "string", int: "number", float: "number", bool: "boolean"}.get(
-        type(value), type(value).__name__
-    )
+    return {dict: "mapping", list: "list", str: "string", int: "number", float: "number", bool: "boolean",
+            type(None): "null"}.get(type(value), type(value).__name__)
 
 
 def _convert(err: Any, data: Any, lines: dict[tuple[Any, ...], int]) -> Problem:
@@ -238,9 +276,18 @@ def _convert(err: Any, data: Any, lines: dict[tuple[Any, ...], int]) -> Problem:
         word = "at least" if typ == "too_short" else "at most"
         msg = f"wrong number of items, got {ctx.get('actual_length')}; allowed {word} {bound}"
     elif typ in ("model_type", "dict_type", "model_attributes_type"):
-        msg = f"must be a mapping, got a {_kind(value)}"
+        msg = f"must be a mapping, got {_a(value)}"
     elif typ == "list_type":
-        msg = f"must be a list, got a {_kind(value)}"
+        msg = f"must be a list, got {_a(value)}"
+    elif typ == "string_type" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        msg = (f"must be text, got the number {value!r}; allowed text - quote it in YAML (e.g. '25.10', which "
+               "unquoted YAML reads as the number 25.1)")
+    elif typ == "string_type":
+        msg = f"must be text, got {_a(value)}"
+    elif typ in ("int_from_float", "int_parsing", "int_type"):
+        msg = f"must be a whole number, got {_show(value)}"
+    elif typ in ("bool_parsing", "bool_type"):
+        msg = f"must be true or false, got {_show(value)}"
     elif typ == "value_error":
         msg = str(ctx.get("error", err["msg"]))
     else:

@@ -14,7 +14,7 @@ import difflib
 import ipaddress
 from typing import Annotated, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 from fmcluster.catalog import UnknownInstanceType, get_instance
 from fmcluster.catalog.software import default_stack_name, known_stacks
@@ -38,8 +38,47 @@ NAME_PATTERN = r"^[a-z][a-z0-9-]{1,30}[a-z0-9]$"
 GROUP_NAME_PATTERN = r"^[a-z][a-z0-9-]{0,23}[a-z0-9]$"
 RESERVATION_ID_PATTERN = r"^cr-[0-9a-f]{17}$"
 
+#: AWS tag keys/values: letters, digits, spaces and _ . : / = + - @; keys 1-128 and not aws:, values 0-256
+#: (https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html).
+TAG_KEY_PATTERN = r"^[\w .:/=+\-@]+$"
+TAG_VALUE_PATTERN = r"^[\w .:/=+\-@]*$"
+
+
+def _not_aws_prefixed(key: str) -> str:
+    if key.lower().startswith("aws:"):
+        raise ValueError(f"tag keys starting with aws: are reserved by AWS, got {key!r}; allowed any other key")
+    return key
+
+
+TagKey = Annotated[str, StringConstraints(pattern=TAG_KEY_PATTERN, max_length=128), AfterValidator(_not_aws_prefixed)]
+TagValue = Annotated[str, StringConstraints(pattern=TAG_VALUE_PATTERN, max_length=256)]
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+ENV_VALUE_PATTERN = r"^[^\n\x00]*$"
+EnvName = Annotated[str, StringConstraints(pattern=ENV_NAME_PATTERN)]
+EnvValue = Annotated[str, StringConstraints(pattern=ENV_VALUE_PATTERN)]
+BUCKET_OR_CREATE_PATTERN = r"^(create|[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])$"
+INSTANCE_TYPE_PATTERN = (r"^[a-z][a-z0-9-]*\.(nano|micro|small|medium|large|xlarge|[1-9][0-9]*xlarge|metal"
+                         r"(-[1-9][0-9]*xl)?)$")
+HYPERPOD_TYPE_PATTERN = (r"^ml\.[a-z][a-z0-9-]*\.(nano|micro|small|medium|large|xlarge|[1-9][0-9]*xlarge|metal"
+                         r"(-[1-9][0-9]*xl)?)$")
+
 #: Human descriptions of the patterns above, used in error messages instead of the regex.
 PATTERN_HINTS = {
+    ENV_NAME_PATTERN: "letters, digits and _, not starting with a digit",
+    TAG_KEY_PATTERN: "letters, digits, spaces and _ . : / = + - @ (1-128 characters)",
+    TAG_VALUE_PATTERN: "letters, digits, spaces and _ . : / = + - @ (up to 256 characters)",
+    ENV_VALUE_PATTERN: "one line (no newline or NUL)",
+    BUCKET_OR_CREATE_PATTERN: "'create' or an S3 bucket name (3-63 lowercase letters, digits, dots and hyphens)",
+    INSTANCE_TYPE_PATTERN: "an EC2 instance type such as m7i.4xlarge",
+    HYPERPOD_TYPE_PATTERN: "a SageMaker instance type such as ml.m5.4xlarge",
+    r"^/[\w./-]+$": "an absolute path such as /fsx (letters, digits, _, ., - and /)",
+    r"^ami-[0-9a-f]{8,17}$": "ami- followed by 8 or 17 hex digits",
+    r"^vpc-[0-9a-f]{8,17}$": "vpc- followed by 8 or 17 hex digits",
+    r"^subnet-[0-9a-f]{8,17}$": "subnet- followed by 8 or 17 hex digits",
+    r"^[a-z]{2}(-gov)?-[a-z]+-\d$": "an AWS Region such as us-east-1",
+    r"^[a-z]{2}(-gov)?-[a-z]+-\d(-[a-z]+-\d)?[a-z]$": "an Availability Zone name such as us-east-1a",
+    r"^[a-z]{3,4}\d(-[a-z]+\d)?-az\d+$": "an AZ ID such as use1-az6",
+    r"^\d+\.\d+(\.\d+)?$": "a version such as 570.172.08 or 12.8 (quote it in YAML)",
     NAME_PATTERN: "3-32 lowercase letters, digits and hyphens, starting with a letter",
     GROUP_NAME_PATTERN: "2-25 lowercase letters, digits and hyphens, starting with a letter",
     RESERVATION_ID_PATTERN: "cr- followed by 17 hex digits",
@@ -131,7 +170,7 @@ class SoftwareSpec(Section):
         description="Accept a combination of versions that no known-good stack contains (reported as a warning "
         "instead of an error). Every compatibility rule still applies. Default: false.",
     )
-    environment: dict[str, str] = Field(
+    environment: dict[EnvName, EnvValue] = Field(
         default_factory=dict,
         description="Extra environment for jobs (written to the job environment file after fmcluster's own "
         "settings). Obsolete or harmful EFA/NCCL settings are rejected. Default: none.",
@@ -144,20 +183,6 @@ class SoftwareSpec(Section):
             close = difflib.get_close_matches(v, known_stacks(), n=1, cutoff=0.6)
             hint = f" - did you mean {close[0]!r}?" if close else ""
             raise ValueError(f"unknown software stack, got {v!r}; allowed {', '.join(known_stacks())}{hint}")
-        return v
-
-    @field_validator("environment")
-    @classmethod
-    def _env_names(cls, v: dict[str, str]) -> dict[str, str]:
-        import re  # local: this module's imports belong to other sections
-
-        for name, value in v.items():
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-                raise ValueError(
-                    f"invalid environment variable name, got {name!r}; allowed letters, digits and _ , not starting with a digit"
-                )
-            if "\n" in value or "\0" in value:
-                raise ValueError(f"environment value of {name} contains a newline or NUL, got {value!r}; allowed one line")
         return v
 
 
@@ -483,7 +508,7 @@ class CheckpointSpec(Section):
 
     bucket: str = Field(
         "create",
-        pattern=r"^(create|[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])$",
+        pattern=BUCKET_OR_CREATE_PATTERN,
         description="'create' for a new bucket, or the name of an existing one. Default: create.",
     )
     prefix: str = Field(
@@ -549,7 +574,7 @@ class ParallelClusterSettings(Section):
         f"allowed {', '.join(SUPPORTED_PCLUSTER_VERSIONS)}.",
     )
     head_node_instance_type: str = Field(
-        DEFAULT_HEAD_NODE, pattern=r"^[a-z0-9-]+\.[a-z0-9]+$",
+        DEFAULT_HEAD_NODE, pattern=INSTANCE_TYPE_PATTERN,
         description=f"Head node instance type; needs at least nodes/25 + 0.6 GiB of memory (ParallelCluster's "
         f"HeadNodeMemorySizeValidator) and the compute nodes' CPU architecture. Default: {DEFAULT_HEAD_NODE}.",
     )
@@ -614,11 +639,11 @@ class HyperPodSettings(Section):
         description="Existing EKS cluster (required with orchestration: eks). Default: not set.",
     )
     controller_instance_type: str = Field(
-        DEFAULT_HYPERPOD_CONTROLLER, pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$",
+        DEFAULT_HYPERPOD_CONTROLLER, pattern=HYPERPOD_TYPE_PATTERN,
         description=f"Slurm controller instance group type. Default: {DEFAULT_HYPERPOD_CONTROLLER}.",
     )
     login_instance_type: str | None = Field(
-        DEFAULT_HYPERPOD_LOGIN, pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$",
+        DEFAULT_HYPERPOD_LOGIN, pattern=HYPERPOD_TYPE_PATTERN,
         description=f"Slurm login instance group type; null for no login group. Default: {DEFAULT_HYPERPOD_LOGIN}.",
     )
     node_recovery: Literal["Automatic", "None"] = Field("Automatic", description="Default: Automatic.")
@@ -645,7 +670,7 @@ class PcsSettings(Section):
         "SMALL", description="Controller size: SMALL 32 nodes, MEDIUM 512, LARGE 2048. Default: SMALL."
     )
     login_instance_type: str = Field(
-        DEFAULT_PCS_LOGIN_TYPE, pattern=r"^[a-z0-9-]+\.[a-z0-9]+$", description=f"Default: {DEFAULT_PCS_LOGIN_TYPE}."
+        DEFAULT_PCS_LOGIN_TYPE, pattern=INSTANCE_TYPE_PATTERN, description=f"Default: {DEFAULT_PCS_LOGIN_TYPE}."
     )
     ami_id: str | None = Field(
         None, pattern=r"^ami-[0-9a-f]{8,17}$",
@@ -756,9 +781,12 @@ class Blueprint(Section):
         None, pattern=r"^[a-z]{3,4}\d(-[a-z]+\d)?-az\d+$",
         description="AZ ID (or Local Zone ID such as use1-dfw2-az1). Capacity is bound to AZ IDs (names differ per account).",
     )
-    tags: dict[str, str] = Field(default_factory=dict, description="Added to every resource. Default: none.")
+    tags: dict[TagKey, TagValue] = Field(
+        default_factory=dict, max_length=40,
+        description="Added to every resource (keys 1-128 characters, not starting with aws:, values up to 256). Default: none.",
+    )
     network: NetworkSpec = Field(default_factory=NetworkSpec, description="Default: a new /16 VPC with a /20 GPU subnet.")
-    software: SoftwareSpec = Field(default_factory=SoftwareSpec, description="Default: the catalog's default stack on Ubuntu 22.04.")
+    software: SoftwareSpec = Field(default_factory=SoftwareSpec, description="Default: the catalog's default stack on Ubuntu 24.04.")
     compute: list[ComputeGroup] = Field(min_length=1, max_length=50, description="1-50 compute groups (queues / instance groups / node groups).")
     storage: StorageSpec = Field(default_factory=StorageSpec, description="Default: FSx PERSISTENT_2 1200 GiB and a checkpoint bucket.")
     orchestrator: OrchestratorSpec = Field(default_factory=OrchestratorSpec, description="Default: ParallelCluster.")

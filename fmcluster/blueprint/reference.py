@@ -5,6 +5,7 @@ docs/blueprint.md from :func:`markdown_reference`."""
 from __future__ import annotations
 
 import json
+import types
 import typing
 from typing import Any
 
@@ -18,10 +19,24 @@ def json_schema() -> str:
     return json.dumps(Blueprint.model_json_schema(), indent=2, sort_keys=True)
 
 
+def _type_text(ann: Any) -> str:
+    """Readable type without Annotated metadata (whose validators would print memory addresses)."""
+    origin, args = typing.get_origin(ann), typing.get_args(ann)
+    if origin is typing.Annotated:
+        return _type_text(args[0])
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(_type_text(a) for a in args)
+    if origin is typing.Literal:
+        return "Literal[" + ", ".join(repr(a) for a in args) + "]"
+    if origin is not None:
+        return f"{getattr(origin, '__name__', str(origin))}[{', '.join(_type_text(a) for a in args)}]"
+    if ann is type(None):
+        return "None"
+    return getattr(ann, "__name__", str(ann))
+
+
 def _type_name(ann: Any) -> str:
-    text = str(ann).replace("typing.", "").replace("fmcluster.blueprint.model.", "")
-    text = text.replace("<class '", "").replace("'>", "")
-    return text.replace("|", "\\|")
+    return _type_text(ann).replace("|", "\\|")
 
 
 def _default(f: FieldInfo) -> str:
@@ -65,9 +80,9 @@ def markdown_reference() -> str:
     for path, model in sections:
         title = path or "(top level)"
         lines += [f"## `{title}` — {model.__name__}", ""]
-        doc = (model.__doc__ or "").strip().splitlines()
-        if doc:
-            lines += [doc[0], ""]
+        paragraph = (model.__doc__ or "").strip().split("\n\n")[0]
+        if paragraph:
+            lines += [" ".join(part.strip() for part in paragraph.splitlines()), ""]
         lines += ["| field | type | default | description |", "|---|---|---|---|"]
         for name, f in model.model_fields.items():
             extra = f.json_schema_extra if isinstance(f.json_schema_extra, dict) else {}

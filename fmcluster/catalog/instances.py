@@ -25,7 +25,9 @@ class UnknownInstanceType(KeyError):
     def __init__(self, name: str) -> None:
         self.name = name
         known = known_instance_types()
-        close = difflib.get_close_matches(name, known, n=1)
+        lowered = {k.lower(): k for k in known}
+        match = difflib.get_close_matches(str(name).lower(), list(lowered), n=1)
+        close = [lowered[m] for m in match]
         hint = f" - did you mean {close[0]!r}?" if close else ""
         super().__init__(f"unknown instance type, got {name!r}; allowed {', '.join(known)}{hint}")
 
