@@ -1,4 +1,4 @@
-"""Capacity rules R-CAP-1..8, R-AZ-3 and the capacity shape checks: tables of (patch, exact problems).
+"""Capacity rules R-CAP-1..9, R-AZ-3 and the capacity shape checks: tables of (patch, exact problems).
 
 Each case patches a small valid blueprint and asserts the exact path, message and rule id of what the
 loader reports (errors via ``BlueprintError.problems``, warnings via ``LoadResult.warnings``).
@@ -140,7 +140,7 @@ ERROR_CASES = [
                 "HyperPod cannot launch into EC2 Capacity Blocks; reserve HyperPod capacity "
                 "with a SageMaker training plan, got 'capacity_block' with orchestrator.kind 'hyperpod'; "
                 "allowed "
-                "on_demand, spot or training_plan - did you mean training_plan?",
+                "on_demand or training_plan - did you mean training_plan?",
                 "R-CAP-4",
             )
         ],
@@ -158,11 +158,70 @@ ERROR_CASES = [
                 "HyperPod capacity with a SageMaker training plan, got 'odcr' with orchestrator.kind "
                 "'hyperpod'; "
                 "allowed "
-                "on_demand, spot or training_plan - did you mean training_plan?",
+                "on_demand or training_plan - did you mean training_plan?",
                 "R-CAP-4",
             )
         ],
         id="R-CAP-4 odcr on hyperpod",
+    ),
+    pytest.param(
+        {"compute": [{"capacity": {"type": "spot"}}], "orchestrator": {"kind": "hyperpod"}},
+        [
+            (
+                "compute[0].capacity.type",
+                "HyperPod instance groups take on-demand capacity or a SageMaker training plan, got 'spot' "
+                "with orchestrator.kind 'hyperpod'; allowed on_demand or training_plan - did you mean on_demand?",
+                "R-CAP-4",
+            )
+        ],
+        id="R-CAP-4 spot on hyperpod (synth refuses it)",
+    ),
+    pytest.param(
+        {
+            "compute": [
+                {},
+                {
+                    "name": "gb",
+                    "instance_type": "p6e-gb200.36xlarge",
+                    "count": 9,
+                    "capacity": {"type": "capacity_block", "reservation_id": CR},
+                },
+            ]
+        },
+        [
+            (
+                "compute[1].instance_type",
+                "all compute groups must share one CPU architecture (one software stack per blueprint), got "
+                "p6e-gb200.36xlarge (arm64) in group 'gb' and p5.48xlarge (x86_64) in group 'gpu' (compute[0]); "
+                "allowed x86_64 instance types here, or a separate blueprint for the arm64 groups",
+                "R-CAP-9",
+            )
+        ],
+        id="R-CAP-9 x86 and arm64 groups (R-CAP-7, R-SW-1, R-PC-2 stay quiet)",
+    ),
+    pytest.param(
+        {"availability_zone_id": "usw2-az1"},
+        [
+            (
+                "availability_zone_id",
+                "not an AZ ID of region us-east-1, got 'usw2-az1'; allowed use1-az1, use1-az2, ... "
+                "(AZ IDs of us-east-1 start with use1-)",
+                "R-AZ-3",
+            )
+        ],
+        id="R-AZ-3 AZ ID of another region",
+    ),
+    pytest.param(
+        {"region": "ap-northeast-1", "availability_zone_id": "apne2-az4"},
+        [
+            (
+                "availability_zone_id",
+                "not an AZ ID of region ap-northeast-1, got 'apne2-az4'; allowed apne1-az1, apne1-az2, ... "
+                "(AZ IDs of ap-northeast-1 start with apne1-)",
+                "R-AZ-3",
+            )
+        ],
+        id="R-AZ-3 AZ ID of the neighbouring region",
     ),
     pytest.param(
         {
@@ -362,8 +421,9 @@ def test_capacity_rule_errors(patch: dict[str, Any], expected: list[tuple[str, s
     assert all(lvl == "error" for *_x, r, lvl in problems if r in rule_ids)
 
 
-def test_arch_rule_and_family_rule_both_report_a_gb200_x86_stack() -> None:
-    """R-SW-1 (known-good families) also fires for this mistake; R-CAP-7 adds why it cannot work."""
+def test_arch_rule_alone_reports_a_gb200_x86_stack() -> None:
+    """R-CAP-7 (the stack cannot run on arm64) is the one finding at software.stack: R-SW-1 (known-good
+    families) skips groups whose architecture the stack is not built for, so the mistake is not reported twice."""
     problems, _ = load(
         {
             "compute": [
@@ -375,7 +435,8 @@ def test_arch_rule_and_family_rule_both_report_a_gb200_x86_stack() -> None:
             ]
         }
     )
-    assert sorted(r for _p, _m, r, _l in problems) == ["R-CAP-7", "R-PC-2", "R-SW-1"]  # R-PC-2: x86 head node
+    assert sorted(r for _p, _m, r, _l in problems) == ["R-CAP-7", "R-PC-2"]  # R-PC-2: x86 head node
+    assert [p for p, _m, r, _l in problems if p == "software.stack"] == ["software.stack"]
 
 
 # ---- warnings ------------------------------------------------------------------------------------
@@ -435,30 +496,6 @@ WARNING_CASES = [
         ],
         id="R-CAP-3 training plan",
     ),
-    pytest.param(
-        {"availability_zone_id": "usw2-az1"},
-        [
-            (
-                "availability_zone_id",
-                "not an AZ ID of region us-east-1, got 'usw2-az1'; allowed use1-az1, use1-az2, "
-                "... - did you mean use1-az1?",
-                "R-AZ-3",
-            )
-        ],
-        id="R-AZ-3 AZ ID of another region",
-    ),
-    pytest.param(
-        {"region": "ap-northeast-1", "availability_zone_id": "apne2-az4"},
-        [
-            (
-                "availability_zone_id",
-                "not an AZ ID of region ap-northeast-1, got 'apne2-az4'; allowed apne1-az1, "
-                "apne1-az2, ... - did you mean apne1-az4?",
-                "R-AZ-3",
-            )
-        ],
-        id="R-AZ-3 AZ ID of the neighbouring region",
-    ),
 ]
 
 
@@ -507,8 +544,8 @@ VALID_CASES = [
         id="training plan on hyperpod",
     ),
     pytest.param(
-        {"compute": [{"capacity": {"type": "spot"}}], "orchestrator": {"kind": "hyperpod"}},
-        id="spot on hyperpod",
+        {"compute": [{"capacity": {"type": "on_demand"}}], "orchestrator": {"kind": "hyperpod"}},
+        id="on demand on hyperpod",
     ),
     pytest.param(
         {
@@ -566,6 +603,11 @@ VALID_CASES = [
         id="two groups share a reservation, a third has its own",
     ),
     pytest.param({"region": "us-gov-west-1", "availability_zone_id": "usgw1-az1"}, id="GovCloud AZ ID"),
+    pytest.param({"availability_zone_id": "use1-dfw2-az1"}, id="Local Zone ID"),
+    pytest.param(
+        {"compute": [{}, {"name": "gpu2", "instance_type": "p5en.48xlarge", "count": 1}]},
+        id="two x86_64 groups of different families",
+    ),
 ]
 
 

@@ -50,6 +50,19 @@ def _warnings(patch: dict[str, Any]) -> list[tuple[str, str, str | None]]:
          ("orchestrator.parallelcluster.head_node_instance_type",
           "head node architecture differs from compute[0] (p6e-gb200.36xlarge is arm64), got m7i.4xlarge (x86_64); allowed "
           "an arm64 head node type, e.g. m7g.4xlarge", "R-PC-2")),
+        ({**U24, "compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 40}], "orchestrator": {"kind": "pcs"}},
+         ("orchestrator.pcs.size", "PCS size SMALL manages up to 32 compute nodes, got 40 nodes (sum of compute counts); "
+          "allowed MEDIUM (up to 512) or LARGE (up to 2048) - did you mean MEDIUM?", "R-PCS-5")),
+        ({**U24, "compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 500},
+                             {"name": "gpu2", "instance_type": "p5.48xlarge", "count": 13}],
+          "orchestrator": {"kind": "pcs", "pcs": {"size": "MEDIUM"}}},
+         ("orchestrator.pcs.size", "PCS size MEDIUM manages up to 512 compute nodes, got 513 nodes (sum of compute counts); "
+          "allowed LARGE (up to 2048) - did you mean LARGE?", "R-PCS-5")),
+        ({**U24, "compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2048},
+                             {"name": "gpu2", "instance_type": "p5.48xlarge", "count": 1}],
+          "orchestrator": {"kind": "pcs", "pcs": {"size": "LARGE"}}},
+         ("orchestrator.pcs.size", "PCS size LARGE manages up to 2048 compute nodes, got 2049 nodes (sum of compute counts); "
+          "allowed at most 2048 nodes with LARGE - lower the counts or split the cluster", "R-PCS-5")),
     ],
 )
 def test_rule_errors(patch: dict[str, Any], expected: tuple[str, str, str]) -> None:
@@ -114,3 +127,24 @@ def test_settings_shape(patch: dict[str, Any], path: str, message: str) -> None:
 ])
 def test_instance_type_helpers(instance_type: str, arch: str | None, memory: float | None) -> None:
     assert (cpu_architecture_of(instance_type), memory_gib_of(instance_type)) == (arch, memory)
+
+
+@pytest.mark.parametrize(
+    ("size", "nodes"), [("SMALL", 32), ("MEDIUM", 33), ("MEDIUM", 512), ("LARGE", 513), ("LARGE", 2048)]
+)
+def test_pcs_size_fits_its_node_count(size: str, nodes: int) -> None:
+    """R-PCS-5 boundaries: SMALL 32 nodes, MEDIUM 512, LARGE 2048 (counts summed over groups)."""
+    first = min(nodes, 2000)
+    groups = [{"name": "gpu", "instance_type": "p5.48xlarge", "count": first}]
+    if nodes > first:
+        groups.append({"name": "gpu2", "instance_type": "p5.48xlarge", "count": nodes - first})
+    result = load_blueprint_text(patched({**U24, "compute": groups, "orchestrator": {"kind": "pcs", "pcs": {"size": size}}}))
+    assert [w.rule_id for w in result.warnings if w.rule_id == "R-PCS-5"] == []
+
+
+def test_mixed_architectures_leave_the_head_node_alone() -> None:
+    """x86_64 + arm64 groups: R-CAP-9 reports the mix; R-PC-2 (head node), R-CAP-7 and R-SW-1 (stack) stay quiet."""
+    found = _errors({"compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2},
+                                 {"name": "gb", "instance_type": "p6e-gb200.36xlarge", "count": 9,
+                                  "capacity": {"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"}}]})
+    assert [r for _p, _m, r in found] == ["R-CAP-9"]

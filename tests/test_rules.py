@@ -25,6 +25,15 @@ FAILING = [
      "group and FSx live in one AZ)", "R-AZ-1"),
     ({"availability_zone": "us-west-2a"}, "availability_zone",
      "not in region us-east-1, got 'us-west-2a'; allowed us-east-1a, us-east-1b, ...", "R-AZ-2"),
+    ({"region": "us-esat-1"}, "region",
+     "unknown AWS Region, got 'us-esat-1'; allowed a Region name from botocore's endpoints data such as us-east-1, "
+     "us-west-2 or eu-west-1 - did you mean us-east-1?", "R-REGION-1"),
+    ({"region": "us-east-9", "availability_zone": "us-east-9a"}, "region",
+     "unknown AWS Region, got 'us-east-9'; allowed a Region name from botocore's endpoints data such as us-east-1, "
+     "us-west-2 or eu-west-1 - did you mean us-east-1 or us-east-2?", "R-REGION-1"),
+    ({"region": "zz-nowhere-1", "availability_zone": "zz-nowhere-1a"}, "region",
+     "unknown AWS Region, got 'zz-nowhere-1'; allowed a Region name from botocore's endpoints data such as us-east-1, "
+     "us-west-2 or eu-west-1", "R-REGION-1"),
     ({"network": {"vpc_id": "vpc-0123456789abcdef0"}}, "network.gpu_subnet_id",
      "required with vpc_id 'vpc-0123456789abcdef0', got nothing; allowed subnet-<hex> in the blueprint's AZ", "R-NET-1"),
     ({"compute": [P5, P5]}, "compute[1].name",
@@ -90,6 +99,8 @@ def test_rule_rejects(patch: dict[str, Any], path: str, message: str, rule_id: s
 
 PASSING = [
     {"availability_zone": None, "availability_zone_id": "use1-az6"},
+    {"region": "eu-west-1", "availability_zone": "eu-west-1a"},
+    {"region": "us-gov-west-1", "availability_zone": "us-gov-west-1a"},
     {"network": {"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"}},
     {"compute": [P5, {**P5, "name": "gpu2", "min_count": 0}]},
     lustre(storage_capacity_gib=2400), lustre(storage_capacity_gib=1200), lustre(storage_capacity_gib=9600),
@@ -104,6 +115,30 @@ PASSING = [
     {"observability": {"scrape_interval_seconds": 15, "scrape_timeout_seconds": 15}},
     {"compute": [{**P5, "instance_type": "p6-b200.48xlarge"}], "software": {"stack": "blackwell-580-cuda13.0"}},
 ]
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [{"region": "us-esat-1"}, {"region": "us-esat-1", "availability_zone": None, "availability_zone_id": "use1-az6"},
+     {"region": "us-east-9", "availability_zone": "us-east-9a"}],
+)
+def test_unknown_region_is_reported_once(patch: dict[str, Any]) -> None:
+    """Only R-REGION-1: the AZ rules invent no zones (us-esat-1a, usesat1-az1) from a misspelt Region."""
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint_text(patched(patch))
+    assert [p.rule_id for p in exc.value.problems if p.rule_id and p.rule_id.startswith(("R-REGION", "R-AZ"))] == [
+        "R-REGION-1"
+    ]
+
+
+def test_known_regions_come_from_botocore() -> None:
+    from botocore.loaders import create_loader
+
+    from fmcluster.catalog.regions import known_regions
+
+    data = create_loader().load_data("endpoints")
+    assert set(known_regions()) == {r for p in data["partitions"] for r in p["regions"]}
+    assert {"us-east-1", "us-gov-west-1", "cn-north-1"} <= set(known_regions())
 
 
 @pytest.mark.parametrize("patch", PASSING)

@@ -3,7 +3,8 @@
 Each row: a patch on a small valid base blueprint, the rule id, the YAML path and the exact
 message. A failing row asserts that problem is reported (at its level); a passing row asserts the
 rule stays silent for a combination just on the other side of the boundary. Problems of other rules
-in the same blueprint are allowed: overrides usually also trip R-SW-4 (untested combination).
+in the same blueprint are allowed. R-SW-4/R-SW-5 (untested combination) stay silent while a more
+specific software error rule fires.
 """
 
 from __future__ import annotations
@@ -76,10 +77,14 @@ ALLOWED_DRIVERS = ", ".join(driver_artifacts("x86_64"))
 
 # (rule id, patches, level, path, exact message)
 FAILING = [
-    ("R-SW-1", [{"software": {"stack": "gb200-580-cuda13.0"}}], "error", "software.stack",
-     "stack is not known-good for the p5 family (compute[0] is p5.48xlarge), got 'gb200-580-cuda13.0'; "
+    ("R-SW-1", [{"software": {"stack": "blackwell-580-cuda13.0"}}], "error", "software.stack",
+     "stack is not known-good for the p5 family (compute[0] is p5.48xlarge), got 'blackwell-580-cuda13.0'; "
      "allowed h100-570-cuda12.8, h100-580-cuda13.0 - did you mean 'h100-570-cuda12.8'?"),
     ("R-SW-4", [sw(nccl="2.27.6")], "error", "software.overrides.nccl",
+     "this combination is in no known-good stack, got nccl=2.27.6; allowed the versions of a catalog stack, "
+     "or set software.allow_untested: true - did you mean the versions of 'h100-570-cuda12.8'?"),
+    # the driver override equals the stack's: R-SW-4 blames the component that differs, not the first overridden one
+    ("R-SW-4", [sw(driver="570.172.08", nccl="2.27.6")], "error", "software.overrides.nccl",
      "this combination is in no known-good stack, got nccl=2.27.6; allowed the versions of a catalog stack, "
      "or set software.allow_untested: true - did you mean the versions of 'h100-570-cuda12.8'?"),
     ("R-SW-5", [sw(nccl="2.27.6"), {"software": {"allow_untested": True}}], "warning", "software.overrides.nccl",
@@ -190,7 +195,10 @@ FAILING = [
 # (rule id, patches): the other side of each boundary, where the rule must stay silent
 PASSING = [
     ("R-SW-1", [B200]),
+    ("R-SW-1", [{"software": {"stack": "gb200-580-cuda13.0"}}]),  # arm64 stack on x86 p5: R-CAP-7's finding
     ("R-SW-4", [sw(nccl="2.27.7")]),  # an override equal to the stack's own value is still the known-good set
+    ("R-SW-4", [sw(driver="570.172.08", fabric_manager="580.95.05")]),  # R-FM-1 reports it, precisely
+    ("R-SW-5", [sw(driver="570.172.08", fabric_manager="580.95.05"), {"software": {"allow_untested": True}}]),
     ("R-SW-5", [sw(nccl="2.27.6")]),
     ("R-EFA-1", [sw(efa_installer="1.43.1")]),
     ("R-EFA-2", [sw(efa_installer="1.36.0", aws_ofi_nccl="1.16.3")]),
@@ -293,3 +301,9 @@ def test_validate_cli_reports_rule_ids(tmp_path: Any) -> None:
             "got 570.158.01 with driver 570.172.08; allowed 570.172.08 [R-FM-1]") in text
     assert ("software.overrides.cuda (line 7): Blackwell GPUs need CUDA 12.8 or newer (compute[0] is "
             "p6-b200.48xlarge), got 12.4.1; allowed >= 12.8 [R-DRV-3]") in text
+
+
+def test_fabric_manager_mismatch_is_reported_once_at_its_key() -> None:
+    """The driver is right and Fabric Manager is not: only R-FM-1, at software.overrides.fabric_manager."""
+    found = [(p.rule_id, p.path) for p in problems(sw(driver="570.172.08", fabric_manager="580.95.05")) if p.level == "error"]
+    assert found == [("R-FM-1", "software.overrides.fabric_manager")]

@@ -138,7 +138,27 @@ CHECKPOINT_SHAPE_ERRORS = [
 ]
 
 
-@pytest.mark.parametrize(("patch", "path", "message", "rule_id"), FSX_ERRORS + DRA_ERRORS + CHECKPOINT_ERRORS)
+MOUNT_ERRORS = [
+    (lustre(mount_point="/scratch"), "storage.lustre.mount_point",
+     "clashes with the NVMe scratch_path '/scratch' of compute[0] (gpu) (one mount would hide the other), got '/scratch'; "
+     "allowed a path neither equal to, inside nor above '/scratch' - did you mean /fsx?", "R-FSX-11"),
+    (lustre(mount_point="/scratch/fsx"), "storage.lustre.mount_point",
+     "clashes with the NVMe scratch_path '/scratch' of compute[0] (gpu) (one mount would hide the other), got "
+     "'/scratch/fsx'; allowed a path neither equal to, inside nor above '/scratch' - did you mean /fsx?", "R-FSX-11"),
+    ({**lustre(mount_point="/data"),
+      "compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "scratch_path": "/data/local"},
+                  {"name": "gpu2", "instance_type": "p5.48xlarge", "count": 1, "scratch_path": "/data/local"}]},
+     "storage.lustre.mount_point",
+     "clashes with the NVMe scratch_path '/data/local' of compute[0] (gpu), compute[1] (gpu2) (one mount would hide the "
+     "other), got '/data'; allowed a path neither equal to, inside nor above '/data/local' - did you mean /fsx?", "R-FSX-11"),
+    ({"compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "scratch_path": "/fsx/local"}]},
+     "compute[0].scratch_path",
+     "clashes with the FSx for Lustre mount point '/fsx' (one mount would hide the other), got '/fsx/local'; allowed a "
+     "path neither equal to, inside nor above '/fsx' - did you mean /scratch?", "R-FSX-11"),
+]
+
+
+@pytest.mark.parametrize(("patch", "path", "message", "rule_id"), FSX_ERRORS + DRA_ERRORS + CHECKPOINT_ERRORS + MOUNT_ERRORS)
 def test_rule_errors(patch: dict[str, Any], path: str, message: str, rule_id: str) -> None:
     assert errors(patch) == [(path, message, rule_id)]
 
@@ -186,6 +206,11 @@ VALID = [
     checkpoints(versioned=False),
     checkpoints(bucket="existing-ckpt", prefix="team-a/run-1/"),
     {"storage": {"lustre": None, "checkpoints": None}},
+    lustre(mount_point="/scratchpad"),  # a sibling of /scratch, not inside it
+    {**lustre(mount_point="/lustre"),
+     "compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "scratch_path": "/fsx/local"}]},
+    {"storage": {"lustre": None},
+     "compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "scratch_path": "/fsx"}]},
 ]
 
 

@@ -246,6 +246,8 @@ def test_subnet_usage_imported_subnet_has_no_prefix() -> None:
     text = blueprint_text(
         network={"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"},
         compute=[group(2000)],
+        # 2000 nodes need PCS size LARGE (R-PCS-5)
+        orchestrator={"kind": "pcs", "pcs": {"efa_interface_type": "efa", "size": "LARGE"}},
     )
     result = load_blueprint_text(text)
     usage = subnet_usage(result.blueprint)

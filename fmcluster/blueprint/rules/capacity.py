@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from fmcluster.blueprint.model import Blueprint, ComputeGroup
 from fmcluster.blueprint.rules import Violation, rule
 from fmcluster.catalog import get_instance
+from fmcluster.catalog.regions import is_known_region
 from fmcluster.catalog.software import get_stack, known_stacks
 
 PC_VALIDATORS = "aws/aws-parallelcluster cli/src/pcluster/validators/"
@@ -85,24 +86,34 @@ def no_new_placement_group_for_reservations(groups: list[ComputeGroup]) -> Itera
             )
 
 
+HYPERPOD_CAPACITY_TYPES = ("on_demand", "training_plan")
+
+
 @rule("R-CAP-4",
       source="botocore sagemaker service-2.json ClusterInstanceGroupSpecification (TrainingPlanArn, "
       "CapacityRequirements: no EC2 reservation target); "
-      "https://docs.aws.amazon.com/sagemaker/latest/dg/reserve-capacity-with-training-plans.html")
-def no_ec2_reservations_on_hyperpod(bp: Blueprint) -> Iterator[Violation]:
-    """HyperPod instance groups cannot target EC2 reservations (Capacity Blocks, ODCRs): reserved
-    HyperPod capacity is a SageMaker training plan."""
+      "https://docs.aws.amazon.com/sagemaker/latest/dg/reserve-capacity-with-training-plans.html; "
+      "fmcluster constructs/orchestrators/hyperpod.py (instance groups are on-demand or a training plan)")
+def hyperpod_capacity_types(bp: Blueprint) -> Iterator[Violation]:
+    """HyperPod instance groups take on-demand capacity or a SageMaker training plan. They cannot target
+    EC2 reservations (Capacity Blocks, ODCRs): reserved HyperPod capacity is a training plan. Spot is
+    not offered by fmcluster's HyperPod instance groups (synth refuses it), so it is refused here too."""
     if bp.orchestrator.kind != "hyperpod":
         return
     names = {"capacity_block": "EC2 Capacity Blocks", "odcr": "EC2 On-Demand Capacity Reservations"}
+    allowed = " or ".join(HYPERPOD_CAPACITY_TYPES)
     for i, g in enumerate(bp.compute):
         if g.capacity.type in names:
             yield f"compute[{i}].capacity.type", (
                 f"HyperPod cannot launch into {names[g.capacity.type]}; reserve HyperPod capacity with a "
                 "SageMaker "
                 f"training plan, got {g.capacity.type!r} with orchestrator.kind 'hyperpod'; allowed "
-                "on_demand, spot "
-                "or training_plan - did you mean training_plan?"
+                f"{allowed} - did you mean training_plan?"
+            )
+        elif g.capacity.type not in HYPERPOD_CAPACITY_TYPES:
+            yield f"compute[{i}].capacity.type", (
+                "HyperPod instance groups take on-demand capacity or a SageMaker training plan, got "
+                f"{g.capacity.type!r} with orchestrator.kind 'hyperpod'; allowed {allowed} - did you mean on_demand?"
             )
 
 
@@ -142,11 +153,21 @@ def capacity_block_only_types(bp: Blueprint) -> Iterator[Violation]:
             )
 
 
+def cpu_architectures(bp: Blueprint) -> set[str]:
+    """The CPU architectures of the blueprint's compute groups (more than one is R-CAP-9's error)."""
+    return {get_instance(g.instance_type).cpu_architecture for g in bp.compute}
+
+
 @rule("R-CAP-7", source=f"{ULTRASERVER_DOC} (arm64 AMIs for P6e-GB200); "
       f"{CB_LAUNCH_DOC} (the AMI platform must match the reservation); catalog/data/software.yaml "
       "cpu_architectures")
 def stack_matches_cpu_architecture(bp: Blueprint) -> Iterator[Violation]:
-    """The software stack must be built for every group's CPU architecture (p6e-gb200: arm64 Grace)."""
+    """The software stack must be built for every group's CPU architecture (p6e-gb200: arm64 Grace).
+
+    Quiet when the groups mix architectures: no single stack can fit, R-CAP-9 reports the mix, and
+    advice to switch stacks would only move this error to the other group."""
+    if len(cpu_architectures(bp)) > 1:
+        return
     stack = get_stack(bp.software.stack)
     for i, g in enumerate(bp.compute):
         arch = get_instance(g.instance_type).cpu_architecture
@@ -190,6 +211,28 @@ def shared_reservation_consistent(groups: list[ComputeGroup]) -> Iterator[Violat
             )
 
 
+@rule("R-CAP-9", source="fmcluster: one software stack (driver, CUDA, EFA, AMI) per blueprint, and "
+      "catalog/data/software.yaml builds each stack for its cpu_architectures; "
+      "https://docs.aws.amazon.com/parallelcluster/latest/ug/HeadNode-v3.html (one architecture per cluster)")
+def one_cpu_architecture(bp: Blueprint) -> Iterator[Violation]:
+    """All compute groups share one CPU architecture: the blueprint has one software stack, so x86_64
+    and arm64 groups (p5.48xlarge + p6e-gb200.36xlarge) cannot both be served. Reported once per group
+    whose architecture differs from the first group's; R-CAP-7, R-SW-1 and R-PC-2 stay quiet then."""
+    if not bp.compute:
+        return
+    first = bp.compute[0]
+    first_arch = get_instance(first.instance_type).cpu_architecture
+    for i, g in enumerate(bp.compute[1:], start=1):
+        arch = get_instance(g.instance_type).cpu_architecture
+        if arch != first_arch:
+            yield f"compute[{i}].instance_type", (
+                f"all compute groups must share one CPU architecture (one software stack per blueprint), got "
+                f"{g.instance_type} ({arch}) in group {g.name!r} and {first.instance_type} ({first_arch}) in group "
+                f"{first.name!r} (compute[0]); allowed {first_arch} instance types here, or a separate blueprint "
+                f"for the {arch} groups"
+            )
+
+
 _DIRECTIONS = {"east": "e", "west": "w", "north": "n", "south": "s", "central": "c", "northeast": "ne",
                "southeast": "se", "northwest": "nw", "southwest": "sw", "gov": "g"}
 
@@ -197,23 +240,27 @@ _DIRECTIONS = {"east": "e", "west": "w", "north": "n", "south": "s", "central": 
 def az_id_prefix(region: str) -> str:
     """The AZ-ID prefix of a Region: ``us-east-1`` -> ``use1``, ``ap-northeast-1`` -> ``apne1``,
     ``us-gov-west-1`` -> ``usgw1``. Derived, not documented: matches every zone in moto's table
-    (moto/ec2/models/availability_zones_and_regions.py), so mismatches only warn."""
+    (moto/ec2/models/availability_zones_and_regions.py; checked by tests/test_capacity_rules.py)."""
     parts = region.split("-")
     return parts[0] + "".join(_DIRECTIONS.get(p, p) for p in parts[1:-1]) + parts[-1]
 
 
-@rule("R-AZ-3", level="warning",
+@rule("R-AZ-3",
       source="https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html; "
       "prefix derivation checked against getmoto/moto moto/ec2/models/availability_zones_and_regions.py")
 def zone_id_in_region(bp: Blueprint) -> Iterator[Violation]:
-    """An AZ ID starts with its Region's short form (use1-az6 is in us-east-1); capacity
-    reservations are bound to AZ IDs, so a wrong one surfaces only at deploy time."""
+    """An AZ ID starts with its Region's short form (use1-az6 is in us-east-1; Local Zone IDs such as
+    use1-dfw2-az1 too); capacity reservations are bound to AZ IDs, so a wrong one would surface only at
+    deploy time. An error, like an AZ name of another Region (R-AZ-2).
+
+    No zone number is suggested: AZ numbers of different Regions do not correspond and the catalog has
+    no offline list of the AZ IDs each Region has. Quiet for an unknown Region (R-REGION-1 reports it)."""
     zid = bp.availability_zone_id
-    if not zid:
+    if not zid or not is_known_region(bp.region):
         return
     prefix = az_id_prefix(bp.region)
     if zid.split("-")[0] != prefix:
         yield "availability_zone_id", (
             f"not an AZ ID of region {bp.region}, got {zid!r}; allowed {prefix}-az1, {prefix}-az2, ... "
-            f"- did you mean {prefix}-az{zid.rsplit('-az', 1)[1]}?"
+            f"(AZ IDs of {bp.region} start with {prefix}-)"
         )

@@ -6,6 +6,25 @@ from collections.abc import Iterator
 
 from fmcluster.blueprint.model import Blueprint, NetworkSpec
 from fmcluster.blueprint.rules import Violation, rule
+from fmcluster.catalog.regions import closest_regions, is_known_region
+
+REGIONS_SOURCE = ("botocore data/endpoints.json (partitions[*].regions, bundled with botocore; read offline by "
+                  "fmcluster.catalog.regions)")
+
+
+@rule("R-REGION-1", source=f"{REGIONS_SOURCE}; https://docs.aws.amazon.com/global-infrastructure/latest/regions/"
+      "aws-regions.html")
+def region_exists(bp: Blueprint) -> Iterator[Violation]:
+    """The Region must be one botocore knows. The AZ rules (R-AZ-2, R-AZ-3) stay quiet for an unknown
+    Region, so they never suggest zones derived from a misspelt name."""
+    if is_known_region(bp.region):
+        return
+    close = closest_regions(bp.region)
+    hint = f" - did you mean {' or '.join(close)}?" if close else ""
+    yield "region", (
+        f"unknown AWS Region, got {bp.region!r}; allowed a Region name from botocore's endpoints data such as "
+        f"us-east-1, us-west-2 or eu-west-1{hint}"
+    )
 
 
 @rule("R-AZ-1", source="https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html")
@@ -25,8 +44,11 @@ def one_availability_zone(bp: Blueprint) -> Iterator[Violation]:
 
 @rule("R-AZ-2", source="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/using-regions-availability-zones.html")
 def zone_in_region(bp: Blueprint) -> Iterator[Violation]:
-    """An AZ name is the Region name plus one letter; a Local Zone name is the Region, a location and a letter."""
+    """An AZ name is the Region name plus one letter; a Local Zone name is the Region, a location and a letter.
+    Quiet when the Region itself is unknown: R-REGION-1 reports it and zones of a misspelt Region mean nothing."""
     az = bp.availability_zone
+    if not is_known_region(bp.region):
+        return
     if az and az[:-1] != bp.region and not az.startswith(f"{bp.region}-"):
         yield "availability_zone", f"not in region {bp.region}, got {az!r}; allowed {bp.region}a, {bp.region}b, ..."
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from fmcluster.blueprint.model import Blueprint, OrchestratorSpec
 from fmcluster.blueprint.rules import Violation, rule
+from fmcluster.blueprint.rules.capacity import cpu_architectures
 from fmcluster.catalog import get_instance, known_instance_types
 
 _KINDS = ("parallelcluster", "hyperpod", "pcs")
@@ -79,7 +80,8 @@ def head_node_memory(bp: Blueprint) -> Iterator[Violation]:
 @rule("R-PC-2", source="https://docs.aws.amazon.com/parallelcluster/latest/ug/HeadNode-v3.html (InstanceType: the "
       "head node architecture must be the same as the Slurm InstanceType architecture)")
 def head_node_architecture(bp: Blueprint) -> Iterator[Violation]:
-    if bp.orchestrator.kind != "parallelcluster":
+    """Quiet when the compute groups mix architectures: no head node can fit, R-CAP-9 reports the mix."""
+    if bp.orchestrator.kind != "parallelcluster" or len(cpu_architectures(bp)) > 1:
         return
     head = bp.orchestrator.parallelcluster.head_node_instance_type
     head_arch = cpu_architecture_of(head)
@@ -154,6 +156,38 @@ def pcs_default_ami_os(bp: Blueprint) -> Iterator[Violation]:
         yield "software.os", (
             f"the default PCS AMI (PCS-ready DLAMI) is Ubuntu 24.04, got {bp.software.os!r}; allowed ubuntu-24.04, or set "
             "orchestrator.pcs.ami_id to a PCS-ready AMI of this OS"
+        )
+
+
+PCS_SIZE_DOC = "https://docs.aws.amazon.com/pcs/latest/userguide/working-with_clusters_size.html"
+#: Compute nodes each AWS PCS cluster size manages (aws-resource-rules: AWS PCS cluster sizes).
+PCS_SIZE_MAX_NODES = {"SMALL": 32, "MEDIUM": 512, "LARGE": 2048}
+
+
+@rule("R-PCS-5", source=f"{PCS_SIZE_DOC} (SMALL up to 32 nodes, MEDIUM 512, LARGE 2048); aws-resource-rules: AWS "
+      "PCS cluster sizes")
+def pcs_size_fits_node_count(bp: Blueprint) -> Iterator[Violation]:
+    """The PCS cluster size bounds the compute nodes its Slurm controller manages: the sum of every
+    group's ``count`` (its maximum) must fit."""
+    if bp.orchestrator.kind != "pcs":
+        return
+    size = bp.orchestrator.pcs.size
+    nodes = sum(g.count for g in bp.compute)
+    limit = PCS_SIZE_MAX_NODES[size]
+    if nodes <= limit:
+        return
+    bigger = [(s, n) for s, n in PCS_SIZE_MAX_NODES.items() if n >= nodes]
+    allowed = " or ".join(f"{s} (up to {n})" for s, n in bigger)
+    if bigger:
+        yield "orchestrator.pcs.size", (
+            f"PCS size {size} manages up to {limit} compute nodes, got {nodes} nodes (sum of compute counts); "
+            f"allowed {allowed} - did you mean {bigger[0][0]}?"
+        )
+    else:
+        largest = max(PCS_SIZE_MAX_NODES.values())
+        yield "orchestrator.pcs.size", (
+            f"PCS size {size} manages up to {limit} compute nodes, got {nodes} nodes (sum of compute counts); "
+            f"allowed at most {largest} nodes with LARGE - lower the counts or split the cluster"
         )
 
 

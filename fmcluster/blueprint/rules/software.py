@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fmcluster.blueprint.model import Blueprint, ComputeGroup, SoftwareSpec
-from fmcluster.blueprint.rules import Violation, rule
+from fmcluster.blueprint.rules import REGISTRY, Violation, rule
+from fmcluster.blueprint.rules.capacity import cpu_architectures
 from fmcluster.catalog import get_instance
 from fmcluster.catalog.instances import InstanceSpec
 from fmcluster.catalog.software import (
@@ -79,8 +80,14 @@ def _on(i: int, inst: InstanceSpec) -> str:
 # ---- stack selection ---------------------------------------------------------------------------
 @rule("R-SW-1", source="catalog/data/software.yaml (families each known-good stack was validated on)")
 def stack_covers_instance_families(bp: Blueprint) -> Iterator[Violation]:
+    """Skips groups whose CPU architecture the stack is not built for (R-CAP-7 reports those, more
+    precisely) and stays quiet when the groups mix architectures (R-CAP-9: no stack can fit all)."""
+    if len(cpu_architectures(bp)) > 1:
+        return
     stack = get_stack(bp.software.stack)
     for i, _g, inst in _groups(bp):
+        if inst.cpu_architecture not in stack.cpu_architectures:
+            continue
         if inst.family not in stack.families:
             fits = [s for s in known_stacks() if inst.family in get_stack(s).families]
             yield "software.stack", (
@@ -97,7 +104,10 @@ def stack_supports_os(bp: Blueprint) -> Iterator[Violation]:
 
 
 def _untested(software: SoftwareSpec) -> tuple[str, str, str] | None:
-    """(path, what differs, closest stack) when the resolved set equals no known-good set."""
+    """(path, what differs, closest stack) when the resolved set equals no known-good set.
+
+    The path is the first overridden component that differs from the closest known-good stack
+    (``software.overrides.<component>``), else ``software.overrides``."""
     stack = resolved(software)
     if not stack.overridden:
         return None
@@ -113,7 +123,8 @@ def _untested(software: SoftwareSpec) -> tuple[str, str, str] | None:
     assert best is not None
     _, closest, diff = best
     got = ", ".join(f"{k}={mine[k]}" for k in diff)
-    return where(stack, *sorted(stack.overridden)), got, closest
+    blamed = sorted(set(diff) & set(stack.overridden))
+    return (f"software.overrides.{blamed[0]}" if blamed else "software.overrides"), got, closest
 
 
 def _same(a: str | None, b: str | None) -> bool:
@@ -125,13 +136,36 @@ def _same(a: str | None, b: str | None) -> bool:
         return a == b
 
 
-@rule("R-SW-4", source="catalog/data/software.yaml (known-good stacks); docs/software.md (allow_untested)",
-      scope="software")
-def combination_is_known_good(software: SoftwareSpec) -> Iterator[Violation]:
+#: Rules that judge the whole combination; they defer to the specific software rules.
+_COMBINATION_RULES = ("R-SW-4", "R-SW-5")
+
+
+def _specific_error_found(bp: Blueprint) -> bool:
+    """Whether another error rule of this module (R-FM-1, R-CUDA-1, R-ART-1, ...) reports something.
+
+    R-SW-4 and R-SW-5 run only when none does: an override that breaks a specific rule is also in
+    no known-good stack, and a second, vaguer finding next to the precise one (often at another path)
+    only confuses. A specific rule that cannot judge a partial blueprint is treated as silent."""
+    for r in REGISTRY:
+        if r.fn.__module__ != __name__ or r.level != "error" or r.id in _COMBINATION_RULES:
+            continue
+        subject = bp if r.scope == "blueprint" else getattr(bp, r.scope)
+        try:
+            if next(iter(r.fn(subject)), None) is not None:
+                return True
+        except (AttributeError, TypeError, KeyError):
+            continue
+    return False
+
+
+@rule("R-SW-4", source="catalog/data/software.yaml (known-good stacks); docs/software.md (allow_untested)")
+def combination_is_known_good(bp: Blueprint) -> Iterator[Violation]:
     """A resolved combination that no known-good stack contains is an error unless
-    ``allow_untested: true`` (then R-SW-5 warns instead)."""
+    ``allow_untested: true`` (then R-SW-5 warns instead). Reported at the overridden component that
+    differs from the closest known-good stack, and only when no specific software error rule fires."""
+    software = bp.software
     found = _untested(software)
-    if found and not software.allow_untested:
+    if found and not software.allow_untested and not _specific_error_found(bp):
         path, got, closest = found
         yield path, (
             f"this combination is in no known-good stack, got {got}; allowed the versions of a catalog stack, "
@@ -139,10 +173,12 @@ def combination_is_known_good(software: SoftwareSpec) -> Iterator[Violation]:
         )
 
 
-@rule("R-SW-5", level="warning", source="catalog/data/software.yaml (known-good stacks)", scope="software")
-def combination_untested_warning(software: SoftwareSpec) -> Iterator[Violation]:
+@rule("R-SW-5", level="warning", source="catalog/data/software.yaml (known-good stacks)")
+def combination_untested_warning(bp: Blueprint) -> Iterator[Violation]:
+    """R-SW-4's warning when ``allow_untested`` is true; likewise quiet while a specific error fires."""
+    software = bp.software
     found = _untested(software)
-    if found and software.allow_untested:
+    if found and software.allow_untested and not _specific_error_found(bp):
         path, got, closest = found
         yield path, (
             f"untested combination accepted because allow_untested is true, got {got}; allowed the versions of a "

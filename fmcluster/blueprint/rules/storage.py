@@ -6,9 +6,10 @@ Messages follow ``<what is wrong>, got <value>; allowed <values>`` (style-anchor
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterator
 
-from fmcluster.blueprint.model import Blueprint, StorageSpec
+from fmcluster.blueprint.model import DEFAULT_MOUNT_POINT, DEFAULT_SCRATCH_PATH, Blueprint, StorageSpec
 from fmcluster.blueprint.rules import Violation, rule
 
 FSX_API = "https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateFileSystem.html"
@@ -152,6 +153,46 @@ def efa_file_system_without_efa_clients(bp: Blueprint) -> Iterator[Violation]:
         yield "storage.lustre.efa_enabled", (
             f"compute groups without EFA reach an EFA-enabled file system over TCP only, got {', '.join(tcp_only)}; "
             "allowed efa: true on every group that should use EFA to the file system"
+        )
+
+
+def _nested(a: str, b: str) -> bool:
+    """Whether two absolute paths are equal or one is inside the other (``/scratch`` and ``/scratch/fsx``)."""
+    na, nb = _norm(posixpath.normpath(a)), _norm(posixpath.normpath(b))
+    return na.startswith(nb) or nb.startswith(na)
+
+
+@rule("R-FSX-11", source="fmcluster: the FSx file system and each group's NVMe RAID0 scratch volume are mounted on "
+      "every node (constructs/orchestrators/common.py, templates/context.py); a mount on, inside or above another "
+      "hides it or is hidden. Checkpoints live in S3 and have no mount point.")
+def lustre_mount_clear_of_scratch(bp: Blueprint) -> Iterator[Violation]:
+    """``storage.lustre.mount_point`` must be neither equal to, inside nor above any compute group's
+    ``scratch_path``. Reported at ``storage.lustre.mount_point`` when the blueprint sets it (one finding
+    per distinct scratch path, naming the groups), else at each clashing group's ``scratch_path``."""
+    fs = bp.storage.lustre
+    if fs is None:
+        return
+    clashes: dict[str, list[int]] = {}
+    for i, g in enumerate(bp.compute):
+        if _nested(fs.mount_point, g.scratch_path):
+            clashes.setdefault(g.scratch_path, []).append(i)
+    if "mount_point" not in fs.model_fields_set:
+        for groups in clashes.values():
+            for i in groups:
+                g = bp.compute[i]
+                yield f"compute[{i}].scratch_path", (
+                    f"clashes with the FSx for Lustre mount point {fs.mount_point!r} (one mount would hide the other), "
+                    f"got {g.scratch_path!r}; allowed a path neither equal to, inside nor above {fs.mount_point!r} - "
+                    f"did you mean {DEFAULT_SCRATCH_PATH}?"
+                )
+        return
+    free = not any(_nested(DEFAULT_MOUNT_POINT, g.scratch_path) for g in bp.compute)
+    hint = f" - did you mean {DEFAULT_MOUNT_POINT}?" if free and fs.mount_point != DEFAULT_MOUNT_POINT else ""
+    for scratch, groups in clashes.items():
+        names = ", ".join(f"compute[{i}] ({bp.compute[i].name})" for i in groups)
+        yield "storage.lustre.mount_point", (
+            f"clashes with the NVMe scratch_path {scratch!r} of {names} (one mount would hide the other), "
+            f"got {fs.mount_point!r}; allowed a path neither equal to, inside nor above {scratch!r}{hint}"
         )
 
 

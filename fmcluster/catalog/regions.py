@@ -1,0 +1,40 @@
+"""AWS Region names, read offline from botocore's bundled endpoints data.
+
+Source: ``botocore.loaders.create_loader().load_data("endpoints")`` -> ``partitions[*].regions``
+(botocore/data/endpoints.json, shipped with botocore, which boto3 - a runtime dependency - pulls in).
+The list is as current as the installed botocore; no network call is made.
+"""
+
+from __future__ import annotations
+
+import difflib
+from functools import lru_cache
+
+
+@lru_cache(maxsize=1)
+def known_regions() -> tuple[str, ...]:
+    """Every Region of every partition in botocore's endpoints data, sorted."""
+    from botocore.loaders import create_loader
+
+    data = create_loader().load_data("endpoints")
+    return tuple(sorted({r for p in data["partitions"] for r in p.get("regions", {})}))
+
+
+def is_known_region(region: str) -> bool:
+    return region in known_regions()
+
+
+def closest_regions(region: str, limit: int = 3) -> list[str]:
+    """The known Regions that look most like ``region``: best difflib ratio (at least 0.6), ties broken by
+    the number of differing positions, then by name; at most ``limit``.
+    ``us-esat-1`` -> ``[us-east-1]``, ``us-east-9`` -> ``[us-east-1, us-east-2]``."""
+
+    def key(r: str) -> tuple[float, int]:
+        ratio = difflib.SequenceMatcher(None, region, r).ratio()
+        differing = sum(a != b for a, b in zip(region, r, strict=False)) + abs(len(region) - len(r))
+        return (-round(ratio, 6), differing)
+
+    scored = sorted((key(r), r) for r in known_regions())
+    if not scored or -scored[0][0][0] < 0.6:
+        return []
+    return [r for k, r in scored if k == scored[0][0]][:limit]
