@@ -92,23 +92,47 @@ class Assembly:
 
     @staticmethod
     def from_dir(path: str | Path) -> Assembly:
-        """Read a ``cdk.out`` folder through its ``manifest.json`` (stack artifacts only)."""
+        """Read a ``cdk.out`` folder through its ``manifest.json`` (stack artifacts only).
+
+        Raises :class:`DiffInputError` naming the folder or file when the manifest is missing or not
+        JSON, lists no CloudFormation stack, or a stack's template is missing or not JSON.
+        """
         root = Path(path)
         manifest_file = root / "manifest.json"
+        if not root.is_dir():
+            raise DiffInputError(f"{root}: not a folder; allowed a cdk.out folder (cloud assembly)")
         if not manifest_file.is_file():
             raise DiffInputError(f"{root}: not a cloud assembly (no manifest.json); allowed a cdk.out folder or a blueprint YAML")
-        manifest = json.loads(manifest_file.read_text())
+        manifest = _read_json(manifest_file, "cloud assembly manifest")
+        artifacts = manifest.get("artifacts") if isinstance(manifest, dict) else None
+        if not isinstance(artifacts, dict):
+            raise DiffInputError(f"{manifest_file}: not a cloud assembly manifest (no \"artifacts\" object); "
+                                 "allowed the manifest.json that cdk synth writes")
         stacks: dict[str, Mapping[str, Any]] = {}
         region = ""
-        for art_id, art in manifest.get("artifacts", {}).items():
-            if art.get("type") != "aws:cloudformation:stack":
+        for art_id, art in artifacts.items():
+            if not isinstance(art, dict) or art.get("type") != "aws:cloudformation:stack":
                 continue
-            props = art.get("properties", {})
+            props = art.get("properties") if isinstance(art.get("properties"), dict) else {}
             name = props.get("stackName") or art.get("displayName") or art_id
-            stacks[name] = json.loads((root / props["templateFile"]).read_text())
+            template_file = props.get("templateFile")
+            if not isinstance(template_file, str) or not template_file:
+                raise DiffInputError(f"{manifest_file}: stack {name} names no templateFile; the assembly is incomplete "
+                                     "(run cdk synth again)")
+            template = root / template_file
+            if not template.is_file():
+                raise DiffInputError(f"{template}: template of stack {name} is missing; the assembly is incomplete "
+                                     "(interrupted synth? run cdk synth again)")
+            tpl = _read_json(template, f"template of stack {name}")
+            if not isinstance(tpl, dict):
+                raise DiffInputError(f"{template}: template of stack {name} is not a JSON object; run cdk synth again")
+            stacks[name] = tpl
             env = art.get("environment", "")
-            if not region and env.count("/") >= 3 and not env.endswith("unknown-region"):
+            if isinstance(env, str) and not region and env.count("/") >= 3 and not env.endswith("unknown-region"):
                 region = env.rsplit("/", 1)[-1]
+        if not stacks:
+            raise DiffInputError(f"{root}: the cloud assembly has no CloudFormation stacks; allowed a cdk.out folder "
+                                 "that cdk synth wrote for a blueprint")
         return Assembly(stacks, region or DEFAULT_REGION, str(root))
 
     def resources(self) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
@@ -127,6 +151,16 @@ class Assembly:
                 if isinstance(name, str):
                     out[name] = (stack, o.get("Value"))
         return out
+
+
+def _read_json(file: Path, what: str) -> Any:
+    try:
+        return json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise DiffInputError(f"{file}: cannot read the {what}: {getattr(e, 'strerror', None) or e}") from None
+    except json.JSONDecodeError as e:
+        raise DiffInputError(f"{file}: the {what} is not valid JSON (line {e.lineno}: {e.msg}); "
+                             "the assembly is damaged (run cdk synth again)") from None
 
 
 def find_cdk_json(*starts: Path) -> Path | None:
@@ -148,7 +182,8 @@ def synth_blueprint(path: str | Path, context: Mapping[str, Any] | None = None) 
 
     bp = load_blueprint(path)
     cdk_json = find_cdk_json(Path(path).resolve().parent, Path.cwd())
-    base = json.loads(cdk_json.read_text()).get("context", {}) if cdk_json else {}
+    raw = _read_json(cdk_json, "CDK settings file") if cdk_json else {}
+    base = dict(raw.get("context") or {}) if isinstance(raw, dict) else {}
     base.pop("blueprint", None)
     return _synth(bp, {**base, **dict(context or {})}, source=str(path))
 
