@@ -24,6 +24,10 @@ How replacement is decided (no hand-kept list):
 
 Replacing or moving a stateful resource (:data:`STATEFUL_TYPES`) is an error naming the property
 (or the logical id / stack) that causes it; the command then exits 1.
+
+Updates CloudFormation cannot apply: an in-place update that lowers a property that can only grow
+(:data:`NON_DECREASING`, a small sourced table, e.g. FSx ``StorageCapacity``) is an error too
+("UPDATE FAILS"): the service rejects it and the stack update fails and rolls back.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import json
 import re
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
@@ -63,12 +67,25 @@ SUPPLEMENT: dict[str, dict[str, str]] = {
             "fmcluster: EfaEnabled must be set at creation and cannot be changed (aws-resource-rules.md R6.16)",
     },
 }
+#: Properties that can only grow: an update that lowers one is not a replacement, CloudFormation
+#: cannot apply it (the service rejects it; the stack update fails and rolls back). Each entry keeps its
+#: source. Checked only when the resource is updated in place (a replacement starts from the new value).
+NON_DECREASING: dict[str, dict[str, str]] = {
+    "AWS::FSx::FileSystem": {
+        "StorageCapacity": "FSx storage capacity can only be increased "
+                           "(https://docs.aws.amazon.com/fsx/latest/LustreGuide/managing-storage-capacity.html)",
+    },
+    "AWS::EC2::Volume": {
+        "Size": "an EBS volume's size can only be increased "
+                "(https://docs.aws.amazon.com/ebs/latest/userguide/ebs-modify-volume.html)",
+    },
+}
 SCHEMA_SOURCE = "registry schema createOnlyProperties (cfn-lint)"
 CONDITIONAL_SOURCE = "registry schema conditionalCreateOnlyProperties (cfn-lint): may replace"
 IGNORED_TYPES = ("AWS::CDK::Metadata",)
 DEFAULT_REGION = "us-east-1"
 
-Action = Literal["add", "remove", "update", "replace", "may-replace", "move"]
+Action = Literal["add", "remove", "update", "replace", "may-replace", "move", "fail"]
 Level = Literal["error", "warning", "info"]
 _MISSING = object()
 
@@ -325,6 +342,7 @@ class PropertyChange:
     replaces: bool = False
     conditional: bool = False
     source: str = ""
+    fails: bool = False  # an in-place update CloudFormation cannot apply (see NON_DECREASING)
 
 
 @dataclass
@@ -458,7 +476,12 @@ def diff_assemblies(old: Assembly, new: Assembly) -> DiffReport:
         causes = [p.path for p in props if p.replaces or p.conditional]
         level: Level = "info"
         note = ""
-        if replaces or may:
+        blocked = {} if replaces else _decreases(typ, old_res[key].get("Properties", {}), res.get("Properties", {}))
+        if blocked:
+            props = [replace(p, fails=True, source=blocked[p.path]) if p.path in blocked else p for p in props]
+            action, level, causes = "fail", "error", [p.path for p in props if p.fails]
+            note = "CloudFormation cannot apply this update: the service rejects it; the stack update fails and rolls back"
+        elif replaces or may:
             level = "error" if stateful else "warning" if may else "info"
             if stateful:
                 kept = old_res[key].get("UpdateReplacePolicy") in ("Retain", "Snapshot")
@@ -519,6 +542,29 @@ def diff_assemblies(old: Assembly, new: Assembly) -> DiffReport:
 def _what(type_: str) -> str:
     return {"AWS::FSx::FileSystem": "file system", "AWS::FSx::DataRepositoryAssociation": "data repository association",
             "AWS::S3::Bucket": "bucket"}.get(type_, type_)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _decreases(type_: str, old_props: Mapping[str, Any], new_props: Mapping[str, Any]) -> dict[str, str]:
+    """Property path -> source, for every :data:`NON_DECREASING` property of ``type_`` whose number goes down."""
+    out = {}
+    for path, source in NON_DECREASING.get(type_, {}).items():
+        a, b = _number(_get(old_props, path)), _number(_get(new_props, path))
+        if a is not None and b is not None and b < a:
+            out[path] = f"cannot decrease: {source}"
+    return out
 
 
 def _policy_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
@@ -593,7 +639,7 @@ def _pair_moves(removed: list[tuple[str, str]], added: list[tuple[str, str]], ol
 
 # ---- rendering --------------------------------------------------------------------------------
 ACTION_WORDS = {"add": "ADD", "remove": "REMOVE", "update": "UPDATE in place", "replace": "REPLACE",
-                "may-replace": "MAY REPLACE", "move": "MOVE (new resource)"}
+                "may-replace": "MAY REPLACE", "move": "MOVE (new resource)", "fail": "UPDATE FAILS"}
 
 
 def _headline(report: DiffReport) -> str:
@@ -604,7 +650,7 @@ def _headline(report: DiffReport) -> str:
 
 
 def _cause_text(c: ResourceChange) -> str:
-    if c.action in ("replace", "may-replace", "move"):
+    if c.action in ("replace", "may-replace", "move", "fail"):
         details = []
         for cause in c.causes:
             p = next((p for p in c.properties if p.path == cause), None)
@@ -624,7 +670,7 @@ def render_text(report: DiffReport, *, verbose: bool = False) -> str:
         text = _cause_text(c)
         if text:
             lines.append(f"        {text}")
-        if c.note and c.action in ("replace", "move"):
+        if c.note and c.action in ("replace", "move", "fail"):
             lines.append(f"        {c.note}")
     hidden = sum(1 for c in report.changes if c.level == "info" and c.action in ("update", "add") and not c.stateful)
     if hidden and not verbose:
@@ -640,7 +686,7 @@ def render_markdown(report: DiffReport) -> str:
     lines += ["| level | change | stack | resource | type | cause / changed properties |", "|---|---|---|---|---|---|"]
     for c in report.changes:
         cause = _cause_text(c).replace("|", "\\|")
-        if c.note and c.action in ("replace", "move"):
+        if c.note and c.action in ("replace", "move", "fail"):
             cause += f"<br>{c.note}"
         lines.append(f"| {c.level} | {ACTION_WORDS[c.action]} | {c.stack} | `{c.name}` | {c.type} | {cause} |")
     return "\n".join(lines) + "\n"
