@@ -115,12 +115,30 @@ def schema() -> None:
 @app.command()
 def render(
     file: Annotated[Path, typer.Argument(help="Blueprint YAML file.")],
-    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Directory to write DIR/<group>/<file> into.")],
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help=(
+        "Folder to write DIR/<group>/<file> into: a new or empty folder, or one fmcluster render wrote before "
+        "(its earlier files are replaced)."))],
 ) -> None:
-    """Write every rendered node script and config of every compute group for review."""
-    from fmcluster.review.render import render_blueprint, write_rendered
+    """Write every rendered node script and config of every compute group for review.
 
-    for path in write_rendered(render_blueprint(_load_or_exit(file)), out_dir):
+    DIR must be a new or empty folder, or one that fmcluster render wrote before: the files listed
+    in its .fmcluster-render.json (the previous render) are removed first, so no stale file remains;
+    other files are kept. A non-empty folder without that file, or a path that is not a folder, is
+    refused (exit 1).
+    """
+    from fmcluster.review.render import RenderOutError, render_blueprint, write_rendered
+
+    files = render_blueprint(_load_or_exit(file))
+    try:
+        written = write_rendered(files, out_dir)
+    except RenderOutError as e:
+        err.print(f"[red]error[/]: {escape(str(e))}", highlight=False)
+        raise typer.Exit(1) from None
+    except OSError as e:
+        where = e.filename or out_dir
+        err.print(f"[red]error[/]: {escape(str(where))}: cannot write: {escape(e.strerror or str(e))}", highlight=False)
+        raise typer.Exit(1) from None
+    for path in written:
         print(path)
 
 
