@@ -170,3 +170,33 @@ def test_plan_gb_per_gpu_has_three_significant_digits(tmp_path: Path) -> None:
     res = run("plan", str(ROOT / "blueprints" / "default.yaml"), "--cdk-out", str(fake_assembly(tmp_path / "o")),
               "-f", "markdown")
     assert "| PERSISTENT_2 | 4800 | 250 | 1200 | 1200 | 0.0375 | no | /fsx |" in res.stdout
+
+
+# ---- preflight summary line: counted nouns are pluralised ------------------------------------------
+@pytest.mark.parametrize(("statuses", "summary"), [
+    (["pass"] * 3 + ["error"] * 4, "preflight incomplete (3 pass, 4 errors)"),
+    (["pass", "error"], "preflight incomplete (1 pass, 1 error)"),
+    (["pass", "warn", "warn", "skip"], "preflight passed (1 pass, 2 warnings, 1 skip)"),
+    (["pass", "warn", "fail"], "preflight failed (1 pass, 1 fail, 1 warning)"),
+])
+def test_preflight_summary_pluralises(monkeypatch: pytest.MonkeyPatch, statuses: list[str], summary: str) -> None:
+    from fmcluster.preflight import clients as clients_module
+    from fmcluster.preflight import runner
+    from fmcluster.preflight.checks import CheckResult
+
+    def fake_run(bp, clients, *, file, until=None, progress=None):  # noqa: ANN001, ANN202
+        return runner.PreflightReport(file=file, region=bp.region, account="123456789012", results=[
+            CheckResult(f"check {i}", "subject", s, "detail") for i, s in enumerate(statuses)])
+
+    monkeypatch.setattr(clients_module, "make_clients", lambda region, profile=None: object())
+    monkeypatch.setattr(runner, "run_preflight", fake_run)
+    res = run("preflight", str(ROOT / "blueprints" / "default.yaml"))
+    assert res.stdout.rstrip().endswith(summary), res.stdout
+
+
+def test_preflight_invalid_blueprint_error_count_is_pluralised(tmp_path: Path) -> None:
+    one = tmp_path / "one.yaml"
+    one.write_text(patched({"compute": [{"name": "gpu", "instance_type": "x1.large", "count": 1}]}))
+    res = run("preflight", str(one))
+    assert res.exit_code == 2
+    assert f"{one}: 1 error\n" in res.stderr.replace("  ", " ")
