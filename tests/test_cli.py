@@ -200,3 +200,17 @@ def test_preflight_invalid_blueprint_error_count_is_pluralised(tmp_path: Path) -
     res = run("preflight", str(one))
     assert res.exit_code == 2
     assert f"{one}: 1 error\n" in res.stderr.replace("  ", " ")
+
+
+# ---- README CLI table names every option ---------------------------------------------------------
+@pytest.mark.parametrize("command", ["validate", "plan", "render", "diff", "preflight"])
+def test_readme_cli_table_names_every_option(command: str) -> None:
+    import typer.main
+
+    readme = (ROOT / "README.md").read_text()
+    [row] = [line for line in readme.splitlines() if line.startswith(f"| `fmcluster {command} ")]
+    cli = typer.main.get_command(app).commands[command]  # type: ignore[attr-defined]
+    for param in cli.params:
+        names = [o for o in param.opts if o.startswith("-")]
+        if names and "--help" not in names:
+            assert any(n in row for n in names), f"README row of fmcluster {command} misses {names[0]}"
