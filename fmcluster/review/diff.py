@@ -130,7 +130,8 @@ class Assembly:
         for art_id, art in artifacts.items():
             if not isinstance(art, dict) or art.get("type") != "aws:cloudformation:stack":
                 continue
-            props = art.get("properties") if isinstance(art.get("properties"), dict) else {}
+            raw_props = art.get("properties")
+            props: dict[str, Any] = raw_props if isinstance(raw_props, dict) else {}
             name = props.get("stackName") or art.get("displayName") or art_id
             template_file = props.get("templateFile")
             if not isinstance(template_file, str) or not template_file:
