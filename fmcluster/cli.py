@@ -77,6 +77,10 @@ def validate(
     raise typer.Exit(1 if failed else 0)
 
 
+#: Upper bound of ``plan --checkpoint-gib`` (10 PiB-ish): beyond it the number is a typo.
+MAX_CHECKPOINT_GIB = 10_000_000
+
+
 class OutputFormat(str, Enum):
     text = "text"
     markdown = "markdown"
@@ -87,15 +91,34 @@ class OutputFormat(str, Enum):
 def plan(
     file: Annotated[Path, typer.Argument(help="Blueprint YAML file.")],
     format: Annotated[OutputFormat, typer.Option("--format", "-f", help="text, markdown or json.")] = OutputFormat.text,
-    cdk_out: Annotated[Path | None, typer.Option(help="Count resources in this synthesized cdk.out instead of synthesizing.")] = None,
+    cdk_out: Annotated[Path | None, typer.Option(help=(
+        "Count resources in this synthesized cdk.out instead of synthesizing; it must hold this blueprint's "
+        "stacks."))] = None,
     checkpoint_gib: Annotated[int | None, typer.Option(
-        "--checkpoint-gib", min=1, help="Also show the time to write a checkpoint of this many GiB to FSx.")] = None,
+        "--checkpoint-gib", min=1, max=MAX_CHECKPOINT_GIB,
+        help=f"Also show the time to write a checkpoint of this many GiB to FSx (1..{MAX_CHECKPOINT_GIB:,}).")] = None,
 ) -> None:
-    """Print the bill of materials: GPUs, EFA, network, storage throughput, software, stacks."""
-    from fmcluster.review.plan import build_plan, render_json, render_markdown, render_rich, resource_counts, synth_resource_counts
+    """Print the bill of materials: GPUs, EFA, network, storage throughput, software, stacks.
+
+    With --cdk-out DIR, DIR must be a cdk.out synthesized from this blueprint (all its stacks);
+    otherwise exit 1.
+    """
+    from fmcluster.review.plan import (
+        PlanInputError,
+        assembly_resource_counts,
+        build_plan,
+        render_json,
+        render_markdown,
+        render_rich,
+        synth_resource_counts,
+    )
 
     bp = _load_or_exit(file)
-    counts = resource_counts(cdk_out) if cdk_out else synth_resource_counts(bp)
+    try:
+        counts = assembly_resource_counts(cdk_out, bp) if cdk_out else synth_resource_counts(bp)
+    except PlanInputError as e:
+        err.print(f"[red]error[/]: {escape(str(e))}", highlight=False)
+        raise typer.Exit(1) from None
     result = build_plan(bp, counts, checkpoint_gib=checkpoint_gib)
     if format is OutputFormat.json:
         print(render_json(result))
@@ -116,12 +139,30 @@ def schema() -> None:
 @app.command()
 def render(
     file: Annotated[Path, typer.Argument(help="Blueprint YAML file.")],
-    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Directory to write DIR/<group>/<file> into.")],
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help=(
+        "Folder to write DIR/<group>/<file> into: a new or empty folder, or one fmcluster render wrote before "
+        "(its earlier files are replaced)."))],
 ) -> None:
-    """Write every rendered node script and config of every compute group for review."""
-    from fmcluster.review.render import render_blueprint, write_rendered
+    """Write every rendered node script and config of every compute group for review.
 
-    for path in write_rendered(render_blueprint(_load_or_exit(file)), out_dir):
+    DIR must be a new or empty folder, or one that fmcluster render wrote before: the files listed
+    in its .fmcluster-render.json (the previous render) are removed first, so no stale file remains;
+    other files are kept. A non-empty folder without that file, or a path that is not a folder, is
+    refused (exit 1).
+    """
+    from fmcluster.review.render import RenderOutError, render_blueprint, write_rendered
+
+    files = render_blueprint(_load_or_exit(file))
+    try:
+        written = write_rendered(files, out_dir)
+    except RenderOutError as e:
+        err.print(f"[red]error[/]: {escape(str(e))}", highlight=False)
+        raise typer.Exit(1) from None
+    except OSError as e:
+        where = e.filename or out_dir
+        err.print(f"[red]error[/]: {escape(str(where))}: cannot write: {escape(e.strerror or str(e))}", highlight=False)
+        raise typer.Exit(1) from None
+    for path in written:
         print(path)
 
 

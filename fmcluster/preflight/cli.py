@@ -20,6 +20,14 @@ from rich.table import Table
 from fmcluster.blueprint import BlueprintError, load_blueprint_with_warnings
 
 _STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "skip": "dim", "error": "magenta"}
+#: Summary words per status, (one, many): the status labels pass/fail/skip stay as they are in the
+#: table; errors and warnings are counted nouns.
+_COUNT_WORDS = {"pass": ("pass", "pass"), "fail": ("fail", "fail"), "warn": ("warning", "warnings"),
+                "skip": ("skip", "skip"), "error": ("error", "errors")}
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
 def _consoles() -> tuple[Console, Console]:
@@ -60,7 +68,7 @@ def preflight(
         loaded = load_blueprint_with_warnings(file)
     except BlueprintError as e:
         if not as_json:
-            err.print(f"[bold red]{e.file}[/]: {len(e.errors)} error(s)", highlight=False)
+            err.print(f"[bold red]{e.file}[/]: {_count(len(e.errors), 'error', 'errors')}", highlight=False)
             for p in e.problems:
                 colour = "red" if p.level == "error" else "yellow"
                 err.print(f"  [{colour}]{p.level}[/]: {p.render()}", highlight=False)
@@ -102,7 +110,7 @@ def preflight(
         table.add_row(r.check, r.subject, f"[{_STYLE[r.status]}]{r.status}[/]", r.detail)
     out.print(table)
     counts = {s: sum(r.status == s for r in report.results) for s in _STYLE}
-    summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    summary = ", ".join(_count(n, *_COUNT_WORDS[s]) for s, n in counts.items() if n)
     colour = {0: "green", 1: "bold red", 2: "magenta"}[report.exit_code]
     out.print(f"[{colour}]preflight {report.verdict}[/] ({summary})", highlight=False)
     raise typer.Exit(report.exit_code)

@@ -24,6 +24,10 @@ How replacement is decided (no hand-kept list):
 
 Replacing or moving a stateful resource (:data:`STATEFUL_TYPES`) is an error naming the property
 (or the logical id / stack) that causes it; the command then exits 1.
+
+Updates CloudFormation cannot apply: an in-place update that lowers a property that can only grow
+(:data:`NON_DECREASING`, a small sourced table, e.g. FSx ``StorageCapacity``) is an error too
+("UPDATE FAILS"): the service rejects it and the stack update fails and rolls back.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import json
 import re
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
@@ -63,12 +67,25 @@ SUPPLEMENT: dict[str, dict[str, str]] = {
             "fmcluster: EfaEnabled must be set at creation and cannot be changed (aws-resource-rules.md R6.16)",
     },
 }
+#: Properties that can only grow: an update that lowers one is not a replacement, CloudFormation
+#: cannot apply it (the service rejects it; the stack update fails and rolls back). Each entry keeps its
+#: source. Checked only when the resource is updated in place (a replacement starts from the new value).
+NON_DECREASING: dict[str, dict[str, str]] = {
+    "AWS::FSx::FileSystem": {
+        "StorageCapacity": "FSx storage capacity can only be increased "
+                           "(https://docs.aws.amazon.com/fsx/latest/LustreGuide/managing-storage-capacity.html)",
+    },
+    "AWS::EC2::Volume": {
+        "Size": "an EBS volume's size can only be increased "
+                "(https://docs.aws.amazon.com/ebs/latest/userguide/ebs-modify-volume.html)",
+    },
+}
 SCHEMA_SOURCE = "registry schema createOnlyProperties (cfn-lint)"
 CONDITIONAL_SOURCE = "registry schema conditionalCreateOnlyProperties (cfn-lint): may replace"
 IGNORED_TYPES = ("AWS::CDK::Metadata",)
 DEFAULT_REGION = "us-east-1"
 
-Action = Literal["add", "remove", "update", "replace", "may-replace", "move"]
+Action = Literal["add", "remove", "update", "replace", "may-replace", "move", "fail"]
 Level = Literal["error", "warning", "info"]
 _MISSING = object()
 
@@ -92,23 +109,48 @@ class Assembly:
 
     @staticmethod
     def from_dir(path: str | Path) -> Assembly:
-        """Read a ``cdk.out`` folder through its ``manifest.json`` (stack artifacts only)."""
+        """Read a ``cdk.out`` folder through its ``manifest.json`` (stack artifacts only).
+
+        Raises :class:`DiffInputError` naming the folder or file when the manifest is missing or not
+        JSON, lists no CloudFormation stack, or a stack's template is missing or not JSON.
+        """
         root = Path(path)
         manifest_file = root / "manifest.json"
+        if not root.is_dir():
+            raise DiffInputError(f"{root}: not a folder; allowed a cdk.out folder (cloud assembly)")
         if not manifest_file.is_file():
             raise DiffInputError(f"{root}: not a cloud assembly (no manifest.json); allowed a cdk.out folder or a blueprint YAML")
-        manifest = json.loads(manifest_file.read_text())
+        manifest = _read_json(manifest_file, "cloud assembly manifest")
+        artifacts = manifest.get("artifacts") if isinstance(manifest, dict) else None
+        if not isinstance(artifacts, dict):
+            raise DiffInputError(f"{manifest_file}: not a cloud assembly manifest (no \"artifacts\" object); "
+                                 "allowed the manifest.json that cdk synth writes")
         stacks: dict[str, Mapping[str, Any]] = {}
         region = ""
-        for art_id, art in manifest.get("artifacts", {}).items():
-            if art.get("type") != "aws:cloudformation:stack":
+        for art_id, art in artifacts.items():
+            if not isinstance(art, dict) or art.get("type") != "aws:cloudformation:stack":
                 continue
-            props = art.get("properties", {})
+            raw_props = art.get("properties")
+            props: dict[str, Any] = raw_props if isinstance(raw_props, dict) else {}
             name = props.get("stackName") or art.get("displayName") or art_id
-            stacks[name] = json.loads((root / props["templateFile"]).read_text())
+            template_file = props.get("templateFile")
+            if not isinstance(template_file, str) or not template_file:
+                raise DiffInputError(f"{manifest_file}: stack {name} names no templateFile; the assembly is incomplete "
+                                     "(run cdk synth again)")
+            template = root / template_file
+            if not template.is_file():
+                raise DiffInputError(f"{template}: template of stack {name} is missing; the assembly is incomplete "
+                                     "(interrupted synth? run cdk synth again)")
+            tpl = _read_json(template, f"template of stack {name}")
+            if not isinstance(tpl, dict):
+                raise DiffInputError(f"{template}: template of stack {name} is not a JSON object; run cdk synth again")
+            stacks[name] = tpl
             env = art.get("environment", "")
-            if not region and env.count("/") >= 3 and not env.endswith("unknown-region"):
+            if isinstance(env, str) and not region and env.count("/") >= 3 and not env.endswith("unknown-region"):
                 region = env.rsplit("/", 1)[-1]
+        if not stacks:
+            raise DiffInputError(f"{root}: the cloud assembly has no CloudFormation stacks; allowed a cdk.out folder "
+                                 "that cdk synth wrote for a blueprint")
         return Assembly(stacks, region or DEFAULT_REGION, str(root))
 
     def resources(self) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
@@ -127,6 +169,16 @@ class Assembly:
                 if isinstance(name, str):
                     out[name] = (stack, o.get("Value"))
         return out
+
+
+def _read_json(file: Path, what: str) -> Any:
+    try:
+        return json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise DiffInputError(f"{file}: cannot read the {what}: {getattr(e, 'strerror', None) or e}") from None
+    except json.JSONDecodeError as e:
+        raise DiffInputError(f"{file}: the {what} is not valid JSON (line {e.lineno}: {e.msg}); "
+                             "the assembly is damaged (run cdk synth again)") from None
 
 
 def find_cdk_json(*starts: Path) -> Path | None:
@@ -148,7 +200,8 @@ def synth_blueprint(path: str | Path, context: Mapping[str, Any] | None = None) 
 
     bp = load_blueprint(path)
     cdk_json = find_cdk_json(Path(path).resolve().parent, Path.cwd())
-    base = json.loads(cdk_json.read_text()).get("context", {}) if cdk_json else {}
+    raw = _read_json(cdk_json, "CDK settings file") if cdk_json else {}
+    base = dict(raw.get("context") or {}) if isinstance(raw, dict) else {}
     base.pop("blueprint", None)
     return _synth(bp, {**base, **dict(context or {})}, source=str(path))
 
@@ -290,6 +343,7 @@ class PropertyChange:
     replaces: bool = False
     conditional: bool = False
     source: str = ""
+    fails: bool = False  # an in-place update CloudFormation cannot apply (see NON_DECREASING)
 
 
 @dataclass
@@ -423,7 +477,12 @@ def diff_assemblies(old: Assembly, new: Assembly) -> DiffReport:
         causes = [p.path for p in props if p.replaces or p.conditional]
         level: Level = "info"
         note = ""
-        if replaces or may:
+        blocked = {} if replaces else _decreases(typ, old_res[key].get("Properties", {}), res.get("Properties", {}))
+        if blocked:
+            props = [replace(p, fails=True, source=blocked[p.path]) if p.path in blocked else p for p in props]
+            action, level, causes = "fail", "error", [p.path for p in props if p.fails]
+            note = "CloudFormation cannot apply this update: the service rejects it; the stack update fails and rolls back"
+        elif replaces or may:
             level = "error" if stateful else "warning" if may else "info"
             if stateful:
                 kept = old_res[key].get("UpdateReplacePolicy") in ("Retain", "Snapshot")
@@ -484,6 +543,29 @@ def diff_assemblies(old: Assembly, new: Assembly) -> DiffReport:
 def _what(type_: str) -> str:
     return {"AWS::FSx::FileSystem": "file system", "AWS::FSx::DataRepositoryAssociation": "data repository association",
             "AWS::S3::Bucket": "bucket"}.get(type_, type_)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _decreases(type_: str, old_props: Mapping[str, Any], new_props: Mapping[str, Any]) -> dict[str, str]:
+    """Property path -> source, for every :data:`NON_DECREASING` property of ``type_`` whose number goes down."""
+    out = {}
+    for path, source in NON_DECREASING.get(type_, {}).items():
+        a, b = _number(_get(old_props, path)), _number(_get(new_props, path))
+        if a is not None and b is not None and b < a:
+            out[path] = f"cannot decrease: {source}"
+    return out
 
 
 def _policy_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
@@ -558,7 +640,7 @@ def _pair_moves(removed: list[tuple[str, str]], added: list[tuple[str, str]], ol
 
 # ---- rendering --------------------------------------------------------------------------------
 ACTION_WORDS = {"add": "ADD", "remove": "REMOVE", "update": "UPDATE in place", "replace": "REPLACE",
-                "may-replace": "MAY REPLACE", "move": "MOVE (new resource)"}
+                "may-replace": "MAY REPLACE", "move": "MOVE (new resource)", "fail": "UPDATE FAILS"}
 
 
 def _headline(report: DiffReport) -> str:
@@ -569,7 +651,7 @@ def _headline(report: DiffReport) -> str:
 
 
 def _cause_text(c: ResourceChange) -> str:
-    if c.action in ("replace", "may-replace", "move"):
+    if c.action in ("replace", "may-replace", "move", "fail"):
         details = []
         for cause in c.causes:
             p = next((p for p in c.properties if p.path == cause), None)
@@ -589,7 +671,7 @@ def render_text(report: DiffReport, *, verbose: bool = False) -> str:
         text = _cause_text(c)
         if text:
             lines.append(f"        {text}")
-        if c.note and c.action in ("replace", "move"):
+        if c.note and c.action in ("replace", "move", "fail"):
             lines.append(f"        {c.note}")
     hidden = sum(1 for c in report.changes if c.level == "info" and c.action in ("update", "add") and not c.stateful)
     if hidden and not verbose:
@@ -605,7 +687,7 @@ def render_markdown(report: DiffReport) -> str:
     lines += ["| level | change | stack | resource | type | cause / changed properties |", "|---|---|---|---|---|---|"]
     for c in report.changes:
         cause = _cause_text(c).replace("|", "\\|")
-        if c.note and c.action in ("replace", "move"):
+        if c.note and c.action in ("replace", "move", "fail"):
             cause += f"<br>{c.note}"
         lines.append(f"| {c.level} | {ACTION_WORDS[c.action]} | {c.stack} | `{c.name}` | {c.type} | {cause} |")
     return "\n".join(lines) + "\n"

@@ -18,6 +18,7 @@ can be faster. Sizes are GiB (2^30 bytes), rates MB/s (10^6 bytes per second).
 from __future__ import annotations
 
 import json
+import math
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -159,6 +160,41 @@ def resource_counts(assembly_dir: str | Path) -> dict[str, int]:
     return counts
 
 
+class PlanInputError(Exception):
+    """A ``--cdk-out`` folder that is not a cloud assembly of this blueprint."""
+
+
+def expected_stacks(bp: Blueprint) -> list[str]:
+    """The stacks ``fmcluster.stacks.build.build_app`` creates for ``bp``."""
+    names = [f"{bp.name}-network", f"{bp.name}-storage"]
+    if bp.observability.enabled:
+        names.append(f"{bp.name}-observability")
+    return [*names, f"{bp.name}-cluster"]
+
+
+def assembly_resource_counts(assembly_dir: str | Path, bp: Blueprint) -> dict[str, int]:
+    """Resources per stack of ``bp`` in a synthesized ``cdk.out`` (read through its ``manifest.json``).
+
+    Raises :class:`PlanInputError` when the folder is missing, is not a cloud assembly, or lacks one
+    of this blueprint's stacks (e.g. it was synthesized from another blueprint).
+    """
+    from fmcluster.review.diff import Assembly, DiffInputError
+
+    try:
+        assembly = Assembly.from_dir(assembly_dir)
+    except DiffInputError as e:
+        raise PlanInputError(str(e)) from None
+    wanted = expected_stacks(bp)
+    missing = [n for n in wanted if n not in assembly.stacks]
+    if missing:
+        found = ", ".join(sorted(assembly.stacks)) or "none"
+        raise PlanInputError(
+            f"{assembly_dir}: not a synthesized cdk.out of blueprint {bp.name}: missing stack(s) {', '.join(missing)}; "
+            f"found {found} (synthesize this blueprint into it: npx cdk synth -c blueprint=FILE -o DIR)")
+    return {n: sum(isinstance(r, dict) and r.get("Type") != "AWS::CDK::Metadata"
+                   for r in (assembly.stacks[n].get("Resources") or {}).values()) for n in wanted}
+
+
 def synth_resource_counts(bp: Blueprint) -> dict[str, int]:
     """Synthesize ``bp`` in-process (no CLI, no credentials) and count resources per stack."""
     import aws_cdk as cdk
@@ -173,6 +209,25 @@ def synth_resource_counts(bp: Blueprint) -> dict[str, int]:
 
 
 # ---- renderers -------------------------------------------------------------------------------
+def format_duration(seconds: float | None) -> str:
+    """Human duration: ``44.7 s``, ``3.7 min``, ``25.4 h`` (``-`` when unknown or infinite)."""
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    if round(seconds, 1) < 120:
+        return f"{seconds:.1f} s"
+    if round(seconds / 60, 1) < 120:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:,.1f} h"
+
+
+def significant(x: float, digits: int = 3) -> str:
+    """``x`` with ``digits`` significant digits, never in exponent notation (0.0375, 0.375, 12.0, 1200)."""
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(x))))
+    return f"{x:.{decimals}f}"
+
+
 def _rows(plan: Plan) -> list[tuple[str, list[str], list[list[str]]]]:
     sections = [(
         "Compute",
@@ -190,15 +245,16 @@ def _rows(plan: Plan) -> list[tuple[str, list[str], list[list[str]]]]:
             ["deployment type", "capacity GiB", "MB/s/TiB", "throughput MB/s", "write MB/s", "GB/s per GPU", "EFA",
              "mount", "data repositories"],
             [[s.deployment_type, str(s.storage_capacity_gib), str(s.per_unit_storage_throughput or "-"),
-              str(s.throughput_mbps), str(s.write_throughput_mbps), f"{s.throughput_gbps_per_gpu:.3f}",
+              str(s.throughput_mbps), str(s.write_throughput_mbps),
+              significant(s.throughput_mbps / 1000 / plan.gpus_total) if plan.gpus_total else "-",
               "yes" if s.efa_enabled else "no", s.mount_point, "; ".join(s.data_repositories) or "-"]],
         ))
         if s.checkpoint_gib:
             sections.append((
                 "Checkpoint write (FSx baseline, all nodes writing)",
-                ["checkpoint GiB", "write MB/s", "seconds", "minutes"],
+                ["checkpoint GiB", "write MB/s", "seconds", "minutes", "time"],
                 [[str(s.checkpoint_gib), str(s.write_throughput_mbps), f"{s.checkpoint_write_seconds:.1f}",
-                  f"{(s.checkpoint_write_seconds or 0) / 60:.1f}"]],
+                  f"{(s.checkpoint_write_seconds or 0) / 60:.1f}", format_duration(s.checkpoint_write_seconds)]],
             ))
     if plan.subnet_rows:
         size = plan.subnet.get("subnet_addresses")

@@ -1,8 +1,15 @@
 """Everything a blueprint renders, for review: per compute group, the node scripts and the
-resolved versions (``fmcluster render FILE --out DIR`` writes them as DIR/<group>/<file>)."""
+resolved versions (``fmcluster render FILE --out DIR`` writes them as DIR/<group>/<file>).
+
+The output folder: a new or empty folder is used as is. A folder fmcluster rendered into before
+(it holds :data:`MANIFEST`, the list of files written) first loses the files listed there, so no
+stale file of an earlier render survives; files fmcluster did not write are kept. Any other
+non-empty folder, or a path that is not a folder, is refused (:class:`RenderOutError`).
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from fmcluster.blueprint import Blueprint
@@ -11,6 +18,12 @@ from fmcluster.templates.node_scripts import render_node_scripts
 from fmcluster.templates.observability import render_observability_files
 
 EXECUTABLE = ("bootstrap.sh", "fmcluster-node-check")
+#: Written into the output folder: the files of the last render (relative paths), removed by the next one.
+MANIFEST = ".fmcluster-render.json"
+
+
+class RenderOutError(Exception):
+    """The output folder cannot be used (not a folder, someone else's files, unreadable manifest)."""
 
 
 def render_blueprint(bp: Blueprint) -> dict[str, dict[str, str]]:
@@ -33,8 +46,51 @@ def render_blueprint(bp: Blueprint) -> dict[str, dict[str, str]]:
     return out
 
 
+def _previous_render(out: Path) -> list[Path]:
+    """Files listed in ``out``'s manifest (only paths inside ``out``)."""
+    manifest = out / MANIFEST
+    try:
+        listed = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise RenderOutError(f"{manifest}: unreadable render manifest ({e}); remove the folder or choose another --out") from None
+    if not isinstance(listed, list) or not all(isinstance(x, str) for x in listed):
+        raise RenderOutError(f"{manifest}: not a render manifest (a JSON list of file names); remove the folder or choose another --out")
+    root = out.resolve()
+    paths = []
+    for rel in listed:
+        p = (out / rel).resolve()
+        if root in p.parents:
+            paths.append(out / rel)
+    return paths
+
+
+def prepare_out_dir(out: Path) -> None:
+    """Make ``out`` ready for a render: refuse a non-folder or a foreign non-empty folder; remove the
+    files an earlier render wrote (listed in :data:`MANIFEST`), and the folders that become empty."""
+    if out.exists() and not out.is_dir():
+        raise RenderOutError(f"{out}: exists and is not a folder; allowed a new or empty folder, or one fmcluster render wrote")
+    if not out.exists():
+        return
+    if not (out / MANIFEST).is_file():
+        if any(out.iterdir()):
+            raise RenderOutError(f"{out}: folder is not empty and was not written by fmcluster render (no {MANIFEST}); "
+                                 "allowed a new or empty folder, or one fmcluster render wrote")
+        return
+    for path in _previous_render(out):
+        if path.is_file() or path.is_symlink():
+            path.unlink()
+        parent = path.parent
+        while parent != out and parent.is_dir() and not any(parent.iterdir()):
+            parent.rmdir()
+            parent = parent.parent
+    (out / MANIFEST).unlink()
+
+
 def write_rendered(files: dict[str, dict[str, str]], out: Path) -> list[Path]:
-    """Write ``{folder: {name: text}}`` under ``out``; scripts are made executable."""
+    """Write ``{folder: {name: text}}`` under ``out`` (see :func:`prepare_out_dir`) and the manifest
+    :data:`MANIFEST` listing them; scripts are made executable. Raises :class:`RenderOutError` for an
+    unusable folder and ``OSError`` when writing fails."""
+    prepare_out_dir(out)
     written = []
     for folder, entries in files.items():
         for name, text in entries.items():
@@ -44,4 +100,6 @@ def write_rendered(files: dict[str, dict[str, str]], out: Path) -> list[Path]:
             if name in EXECUTABLE or name.endswith(".sh"):
                 path.chmod(0o755)
             written.append(path)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MANIFEST).write_text(json.dumps([p.relative_to(out).as_posix() for p in written], indent=1) + "\n", encoding="utf-8")
     return written
