@@ -67,12 +67,14 @@ def test_markdown_shows_the_checkpoint_table() -> None:
 
 def test_cli_checkpoint_gib(tmp_path: Path) -> None:
     from fmcluster.cli import app
+    from tests.test_cli import fake_assembly
 
-    r = CliRunner().invoke(app, ["plan", str(ROOT / "blueprints" / "default.yaml"), "--cdk-out", str(tmp_path),
+    cdk_out = str(fake_assembly(tmp_path / "cdk.out"))
+    r = CliRunner().invoke(app, ["plan", str(ROOT / "blueprints" / "default.yaml"), "--cdk-out", cdk_out,
                                  "--checkpoint-gib", "250", "--format", "json"])
     assert r.exit_code == 0, r.output
     storage = json.loads(r.stdout)["storage"]
     assert (storage["checkpoint_gib"], storage["checkpoint_write_seconds"], storage["write_throughput_mbps"]) == (250, 223.7, 1200)
-    bad = CliRunner().invoke(app, ["plan", str(ROOT / "blueprints" / "default.yaml"), "--cdk-out", str(tmp_path),
+    bad = CliRunner().invoke(app, ["plan", str(ROOT / "blueprints" / "default.yaml"), "--cdk-out", cdk_out,
                                    "--checkpoint-gib", "0"])
     assert bad.exit_code == 2
