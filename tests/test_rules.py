@@ -144,3 +144,16 @@ def test_known_regions_come_from_botocore() -> None:
 @pytest.mark.parametrize("patch", PASSING)
 def test_rule_accepts(patch: dict[str, Any]) -> None:
     load_blueprint_text(patched(patch))
+
+
+@pytest.mark.parametrize("name", ["LD_PRELOAD", "LD_LIBRARY_PATH", "PATH"])
+def test_loader_path_variables_warn(name: str) -> None:
+    warnings = load_blueprint_text(patched({"software": {"environment": {name: "/opt/conda/lib"}}})).warnings
+    [w] = [w for w in warnings if w.rule_id == "R-ENV-3"]
+    assert w.path == f"software.environment.{name}" and w.level == "warning"
+    assert w.message.endswith(f", got {name}='/opt/conda/lib'; allowed leaving it unset (set it per job if you must)")
+
+
+def test_ordinary_job_variables_do_not_warn() -> None:
+    warnings = load_blueprint_text(patched({"software": {"environment": {"WANDB_PROJECT": "llm"}}})).warnings
+    assert [w for w in warnings if w.rule_id and w.rule_id.startswith("R-ENV")] == []

@@ -190,6 +190,10 @@ FAILING = [
     ("R-ENV-2", [GB200, {"software": {"environment": {"NCCL_MNNVL_ENABLE": "0"}}}], "warning",
      "software.environment.NCCL_MNNVL_ENABLE",
      "disables multi-node NVLink; use it only to bypass a broken IMEX setup, got NCCL_MNNVL_ENABLE='0'; allowed leaving it unset"),
+    ("R-ENV-3", [{"software": {"environment": {"LD_PRELOAD": "/opt/conda/lib/libnccl.so.2"}}}], "warning",
+     "software.environment.LD_PRELOAD",
+     "preloads libraries into every job and can shadow the pinned NCCL or the aws-ofi-nccl plugin, got "
+     "LD_PRELOAD='/opt/conda/lib/libnccl.so.2'; allowed leaving it unset (set it per job if you must)"),
 ]
 
 # (rule id, patches): the other side of each boundary, where the rule must stay silent
@@ -233,6 +237,7 @@ PASSING = [
     ("R-ENV-1", [{"software": {"environment": {"FI_EFA_USE_HUGE_PAGE": "0", "MY_VAR": "x"}}}]),
     ("R-ENV-1", [{"compute": [{"instance_type": "p5.4xlarge"}]}, {"software": {"environment": {"OFI_NCCL_NIC_DUP_CONNS": "2"}}}]),
     ("R-ENV-2", [GB200, {"software": {"environment": {"NCCL_MNNVL_ENABLE": "1"}}}]),
+    ("R-ENV-3", [{"software": {"environment": {"LD_PRELOAD_EXTRA": "x", "PYTHONPATH": "/opt/code"}}}]),
 ]
 
 

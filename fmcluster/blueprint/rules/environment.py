@@ -77,6 +77,17 @@ PLUGIN_MANAGED: dict[str, EnvFact] = {
 }
 
 
+#: Loader variables that decide which libraries a job loads: a value here can shadow the pinned NCCL
+#: or the aws-ofi-nccl plugin (version-matrix.md S11 "pip/conda NCCL shadows the pinned NCCL", S2
+#: "foreign libfabric"), or hide the pinned CUDA/EFA tools (PATH) (R-ENV-3, warning).
+LOADER_PATHS = {
+    "LD_PRELOAD": "preloads libraries into every job and can shadow the pinned NCCL or the aws-ofi-nccl plugin",
+    "LD_LIBRARY_PATH": "replaces the library search path the job environment file sets for CUDA, NCCL and the EFA "
+                       "libraries; a foreign libfabric or NCCL here makes NCCL fall back to sockets",
+    "PATH": "replaces the PATH the job environment file sets for the pinned CUDA and EFA tools",
+}
+
+
 def _lookup(table: dict[str, EnvFact], name: str) -> EnvFact | None:
     if name in table:
         return table[name]
@@ -106,6 +117,15 @@ def plugin_managed_environment(software: SoftwareSpec) -> Iterator[Violation]:
             yield f"software.environment.{name}", (
                 f"disables multi-node NVLink; use it only to bypass a broken IMEX setup, got {name}={value!r}; "
                 "allowed leaving it unset"
+            )
+
+
+@rule("R-ENV-3", level="warning", source="shared/reference/version-matrix.md section 3 (S2, S11)", scope="software")
+def loader_path_environment(software: SoftwareSpec) -> Iterator[Violation]:
+    for name, value in software.environment.items():
+        if name in LOADER_PATHS:
+            yield f"software.environment.{name}", (
+                f"{LOADER_PATHS[name]}, got {name}={value!r}; allowed leaving it unset (set it per job if you must)"
             )
 
 
