@@ -70,64 +70,29 @@ class ClusterStack(Stack):
             if head_node_script and kind in ("parallelcluster", "pcs")
             else None
         )
+        # What every orchestrator construct receives; each call below adds only what differs.
+        shared: dict[str, Any] = {
+            "cluster_name": cluster_name, "groups": groups, "subnet": subnet, "security_group": security_group,
+            "lustre": lustre, "checkpoints": checkpoints, "tags": tags, "head_node_policy": head_node_policy,
+        }
         self.orchestrator: ParallelClusterCluster | HyperPodCluster | PcsCluster
         if kind == "parallelcluster":
             self.orchestrator = ParallelClusterCluster(
-                self,
-                "ParallelCluster",
-                spec=orchestrator.parallelcluster,
-                cluster_name=cluster_name,
-                region=self.region,
-                os=os,
-                groups=groups,
-                subnet=subnet,
-                security_group=security_group,
-                placement_groups=placement_groups,
-                bootstraps=self.bootstraps,
-                lustre=lustre,
-                checkpoints=checkpoints,
-                tags=tags,
-                head_node_script=head_asset,
-                head_node_policy=head_node_policy,
+                self, "ParallelCluster", spec=orchestrator.parallelcluster, region=self.region, os=os,
+                placement_groups=placement_groups, bootstraps=self.bootstraps, head_node_script=head_asset, **shared,
             )
         elif kind == "hyperpod":
             assert vpc is not None
             self.orchestrator = HyperPodCluster(
-                self,
-                "HyperPod",
-                spec=orchestrator.hyperpod,
-                cluster_name=cluster_name,
-                groups=groups,
-                node_contexts=node_contexts,
-                vpc=vpc,
-                subnet=subnet,
-                security_group=security_group,
-                lustre=lustre,
-                checkpoints=checkpoints,
-                tags=tags,
-                head_node_script=head_node_script,
-                head_node_policy=head_node_policy,
+                self, "HyperPod", spec=orchestrator.hyperpod, node_contexts=node_contexts, vpc=vpc,
+                head_node_script=head_node_script, **shared,
             )
             CfnOutput(self, "ClusterArn", value=self.orchestrator.cluster.attr_cluster_arn)
             CfnOutput(self, "LifecycleBucket", value=self.orchestrator.bucket.bucket_name)
         else:
             assert vpc is not None
             self.orchestrator = PcsCluster(
-                self,
-                "Pcs",
-                spec=orchestrator.pcs,
-                cluster_name=cluster_name,
-                os=os,
-                groups=groups,
-                vpc=vpc,
-                subnet=subnet,
-                security_group=security_group,
-                placement_groups=placement_groups,
-                bootstraps=self.bootstraps,
-                lustre=lustre,
-                checkpoints=checkpoints,
-                tags=tags,
-                head_node_script=head_asset,
-                head_node_policy=head_node_policy,
+                self, "Pcs", spec=orchestrator.pcs, os=os, vpc=vpc, placement_groups=placement_groups,
+                bootstraps=self.bootstraps, head_node_script=head_asset, **shared,
             )
             CfnOutput(self, "PcsClusterId", value=self.orchestrator.cluster.attr_id)
