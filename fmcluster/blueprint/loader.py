@@ -106,7 +106,7 @@ def _index(root: yaml.Node | None, out: dict[tuple[Any, ...], int], duplicates: 
     while stack:
         node, path = stack.pop()
         if len(seen) >= MAX_NODES or len(path) > MAX_DEPTH:
-            what = "more than {} values".format(MAX_NODES) if len(seen) >= MAX_NODES else f"nesting deeper than {MAX_DEPTH} levels"
+            what = f"more than {MAX_NODES} values" if len(seen) >= MAX_NODES else f"nesting deeper than {MAX_DEPTH} levels"
             raise BlueprintError("", [Problem(format_path(path[:MAX_DEPTH]), f"the file is too large to be a blueprint, got {what}; "
                                               "allowed a blueprint of ordinary size", line=node.start_mark.line + 1)])
         out.setdefault(path, node.start_mark.line + 1)

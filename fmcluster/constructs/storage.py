@@ -63,6 +63,30 @@ CHECKPOINT_BUCKET_ACTIONS = ["s3:ListBucket", "s3:ListBucketVersions", "s3:ListB
 KMS_DATA_ACTIONS = ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*"]
 
 
+@dataclass(frozen=True)
+class CheckpointAccess:
+    """The checkpoint bucket, the prefix nodes may read and write, and the bucket's KMS key (if any)."""
+
+    bucket: s3.IBucket
+    prefix: str
+    key: kms.IKey | None = None
+
+
+def checkpoint_statements(cp: CheckpointAccess) -> list[iam.PolicyStatement]:
+    """Least-privilege statements for the checkpoint prefix: objects under ``bucket/prefix*``, listing
+    only under the prefix, and the bucket's KMS key when it has one. The one definition every
+    orchestrator and :meth:`TrainingStorage.grant_checkpoint_read_write` use."""
+    statements = [
+        iam.PolicyStatement(sid="CheckpointPrefixReadWrite", actions=CHECKPOINT_OBJECT_ACTIONS,
+                            resources=[cp.bucket.arn_for_objects(f"{cp.prefix}*")]),
+        iam.PolicyStatement(sid="CheckpointPrefixList", actions=CHECKPOINT_BUCKET_ACTIONS, resources=[cp.bucket.bucket_arn],
+                            conditions={"StringLike": {"s3:prefix": [f"{cp.prefix}*"]}}),
+    ]
+    if cp.key is not None:
+        statements.append(iam.PolicyStatement(sid="CheckpointKey", actions=KMS_DATA_ACTIONS, resources=[cp.key.key_arn]))
+    return statements
+
+
 def effective_removal_policy(scope: Construct, requested: str, allow_destruction: bool, what: str) -> RemovalPolicy:
     """DESTROY only when the blueprint asks for it AND the context flag allows it; else RETAIN.
 
@@ -153,24 +177,17 @@ class TrainingStorage(Construct):
             self._checkpoints(checkpoints)
 
     # -- grants ---------------------------------------------------------------------------------
-    def checkpoint_statements(self) -> list[iam.PolicyStatement]:
-        """Least-privilege statements for the checkpoint prefix: objects under ``bucket/prefix*``,
-        listing only under the prefix, and the bucket's KMS key if it has one. Empty if no bucket.
-
-        For orchestrators that take a managed policy rather than a role (ParallelCluster
-        ``Iam.AdditionalIamPolicies``), wrap these in an ``iam.ManagedPolicy``.
-        """
+    @property
+    def checkpoint_access(self) -> CheckpointAccess | None:
+        """What nodes need to use the checkpoint prefix (``None`` without a checkpoint bucket)."""
         if self.checkpoint_bucket is None:
-            return []
-        bucket, prefix = self.checkpoint_bucket, self.checkpoint_prefix
-        statements = [
-            iam.PolicyStatement(actions=CHECKPOINT_OBJECT_ACTIONS, resources=[bucket.arn_for_objects(f"{prefix}*")]),
-            iam.PolicyStatement(actions=CHECKPOINT_BUCKET_ACTIONS, resources=[bucket.bucket_arn],
-                                conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}}),
-        ]
-        if self.checkpoint_key is not None:
-            statements.append(iam.PolicyStatement(actions=KMS_DATA_ACTIONS, resources=[self.checkpoint_key.key_arn]))
-        return statements
+            return None
+        return CheckpointAccess(self.checkpoint_bucket, self.checkpoint_prefix, self.checkpoint_key)
+
+    def checkpoint_statements(self) -> list[iam.PolicyStatement]:
+        """:func:`checkpoint_statements` for this construct's bucket; empty without one. For orchestrators
+        that take a managed policy rather than a role, wrap these in an ``iam.ManagedPolicy``."""
+        return checkpoint_statements(self.checkpoint_access) if self.checkpoint_access else []
 
     def grant_checkpoint_read_write(self, grantee: iam.IGrantable) -> iam.Grant | None:
         """Let ``grantee`` read, write and delete objects under the checkpoint prefix (and nothing else

@@ -12,7 +12,6 @@ from aws_cdk import App, Environment, Stack, Tags
 
 from fmcluster.blueprint.model import Blueprint
 from fmcluster.constructs.network import Placement
-from fmcluster.constructs.orchestrators.parallelcluster import CheckpointAccess
 from fmcluster.stacks.cluster_stack import ClusterStack
 from fmcluster.stacks.network_stack import NetworkStack
 from fmcluster.stacks.observability_stack import ObservabilityStack
@@ -88,7 +87,7 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
         app, f"{bp.name}-cluster", env=env, orchestrator=bp.orchestrator, cluster_name=bp.name, os=bp.software.os,
         groups=bp.compute, node_contexts=contexts, vpc=net.vpc, subnet=net.gpu_subnet, security_group=net.efa_security_group,
         placement_groups=net.placement_groups, lustre=st.mount,
-        checkpoints=CheckpointAccess(st.checkpoint_bucket, st.checkpoint_prefix) if st.checkpoint_bucket else None,
+        checkpoints=st.checkpoint_access,
         tags=tags, description=f"fmcluster {bp.name}: {bp.orchestrator.kind} cluster and node bootstrap",
         head_node_script=render_exporter_script(exporter_context(bp, role="head")) if observability else None,
         head_node_policy=observability.observability.node_policy if observability else None,

@@ -19,15 +19,13 @@ Sources:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import jsii
 from aws_cdk import Acknowledgment, Stack, Validations
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_s3 as s3
 from constructs import IConstruct, IValidation
 
-from fmcluster.constructs.storage import LustreMount
+from fmcluster.constructs.storage import CheckpointAccess, LustreMount, checkpoint_statements  # noqa: F401 (re-exported)
 
 #: File name of the observability head-node script (lifecycle folder, S3 asset) and where nodes keep it.
 HEAD_NODE_SCRIPT = "head-node.sh"
@@ -45,47 +43,23 @@ SLURM_POLL_SECONDS = 15
 SINFO_CANDIDATES = ("/opt/slurm/bin/sinfo", "/opt/aws/pcs/scheduler/slurm-*/bin/sinfo")
 _AFTER_SLURM_EOF = "FMCLUSTER_AFTER_SLURM_EOF"
 
-#: Object actions a training job needs on its checkpoint prefix (multipart for large shards).
-CHECKPOINT_OBJECT_ACTIONS = (
-    "s3:GetObject",
-    "s3:PutObject",
-    "s3:DeleteObject",
-    "s3:AbortMultipartUpload",
-    "s3:ListMultipartUploadParts",
-)
-
-
-@dataclass(frozen=True)
-class CheckpointAccess:
-    """The checkpoint bucket and the prefix nodes may read and write."""
-
-    bucket: s3.IBucket
-    prefix: str
-
-
-def checkpoint_statements(cp: CheckpointAccess) -> list[iam.PolicyStatement]:
-    """Read/write on ``<bucket>/<prefix>*`` and ``ListBucket`` limited to that prefix."""
-    return [
-        iam.PolicyStatement(
-            sid="CheckpointPrefixReadWrite",
-            actions=list(CHECKPOINT_OBJECT_ACTIONS),
-            resources=[cp.bucket.arn_for_objects(f"{cp.prefix}*")],
-        ),
-        iam.PolicyStatement(
-            sid="CheckpointPrefixList",
-            actions=["s3:ListBucket"],
-            resources=[cp.bucket.bucket_arn],
-            conditions={"StringLike": {"s3:prefix": [f"{cp.prefix}*"]}},
-        ),
-    ]
-
-
 def checkpoint_acknowledgement(cp: CheckpointAccess | None) -> dict[str, str]:
-    """The IAM5 pattern and reason for :func:`checkpoint_statements` (matches only ``<bucket>/<prefix>*``)."""
+    """The IAM5 pattern and reason for :func:`fmcluster.constructs.storage.checkpoint_statements`
+    (matches only ``<bucket>/<prefix>*``)."""
     if cp is None:
         return {}
     return {rf"^Resource::.*/{re.escape(cp.prefix)}\*$": "Checkpoint bucket access is limited to the blueprint's "
             f"checkpoint prefix {cp.prefix!r}."}
+
+
+def grant_node_storage(role: iam.IRole, lustre: LustreMount | None, checkpoints: CheckpointAccess | None) -> None:
+    """What every node role needs from the storage layer: FSx describe (without it the Lustre client
+    silently skips EFA) and read/write on the checkpoint prefix only."""
+    if lustre is not None:
+        role.add_to_principal_policy(fsx_describe_statement())
+    if checkpoints is not None:
+        for st in checkpoint_statements(checkpoints):
+            role.add_to_principal_policy(st)
 
 
 def fsx_describe_statement() -> iam.PolicyStatement:

@@ -57,8 +57,7 @@ from fmcluster.constructs.orchestrators.common import (
     acknowledge,
     acknowledge_wildcards,
     checkpoint_acknowledgement,
-    checkpoint_statements,
-    fsx_describe_statement,
+    grant_node_storage,
     start_after_slurm,
 )
 from fmcluster.constructs.storage import LustreMount
@@ -437,11 +436,7 @@ class HyperPodCluster(Construct):
                     resources=[spec.eks_cluster_arn],
                 )
             )
-        if lustre is not None:
-            role.add_to_policy(fsx_describe_statement())
-        if checkpoints is not None:
-            for st in checkpoint_statements(checkpoints):
-                role.add_to_policy(st)
+        grant_node_storage(role, lustre, checkpoints)
         acknowledge(
             role,
             (

@@ -67,8 +67,7 @@ from fmcluster.constructs.orchestrators.common import (
     acknowledge,
     acknowledge_wildcards,
     checkpoint_acknowledgement,
-    checkpoint_statements,
-    fsx_describe_statement,
+    grant_node_storage,
     lustre_mount_script,
     start_after_slurm,
 )
@@ -347,11 +346,7 @@ class PcsCluster(Construct):
         )
         for g in groups:
             bootstraps[g.name].grant_read(role)
-        if lustre is not None:
-            role.add_to_policy(fsx_describe_statement())
-        if checkpoints is not None:
-            for st in checkpoint_statements(checkpoints):
-                role.add_to_policy(st)
+        grant_node_storage(role, lustre, checkpoints)
         acknowledge(
             role,
             (

@@ -108,58 +108,37 @@ class _Builder:
             panel.with_target(pq.Dataquery().ref_id(ref).expr(expr).legend_format(legend))
         self.dash.with_panel(panel)
 
+    def _stat(self, title: str, expr: str, *, description: str, span: int) -> stat.Panel:
+        """An instant-query stat panel; the three stat kinds below differ only in units and thresholds."""
+        return (
+            stat.Panel()
+            .id(self._id())
+            .title(title)
+            .description(description)
+            .datasource(PROM)
+            .span(span)
+            .height(5)
+            .with_target(pq.Dataquery().ref_id("A").expr(expr).instant())
+        )
+
+    def _threshold_stat(self, title: str, expr: str, steps: list[Threshold], *, description: str, span: int) -> None:
+        panel = self._stat(title, expr, description=description, span=span).decimals(0).thresholds(
+            db.ThresholdsConfig().mode(ThresholdsMode.ABSOLUTE).steps(steps)
+        )
+        self.dash.with_panel(panel)
+
     def expect(self, title: str, expr: str, expected: int, *, description: str, span: int = 6) -> None:
         """Stat that turns green only when the value reaches the catalog's expected count."""
-        panel = (
-            stat.Panel()
-            .id(self._id())
-            .title(title)
-            .description(description)
-            .datasource(PROM)
-            .span(span)
-            .height(5)
-            .decimals(0)
-            .thresholds(
-                db.ThresholdsConfig()
-                .mode(ThresholdsMode.ABSOLUTE)
-                .steps([Threshold(value=None, color="red"), Threshold(value=float(expected), color="green")])
-            )
-            .with_target(pq.Dataquery().ref_id("A").expr(expr).instant())
-        )
-        self.dash.with_panel(panel)
+        steps = [Threshold(value=None, color="red"), Threshold(value=float(expected), color="green")]
+        self._threshold_stat(title, expr, steps, description=description, span=span)
 
     def zero_is_good(self, title: str, expr: str, *, description: str, span: int = 6) -> None:
-        panel = (
-            stat.Panel()
-            .id(self._id())
-            .title(title)
-            .description(description)
-            .datasource(PROM)
-            .span(span)
-            .height(5)
-            .decimals(0)
-            .thresholds(
-                db.ThresholdsConfig()
-                .mode(ThresholdsMode.ABSOLUTE)
-                .steps([Threshold(value=None, color="green"), Threshold(value=1.0, color="red")])
-            )
-            .with_target(pq.Dataquery().ref_id("A").expr(expr).instant())
-        )
-        self.dash.with_panel(panel)
+        """Stat that is green at zero and red from one (errors, XIDs, nodes down)."""
+        steps = [Threshold(value=None, color="green"), Threshold(value=1.0, color="red")]
+        self._threshold_stat(title, expr, steps, description=description, span=span)
 
     def value(self, title: str, expr: str, unit: str, *, description: str, span: int = 6) -> None:
-        panel = (
-            stat.Panel()
-            .id(self._id())
-            .title(title)
-            .description(description)
-            .datasource(PROM)
-            .span(span)
-            .height(5)
-            .unit(unit)
-            .with_target(pq.Dataquery().ref_id("A").expr(expr).instant())
-        )
-        self.dash.with_panel(panel)
+        self.dash.with_panel(self._stat(title, expr, description=description, span=span).unit(unit))
 
     def build(self) -> dict[str, Any]:
         out: dict[str, Any] = json.loads(json.dumps(self.dash.build(), cls=JSONEncoder))
