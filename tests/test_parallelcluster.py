@@ -103,3 +103,20 @@ def test_head_node_has_no_custom_action_without_metrics() -> None:
     _, props = cluster()
     assert "CustomActions" not in props["ClusterConfiguration"]["HeadNode"]
     assert "Iam" not in props["ClusterConfiguration"]["HeadNode"]
+
+
+def test_kms_checkpoint_bucket_adds_the_key_policy_to_every_queue() -> None:
+    kms = "arn:aws:kms:us-east-1:123456789012:key/0123abcd-0123-4567-89ab-0123456789ab"
+    t, props = cluster({"storage": {"checkpoints": {"bucket": "existing-ckpt", "kms_key_arn": kms}}})
+    [q] = props["ClusterConfiguration"]["Scheduling"]["SlurmQueues"]
+    [ref] = q["Iam"]["AdditionalIamPolicies"]
+    policy = t["Resources"][ref["Policy"]["Ref"]]
+    assert policy["Type"] == "AWS::IAM::ManagedPolicy"
+    [st] = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert (st["Sid"], st["Resource"]) == ("CheckpointKey", kms)
+
+
+def test_no_key_policy_without_kms() -> None:
+    _, props = cluster()
+    [q] = props["ClusterConfiguration"]["Scheduling"]["SlurmQueues"]
+    assert "AdditionalIamPolicies" not in q["Iam"]

@@ -40,7 +40,7 @@ from constructs import Construct
 from fmcluster.blueprint.model import ComputeGroup, ParallelClusterSettings
 from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.constructs.capacity import pcluster_capacity
-from fmcluster.constructs.orchestrators.common import CheckpointAccess
+from fmcluster.constructs.orchestrators.common import CheckpointAccess, acknowledge, checkpoint_statements
 from fmcluster.constructs.storage import LustreMount
 
 PROVIDER_TEMPLATE_URL = (
@@ -85,6 +85,7 @@ class ParallelClusterCluster(Construct):
         """``head_node_script`` runs as the head node's OnNodeConfigured (e.g. the Prometheus agent and
         Slurm exporter of the observability layer); ``head_node_policy`` is attached to its role."""
         super().__init__(scope, id)
+        key_policy = self._checkpoint_key_policy(checkpoints)
         self.provider = cfn.CfnStack(
             self, "Provider", template_url=Fn.sub(PROVIDER_TEMPLATE_URL.replace("{version}", spec.version))
         )
@@ -125,7 +126,7 @@ class ParallelClusterCluster(Construct):
                 },
                 "SlurmQueues": [
                     self._queue(g, subnet, security_group, placement_groups.get(g.name), bootstraps[g.name],
-                                checkpoints, spec.gpu_health_checks)
+                                checkpoints, spec.gpu_health_checks, key_policy)
                     for g in groups
                 ],
             },
@@ -155,10 +156,24 @@ class ParallelClusterCluster(Construct):
             },
         )
 
+    def _checkpoint_key_policy(self, checkpoints: CheckpointAccess | None) -> iam.ManagedPolicy | None:
+        """ParallelCluster's ``S3Access`` grants the checkpoint prefix but not the bucket's KMS key; with a
+        KMS bucket the queues also get the key statement of :func:`checkpoint_statements`."""
+        if checkpoints is None or checkpoints.key is None:
+            return None
+        [key_statement] = [st for st in checkpoint_statements(checkpoints) if st.sid == "CheckpointKey"]
+        policy = iam.ManagedPolicy(self, "CheckpointKeyPolicy", statements=[key_statement],
+                                   description="Use of the checkpoint bucket's KMS key by compute nodes")
+        reason = "KMS data-key actions on the one checkpoint key (GenerateDataKey*/ReEncrypt* are the documented S3 SSE-KMS set)"
+        acknowledge(policy, ("AwsSolutions-IAM5[Action::kms:GenerateDataKey*]", reason),
+                    ("AwsSolutions-IAM5[Action::kms:ReEncrypt*]", reason))
+        return policy
+
     @staticmethod
     def _queue(
         g: ComputeGroup, subnet: ec2.ISubnet, sg: ec2.ISecurityGroup, pg: ec2.PlacementGroup | None,
         bootstrap: NodeBootstrap, checkpoints: CheckpointAccess | None, gpu_health_checks: bool,
+        key_policy: iam.ManagedPolicy | None = None,
     ) -> dict[str, Any]:
         capacity_type, target = capacity_settings(g)
         resource: dict[str, Any] = {
@@ -192,6 +207,7 @@ class ParallelClusterCluster(Construct):
                 "EphemeralVolume": {"MountDir": g.scratch_path},
             }},
             "CustomActions": {"OnNodeConfigured": {"Script": bootstrap.s3_url}},
-            "Iam": {"S3Access": s3_access},
+            "Iam": {"S3Access": s3_access,
+                    **({"AdditionalIamPolicies": [{"Policy": key_policy.managed_policy_arn}]} if key_policy else {})},
             "HealthChecks": {"Gpu": {"Enabled": gpu_health_checks}},
         }
