@@ -25,7 +25,7 @@ def timed(fn) -> float:  # noqa: ANN001
 def main() -> None:
     import aws_cdk as cdk
 
-    from fmcluster.blueprint import load_blueprint
+    from fmcluster.validation import load_blueprint
     from fmcluster.stacks.build import build_app
 
     parser = argparse.ArgumentParser()

@@ -16,7 +16,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from fmcluster.blueprint import BlueprintError, load_blueprint_with_warnings
+from fmcluster.blueprint import BlueprintError
+from fmcluster.validation import load_blueprint_with_warnings
 
 # `plan` synthesizes in-process; keep jsii's Node 20 end-of-life banner out of the output.
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")

@@ -59,8 +59,8 @@ def synth_templates(blueprint_text: str, extra_context: tuple[tuple[str, Any], .
 
     import aws_cdk as cdk
 
-    from fmcluster.blueprint import load_blueprint_text
     from fmcluster.stacks.build import build_app
+    from fmcluster.validation import load_blueprint_text
 
     bp = load_blueprint_text(blueprint_text).blueprint
     out = tempfile.mkdtemp(prefix="fmcluster-test-")

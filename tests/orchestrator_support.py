@@ -109,8 +109,8 @@ def synth_with_nag(blueprint_text: str) -> Path:
     import aws_cdk as cdk
     from cdk_nag import AwsSolutionsChecks
 
-    from fmcluster.blueprint import load_blueprint_text
     from fmcluster.stacks.build import build_app
+    from fmcluster.validation import load_blueprint_text
 
     bp = load_blueprint_text(blueprint_text).blueprint
     out = Path(tempfile.mkdtemp(prefix="fmcluster-nag-"))
@@ -127,8 +127,8 @@ def synth_to_folder(blueprint_text: str) -> tuple[Path, dict[str, dict[str, Any]
     stack name -> template JSON."""
     import aws_cdk as cdk
 
-    from fmcluster.blueprint import load_blueprint_text
     from fmcluster.stacks.build import build_app
+    from fmcluster.validation import load_blueprint_text
 
     out = Path(tempfile.mkdtemp(prefix="fmcluster-assets-"))
     app = cdk.App(outdir=str(out), context=cdk_context())

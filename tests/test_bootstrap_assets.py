@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from fmcluster.blueprint import load_blueprint
 from fmcluster.catalog.software import get_stack
+from fmcluster.validation import load_blueprint
 from tests.conftest import EXAMPLES, ROOT, cli_synth
 
 

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from fmcluster.blueprint import BlueprintError, load_blueprint_text
+from fmcluster.blueprint import BlueprintError
+from fmcluster.validation import load_blueprint_text
 
 CR = "cr-0123456789abcdef0"
 CR2 = "cr-00000000000000001"
@@ -735,7 +736,7 @@ def test_az_id_prefix_matches_every_zone_moto_knows() -> None:
     """The derived AZ-ID prefix agrees with moto's copy of every Region's zone IDs."""
     from moto.ec2.models.availability_zones_and_regions import RegionsAndZonesBackend
 
-    from fmcluster.blueprint.rules.capacity import az_id_prefix
+    from fmcluster.validation.rules.capacity import az_id_prefix
 
     zones = [(region, z.zone_id) for region, zs in RegionsAndZonesBackend.zones.items() for z in zs]
     assert len(zones) > 100

@@ -11,11 +11,11 @@ import promql_parser
 import pytest
 import yaml
 
-from fmcluster.blueprint import load_blueprint, load_blueprint_text
 from fmcluster.templates.observability import render_observability_files
 from fmcluster.templates.observability.context import observability_context
 from fmcluster.templates.observability.dashboards import build_dashboards
 from fmcluster.templates.observability.metrics import DCGM_FIELDS, dcgm_counters_csv, known_metric_names
+from fmcluster.validation import load_blueprint, load_blueprint_text
 from tests.conftest import ROOT, patched
 
 EXAMPLES_WITH_METRICS = ["default.yaml", "p6-b200.yaml"]

@@ -16,7 +16,6 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from fmcluster.blueprint import load_blueprint_text
 from fmcluster.review.diff import (
     SUPPLEMENT,
     Assembly,
@@ -28,6 +27,7 @@ from fmcluster.review.diff import (
     render_markdown,
     render_text,
 )
+from fmcluster.validation import load_blueprint_text
 from tests.conftest import ROOT, synth_templates
 
 FIXTURES = Path(__file__).parent / "fixtures" / "diff"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fmcluster.blueprint import load_blueprint
+from fmcluster.validation import load_blueprint
 from tests.conftest import EXAMPLES, ROOT, cli_synth
 
 IDS = [p.stem for p in EXAMPLES]

@@ -122,8 +122,8 @@ def test_provisioning_parameters_match_instance_groups(example: dict[str, Any]) 
 def test_provisioning_parameters_content() -> None:
     import aws_cdk as cdk
 
-    from fmcluster.blueprint import load_blueprint_text
     from fmcluster.stacks.build import build_app
+    from fmcluster.validation import load_blueprint_text
     from tests.conftest import cdk_context
 
     app = cdk.App(context=cdk_context())
@@ -297,8 +297,8 @@ def _execution_role(templates: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("metrics", ["managed", "self_hosted"])
 def test_controller_runs_the_head_node_script_with_the_node_policy(metrics: str) -> None:
-    from fmcluster.blueprint import load_blueprint_text
     from fmcluster.templates.observability.exporters import exporter_context, render_exporter_script
+    from fmcluster.validation import load_blueprint_text
 
     text = _with_metrics(metrics)
     out, templates = synth_to_folder(text)

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fmcluster.blueprint import BlueprintError, load_blueprint_text
+from fmcluster.blueprint import BlueprintError
+from fmcluster.validation import load_blueprint_text
 from tests.conftest import patched
 
 

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-from fmcluster.blueprint import load_blueprint, load_blueprint_text
 from fmcluster.templates.context import NodeContext, node_context
 from fmcluster.templates.node_scripts import render_node_scripts
+from fmcluster.validation import load_blueprint, load_blueprint_text
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("node_check_harness", Path(__file__).parent / "fixtures/node_check/harness.py")

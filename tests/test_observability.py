@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from fmcluster.blueprint import BlueprintError, load_blueprint_text
+from fmcluster.blueprint import BlueprintError
+from fmcluster.validation import load_blueprint_text
 from tests.conftest import cdk_context, patched, resources_of
 
 ORCHESTRATOR_KINDS = ("parallelcluster", "hyperpod", "pcs")

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fmcluster.blueprint import load_blueprint, load_blueprint_text
 from fmcluster.templates.observability import (
     exporter_context,
     observability_endpoints,
@@ -24,6 +23,7 @@ from fmcluster.templates.observability.context import REMOTE_WRITE_PLACEHOLDER, 
 from fmcluster.templates.observability.exporters import render_node_facts_script, render_slurm_sd_script
 from fmcluster.templates.observability.metrics import EFA_COUNTERS
 from fmcluster.templates.observability.pins import GRAFANA, NODE_EXPORTER, PROMETHEUS
+from fmcluster.validation import load_blueprint, load_blueprint_text
 from tests.conftest import ROOT, patched
 
 DEFAULT = ROOT / "blueprints" / "default.yaml"

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from fmcluster.blueprint import load_blueprint_text
-from fmcluster.blueprint.rules.orchestrator import HYPERPOD_PRICED_TYPES
 from fmcluster.catalog import get_instance
 from fmcluster.review.plan import build_plan
+from fmcluster.validation import load_blueprint_text
+from fmcluster.validation.rules.orchestrator import HYPERPOD_PRICED_TYPES
 from tests.conftest import ROOT, resources_of
 from tests.orchestrator_support import (
     KINDS,

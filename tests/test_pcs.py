@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from fmcluster.blueprint import BlueprintError, load_blueprint_text
+from fmcluster.blueprint import BlueprintError
 from fmcluster.blueprint.model import PCS_SLURM_VERSIONS, PcsSettings
 from fmcluster.constructs.orchestrators.pcs import (
     USER_DATA_EMBED_LIMIT_BYTES,
@@ -19,6 +19,7 @@ from fmcluster.constructs.orchestrators.pcs import (
     node_shell_script,
     pcs_ami,
 )
+from fmcluster.validation import load_blueprint_text
 from tests.conftest import ROOT, patched, resources_of, synth_templates
 from tests.orchestrator_support import (
     Resolver,

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from fmcluster.blueprint import load_blueprint
 from fmcluster.review.render import render_blueprint
+from fmcluster.validation import load_blueprint
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).parent / "golden" / "default"

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from fmcluster.blueprint import load_blueprint_text
 from fmcluster.catalog import get_instance
 from fmcluster.review.render import render_blueprint
+from fmcluster.validation import load_blueprint_text
 
 ROOT = Path(__file__).resolve().parent.parent
 OSES = ("ubuntu-22.04", "ubuntu-24.04", "amazon-linux-2023")

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from fmcluster.blueprint import BlueprintError, load_blueprint_text
+from fmcluster.blueprint import BlueprintError
+from fmcluster.validation import load_blueprint_text
 from tests.conftest import patched
 
 P5 = {"name": "gpu", "instance_type": "p5.48xlarge", "count": 2}

@@ -7,7 +7,6 @@ import re
 import pytest
 import yaml
 
-from fmcluster.blueprint import load_blueprint_text
 from fmcluster.catalog import get_instance, known_instance_types
 from fmcluster.catalog.software import (
     _raw,
@@ -24,6 +23,7 @@ from fmcluster.catalog.software import (
     plugin_max_tested_nccl,
     plugin_min_for_instance,
 )
+from fmcluster.validation import load_blueprint_text
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 

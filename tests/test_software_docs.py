@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fmcluster.blueprint.rules import REGISTRY, _load_rule_modules
 from fmcluster.catalog.software import get_stack, known_stacks
+from fmcluster.validation.rules import REGISTRY, _load_rule_modules
 
 DOC = (Path(__file__).resolve().parent.parent / "docs" / "software.md").read_text()
 

@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from fmcluster.blueprint import BlueprintError, Problem, load_blueprint_text
-from fmcluster.blueprint.rules import environment as env_rules
+from fmcluster.blueprint import BlueprintError, Problem
 from fmcluster.catalog.software import (
     aws_ofi_nccl_artifacts,
     driver_artifacts,
@@ -25,6 +24,8 @@ from fmcluster.catalog.software import (
     known_cuda_versions,
     known_efa_installers,
 )
+from fmcluster.validation import load_blueprint_text
+from fmcluster.validation.rules import environment as env_rules
 
 BASE: dict[str, Any] = {
     "name": "rules-test",
@@ -253,7 +254,7 @@ def test_rule_silent(rule_id: str, patches: list[dict[str, Any]]) -> None:
 
 
 def test_every_software_rule_has_a_failing_and_a_passing_row() -> None:
-    from fmcluster.blueprint.rules import REGISTRY, _load_rule_modules
+    from fmcluster.validation.rules import REGISTRY, _load_rule_modules
 
     _load_rule_modules()
     ours = {r.id for r in REGISTRY if r.fn.__module__.endswith((".software", ".environment"))}
@@ -275,7 +276,7 @@ def test_os_rule_with_a_stack_that_lacks_the_os(monkeypatch: pytest.MonkeyPatch)
     against a stack variant that supports only Ubuntu 22.04."""
     from dataclasses import replace
 
-    from fmcluster.blueprint.rules import software as rules
+    from fmcluster.validation.rules import software as rules
 
     narrow = replace(get_stack("h100-570-cuda12.8"), os=("ubuntu-22.04",))
     monkeypatch.setattr(rules, "get_stack", lambda name: narrow)

@@ -215,8 +215,8 @@ def synth_with_warnings(text: str, allow: bool) -> tuple[dict[str, Any], list[st
     import aws_cdk as cdk
     from aws_cdk.assertions import Annotations, Match
 
-    from fmcluster.blueprint import load_blueprint_text
     from fmcluster.stacks.build import ALLOW_DATA_DESTRUCTION, build_app
+    from fmcluster.validation import load_blueprint_text
 
     app = cdk.App(outdir=tempfile.mkdtemp(prefix="fmcluster-test-"),
                   context={**cdk_context(), ALLOW_DATA_DESTRUCTION: allow})

@@ -26,8 +26,8 @@ def nag_synth(text: str, allow_destruction: bool) -> Path:
     import aws_cdk as cdk
     from cdk_nag import AwsSolutionsChecks
 
-    from fmcluster.blueprint import load_blueprint_text
     from fmcluster.stacks.build import ALLOW_DATA_DESTRUCTION, build_app
+    from fmcluster.validation import load_blueprint_text
 
     out = Path(tempfile.mkdtemp(prefix="fmcluster-nag-"))
     app = cdk.App(outdir=str(out), context={**cdk_context(), ALLOW_DATA_DESTRUCTION: allow_destruction})

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fmcluster.blueprint import load_blueprint, load_blueprint_text
 from fmcluster.review.plan import build_plan, checkpoint_write_seconds, render_markdown
+from fmcluster.validation import load_blueprint, load_blueprint_text
 from tests.conftest import ROOT, patched
 
 

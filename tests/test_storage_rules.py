@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from fmcluster.blueprint import BlueprintError, load_blueprint_text
+from fmcluster.blueprint import BlueprintError
+from fmcluster.validation import load_blueprint_text
 from tests.conftest import patched
 
 KMS = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"

@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from fmcluster.blueprint import BlueprintError, load_blueprint_text
-from fmcluster.blueprint.rules.subnet import subnet_usage
+from fmcluster.blueprint import BlueprintError
 from fmcluster.catalog import get_instance
 from fmcluster.catalog.networking import (
     InterfaceSlot,
@@ -22,6 +21,8 @@ from fmcluster.catalog.networking import (
     subnet_size,
     usable_addresses,
 )
+from fmcluster.validation import load_blueprint_text
+from fmcluster.validation.rules.subnet import subnet_usage
 
 BASE: dict[str, Any] = {
     "name": "net-test",

@@ -1,10 +1,10 @@
-"""Blueprint model, loader and rules. Imports nothing from constructs/stacks."""
+"""The blueprint's shape: the pydantic model and the error type. Imports nothing above the catalog.
+
+Loading and the cross-field rules live in :mod:`fmcluster.validation`; derived facts in
+:mod:`fmcluster.resolved`.
+"""
 
 from fmcluster.blueprint.errors import BlueprintError, Problem
-from fmcluster.blueprint.loader import LoadResult, load_blueprint, load_blueprint_text, load_blueprint_with_warnings
 from fmcluster.blueprint.model import Blueprint
 
-__all__ = [
-    "Blueprint", "BlueprintError", "LoadResult", "Problem",
-    "load_blueprint", "load_blueprint_text", "load_blueprint_with_warnings",
-]
+__all__ = ["Blueprint", "BlueprintError", "Problem"]

@@ -1,7 +1,7 @@
 """The blueprint: one typed description of a training cluster across all four layers.
 
 Shape only (types, enums, bounds, ``extra="forbid"``). Cross-field domain rules live in
-``fmcluster.blueprint.rules`` (one function per rule). Every optional field states its default
+``fmcluster.validation.rules`` (one function per rule). Every optional field states its default
 behaviour in its description; defaults are module constants so docs cannot drift.
 
 Source of field names and bounds: shared/ARCHITECTURE.md "Blueprint (intended shape)" and

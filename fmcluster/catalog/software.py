@@ -2,7 +2,7 @@
 
 Data lives in ``catalog/data/software.yaml`` with a source per value (research:
 shared/reference/version-matrix.md sections 1, 1a, 2). This module only parses and looks up;
-the rules live in ``fmcluster.blueprint.rules.software`` / ``.environment``.
+the rules live in ``fmcluster.validation.rules.software`` / ``.environment``.
 
 Version strings are compared numerically per dotted field, ignoring suffixes such as ``-aws``,
 ``amzn5.0`` or a package release ``-1`` (:func:`parse_version`).

@@ -17,7 +17,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 
-from fmcluster.blueprint import BlueprintError, load_blueprint_with_warnings
+from fmcluster.blueprint import BlueprintError
+from fmcluster.validation import load_blueprint_with_warnings
 
 _STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "skip": "dim", "error": "magenta"}
 #: Summary words per status, (one, many): the status labels pass/fail/skip stay as they are in the

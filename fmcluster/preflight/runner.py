@@ -15,7 +15,6 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from fmcluster.blueprint.model import Blueprint, ComputeGroup, OdcrCapacity, TrainingPlanCapacity
-from fmcluster.blueprint.rules.subnet import subnet_usage
 from fmcluster.catalog import get_instance
 from fmcluster.preflight.checks import (
     FSX_LUSTRE_QUOTAS,
@@ -36,6 +35,7 @@ from fmcluster.preflight.checks import (
     resolve_zone,
 )
 from fmcluster.preflight.clients import NO_CREDENTIALS, Clients, PreflightCannotRun
+from fmcluster.validation.rules.subnet import subnet_usage
 
 #: IAM action each check needs; named in the row when AWS denies it (docs/preflight.md lists them all).
 PERMISSIONS = {

@@ -196,7 +196,7 @@ def synth_blueprint(path: str | Path, context: Mapping[str, Any] | None = None) 
     Context: the ``cdk.json`` next to (or above) the blueprint, else the one above the working
     directory, plus ``context``. Raises :class:`fmcluster.blueprint.BlueprintError` for bad input.
     """
-    from fmcluster.blueprint import load_blueprint
+    from fmcluster.validation import load_blueprint
 
     bp = load_blueprint(path)
     cdk_json = find_cdk_json(Path(path).resolve().parent, Path.cwd())

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from fmcluster.blueprint.model import Blueprint
-from fmcluster.blueprint.rules.subnet import subnet_usage
 from fmcluster.catalog import get_instance
 from fmcluster.catalog.software import get_stack
 from fmcluster.templates.observability.endpoints import observability_endpoints
+from fmcluster.validation.rules.subnet import subnet_usage
 
 
 @dataclass(frozen=True)

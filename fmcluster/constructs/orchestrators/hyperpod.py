@@ -47,7 +47,6 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from fmcluster.blueprint.model import ComputeGroup, HyperPodSettings
-from fmcluster.blueprint.rules.orchestrator import HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP
 from fmcluster.catalog import get_instance
 from fmcluster.constructs.capacity import hyperpod_training_plan
 from fmcluster.constructs.orchestrators.common import (
@@ -63,6 +62,7 @@ from fmcluster.constructs.orchestrators.common import (
 from fmcluster.constructs.storage import LustreMount
 from fmcluster.templates.context import NodeContext
 from fmcluster.templates.node_scripts import ENTRY_POINT, render_node_scripts
+from fmcluster.validation.rules.orchestrator import HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP
 
 LIFECYCLE_PREFIX = "lifecycle"
 ON_CREATE = "on_create.sh"

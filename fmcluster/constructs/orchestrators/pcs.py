@@ -50,7 +50,6 @@ from aws_cdk import aws_pcs as pcs
 from constructs import Construct
 
 from fmcluster.blueprint.model import ComputeGroup, PcsSettings
-from fmcluster.blueprint.rules.orchestrator import cpu_architecture_of
 from fmcluster.catalog import get_instance
 from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.constructs.capacity import (
@@ -73,6 +72,7 @@ from fmcluster.constructs.orchestrators.common import (
 )
 from fmcluster.constructs.storage import LustreMount
 from fmcluster.templates.node_scripts import ENTRY_POINT
+from fmcluster.validation.rules.orchestrator import cpu_architecture_of
 
 LOGIN_GROUP = "login"
 PCS_AMI_PARAMETER = "/aws/service/pcs/ami/dlami-base-ubuntu2404/{arch}/latest/ami-id"

@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fmcluster.blueprint.model import Blueprint, ComputeGroup
-from fmcluster.blueprint.rules import Violation, rule
 from fmcluster.catalog import get_instance
 from fmcluster.catalog.regions import is_known_region
 from fmcluster.catalog.software import get_stack, known_stacks
+from fmcluster.validation.rules import Violation, rule
 
 PC_VALIDATORS = "aws/aws-parallelcluster cli/src/pcluster/validators/"
 CB_LAUNCH_DOC = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-launch.html"

@@ -6,9 +6,9 @@ import re
 from collections.abc import Iterator
 
 from fmcluster.blueprint.model import Blueprint, OrchestratorSpec
-from fmcluster.blueprint.rules import Violation, rule
-from fmcluster.blueprint.rules.capacity import cpu_architectures
 from fmcluster.catalog import get_instance, known_instance_types
+from fmcluster.validation.rules import Violation, rule
+from fmcluster.validation.rules.capacity import cpu_architectures
 
 _KINDS = ("parallelcluster", "hyperpod", "pcs")
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from fmcluster.blueprint.errors import BlueprintError, Problem, format_path
 from fmcluster.blueprint.model import PATTERN_HINTS, Blueprint
-from fmcluster.blueprint.rules import run_rules, run_rules_best_effort
+from fmcluster.validation.rules import run_rules, run_rules_best_effort
 
 
 @dataclass

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from fmcluster.blueprint.model import Blueprint, SoftwareSpec
-from fmcluster.blueprint.rules import Violation, rule
-from fmcluster.blueprint.rules.software import resolved
 from fmcluster.catalog import get_instance
 from fmcluster.catalog.software import same_version
+from fmcluster.validation.rules import Violation, rule
+from fmcluster.validation.rules.software import resolved
 
 OFI_ENV = "https://github.com/aws/aws-ofi-nccl/blob/master/doc/efa-env-var.md"
 OFI_RN = "https://github.com/aws/aws-ofi-nccl/blob/v1.21.1/RELEASENOTES.md"

@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fmcluster.blueprint.model import Blueprint, ComputeGroup, SoftwareSpec
-from fmcluster.blueprint.rules import REGISTRY, Violation, rule
-from fmcluster.blueprint.rules.capacity import cpu_architectures
 from fmcluster.catalog import get_instance
 from fmcluster.catalog.instances import InstanceSpec
 from fmcluster.catalog.software import (
@@ -42,6 +40,8 @@ from fmcluster.catalog.software import (
     version_ge,
     version_lt,
 )
+from fmcluster.validation.rules import REGISTRY, Violation, rule
+from fmcluster.validation.rules.capacity import cpu_architectures
 
 VM = "shared/reference/version-matrix.md"
 OFI_RN = "https://github.com/aws/aws-ofi-nccl/blob/v1.21.1/RELEASENOTES.md"

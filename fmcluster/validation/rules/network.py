@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fmcluster.blueprint.model import Blueprint, NetworkSpec
-from fmcluster.blueprint.rules import Violation, rule
 from fmcluster.catalog.regions import closest_regions, is_known_region
+from fmcluster.validation.rules import Violation, rule
 
 REGIONS_SOURCE = ("botocore data/endpoints.json (partitions[*].regions, bundled with botocore; read offline by "
                   "fmcluster.catalog.regions)")

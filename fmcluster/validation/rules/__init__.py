@@ -48,7 +48,7 @@ def rule(id: str, *, level: Level = "error", source: str, scope: str = "blueprin
 
 
 def _load_rule_modules() -> None:
-    from fmcluster.blueprint.rules import (  # noqa: F401  (registration side effect)
+    from fmcluster.validation.rules import (  # noqa: F401  (registration side effect)
         capacity,
         compute,
         environment,

@@ -27,7 +27,6 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
 from fmcluster.blueprint.model import Blueprint
-from fmcluster.blueprint.rules import Violation, rule
 from fmcluster.catalog import get_instance
 from fmcluster.catalog.networking import (
     AWS_RESERVED_PER_SUBNET,
@@ -40,6 +39,7 @@ from fmcluster.catalog.networking import (
     longest_prefix_for,
     subnet_size,
 )
+from fmcluster.validation.rules import Violation, rule
 
 #: Shortest prefix the model allows for the GPU subnet (NetworkSpec.gpu_subnet_prefix_length ge=16).
 MIN_PREFIX = 16

@@ -10,7 +10,7 @@ import posixpath
 from collections.abc import Iterator
 
 from fmcluster.blueprint.model import DEFAULT_MOUNT_POINT, DEFAULT_SCRATCH_PATH, Blueprint, StorageSpec
-from fmcluster.blueprint.rules import Violation, rule
+from fmcluster.validation.rules import Violation, rule
 
 FSX_API = "https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateFileSystem.html"
 FSX_LUSTRE_CONFIG = "https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateFileSystemLustreConfiguration.html"

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 from fmcluster.blueprint.model import ComputeGroup
-from fmcluster.blueprint.rules import Violation, rule
+from fmcluster.validation.rules import Violation, rule
 
 
 @rule("R-COMPUTE-1", source="https://docs.aws.amazon.com/parallelcluster/latest/ug/Scheduling-v3.html (queue names unique)",

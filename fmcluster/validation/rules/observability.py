@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fmcluster.blueprint.model import Blueprint, ObservabilitySpec
-from fmcluster.blueprint.rules import Violation, rule
+from fmcluster.validation.rules import Violation, rule
 
 
 @rule(
