@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from fmcluster.blueprint import BlueprintError
+from fmcluster.catalog import cpu_architecture_of, memory_gib_of
 from fmcluster.validation import load_blueprint_text
-from fmcluster.validation.rules.orchestrator import cpu_architecture_of, memory_gib_of
 from tests.conftest import patched
 
 EKS = "arn:aws:eks:us-east-1:123456789012:cluster/training"

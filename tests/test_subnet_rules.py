@@ -21,8 +21,8 @@ from fmcluster.catalog.networking import (
     subnet_size,
     usable_addresses,
 )
+from fmcluster.resolved.subnet import subnet_usage
 from fmcluster.validation import load_blueprint_text
-from fmcluster.validation.rules.subnet import subnet_usage
 
 BASE: dict[str, Any] = {
     "name": "net-test",
@@ -97,8 +97,9 @@ def test_efa_only_layout_follows_the_aws_pattern() -> None:
 @pytest.mark.parametrize(("kind", "expected"), [("parallelcluster", "efa-only"), ("pcs", "efa-only"), ("hyperpod", "efa-only")])
 def test_orchestrators_default_to_efa_only(kind: str, expected: str) -> None:
     from fmcluster.blueprint.model import OrchestratorSpec
+    from fmcluster.resolved import profile_for
 
-    assert OrchestratorSpec(kind=kind).efa_interface_type == expected  # type: ignore[arg-type]
+    assert profile_for(OrchestratorSpec(kind=kind)).efa_interface_type == expected  # type: ignore[arg-type]
 
 
 def test_unknown_interface_type_is_refused() -> None:

@@ -703,21 +703,6 @@ class OrchestratorSpec(Section):
     hyperpod: HyperPodSettings = Field(default_factory=HyperPodSettings)
     pcs: PcsSettings = Field(default_factory=PcsSettings)
 
-    @property
-    def efa_interface_type(self) -> str:
-        """Interface type of the EFA interfaces nodes get: ParallelCluster chooses it itself (per version,
-        :data:`PCLUSTER_EFA_INTERFACE_TYPE`); HyperPod and PCS take their setting."""
-        if self.kind == "parallelcluster":
-            return PCLUSTER_EFA_INTERFACE_TYPE[self.parallelcluster.version]
-        return self.hyperpod.efa_interface_type if self.kind == "hyperpod" else self.pcs.efa_interface_type
-
-
-#: EFA interface type ParallelCluster puts on compute nodes, per supported version. 3.16.1: ENA primary
-#: plus ``efa-only`` on every EFA card (aws-parallelcluster 3.16.1 ``pcluster/templates/queues_stack.py``,
-#: read from the installed package; aws/aws-parallelcluster PR #7262). 3.15.0 shipped after that change
-#: was merged (2026-03-03) and is assumed to match (unverified).
-PCLUSTER_EFA_INTERFACE_TYPE = {"3.15.0": "efa-only", "3.16.1": "efa-only"}
-
 
 # ---- observability ---------------------------------------------------------------------------
 DEFAULT_SCRAPE_INTERVAL_S = 30
@@ -791,14 +776,6 @@ class Blueprint(Section):
     storage: StorageSpec = Field(default_factory=StorageSpec, description="Default: FSx PERSISTENT_2 1200 GiB and a checkpoint bucket.")
     orchestrator: OrchestratorSpec = Field(default_factory=OrchestratorSpec, description="Default: ParallelCluster.")
     observability: ObservabilitySpec = Field(default_factory=ObservabilitySpec, description="Default: managed Prometheus + Grafana.")
-
-    @property
-    def placement_group_names(self) -> list[str]:
-        """Compute groups that get a cluster placement group: EFA groups that are not reservation-backed
-        (:attr:`ComputeGroup.uses_placement_group`), except on HyperPod, which places nodes itself."""
-        if self.orchestrator.kind == "hyperpod":
-            return []
-        return [g.name for g in self.compute if g.uses_placement_group]
 
     @property
     def az_label(self) -> str:

@@ -3,6 +3,13 @@
 Imports nothing from ``fmcluster.constructs`` or ``fmcluster.stacks`` (one-way data flow).
 """
 
-from fmcluster.catalog.instances import InstanceSpec, UnknownInstanceType, get_instance, known_instance_types
+from fmcluster.catalog.instances import (
+    InstanceSpec,
+    UnknownInstanceType,
+    cpu_architecture_of,
+    get_instance,
+    known_instance_types,
+    memory_gib_of,
+)
 
-__all__ = ["InstanceSpec", "UnknownInstanceType", "get_instance", "known_instance_types"]
+__all__ = ["InstanceSpec", "UnknownInstanceType", "cpu_architecture_of", "get_instance", "known_instance_types", "memory_gib_of"]

@@ -35,7 +35,7 @@ from fmcluster.preflight.checks import (
     resolve_zone,
 )
 from fmcluster.preflight.clients import NO_CREDENTIALS, Clients, PreflightCannotRun
-from fmcluster.validation.rules.subnet import subnet_usage
+from fmcluster.resolved.subnet import subnet_usage
 
 #: IAM action each check needs; named in the row when AWS denies it (docs/preflight.md lists them all).
 PERMISSIONS = {

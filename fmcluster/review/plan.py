@@ -27,8 +27,9 @@ from typing import Any
 from fmcluster.blueprint.model import Blueprint
 from fmcluster.catalog import get_instance
 from fmcluster.catalog.software import get_stack
+from fmcluster.resolved import resolve
+from fmcluster.resolved.subnet import subnet_usage
 from fmcluster.templates.observability.endpoints import observability_endpoints
-from fmcluster.validation.rules.subnet import subnet_usage
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,8 @@ def build_plan(bp: Blueprint, stacks: dict[str, int] | None = None, checkpoint_g
     from fmcluster.constructs.capacity import efa_interface_layout, ipv4_addresses_per_node
 
     compute = []
-    mode = bp.orchestrator.efa_interface_type
+    rc = resolve(bp)
+    mode = rc.efa_interface_type
     for g in bp.compute:
         inst = get_instance(g.instance_type)
         nics = efa_interface_layout(inst, efa=g.efa_enabled, efa_interface_type=mode)
@@ -113,7 +115,7 @@ def build_plan(bp: Blueprint, stacks: dict[str, int] | None = None, checkpoint_g
             efa_interfaces_per_node=inst.efa_interface_count if g.efa_enabled else 0,
             network_gbps_per_node=inst.network_gbps, network_gbps_total=inst.network_gbps * g.count,
             capacity_type=g.capacity.type,
-            placement_group=g.name in bp.placement_group_names,
+            placement_group=g.name in rc.placement_group_names,
             efa_interface_type=mode if g.efa_enabled else "-", ipv4_per_node=ipv4_addresses_per_node(nics),
         ))
     gpus = sum(c.gpus_total for c in compute)

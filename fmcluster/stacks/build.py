@@ -12,6 +12,7 @@ from aws_cdk import App, Environment, Stack, Tags
 
 from fmcluster.blueprint.model import Blueprint
 from fmcluster.constructs.network import Placement
+from fmcluster.resolved import resolve
 from fmcluster.stacks.cluster_stack import ClusterStack
 from fmcluster.stacks.network_stack import NetworkStack
 from fmcluster.stacks.observability_stack import ObservabilityStack
@@ -64,7 +65,7 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
     network = NetworkStack(
         app, f"{bp.name}-network", env=env, spec=bp.network, placement=placement,
         # HyperPod places instances itself (no placement-group setting in AWS::SageMaker::Cluster).
-        placement_group_names=bp.placement_group_names,
+        placement_group_names=resolve(bp).placement_group_names,
         description=f"fmcluster {bp.name}: VPC, GPU subnet, EFA security group, placement groups",
     )
     net = network.network

@@ -60,9 +60,9 @@ from fmcluster.constructs.orchestrators.common import (
     start_after_slurm,
 )
 from fmcluster.constructs.storage import LustreMount
+from fmcluster.resolved.profiles import HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP
 from fmcluster.templates.context import NodeContext
 from fmcluster.templates.node_scripts import ENTRY_POINT, render_node_scripts
-from fmcluster.validation.rules.orchestrator import HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP
 
 LIFECYCLE_PREFIX = "lifecycle"
 ON_CREATE = "on_create.sh"

@@ -50,7 +50,7 @@ from aws_cdk import aws_pcs as pcs
 from constructs import Construct
 
 from fmcluster.blueprint.model import ComputeGroup, PcsSettings
-from fmcluster.catalog import get_instance
+from fmcluster.catalog import cpu_architecture_of, get_instance
 from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.constructs.capacity import (
     NicSpec,
@@ -72,7 +72,6 @@ from fmcluster.constructs.orchestrators.common import (
 )
 from fmcluster.constructs.storage import LustreMount
 from fmcluster.templates.node_scripts import ENTRY_POINT
-from fmcluster.validation.rules.orchestrator import cpu_architecture_of
 
 LOGIN_GROUP = "login"
 PCS_AMI_PARAMETER = "/aws/service/pcs/ami/dlami-base-ubuntu2404/{arch}/latest/ami-id"

@@ -1,9 +1,10 @@
 """Cross-field domain rules: one function per rule, each with an id, a level and a source.
 
 A rule is a generator decorated with :func:`rule`; it yields ``(yaml_path, message)`` pairs. The
-``scope`` says what it receives: ``"blueprint"`` (the whole frozen Blueprint) or the name of a
-top-level section (``"storage"``, ``"compute"``, ...), whose rules also run when another section of
-the blueprint failed its shape check. Rules never raise; they report.
+``scope`` says what it receives: ``"blueprint"`` (the whole frozen Blueprint), ``"cluster"`` (the
+:class:`fmcluster.resolved.ResolvedCluster`, resolved once per run, for rules that judge derived
+facts) or the name of a top-level section (``"storage"``, ``"compute"``, ...), whose rules also run
+when another section of the blueprint failed its shape check. Rules never raise; they report.
 """
 
 from __future__ import annotations
@@ -61,6 +62,28 @@ def _load_rule_modules() -> None:
     )
 
 
+def _subject(r: Rule, bp: Any, resolved: Callable[[], Any]) -> Any:
+    if r.scope == "blueprint":
+        return bp
+    if r.scope == "cluster":
+        return resolved()
+    return getattr(bp, r.scope)
+
+
+def _once(bp: Any) -> Callable[[], Any]:
+    """``resolve(bp)``, computed on first use and shared by every cluster-scoped rule of a run."""
+    from fmcluster.resolved import resolve
+
+    memo: list[Any] = []
+
+    def get() -> Any:
+        if not memo:
+            memo.append(resolve(bp))
+        return memo[0]
+
+    return get
+
+
 def run_rules_best_effort(partial: Any, valid_sections: set[str]) -> list[Problem]:
     """Run rules on a partially valid Blueprint (built without validation; broken parts are None).
 
@@ -70,12 +93,12 @@ def run_rules_best_effort(partial: Any, valid_sections: set[str]) -> list[Proble
     """
     _load_rule_modules()
     out: list[Problem] = []
+    resolved = _once(partial)
     for r in REGISTRY:
-        if r.scope != "blueprint" and r.scope not in valid_sections:
+        if r.scope not in ("blueprint", "cluster") and r.scope not in valid_sections:
             continue
-        subject = partial if r.scope == "blueprint" else getattr(partial, r.scope)
         try:
-            out += list(r.check(subject))
+            out += list(r.check(_subject(r, partial, resolved)))
         except (AttributeError, TypeError, KeyError):
             continue
     return out
@@ -85,7 +108,7 @@ def run_rules(bp: Any) -> list[Problem]:
     """Run every rule on a shape-valid Blueprint; returns errors and warnings in rule order."""
     _load_rule_modules()
     out: list[Problem] = []
+    resolved = _once(bp)
     for r in REGISTRY:
-        subject = bp if r.scope == "blueprint" else getattr(bp, r.scope)
-        out += list(r.check(subject))
+        out += list(r.check(_subject(r, bp, resolved)))
     return out

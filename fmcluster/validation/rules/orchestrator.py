@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from fmcluster.blueprint.model import Blueprint, OrchestratorSpec
-from fmcluster.catalog import get_instance, known_instance_types
+from fmcluster.catalog import cpu_architecture_of, get_instance, memory_gib_of
+from fmcluster.resolved.profiles import HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP, PCS_LOGIN_GROUP
 from fmcluster.validation.rules import Violation, rule
 from fmcluster.validation.rules.capacity import cpu_architectures
 
@@ -23,39 +23,6 @@ def settings_match_kind(orch: OrchestratorSpec) -> Iterator[Violation]:
                 f"allowed only orchestrator.{orch.kind} - did you mean kind: {other}?"
             )
 
-
-
-# ---- helpers shared with the orchestrator constructs -------------------------------------------
-_TYPE_NAME = re.compile(r"^(?P<family>[a-z]+)(?P<gen>\d+)(?P<attrs>[a-z-]*)\.(?P<size>[a-z0-9]+)$")
-#: GiB of memory per vCPU of the general purpose (m), compute optimized (c) and memory optimized (r)
-#: families from the 5th generation on: https://docs.aws.amazon.com/ec2/latest/instancetypes/gp.html,
-#: .../co.html, .../mo.html (m: 4, c: 2, r: 8 GiB per vCPU).
-_GIB_PER_VCPU = {"m": 4, "c": 2, "r": 8}
-
-
-def cpu_architecture_of(instance_type: str) -> str | None:
-    """``x86_64`` or ``arm64`` for an EC2 type: from the catalog when it knows the type, else from the
-    naming convention (``g`` among the attribute letters = AWS Graviton,
-    https://docs.aws.amazon.com/ec2/latest/instancetypes/instance-type-names.html). ``None`` when the
-    name does not parse."""
-    if instance_type in known_instance_types():
-        return get_instance(instance_type).cpu_architecture
-    m = _TYPE_NAME.match(instance_type.removeprefix("ml."))
-    if not m:
-        return None
-    return "arm64" if "g" in m.group("attrs").split("-")[0] else "x86_64"
-
-
-def memory_gib_of(instance_type: str) -> float | None:
-    """Memory of m/c/r types (generation 5+) from their vCPU count; ``None`` for anything else."""
-    m = _TYPE_NAME.match(instance_type)
-    if not m or m.group("family") not in _GIB_PER_VCPU or int(m.group("gen")) < 5:
-        return None
-    size = m.group("size")
-    vcpus = {"medium": 1, "large": 2, "xlarge": 4}.get(size)
-    if vcpus is None and size.endswith("xlarge") and size[:-6].isdigit():
-        vcpus = 4 * int(size[:-6])
-    return None if vcpus is None else float(vcpus * _GIB_PER_VCPU[m.group("family")])
 
 
 # ---- ParallelCluster -------------------------------------------------------------------------
@@ -96,8 +63,6 @@ def head_node_architecture(bp: Blueprint) -> Iterator[Violation]:
 
 
 # ---- SageMaker HyperPod ----------------------------------------------------------------------
-HYPERPOD_CONTROLLER_GROUP = "controller"
-HYPERPOD_LOGIN_GROUP = "login"
 
 
 @rule("R-HP-1", source="https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterOrchestratorEksConfig.html "
@@ -134,7 +99,6 @@ def hyperpod_reserved_names(bp: Blueprint) -> Iterator[Violation]:
 
 
 # ---- AWS PCS ---------------------------------------------------------------------------------
-PCS_LOGIN_GROUP = "login"
 
 
 @rule("R-PCS-1", source="botocore data/pcs/2023-02-10/service-2.json CreateComputeNodeGroupRequest.computeNodeGroupName "

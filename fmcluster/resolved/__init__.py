@@ -1,0 +1,19 @@
+"""The resolved cluster: a blueprint's derived facts, computed once (:func:`resolve`), and the
+per-orchestrator profiles. Sits above the blueprint model and the catalog, below the rules,
+templates, constructs, stacks, review and the CLI."""
+
+from fmcluster.resolved.cluster import (
+    BLUEPRINT_TAG,
+    NODE_DIR,
+    ResolvedCluster,
+    ResolvedGroup,
+    StackNames,
+    resolve,
+)
+from fmcluster.resolved.profiles import OrchestratorProfile, profile_for
+from fmcluster.resolved.subnet import SubnetUsage, subnet_usage
+
+__all__ = [
+    "BLUEPRINT_TAG", "NODE_DIR", "OrchestratorProfile", "ResolvedCluster", "ResolvedGroup", "StackNames",
+    "SubnetUsage", "profile_for", "resolve", "subnet_usage",
+]

@@ -1,0 +1,189 @@
+"""Resolve a blueprint once: every derived fact, computed in one place and frozen.
+
+:func:`resolve` is fmcluster's expand step (the model of Cluster Toolkit's ``pkg/config/expand.go``):
+defaults and wiring are applied once, and everything downstream (the rules that need derived values,
+templates, constructs, stacks, the plan and preflight) reads the :class:`ResolvedCluster` instead of
+recomputing. Only facts that depend on more than one blueprint field, on the catalog or on the
+orchestrator live here; a section's own defaults stay properties of the model
+(``ComputeGroup.efa_enabled``, ``LustreSpec.throughput_mbps``).
+
+Resolving never raises on a shape-valid blueprint: what cannot be resolved (a catalog stack whose
+downloads are missing, say) is left for the rules to report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fmcluster.blueprint.model import Blueprint, ComputeGroup
+from fmcluster.catalog import InstanceSpec, get_instance
+from fmcluster.catalog.networking import InterfaceSlot, describe_layout, interface_layout
+from fmcluster.catalog.software import SoftwareStack, get_stack
+from fmcluster.resolved.profiles import OrchestratorProfile, profile_for
+from fmcluster.resolved.subnet import SubnetUsage, subnet_usage
+
+#: Where fmcluster puts its own files on a node (scripts, job environment, observability).
+NODE_DIR = "/opt/fmcluster"
+#: Tag every cluster resource and node carries (``Tags.of(app)``); EC2 service discovery filters on it.
+BLUEPRINT_TAG = "fmcluster:blueprint"
+
+
+@dataclass(frozen=True)
+class StackNames:
+    """CloudFormation stack names of one blueprint (``<name>-network`` ...); ``observability`` is
+    ``None`` when ``observability.metrics`` is ``none``."""
+
+    network: str
+    storage: str
+    cluster: str
+    observability: str | None
+
+    def all(self) -> list[str]:
+        """Every stack, in the order ``fmcluster plan`` lists them (network, storage, observability, cluster)."""
+        return [self.network, self.storage, *([self.observability] if self.observability else []), self.cluster]
+
+
+@dataclass(frozen=True)
+class ResolvedGroup:
+    """One compute group with its derived facts.
+
+    Attributes:
+        spec: the blueprint's ``compute[index]``.
+        index: position in ``compute`` (for YAML paths such as ``compute[2].count``).
+        instance: catalog facts of ``spec.instance_type``.
+        interfaces: launch-template network interfaces of one node (``catalog.networking.interface_layout``
+            for the profile's EFA interface type).
+        efa_devices: EFA devices per node (0 when EFA is off).
+        ipv4_per_node: private IPv4 addresses one node takes from the GPU subnet.
+        placement_group: True when the network stack creates a cluster placement group for this group.
+        cpu_options: launch-template ``CpuOptions`` turning SMT off (``threads_per_core: 1`` on x86), else None.
+    """
+
+    spec: ComputeGroup
+    index: int
+    instance: InstanceSpec
+    interfaces: tuple[InterfaceSlot, ...]
+    efa_devices: int
+    ipv4_per_node: int
+    placement_group: bool
+    cpu_options: dict[str, int] | None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def path(self) -> str:
+        """YAML path of the group, e.g. ``compute[0]``."""
+        return f"compute[{self.index}]"
+
+    @property
+    def interface_summary(self) -> str:
+        """Short form of :attr:`interfaces`, e.g. ``1 interface + 32 efa-only``."""
+        return describe_layout(self.interfaces)
+
+
+@dataclass(frozen=True)
+class ResolvedCluster:
+    """A blueprint with every derived fact (see module docstring). Build with :func:`resolve`.
+
+    Attributes:
+        blueprint: the validated blueprint it was resolved from.
+        profile: the orchestrator's profile (:mod:`fmcluster.resolved.profiles`).
+        groups: one :class:`ResolvedGroup` per compute group, in blueprint order.
+        software: the catalog stack with ``software.overrides`` applied, or ``None`` when the stack name
+            is unknown (the model reports that).
+        stacks: CloudFormation stack names.
+        subnet: GPU-subnet IPv4 usage (:func:`fmcluster.resolved.subnet.subnet_usage`).
+        observability_parameter: SSM parameter (String, JSON) nodes read at boot for the metrics layer.
+        node_dir: where fmcluster keeps its files on nodes (:data:`NODE_DIR`).
+        tags: tags on every resource: ``fmcluster:blueprint`` plus the blueprint's tags.
+    """
+
+    blueprint: Blueprint
+    profile: OrchestratorProfile
+    groups: tuple[ResolvedGroup, ...]
+    software: SoftwareStack | None
+    stacks: StackNames
+    subnet: SubnetUsage
+    observability_parameter: str
+    node_dir: str
+    tags: dict[str, str]
+
+    @property
+    def name(self) -> str:
+        return self.blueprint.name
+
+    @property
+    def efa_interface_type(self) -> str:
+        return self.profile.efa_interface_type
+
+    @property
+    def placement_group_names(self) -> list[str]:
+        """Groups that get a cluster placement group (:attr:`ResolvedGroup.placement_group`)."""
+        return [g.name for g in self.groups if g.placement_group]
+
+    def group(self, name: str) -> ResolvedGroup:
+        """The resolved group called ``name``. Raises KeyError for an unknown name."""
+        for g in self.groups:
+            if g.name == name:
+                return g
+        raise KeyError(name)
+
+
+def observability_parameter_name(blueprint_name: str) -> str:
+    """SSM parameter (String, JSON) that nodes read at boot: mode, region, remote-write URL, Grafana URL."""
+    return f"/fmcluster/{blueprint_name}/observability"
+
+
+def stack_names(bp: Blueprint) -> StackNames:
+    return StackNames(
+        network=f"{bp.name}-network", storage=f"{bp.name}-storage", cluster=f"{bp.name}-cluster",
+        observability=f"{bp.name}-observability" if bp.observability.enabled else None,
+    )
+
+
+def smt_off_cpu_options(inst: InstanceSpec, threads_per_core: int) -> dict[str, int] | None:
+    """Launch-template ``CpuOptions`` that turn SMT off (``threads_per_core == 1``) on x86; ``None``
+    otherwise (arm64 Grace cores have one thread each already)."""
+    if threads_per_core == 2 or inst.cpu_architecture != "x86_64":
+        return None
+    return {"CoreCount": inst.vcpus // 2, "ThreadsPerCore": 1}
+
+
+def resolve_group(index: int, group: ComputeGroup, profile: OrchestratorProfile) -> ResolvedGroup:
+    inst = get_instance(group.instance_type)
+    slots = interface_layout(inst, efa=group.efa_enabled, interface_type=profile.efa_interface_type)
+    return ResolvedGroup(
+        spec=group, index=index, instance=inst, interfaces=slots,
+        efa_devices=inst.efa_interface_count if group.efa_enabled else 0,
+        ipv4_per_node=sum(s.ipv4_addresses for s in slots),
+        # Orchestrators that place nodes themselves (HyperPod) have no placement-group setting.
+        placement_group=group.uses_placement_group and not profile.places_nodes_itself,
+        cpu_options=smt_off_cpu_options(inst, group.threads_per_core),
+    )
+
+
+def resolved_software(bp: Blueprint) -> SoftwareStack | None:
+    """The catalog stack with the blueprint's overrides applied (``None`` for an unknown stack name)."""
+    try:
+        stack = get_stack(bp.software.stack)
+    except KeyError:
+        return None
+    return stack.with_overrides(bp.software.overrides.as_dict())
+
+
+def resolve(bp: Blueprint) -> ResolvedCluster:
+    """Resolve ``bp`` (a shape-valid blueprint) into a frozen :class:`ResolvedCluster`."""
+    profile = profile_for(bp.orchestrator)
+    return ResolvedCluster(
+        blueprint=bp,
+        profile=profile,
+        groups=tuple(resolve_group(i, g, profile) for i, g in enumerate(bp.compute)),
+        software=resolved_software(bp),
+        stacks=stack_names(bp),
+        subnet=subnet_usage(bp, profile=profile),
+        observability_parameter=observability_parameter_name(bp.name),
+        node_dir=NODE_DIR,
+        tags={BLUEPRINT_TAG: bp.name, **bp.tags},
+    )

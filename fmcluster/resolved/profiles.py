@@ -1,0 +1,174 @@
+"""Orchestrator profiles: everything fmcluster knows about one orchestrator, in one place.
+
+A profile holds the facts that rules, constructs, templates, the plan and preflight used to branch
+on (``kind == "hyperpod"`` and friends): the EFA interface type nodes get and where a blueprint
+chooses it, the management nodes, the node that runs Prometheus, reserved group names, the
+capacity types the orchestrator accepts and how it spells each, how node and head-node scripts
+travel, the metrics-discovery default and size limits. Adding an orchestrator means adding a
+profile here and its construct in ``fmcluster.constructs.orchestrators``.
+
+Sources are given per field below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal
+
+from fmcluster.blueprint.model import OrchestratorSpec
+
+ProfileKey = Literal["parallelcluster", "hyperpod-slurm", "hyperpod-eks", "pcs"]
+Delivery = Literal["s3_asset", "lifecycle"]
+Discovery = Literal["ec2", "slurm"]
+
+#: EFA interface type ParallelCluster puts on compute nodes, per supported version. 3.16.1: ENA primary
+#: plus ``efa-only`` on every EFA card (aws-parallelcluster 3.16.1 ``pcluster/templates/queues_stack.py``,
+#: read from the installed package; aws/aws-parallelcluster PR #7262). 3.15.0 shipped after that change
+#: was merged (2026-03-03) and is assumed to match (unverified).
+PCLUSTER_EFA_INTERFACE_TYPE = {"3.15.0": "efa-only", "3.16.1": "efa-only"}
+
+#: ParallelCluster ``SlurmQueues[].CapacityType`` and AWS PCS ``ComputeNodeGroup.PurchaseOption`` per
+#: capacity type; ODCR is on-demand with a reservation target (aws-resource-rules.md section 5.3;
+#: botocore ``pcs`` ``PurchaseOption`` enum). The two orchestrators spell them the same.
+EC2_PURCHASE_OPTIONS: Mapping[str, str] = MappingProxyType({
+    "on_demand": "ONDEMAND",
+    "spot": "SPOT",
+    "odcr": "ONDEMAND",
+    "capacity_block": "CAPACITY_BLOCK",
+})
+#: HyperPod instance groups: on-demand, or a SageMaker training plan (``InstanceGroups[].TrainingPlanArn``);
+#: no EC2 reservation target (botocore sagemaker service-2.json ClusterInstanceGroupSpecification).
+HYPERPOD_CAPACITY: Mapping[str, str] = MappingProxyType({"on_demand": "ON_DEMAND", "training_plan": "TrainingPlanArn"})
+
+#: Names fmcluster gives the HyperPod Slurm controller and login instance groups and the PCS login node group.
+HYPERPOD_CONTROLLER_GROUP = "controller"
+HYPERPOD_LOGIN_GROUP = "login"
+PCS_LOGIN_GROUP = "login"
+
+
+@dataclass(frozen=True)
+class OrchestratorProfile:
+    """What one orchestrator is and does, as fmcluster uses it.
+
+    Attributes:
+        key: profile key (``parallelcluster``, ``hyperpod-slurm``, ``hyperpod-eks``, ``pcs``).
+        kind: the blueprint's ``orchestrator.kind`` value.
+        settings_path: YAML path of the orchestrator's settings section, e.g. ``orchestrator.pcs``.
+        efa_interface_type: interface type of the nodes' EFA interfaces (``efa`` or ``efa-only``):
+            ParallelCluster chooses it itself per version (:data:`PCLUSTER_EFA_INTERFACE_TYPE`), HyperPod
+            and PCS take the blueprint's setting.
+        efa_interface_type_setting: YAML path where a blueprint chooses the EFA interface type, or
+            ``None`` when the orchestrator chooses it (ParallelCluster renders its own launch templates).
+        efa_only_caveat: appended to ``efa-only`` advice (PCS: unverified, R-PCS-3).
+        head_node_label: the node that runs the controller side and Prometheus, as users call it.
+        management: management node labels, one subnet address each (ParallelCluster head node; PCS login
+            node; HyperPod controller and, when configured, login).
+        reserved_group_names: compute group names the orchestrator construct uses itself.
+        capacity_types: accepted ``capacity.type`` values, in preference order, mapped to the orchestrator's
+            own term; a type that is absent is refused by the capacity rules.
+        node_bootstrap_delivery: how node scripts reach nodes: an S3 asset (ParallelCluster, PCS) or the
+            HyperPod lifecycle-script folder.
+        head_node_script_delivery: how the head-node (observability) script travels, or ``None`` where
+            there is no node of fmcluster's to run it (HyperPod EKS).
+        default_node_discovery: what ``observability.node_discovery: auto`` means (HyperPod nodes are not
+            EC2 instances of the account, so EC2 discovery cannot find them).
+        places_nodes_itself: True when the orchestrator has no placement-group setting (HyperPod).
+        needs_vpc: the construct creates resources in the VPC itself (HyperPod, PCS).
+        user_data_embed_limit_bytes: node scripts up to this size are embedded in user data, larger ones
+            are downloaded (PCS: EC2's 16 KB raw limit minus headroom for the MIME wrapper); ``None`` when
+            fmcluster writes no user data.
+    """
+
+    key: ProfileKey
+    kind: str
+    settings_path: str
+    efa_interface_type: str
+    efa_interface_type_setting: str | None
+    head_node_label: str
+    management: tuple[str, ...]
+    reserved_group_names: tuple[str, ...]
+    capacity_types: Mapping[str, str]
+    node_bootstrap_delivery: Delivery
+    head_node_script_delivery: Delivery | None
+    default_node_discovery: Discovery
+    places_nodes_itself: bool = False
+    needs_vpc: bool = False
+    efa_only_caveat: str = ""
+    user_data_embed_limit_bytes: int | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def accepts(self, capacity_type: str) -> bool:
+        return capacity_type in self.capacity_types
+
+    def capacity_term(self, capacity_type: str) -> str | None:
+        """The orchestrator's name for a capacity type (``None``: not accepted)."""
+        return self.capacity_types.get(capacity_type)
+
+    def management_nodes(self) -> tuple[tuple[str, int], ...]:
+        """(label, subnet addresses) per management node: one address each."""
+        return tuple((label, 1) for label in self.management)
+
+
+def _parallelcluster(orch: OrchestratorSpec) -> OrchestratorProfile:
+    return OrchestratorProfile(
+        key="parallelcluster", kind="parallelcluster", settings_path="orchestrator.parallelcluster",
+        efa_interface_type=PCLUSTER_EFA_INTERFACE_TYPE[orch.parallelcluster.version], efa_interface_type_setting=None,
+        head_node_label="head node", management=("head node",),
+        reserved_group_names=(), capacity_types=EC2_PURCHASE_OPTIONS,
+        node_bootstrap_delivery="s3_asset", head_node_script_delivery="s3_asset", default_node_discovery="ec2",
+    )
+
+
+def _hyperpod(orch: OrchestratorSpec) -> OrchestratorProfile:
+    hp = orch.hyperpod
+    # The controller and login instance groups exist on Slurm only; the subnet count has always
+    # included them for EKS too (kept: the plan and the subnet rules must not change here).
+    management = ("controller node", *(("login node",) if hp.login_instance_type else ()))
+    if hp.orchestration == "eks":
+        return OrchestratorProfile(
+            key="hyperpod-eks", kind="hyperpod", settings_path="orchestrator.hyperpod",
+            efa_interface_type=hp.efa_interface_type,
+            efa_interface_type_setting="orchestrator.hyperpod.efa_interface_type", head_node_label="controller node",
+            management=management, reserved_group_names=(), capacity_types=HYPERPOD_CAPACITY,
+            node_bootstrap_delivery="lifecycle", head_node_script_delivery=None, default_node_discovery="slurm",
+            places_nodes_itself=True, needs_vpc=True,
+            notes=("HyperPod on EKS: pods take VPC CNI addresses from this subnet; they are not counted",),
+        )
+    return OrchestratorProfile(
+        key="hyperpod-slurm", kind="hyperpod", settings_path="orchestrator.hyperpod",
+        efa_interface_type=hp.efa_interface_type,
+        efa_interface_type_setting="orchestrator.hyperpod.efa_interface_type", head_node_label="controller node",
+        management=management, reserved_group_names=(HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP),
+        capacity_types=HYPERPOD_CAPACITY, node_bootstrap_delivery="lifecycle", head_node_script_delivery="lifecycle",
+        default_node_discovery="slurm", places_nodes_itself=True, needs_vpc=True,
+    )
+
+
+#: EC2 user data is limited to 16 KB raw (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/user-data.html);
+#: scripts up to this size are embedded, larger ones downloaded (headroom for the MIME wrapper and tokens).
+PCS_USER_DATA_EMBED_LIMIT_BYTES = 12 * 1024
+
+
+def _pcs(orch: OrchestratorSpec) -> OrchestratorProfile:
+    return OrchestratorProfile(
+        key="pcs", kind="pcs", settings_path="orchestrator.pcs",
+        efa_interface_type=orch.pcs.efa_interface_type,
+        efa_interface_type_setting="orchestrator.pcs.efa_interface_type", head_node_label="login node",
+        management=("login node",), reserved_group_names=(PCS_LOGIN_GROUP,), capacity_types=EC2_PURCHASE_OPTIONS,
+        node_bootstrap_delivery="s3_asset", head_node_script_delivery="s3_asset", default_node_discovery="ec2",
+        needs_vpc=True, efa_only_caveat="; unverified on PCS, R-PCS-3",
+        user_data_embed_limit_bytes=PCS_USER_DATA_EMBED_LIMIT_BYTES,
+    )
+
+
+_BUILDERS = {"parallelcluster": _parallelcluster, "hyperpod": _hyperpod, "pcs": _pcs}
+#: Every ``orchestrator.kind`` fmcluster knows.
+KINDS = tuple(_BUILDERS)
+
+
+def profile_for(orch: OrchestratorSpec) -> OrchestratorProfile:
+    """The profile of ``orch.kind`` (HyperPod: Slurm or EKS by ``orchestration``)."""
+    return _BUILDERS[orch.kind](orch)
+
