@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fmcluster.blueprint.model import Blueprint, ComputeGroup
+from fmcluster.blueprint.model import Blueprint, ComputeGroup, SoftwareSpec
 from fmcluster.catalog import InstanceSpec, get_instance
 from fmcluster.catalog.networking import InterfaceSlot, describe_layout, interface_layout
 from fmcluster.catalog.software import SoftwareStack, get_stack
@@ -119,6 +119,11 @@ class ResolvedCluster:
         return self.profile.efa_interface_type
 
     @property
+    def cpu_architectures(self) -> set[str]:
+        """CPU architectures of the compute groups (:func:`cpu_architectures`)."""
+        return {g.instance.cpu_architecture for g in self.groups}
+
+    @property
     def placement_group_names(self) -> list[str]:
         """Groups that get a cluster placement group (:attr:`ResolvedGroup.placement_group`)."""
         return [g.name for g in self.groups if g.placement_group]
@@ -164,13 +169,24 @@ def resolve_group(index: int, group: ComputeGroup, profile: OrchestratorProfile)
     )
 
 
+def software_stack(spec: SoftwareSpec) -> SoftwareStack:
+    """The catalog stack ``spec.stack`` with ``spec.overrides`` applied. Raises KeyError for an unknown
+    stack name (the model refuses those)."""
+    return get_stack(spec.stack).with_overrides(spec.overrides.as_dict())
+
+
 def resolved_software(bp: Blueprint) -> SoftwareStack | None:
-    """The catalog stack with the blueprint's overrides applied (``None`` for an unknown stack name)."""
+    """:func:`software_stack` of the blueprint, or ``None`` for an unknown stack name."""
     try:
-        stack = get_stack(bp.software.stack)
+        return software_stack(bp.software)
     except KeyError:
         return None
-    return stack.with_overrides(bp.software.overrides.as_dict())
+
+
+def cpu_architectures(bp: Blueprint) -> set[str]:
+    """The CPU architectures of the blueprint's compute groups (``x86_64``, ``arm64``; more than one is
+    R-CAP-9's error)."""
+    return {get_instance(g.instance_type).cpu_architecture for g in bp.compute}
 
 
 def resolve(bp: Blueprint) -> ResolvedCluster:

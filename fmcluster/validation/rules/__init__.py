@@ -4,7 +4,10 @@ A rule is a generator decorated with :func:`rule`; it yields ``(yaml_path, messa
 ``scope`` says what it receives: ``"blueprint"`` (the whole frozen Blueprint), ``"cluster"`` (the
 :class:`fmcluster.resolved.ResolvedCluster`, resolved once per run, for rules that judge derived
 facts) or the name of a top-level section (``"storage"``, ``"compute"``, ...), whose rules also run
-when another section of the blueprint failed its shape check. Rules never raise; they report.
+when another section of the blueprint failed its shape check. ``orchestrators`` limits a rule to
+the clusters whose orchestrator profile matches (a profile key such as ``hyperpod-eks`` or an
+``orchestrator.kind`` such as ``hyperpod``); the rule body then never branches on the orchestrator.
+Rules never raise; they report.
 """
 
 from __future__ import annotations
@@ -26,6 +29,11 @@ class Rule:
     source: str
     scope: str
     fn: RuleFn
+    orchestrators: tuple[str, ...] = ()
+
+    def applies_to(self, profile: Any) -> bool:
+        """Whether the rule runs for a cluster of this :class:`OrchestratorProfile` (all when unrestricted)."""
+        return not self.orchestrators or profile.key in self.orchestrators or profile.kind in self.orchestrators
 
     def check(self, subject: Any) -> Iterator[Problem]:
         for path, message in self.fn(subject):
@@ -35,13 +43,15 @@ class Rule:
 REGISTRY: list[Rule] = []
 
 
-def rule(id: str, *, level: Level = "error", source: str, scope: str = "blueprint") -> Callable[[RuleFn], RuleFn]:
+def rule(
+    id: str, *, level: Level = "error", source: str, scope: str = "blueprint", orchestrators: tuple[str, ...] = (),
+) -> Callable[[RuleFn], RuleFn]:
     """Register a rule function (see module docstring)."""
 
     def deco(fn: RuleFn) -> RuleFn:
         if any(r.id == id for r in REGISTRY):
             raise ValueError(f"duplicate rule id {id}")
-        REGISTRY.append(Rule(id, level, source, scope, fn))
+        REGISTRY.append(Rule(id, level, source, scope, fn, orchestrators))
         fn.rule_id = id  # type: ignore[attr-defined]
         return fn
 
@@ -70,6 +80,16 @@ def _subject(r: Rule, bp: Any, resolved: Callable[[], Any]) -> Any:
     return getattr(bp, r.scope)
 
 
+def _profile(bp: Any) -> Any:
+    """The orchestrator profile of ``bp``, or ``None`` when its orchestrator section is broken."""
+    from fmcluster.resolved import profile_for
+
+    try:
+        return profile_for(bp.orchestrator)
+    except (AttributeError, KeyError, TypeError):
+        return None
+
+
 def _once(bp: Any) -> Callable[[], Any]:
     """``resolve(bp)``, computed on first use and shared by every cluster-scoped rule of a run."""
     from fmcluster.resolved import resolve
@@ -93,9 +113,11 @@ def run_rules_best_effort(partial: Any, valid_sections: set[str]) -> list[Proble
     """
     _load_rule_modules()
     out: list[Problem] = []
-    resolved = _once(partial)
+    resolved, profile = _once(partial), _profile(partial)
     for r in REGISTRY:
         if r.scope not in ("blueprint", "cluster") and r.scope not in valid_sections:
+            continue
+        if r.orchestrators and (profile is None or not r.applies_to(profile)):
             continue
         try:
             out += list(r.check(_subject(r, partial, resolved)))
@@ -108,7 +130,8 @@ def run_rules(bp: Any) -> list[Problem]:
     """Run every rule on a shape-valid Blueprint; returns errors and warnings in rule order."""
     _load_rule_modules()
     out: list[Problem] = []
-    resolved = _once(bp)
+    resolved, profile = _once(bp), _profile(bp)
     for r in REGISTRY:
-        out += list(r.check(_subject(r, bp, resolved)))
+        if r.applies_to(profile):
+            out += list(r.check(_subject(r, bp, resolved)))
     return out

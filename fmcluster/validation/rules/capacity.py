@@ -21,6 +21,8 @@ from fmcluster.blueprint.model import Blueprint, ComputeGroup
 from fmcluster.catalog import get_instance
 from fmcluster.catalog.regions import is_known_region
 from fmcluster.catalog.software import get_stack, known_stacks
+from fmcluster.resolved import ResolvedCluster
+from fmcluster.resolved.cluster import cpu_architectures
 from fmcluster.validation.rules import Violation, rule
 
 PC_VALIDATORS = "aws/aws-parallelcluster cli/src/pcluster/validators/"
@@ -44,11 +46,12 @@ _PLACEMENT_REASON = {
 TRAINING_PLAN_DOC = "https://docs.aws.amazon.com/sagemaker/latest/dg/reserve-capacity-with-training-plans.html"
 
 
-@rule("R-CAP-1", source=f"{TRAINING_PLAN_DOC} "
-      "(training plans are SageMaker capacity)")
-def training_plan_only_on_hyperpod(bp: Blueprint) -> Iterator[Violation]:
+@rule("R-CAP-1", scope="cluster", source=f"{TRAINING_PLAN_DOC} (training plans are SageMaker capacity)")
+def training_plan_only_on_hyperpod(rc: ResolvedCluster) -> Iterator[Violation]:
+    """Training plans need an orchestrator whose profile accepts them (HyperPod)."""
+    bp = rc.blueprint
     for i, g in enumerate(bp.compute):
-        if g.capacity.type == "training_plan" and bp.orchestrator.kind != "hyperpod":
+        if g.capacity.type == "training_plan" and not rc.profile.accepts("training_plan"):
             yield f"compute[{i}].capacity.type", (
                 f"training plans only work with HyperPod, got orchestrator.kind {bp.orchestrator.kind!r}; "
                 "allowed "
@@ -86,22 +89,18 @@ def no_new_placement_group_for_reservations(groups: list[ComputeGroup]) -> Itera
             )
 
 
-HYPERPOD_CAPACITY_TYPES = ("on_demand", "training_plan")
-
-
-@rule("R-CAP-4",
+@rule("R-CAP-4", scope="cluster", orchestrators=("hyperpod",),
       source="botocore sagemaker service-2.json ClusterInstanceGroupSpecification (TrainingPlanArn, "
       "CapacityRequirements: no EC2 reservation target); "
       "https://docs.aws.amazon.com/sagemaker/latest/dg/reserve-capacity-with-training-plans.html; "
       "fmcluster constructs/orchestrators/hyperpod.py (instance groups are on-demand or a training plan)")
-def hyperpod_capacity_types(bp: Blueprint) -> Iterator[Violation]:
+def hyperpod_capacity_types(rc: ResolvedCluster) -> Iterator[Violation]:
     """HyperPod instance groups take on-demand capacity or a SageMaker training plan. They cannot target
     EC2 reservations (Capacity Blocks, ODCRs): reserved HyperPod capacity is a training plan. Spot is
     not offered by fmcluster's HyperPod instance groups (synth refuses it), so it is refused here too."""
-    if bp.orchestrator.kind != "hyperpod":
-        return
+    bp, accepted = rc.blueprint, rc.profile.capacity_types
     names = {"capacity_block": "EC2 Capacity Blocks", "odcr": "EC2 On-Demand Capacity Reservations"}
-    allowed = " or ".join(HYPERPOD_CAPACITY_TYPES)
+    allowed = " or ".join(accepted)
     for i, g in enumerate(bp.compute):
         if g.capacity.type in names:
             yield f"compute[{i}].capacity.type", (
@@ -110,7 +109,7 @@ def hyperpod_capacity_types(bp: Blueprint) -> Iterator[Violation]:
                 f"training plan, got {g.capacity.type!r} with orchestrator.kind 'hyperpod'; allowed "
                 f"{allowed} - did you mean training_plan?"
             )
-        elif g.capacity.type not in HYPERPOD_CAPACITY_TYPES:
+        elif g.capacity.type not in accepted:
             yield f"compute[{i}].capacity.type", (
                 "HyperPod instance groups take on-demand capacity or a SageMaker training plan, got "
                 f"{g.capacity.type!r} with orchestrator.kind 'hyperpod'; allowed {allowed} - did you mean on_demand?"
@@ -136,13 +135,14 @@ def ultraserver_count(groups: list[ComputeGroup]) -> Iterator[Violation]:
             )
 
 
-@rule("R-CAP-6",
+@rule("R-CAP-6", scope="cluster",
       source=f"{ULTRASERVER_DOC} (P6e-GB200 UltraServers are obtained through Capacity Blocks); "
              f"{CB_LAUNCH_DOC}")
-def capacity_block_only_types(bp: Blueprint) -> Iterator[Violation]:
+def capacity_block_only_types(rc: ResolvedCluster) -> Iterator[Violation]:
     """Types the catalog marks ``capacity_block_only`` need reserved UltraServer capacity: a Capacity
-    Block (ParallelCluster, PCS) or a training plan (HyperPod)."""
-    allowed = "training_plan" if bp.orchestrator.kind == "hyperpod" else "capacity_block"
+    Block (ParallelCluster, PCS) or a training plan (HyperPod), whichever the profile accepts."""
+    bp = rc.blueprint
+    allowed = next(t for t in ("capacity_block", "training_plan") if rc.profile.accepts(t))
     for i, g in enumerate(bp.compute):
         reserved = g.capacity.type in ("capacity_block", "training_plan")
         if get_instance(g.instance_type).capacity_block_only and not reserved:
@@ -151,11 +151,6 @@ def capacity_block_only_types(bp: Blueprint) -> Iterator[Violation]:
                 "allowed "
                 f"{allowed} on orchestrator.kind {bp.orchestrator.kind!r} - did you mean {allowed}?"
             )
-
-
-def cpu_architectures(bp: Blueprint) -> set[str]:
-    """The CPU architectures of the blueprint's compute groups (more than one is R-CAP-9's error)."""
-    return {get_instance(g.instance_type).cpu_architecture for g in bp.compute}
 
 
 @rule("R-CAP-7", source=f"{ULTRASERVER_DOC} (arm64 AMIs for P6e-GB200); "

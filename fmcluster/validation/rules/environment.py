@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from fmcluster.blueprint.model import Blueprint, SoftwareSpec
 from fmcluster.catalog import get_instance
 from fmcluster.catalog.software import same_version
+from fmcluster.resolved.cluster import software_stack
 from fmcluster.validation.rules import Violation, rule
-from fmcluster.validation.rules.software import resolved
 
 OFI_ENV = "https://github.com/aws/aws-ofi-nccl/blob/master/doc/efa-env-var.md"
 OFI_RN = "https://github.com/aws/aws-ofi-nccl/blob/v1.21.1/RELEASENOTES.md"
@@ -131,7 +131,7 @@ def loader_path_environment(software: SoftwareSpec) -> Iterator[Violation]:
 
 @rule("R-NCCL-4", source=f"{NCCL_PLUGIN_OPEN} (absolute plugin path mangled; fixed in 2.27.5)", scope="software")
 def nccl_2_27_3_absolute_plugin_path(software: SoftwareSpec) -> Iterator[Violation]:
-    stack = resolved(software)
+    stack = software_stack(software)
     if not same_version(stack.nccl, "2.27.3"):
         return
     for name in ("NCCL_NET_PLUGIN", "NCCL_TUNER_PLUGIN"):

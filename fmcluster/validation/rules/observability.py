@@ -33,10 +33,11 @@ def scrape_timeout_within_interval(o: ObservabilitySpec) -> Iterator[Violation]:
     "R-OBS-2",
     source="https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod.html (HyperPod cluster "
     "instances run in a SageMaker service account, so EC2 DescribeInstances in your account does not list them)",
+    orchestrators=("hyperpod",),
 )
 def hyperpod_needs_slurm_discovery(bp: Blueprint) -> Iterator[Violation]:
     o = bp.observability
-    if o.enabled and bp.orchestrator.kind == "hyperpod" and o.node_discovery == "ec2":
+    if o.enabled and o.node_discovery == "ec2":
         yield (
             "observability.node_discovery",
             (
@@ -51,10 +52,11 @@ def hyperpod_needs_slurm_discovery(bp: Blueprint) -> Iterator[Violation]:
     level="warning",
     source="fmcluster: the exporters and the head-node Prometheus are installed by Slurm node scripts; "
     "HyperPod on EKS runs no Slurm controller",
+    orchestrators=("hyperpod-eks",),
 )
 def hyperpod_eks_not_covered(bp: Blueprint) -> Iterator[Violation]:
     o = bp.observability
-    if o.enabled and bp.orchestrator.kind == "hyperpod" and bp.orchestrator.hyperpod.orchestration == "eks":
+    if o.enabled:
         yield (
             "observability.metrics",
             (

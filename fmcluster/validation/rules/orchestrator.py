@@ -6,17 +6,16 @@ from collections.abc import Iterator
 
 from fmcluster.blueprint.model import Blueprint, OrchestratorSpec
 from fmcluster.catalog import cpu_architecture_of, get_instance, memory_gib_of
-from fmcluster.resolved.profiles import HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP, PCS_LOGIN_GROUP
+from fmcluster.resolved import ResolvedCluster
+from fmcluster.resolved.cluster import cpu_architectures
+from fmcluster.resolved.profiles import KINDS
 from fmcluster.validation.rules import Violation, rule
-from fmcluster.validation.rules.capacity import cpu_architectures
-
-_KINDS = ("parallelcluster", "hyperpod", "pcs")
 
 
 @rule("R-ORCH-1", source="fmcluster: settings for an orchestrator other than orchestrator.kind would be silently ignored",
       scope="orchestrator")
 def settings_match_kind(orch: OrchestratorSpec) -> Iterator[Violation]:
-    for other in _KINDS:
+    for other in KINDS:
         if other != orch.kind and other in orch.model_fields_set:
             yield f"orchestrator.{other}", (
                 f"settings for {other} are ignored because orchestrator.kind is {orch.kind!r}; "
@@ -28,11 +27,10 @@ def settings_match_kind(orch: OrchestratorSpec) -> Iterator[Violation]:
 # ---- ParallelCluster -------------------------------------------------------------------------
 @rule("R-PC-1", level="warning",
       source="aws/aws-parallelcluster cli/src/pcluster/validators/cluster_validators.py HeadNodeMemorySizeValidator "
-      "(required GiB = min(nodes/25 + 0.6, 16)); memory inferred from the instance family (unverified)")
+      "(required GiB = min(nodes/25 + 0.6, 16)); memory inferred from the instance family (unverified)",
+      orchestrators=("parallelcluster",))
 def head_node_memory(bp: Blueprint) -> Iterator[Violation]:
     """ParallelCluster refuses a head node with less than nodes/25 + 0.6 GiB (capped at 16 GiB)."""
-    if bp.orchestrator.kind != "parallelcluster":
-        return
     head = bp.orchestrator.parallelcluster.head_node_instance_type
     memory = memory_gib_of(head)
     nodes = sum(g.count for g in bp.compute)
@@ -45,10 +43,10 @@ def head_node_memory(bp: Blueprint) -> Iterator[Violation]:
 
 
 @rule("R-PC-2", source="https://docs.aws.amazon.com/parallelcluster/latest/ug/HeadNode-v3.html (InstanceType: the "
-      "head node architecture must be the same as the Slurm InstanceType architecture)")
+      "head node architecture must be the same as the Slurm InstanceType architecture)", orchestrators=("parallelcluster",))
 def head_node_architecture(bp: Blueprint) -> Iterator[Violation]:
     """Quiet when the compute groups mix architectures: no head node can fit, R-CAP-9 reports the mix."""
-    if bp.orchestrator.kind != "parallelcluster" or len(cpu_architectures(bp)) > 1:
+    if len(cpu_architectures(bp)) > 1:
         return
     head = bp.orchestrator.parallelcluster.head_node_instance_type
     head_arch = cpu_architecture_of(head)
@@ -66,34 +64,32 @@ def head_node_architecture(bp: Blueprint) -> Iterator[Violation]:
 
 
 @rule("R-HP-1", source="https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterOrchestratorEksConfig.html "
-      "(ClusterArn required for EKS orchestration)", scope="orchestrator")
+      "(ClusterArn required for EKS orchestration)", scope="orchestrator", orchestrators=("hyperpod-eks",))
 def eks_needs_cluster(orch: OrchestratorSpec) -> Iterator[Violation]:
-    hp = orch.hyperpod
-    if orch.kind == "hyperpod" and hp.orchestration == "eks" and not hp.eks_cluster_arn:
+    if not orch.hyperpod.eks_cluster_arn:
         yield "orchestrator.hyperpod.eks_cluster_arn", (
             "required with orchestration: eks, got nothing; allowed arn:aws:eks:<region>:<account>:cluster/<name> of an "
             "existing EKS cluster (authentication mode API or API_AND_CONFIG_MAP)"
         )
 
 
-@rule("R-HP-2", source="fmcluster: an EKS cluster ARN is only used by HyperPod EKS orchestration", scope="orchestrator")
+@rule("R-HP-2", source="fmcluster: an EKS cluster ARN is only used by HyperPod EKS orchestration", scope="orchestrator",
+      orchestrators=("hyperpod-slurm",))
 def eks_cluster_only_with_eks(orch: OrchestratorSpec) -> Iterator[Violation]:
     hp = orch.hyperpod
-    if orch.kind == "hyperpod" and hp.orchestration == "slurm" and hp.eks_cluster_arn:
+    if hp.eks_cluster_arn:
         yield "orchestrator.hyperpod.eks_cluster_arn", (
             f"ignored with orchestration: slurm, got {hp.eks_cluster_arn!r}; allowed only with orchestration: eks"
         )
 
 
 @rule("R-HP-3", source="https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-ref.html (instance group "
-      "names are unique; fmcluster names the Slurm controller and login groups 'controller' and 'login')")
-def hyperpod_reserved_names(bp: Blueprint) -> Iterator[Violation]:
-    if bp.orchestrator.kind != "hyperpod" or bp.orchestrator.hyperpod.orchestration != "slurm":
-        return
-    reserved = (HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP)
-    for i, g in enumerate(bp.compute):
-        if g.name in reserved:
-            yield f"compute[{i}].name", (
+      "names are unique; fmcluster names the Slurm controller and login groups 'controller' and 'login')",
+      scope="cluster", orchestrators=("hyperpod-slurm",))
+def hyperpod_reserved_names(rc: ResolvedCluster) -> Iterator[Violation]:
+    for g in rc.groups:
+        if g.name in rc.profile.reserved_group_names:
+            yield f"{g.path}.name", (
                 f"name reserved for the HyperPod Slurm {g.name} instance group, got {g.name!r}; allowed any other name"
             )
 
@@ -102,21 +98,19 @@ def hyperpod_reserved_names(bp: Blueprint) -> Iterator[Violation]:
 
 
 @rule("R-PCS-1", source="botocore data/pcs/2023-02-10/service-2.json CreateComputeNodeGroupRequest.computeNodeGroupName "
-      "(3-25 characters); fmcluster names the login node group 'login'")
-def pcs_group_names(bp: Blueprint) -> Iterator[Violation]:
-    if bp.orchestrator.kind != "pcs":
-        return
-    for i, g in enumerate(bp.compute):
+      "(3-25 characters); fmcluster names the login node group 'login'", scope="cluster", orchestrators=("pcs",))
+def pcs_group_names(rc: ResolvedCluster) -> Iterator[Violation]:
+    for g in rc.groups:
         if len(g.name) < 3:
-            yield f"compute[{i}].name", f"too short for a PCS compute node group, got {g.name!r}; allowed 3-25 characters"
-        elif g.name == PCS_LOGIN_GROUP:
-            yield f"compute[{i}].name", f"name reserved for the PCS login node group, got {g.name!r}; allowed any other name"
+            yield f"{g.path}.name", f"too short for a PCS compute node group, got {g.name!r}; allowed 3-25 characters"
+        elif g.name in rc.profile.reserved_group_names:
+            yield f"{g.path}.name", f"name reserved for the PCS login node group, got {g.name!r}; allowed any other name"
 
 
 @rule("R-PCS-2", source="https://docs.aws.amazon.com/pcs/latest/userguide/working-with_ami_pcs-ready-dlami.html (the "
-      "PCS-ready DLAMI is Ubuntu 24.04 only)")
+      "PCS-ready DLAMI is Ubuntu 24.04 only)", orchestrators=("pcs",))
 def pcs_default_ami_os(bp: Blueprint) -> Iterator[Violation]:
-    if bp.orchestrator.kind == "pcs" and bp.orchestrator.pcs.ami_id is None and bp.software.os != "ubuntu-24.04":
+    if bp.orchestrator.pcs.ami_id is None and bp.software.os != "ubuntu-24.04":
         yield "software.os", (
             f"the default PCS AMI (PCS-ready DLAMI) is Ubuntu 24.04, got {bp.software.os!r}; allowed ubuntu-24.04, or set "
             "orchestrator.pcs.ami_id to a PCS-ready AMI of this OS"
@@ -129,12 +123,10 @@ PCS_SIZE_MAX_NODES = {"SMALL": 32, "MEDIUM": 512, "LARGE": 2048}
 
 
 @rule("R-PCS-5", source=f"{PCS_SIZE_DOC} (SMALL up to 32 nodes, MEDIUM 512, LARGE 2048); aws-resource-rules: AWS "
-      "PCS cluster sizes")
+      "PCS cluster sizes", orchestrators=("pcs",))
 def pcs_size_fits_node_count(bp: Blueprint) -> Iterator[Violation]:
     """The PCS cluster size bounds the compute nodes its Slurm controller manages: the sum of every
     group's ``count`` (its maximum) must fit."""
-    if bp.orchestrator.kind != "pcs":
-        return
     size = bp.orchestrator.pcs.size
     nodes = sum(g.count for g in bp.compute)
     limit = PCS_SIZE_MAX_NODES[size]
@@ -157,9 +149,9 @@ def pcs_size_fits_node_count(bp: Blueprint) -> Iterator[Violation]:
 
 @rule("R-PCS-3", level="warning",
       source="unverified: awslabs/awsome-distributed-ai architectures/aws-pcs/assets/add-cng-p6-b300.yaml says PCS needs "
-      "InterfaceType efa (not efa-only); AWS PCS docs only show efa", scope="orchestrator")
+      "InterfaceType efa (not efa-only); AWS PCS docs only show efa", scope="orchestrator", orchestrators=("pcs",))
 def pcs_efa_only_unverified(orch: OrchestratorSpec) -> Iterator[Violation]:
-    if orch.kind == "pcs" and orch.pcs.efa_interface_type == "efa-only" and "efa_interface_type" not in orch.pcs.model_fields_set:
+    if orch.pcs.efa_interface_type == "efa-only" and "efa_interface_type" not in orch.pcs.model_fields_set:
         yield "orchestrator.pcs.efa_interface_type", (
             "efa-only interfaces on PCS are not confirmed by AWS documentation, got efa-only (default); allowed efa-only "
             "(saves one IPv4 address per EFA) or efa - set it explicitly to silence this warning"
@@ -168,9 +160,10 @@ def pcs_efa_only_unverified(orch: OrchestratorSpec) -> Iterator[Violation]:
 
 @rule("R-PCS-4", level="warning",
       source="https://docs.aws.amazon.com/pcs/latest/userguide/working-with_ami_pcs-ready-dlami.html (only a /latest/ "
-      "SSM parameter is published; CloudFormation re-resolves it on every update)", scope="orchestrator")
+      "SSM parameter is published; CloudFormation re-resolves it on every update)", scope="orchestrator",
+      orchestrators=("pcs",))
 def pcs_floating_ami(orch: OrchestratorSpec) -> Iterator[Violation]:
-    if orch.kind == "pcs" and orch.pcs.ami_id is None:
+    if orch.pcs.ami_id is None:
         yield "orchestrator.pcs.ami_id", (
             "not pinned: nodes boot the latest PCS-ready DLAMI, whose NVIDIA driver may differ from the software "
             "stack's pin, got nothing; allowed an ami-<hex> resolved once and pinned"
@@ -207,9 +200,9 @@ HYPERPOD_PRICED_TYPES: dict[str, tuple[str, ...]] = {
 
 @rule("R-HP-4", level="warning",
       source="cfn-lint 1.58.0 extensions/aws_sagemaker_cluster/instancetype_enum.json (per-Region ml.* types from public "
-      "pricing; aws-resource-rules.md section 1.2, warning only)")
+      "pricing; aws-resource-rules.md section 1.2, warning only)", orchestrators=("hyperpod",))
 def hyperpod_type_in_region(bp: Blueprint) -> Iterator[Violation]:
-    if bp.orchestrator.kind != "hyperpod" or bp.region not in HYPERPOD_PRICED_TYPES:
+    if bp.region not in HYPERPOD_PRICED_TYPES:
         return
     priced = HYPERPOD_PRICED_TYPES[bp.region]
     for i, g in enumerate(bp.compute):

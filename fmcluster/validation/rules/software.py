@@ -40,8 +40,8 @@ from fmcluster.catalog.software import (
     version_ge,
     version_lt,
 )
+from fmcluster.resolved.cluster import cpu_architectures, software_stack
 from fmcluster.validation.rules import REGISTRY, Violation, rule
-from fmcluster.validation.rules.capacity import cpu_architectures
 
 VM = "shared/reference/version-matrix.md"
 OFI_RN = "https://github.com/aws/aws-ofi-nccl/blob/v1.21.1/RELEASENOTES.md"
@@ -55,11 +55,6 @@ FM_DOC = "https://github.com/NVIDIA/yum-packaging-fabric-manager"
 
 
 # ---- helpers ---------------------------------------------------------------------------------
-def resolved(software: SoftwareSpec) -> SoftwareStack:
-    """The catalog stack with the blueprint's overrides applied."""
-    return get_stack(software.stack).with_overrides(software.overrides.as_dict())
-
-
 def where(stack: SoftwareStack, *components: str) -> str:
     """YAML path to blame: the first of ``components`` the blueprint overrode, else the stack."""
     for c in components:
@@ -108,7 +103,7 @@ def _untested(software: SoftwareSpec) -> tuple[str, str, str] | None:
 
     The path is the first overridden component that differs from the closest known-good stack
     (``software.overrides.<component>``), else ``software.overrides``."""
-    stack = resolved(software)
+    stack = software_stack(software)
     if not stack.overridden:
         return None
     mine = stack.comparable()
@@ -190,7 +185,7 @@ def combination_untested_warning(bp: Blueprint) -> Iterator[Violation]:
 @rule("R-EFA-1", source=f"{VM} section 1a; catalog/data/software.yaml efa_installer_bundles", scope="software")
 def efa_installer_known(software: SoftwareSpec) -> Iterator[Violation]:
     """The rules need the libfabric and aws-ofi-nccl an installer bundles: unknown installers are refused."""
-    stack = resolved(software)
+    stack = software_stack(software)
     if not efa_bundle(stack.efa_installer):
         yield where(stack, "efa_installer"), (
             f"unknown EFA installer version (its bundled libfabric and aws-ofi-nccl are not in the catalog), "
@@ -200,7 +195,7 @@ def efa_installer_known(software: SoftwareSpec) -> Iterator[Violation]:
 
 @rule("R-EFA-2", source=f"{VM} section 1a (installers before 1.39 bundle no aws-ofi-nccl)", scope="software")
 def plugin_resolves(software: SoftwareSpec) -> Iterator[Violation]:
-    stack = resolved(software)
+    stack = software_stack(software)
     if efa_bundle(stack.efa_installer) and stack.aws_ofi_nccl is None:
         yield where(stack, "efa_installer"), (
             f"EFA installer {stack.efa_installer} bundles no aws-ofi-nccl, got aws_ofi_nccl unset; "
@@ -210,7 +205,7 @@ def plugin_resolves(software: SoftwareSpec) -> Iterator[Violation]:
 
 @rule("R-EFA-3", level="warning", source=f"{VM} section 1a (cells marked ?)", scope="software")
 def libfabric_known(software: SoftwareSpec) -> Iterator[Violation]:
-    stack = resolved(software)
+    stack = software_stack(software)
     if efa_bundle(stack.efa_installer) and stack.libfabric is None:
         yield where(stack, "efa_installer"), (
             f"the libfabric bundled by EFA installer {stack.efa_installer} is not known, got libfabric unknown; "
@@ -221,7 +216,7 @@ def libfabric_known(software: SoftwareSpec) -> Iterator[Violation]:
 # ---- pinned downloads ------------------------------------------------------------------------
 @rule("R-ART-1", source="catalog/data/software.yaml artifacts (every download is pinned by version and sha256)")
 def downloads_are_pinned(bp: Blueprint) -> Iterator[Violation]:
-    stack = resolved(bp.software)
+    stack = software_stack(bp.software)
     # An architecture the stack is not built for is R-CAP-7's finding; do not report it twice.
     for arch in sorted({inst.cpu_architecture for _i, _g, inst in _groups(bp)} & set(stack.cpu_architectures)):
         if driver_artifact(stack.driver, arch) is None:
@@ -244,7 +239,7 @@ def downloads_are_pinned(bp: Blueprint) -> Iterator[Violation]:
 @rule("R-CUDA-1", source=f"{CUDA_RN} (CUDA Toolkit and Corresponding Driver Versions); {VM} R-CUDA-1",
       scope="software")
 def driver_meets_cuda_minimum(software: SoftwareSpec) -> Iterator[Violation]:
-    stack = resolved(software)
+    stack = software_stack(software)
     minimum = cuda_min_driver(stack.cuda)
     if minimum is None:
         yield where(stack, "cuda"), (
@@ -259,7 +254,7 @@ def driver_meets_cuda_minimum(software: SoftwareSpec) -> Iterator[Violation]:
 
 @rule("R-DRV-1", source=f"{NV_OPEN}; {VM} R-DRV-1")
 def blackwell_needs_open_modules(bp: Blueprint) -> Iterator[Violation]:
-    stack = resolved(bp.software)
+    stack = software_stack(bp.software)
     for i, _g, inst in _groups(bp):
         if inst.family in BLACKWELL_FAMILIES and stack.kernel_modules != "open":
             yield where(stack, "kernel_modules"), (
@@ -270,7 +265,7 @@ def blackwell_needs_open_modules(bp: Blueprint) -> Iterator[Violation]:
 
 @rule("R-DRV-2", level="warning", source=f"https://github.com/aws/aws-parallelcluster/issues/6015; {VM} R-DRV-2")
 def gdr_prefers_open_modules(bp: Blueprint) -> Iterator[Violation]:
-    stack = resolved(bp.software)
+    stack = software_stack(bp.software)
     for i, _g, inst in _groups(bp):
         if inst.gdr_required and inst.family not in BLACKWELL_FAMILIES and stack.kernel_modules != "open":
             yield where(stack, "kernel_modules"), (
@@ -281,7 +276,7 @@ def gdr_prefers_open_modules(bp: Blueprint) -> Iterator[Violation]:
 
 @rule("R-DRV-3", source=f"{NCCL_SRC} (Blackwell needs CUDA >= 12.8); {VM} R-DRV-3")
 def blackwell_needs_cuda_12_8(bp: Blueprint) -> Iterator[Violation]:
-    stack = resolved(bp.software)
+    stack = software_stack(bp.software)
     for i, _g, inst in _groups(bp):
         if inst.family in BLACKWELL_FAMILIES and version_lt(stack.cuda, "12.8"):
             yield where(stack, "cuda"), (
@@ -291,7 +286,7 @@ def blackwell_needs_cuda_12_8(bp: Blueprint) -> Iterator[Violation]:
 
 @rule("R-DRV-4", level="warning", source=f"{VM} R-DRV-4 (B300 sm_103: CUDA >= 12.9, driver >= 580; unverified)")
 def b300_floor(bp: Blueprint) -> Iterator[Violation]:
-    stack = resolved(bp.software)
+    stack = software_stack(bp.software)
     for i, _g, inst in _groups(bp):
         if inst.family != "p6-b300":
             continue
@@ -305,7 +300,7 @@ def b300_floor(bp: Blueprint) -> Iterator[Violation]:
 
 @rule("R-DRV-5", level="warning", source=f"{VM} R-DRV-5 (every AWS-built Hopper stack used >= 535)")
 def hopper_driver_floor(bp: Blueprint) -> Iterator[Violation]:
-    stack = resolved(bp.software)
+    stack = software_stack(bp.software)
     for i, _g, inst in _groups(bp):
         if inst.family in HOPPER_FAMILIES and stack.driver_branch < 535:
             yield where(stack, "driver"), f"driver below the Hopper floor ({_on(i, inst)}), got {stack.driver}; allowed >= 535"
@@ -313,7 +308,7 @@ def hopper_driver_floor(bp: Blueprint) -> Iterator[Violation]:
 
 @rule("R-DRV-6", level="warning", source=f"https://github.com/NVIDIA/aicr/issues/2383; {VM} R-DRV-6 (open conflict)")
 def gb200_r595_warning(bp: Blueprint) -> Iterator[Violation]:
-    stack = resolved(bp.software)
+    stack = software_stack(bp.software)
     for i, _g, inst in _groups(bp):
         if inst.family == "p6e-gb200" and stack.driver_branch >= 595:
             yield where(stack, "driver"), (
@@ -324,7 +319,7 @@ def gb200_r595_warning(bp: Blueprint) -> Iterator[Violation]:
 
 @rule("R-DRV-7", source=f"{EFA_KDRV} (efa 2.17.3: P2P with NVIDIA 580); {VM} R-DRV-7", scope="software")
 def r580_needs_efa_1_43_3(software: SoftwareSpec) -> Iterator[Violation]:
-    stack = resolved(software)
+    stack = software_stack(software)
     if stack.driver_branch >= 580 and version_lt(stack.efa_installer, "1.43.3"):
         yield where(stack, "efa_installer", "driver"), (
             f"driver {stack.driver} needs the EFA kernel driver >= 2.17.3 for GPU P2P, got EFA installer "
@@ -335,7 +330,7 @@ def r580_needs_efa_1_43_3(software: SoftwareSpec) -> Iterator[Violation]:
 # ---- Fabric Manager / NVLSM --------------------------------------------------------------------
 @rule("R-FM-1", source=f"{FM_DOC} (Fabric Manager must match the driver); {VM} R-FM-1", scope="software")
 def fabric_manager_equals_driver(software: SoftwareSpec) -> Iterator[Violation]:
-    stack = resolved(software)
+    stack = software_stack(software)
     if stack.fabric_manager is not None and stack.fabric_manager != stack.driver:
         yield where(stack, "fabric_manager", "driver"), (
             f"Fabric Manager must equal the driver version exactly, got {stack.fabric_manager} with driver "
@@ -349,7 +344,7 @@ def nvlsm_driver_branch(bp: Blueprint) -> Iterator[Violation]:
     """B200/B300 need nvlsm next to Fabric Manager; fmcluster installs it for every group whose
     instance needs it, from NVIDIA's repository, which carries it for the branches that support
     Blackwell (>= 570)."""
-    stack = resolved(bp.software)
+    stack = software_stack(bp.software)
     for i, _g, inst in _groups(bp):
         if inst.nvlsm and stack.driver_branch < 570:
             yield where(stack, "driver"), (
@@ -361,7 +356,7 @@ def nvlsm_driver_branch(bp: Blueprint) -> Iterator[Violation]:
 # ---- NCCL / GDRCopy vs GPU ---------------------------------------------------------------------
 @rule("R-NCCL-1", source=f"{NCCL_SRC} (v2.25.1-1: Blackwell/SM100 support); {VM} R-NCCL-1")
 def blackwell_needs_nccl_2_25_1(bp: Blueprint) -> Iterator[Violation]:
-    stack = resolved(bp.software)
+    stack = software_stack(bp.software)
     for i, _g, inst in _groups(bp):
         if inst.family in BLACKWELL_FAMILIES and version_lt(stack.nccl, "2.25.1"):
             yield where(stack, "nccl"), f"Blackwell needs NCCL 2.25.1 or newer ({_on(i, inst)}), got {stack.nccl}; allowed >= 2.25.1"
@@ -369,7 +364,7 @@ def blackwell_needs_nccl_2_25_1(bp: Blueprint) -> Iterator[Violation]:
 
 @rule("R-GDR-1", source=f"{GDR_CL} (2.5.1: Blackwell, CUDA 13.0); {VM} R-GDR-1")
 def gdrcopy_floor(bp: Blueprint) -> Iterator[Violation]:
-    stack = resolved(bp.software)
+    stack = software_stack(bp.software)
     if version_ge(stack.gdrcopy, "2.5.1"):
         return
     if major(stack.cuda) >= 13:
@@ -385,7 +380,7 @@ def gdrcopy_floor(bp: Blueprint) -> Iterator[Violation]:
 
 # ---- aws-ofi-nccl <-> NCCL / libfabric / EFA installer / CUDA ---------------------------------
 def _plugin(software: SoftwareSpec) -> tuple[SoftwareStack, str] | None:
-    stack = resolved(software)
+    stack = software_stack(software)
     return (stack, stack.aws_ofi_nccl) if stack.aws_ofi_nccl else None
 
 
@@ -451,7 +446,7 @@ def plugin_regression_with_new_efa(software: SoftwareSpec) -> Iterator[Violation
 @rule("R-OFI-FAB-5", source="https://github.com/aws/aws-ofi-nccl/issues/584; "
       "awsome-distributed-training 1.architectures/efa-cheatsheet.md", scope="software")
 def nccl_2_19_needs_efa_1_29_1(software: SoftwareSpec) -> Iterator[Violation]:
-    stack = resolved(software)
+    stack = software_stack(software)
     if version_ge(stack.nccl, "2.19") and version_lt(stack.efa_installer, "1.29.1"):
         yield where(stack, "efa_installer", "nccl"), (
             f"NCCL {stack.nccl} fails to register memory on EFA installers before 1.29.1, got {stack.efa_installer}; "
@@ -470,7 +465,7 @@ def cuda13_needs_plugin_1_17_1(software: SoftwareSpec) -> Iterator[Violation]:
 @rule("R-OFI-FAB-7", source="https://github.com/aws/deep-learning-containers/pull/6668 (1.18.0 broadcast hang)",
       scope="software")
 def plugin_1_18_0_is_bad(software: SoftwareSpec) -> Iterator[Violation]:
-    stack = resolved(software)
+    stack = software_stack(software)
     bad_plugin = stack.aws_ofi_nccl is not None and same_version(stack.aws_ofi_nccl, "1.18.0")
     if bad_plugin or (version_ge(stack.efa_installer, "1.47.0") and version_lt(stack.efa_installer, "1.48.0")):
         got = f"aws-ofi-nccl {stack.aws_ofi_nccl} (EFA installer {stack.efa_installer})"
@@ -481,7 +476,7 @@ def plugin_1_18_0_is_bad(software: SoftwareSpec) -> Iterator[Violation]:
 
 @rule("R-OFI-PLAT-1", source=f"{OFI_PLAT}; {VM} section 2.6 (functional minimum per instance type)")
 def plugin_knows_instance_type(bp: Blueprint) -> Iterator[Violation]:
-    stack = resolved(bp.software)
+    stack = software_stack(bp.software)
     if not stack.aws_ofi_nccl:
         return
     for i, g, inst in _groups(bp):
@@ -495,7 +490,7 @@ def plugin_knows_instance_type(bp: Blueprint) -> Iterator[Violation]:
 
 @rule("R-OFI-PLAT-2", level="warning", source=f"{OFI_PLAT}; {VM} section 2.6 (tuned minimum per instance type)")
 def plugin_tuned_for_instance_type(bp: Blueprint) -> Iterator[Violation]:
-    stack = resolved(bp.software)
+    stack = software_stack(bp.software)
     if not stack.aws_ofi_nccl:
         return
     for i, g, inst in _groups(bp):

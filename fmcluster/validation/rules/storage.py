@@ -134,7 +134,7 @@ def efa_below_recommended_throughput(storage: StorageSpec) -> Iterator[Violation
     fs = storage.lustre
     if not fs or not fs.efa_enabled or fs.throughput_tier is None:
         return
-    mbps = fs.storage_capacity_gib * fs.throughput_tier // 1000
+    mbps = fs.throughput_mbps
     if mbps <= EFA_RECOMMENDED_ABOVE_MBPS:
         yield "storage.lustre.efa_enabled", (
             f"FSx recommends EFA for file systems above {EFA_RECOMMENDED_ABOVE_MBPS // 1000} GB/s, got {mbps} MB/s "
