@@ -11,6 +11,7 @@ import promql_parser
 import pytest
 import yaml
 
+from fmcluster.resolved import resolve
 from fmcluster.templates.observability import render_observability_files
 from fmcluster.templates.observability.context import observability_context
 from fmcluster.templates.observability.dashboards import build_dashboards
@@ -24,7 +25,7 @@ GRAFANA_VARIABLES = {"$__rate_interval": "1m"}
 
 
 def _dashboards(name: str) -> dict[str, dict[str, Any]]:
-    files = render_observability_files(load_blueprint(ROOT / "blueprints" / name))
+    files = render_observability_files(resolve(load_blueprint(ROOT / "blueprints" / name)))
     return {
         k.split("/")[-1]: json.loads(v) for k, v in files.items() if k.startswith("observability/dashboards/")
     }
@@ -148,7 +149,7 @@ def test_groups_of_different_instance_types_get_their_own_rows() -> None:
             }
         )
     ).blueprint
-    dashes = build_dashboards(observability_context(bp))
+    dashes = build_dashboards(observability_context(resolve(bp)))
     efa = _by_title(dashes["efa"])
     assert _expected_threshold(efa["h100: EFA devices reporting"]) == 64
     assert _expected_threshold(efa["h200: EFA devices reporting"]) == 48  # p5en: 16 EFA devices per node
@@ -181,7 +182,7 @@ def test_dashboard_promql_parses_and_uses_published_metrics(blueprint: str) -> N
 
 
 def test_alert_rules_parse_and_use_published_metrics() -> None:
-    files = render_observability_files(load_blueprint(ROOT / "blueprints" / "default.yaml"))
+    files = render_observability_files(resolve(load_blueprint(ROOT / "blueprints" / "default.yaml")))
     doc = yaml.safe_load(files["observability/rules/llm-train-alerts.yml"])
     rules = {r["alert"]: r for g in doc["groups"] for r in g["rules"]}
     assert {
@@ -208,15 +209,15 @@ def test_dcgm_counters_csv_lists_every_field_we_query() -> None:
     lines = [line for line in csv.splitlines() if line and not line.startswith("#")]
     assert len(lines) == len(DCGM_FIELDS)
     fields = {line.split(",")[0] for line in lines}
-    files = render_observability_files(load_blueprint(ROOT / "blueprints" / "default.yaml"))
+    files = render_observability_files(resolve(load_blueprint(ROOT / "blueprints" / "default.yaml")))
     queried = {n for text in files.values() for n in re.findall(r"DCGM_FI_[A-Z_]+", text)}
     assert queried <= fields, sorted(queried - fields)
     assert {"DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_XID_ERRORS"} <= fields
 
 
 def test_dashboards_are_deterministic() -> None:
-    a = render_observability_files(load_blueprint(ROOT / "blueprints" / "default.yaml"))
-    b = render_observability_files(load_blueprint(ROOT / "blueprints" / "default.yaml"))
+    a = render_observability_files(resolve(load_blueprint(ROOT / "blueprints" / "default.yaml")))
+    b = render_observability_files(resolve(load_blueprint(ROOT / "blueprints" / "default.yaml")))
     assert a == b
 
 

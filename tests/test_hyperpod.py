@@ -297,13 +297,14 @@ def _execution_role(templates: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("metrics", ["managed", "self_hosted"])
 def test_controller_runs_the_head_node_script_with_the_node_policy(metrics: str) -> None:
+    from fmcluster.resolved import resolve
     from fmcluster.templates.observability.exporters import exporter_context, render_exporter_script
     from fmcluster.validation import load_blueprint_text
 
     text = _with_metrics(metrics)
     out, templates = synth_to_folder(text)
     files = _lifecycle_files(out)
-    expected = render_exporter_script(exporter_context(load_blueprint_text(text).blueprint, role="head"))
+    expected = render_exporter_script(exporter_context(resolve(load_blueprint_text(text).blueprint), role="head"))
     assert f"Metrics mode {metrics}, node discovery slurm, orchestrator hyperpod" in expected
     assert [f for f in files if f.endswith("head-node.sh")] == ["controller/head-node.sh"]
     assert files["controller/head-node.sh"] == expected

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from fmcluster.resolved import resolve
 from fmcluster.templates.context import NodeContext, node_context
 from fmcluster.templates.node_scripts import render_node_scripts
 from fmcluster.validation import load_blueprint, load_blueprint_text
@@ -38,9 +39,8 @@ def _context(os_name: str = "ubuntu-22.04", patch: dict[str, Any] | None = None)
         for key, value in patch.items():
             data[key] = value
         bp = load_blueprint_text(yaml.safe_dump(data)).blueprint
-    software = bp.software.model_copy(update={"os": os_name})
-    return node_context(blueprint_name=bp.name, orchestrator=bp.orchestrator.kind, group=bp.compute[0],
-                        software=software, lustre=bp.storage.lustre)
+    rc = resolve(bp.model_copy(update={"software": bp.software.model_copy(update={"os": os_name})}))
+    return node_context(rc, rc.groups[0])
 
 
 @pytest.fixture(scope="module")

@@ -163,6 +163,7 @@ def test_synthesizes_clean_with_nag_and_cfn_lint(kind: str, metrics: str) -> Non
 
 @pytest.mark.synth
 def test_managed_stack_has_amp_rules_grafana_and_scoped_node_policy() -> None:
+    from fmcluster.resolved import resolve
     from fmcluster.templates.observability import observability_context, render_alert_rules
 
     _, templates = _synth("parallelcluster", "managed")
@@ -171,7 +172,7 @@ def test_managed_stack_has_amp_rules_grafana_and_scoped_node_policy() -> None:
     assert ws["Properties"]["Alias"] == "fmcluster-t-cluster"
     (rules,) = resources_of(tpl, "AWS::APS::RuleGroupsNamespace").values()
     bp = load_blueprint_text(patched({"observability": {"metrics": "managed"}})).blueprint
-    assert rules["Properties"]["Data"] == render_alert_rules(observability_context(bp))
+    assert rules["Properties"]["Data"] == render_alert_rules(observability_context(resolve(bp)))
     assert rules["Properties"]["Workspace"] == {"Fn::GetAtt": [ws_id, "Arn"]}
     (graf,) = resources_of(tpl, "AWS::Grafana::Workspace").values()
     props = graf["Properties"]
@@ -259,10 +260,11 @@ def test_construct_refuses_metrics_none_and_validates_timeout() -> None:
 
 
 def test_rendered_rules_are_the_documented_prometheus_rule_format() -> None:
+    from fmcluster.resolved import resolve
     from fmcluster.templates.observability import observability_context, render_alert_rules
 
     bp = load_blueprint_text(patched({"observability": {"metrics": "managed"}})).blueprint
-    doc = yaml.safe_load(render_alert_rules(observability_context(bp)))
+    doc = yaml.safe_load(render_alert_rules(observability_context(resolve(bp))))
     assert [g["name"] for g in doc["groups"]] == ["t-cluster-gpu", "t-cluster-efa", "t-cluster-nodes"]
     assert all(g["interval"] == "30s" for g in doc["groups"])
 

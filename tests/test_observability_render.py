@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from fmcluster.resolved import resolve
 from fmcluster.templates.observability import (
     exporter_context,
     observability_endpoints,
@@ -61,6 +62,10 @@ def _blueprint(metrics: str, discovery: str, kind: str = "parallelcluster"):
     ).blueprint
 
 
+def _cluster(metrics: str, discovery: str, kind: str = "parallelcluster"):
+    return resolve(_blueprint(metrics, discovery, kind))
+
+
 def _write_tree(files: dict[str, str], root: Path) -> Path:
     for rel, text in files.items():
         p = root / rel
@@ -73,7 +78,7 @@ def _write_tree(files: dict[str, str], root: Path) -> Path:
 def test_promtool_accepts_config_and_rules(
     promtool: str, tmp_path: Path, metrics: str, discovery: str
 ) -> None:
-    tree = _write_tree(render_observability_files(_blueprint(metrics, discovery)), tmp_path)
+    tree = _write_tree(render_observability_files(_cluster(metrics, discovery)), tmp_path)
     config = subprocess.run(
         [promtool, "check", "config", str(tree / "prometheus.yml")], capture_output=True, text=True
     )
@@ -91,7 +96,7 @@ def test_promtool_accepts_config_and_rules(
 
 
 def test_default_blueprint_renders_exporters_config_and_dashboards() -> None:
-    files = render_observability_files(load_blueprint(DEFAULT))
+    files = render_observability_files(resolve(load_blueprint(DEFAULT)))
     assert sorted(files) == [
         "observability/dashboards/efa.json",
         "observability/dashboards/fsx.json",
@@ -118,7 +123,7 @@ def test_default_blueprint_renders_exporters_config_and_dashboards() -> None:
 
 
 def test_managed_config_is_an_agent_that_remote_writes_with_sigv4() -> None:
-    cfg = yaml.safe_load(render_observability_files(load_blueprint(DEFAULT))["observability/prometheus.yml"])
+    cfg = yaml.safe_load(render_observability_files(resolve(load_blueprint(DEFAULT)))["observability/prometheus.yml"])
     assert "rule_files" not in cfg and "evaluation_interval" not in cfg["global"]
     (rw,) = cfg["remote_write"]
     assert (
@@ -130,7 +135,7 @@ def test_managed_config_is_an_agent_that_remote_writes_with_sigv4() -> None:
 
 
 def test_ec2_discovery_filters_on_the_blueprint_tag_and_gpu_types() -> None:
-    cfg = yaml.safe_load(render_observability_files(load_blueprint(DEFAULT))["observability/prometheus.yml"])
+    cfg = yaml.safe_load(render_observability_files(resolve(load_blueprint(DEFAULT)))["observability/prometheus.yml"])
     jobs = {j["job_name"]: j for j in cfg["scrape_configs"]}
     assert sorted(jobs) == ["dcgm", "node", "prometheus", "slurm"]
     (sd,) = jobs["node"]["ec2_sd_configs"]
@@ -144,7 +149,7 @@ def test_ec2_discovery_filters_on_the_blueprint_tag_and_gpu_types() -> None:
 
 def test_self_hosted_slurm_discovery_reads_file_sd_and_loads_rules() -> None:
     cfg = yaml.safe_load(
-        render_observability_files(_blueprint("self_hosted", "slurm"))["observability/prometheus.yml"]
+        render_observability_files(_cluster("self_hosted", "slurm"))["observability/prometheus.yml"]
     )
     jobs = {j["job_name"]: j for j in cfg["scrape_configs"]}
     assert sorted(jobs) == ["dcgm", "head-node", "node", "prometheus", "slurm"]
@@ -164,7 +169,7 @@ def test_slow_scrape_interval_keeps_slurm_at_least_30s_and_timeout_within() -> N
             }
         )
     ).blueprint
-    cfg = yaml.safe_load(render_observability_files(bp)["observability/prometheus.yml"])
+    cfg = yaml.safe_load(render_observability_files(resolve(bp))["observability/prometheus.yml"])
     slurm = next(j for j in cfg["scrape_configs"] if j["job_name"] == "slurm")
     assert (slurm["scrape_interval"], slurm["scrape_timeout"]) == ("30s", "15s")
 
@@ -173,22 +178,23 @@ def test_hyperpod_auto_discovery_is_slurm() -> None:
     bp = load_blueprint_text(
         patched({"observability": {"metrics": "managed"}, "orchestrator": {"kind": "hyperpod"}})
     ).blueprint
-    assert observability_context(bp).discovery == "slurm"
-    head = render_exporter_script(exporter_context(bp, role="head"))
+    rc = resolve(bp)
+    assert observability_context(rc).discovery == "slurm"
+    head = render_exporter_script(exporter_context(rc, role="head"))
     assert "install_slurm_sd\ninstall_prometheus\n" in head
 
 
 def test_metrics_none_renders_nothing() -> None:
-    assert render_observability_files(load_blueprint(ROOT / "blueprints" / "p5en-capacity-block.yaml")) == {}
+    assert render_observability_files(resolve(load_blueprint(ROOT / "blueprints" / "p5en-capacity-block.yaml"))) == {}
     assert observability_endpoints(load_blueprint(ROOT / "blueprints" / "p5en-capacity-block.yaml")) == []
 
 
 @pytest.mark.parametrize(("metrics", "discovery"), MODES)
 def test_exporter_scripts_pass_shellcheck(tmp_path: Path, metrics: str, discovery: str) -> None:
-    bp = _blueprint(metrics, discovery)
-    ctx = exporter_context(bp, role="compute", group=bp.compute[0])
+    rc = _cluster(metrics, discovery)
+    ctx = exporter_context(rc, role="compute", group=rc.groups[0])
     scripts = {
-        "head.sh": render_exporter_script(exporter_context(bp, role="head")),
+        "head.sh": render_exporter_script(exporter_context(rc, role="head")),
         "compute.sh": render_exporter_script(ctx),
         "facts.sh": render_node_facts_script(ctx),
         "slurm_sd.sh": render_slurm_sd_script(ctx),
@@ -204,8 +210,8 @@ def test_exporter_scripts_pass_shellcheck(tmp_path: Path, metrics: str, discover
 
 
 def test_self_hosted_head_installs_grafana_on_localhost_with_provisioned_dashboards() -> None:
-    bp = _blueprint("self_hosted", "ec2")
-    head = render_exporter_script(exporter_context(bp, role="head"))
+    rc = _cluster("self_hosted", "ec2")
+    head = render_exporter_script(exporter_context(rc, role="head"))
     assert GRAFANA.sha256["amd64"] in head and GRAFANA.sha256["arm64"] in head
     assert "http_addr = 127.0.0.1" in head and "--web.listen-address=127.0.0.1:9090" in head
     for name in ("overview", "gpu", "efa", "fsx", "slurm"):
@@ -232,9 +238,9 @@ def _fake_efa_sysfs(root: Path, devices: int, counters: dict[str, int]) -> None:
 
 
 def test_node_facts_collector_writes_valid_exposition(promtool: str, tmp_path: Path) -> None:
-    bp = load_blueprint(DEFAULT)
+    rc = resolve(load_blueprint(DEFAULT))
     script = tmp_path / "facts.sh"
-    script.write_text(render_node_facts_script(exporter_context(bp, role="compute", group=bp.compute[0])))
+    script.write_text(render_node_facts_script(exporter_context(rc, role="compute", group=rc.groups[0])))
     sysfs = tmp_path / "sys"
     _fake_efa_sysfs(
         sysfs,
@@ -265,9 +271,9 @@ def test_node_facts_collector_writes_valid_exposition(promtool: str, tmp_path: P
 
 
 def test_node_facts_collector_without_efa(tmp_path: Path) -> None:
-    bp = load_blueprint(DEFAULT)
+    rc = resolve(load_blueprint(DEFAULT))
     script = tmp_path / "facts.sh"
-    script.write_text(render_node_facts_script(exporter_context(bp, role="head")))
+    script.write_text(render_node_facts_script(exporter_context(rc, role="head")))
     (tmp_path / "sys" / "class").mkdir(parents=True)
     proc = subprocess.run(
         ["bash", str(script)],
@@ -285,9 +291,9 @@ def test_node_facts_collector_without_efa(tmp_path: Path) -> None:
 
 
 def test_slurm_sd_writes_file_sd_targets(tmp_path: Path) -> None:
-    bp = _blueprint("managed", "slurm", kind="hyperpod")
+    rc = _cluster("managed", "slurm", kind="hyperpod")
     script = tmp_path / "sd.sh"
-    script.write_text(render_slurm_sd_script(exporter_context(bp, role="head")))
+    script.write_text(render_slurm_sd_script(exporter_context(rc, role="head")))
     fake = tmp_path / "bin"
     fake.mkdir()
     (fake / "sinfo").write_text("#!/bin/sh\nprintf 'gpu-1 10.0.1.5\\ngpu-2 10.0.1.6\\ngpu-1 10.0.1.5\\n'\n")
@@ -311,8 +317,8 @@ def test_slurm_sd_writes_file_sd_targets(tmp_path: Path) -> None:
 
 
 def test_efa_counter_list_matches_the_collector() -> None:
-    bp = load_blueprint(DEFAULT)
-    script = render_node_facts_script(exporter_context(bp, role="compute", group=bp.compute[0]))
+    rc = resolve(load_blueprint(DEFAULT))
+    script = render_node_facts_script(exporter_context(rc, role="compute", group=rc.groups[0]))
     assert f"for counter in {' '.join(EFA_COUNTERS)}; do" in script
 
 

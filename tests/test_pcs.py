@@ -259,6 +259,7 @@ def _object_reads(tpl: dict[str, Any]) -> list[str]:
 
 @pytest.mark.parametrize("metrics", ["managed", "self_hosted"])
 def test_login_node_runs_the_head_node_script_with_the_node_policy(metrics: str) -> None:
+    from fmcluster.resolved import resolve
     from fmcluster.templates.observability.exporters import exporter_context, render_exporter_script
 
     text = _example_with_metrics(metrics)
@@ -268,7 +269,7 @@ def test_login_node_runs_the_head_node_script_with_the_node_policy(metrics: str)
     (url,) = re.findall(r"\naws s3 cp (s3://\S+) /opt/fmcluster/head-node\.sh\n", login)
     assert url.startswith("s3://cdk-hnb659fds-assets-123456789012-us-east-2/") and url.endswith(".sh")
     # the object the login node downloads is the rendered head-node script
-    expected = render_exporter_script(exporter_context(load_blueprint_text(text).blueprint, role="head"))
+    expected = render_exporter_script(exporter_context(resolve(load_blueprint_text(text).blueprint), role="head"))
     assert f"Metrics mode {metrics}, node discovery ec2, orchestrator pcs" in expected
     assert (out / f"asset.{url.rsplit('/', 1)[1]}").read_text() == expected
     start = "systemd-run --unit=fmcluster-head-node "
@@ -301,7 +302,7 @@ def test_no_head_node_script_or_node_policy_without_metrics() -> None:
 @pytest.mark.parametrize("text", [TWO_GROUPS, EXAMPLE], ids=["two-groups", "example"])
 def test_every_launch_template_tags_its_instances_with_the_blueprint(text: str) -> None:
     """Prometheus EC2 service discovery keeps instances tagged fmcluster:blueprint=<name>."""
-    from fmcluster.templates.observability.context import BLUEPRINT_TAG
+    from fmcluster.resolved import BLUEPRINT_TAG
 
     name = load_blueprint_text(text).blueprint.name
     tpl = cluster_template(synth_templates(text))

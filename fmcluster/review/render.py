@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from fmcluster.blueprint import Blueprint
+from fmcluster.resolved import resolve
 from fmcluster.templates.context import blueprint_node_contexts
 from fmcluster.templates.node_scripts import render_node_scripts
 from fmcluster.templates.observability import render_observability_files
@@ -30,17 +31,17 @@ def render_blueprint(bp: Blueprint) -> dict[str, dict[str, str]]:
     """``{folder: {file name: text}}``: one folder per compute group (node scripts, resolved
     versions) and, when metrics are on, ``observability/`` (Prometheus config, alert rules,
     dashboards, exporter scripts)."""
+    rc = resolve(bp)
     out: dict[str, dict[str, str]] = {}
-    for group in bp.compute:
-        ctx = blueprint_node_contexts(bp)[group.name]
+    for name, ctx in blueprint_node_contexts(rc).items():
         files = render_node_scripts(ctx)
         versions = "".join(f"{k}: {v if v is not None else 'unknown'}\n" for k, v in ctx.versions.items())
         files["versions.txt"] = (
-            f"# resolved versions for {bp.name}/{group.name} ({ctx.instance_type}, {ctx.os}), stack {ctx.stack_name}\n"
+            f"# resolved versions for {bp.name}/{name} ({ctx.instance_type}, {ctx.os}), stack {ctx.stack_name}\n"
             f"{versions}kernel_modules: {ctx.kernel_modules}\n"
         )
-        out[group.name] = files
-    for rel, text in render_observability_files(bp).items():
+        out[name] = files
+    for rel, text in render_observability_files(rc).items():
         folder, _, name = rel.rpartition("/")
         out.setdefault(folder or "observability", {})[name] = text
     return out

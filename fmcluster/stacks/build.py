@@ -61,11 +61,12 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
     env = Environment(region=bp.region)
     placement = Placement(az=bp.az_label, az_is_id=bp.availability_zone_id is not None)
     tags = {"fmcluster:blueprint": bp.name, **bp.tags}
+    rc = resolve(bp)
 
     network = NetworkStack(
         app, f"{bp.name}-network", env=env, spec=bp.network, placement=placement,
         # HyperPod places instances itself (no placement-group setting in AWS::SageMaker::Cluster).
-        placement_group_names=resolve(bp).placement_group_names,
+        placement_group_names=rc.placement_group_names,
         description=f"fmcluster {bp.name}: VPC, GPU subnet, EFA security group, placement groups",
     )
     net = network.network
@@ -79,18 +80,18 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
     if bp.observability.enabled:
         observability = ObservabilityStack(
             app, f"{bp.name}-observability", env=env, spec=bp.observability, cluster_name=bp.name,
-            alert_rules=render_alert_rules(observability_context(bp)),
+            alert_rules=render_alert_rules(observability_context(rc)),
             description=f"fmcluster {bp.name}: {bp.observability.metrics} metrics (Prometheus, Grafana, alert rules)",
         )
         Tags.of(observability).add("fmcluster:stack", "observability")
-    contexts = blueprint_node_contexts(bp)
+    contexts = blueprint_node_contexts(rc)
     cluster = ClusterStack(
         app, f"{bp.name}-cluster", env=env, orchestrator=bp.orchestrator, cluster_name=bp.name, os=bp.software.os,
         groups=bp.compute, node_contexts=contexts, vpc=net.vpc, subnet=net.gpu_subnet, security_group=net.efa_security_group,
         placement_groups=net.placement_groups, lustre=st.mount,
         checkpoints=st.checkpoint_access,
         tags=tags, description=f"fmcluster {bp.name}: {bp.orchestrator.kind} cluster and node bootstrap",
-        head_node_script=render_exporter_script(exporter_context(bp, role="head")) if observability else None,
+        head_node_script=render_exporter_script(exporter_context(rc, role="head")) if observability else None,
         head_node_policy=observability.observability.node_policy if observability else None,
     )
     for stack, role in ((network, "network"), (storage, "storage"), (cluster, "cluster")):

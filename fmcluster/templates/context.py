@@ -1,4 +1,4 @@
-"""Typed render context for node scripts, built from validated blueprint sections and catalog facts.
+"""Typed render context for node scripts, built from the resolved cluster (:func:`fmcluster.resolved.resolve`).
 
 Everything a template needs is computed here (package names per OS and driver branch, pinned
 download URLs and hashes, the job environment with shell-quoted values), so the templates stay
@@ -11,8 +11,6 @@ import shlex
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from fmcluster.blueprint.model import Blueprint, ComputeGroup, LustreSpec, SoftwareSpec
-from fmcluster.catalog import get_instance
 from fmcluster.catalog.software import (
     BLACKWELL_FAMILIES,
     HOPPER_FAMILIES,
@@ -21,16 +19,13 @@ from fmcluster.catalog.software import (
     driver_artifact,
     efa_installer_artifact,
     gdrcopy_artifact,
-    get_stack,
     major,
     major_minor,
     version_ge,
 )
+from fmcluster.resolved import ResolvedCluster, ResolvedGroup
+from fmcluster.templates.observability.exporters import exporter_context, render_exporter_script
 
-#: Where fmcluster puts its own files on a node.
-PREFIX = "/opt/fmcluster"
-NODE_CHECK_PATH = f"{PREFIX}/bin/fmcluster-node-check"
-JOB_ENV_PATH = f"{PREFIX}/etc/job-env.sh"
 PROFILE_ENV_PATH = "/etc/profile.d/fmcluster.sh"
 SCRATCH_LABEL = "fmc-scratch"
 #: NCCL_SOCKET_IFNAME for NCCL's bootstrap connections (shared/reference/version-matrix.md section 4,
@@ -185,20 +180,34 @@ class NodeContext:
         return asdict(self)
 
 
-def node_context(
-    *, blueprint_name: str, orchestrator: str, group: ComputeGroup, software: SoftwareSpec, lustre: LustreSpec | None,
-    exporters_script: str = "",
-) -> NodeContext:
-    """Build the context for ``group`` (pins = the named stack with the blueprint's overrides).
+def node_paths(node_dir: str, plugin_override: str | None) -> dict[str, str]:
+    """Where a node's fmcluster files go (``paths`` in the templates): under ``node_dir``
+    (:attr:`ResolvedCluster.node_dir`), plus the login-shell hook, the scratch label and, when
+    aws-ofi-nccl is built from source (``plugin_override``), its install prefix ("" otherwise)."""
+    return {
+        "prefix": node_dir,
+        "node_check": f"{node_dir}/bin/fmcluster-node-check",
+        "job_env": f"{node_dir}/etc/job-env.sh",
+        "profile_env": PROFILE_ENV_PATH,
+        "scratch_label": SCRATCH_LABEL,
+        "plugin_prefix": f"{node_dir}/aws-ofi-nccl-{plugin_override}" if plugin_override else "",
+    }
+
+
+def node_context(rc: ResolvedCluster, group: ResolvedGroup, *, exporters_script: str = "") -> NodeContext:
+    """Build the context for ``group`` of ``rc`` (pins = ``rc.software``: the named stack with the
+    blueprint's overrides).
 
     ``exporters_script`` (from ``fmcluster.templates.observability.render_exporter_script``) is
     embedded in the bootstrap and run after the node check; empty means no exporters.
 
-    Expects a blueprint that passed the rules (R-ART-1 guarantees every download is pinned);
-    raises ``ValueError`` otherwise.
+    Expects a blueprint that passed the rules (a known stack; R-ART-1 guarantees every download is
+    pinned); raises ``ValueError`` otherwise.
     """
-    inst = get_instance(group.instance_type)
-    stack = get_stack(software.stack).with_overrides(software.overrides.as_dict())
+    bp, inst, stack = rc.blueprint, group.instance, rc.software
+    if stack is None:
+        raise ValueError(f"unknown software stack {bp.software.stack!r}")
+    software, lustre = bp.software, bp.storage.lustre
     arch = inst.cpu_architecture
     drv = driver_artifact(stack.driver, arch)
     gdr = gdrcopy_artifact(stack.gdrcopy)
@@ -209,25 +218,25 @@ def node_context(
         raise ValueError(f"no pinned aws-ofi-nccl {stack.plugin_override} (rule R-ART-1)")
     efa = efa_installer_artifact(stack.efa_installer)
     repo = cuda_repository(software.os, arch)
-    cuda_mm = major_minor(stack.cuda)
+    efa_enabled = group.spec.efa_enabled
     return NodeContext(
-        blueprint_name=blueprint_name,
+        blueprint_name=rc.name,
         group_name=group.name,
-        orchestrator=orchestrator,
+        orchestrator=rc.profile.kind,
         os=software.os,
         instance_type=inst.name,
         family=inst.family,
         cpu_architecture=arch,
         gpu_model=inst.gpu.model,
         gpu_count=inst.gpu.count,
-        efa_enabled=group.efa_enabled,
-        efa_device_count=inst.efa_interface_count if group.efa_enabled else 0,
+        efa_enabled=efa_enabled,
+        efa_device_count=group.efa_devices,
         fabric_manager=inst.fabric_manager,
         nvlsm=inst.nvlsm,
         imex=inst.imex,
         gdr_required=inst.gdr_required,
         nvme_count=inst.nvme.count,
-        scratch_path=group.scratch_path,
+        scratch_path=group.spec.scratch_path,
         fsx_mount_point=lustre.mount_point if lustre else None,
         stack_name=stack.name,
         kernel_modules=stack.kernel_modules,
@@ -253,32 +262,22 @@ def node_context(
         cuda_repo_url=repo.url,
         cuda_repo_key_url=repo.key_url,
         cuda_repo_key_fingerprint=repo.key_fingerprint,
-        cuda_home=f"/usr/local/cuda-{cuda_mm}",
+        cuda_home=f"/usr/local/cuda-{major_minor(stack.cuda)}",
         cuda_major=major(stack.cuda),
         packages=package_plan(software.os, stack.driver, stack.cuda, stack.nccl),
-        job_env=job_environment(efa_enabled=group.efa_enabled, plugin=stack.aws_ofi_nccl, user=dict(software.environment)),
-        paths={
-            "prefix": PREFIX,
-            "node_check": NODE_CHECK_PATH,
-            "job_env": JOB_ENV_PATH,
-            "profile_env": PROFILE_ENV_PATH,
-            "scratch_label": SCRATCH_LABEL,
-            "plugin_prefix": f"{PREFIX}/aws-ofi-nccl-{stack.plugin_override}" if plugin else "",
-        },
+        job_env=job_environment(efa_enabled=efa_enabled, plugin=stack.aws_ofi_nccl, user=dict(software.environment)),
+        paths=node_paths(rc.node_dir, stack.plugin_override),
         exporters_script=exporters_script,
     )
 
 
-def blueprint_node_contexts(bp: Blueprint) -> dict[str, NodeContext]:
-    """Compute group name -> NodeContext, with the group's exporter script when metrics are on."""
-    from fmcluster.templates.observability.exporters import exporter_context, render_exporter_script
+def blueprint_node_contexts(rc: ResolvedCluster) -> dict[str, NodeContext]:
+    """Compute group name -> NodeContext, in blueprint order, with the group's exporter script when
+    metrics are on."""
 
-    return {
-        g.name: node_context(
-            blueprint_name=bp.name, orchestrator=bp.orchestrator.kind, group=g, software=bp.software,
-            lustre=bp.storage.lustre,
-            exporters_script=render_exporter_script(exporter_context(bp, role="compute", group=g))
-            if bp.observability.enabled else "",
-        )
-        for g in bp.compute
-    }
+    def exporters(g: ResolvedGroup) -> str:
+        if not rc.blueprint.observability.enabled:
+            return ""
+        return render_exporter_script(exporter_context(rc, role="compute", group=g))
+
+    return {g.name: node_context(rc, g, exporters_script=exporters(g)) for g in rc.groups}

@@ -8,7 +8,7 @@ Public API:
 
 from __future__ import annotations
 
-from fmcluster.blueprint.model import Blueprint
+from fmcluster.resolved import ResolvedCluster
 from fmcluster.templates.observability.context import ObservabilityContext, observability_context
 from fmcluster.templates.observability.dashboards import render_dashboards
 from fmcluster.templates.observability.endpoints import Endpoint, observability_endpoints
@@ -41,24 +41,24 @@ def alert_rules_file(blueprint_name: str) -> str:
     return f"{ROOT}/rules/{blueprint_name}-alerts.yml"
 
 
-def render_observability_files(bp: Blueprint) -> dict[str, str]:
-    """Every observability file of ``bp`` as relative path -> text; empty when ``metrics`` is ``none``.
+def render_observability_files(rc: ResolvedCluster) -> dict[str, str]:
+    """Every observability file of ``rc`` as relative path -> text; empty when ``metrics`` is ``none``.
 
     The tree checks as is: ``promtool check config observability/prometheus.yml`` (rule files and
     file_sd paths are relative to it) and ``promtool check rules observability/rules/*.yml``.
     """
-    if not bp.observability.enabled:
+    if not rc.blueprint.observability.enabled:
         return {}
-    ctx = observability_context(bp)
+    ctx = observability_context(rc)
     files = {
         f"{ROOT}/prometheus.yml": render_prometheus_config(ctx),
-        alert_rules_file(bp.name): render_alert_rules(ctx),
+        alert_rules_file(rc.name): render_alert_rules(ctx),
         f"{ROOT}/dcgm-counters.csv": dcgm_counters_csv(),
-        f"{ROOT}/exporters/head.sh": render_exporter_script(exporter_context(bp, role="head")),
+        f"{ROOT}/exporters/head.sh": render_exporter_script(exporter_context(rc, role="head")),
     }
-    for g in bp.compute:
+    for g in rc.groups:
         files[f"{ROOT}/exporters/compute-{g.name}.sh"] = render_exporter_script(
-            exporter_context(bp, role="compute", group=g)
+            exporter_context(rc, role="compute", group=g)
         )
     files.update({f"{ROOT}/dashboards/{name}": text for name, text in render_dashboards(ctx).items()})
     if ctx.metrics == "self_hosted":

@@ -1,7 +1,8 @@
-"""Typed render context for the metrics layer, built once from the blueprint and the instance catalog.
+"""Typed render context for the metrics layer, built once from the resolved cluster.
 
 Everything downstream (Prometheus config, alert rules, dashboards, exporter scripts) renders from
-:class:`ObservabilityContext`, never from YAML, so expected GPU and EFA counts come from one place.
+:class:`ObservabilityContext`, never from YAML, so expected GPU and EFA counts come from one place
+(:class:`fmcluster.resolved.ResolvedGroup`).
 """
 
 from __future__ import annotations
@@ -10,34 +11,31 @@ import hashlib
 from dataclasses import dataclass
 from typing import Literal
 
-from fmcluster.blueprint.model import Blueprint, ObservabilitySpec
-from fmcluster.catalog import get_instance
+from fmcluster.blueprint.model import LustreSpec, ObservabilitySpec
+from fmcluster.resolved import ResolvedCluster, ResolvedGroup
+from fmcluster.resolved.cluster import observability_parameter_name
+from fmcluster.resolved.profiles import Discovery, OrchestratorProfile
 
-Discovery = Literal["ec2", "slurm"]
 MetricsMode = Literal["managed", "self_hosted"]
 
-#: Tag every cluster node carries (build.py tags the whole app with it); EC2 service discovery filters on it.
-BLUEPRINT_TAG = "fmcluster:blueprint"
 #: Written into the rendered Prometheus agent config in place of the AMP remote-write URL; the head-node
 #: script replaces it with the URL it reads from the SSM parameter at boot.
 REMOTE_WRITE_PLACEHOLDER = "FMCLUSTER_AMP_WORKSPACE"
 
+#: Until merge only: ``fmcluster.constructs.observability`` and ``templates.observability.endpoints`` import
+#: this name; they are to read ``ResolvedCluster.observability_parameter`` instead, then this line goes.
+ssm_parameter_name = observability_parameter_name
 
-def ssm_parameter_name(blueprint_name: str) -> str:
-    """SSM parameter (String, JSON) that nodes read at boot: mode, region, remote-write URL, Grafana URL."""
-    return f"/fmcluster/{blueprint_name}/observability"
 
-
-def effective_discovery(spec: ObservabilitySpec, orchestrator_kind: str) -> Discovery:
-    """``auto`` -> ``slurm`` for HyperPod (nodes are not EC2 instances of the account), else ``ec2``."""
-    if spec.node_discovery != "auto":
-        return spec.node_discovery
-    return "slurm" if orchestrator_kind == "hyperpod" else "ec2"
+def node_discovery(spec: ObservabilitySpec, profile: OrchestratorProfile) -> Discovery:
+    """How Prometheus finds the nodes: ``observability.node_discovery``, with ``auto`` meaning the
+    orchestrator's default (:attr:`OrchestratorProfile.default_node_discovery`)."""
+    return profile.default_node_discovery if spec.node_discovery == "auto" else spec.node_discovery
 
 
 @dataclass(frozen=True)
 class GroupFacts:
-    """One compute group as the dashboards and exporters see it (per-node values from the catalog)."""
+    """One compute group as the dashboards see it (per-node values from the resolved group)."""
 
     name: str
     instance_type: str
@@ -77,10 +75,8 @@ class ObservabilityContext:
     groups: tuple[GroupFacts, ...]
     lustre: LustreFacts | None
     os: str
-
-    @property
-    def ssm_parameter(self) -> str:
-        return ssm_parameter_name(self.blueprint_name)
+    #: SSM parameter nodes read at boot (:attr:`ResolvedCluster.observability_parameter`).
+    ssm_parameter: str
 
     @property
     def uid_suffix(self) -> str:
@@ -104,46 +100,44 @@ class ObservabilityContext:
         return sum(g.efa_devices_total for g in self.groups)
 
 
-def observability_context(bp: Blueprint) -> ObservabilityContext:
+def group_facts(g: ResolvedGroup) -> GroupFacts:
+    inst = g.instance
+    return GroupFacts(
+        name=g.name,
+        instance_type=inst.name,
+        count=g.spec.count,
+        gpu_model=inst.gpu.model,
+        gpus_per_node=inst.gpu.count,
+        gpu_memory_gib=inst.gpu.memory_gib,
+        efa_devices_per_node=g.efa_devices,
+        network_gbps_per_node=inst.network_gbps,
+        cpu_architecture=inst.cpu_architecture,
+    )
+
+
+def lustre_facts(fs: LustreSpec | None) -> LustreFacts | None:
+    if fs is None:
+        return None
+    return LustreFacts(storage_capacity_gib=fs.storage_capacity_gib, throughput_mbps=fs.throughput_mbps,
+                       mount_point=fs.mount_point)
+
+
+def observability_context(rc: ResolvedCluster) -> ObservabilityContext:
     """Build the context; raises ValueError when the blueprint has no metrics layer (metrics: none)."""
+    bp = rc.blueprint
     spec = bp.observability
     if spec.metrics == "none":
         raise ValueError("observability.metrics is 'none': there is no metrics layer to render")
-    groups = []
-    for g in bp.compute:
-        inst = get_instance(g.instance_type)
-        groups.append(
-            GroupFacts(
-                name=g.name,
-                instance_type=inst.name,
-                count=g.count,
-                gpu_model=inst.gpu.model,
-                gpus_per_node=inst.gpu.count,
-                gpu_memory_gib=inst.gpu.memory_gib,
-                efa_devices_per_node=inst.efa_interface_count if g.efa_enabled else 0,
-                network_gbps_per_node=inst.network_gbps,
-                cpu_architecture=inst.cpu_architecture,
-            )
-        )
-    fs = bp.storage.lustre
-    lustre = (
-        None
-        if fs is None
-        else LustreFacts(
-            storage_capacity_gib=fs.storage_capacity_gib,
-            throughput_mbps=fs.throughput_mbps,
-            mount_point=fs.mount_point,
-        )
-    )
     return ObservabilityContext(
-        blueprint_name=bp.name,
+        blueprint_name=rc.name,
         region=bp.region,
-        orchestrator=bp.orchestrator.kind,
+        orchestrator=rc.profile.kind,
         metrics=spec.metrics,
         scrape_interval_s=spec.scrape_interval_seconds,
         scrape_timeout_s=spec.scrape_timeout_seconds,
-        discovery=effective_discovery(spec, bp.orchestrator.kind),
-        groups=tuple(groups),
-        lustre=lustre,
+        discovery=node_discovery(spec, rc.profile),
+        groups=tuple(group_facts(g) for g in rc.groups),
+        lustre=lustre_facts(bp.storage.lustre),
         os=bp.software.os,
+        ssm_parameter=rc.observability_parameter,
     )

@@ -17,8 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from fmcluster.blueprint.model import Blueprint, ComputeGroup
-from fmcluster.catalog import get_instance
+from fmcluster.resolved import ResolvedCluster, ResolvedGroup
 from fmcluster.templates.observability import pins
 from fmcluster.templates.observability.context import (
     REMOTE_WRITE_PLACEHOLDER,
@@ -59,7 +58,8 @@ class NodeFile:
 
 @dataclass(frozen=True)
 class ExporterContext:
-    """Everything the exporter script needs for one node role. Expected counts come from the catalog."""
+    """Everything the exporter script needs for one node role. Expected counts come from the resolved
+    group (0 on the head node)."""
 
     blueprint_name: str
     region: str
@@ -119,39 +119,26 @@ def head_files(ctx: ObservabilityContext) -> tuple[NodeFile, ...]:
     return tuple(files)
 
 
-def exporter_context(bp: Blueprint, *, role: Role, group: ComputeGroup | None = None) -> ExporterContext:
-    """Context for a compute group's nodes (``role="compute"``, ``group`` required) or the head node."""
-    octx = observability_context(bp)
-    if role == "compute":
-        if group is None:
-            raise ValueError("role 'compute' needs the compute group")
-        inst = get_instance(group.instance_type)
-        return ExporterContext(
-            blueprint_name=bp.name,
-            region=bp.region,
-            orchestrator=bp.orchestrator.kind,
-            role=role,
-            metrics=octx.metrics,
-            discovery=octx.discovery,
-            group_name=group.name,
-            instance_type=inst.name,
-            gpus_expected=inst.gpu.count,
-            efa_devices_expected=inst.efa_interface_count if group.efa_enabled else 0,
-            ssm_parameter=octx.ssm_parameter,
-        )
+def exporter_context(rc: ResolvedCluster, *, role: Role, group: ResolvedGroup | None = None) -> ExporterContext:
+    """Context for a compute group's nodes (``role="compute"``, ``group`` required) or the head node.
+    Raises ValueError when metrics are off (``observability.metrics: none``) or ``group`` is missing."""
+    if role == "compute" and group is None:
+        raise ValueError("role 'compute' needs the compute group")
+    octx = observability_context(rc)
+    node = group if role == "compute" else None
     return ExporterContext(
-        blueprint_name=bp.name,
-        region=bp.region,
-        orchestrator=bp.orchestrator.kind,
+        blueprint_name=octx.blueprint_name,
+        region=octx.region,
+        orchestrator=octx.orchestrator,
         role=role,
         metrics=octx.metrics,
         discovery=octx.discovery,
-        group_name=HEAD_GROUP,
-        instance_type="",
-        gpus_expected=0,
-        efa_devices_expected=0,
+        group_name=node.name if node else HEAD_GROUP,
+        instance_type=node.instance.name if node else "",
+        gpus_expected=node.instance.gpu.count if node else 0,
+        efa_devices_expected=node.efa_devices if node else 0,
         ssm_parameter=octx.ssm_parameter,
-        files=head_files(octx),
+        files=() if node else head_files(octx),
     )
 
 

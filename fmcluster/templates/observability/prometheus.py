@@ -14,11 +14,8 @@ from typing import Any
 
 import yaml
 
-from fmcluster.templates.observability.context import (
-    BLUEPRINT_TAG,
-    REMOTE_WRITE_PLACEHOLDER,
-    ObservabilityContext,
-)
+from fmcluster.resolved import BLUEPRINT_TAG
+from fmcluster.templates.observability.context import REMOTE_WRITE_PLACEHOLDER, ObservabilityContext
 from fmcluster.templates.observability.pins import (
     DCGM_EXPORTER_PORT,
     NODE_EXPORTER_PORT,
