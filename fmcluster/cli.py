@@ -104,8 +104,9 @@ def plan(
     With --cdk-out DIR, DIR must be a cdk.out synthesized from this blueprint (all its stacks);
     otherwise exit 1.
     """
+    from fmcluster.resolved import resolve
+    from fmcluster.review.assembly import AssemblyError
     from fmcluster.review.plan import (
-        PlanInputError,
         assembly_resource_counts,
         build_plan,
         render_json,
@@ -114,13 +115,13 @@ def plan(
         synth_resource_counts,
     )
 
-    bp = _load_or_exit(file)
+    rc = resolve(_load_or_exit(file))
     try:
-        counts = assembly_resource_counts(cdk_out, bp) if cdk_out else synth_resource_counts(bp)
-    except PlanInputError as e:
+        counts = assembly_resource_counts(cdk_out, rc) if cdk_out else synth_resource_counts(rc)
+    except AssemblyError as e:
         err.print(f"[red]error[/]: {escape(str(e))}", highlight=False)
         raise typer.Exit(1) from None
-    result = build_plan(bp, counts, checkpoint_gib=checkpoint_gib)
+    result = build_plan(rc, counts, checkpoint_gib=checkpoint_gib)
     if format is OutputFormat.json:
         print(render_json(result))
     elif format is OutputFormat.markdown:

@@ -63,10 +63,11 @@ def test_plan_formats(fmt: str) -> None:
         assert plan["software"]["aws_ofi_nccl"] == "1.16.3" and plan["software"]["libfabric"] == "2.1.0amzn5.0"
         assert set(plan["stacks"]) == {"llm-train-network", "llm-train-storage", "llm-train-cluster", "llm-train-observability"}
         assert all(n > 0 for n in plan["stacks"].values())
-        from fmcluster.review.plan import resource_counts
+        from fmcluster.review.assembly import Assembly
         from tests.conftest import cli_synth
 
-        assert plan["stacks"] == resource_counts(cli_synth(ROOT / "blueprints" / "default.yaml")[0])
+        synthesized = Assembly.from_dir(cli_synth(ROOT / "blueprints" / "default.yaml")[0])
+        assert plan["stacks"] == {name: synthesized.resource_count(name) for name in synthesized.stacks}
     elif fmt == "markdown":
         assert "| gpu | p5.48xlarge | 4 | H100 x 32 | 32 | efa-only | 1 | 3200 / 12800 | on_demand | yes |" in res.stdout
     else:
@@ -184,8 +185,8 @@ def test_preflight_summary_pluralises(monkeypatch: pytest.MonkeyPatch, statuses:
     from fmcluster.preflight import runner
     from fmcluster.preflight.checks import CheckResult
 
-    def fake_run(bp, clients, *, file, until=None, progress=None):  # noqa: ANN001, ANN202
-        return runner.PreflightReport(file=file, region=bp.region, account="123456789012", results=[
+    def fake_run(rc, clients, *, file, until=None, progress=None):  # noqa: ANN001, ANN202
+        return runner.PreflightReport(file=file, region=rc.blueprint.region, account="123456789012", results=[
             CheckResult(f"check {i}", "subject", s, "detail") for i, s in enumerate(statuses)])
 
     monkeypatch.setattr(clients_module, "make_clients", lambda region, profile=None: object())

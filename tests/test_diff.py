@@ -16,9 +16,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from fmcluster.review.assembly import Assembly
 from fmcluster.review.diff import (
     SUPPLEMENT,
-    Assembly,
     DiffReport,
     _values_at,
     create_only,
@@ -332,9 +332,9 @@ def test_two_cdk_out_folders() -> None:
 
 
 def test_not_an_assembly(tmp_path: Path) -> None:
-    from fmcluster.review.diff import DiffInputError
+    from fmcluster.review.assembly import AssemblyError
 
-    with pytest.raises(DiffInputError, match="not a cloud assembly"):
+    with pytest.raises(AssemblyError, match="not a cloud assembly"):
         Assembly.from_dir(tmp_path)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from fmcluster.review.diff import Assembly, DiffInputError
+from fmcluster.review.assembly import Assembly, AssemblyError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "diff"
 
@@ -48,7 +48,7 @@ def assert_clean_error(result: Any, *fragments: str) -> None:
 def test_corrupt_or_empty_manifest_is_a_clear_error(tmp_path: Path, manifest: str, fragment: str) -> None:
     out = copy_old(tmp_path)
     (out / "manifest.json").write_text(manifest)
-    with pytest.raises(DiffInputError, match=fragment.replace("\"", ".")):
+    with pytest.raises(AssemblyError, match=fragment.replace("\"", ".")):
         Assembly.from_dir(out)
     assert_clean_error(run(str(out), str(FIXTURES / "new")), str(out), fragment)
     assert_clean_error(run(str(FIXTURES / "new"), str(out)), fragment)
@@ -77,7 +77,7 @@ def test_stack_without_template_file(tmp_path: Path) -> None:
 
 
 def test_not_a_folder(tmp_path: Path) -> None:
-    with pytest.raises(DiffInputError, match="not a folder"):
+    with pytest.raises(AssemblyError, match="not a folder"):
         Assembly.from_dir(tmp_path / "nope")
 
 

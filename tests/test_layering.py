@@ -1,43 +1,228 @@
-"""One-way data flow: lower layers never import upper ones (ARCHITECTURE.md "Data flows one way")."""
+"""One-way data flow: lower layers never import upper ones (docs/architecture.md "Data flows one way").
+
+Layer order, lowest first: catalog -> blueprint (model) -> resolved -> validation (loader, rules) ->
+templates -> preflight -> constructs -> stacks -> review -> cli. A package may import itself and the
+packages below it, never one above. Imports are read with :mod:`ast`, every form counted: ``import a.b``,
+``from a import b`` (names ``a`` and ``a.b``), relative imports (resolved against the file's package),
+parenthesised multi-line imports and imports inside functions (lazy imports are still imports).
+"""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-PKG = Path(__file__).resolve().parent.parent / "fmcluster"
-FORBIDDEN = {
-    "blueprint": ("fmcluster.constructs", "fmcluster.stacks", "fmcluster.templates", "fmcluster.review", "fmcluster.cli"),
-    "catalog": ("fmcluster.blueprint", "fmcluster.constructs", "fmcluster.stacks", "fmcluster.templates", "fmcluster.review"),
-    "templates": ("fmcluster.constructs", "fmcluster.stacks", "fmcluster.review", "fmcluster.cli", "aws_cdk"),
-    "constructs": ("fmcluster.stacks", "fmcluster.review", "fmcluster.cli", "fmcluster.validation.loader"),
-}
+ROOT = Path(__file__).resolve().parent.parent
+PKG = ROOT / "fmcluster"
+
+LAYERS = ("catalog", "blueprint", "resolved", "validation", "templates", "preflight", "constructs", "stacks",
+          "review", "cli")
+RANK = {layer: i for i, layer in enumerate(LAYERS)}
 
 
-def imports(path: Path) -> set[str]:
+# ---- the import parser -----------------------------------------------------------------------------
+def module_name(path: Path, root: Path = ROOT) -> tuple[str, bool]:
+    """Dotted module name of ``path`` under ``root`` and whether it is a package (``__init__.py``)."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        return ".".join(parts[:-1]), True
+    return ".".join(parts), False
+
+
+def imported_modules(source: str, module: str, is_package: bool = False) -> set[str]:
+    """Every dotted name an import in ``source`` (the module ``module``) can bind.
+
+    ``import a.b`` gives ``a.b``; ``from a import b, c`` gives ``a``, ``a.b`` and ``a.c`` (``b`` may be a
+    submodule); relative imports are resolved against ``module``'s package. Imports anywhere count,
+    inside functions and ``if TYPE_CHECKING`` blocks too.
+    """
+    package = module if is_package else module.rpartition(".")[0]
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             names.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".") if package else []
+                up = node.level - 1
+                if up > len(parts):
+                    raise ValueError(f"{module}: relative import beyond the top package (level {node.level})")
+                base = ".".join([*parts[:len(parts) - up], *([node.module] if node.module else [])])
+            else:
+                base = node.module or ""
+            names.add(base)
+            names.update(f"{base}.{a.name}" for a in node.names if a.name != "*")
     return names
 
 
-@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
-def test_layer_does_not_import_upper_layers(layer: str) -> None:
-    bad = {
-        f"{p.relative_to(PKG)}: {name}"
-        for p in (PKG / layer).rglob("*.py")
-        for name in imports(p)
-        if name.startswith(FORBIDDEN[layer])
-    }
-    assert not bad
+def within(name: str, prefix: str) -> bool:
+    """``name`` is the module ``prefix`` or something inside it."""
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def layer_of(module: str) -> str | None:
+    """The layer of a dotted name inside ``fmcluster`` (``None``: the root package or outside fmcluster)."""
+    parts = module.split(".")
+    if parts[0] != "fmcluster" or len(parts) < 2:
+        return None
+    return parts[1] if parts[1] in RANK else None
+
+
+def package_files() -> Iterator[tuple[Path, str, set[str]]]:
+    """(file, module name, imported names) for every module of fmcluster."""
+    for path in sorted(PKG.rglob("*.py")):
+        module, is_package = module_name(path)
+        yield path, module, imported_modules(path.read_text(), module, is_package)
+
+
+def rel(path: Path) -> str:
+    return str(path.relative_to(PKG))
+
+
+# ---- the parser catches every import form ------------------------------------------------------------
+PARSER_CASES = [
+    ("plain import", "import fmcluster.constructs.capacity\n", "fmcluster.review.plan", "fmcluster.constructs.capacity"),
+    ("from package import submodule", "from fmcluster import constructs\n", "fmcluster.review.plan",
+     "fmcluster.constructs"),
+    ("from module import name", "from fmcluster.constructs.capacity import efa_interface_layout\n",
+     "fmcluster.review.plan", "fmcluster.constructs.capacity"),
+    ("aliased", "import fmcluster.constructs as c\n", "fmcluster.review.plan", "fmcluster.constructs"),
+    ("relative sibling", "from .diff import Assembly\n", "fmcluster.review.plan", "fmcluster.review.diff"),
+    ("relative bare", "from . import diff\n", "fmcluster.review.plan", "fmcluster.review.diff"),
+    ("relative parent", "from ..constructs import capacity\n", "fmcluster.review.plan",
+     "fmcluster.constructs.capacity"),
+    ("relative in a package __init__", "from .diff import Assembly\n", "fmcluster.review", "fmcluster.review.diff"),
+    ("parenthesised multi-line", "from fmcluster.review import (\n    render,\n    diff,\n)\n",
+     "fmcluster.review.plan", "fmcluster.review.diff"),
+    ("inside a function", "def f():\n    if True:\n        from fmcluster.constructs import capacity\n",
+     "fmcluster.review.plan", "fmcluster.constructs.capacity"),
+    ("inside a method", "class A:\n    def m(self):\n        import fmcluster.validation.rules\n",
+     "fmcluster.cli", "fmcluster.validation.rules"),
+    ("under TYPE_CHECKING", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+     "    from fmcluster.validation import rules\n", "fmcluster.templates.context", "fmcluster.validation.rules"),
+]
+
+
+@pytest.mark.parametrize(("form", "source", "module", "expected"), PARSER_CASES, ids=[c[0] for c in PARSER_CASES])
+def test_parser_catches_every_import_form(tmp_path: Path, form: str, source: str, module: str, expected: str) -> None:
+    parts = module.split(".")
+    is_package = form.endswith("__init__")
+    path = tmp_path.joinpath(*parts, "__init__.py") if is_package else tmp_path.joinpath(*parts[:-1], parts[-1] + ".py")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source)
+    name, package = module_name(path, tmp_path)
+    assert (name, package) == (module, is_package)
+    found = imported_modules(path.read_text(), name, package)
+    assert any(within(n, expected) for n in found), (form, found)
+
+
+def test_parser_does_not_invent_imports() -> None:
+    found = imported_modules("import fmcluster.constructsx\nx = 'from fmcluster import constructs'\n", "fmcluster.review.plan")
+    assert not any(within(n, "fmcluster.constructs") for n in found)
+
+
+# ---- the rules -------------------------------------------------------------------------------------------
+def layer_violations() -> set[str]:
+    bad = set()
+    for path, module, names in package_files():
+        own = layer_of(module)
+        if own is None:
+            continue
+        for name in names:
+            other = layer_of(name)
+            if other is not None and RANK[other] > RANK[own]:
+                bad.add(f"{rel(path)}: {name}")
+    return bad
+
+
+def banned_imports() -> set[str]:
+    """The specific bans, on top of the layer order."""
+    bad = set()
+    for path, module, names in package_files():
+        for name in names:
+            if within(module, "fmcluster.constructs") and within(name, "fmcluster.validation"):
+                bad.add(f"{rel(path)}: {name} (constructs never import fmcluster.validation)")
+            if within(module, "fmcluster.review") and within(name, "fmcluster.constructs"):
+                bad.add(f"{rel(path)}: {name} (review never imports constructs)")
+            if module == "fmcluster.review.plan" and within(name, "fmcluster.review.diff"):
+                bad.add(f"{rel(path)}: {name} (the plan reads cdk.out through review.assembly, not review.diff)")
+            if within(name, "fmcluster.validation.rules") and not within(module, "fmcluster.validation"):
+                bad.add(f"{rel(path)}: {name} (only fmcluster.validation runs the rules)")
+    return bad
+
+
+def test_each_layer_imports_only_lower_layers() -> None:
+    assert sorted(layer_violations()) == []
+
+
+def test_specific_bans() -> None:
+    assert sorted(banned_imports()) == []
+
+
+def test_nothing_outside_validation_imports_the_rules_tools_and_app_included() -> None:
+    files = [ROOT / "app.py", *sorted((ROOT / "tools").glob("*.py"))]
+    bad = [f"{p.relative_to(ROOT)}: {n}" for p in files for n in imported_modules(p.read_text(), p.stem)
+           if within(n, "fmcluster.validation.rules")]
+    assert bad == []
+
+
+def test_every_package_has_a_layer() -> None:
+    packages = {p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    modules = {p.stem for p in PKG.glob("*.py") if p.name != "__init__.py"}
+    assert packages | modules == set(LAYERS)
+
+
+# ---- constructs never receive the whole Blueprint ------------------------------------------------------
+BLUEPRINT_NAMES = ("fmcluster.blueprint.Blueprint", "fmcluster.blueprint.model.Blueprint")
+
+
+def blueprint_uses(source: str, module: str, is_package: bool = False) -> list[str]:
+    """Where ``source`` imports or names the ``Blueprint`` model (as a name, an attribute or a string
+    annotation)."""
+    found = [n for n in imported_modules(source, module, is_package) if n in BLUEPRINT_NAMES]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name) and node.id == "Blueprint":
+            found.append(f"line {node.lineno}: name Blueprint")
+        elif isinstance(node, ast.Attribute) and node.attr == "Blueprint":
+            found.append(f"line {node.lineno}: attribute .Blueprint")
+        elif isinstance(node, ast.alias) and node.name.split(".")[-1] == "Blueprint":
+            found.append("import of Blueprint")
+    for node in ast.walk(ast.parse(source)):
+        annotations = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs, node.args.vararg, node.args.kwarg]
+            annotations = [a.annotation for a in args if a is not None and a.annotation is not None]
+            annotations += [node.returns] if node.returns is not None else []
+        elif isinstance(node, ast.AnnAssign):
+            annotations = [node.annotation]
+        for ann in annotations:
+            for sub in ast.walk(ann):
+                if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and "Blueprint" in sub.value.split("."):
+                    found.append(f"line {sub.lineno}: string annotation {sub.value!r}")
+    return found
+
+
+@pytest.mark.parametrize(("source", "caught"), [
+    ("from fmcluster.blueprint import Blueprint\n", True),
+    ("from fmcluster.blueprint.model import (\n    ComputeGroup,\n    Blueprint,\n)\n", True),
+    ("from ..blueprint.model import Blueprint as B\n", True),
+    ("import fmcluster.blueprint.model as m\ndef f(bp: m.Blueprint) -> None: ...\n", True),
+    ("def f(bp: 'Blueprint') -> None: ...\n", True),
+    ("def f():\n    from fmcluster.blueprint import Blueprint\n", True),
+    ("from fmcluster.blueprint.model import ComputeGroup, StorageSpec\n# the whole Blueprint never\n", False),
+])
+def test_blueprint_check_catches_every_form(source: str, caught: bool) -> None:
+    assert bool(blueprint_uses(source, "fmcluster.constructs.capacity")) is caught
 
 
 def test_constructs_never_receive_the_whole_blueprint() -> None:
-    offenders = [str(p.relative_to(PKG)) for p in (PKG / "constructs").rglob("*.py")
-                 if "import Blueprint" in p.read_text() or ", Blueprint" in p.read_text()]
-    assert offenders == []
+    offenders = {}
+    for path in sorted((PKG / "constructs").rglob("*.py")):
+        module, is_package = module_name(path)
+        uses = blueprint_uses(path.read_text(), module, is_package)
+        if uses:
+            offenders[rel(path)] = uses
+    assert offenders == {}

@@ -186,7 +186,7 @@ def test_hyperpod_auto_discovery_is_slurm() -> None:
 
 def test_metrics_none_renders_nothing() -> None:
     assert render_observability_files(resolve(load_blueprint(ROOT / "blueprints" / "p5en-capacity-block.yaml"))) == {}
-    assert observability_endpoints(load_blueprint(ROOT / "blueprints" / "p5en-capacity-block.yaml")) == []
+    assert observability_endpoints(resolve(load_blueprint(ROOT / "blueprints" / "p5en-capacity-block.yaml"))) == []
 
 
 @pytest.mark.parametrize(("metrics", "discovery"), MODES)
@@ -323,7 +323,7 @@ def test_efa_counter_list_matches_the_collector() -> None:
 
 
 def test_endpoints_managed_and_self_hosted() -> None:
-    managed = {e.name: e for e in observability_endpoints(load_blueprint(DEFAULT))}
+    managed = {e.name: e for e in observability_endpoints(resolve(load_blueprint(DEFAULT)))}
     assert sorted(managed) == [
         "AMP workspace query",
         "AMP workspace remote write",
@@ -339,7 +339,7 @@ def test_endpoints_managed_and_self_hosted() -> None:
         == "stack output llm-train-observability.GrafanaUrl (known at deploy)"
     )
     assert managed["Node settings (SSM parameter)"].address == "/fmcluster/llm-train/observability"
-    hosted = {e.name: e for e in observability_endpoints(_blueprint("self_hosted", "auto"))}
+    hosted = {e.name: e for e in observability_endpoints(resolve(_blueprint("self_hosted", "auto")))}
     assert hosted["Grafana (self-hosted)"].address == "http://localhost:3000"
     assert hosted["Grafana (self-hosted)"].access.startswith(
         "aws ssm start-session --region us-east-1 --target <head-node-instance-id> "

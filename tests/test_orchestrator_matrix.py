@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from fmcluster.catalog import get_instance
+from fmcluster.resolved import resolve
 from fmcluster.review.plan import build_plan
 from fmcluster.validation import load_blueprint_text
 from fmcluster.validation.rules.orchestrator import HYPERPOD_PRICED_TYPES
@@ -111,7 +112,7 @@ def test_same_blueprint_three_clean_clusters(three_clusters: dict[str, Path]) ->
 def test_same_blueprint_same_plan() -> None:
     lines = {}
     for kind in KINDS:
-        plan = build_plan(load_blueprint_text(same_blueprint(kind)).blueprint)
+        plan = build_plan(resolve(load_blueprint_text(same_blueprint(kind)).blueprint))
         (c,) = plan.compute
         lines[kind] = (plan.gpus_total, c.gpu_model, c.efa_interfaces_per_node, c.network_gbps_per_node, c.network_gbps_total,
                        c.efa_interface_type, c.ipv4_per_node)

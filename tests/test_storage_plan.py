@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from fmcluster.resolved import resolve
 from fmcluster.review.plan import build_plan, checkpoint_write_seconds, render_markdown
 from fmcluster.validation import load_blueprint, load_blueprint_text
 from tests.conftest import ROOT, patched
@@ -28,7 +29,7 @@ from tests.conftest import ROOT, patched
 )
 def test_storage_numbers(blueprint: str, gpus: int, tier: int | None, throughput: int, write: int,
                          gbps_per_gpu: float, seconds_per_100_gib: float) -> None:
-    plan = build_plan(load_blueprint(ROOT / "blueprints" / f"{blueprint}.yaml"), checkpoint_gib=100)
+    plan = build_plan(resolve(load_blueprint(ROOT / "blueprints" / f"{blueprint}.yaml")), checkpoint_gib=100)
     s = plan.storage
     assert s is not None
     assert plan.gpus_total == gpus
@@ -39,7 +40,7 @@ def test_storage_numbers(blueprint: str, gpus: int, tier: int | None, throughput
 
 def test_persistent_1_uses_its_default_tier() -> None:
     bp = load_blueprint_text(patched({"storage": {"lustre": {"deployment_type": "PERSISTENT_1", "storage_capacity_gib": 2400}}})).blueprint
-    s = build_plan(bp).storage
+    s = build_plan(resolve(bp)).storage
     assert s is not None
     assert (s.per_unit_storage_throughput, s.throughput_mbps, s.checkpoint_write_seconds) == (200, 480, None)
 
@@ -52,13 +53,13 @@ def test_checkpoint_write_seconds_units() -> None:
 
 def test_no_file_system_no_storage_line() -> None:
     bp = load_blueprint_text(patched({"storage": {"lustre": None}})).blueprint
-    plan = build_plan(bp, checkpoint_gib=10)
+    plan = build_plan(resolve(bp), checkpoint_gib=10)
     assert plan.storage is None
     assert plan.checkpoints == "new bucket, prefix checkpoints/, versioned"
 
 
 def test_markdown_shows_the_checkpoint_table() -> None:
-    md = render_markdown(build_plan(load_blueprint(ROOT / "blueprints" / "efa-lustre.yaml"), checkpoint_gib=500))
+    md = render_markdown(build_plan(resolve(load_blueprint(ROOT / "blueprints" / "efa-lustre.yaml")), checkpoint_gib=500))
     assert "| PERSISTENT_2 | 12000 | 1000 | 12000 | 12000 | 0.375 | yes | /fsx |" in md
     assert "## Checkpoint write (FSx baseline, all nodes writing)" in md
     assert "| 500 | 12000 | 44.7 | 0.7 |" in md

@@ -62,6 +62,7 @@ def preflight(
     """Check the AWS account before deploy: exit 0 all passed, 1 a check failed, 2 could not run."""
     from fmcluster.preflight import clients as clients_module
     from fmcluster.preflight.runner import run_preflight
+    from fmcluster.resolved import resolve
 
     out, err = _consoles()
     name = str(file)
@@ -96,7 +97,7 @@ def preflight(
             def tell(label: str, i: int, n: int) -> None:
                 bar.update(task, description=label, completed=max(i - 1, 0), total=n or None)
 
-            report = run_preflight(bp, clients, file=name, until=until_day, progress=tell)
+            report = run_preflight(resolve(bp), clients, file=name, until=until_day, progress=tell)
     except clients_module.PreflightCannotRun as e:
         _cannot_run(str(e), file=name, as_json=as_json)
         return

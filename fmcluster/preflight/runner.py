@@ -14,8 +14,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-from fmcluster.blueprint.model import Blueprint, ComputeGroup, OdcrCapacity, TrainingPlanCapacity
-from fmcluster.catalog import get_instance
+from fmcluster.blueprint.model import OdcrCapacity, TrainingPlanCapacity
 from fmcluster.preflight.checks import (
     FSX_LUSTRE_QUOTAS,
     P_ON_DEMAND_QUOTA,
@@ -35,7 +34,7 @@ from fmcluster.preflight.checks import (
     resolve_zone,
 )
 from fmcluster.preflight.clients import NO_CREDENTIALS, Clients, PreflightCannotRun
-from fmcluster.resolved.subnet import subnet_usage
+from fmcluster.resolved import ResolvedCluster, ResolvedGroup
 
 #: IAM action each check needs; named in the row when AWS denies it (docs/preflight.md lists them all).
 PERMISSIONS = {
@@ -53,6 +52,13 @@ _REJECTED = ("InvalidClientTokenId", "SignatureDoesNotMatch", "ExpiredToken", "E
 _DENIED = ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "UnauthorizedAccess")
 
 ProgressFn = Callable[[str, int, int], None]
+
+#: EC2 purchase option (the profile's capacity term, :attr:`OrchestratorProfile.capacity_types`) -> the
+#: EC2 vCPU quota it draws on; ``None``: not counted (whether Capacity Block instances use the On-Demand
+#: P quota is unverified).
+QUOTA_BY_PURCHASE_OPTION: dict[str, tuple[str, str] | None] = {
+    "ONDEMAND": P_ON_DEMAND_QUOTA, "SPOT": P_SPOT_QUOTA, "CAPACITY_BLOCK": None,
+}
 
 
 @dataclass
@@ -104,16 +110,15 @@ def _guard(step: _Step) -> CheckResult:
         return CheckResult(step.check, step.subject, "error", f"could not check: {e}")
 
 
-def _demand(i: int, g: ComputeGroup) -> GroupDemand:
-    return GroupDemand(i, g.name, g.instance_type, g.count, get_instance(g.instance_type).vcpus)
+def _demand(rg: ResolvedGroup) -> GroupDemand:
+    return GroupDemand(rg.index, rg.name, rg.spec.instance_type, rg.spec.count, rg.instance.vcpus)
 
 
-def plan_steps(bp: Blueprint, clients: Clients, zone: Zone | None, *, until: dt.date | None,
+def plan_steps(rc: ResolvedCluster, clients: Clients, zone: Zone | None, *, until: dt.date | None,
                now: dt.datetime | None = None) -> list[_Step]:
-    """The checks ``bp`` needs once the zone is known (see docs/preflight.md for the list)."""
+    """The checks the resolved cluster ``rc`` needs once the zone is known (see docs/preflight.md for the list)."""
+    bp, profile = rc.blueprint, rc.profile
     steps: list[_Step] = []
-    hyperpod = bp.orchestrator.kind == "hyperpod"
-    groups = list(enumerate(bp.compute))
 
     def skip(check: str, subject: str, detail: str) -> None:
         steps.append(_Step(check, subject, partial(CheckResult, check, subject, "skip", detail)))
@@ -125,26 +130,34 @@ def plan_steps(bp: Blueprint, clients: Clients, zone: Zone | None, *, until: dt.
             steps.append(_Step(check, subject, partial(fn, *args, **kwargs)))
 
     # instance offerings (capacity from a reservation is checked through the reservation instead)
-    if hyperpod:
+    if not profile.ec2_capacity:
         skip("instance offering", "HyperPod instance groups",
              "HyperPod runs nodes on SageMaker capacity: EC2 offerings do not apply")
     elif zone is not None:
-        for t in sorted({g.instance_type for _, g in groups if g.capacity.type in ("on_demand", "spot")}):
+        for t in sorted({rg.spec.instance_type for rg in rc.groups if not rg.spec.reservation_backed}):
             add("instance offering", f"{t} in {zone.zone_id}", check_offering, clients.ec2, instance_type=t,
                 zone=zone)
 
-    # vCPU quotas
-    if hyperpod:
+    # vCPU quotas, by the EC2 purchase option each group launches with
+    if not profile.ec2_capacity:
         skip("vCPU quota", "HyperPod instance groups",
              "SageMaker 'ml.<type> for cluster usage' quotas apply, not EC2's; check them in Service Quotas")
     else:
-        on_demand = [_demand(i, g) for i, g in groups if g.capacity.type in ("on_demand", "odcr")]
-        spot = [_demand(i, g) for i, g in groups if g.capacity.type == "spot"]
-        for quota, demands in ((P_ON_DEMAND_QUOTA, on_demand), (P_SPOT_QUOTA, spot)):
-            if demands:
+        by_quota: dict[tuple[str, str], list[GroupDemand]] = {}
+        blocks = []
+        for rg in rc.groups:
+            term = profile.capacity_term(rg.spec.capacity.type)
+            if term is None:  # a type the orchestrator does not accept: the capacity rules refuse it
+                continue
+            quota = QUOTA_BY_PURCHASE_OPTION[term]
+            if quota is None:
+                blocks.append(rg.name)
+            else:
+                by_quota.setdefault(quota, []).append(_demand(rg))
+        for quota in (P_ON_DEMAND_QUOTA, P_SPOT_QUOTA):
+            if quota in by_quota:
                 add("vCPU quota", f"{quota[1]} ({quota[0]})", check_vcpu_quota, clients.service_quotas,
-                    quota=quota, demands=demands)
-        blocks = [g.name for _, g in groups if g.capacity.type == "capacity_block"]
+                    quota=quota, demands=by_quota[quota])
         if blocks:
             skip("vCPU quota", f"Capacity Block groups ({', '.join(blocks)})",
                  "not counted: whether Capacity Block instances use the On-Demand P quota is unverified")
@@ -153,17 +166,17 @@ def plan_steps(bp: Blueprint, clients: Clients, zone: Zone | None, *, until: dt.
     by_reservation: dict[str, list[GroupDemand]] = {}
     kinds: dict[str, str] = {}
     by_plan: dict[str, list[GroupDemand]] = {}
-    for i, g in groups:
-        cap = g.capacity
+    for rg in rc.groups:
+        g, cap = rg.spec, rg.spec.capacity
         if g.reservation_id:
-            by_reservation.setdefault(g.reservation_id, []).append(_demand(i, g))
+            by_reservation.setdefault(g.reservation_id, []).append(_demand(rg))
             kinds.setdefault(g.reservation_id, cap.type)
         elif isinstance(cap, OdcrCapacity):
-            skip("capacity reservation", f"{cap.resource_group_arn} (compute[{i}] {g.name})",
+            skip("capacity reservation", f"{cap.resource_group_arn} ({rg.path} {g.name})",
                  "resource-group targets are not checked: make sure the group holds active "
                  f"{g.instance_type} reservations in the blueprint's zone")
         elif isinstance(cap, TrainingPlanCapacity):
-            by_plan.setdefault(cap.arn, []).append(_demand(i, g))
+            by_plan.setdefault(cap.arn, []).append(_demand(rg))
     for rid, demands in by_reservation.items():
         add("capacity reservation", f"{rid} ({', '.join(d.label for d in demands)})",
             check_capacity_reservation, clients.ec2, reservation_id=rid, kind=kinds[rid], demands=demands,
@@ -194,20 +207,21 @@ def plan_steps(bp: Blueprint, clients: Clients, zone: Zone | None, *, until: dt.
 
     # an imported GPU subnet (a new one is sized by rule R-SUBNET-1)
     if bp.network.gpu_subnet_id:
-        usage = subnet_usage(bp)
+        usage = rc.subnet
         add("GPU subnet", bp.network.gpu_subnet_id, check_gpu_subnet, clients.ec2,
             subnet_id=bp.network.gpu_subnet_id, vpc_id=bp.network.vpc_id, zone=zone,
             required=usage.required - usage.aws_reserved, recommended=usage.recommended - usage.aws_reserved)
     return steps
 
 
-def run_preflight(bp: Blueprint, clients: Clients, *, file: str = "<blueprint>", until: dt.date | None = None,
+def run_preflight(rc: ResolvedCluster, clients: Clients, *, file: str = "<blueprint>", until: dt.date | None = None,
                   progress: ProgressFn | None = None, now: dt.datetime | None = None) -> PreflightReport:
-    """Run every check ``bp`` needs against the account behind ``clients``.
+    """Run every check the resolved cluster ``rc`` needs against the account behind ``clients``.
 
     Raises:
         PreflightCannotRun: credentials are missing or rejected.
     """
+    bp = rc.blueprint
     report = PreflightReport(file=file, region=bp.region)
     tell = progress or (lambda label, i, n: None)
 
@@ -226,7 +240,7 @@ def run_preflight(bp: Blueprint, clients: Clients, *, file: str = "<blueprint>",
         return row
 
     report.results.append(_guard(_Step("availability zone", bp.az_label, zone_step)))
-    steps = plan_steps(bp, clients, zone_holder[0], until=until, now=now)
+    steps = plan_steps(rc, clients, zone_holder[0], until=until, now=now)
     for n, step in enumerate(steps, start=1):
         tell(f"{step.check}: {step.subject}", n, len(steps))
         report.results.append(_guard(step))

@@ -75,6 +75,10 @@ class OrchestratorProfile:
         default_node_discovery: what ``observability.node_discovery: auto`` means (HyperPod nodes are not
             EC2 instances of the account, so EC2 discovery cannot find them).
         places_nodes_itself: True when the orchestrator has no placement-group setting (HyperPod).
+        ec2_capacity: True when nodes are EC2 instances of the account, so EC2 instance-type offerings and
+            EC2 vCPU quotas apply (preflight checks them); False for HyperPod, whose instances SageMaker
+            runs (its "ml.<type> for cluster usage" quotas apply; botocore sagemaker service-2.json
+            ClusterInstanceGroupSpecification). Default True.
         needs_vpc: the construct creates resources in the VPC itself (HyperPod, PCS).
         user_data_embed_limit_bytes: node scripts up to this size are embedded in user data, larger ones
             are downloaded (PCS: EC2's 16 KB raw limit minus headroom for the MIME wrapper); ``None`` when
@@ -94,6 +98,7 @@ class OrchestratorProfile:
     head_node_script_delivery: Delivery | None
     default_node_discovery: Discovery
     places_nodes_itself: bool = False
+    ec2_capacity: bool = True
     needs_vpc: bool = False
     efa_only_caveat: str = ""
     user_data_embed_limit_bytes: int | None = None
@@ -133,7 +138,7 @@ def _hyperpod(orch: OrchestratorSpec) -> OrchestratorProfile:
             efa_interface_type_setting="orchestrator.hyperpod.efa_interface_type", head_node_label="controller node",
             management=management, reserved_group_names=(), capacity_types=HYPERPOD_CAPACITY,
             node_bootstrap_delivery="lifecycle", head_node_script_delivery=None, default_node_discovery="slurm",
-            places_nodes_itself=True, needs_vpc=True,
+            places_nodes_itself=True, ec2_capacity=False, needs_vpc=True,
             notes=("HyperPod on EKS: pods take VPC CNI addresses from this subnet; they are not counted",),
         )
     return OrchestratorProfile(
@@ -142,7 +147,7 @@ def _hyperpod(orch: OrchestratorSpec) -> OrchestratorProfile:
         efa_interface_type_setting="orchestrator.hyperpod.efa_interface_type", head_node_label="controller node",
         management=management, reserved_group_names=(HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP),
         capacity_types=HYPERPOD_CAPACITY, node_bootstrap_delivery="lifecycle", head_node_script_delivery="lifecycle",
-        default_node_discovery="slurm", places_nodes_itself=True, needs_vpc=True,
+        default_node_discovery="slurm", places_nodes_itself=True, ec2_capacity=False, needs_vpc=True,
     )
 
 

@@ -44,6 +44,8 @@ from typing import Annotated, Any, Literal
 
 import typer
 
+from fmcluster.review.assembly import Assembly, AssemblyError, read_json
+
 #: Context the CDK CLI passes to apps; in-process synthesis sets it too so templates match ``cdk synth``.
 CLI_CONTEXT = {"aws:cdk:enable-path-metadata": True, "aws:cdk:enable-asset-metadata": True}
 
@@ -82,8 +84,6 @@ NON_DECREASING: dict[str, dict[str, str]] = {
 }
 SCHEMA_SOURCE = "registry schema createOnlyProperties (cfn-lint)"
 CONDITIONAL_SOURCE = "registry schema conditionalCreateOnlyProperties (cfn-lint): may replace"
-IGNORED_TYPES = ("AWS::CDK::Metadata",)
-DEFAULT_REGION = "us-east-1"
 
 Action = Literal["add", "remove", "update", "replace", "may-replace", "move", "fail"]
 Level = Literal["error", "warning", "info"]
@@ -91,96 +91,12 @@ _MISSING = object()
 
 
 class DiffInputError(Exception):
-    """An input folder or file that is not a cloud assembly or blueprint."""
+    """An input that is neither a blueprint YAML nor a folder, a malformed ``--context``, or cfn-lint
+    missing. A folder that is not a complete cloud assembly raises
+    :class:`fmcluster.review.assembly.AssemblyError` instead."""
 
 
-# ---- templates and assemblies ----------------------------------------------------------------
-@dataclass(frozen=True)
-class Assembly:
-    """A synthesized app: stack name -> CloudFormation template, and the region for schema lookups."""
-
-    stacks: Mapping[str, Mapping[str, Any]]
-    region: str = DEFAULT_REGION
-    source: str = ""
-
-    @staticmethod
-    def from_templates(templates: Mapping[str, Mapping[str, Any]], region: str = DEFAULT_REGION, source: str = "") -> Assembly:
-        return Assembly(dict(templates), region, source)
-
-    @staticmethod
-    def from_dir(path: str | Path) -> Assembly:
-        """Read a ``cdk.out`` folder through its ``manifest.json`` (stack artifacts only).
-
-        Raises :class:`DiffInputError` naming the folder or file when the manifest is missing or not
-        JSON, lists no CloudFormation stack, or a stack's template is missing or not JSON.
-        """
-        root = Path(path)
-        manifest_file = root / "manifest.json"
-        if not root.is_dir():
-            raise DiffInputError(f"{root}: not a folder; allowed a cdk.out folder (cloud assembly)")
-        if not manifest_file.is_file():
-            raise DiffInputError(f"{root}: not a cloud assembly (no manifest.json); allowed a cdk.out folder or a blueprint YAML")
-        manifest = _read_json(manifest_file, "cloud assembly manifest")
-        artifacts = manifest.get("artifacts") if isinstance(manifest, dict) else None
-        if not isinstance(artifacts, dict):
-            raise DiffInputError(f"{manifest_file}: not a cloud assembly manifest (no \"artifacts\" object); "
-                                 "allowed the manifest.json that cdk synth writes")
-        stacks: dict[str, Mapping[str, Any]] = {}
-        region = ""
-        for art_id, art in artifacts.items():
-            if not isinstance(art, dict) or art.get("type") != "aws:cloudformation:stack":
-                continue
-            raw_props = art.get("properties")
-            props: dict[str, Any] = raw_props if isinstance(raw_props, dict) else {}
-            name = props.get("stackName") or art.get("displayName") or art_id
-            template_file = props.get("templateFile")
-            if not isinstance(template_file, str) or not template_file:
-                raise DiffInputError(f"{manifest_file}: stack {name} names no templateFile; the assembly is incomplete "
-                                     "(run cdk synth again)")
-            template = root / template_file
-            if not template.is_file():
-                raise DiffInputError(f"{template}: template of stack {name} is missing; the assembly is incomplete "
-                                     "(interrupted synth? run cdk synth again)")
-            tpl = _read_json(template, f"template of stack {name}")
-            if not isinstance(tpl, dict):
-                raise DiffInputError(f"{template}: template of stack {name} is not a JSON object; run cdk synth again")
-            stacks[name] = tpl
-            env = art.get("environment", "")
-            if isinstance(env, str) and not region and env.count("/") >= 3 and not env.endswith("unknown-region"):
-                region = env.rsplit("/", 1)[-1]
-        if not stacks:
-            raise DiffInputError(f"{root}: the cloud assembly has no CloudFormation stacks; allowed a cdk.out folder "
-                                 "that cdk synth wrote for a blueprint")
-        return Assembly(stacks, region or DEFAULT_REGION, str(root))
-
-    def resources(self) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
-        for stack, tpl in self.stacks.items():
-            for lid, res in tpl.get("Resources", {}).items():
-                if res.get("Type") not in IGNORED_TYPES:
-                    yield stack, lid, res
-
-    @property
-    def exports(self) -> dict[str, tuple[str, Any]]:
-        """Export name -> (stack, output value expression)."""
-        out: dict[str, tuple[str, Any]] = {}
-        for stack, tpl in self.stacks.items():
-            for o in tpl.get("Outputs", {}).values():
-                name = (o.get("Export") or {}).get("Name")
-                if isinstance(name, str):
-                    out[name] = (stack, o.get("Value"))
-        return out
-
-
-def _read_json(file: Path, what: str) -> Any:
-    try:
-        return json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise DiffInputError(f"{file}: cannot read the {what}: {getattr(e, 'strerror', None) or e}") from None
-    except json.JSONDecodeError as e:
-        raise DiffInputError(f"{file}: the {what} is not valid JSON (line {e.lineno}: {e.msg}); "
-                             "the assembly is damaged (run cdk synth again)") from None
-
-
+# ---- inputs: cdk.out folders (fmcluster.review.assembly) or blueprints synthesized in-process ----------
 def find_cdk_json(*starts: Path) -> Path | None:
     """The nearest ``cdk.json`` at or above any of ``starts`` (first one found wins)."""
     for start in starts:
@@ -200,7 +116,7 @@ def synth_blueprint(path: str | Path, context: Mapping[str, Any] | None = None) 
 
     bp = load_blueprint(path)
     cdk_json = find_cdk_json(Path(path).resolve().parent, Path.cwd())
-    raw = _read_json(cdk_json, "CDK settings file") if cdk_json else {}
+    raw = read_json(cdk_json, "CDK settings file") if cdk_json else {}
     base = dict(raw.get("context") or {}) if isinstance(raw, dict) else {}
     base.pop("blueprint", None)
     return _synth(bp, {**base, **dict(context or {})}, source=str(path))
@@ -745,7 +661,7 @@ def register_cli(app: Any) -> None:
             for p in e.problems:
                 err.print(f"  {p.level}: {p.render()}", highlight=False, markup=False)
             raise typer.Exit(1) from None
-        except DiffInputError as e:
+        except (AssemblyError, DiffInputError) as e:
             err.print(f"[red]error[/]: {e}", highlight=False)
             raise typer.Exit(1) from None
         if as_json or format is DiffFormat.json:

@@ -1,7 +1,8 @@
 """Bill of materials for a blueprint: compute, network, storage, software, stacks.
 
-Numbers come from the catalog (``fmcluster.catalog``) and the model; stack resource counts from
-synthesized templates (an existing ``cdk.out`` or an in-process synth).
+Numbers come from the resolved cluster (``fmcluster.resolved``: catalog facts, interface layouts, subnet
+usage, software with overrides, stack names) and the model; stack resource counts from synthesized
+templates (an existing ``cdk.out``, read by ``fmcluster.review.assembly``, or an in-process synth).
 
 Units: GPU memory GiB, network Gbps, storage GiB, throughput MB/s (FSx: capacity in TiB x
 MB/s/TiB, https://docs.aws.amazon.com/fsx/latest/LustreGuide/performance.html).
@@ -24,11 +25,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fmcluster.blueprint.model import Blueprint
-from fmcluster.catalog import get_instance
-from fmcluster.catalog.software import get_stack
-from fmcluster.resolved import resolve
-from fmcluster.resolved.subnet import subnet_usage
+from fmcluster.resolved import ResolvedCluster
+from fmcluster.review.assembly import Assembly, AssemblyError
 from fmcluster.templates.observability.endpoints import observability_endpoints
 
 
@@ -97,26 +95,26 @@ def checkpoint_write_seconds(checkpoint_gib: int, write_mbps: int) -> float:
     return round(checkpoint_gib * 2**30 / (write_mbps * 10**6), 1) if write_mbps else float("inf")
 
 
-def build_plan(bp: Blueprint, stacks: dict[str, int] | None = None, checkpoint_gib: int | None = None) -> Plan:
-    """Bill of materials; with ``checkpoint_gib``, also the time to write a checkpoint of that size to FSx."""
-    # Interface layouts live with the launch templates; the import is local because it pulls in aws_cdk.
-    from fmcluster.constructs.capacity import efa_interface_layout, ipv4_addresses_per_node
+def build_plan(rc: ResolvedCluster, stacks: dict[str, int] | None = None, checkpoint_gib: int | None = None) -> Plan:
+    """Bill of materials of the resolved cluster ``rc``; ``stacks`` (stack name -> resource count) is
+    shown as given; with ``checkpoint_gib``, also the time to write a checkpoint of that size to FSx.
 
+    Raises ValueError when ``rc.software`` is ``None`` (an unknown software stack: the blueprint did not
+    pass validation).
+    """
+    bp = rc.blueprint
     compute = []
-    rc = resolve(bp)
-    mode = rc.efa_interface_type
-    for g in bp.compute:
-        inst = get_instance(g.instance_type)
-        nics = efa_interface_layout(inst, efa=g.efa_enabled, efa_interface_type=mode)
+    for rg in rc.groups:
+        g, inst = rg.spec, rg.instance
         compute.append(ComputeLine(
-            group=g.name, instance_type=g.instance_type, count=g.count, gpu_model=inst.gpu.model,
+            group=rg.name, instance_type=g.instance_type, count=g.count, gpu_model=inst.gpu.model,
             gpus_per_node=inst.gpu.count, gpus_total=inst.gpu.count * g.count,
             gpu_memory_gib_total=inst.gpu.count * inst.gpu.memory_gib * g.count,
-            efa_interfaces_per_node=inst.efa_interface_count if g.efa_enabled else 0,
+            efa_interfaces_per_node=rg.efa_devices,
             network_gbps_per_node=inst.network_gbps, network_gbps_total=inst.network_gbps * g.count,
             capacity_type=g.capacity.type,
-            placement_group=g.name in rc.placement_group_names,
-            efa_interface_type=mode if g.efa_enabled else "-", ipv4_per_node=ipv4_addresses_per_node(nics),
+            placement_group=rg.placement_group,
+            efa_interface_type=rc.efa_interface_type if g.efa_enabled else "-", ipv4_per_node=rg.ipv4_per_node,
         ))
     gpus = sum(c.gpus_total for c in compute)
     storage = None
@@ -141,73 +139,49 @@ def build_plan(bp: Blueprint, stacks: dict[str, int] | None = None, checkpoint_g
         f"{'versioned' if cp.versioned else 'unversioned'}"
         + (f", to {cp.transition.storage_class} after {cp.transition.after_days} days" if cp.transition and cp.created else "")
     )
-    stack = get_stack(bp.software.stack).with_overrides(bp.software.overrides.as_dict())
+    stack = rc.software
+    if stack is None:
+        raise ValueError(f"software.stack {bp.software.stack!r} is not in the catalog; validate the blueprint first")
     software = {"stack": stack.name, "os": bp.software.os, "kernel_modules": stack.kernel_modules, **stack.versions()}
-    usage = subnet_usage(bp)
     return Plan(
-        observability_endpoints=[e.as_dict() for e in observability_endpoints(bp)],
-        subnet=usage.as_dict(), subnet_rows=usage.rows(),
-        name=bp.name, region=bp.region, availability_zone=bp.az_label, orchestrator=bp.orchestrator.kind,
+        observability_endpoints=[e.as_dict() for e in observability_endpoints(rc)],
+        subnet=rc.subnet.as_dict(), subnet_rows=rc.subnet.rows(),
+        name=bp.name, region=bp.region, availability_zone=bp.az_label, orchestrator=rc.profile.kind,
         compute=compute, storage=storage, checkpoints=checkpoints, software=software, stacks=stacks or {},
         observability=bp.observability.metrics,
     )
 
 
-def resource_counts(assembly_dir: str | Path) -> dict[str, int]:
-    """Stack name -> number of AWS resources (``AWS::CDK::Metadata`` not counted), from ``*.template.json``."""
-    counts = {}
-    for tpl in sorted(Path(assembly_dir).glob("*.template.json")):
-        resources = json.loads(tpl.read_text()).get("Resources", {}).values()
-        counts[tpl.name.removesuffix(".template.json")] = sum(r["Type"] != "AWS::CDK::Metadata" for r in resources)
-    return counts
+def assembly_resource_counts(assembly_dir: str | Path, rc: ResolvedCluster) -> dict[str, int]:
+    """Resources (``AWS::CDK::Metadata`` not counted) per stack of ``rc`` in a synthesized ``cdk.out``,
+    in :meth:`StackNames.all` order (network, storage, observability, cluster).
 
-
-class PlanInputError(Exception):
-    """A ``--cdk-out`` folder that is not a cloud assembly of this blueprint."""
-
-
-def expected_stacks(bp: Blueprint) -> list[str]:
-    """The stacks ``fmcluster.stacks.build.build_app`` creates for ``bp``."""
-    names = [f"{bp.name}-network", f"{bp.name}-storage"]
-    if bp.observability.enabled:
-        names.append(f"{bp.name}-observability")
-    return [*names, f"{bp.name}-cluster"]
-
-
-def assembly_resource_counts(assembly_dir: str | Path, bp: Blueprint) -> dict[str, int]:
-    """Resources per stack of ``bp`` in a synthesized ``cdk.out`` (read through its ``manifest.json``).
-
-    Raises :class:`PlanInputError` when the folder is missing, is not a cloud assembly, or lacks one
+    Raises :class:`AssemblyError` when the folder is missing, is not a cloud assembly, or lacks one
     of this blueprint's stacks (e.g. it was synthesized from another blueprint).
     """
-    from fmcluster.review.diff import Assembly, DiffInputError
-
-    try:
-        assembly = Assembly.from_dir(assembly_dir)
-    except DiffInputError as e:
-        raise PlanInputError(str(e)) from None
-    wanted = expected_stacks(bp)
+    assembly = Assembly.from_dir(assembly_dir)
+    wanted = rc.stacks.all()
     missing = [n for n in wanted if n not in assembly.stacks]
     if missing:
         found = ", ".join(sorted(assembly.stacks)) or "none"
-        raise PlanInputError(
-            f"{assembly_dir}: not a synthesized cdk.out of blueprint {bp.name}: missing stack(s) {', '.join(missing)}; "
+        raise AssemblyError(
+            f"{assembly_dir}: not a synthesized cdk.out of blueprint {rc.name}: missing stack(s) {', '.join(missing)}; "
             f"found {found} (synthesize this blueprint into it: npx cdk synth -c blueprint=FILE -o DIR)")
-    return {n: sum(isinstance(r, dict) and r.get("Type") != "AWS::CDK::Metadata"
-                   for r in (assembly.stacks[n].get("Resources") or {}).values()) for n in wanted}
+    return {n: assembly.resource_count(n) for n in wanted}
 
 
-def synth_resource_counts(bp: Blueprint) -> dict[str, int]:
-    """Synthesize ``bp`` in-process (no CLI, no credentials) and count resources per stack."""
+def synth_resource_counts(rc: ResolvedCluster) -> dict[str, int]:
+    """Synthesize ``rc``'s blueprint in-process (no CLI, no credentials) and count resources per stack
+    (as :func:`assembly_resource_counts`), ordered by stack name."""
     import aws_cdk as cdk
 
     from fmcluster.stacks.build import build_app
 
     with tempfile.TemporaryDirectory(prefix="fmcluster-plan-") as out:
         app = cdk.App(outdir=out)
-        build_app(app, bp)
+        build_app(app, rc.blueprint)
         app.synth()
-        return resource_counts(out)
+        return dict(sorted(assembly_resource_counts(out, rc).items()))
 
 
 # ---- renderers -------------------------------------------------------------------------------

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from fmcluster.blueprint.model import Blueprint
-from fmcluster.templates.observability.context import ssm_parameter_name
+from fmcluster.resolved import ResolvedCluster
 from fmcluster.templates.observability.pins import GRAFANA_PORT, PROMETHEUS_PORT
 
 #: Output names of the observability stack (fmcluster.stacks.observability_stack).
@@ -18,8 +17,6 @@ OUTPUT_QUERY_URL = "QueryUrl"
 OUTPUT_GRAFANA_URL = "GrafanaUrl"
 OUTPUT_NODE_POLICY_ARN = "NodePolicyArn"
 OUTPUT_SSM_PARAMETER = "ParameterName"
-
-HEAD_NODE_NAMES = {"parallelcluster": "head node", "hyperpod": "controller node", "pcs": "login node"}
 
 
 @dataclass(frozen=True)
@@ -39,13 +36,16 @@ def port_forward_command(port: int, region: str, target: str = "<head-node-insta
     )
 
 
-def observability_endpoints(bp: Blueprint) -> list[Endpoint]:
-    """The observability endpoints of ``bp`` (empty when ``observability.metrics`` is ``none``)."""
+def observability_endpoints(rc: ResolvedCluster) -> list[Endpoint]:
+    """The observability endpoints of ``rc`` (empty when ``observability.metrics`` is ``none``): the stack's
+    outputs (``rc.stacks.observability``), the port-forwarded self-hosted UIs on the node that runs
+    Prometheus (``rc.profile.head_node_label``) and the SSM parameter nodes read (``rc.observability_parameter``)."""
+    bp = rc.blueprint
     o = bp.observability
-    if o.metrics == "none":
+    stack = rc.stacks.observability
+    if stack is None:  # observability.metrics: none
         return []
-    stack = f"{bp.name}-observability"
-    head = HEAD_NODE_NAMES[bp.orchestrator.kind]
+    head = rc.profile.head_node_label
     out: list[Endpoint] = []
     if o.metrics == "managed":
         out += [
@@ -83,7 +83,7 @@ def observability_endpoints(bp: Blueprint) -> list[Endpoint]:
     out.append(
         Endpoint(
             "Node settings (SSM parameter)",
-            ssm_parameter_name(bp.name),
+            rc.observability_parameter,
             f"read at boot by the {head} (mode, region, remote-write URL)",
         )
     )
