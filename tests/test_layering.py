@@ -12,7 +12,7 @@ FORBIDDEN = {
     "blueprint": ("fmcluster.constructs", "fmcluster.stacks", "fmcluster.templates", "fmcluster.review", "fmcluster.cli"),
     "catalog": ("fmcluster.blueprint", "fmcluster.constructs", "fmcluster.stacks", "fmcluster.templates", "fmcluster.review"),
     "templates": ("fmcluster.constructs", "fmcluster.stacks", "fmcluster.review", "fmcluster.cli", "aws_cdk"),
-    "constructs": ("fmcluster.stacks", "fmcluster.review", "fmcluster.cli", "fmcluster.validation.loader"),
+    "constructs": ("fmcluster.stacks", "fmcluster.review", "fmcluster.cli", "fmcluster.validation"),
 }
 
 

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from fmcluster.blueprint.model import Blueprint
-from fmcluster.catalog import get_instance
 from fmcluster.catalog.software import get_stack
 from fmcluster.resolved import resolve
 from fmcluster.resolved.subnet import subnet_usage
@@ -99,15 +98,11 @@ def checkpoint_write_seconds(checkpoint_gib: int, write_mbps: int) -> float:
 
 def build_plan(bp: Blueprint, stacks: dict[str, int] | None = None, checkpoint_gib: int | None = None) -> Plan:
     """Bill of materials; with ``checkpoint_gib``, also the time to write a checkpoint of that size to FSx."""
-    # Interface layouts live with the launch templates; the import is local because it pulls in aws_cdk.
-    from fmcluster.constructs.capacity import efa_interface_layout, ipv4_addresses_per_node
-
     compute = []
     rc = resolve(bp)
     mode = rc.efa_interface_type
-    for g in bp.compute:
-        inst = get_instance(g.instance_type)
-        nics = efa_interface_layout(inst, efa=g.efa_enabled, efa_interface_type=mode)
+    for rg in rc.groups:
+        g, inst = rg.spec, rg.instance
         compute.append(ComputeLine(
             group=g.name, instance_type=g.instance_type, count=g.count, gpu_model=inst.gpu.model,
             gpus_per_node=inst.gpu.count, gpus_total=inst.gpu.count * g.count,
@@ -116,7 +111,7 @@ def build_plan(bp: Blueprint, stacks: dict[str, int] | None = None, checkpoint_g
             network_gbps_per_node=inst.network_gbps, network_gbps_total=inst.network_gbps * g.count,
             capacity_type=g.capacity.type,
             placement_group=g.name in rc.placement_group_names,
-            efa_interface_type=mode if g.efa_enabled else "-", ipv4_per_node=ipv4_addresses_per_node(nics),
+            efa_interface_type=mode if g.efa_enabled else "-", ipv4_per_node=rg.ipv4_per_node,
         ))
     gpus = sum(c.gpus_total for c in compute)
     storage = None
