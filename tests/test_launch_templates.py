@@ -10,16 +10,13 @@ from typing import Any
 
 import pytest
 
-from fmcluster.blueprint.model import ComputeGroup
+from fmcluster.blueprint.model import ComputeGroup, OrchestratorSpec
 from fmcluster.catalog import get_instance, known_instance_types
-from fmcluster.constructs.capacity import (
-    efa_interface_layout,
-    ipv4_addresses_per_node,
-    launch_template_market,
-    pcluster_capacity,
-    pcs_purchase_option,
-    smt_off_cpu_options,
-)
+from fmcluster.catalog.networking import interface_layout, ipv4_per_node
+from fmcluster.constructs.capacity import launch_template_market, reservation_target
+from fmcluster.constructs.orchestrators.parallelcluster import capacity_settings
+from fmcluster.resolved import profile_for
+from fmcluster.resolved.cluster import smt_off_cpu_options
 from tests.conftest import ROOT, resources_of
 from tests.orchestrator_support import (
     cluster_template,
@@ -58,7 +55,7 @@ def test_expected_table_covers_the_catalog() -> None:
 @pytest.mark.parametrize("instance_type", TYPES)
 def test_layout_follows_the_catalog(instance_type: str, mode: str) -> None:
     inst = get_instance(instance_type)
-    nics = efa_interface_layout(inst, efa=True, efa_interface_type=mode)  # type: ignore[arg-type]
+    nics = interface_layout(inst, efa=True, interface_type=mode)
     efa_count, cards, card0_efa = EXPECTED[instance_type]
     pairs = [(n.card, n.device) for n in nics]
     assert len(set(pairs)) == len(pairs)
@@ -86,7 +83,7 @@ def test_layout_follows_the_catalog(instance_type: str, mode: str) -> None:
     ],
 )
 def test_exact_layouts(instance_type: str, mode: str, layout: list[tuple[int, int, str]]) -> None:
-    nics = efa_interface_layout(get_instance(instance_type), efa=True, efa_interface_type=mode)  # type: ignore[arg-type]
+    nics = interface_layout(get_instance(instance_type), efa=True, interface_type=mode)
     assert [(n.card, n.device, n.interface_type) for n in nics] == layout
 
 
@@ -95,12 +92,11 @@ def test_exact_layouts(instance_type: str, mode: str, layout: list[tuple[int, in
     ("p5en.48xlarge", "efa-only", 1), ("p5en.48xlarge", "efa", 16),
 ])
 def test_ipv4_addresses_per_node(instance_type: str, mode: str, ipv4: int) -> None:
-    nics = efa_interface_layout(get_instance(instance_type), efa=True, efa_interface_type=mode)  # type: ignore[arg-type]
-    assert ipv4_addresses_per_node(nics) == ipv4
+    assert ipv4_per_node(get_instance(instance_type), efa=True, interface_type=mode) == ipv4
 
 
 def test_efa_disabled_is_one_ena_interface() -> None:
-    nics = efa_interface_layout(get_instance("p5.48xlarge"), efa=False, efa_interface_type="efa-only")
+    nics = interface_layout(get_instance("p5.48xlarge"), efa=False, interface_type="efa-only")
     assert [(n.card, n.device, n.interface_type) for n in nics] == [(0, 0, "interface")]
 
 
@@ -121,12 +117,12 @@ def test_docs_launch_template_table_matches_the_catalog() -> None:
     assert sorted(table) == sorted(TYPES)
     for t, row in table.items():
         inst = get_instance(t)
-        only = efa_interface_layout(inst, efa=True, efa_interface_type="efa-only")
-        full = efa_interface_layout(inst, efa=True, efa_interface_type="efa")
+        only = interface_layout(inst, efa=True, interface_type="efa-only")
         assert row == [
             str(inst.network_cards), str(inst.efa_interface_count), _cards(list(inst.efa_cards)),
-            "yes" if inst.card0_has_efa else "no", str(len(only)), str(ipv4_addresses_per_node(only)),
-            str(ipv4_addresses_per_node(full)),
+            "yes" if inst.card0_has_efa else "no", str(len(only)),
+            str(ipv4_per_node(inst, efa=True, interface_type="efa-only")),
+            str(ipv4_per_node(inst, efa=True, interface_type="efa")),
         ], t
 
 
@@ -135,6 +131,8 @@ def _group(capacity: dict[str, Any]) -> ComputeGroup:
     return ComputeGroup.model_validate({"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "capacity": capacity})
 
 
+PCS_PROFILE = profile_for(OrchestratorSpec(kind="pcs"))
+PCLUSTER_PROFILE = profile_for(OrchestratorSpec(kind="parallelcluster"))
 RID = "cr-0123456789abcdef0"
 RG = "arn:aws:resource-groups:us-east-1:123456789012:group/odcrs"
 
@@ -163,8 +161,10 @@ def test_capacity_rendering(capacity: dict[str, Any], lt: dict[str, Any], pcs: s
                             pcluster: tuple[str | None, dict[str, str] | None]) -> None:
     g = _group(capacity)
     assert launch_template_market(g) == lt
-    assert pcs_purchase_option(g) == pcs
-    assert pcluster_capacity(g) == pcluster
+    assert PCS_PROFILE.capacity_term(g.capacity.type) == pcs
+    assert (PCLUSTER_PROFILE.capacity_term(g.capacity.type), reservation_target(g)) == pcluster
+    # the queue falls back to ONDEMAND for a type ParallelCluster refuses (the construct adds a synth error)
+    assert capacity_settings(g, PCLUSTER_PROFILE) == (pcluster[0] or "ONDEMAND", pcluster[1])
 
 
 def test_smt_off_only_on_x86() -> None:

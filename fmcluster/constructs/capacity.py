@@ -1,20 +1,19 @@
-"""Capacity and launch templates, computed from the instance catalog.
+"""Launch templates and capacity in each orchestrator's terms.
 
-Two things live here:
+The interface layout of a node (one EFA per EFA-capable network card, the primary on card 0
+device 0, every ``(card, device)`` pair unique) is computed once per compute group by
+:func:`fmcluster.resolved.resolve` (``ResolvedGroup.interfaces``, from
+:func:`fmcluster.catalog.networking.interface_layout`); SMT-off CPU options likewise
+(``ResolvedGroup.cpu_options``). Which term an orchestrator uses for a capacity type
+(``ONDEMAND``, ``SPOT``, ``CAPACITY_BLOCK`` ...) is its profile's (``OrchestratorProfile.capacity_term``).
 
-1. **Network-interface layouts** (:func:`efa_interface_layout`): one EFA per EFA-capable network card,
-   the primary interface on card 0 device 0, every ``(card, device)`` pair unique. The facts come
-   from ``fmcluster.catalog`` (``efa_cards``, ``network_cards``, ``max_enis_per_card``), never from
-   hand-written per-family blocks.
-2. **Capacity in each orchestrator's terms** (:func:`launch_template_market`,
-   :func:`pcs_purchase_option`, :func:`pcluster_capacity`, :func:`hyperpod_training_plan`): the
-   blueprint's ``capacity`` rendered as launch-template market options and reservation targets,
-   a PCS purchase option, ParallelCluster's CapacityType, or a HyperPod training plan. Which
-   capacity a blueprint may ask for is decided by the capacity rules, not here.
-
-:class:`NodeLaunchTemplate` turns a layout plus capacity into an ``AWS::EC2::LaunchTemplate`` for
-orchestrators that take our launch templates (AWS PCS). ParallelCluster builds its own launch
-templates and HyperPod takes only ``NetworkInterface.InterfaceType``.
+What lives here: the blueprint's ``capacity`` rendered as launch-template market options and
+reservation targets (:func:`launch_template_market`, :func:`reservation_target`) or a HyperPod
+training plan (:func:`hyperpod_training_plan`), and :class:`NodeLaunchTemplate`, which turns a
+layout plus capacity into an ``AWS::EC2::LaunchTemplate`` for orchestrators that take our launch
+templates (AWS PCS). ParallelCluster builds its own launch templates and HyperPod takes only
+``NetworkInterface.InterfaceType``. Which capacity a blueprint may ask for is decided by the
+capacity rules, not here.
 
 Sources (aws-resource-rules.md section 2 and 5):
 - Primary interface on card 0 device 0; ``efa-only`` cannot be primary; one EFA per card; EFA on card 0
@@ -38,7 +37,7 @@ Sources (aws-resource-rules.md section 2 and 5):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aws_cdk import Fn, Tags
@@ -46,33 +45,17 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fmcluster.blueprint.model import CapacityBlockCapacity, ComputeGroup, OdcrCapacity, TrainingPlanCapacity
-from fmcluster.catalog import InstanceSpec
-from fmcluster.catalog.networking import EfaInterfaceType, InterfaceSlot, InterfaceType, interface_layout  # noqa: F401
+from fmcluster.catalog.networking import InterfaceSlot
 
 #: Root device per OS family (see module sources). A wrong name adds a second volume instead of
 #: resizing the root volume, so it is derived from the OS, never guessed per AMI.
 ROOT_DEVICE = {"ubuntu-22.04": "/dev/sda1", "ubuntu-24.04": "/dev/sda1", "amazon-linux-2023": "/dev/xvda"}
-#: Encrypted gp3 root volume of GPU nodes: drivers, CUDA, containers before they move to NVMe.
+#: Encrypted root volume of GPU nodes (GiB, gp3): drivers, CUDA, containers before they move to NVMe.
+#: PCS launch templates and ParallelCluster queues both use it.
 ROOT_VOLUME_GIB = 200
+ROOT_VOLUME_TYPE = "gp3"
 #: IMDSv2 hop limit 2 lets containers on the node (enroot, docker) reach the instance metadata service.
 IMDS_HOP_LIMIT = 2
-
-# ---- interface layouts -----------------------------------------------------------------------
-
-
-#: One launch-template network interface (the catalog's layout type).
-NicSpec = InterfaceSlot
-
-
-def efa_interface_layout(inst: InstanceSpec, *, efa: bool, efa_interface_type: str) -> tuple[NicSpec, ...]:
-    """The interfaces of one node of ``inst``: :func:`fmcluster.catalog.networking.interface_layout`."""
-    return interface_layout(inst, efa=efa, interface_type=efa_interface_type)
-
-
-def ipv4_addresses_per_node(nics: Sequence[NicSpec]) -> int:
-    """Subnet IPv4 addresses one node takes (for subnet sizing)."""
-    return sum(n.ipv4_addresses for n in nics)
-
 
 # ---- capacity in each orchestrator's terms ---------------------------------------------------
 
@@ -112,34 +95,6 @@ def launch_template_market(group: ComputeGroup) -> dict[str, Any]:
     return out
 
 
-#: AWS PCS ``ComputeNodeGroup.PurchaseOption`` per capacity type (ODCR is on-demand with a reservation
-#: target in the launch template). Source: botocore ``pcs`` ``PurchaseOption`` enum.
-PCS_PURCHASE_OPTIONS = {
-    "on_demand": "ONDEMAND",
-    "spot": "SPOT",
-    "odcr": "ONDEMAND",
-    "capacity_block": "CAPACITY_BLOCK",
-}
-
-#: ParallelCluster ``SlurmQueues[].CapacityType`` (aws-resource-rules.md section 5.3).
-PCLUSTER_CAPACITY_TYPES = {
-    "on_demand": "ONDEMAND",
-    "spot": "SPOT",
-    "odcr": "ONDEMAND",
-    "capacity_block": "CAPACITY_BLOCK",
-}
-
-
-def pcs_purchase_option(group: ComputeGroup) -> str | None:
-    """PCS purchase option, or ``None`` when PCS cannot buy this capacity (training plans)."""
-    return PCS_PURCHASE_OPTIONS.get(group.capacity.type)
-
-
-def pcluster_capacity(group: ComputeGroup) -> tuple[str | None, dict[str, str] | None]:
-    """(CapacityType, CapacityReservationTarget) for a ParallelCluster queue."""
-    return PCLUSTER_CAPACITY_TYPES.get(group.capacity.type), reservation_target(group)
-
-
 def hyperpod_training_plan(group: ComputeGroup) -> str | None:
     """``TrainingPlanArn`` for a HyperPod instance group (``None`` for on-demand)."""
     cap = group.capacity
@@ -162,12 +117,15 @@ class NodeLaunchTemplate(Construct):
             it (AWS PCS takes types from the node group's ``InstanceConfigs``; a type in the template
             would also make cfn-lint check it against the Region's public type list, which omits
             Local-Zone-only types such as p6e-gb200).
-        interfaces: the layout (see :func:`efa_interface_layout`).
+        interfaces: the layout (``ResolvedGroup.interfaces``).
         os: blueprint OS, picks the root device name.
         group: the compute group whose capacity is rendered, or ``None`` (on-demand, e.g. login nodes).
         placement_group: cluster placement group, or ``None``.
         user_data: raw user data (base64-encoded here), or ``None``.
-        cpu_options: ``{"CoreCount": n, "ThreadsPerCore": 1}`` to disable SMT, or ``None``.
+        cpu_options: ``{"CoreCount": n, "ThreadsPerCore": 1}`` to disable SMT (``ResolvedGroup.cpu_options``),
+            or ``None``.
+        root_volume_gib: root volume size (GiB). Default :data:`ROOT_VOLUME_GIB`.
+        tags: tags on the template and on the instances and volumes it launches. Default: none.
 
     Attributes: ``resource`` (CfnLaunchTemplate), ``interfaces``, ``template_id``, ``latest_version``.
     """
@@ -178,7 +136,7 @@ class NodeLaunchTemplate(Construct):
         id: str,
         *,
         instance_type: str | None,
-        interfaces: Sequence[NicSpec],
+        interfaces: Sequence[InterfaceSlot],
         os: str,
         subnet: ec2.ISubnet,
         efa_security_group: ec2.ISecurityGroup,
@@ -188,7 +146,7 @@ class NodeLaunchTemplate(Construct):
         user_data: str | None = None,
         cpu_options: dict[str, int] | None = None,
         root_volume_gib: int = ROOT_VOLUME_GIB,
-        tags: dict[str, str] | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(scope, id)
         self.interfaces = tuple(interfaces)
@@ -219,7 +177,7 @@ class NodeLaunchTemplate(Construct):
                     device_name=ROOT_DEVICE[os],
                     ebs=ec2.CfnLaunchTemplate.EbsProperty(
                         volume_size=root_volume_gib,
-                        volume_type="gp3",
+                        volume_type=ROOT_VOLUME_TYPE,
                         encrypted=True,
                         delete_on_termination=True,
                     ),
@@ -282,10 +240,3 @@ class NodeLaunchTemplate(Construct):
         for k, v in (tags or {}).items():
             Tags.of(self.resource).add(k, v)
 
-
-def smt_off_cpu_options(inst: InstanceSpec, threads_per_core: int) -> dict[str, int] | None:
-    """Launch-template ``CpuOptions`` that turn SMT off (``threads_per_core == 1``) on x86; ``None``
-    otherwise (arm64 Grace cores have one thread each already)."""
-    if threads_per_core == 2 or inst.cpu_architecture != "x86_64":
-        return None
-    return {"CoreCount": inst.vcpus // 2, "ThreadsPerCore": 1}

@@ -30,7 +30,6 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct, IValidation
 
 from fmcluster.blueprint.model import ObservabilitySpec
-from fmcluster.templates.observability.context import ssm_parameter_name
 from fmcluster.templates.observability.pins import GRAFANA_PORT
 
 #: Amazon Managed Grafana workspace version; the generated dashboards target Grafana 10.4.
@@ -55,7 +54,9 @@ class ClusterObservability(Construct):
 
     Args:
         spec: the blueprint's observability section (``metrics`` must not be ``none``).
-        cluster_name: the blueprint name (workspace alias, parameter name).
+        cluster_name: the blueprint name (workspace alias, descriptions).
+        parameter_name: name of the SSM parameter nodes read at boot (``ResolvedCluster.observability_parameter``,
+            ``/fmcluster/<name>/observability``).
         alert_rules: Prometheus rule-file YAML (``fmcluster.templates.observability.render_alert_rules``),
             stored as the workspace's rule groups namespace when managed.
 
@@ -67,12 +68,13 @@ class ClusterObservability(Construct):
         grafana_role: the role the Grafana workspace assumes (AMP query, CloudWatch read), or None.
         node_policy: ``iam.ManagedPolicy`` for the node running Prometheus (SSM parameter read, EC2
             discovery, and aps:RemoteWrite when managed / CloudWatch read when self-hosted).
-        parameter: ``ssm.StringParameter`` ``/fmcluster/<name>/observability`` holding JSON
+        parameter: ``ssm.StringParameter`` ``parameter_name`` holding JSON
             ``{"metrics", "region", "remote_write_url", "query_url", "grafana_url", "workspace_id"}``.
     """
 
     def __init__(
-        self, scope: Construct, id: str, *, spec: ObservabilitySpec, cluster_name: str, alert_rules: str
+        self, scope: Construct, id: str, *, spec: ObservabilitySpec, cluster_name: str, parameter_name: str,
+        alert_rules: str,
     ) -> None:
         super().__init__(scope, id)
         if not spec.enabled:
@@ -105,7 +107,7 @@ class ClusterObservability(Construct):
         self.parameter = ssm.StringParameter(
             self,
             "Parameter",
-            parameter_name=ssm_parameter_name(cluster_name),
+            parameter_name=parameter_name,
             string_value=parameter_value,
             description=f"fmcluster {cluster_name}: metrics settings nodes read at boot",
         )

@@ -1,4 +1,5 @@
-"""Blueprint -> stacks. The ONLY place that hands blueprint sections to constructs.
+"""Blueprint -> stacks. The ONLY place that hands blueprint sections (and the resolved cluster's
+derived facts) to constructs.
 
 Stacks are region-bound and account-agnostic (``env`` has a region, no account), so synthesis
 needs no credentials and makes no lookups: the AZ comes from the blueprint, never from context.
@@ -50,7 +51,12 @@ def _flag(app: App, name: str) -> bool:
 
 
 def build_app(app: App, bp: Blueprint) -> ClusterStacks:
-    """Add the network, storage and cluster stacks of ``bp`` to ``app``.
+    """Add the network, storage, observability (when ``observability.metrics`` is not ``none``) and
+    cluster stacks of ``bp`` (a validated blueprint) to ``app``; returns them.
+
+    Resolves ``bp`` once (:func:`fmcluster.resolved.resolve`) and hands each stack its blueprint section
+    plus what the resolved cluster derived: stack names, tags, placement-group names, the resolved
+    compute groups, the orchestrator profile and the observability SSM parameter name.
 
     Must be called before anything else is added to ``app`` (it sets CDK feature flags that the
     app's context does not already set).
@@ -58,44 +64,41 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
     for flag, value in FEATURE_FLAGS.items():
         if app.node.try_get_context(flag) is None:
             app.node.set_context(flag, value)
+    rc = resolve(bp)
     env = Environment(region=bp.region)
     placement = Placement(az=bp.az_label, az_is_id=bp.availability_zone_id is not None)
-    tags = {"fmcluster:blueprint": bp.name, **bp.tags}
-    rc = resolve(bp)
 
     network = NetworkStack(
-        app, f"{bp.name}-network", env=env, spec=bp.network, placement=placement,
-        # HyperPod places instances itself (no placement-group setting in AWS::SageMaker::Cluster).
+        app, rc.stacks.network, env=env, spec=bp.network, placement=placement,
         placement_group_names=rc.placement_group_names,
         description=f"fmcluster {bp.name}: VPC, GPU subnet, EFA security group, placement groups",
     )
     net = network.network
     storage = StorageStack(
-        app, f"{bp.name}-storage", env=env, spec=bp.storage, vpc=net.vpc, subnet=net.gpu_subnet,
+        app, rc.stacks.storage, env=env, spec=bp.storage, vpc=net.vpc, subnet=net.gpu_subnet,
         client_security_group=net.efa_security_group, allow_destruction=_flag(app, ALLOW_DATA_DESTRUCTION),
         description=f"fmcluster {bp.name}: FSx for Lustre, data repositories, checkpoint bucket (retained)",
     )
     st = storage.storage
     observability = None
-    if bp.observability.enabled:
+    if rc.stacks.observability is not None:
         observability = ObservabilityStack(
-            app, f"{bp.name}-observability", env=env, spec=bp.observability, cluster_name=bp.name,
-            alert_rules=render_alert_rules(observability_context(rc)),
+            app, rc.stacks.observability, env=env, spec=bp.observability, cluster_name=bp.name,
+            parameter_name=rc.observability_parameter, alert_rules=render_alert_rules(observability_context(rc)),
             description=f"fmcluster {bp.name}: {bp.observability.metrics} metrics (Prometheus, Grafana, alert rules)",
         )
         Tags.of(observability).add("fmcluster:stack", "observability")
-    contexts = blueprint_node_contexts(rc)
     cluster = ClusterStack(
-        app, f"{bp.name}-cluster", env=env, orchestrator=bp.orchestrator, cluster_name=bp.name, os=bp.software.os,
-        groups=bp.compute, node_contexts=contexts, vpc=net.vpc, subnet=net.gpu_subnet, security_group=net.efa_security_group,
-        placement_groups=net.placement_groups, lustre=st.mount,
-        checkpoints=st.checkpoint_access,
-        tags=tags, description=f"fmcluster {bp.name}: {bp.orchestrator.kind} cluster and node bootstrap",
+        app, rc.stacks.cluster, env=env, profile=rc.profile, orchestrator=bp.orchestrator, cluster_name=bp.name,
+        os=bp.software.os, groups=rc.groups, node_contexts=blueprint_node_contexts(rc), vpc=net.vpc,
+        subnet=net.gpu_subnet, security_group=net.efa_security_group, placement_groups=net.placement_groups,
+        lustre=st.mount, checkpoints=st.checkpoint_access, tags=rc.tags,
+        description=f"fmcluster {bp.name}: {bp.orchestrator.kind} cluster and node bootstrap",
         head_node_script=render_exporter_script(exporter_context(rc, role="head")) if observability else None,
         head_node_policy=observability.observability.node_policy if observability else None,
     )
     for stack, role in ((network, "network"), (storage, "storage"), (cluster, "cluster")):
         Tags.of(stack).add("fmcluster:stack", role)
-    for k, v in tags.items():
+    for k, v in rc.tags.items():
         Tags.of(app).add(k, v)
     return ClusterStacks(network, storage, cluster, observability)

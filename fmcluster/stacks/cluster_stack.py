@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
@@ -10,25 +11,96 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from fmcluster.blueprint.model import ComputeGroup, OrchestratorSpec
+from fmcluster.blueprint.model import OrchestratorSpec
 from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
-from fmcluster.constructs.orchestrators.common import HEAD_NODE_SCRIPT, CheckpointAccess
+from fmcluster.constructs.orchestrators.common import HEAD_NODE_SCRIPT
 from fmcluster.constructs.orchestrators.hyperpod import HyperPodCluster
 from fmcluster.constructs.orchestrators.parallelcluster import ParallelClusterCluster
 from fmcluster.constructs.orchestrators.pcs import PcsCluster
-from fmcluster.constructs.storage import LustreMount
+from fmcluster.constructs.storage import CheckpointAccess, LustreMount
+from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
 from fmcluster.templates.context import NodeContext
+
+OrchestratorConstruct = ParallelClusterCluster | HyperPodCluster | PcsCluster
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """What the cluster stack built before the orchestrator construct, for the builders below.
+
+    ``head_node_asset`` is set when the profile delivers the head-node script as an S3 asset,
+    ``head_node_text`` when it travels with the lifecycle scripts; at most one of them is set.
+    """
+
+    orchestrator: OrchestratorSpec
+    profile: OrchestratorProfile
+    os: str
+    vpc: ec2.IVpc | None
+    placement_groups: Mapping[str, ec2.PlacementGroup]
+    node_contexts: Mapping[str, NodeContext]
+    bootstraps: Mapping[str, NodeBootstrap]
+    head_node_asset: ScriptAsset | None
+    head_node_text: str | None
+
+    def require_vpc(self) -> ec2.IVpc:
+        """The VPC (ClusterStack refuses a ``needs_vpc`` profile without one before building anything)."""
+        assert self.vpc is not None
+        return self.vpc
+
+
+def _parallelcluster(stack: ClusterStack, parts: _Parts, shared: dict[str, Any]) -> OrchestratorConstruct:
+    return ParallelClusterCluster(
+        stack, "ParallelCluster", spec=parts.orchestrator.parallelcluster, profile=parts.profile, region=stack.region,
+        os=parts.os, placement_groups=parts.placement_groups, bootstraps=parts.bootstraps,
+        head_node_script=parts.head_node_asset, **shared,
+    )
+
+
+def _hyperpod(stack: ClusterStack, parts: _Parts, shared: dict[str, Any]) -> OrchestratorConstruct:
+    hp = HyperPodCluster(
+        stack, "HyperPod", spec=parts.orchestrator.hyperpod, profile=parts.profile, node_contexts=parts.node_contexts,
+        vpc=parts.require_vpc(), head_node_script=parts.head_node_text, **shared,
+    )
+    CfnOutput(stack, "ClusterArn", value=hp.cluster.attr_cluster_arn)
+    CfnOutput(stack, "LifecycleBucket", value=hp.bucket.bucket_name)
+    return hp
+
+
+def _pcs(stack: ClusterStack, parts: _Parts, shared: dict[str, Any]) -> OrchestratorConstruct:
+    pcs = PcsCluster(
+        stack, "Pcs", spec=parts.orchestrator.pcs, profile=parts.profile, os=parts.os, vpc=parts.require_vpc(),
+        placement_groups=parts.placement_groups, bootstraps=parts.bootstraps, head_node_script=parts.head_node_asset,
+        **shared,
+    )
+    CfnOutput(stack, "PcsClusterId", value=pcs.cluster.attr_id)
+    return pcs
+
+
+#: The orchestrator construct (and its stack outputs) per ``OrchestratorProfile.kind``. Adding an
+#: orchestrator means adding its profile (``fmcluster.resolved.profiles``), its construct and a row here.
+ORCHESTRATOR_BUILDERS: Mapping[str, Callable[[ClusterStack, _Parts, dict[str, Any]], OrchestratorConstruct]] = {
+    "parallelcluster": _parallelcluster,
+    "hyperpod": _hyperpod,
+    "pcs": _pcs,
+}
 
 
 class ClusterStack(Stack):
-    """Composes one orchestrator construct from ``orchestrator.kind``.
+    """Composes the orchestrator construct of ``profile.kind`` (:data:`ORCHESTRATOR_BUILDERS`).
 
-    ``node_contexts`` maps every compute group name to its render context; HyperPod also reads the
-    contexts of its controller/login groups when present (they run no GPU bootstrap).
+    ``groups`` are the resolved compute groups; ``node_contexts`` maps every compute group name to its
+    render context (HyperPod also reads the contexts of its controller/login groups when present;
+    they run no GPU bootstrap). ``orchestrator`` is the blueprint's orchestrator section (the
+    construct takes its kind's settings). ``vpc`` is required when ``profile.needs_vpc`` (ValueError
+    otherwise). How scripts travel is the profile's: ``node_bootstrap_delivery == "s3_asset"`` renders
+    one :class:`NodeBootstrap` asset per group under ``Bootstrap``; ``"lifecycle"`` leaves the node
+    scripts to the orchestrator construct.
 
     ``head_node_script`` (text) and ``head_node_policy`` go to the node that runs Prometheus: the
     ParallelCluster head node, the HyperPod controller group (Slurm only) or the PCS login node group.
-    Default: none (no metrics layer).
+    The script becomes an S3 asset (``HeadNodeScript``) or travels as text with the lifecycle scripts, per
+    ``profile.head_node_script_delivery``; a profile without head-node delivery (HyperPod EKS) gets
+    neither script nor policy. Default: none (no metrics layer).
     """
 
     def __init__(
@@ -36,10 +108,11 @@ class ClusterStack(Stack):
         scope: Construct,
         id: str,
         *,
+        profile: OrchestratorProfile,
         orchestrator: OrchestratorSpec,
         cluster_name: str,
         os: str,
-        groups: Sequence[ComputeGroup],
+        groups: Sequence[ResolvedGroup],
         node_contexts: Mapping[str, NodeContext],
         subnet: ec2.ISubnet,
         security_group: ec2.ISecurityGroup,
@@ -53,46 +126,28 @@ class ClusterStack(Stack):
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
-        kind = orchestrator.kind
-        if kind in ("hyperpod", "pcs") and vpc is None:
-            raise ValueError(f"orchestrator.kind {kind!r} needs the VPC (ClusterStack(vpc=...))")
+        if profile.needs_vpc and vpc is None:
+            raise ValueError(f"orchestrator.kind {profile.kind!r} needs the VPC (ClusterStack(vpc=...))")
         self.bootstraps: dict[str, NodeBootstrap] = {}
-        if kind in ("parallelcluster", "pcs"):
-            # HyperPod ships the node scripts with its lifecycle scripts instead of separate assets.
+        if profile.node_bootstrap_delivery == "s3_asset":
             bootstrap_root = Construct(self, "Bootstrap")
             self.bootstraps = {
                 g.name: NodeBootstrap(bootstrap_root, g.name, context=node_contexts[g.name]) for g in groups
             }
-        # ParallelCluster and PCS download the head-node script from an S3 asset; HyperPod ships it with the
-        # controller group's lifecycle scripts.
-        head_asset = (
-            ScriptAsset(self, "HeadNodeScript", text=head_node_script, file_name=HEAD_NODE_SCRIPT)
-            if head_node_script and kind in ("parallelcluster", "pcs")
-            else None
+        delivery = profile.head_node_script_delivery if head_node_script is not None else None
+        parts = _Parts(
+            orchestrator=orchestrator, profile=profile, os=os, vpc=vpc, placement_groups=placement_groups,
+            node_contexts=node_contexts, bootstraps=self.bootstraps,
+            head_node_asset=(
+                ScriptAsset(self, "HeadNodeScript", text=head_node_script, file_name=HEAD_NODE_SCRIPT)
+                if head_node_script is not None and delivery == "s3_asset" else None
+            ),
+            head_node_text=head_node_script if delivery == "lifecycle" else None,
         )
-        # What every orchestrator construct receives; each call below adds only what differs.
+        # What every orchestrator construct receives; each builder adds only what differs.
         shared: dict[str, Any] = {
             "cluster_name": cluster_name, "groups": groups, "subnet": subnet, "security_group": security_group,
-            "lustre": lustre, "checkpoints": checkpoints, "tags": tags, "head_node_policy": head_node_policy,
+            "lustre": lustre, "checkpoints": checkpoints, "tags": tags,
+            "head_node_policy": head_node_policy if profile.head_node_script_delivery is not None else None,
         }
-        self.orchestrator: ParallelClusterCluster | HyperPodCluster | PcsCluster
-        if kind == "parallelcluster":
-            self.orchestrator = ParallelClusterCluster(
-                self, "ParallelCluster", spec=orchestrator.parallelcluster, region=self.region, os=os,
-                placement_groups=placement_groups, bootstraps=self.bootstraps, head_node_script=head_asset, **shared,
-            )
-        elif kind == "hyperpod":
-            assert vpc is not None
-            self.orchestrator = HyperPodCluster(
-                self, "HyperPod", spec=orchestrator.hyperpod, node_contexts=node_contexts, vpc=vpc,
-                head_node_script=head_node_script, **shared,
-            )
-            CfnOutput(self, "ClusterArn", value=self.orchestrator.cluster.attr_cluster_arn)
-            CfnOutput(self, "LifecycleBucket", value=self.orchestrator.bucket.bucket_name)
-        else:
-            assert vpc is not None
-            self.orchestrator = PcsCluster(
-                self, "Pcs", spec=orchestrator.pcs, os=os, vpc=vpc, placement_groups=placement_groups,
-                bootstraps=self.bootstraps, head_node_script=head_asset, **shared,
-            )
-            CfnOutput(self, "PcsClusterId", value=self.orchestrator.cluster.attr_id)
+        self.orchestrator: OrchestratorConstruct = ORCHESTRATOR_BUILDERS[profile.kind](self, parts, shared)

@@ -22,6 +22,9 @@ from fmcluster.templates.observability.endpoints import (
 
 
 class ObservabilityStack(Stack):
+    """The metrics layer (``observability``: ClusterObservability) and its outputs: node policy ARN, SSM
+    parameter ``parameter_name``, Grafana URL and, when managed, the AMP remote-write and query URLs."""
+
     def __init__(
         self,
         scope: Construct,
@@ -29,12 +32,14 @@ class ObservabilityStack(Stack):
         *,
         spec: ObservabilitySpec,
         cluster_name: str,
+        parameter_name: str,
         alert_rules: str,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
         self.observability = ClusterObservability(
-            self, "Observability", spec=spec, cluster_name=cluster_name, alert_rules=alert_rules
+            self, "Observability", spec=spec, cluster_name=cluster_name, parameter_name=parameter_name,
+            alert_rules=alert_rules,
         )
         obs = self.observability
         CfnOutput(

@@ -25,11 +25,12 @@ from aws_cdk import Acknowledgment, Stack, Validations
 from aws_cdk import aws_iam as iam
 from constructs import IConstruct, IValidation
 
-from fmcluster.constructs.storage import CheckpointAccess, LustreMount, checkpoint_statements  # noqa: F401 (re-exported)
+from fmcluster.constructs.storage import CheckpointAccess, LustreMount, checkpoint_statements
+from fmcluster.resolved import NODE_DIR
 
-#: File name of the observability head-node script (lifecycle folder, S3 asset) and where nodes keep it.
+#: File name of the observability head-node script (lifecycle folder, S3 asset) and where nodes keep it
+#: (in :data:`fmcluster.resolved.NODE_DIR`).
 HEAD_NODE_SCRIPT = "head-node.sh"
-NODE_DIR = "/opt/fmcluster"
 HEAD_NODE_PATH = f"{NODE_DIR}/{HEAD_NODE_SCRIPT}"
 #: Transient systemd unit that runs the head-node script, and its log.
 HEAD_NODE_UNIT = "fmcluster-head-node"

@@ -46,20 +46,19 @@ from aws_cdk import aws_s3_deployment as s3deploy
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from fmcluster.blueprint.model import ComputeGroup, HyperPodSettings
-from fmcluster.catalog import get_instance
+from fmcluster.blueprint.model import HyperPodSettings
 from fmcluster.constructs.capacity import hyperpod_training_plan
 from fmcluster.constructs.orchestrators.common import (
     HEAD_NODE_PATH,
     HEAD_NODE_SCRIPT,
-    CheckpointAccess,
     acknowledge,
     acknowledge_wildcards,
     checkpoint_acknowledgement,
     grant_node_storage,
     start_after_slurm,
 )
-from fmcluster.constructs.storage import LustreMount
+from fmcluster.constructs.storage import CheckpointAccess, LustreMount
+from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
 from fmcluster.resolved.profiles import HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP
 from fmcluster.templates.context import NodeContext
 from fmcluster.templates.node_scripts import ENTRY_POINT, render_node_scripts
@@ -130,6 +129,9 @@ class HyperPodCluster(Construct):
     ``head_node_script`` (text) runs on the controller group once Slurm answers and ``head_node_policy`` is
     attached to the execution role (shared by all groups); both only with Slurm orchestration (EKS has no
     controller, rule R-OBS-3 warns). Default: no head-node script and no extra policy.
+
+    ``groups`` are the resolved compute groups (one ``Compute`` instance group each, in order); ``profile``
+    is the HyperPod profile (accepted capacity types, EFA interface type).
     """
 
     def __init__(
@@ -138,8 +140,9 @@ class HyperPodCluster(Construct):
         id: str,
         *,
         spec: HyperPodSettings,
+        profile: OrchestratorProfile,
         cluster_name: str,
-        groups: Sequence[ComputeGroup],
+        groups: Sequence[ResolvedGroup],
         node_contexts: Mapping[str, NodeContext],
         vpc: ec2.IVpc,
         subnet: ec2.ISubnet,
@@ -173,7 +176,7 @@ class HyperPodCluster(Construct):
         )
 
         # ---- instance-group topology ----------------------------------------------------------
-        topology: list[tuple[str, str, ComputeGroup | None]] = []
+        topology: list[tuple[str, str, ResolvedGroup | None]] = []
         if slurm:
             topology.append((HYPERPOD_CONTROLLER_GROUP, "Controller", None))
             if spec.login_instance_type:
@@ -255,7 +258,7 @@ class HyperPodCluster(Construct):
         # ---- instance groups ------------------------------------------------------------------
         self.instance_groups: list[dict[str, Any]] = []
         for name, node_type, g in topology:
-            self.instance_groups.append(self._instance_group(spec, name, node_type, g, slurm, lustre))
+            self.instance_groups.append(self._instance_group(spec, profile, name, node_type, g, slurm, lustre))
 
         orchestrator: dict[str, Any] = (
             {"Slurm": {"SlurmConfigStrategy": SLURM_CONFIG_STRATEGY}}
@@ -287,9 +290,10 @@ class HyperPodCluster(Construct):
     def _instance_group(
         self,
         spec: HyperPodSettings,
+        profile: OrchestratorProfile,
         name: str,
         node_type: str,
-        g: ComputeGroup | None,
+        rg: ResolvedGroup | None,
         slurm: bool,
         lustre: LustreMount | None,
     ) -> dict[str, Any]:
@@ -300,7 +304,7 @@ class HyperPodCluster(Construct):
             "LifeCycleConfig": {"SourceS3Uri": uri, "OnCreate": ON_CREATE},
         }
         storage: list[dict[str, Any]] = []
-        if g is None:
+        if rg is None:
             ig["InstanceType"] = (
                 spec.controller_instance_type if node_type == "Controller" else spec.login_instance_type
             )
@@ -308,7 +312,7 @@ class HyperPodCluster(Construct):
             ig["ThreadsPerCore"] = 2
             storage.append({"EbsVolumeConfig": {"VolumeSizeInGB": EBS_VOLUME_GIB}})
         else:
-            inst = get_instance(g.instance_type)
+            g, inst = rg.spec, rg.instance
             ig["InstanceType"] = inst.hyperpod_name
             ig["InstanceCount"] = g.count
             # Grace (arm64) cores run one thread each; HyperPod wants 1 for types without SMT.
@@ -316,14 +320,14 @@ class HyperPodCluster(Construct):
             if spec.deep_health_checks:
                 ig["OnStartDeepHealthChecks"] = list(spec.deep_health_checks)
             if g.efa_enabled:
-                ig["NetworkInterface"] = {"InterfaceType": spec.efa_interface_type}
+                ig["NetworkInterface"] = {"InterfaceType": profile.efa_interface_type}
             plan = hyperpod_training_plan(g)
             if plan:
                 ig["TrainingPlanArn"] = plan
-            if g.capacity.type not in ("on_demand", "training_plan"):
+            if not profile.accepts(g.capacity.type):
                 Annotations.of(self).add_error(
                     f"compute group {g.name}: HyperPod takes on-demand capacity or a training plan, got "
-                    f"{g.capacity.type!r}; allowed on_demand, training_plan"
+                    f"{g.capacity.type!r}; allowed {', '.join(profile.capacity_types)}"
                 )
             if inst.nvme.count == 0:
                 storage.append({"EbsVolumeConfig": {"VolumeSizeInGB": EBS_VOLUME_GIB}})

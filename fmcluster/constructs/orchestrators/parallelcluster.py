@@ -8,7 +8,7 @@ script as ``OnNodeConfigured``. ParallelCluster builds its own launch templates 
 plus ``efa-only`` on every EFA card, card 0 ENA-only for p6-b300 and p6e-gb200 --
 ``pcluster/templates/queues_stack.py`` and ``INSTANCE_TYPES_WITH_FIRST_INTERFACE_ENA`` in
 ``pcluster/constants.py`` of the 3.16.1 package), so ``fmcluster.constructs.capacity`` only contributes
-the capacity mapping here.
+the reservation target and the root volume here; the CapacityType comes from the orchestrator profile.
 
 Update and deletion safety: ``DeletionPolicy`` (a property of the custom resource, not the
 CloudFormation attribute) defaults to ``Retain`` so deleting the stack never deletes a cluster
@@ -39,19 +39,18 @@ from constructs import Construct
 
 from fmcluster.blueprint.model import ComputeGroup, ParallelClusterSettings
 from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
-from fmcluster.constructs.capacity import pcluster_capacity
-from fmcluster.constructs.orchestrators.common import CheckpointAccess, acknowledge, checkpoint_statements
-from fmcluster.constructs.storage import LustreMount
+from fmcluster.constructs.capacity import ROOT_VOLUME_GIB, ROOT_VOLUME_TYPE, reservation_target
+from fmcluster.constructs.orchestrators.common import acknowledge
+from fmcluster.constructs.storage import CheckpointAccess, LustreMount, checkpoint_statements
+from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
 
 PROVIDER_TEMPLATE_URL = (
     "https://${AWS::Region}-aws-parallelcluster.s3.${AWS::Region}.${AWS::URLSuffix}"
     "/parallelcluster/{version}/templates/custom_resource/cluster.yaml"
 )
 OS_NAMES = {"ubuntu-22.04": "ubuntu2204", "ubuntu-24.04": "ubuntu2404", "amazon-linux-2023": "alinux2023"}
-ROOT_VOLUME_GIB = 200
-ROOT_VOLUME_TYPE = "gp3"
 
-__all__ = ["CheckpointAccess", "ParallelClusterCluster", "capacity_settings", "compute_resource_name"]
+__all__ = ["ParallelClusterCluster", "capacity_settings", "compute_resource_name"]
 
 
 def compute_resource_name(instance_type: str) -> str:
@@ -59,25 +58,30 @@ def compute_resource_name(instance_type: str) -> str:
     return instance_type.replace(".", "-")
 
 
-def capacity_settings(group: ComputeGroup) -> tuple[str, dict[str, str] | None]:
-    """(CapacityType, CapacityReservationTarget) for a group (aws-resource-rules.md section 5.3).
+def capacity_settings(group: ComputeGroup, profile: OrchestratorProfile) -> tuple[str, dict[str, str] | None]:
+    """(CapacityType, CapacityReservationTarget) for a group (aws-resource-rules.md section 5.3): the
+    profile's term for the capacity type and the ODCR / Capacity Block reservation target (or ``None``).
 
     Training plans are SageMaker capacity (rule R-CAP-1 rejects them here); a queue that reaches
     this point with one gets ``ONDEMAND`` and a synth error from the construct.
     """
-    capacity_type, target = pcluster_capacity(group)
-    return capacity_type or "ONDEMAND", target
+    return profile.capacity_term(group.capacity.type) or "ONDEMAND", reservation_target(group)
 
 
 class ParallelClusterCluster(Construct):
     """The ParallelCluster provider (nested stack) and one ``Custom::PclusterCluster``.
 
+    ``groups`` are the resolved compute groups (one queue each, in order); ``profile`` is the
+    ParallelCluster profile (capacity terms); ``placement_groups`` maps the name of every group whose
+    ``placement_group`` flag is set to its placement group.
+
     Attributes: ``config`` (the ClusterConfiguration mapping, with CDK tokens), ``resource``.
     """
 
     def __init__(
-        self, scope: Construct, id: str, *, spec: ParallelClusterSettings, cluster_name: str, region: str, os: str,
-        groups: Sequence[ComputeGroup], subnet: ec2.ISubnet, security_group: ec2.ISecurityGroup,
+        self, scope: Construct, id: str, *, spec: ParallelClusterSettings, profile: OrchestratorProfile,
+        cluster_name: str, region: str, os: str,
+        groups: Sequence[ResolvedGroup], subnet: ec2.ISubnet, security_group: ec2.ISecurityGroup,
         placement_groups: Mapping[str, ec2.PlacementGroup], bootstraps: Mapping[str, NodeBootstrap],
         lustre: LustreMount | None, checkpoints: CheckpointAccess | None, tags: Mapping[str, str],
         head_node_script: ScriptAsset | None = None, head_node_policy: iam.IManagedPolicy | None = None,
@@ -108,10 +112,10 @@ class ParallelClusterCluster(Construct):
         if spec.custom_ami:
             image["CustomAmi"] = spec.custom_ami
         for g in groups:
-            if pcluster_capacity(g)[0] is None:
+            if not profile.accepts(g.spec.capacity.type):
                 Annotations.of(self).add_error(
-                    f"compute group {g.name}: ParallelCluster cannot use capacity type {g.capacity.type!r}; allowed "
-                    "on_demand, spot, odcr, capacity_block"
+                    f"compute group {g.name}: ParallelCluster cannot use capacity type {g.spec.capacity.type!r}; "
+                    f"allowed {', '.join(profile.capacity_types)}"
                 )
         self.config: dict[str, Any] = {
             "Region": region,
@@ -125,7 +129,8 @@ class ParallelClusterCluster(Construct):
                     "EnableMemoryBasedScheduling": spec.memory_based_scheduling,
                 },
                 "SlurmQueues": [
-                    self._queue(g, subnet, security_group, placement_groups.get(g.name), bootstraps[g.name],
+                    self._queue(g.spec, capacity_settings(g.spec, profile), subnet, security_group,
+                                placement_groups[g.name] if g.placement_group else None, bootstraps[g.name],
                                 checkpoints, spec.gpu_health_checks, key_policy)
                     for g in groups
                 ],
@@ -171,11 +176,11 @@ class ParallelClusterCluster(Construct):
 
     @staticmethod
     def _queue(
-        g: ComputeGroup, subnet: ec2.ISubnet, sg: ec2.ISecurityGroup, pg: ec2.PlacementGroup | None,
-        bootstrap: NodeBootstrap, checkpoints: CheckpointAccess | None, gpu_health_checks: bool,
-        key_policy: iam.ManagedPolicy | None = None,
+        g: ComputeGroup, capacity: tuple[str, dict[str, str] | None], subnet: ec2.ISubnet, sg: ec2.ISecurityGroup,
+        pg: ec2.PlacementGroup | None, bootstrap: NodeBootstrap, checkpoints: CheckpointAccess | None,
+        gpu_health_checks: bool, key_policy: iam.ManagedPolicy | None = None,
     ) -> dict[str, Any]:
-        capacity_type, target = capacity_settings(g)
+        capacity_type, target = capacity
         resource: dict[str, Any] = {
             "Name": compute_resource_name(g.instance_type),
             "InstanceType": g.instance_type,

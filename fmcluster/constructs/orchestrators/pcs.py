@@ -49,20 +49,13 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_pcs as pcs
 from constructs import Construct
 
-from fmcluster.blueprint.model import ComputeGroup, PcsSettings
-from fmcluster.catalog import cpu_architecture_of, get_instance
+from fmcluster.blueprint.model import PcsSettings
+from fmcluster.catalog import cpu_architecture_of
+from fmcluster.catalog.networking import InterfaceSlot
 from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
-from fmcluster.constructs.capacity import (
-    NicSpec,
-    NodeLaunchTemplate,
-    efa_interface_layout,
-    pcs_purchase_option,
-    smt_off_cpu_options,
-)
+from fmcluster.constructs.capacity import NodeLaunchTemplate
 from fmcluster.constructs.orchestrators.common import (
     HEAD_NODE_PATH,
-    NODE_DIR,
-    CheckpointAccess,
     acknowledge,
     acknowledge_wildcards,
     checkpoint_acknowledgement,
@@ -70,15 +63,13 @@ from fmcluster.constructs.orchestrators.common import (
     lustre_mount_script,
     start_after_slurm,
 )
-from fmcluster.constructs.storage import LustreMount
+from fmcluster.constructs.storage import CheckpointAccess, LustreMount
+from fmcluster.resolved import NODE_DIR, OrchestratorProfile, ResolvedGroup
+from fmcluster.resolved.profiles import PCS_LOGIN_GROUP
 from fmcluster.templates.node_scripts import ENTRY_POINT
 
-LOGIN_GROUP = "login"
 PCS_AMI_PARAMETER = "/aws/service/pcs/ami/dlami-base-ubuntu2404/{arch}/latest/ami-id"
 ROLE_NAME_PREFIX = "AWSPCS"
-#: EC2 user data limit is 16 KB raw; scripts up to this size are embedded, larger ones are
-#: downloaded from their S3 asset at boot (headroom for the MIME wrapper and resolved tokens).
-USER_DATA_EMBED_LIMIT_BYTES = 12 * 1024
 MIME_BOUNDARY = "==FMCLUSTER=="
 HEREDOC_END = "FMCLUSTER_BOOTSTRAP_EOF"
 SPOT_ALLOCATION_STRATEGY = "capacity-optimized"
@@ -107,11 +98,15 @@ def node_shell_script(
     group: str,
     bootstrap: NodeBootstrap | None,
     lustre: LustreMount | None,
+    embed_limit_bytes: int | None,
     head_node_script: ScriptAsset | None = None,
 ) -> str:
-    """The shell part of a node's user data: mount Lustre, then run ``bootstrap.sh`` (embedded when
-    it fits the user-data limit, else copied from its S3 asset), then, with ``head_node_script``, copy
-    that script from its S3 asset and start it once Slurm answers. Default: no head-node script."""
+    """The shell part of a node's user data: mount Lustre, then run ``bootstrap.sh`` from
+    :data:`fmcluster.resolved.NODE_DIR` (embedded when it is at most ``embed_limit_bytes`` bytes, the
+    profile's ``user_data_embed_limit_bytes``, else copied from its S3 asset; ``None``: always copied),
+    then, with ``head_node_script``, copy that script from its S3 asset and start it once Slurm answers.
+    Default: no head-node script. Raises ValueError when an embedded script contains the heredoc
+    terminator."""
     lines = [
         "#!/bin/bash",
         f"# fmcluster node user data for PCS node group {group}; rendered by fmcluster, do not edit.",
@@ -122,18 +117,18 @@ def node_shell_script(
         lines.append(lustre_mount_script(lustre))
     if bootstrap is not None:
         script = bootstrap.scripts[ENTRY_POINT]
-        lines.append("install -d -m 0755 /opt/fmcluster")
-        if len(script.encode()) <= USER_DATA_EMBED_LIMIT_BYTES:
+        lines.append(f"install -d -m 0755 {NODE_DIR}")
+        if embed_limit_bytes is not None and len(script.encode()) <= embed_limit_bytes:
             if any(line.strip() == HEREDOC_END for line in script.splitlines()):
                 raise ValueError(f"{ENTRY_POINT} contains the heredoc terminator {HEREDOC_END}")
             lines += [
-                f"cat > /opt/fmcluster/{ENTRY_POINT} <<'{HEREDOC_END}'",
+                f"cat > {NODE_DIR}/{ENTRY_POINT} <<'{HEREDOC_END}'",
                 script.rstrip("\n"),
                 HEREDOC_END,
             ]
         else:
-            lines.append(f"aws s3 cp {bootstrap.s3_url} /opt/fmcluster/{ENTRY_POINT}")
-        lines.append(f"bash /opt/fmcluster/{ENTRY_POINT}")
+            lines.append(f"aws s3 cp {bootstrap.s3_url} {NODE_DIR}/{ENTRY_POINT}")
+        lines.append(f"bash {NODE_DIR}/{ENTRY_POINT}")
     if head_node_script is not None:
         # Always downloaded: with its Prometheus configuration it is larger than the user-data limit.
         lines += [
@@ -155,9 +150,13 @@ def pcs_ami(spec: PcsSettings, instance_type: str) -> str:
 class PcsCluster(Construct):
     """A PCS cluster with a login node group and one compute node group + queue per compute group.
 
+    ``groups`` are the resolved compute groups (interface layout, CPU options, placement-group flag);
+    ``profile`` is the PCS profile (purchase options, user-data embed limit); ``placement_groups`` maps
+    the name of every group whose ``placement_group`` flag is set to its placement group.
+
     Attributes: ``cluster`` (CfnCluster), ``security_group`` (cluster group), ``role`` (node role,
     name starts with ``AWSPCS``), ``instance_profile``, ``launch_templates`` / ``node_groups`` /
-    ``queues`` (compute group name -> construct; the login group under ``"login"``).
+    ``queues`` (compute group name -> construct; the login group under ``PCS_LOGIN_GROUP``).
 
     ``head_node_script`` (an S3 asset) runs on the login node once Slurm answers and ``head_node_policy``
     is attached to the node role (shared by all node groups). Default: no head-node script and no extra
@@ -170,9 +169,10 @@ class PcsCluster(Construct):
         id: str,
         *,
         spec: PcsSettings,
+        profile: OrchestratorProfile,
         cluster_name: str,
         os: str,
-        groups: Sequence[ComputeGroup],
+        groups: Sequence[ResolvedGroup],
         vpc: ec2.IVpc,
         subnet: ec2.ISubnet,
         security_group: ec2.ISecurityGroup,
@@ -215,6 +215,7 @@ class PcsCluster(Construct):
         lt_scope, ng_scope, q_scope = (
             Construct(self, n) for n in ("LaunchTemplates", "NodeGroups", "Queues")
         )
+        embed_limit = profile.user_data_embed_limit_bytes
         common: dict[str, Any] = {
             "os": os,
             "subnet": subnet,
@@ -226,18 +227,19 @@ class PcsCluster(Construct):
             lt_scope,
             "Login",
             instance_type=None,  # PCS launches the node group's InstanceConfigs types
-            interfaces=(NicSpec(0, 0, "interface"),),
+            interfaces=(InterfaceSlot(0, 0, "interface"),),
             user_data=mime_user_data(
-                node_shell_script(group=LOGIN_GROUP, bootstrap=None, lustre=lustre, head_node_script=head_node_script)
+                node_shell_script(group=PCS_LOGIN_GROUP, bootstrap=None, lustre=lustre,
+                                  embed_limit_bytes=embed_limit, head_node_script=head_node_script)
             ),
-            tags={**tags, "fmcluster:node-group": LOGIN_GROUP},
+            tags={**tags, "fmcluster:node-group": PCS_LOGIN_GROUP},
             **common,
         )
-        self.launch_templates[LOGIN_GROUP] = login_lt
-        self.node_groups[LOGIN_GROUP] = self._node_group(
+        self.launch_templates[PCS_LOGIN_GROUP] = login_lt
+        self.node_groups[PCS_LOGIN_GROUP] = self._node_group(
             ng_scope,
             "Login",
-            name=LOGIN_GROUP,
+            name=PCS_LOGIN_GROUP,
             instance_type=spec.login_instance_type,
             min_count=1,
             max_count=1,
@@ -249,40 +251,38 @@ class PcsCluster(Construct):
         )
 
         for g in groups:
-            inst = get_instance(g.instance_type)
             lt = NodeLaunchTemplate(
                 lt_scope,
                 g.name,
                 instance_type=None,
-                interfaces=efa_interface_layout(
-                    inst, efa=g.efa_enabled, efa_interface_type=spec.efa_interface_type
-                ),
-                group=g,
-                placement_group=placement_groups.get(g.name),
+                interfaces=g.interfaces,
+                group=g.spec,
+                placement_group=placement_groups[g.name] if g.placement_group else None,
                 user_data=mime_user_data(
-                    node_shell_script(group=g.name, bootstrap=bootstraps[g.name], lustre=lustre)
+                    node_shell_script(group=g.name, bootstrap=bootstraps[g.name], lustre=lustre,
+                                      embed_limit_bytes=embed_limit)
                 ),
-                cpu_options=smt_off_cpu_options(inst, g.threads_per_core),
+                cpu_options=g.cpu_options,
                 tags={**tags, "fmcluster:node-group": g.name},
                 **common,
             )
-            purchase = pcs_purchase_option(g)
+            purchase = profile.capacity_term(g.spec.capacity.type)
             if purchase is None:
                 Annotations.of(self).add_error(
-                    f"compute group {g.name}: PCS cannot use capacity type {g.capacity.type!r}; allowed on_demand, "
-                    "spot, odcr, capacity_block"
+                    f"compute group {g.name}: PCS cannot use capacity type {g.spec.capacity.type!r}; allowed "
+                    f"{', '.join(profile.capacity_types)}"
                 )
                 purchase = "ONDEMAND"
             ng = self._node_group(
                 ng_scope,
                 g.name,
                 name=g.name,
-                instance_type=g.instance_type,
-                min_count=g.effective_min_count,
-                max_count=g.count,
+                instance_type=g.spec.instance_type,
+                min_count=g.spec.effective_min_count,
+                max_count=g.spec.count,
                 purchase=purchase,
                 lt=lt,
-                ami=pcs_ami(spec, g.instance_type),
+                ami=pcs_ami(spec, g.spec.instance_type),
                 subnet=subnet,
                 tags=tags,
             )
@@ -323,7 +323,7 @@ class PcsCluster(Construct):
         self,
         cluster_name: str,
         region: str,
-        groups: Sequence[ComputeGroup],
+        groups: Sequence[ResolvedGroup],
         bootstraps: Mapping[str, NodeBootstrap],
         lustre: LustreMount | None,
         checkpoints: CheckpointAccess | None,

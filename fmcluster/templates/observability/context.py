@@ -13,7 +13,6 @@ from typing import Literal
 
 from fmcluster.blueprint.model import LustreSpec, ObservabilitySpec
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
-from fmcluster.resolved.cluster import observability_parameter_name
 from fmcluster.resolved.profiles import Discovery, OrchestratorProfile
 
 MetricsMode = Literal["managed", "self_hosted"]
@@ -21,10 +20,6 @@ MetricsMode = Literal["managed", "self_hosted"]
 #: Written into the rendered Prometheus agent config in place of the AMP remote-write URL; the head-node
 #: script replaces it with the URL it reads from the SSM parameter at boot.
 REMOTE_WRITE_PLACEHOLDER = "FMCLUSTER_AMP_WORKSPACE"
-
-#: Until merge only: ``fmcluster.constructs.observability`` and ``templates.observability.endpoints`` import
-#: this name; they are to read ``ResolvedCluster.observability_parameter`` instead, then this line goes.
-ssm_parameter_name = observability_parameter_name
 
 
 def node_discovery(spec: ObservabilitySpec, profile: OrchestratorProfile) -> Discovery:
