@@ -4,6 +4,12 @@ A rule is a generator decorated with :func:`rule`; it yields ``(yaml_path, messa
 ``scope`` says what it receives: ``"blueprint"`` (the whole frozen Blueprint) or the name of a
 top-level section (``"storage"``, ``"compute"``, ...), whose rules also run when another section of
 the blueprint failed its shape check. Rules never raise; they report.
+
+Precedence is declared, not computed inside a rule: ``suppressed_by=("R-X-1", ...)`` says the rule
+reports nothing while any listed rule reports something (anywhere in the blueprint: the listed
+rule's finding is the precise one, this rule's would be a vaguer echo, often at another path). The
+runner applies it after running every rule; "reports" means after the listed rule's own
+precedence, so chains behave as if each rule had checked the others itself.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ class Rule:
     source: str
     scope: str
     fn: RuleFn
+    suppressed_by: tuple[str, ...] = ()
 
     def check(self, subject: Any) -> Iterator[Problem]:
         for path, message in self.fn(subject):
@@ -34,13 +41,17 @@ class Rule:
 REGISTRY: list[Rule] = []
 
 
-def rule(id: str, *, level: Level = "error", source: str, scope: str = "blueprint") -> Callable[[RuleFn], RuleFn]:
+def rule(
+    id: str, *, level: Level = "error", source: str, scope: str = "blueprint", suppressed_by: tuple[str, ...] = ()
+) -> Callable[[RuleFn], RuleFn]:
     """Register a rule function (see module docstring)."""
 
     def deco(fn: RuleFn) -> RuleFn:
         if any(r.id == id for r in REGISTRY):
             raise ValueError(f"duplicate rule id {id}")
-        REGISTRY.append(Rule(id, level, source, scope, fn))
+        if id in suppressed_by:
+            raise ValueError(f"rule {id} cannot be suppressed by itself")
+        REGISTRY.append(Rule(id, level, source, scope, fn, tuple(suppressed_by)))
         fn.rule_id = id  # type: ignore[attr-defined]
         return fn
 
@@ -61,31 +72,69 @@ def _load_rule_modules() -> None:
     )
 
 
+def check_precedence(rules: list[Rule] | None = None) -> None:
+    """Raise ValueError when a ``suppressed_by`` names an unknown rule or the declarations form a cycle
+    (``rules``: default every registered rule)."""
+    if rules is None:
+        _load_rule_modules()
+        rules = REGISTRY
+    by_id = {r.id: r for r in rules}
+    for r in rules:
+        unknown = [s for s in r.suppressed_by if s not in by_id]
+        if unknown:
+            raise ValueError(f"rule {r.id}: suppressed_by names unknown rule(s) {', '.join(unknown)}")
+
+    def visit(rid: str, stack: tuple[str, ...]) -> None:
+        if rid in stack:
+            raise ValueError(f"suppressed_by cycle: {' -> '.join((*stack, rid))}")
+        for s in by_id[rid].suppressed_by:
+            visit(s, (*stack, rid))
+
+    for r in rules:
+        visit(r.id, ())
+
+
+def apply_precedence(found: dict[str, list[Problem]], rules: list[Rule] | None = None) -> list[Problem]:
+    """The problems that are reported, in rule order, from every rule's raw problems (rule id ->
+    problems; a rule that did not run is absent): a rule's problems are dropped while a rule in its
+    ``suppressed_by`` reports something (``rules``: default every registered rule)."""
+    rules = REGISTRY if rules is None else rules
+    by_id = {r.id: r for r in rules}
+    memo: dict[str, bool] = {}
+
+    def reports(rid: str) -> bool:
+        if rid not in memo:
+            memo[rid] = bool(found.get(rid)) and not any(reports(s) for s in by_id[rid].suppressed_by)
+        return memo[rid]
+
+    return [p for r in rules if reports(r.id) for p in found[r.id]]
+
+
 def run_rules_best_effort(partial: Any, valid_sections: set[str]) -> list[Problem]:
     """Run rules on a partially valid Blueprint (built without validation; broken parts are None).
 
     Section-scoped rules run on valid sections only. A blueprint-scoped rule that trips over a
-    missing part cannot judge the blueprint and is skipped: the shape errors already report why.
-    This is the only place a rule's exception is tolerated.
+    missing part cannot judge the blueprint and is skipped: the shape errors already report why
+    (and, for precedence, it reports nothing). This is the only place a rule's exception is tolerated.
     """
     _load_rule_modules()
-    out: list[Problem] = []
+    found: dict[str, list[Problem]] = {}
     for r in REGISTRY:
         if r.scope != "blueprint" and r.scope not in valid_sections:
             continue
         subject = partial if r.scope == "blueprint" else getattr(partial, r.scope)
         try:
-            out += list(r.check(subject))
+            found[r.id] = list(r.check(subject))
         except (AttributeError, TypeError, KeyError):
             continue
-    return out
+    return apply_precedence(found)
 
 
 def run_rules(bp: Any) -> list[Problem]:
     """Run every rule on a shape-valid Blueprint; returns errors and warnings in rule order."""
     _load_rule_modules()
-    out: list[Problem] = []
+    found: dict[str, list[Problem]] = {}
     for r in REGISTRY:
         subject = bp if r.scope == "blueprint" else getattr(bp, r.scope)
-        out += list(r.check(subject))
-    return out
+        found[r.id] = list(r.check(subject))
+    return apply_precedence(found)

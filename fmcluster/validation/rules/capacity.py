@@ -19,7 +19,6 @@ from collections.abc import Iterator
 
 from fmcluster.blueprint.model import Blueprint, ComputeGroup
 from fmcluster.catalog import get_instance
-from fmcluster.catalog.regions import is_known_region
 from fmcluster.catalog.software import get_stack, known_stacks
 from fmcluster.validation.rules import Violation, rule
 
@@ -153,21 +152,14 @@ def capacity_block_only_types(bp: Blueprint) -> Iterator[Violation]:
             )
 
 
-def cpu_architectures(bp: Blueprint) -> set[str]:
-    """The CPU architectures of the blueprint's compute groups (more than one is R-CAP-9's error)."""
-    return {get_instance(g.instance_type).cpu_architecture for g in bp.compute}
-
-
 @rule("R-CAP-7", source=f"{ULTRASERVER_DOC} (arm64 AMIs for P6e-GB200); "
       f"{CB_LAUNCH_DOC} (the AMI platform must match the reservation); catalog/data/software.yaml "
-      "cpu_architectures")
+      "cpu_architectures", suppressed_by=("R-CAP-9",))
 def stack_matches_cpu_architecture(bp: Blueprint) -> Iterator[Violation]:
     """The software stack must be built for every group's CPU architecture (p6e-gb200: arm64 Grace).
 
-    Quiet when the groups mix architectures: no single stack can fit, R-CAP-9 reports the mix, and
-    advice to switch stacks would only move this error to the other group."""
-    if len(cpu_architectures(bp)) > 1:
-        return
+    Suppressed when the groups mix architectures: no single stack can fit, R-CAP-9 reports the mix,
+    and advice to switch stacks would only move this error to the other group."""
     stack = get_stack(bp.software.stack)
     for i, g in enumerate(bp.compute):
         arch = get_instance(g.instance_type).cpu_architecture
@@ -217,7 +209,7 @@ def shared_reservation_consistent(groups: list[ComputeGroup]) -> Iterator[Violat
 def one_cpu_architecture(bp: Blueprint) -> Iterator[Violation]:
     """All compute groups share one CPU architecture: the blueprint has one software stack, so x86_64
     and arm64 groups (p5.48xlarge + p6e-gb200.36xlarge) cannot both be served. Reported once per group
-    whose architecture differs from the first group's; R-CAP-7, R-SW-1 and R-PC-2 stay quiet then."""
+    whose architecture differs from the first group's; R-CAP-7, R-SW-1 and R-PC-2 are suppressed by it."""
     if not bp.compute:
         return
     first = bp.compute[0]
@@ -247,16 +239,17 @@ def az_id_prefix(region: str) -> str:
 
 @rule("R-AZ-3",
       source="https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html; "
-      "prefix derivation checked against getmoto/moto moto/ec2/models/availability_zones_and_regions.py")
+      "prefix derivation checked against getmoto/moto moto/ec2/models/availability_zones_and_regions.py",
+      suppressed_by=("R-REGION-1",))
 def zone_id_in_region(bp: Blueprint) -> Iterator[Violation]:
     """An AZ ID starts with its Region's short form (use1-az6 is in us-east-1; Local Zone IDs such as
     use1-dfw2-az1 too); capacity reservations are bound to AZ IDs, so a wrong one would surface only at
     deploy time. An error, like an AZ name of another Region (R-AZ-2).
 
     No zone number is suggested: AZ numbers of different Regions do not correspond and the catalog has
-    no offline list of the AZ IDs each Region has. Quiet for an unknown Region (R-REGION-1 reports it)."""
+    no offline list of the AZ IDs each Region has. Suppressed for an unknown Region (R-REGION-1 reports it)."""
     zid = bp.availability_zone_id
-    if not zid or not is_known_region(bp.region):
+    if not zid:
         return
     prefix = az_id_prefix(bp.region)
     if zid.split("-")[0] != prefix:

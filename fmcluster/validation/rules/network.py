@@ -15,8 +15,8 @@ REGIONS_SOURCE = ("botocore data/endpoints.json (partitions[*].regions, bundled 
 @rule("R-REGION-1", source=f"{REGIONS_SOURCE}; https://docs.aws.amazon.com/global-infrastructure/latest/regions/"
       "aws-regions.html")
 def region_exists(bp: Blueprint) -> Iterator[Violation]:
-    """The Region must be one botocore knows. The AZ rules (R-AZ-2, R-AZ-3) stay quiet for an unknown
-    Region, so they never suggest zones derived from a misspelt name."""
+    """The Region must be one botocore knows. The AZ rules (R-AZ-2, R-AZ-3) are suppressed by it for an
+    unknown Region, so they never suggest zones derived from a misspelt name."""
     if is_known_region(bp.region):
         return
     close = closest_regions(bp.region)
@@ -42,13 +42,12 @@ def one_availability_zone(bp: Blueprint) -> Iterator[Violation]:
         )
 
 
-@rule("R-AZ-2", source="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/using-regions-availability-zones.html")
+@rule("R-AZ-2", source="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/using-regions-availability-zones.html",
+      suppressed_by=("R-REGION-1",))
 def zone_in_region(bp: Blueprint) -> Iterator[Violation]:
     """An AZ name is the Region name plus one letter; a Local Zone name is the Region, a location and a letter.
-    Quiet when the Region itself is unknown: R-REGION-1 reports it and zones of a misspelt Region mean nothing."""
+    Suppressed when the Region itself is unknown: R-REGION-1 reports it and zones of a misspelt Region mean nothing."""
     az = bp.availability_zone
-    if not is_known_region(bp.region):
-        return
     if az and az[:-1] != bp.region and not az.startswith(f"{bp.region}-"):
         yield "availability_zone", f"not in region {bp.region}, got {az!r}; allowed {bp.region}a, {bp.region}b, ..."
 

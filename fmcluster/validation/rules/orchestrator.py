@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from fmcluster.blueprint.model import Blueprint, OrchestratorSpec
 from fmcluster.catalog import get_instance, known_instance_types
 from fmcluster.validation.rules import Violation, rule
-from fmcluster.validation.rules.capacity import cpu_architectures
 
 _KINDS = ("parallelcluster", "hyperpod", "pcs")
 
@@ -78,10 +77,10 @@ def head_node_memory(bp: Blueprint) -> Iterator[Violation]:
 
 
 @rule("R-PC-2", source="https://docs.aws.amazon.com/parallelcluster/latest/ug/HeadNode-v3.html (InstanceType: the "
-      "head node architecture must be the same as the Slurm InstanceType architecture)")
+      "head node architecture must be the same as the Slurm InstanceType architecture)", suppressed_by=("R-CAP-9",))
 def head_node_architecture(bp: Blueprint) -> Iterator[Violation]:
-    """Quiet when the compute groups mix architectures: no head node can fit, R-CAP-9 reports the mix."""
-    if bp.orchestrator.kind != "parallelcluster" or len(cpu_architectures(bp)) > 1:
+    """Suppressed when the compute groups mix architectures: no head node can fit, R-CAP-9 reports the mix."""
+    if bp.orchestrator.kind != "parallelcluster":
         return
     head = bp.orchestrator.parallelcluster.head_node_instance_type
     head_arch = cpu_architecture_of(head)
