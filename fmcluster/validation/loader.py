@@ -65,8 +65,8 @@ def _parse(text: str, file: str) -> tuple[dict[str, Any], dict[tuple[Any, ...], 
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
     except RecursionError:
-        raise BlueprintError(file, [Problem("", f"the file is nested too deeply to be a blueprint; allowed at most {MAX_DEPTH} "
-                                                "levels")]) from None
+        too_deep = f"the file is nested too deeply to be a blueprint; allowed at most {MAX_DEPTH} levels"
+        raise BlueprintError(file, [Problem("", too_deep)]) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -280,8 +280,8 @@ def _convert(err: Any, data: Any, lines: dict[tuple[Any, ...], int]) -> Problem:
     elif typ == "list_type":
         msg = f"must be a list, got {_a(value)}"
     elif typ == "string_type" and isinstance(value, (int, float)) and not isinstance(value, bool):
-        msg = (f"must be text, got the number {value!r}; allowed text - quote it in YAML (e.g. '25.10', which "
-               "unquoted YAML reads as the number 25.1)")
+        msg = (f"must be text, got the number {value!r}; "
+               "allowed text - quote it in YAML (e.g. '25.10', which unquoted YAML reads as the number 25.1)")
     elif typ == "string_type":
         msg = f"must be text, got {_a(value)}"
     elif typ in ("int_from_float", "int_parsing", "int_type"):

@@ -28,15 +28,13 @@ ULTRASERVER_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-nvidi
 
 #: Why a new placement group is a bad idea, per reservation-backed capacity type (R-CAP-3).
 _PLACEMENT_REASON = {
-    "capacity_block": "Capacity Block instances are already co-located in an EC2 UltraCluster, and a new "
-    "placement "
-                      "group can make launches fail with insufficient capacity",
-    "odcr": "the reserved instances are not guaranteed to fit in a new placement group, so launches can fail "
-    "with "
-            "insufficient capacity (create the reservation in a cluster placement group instead)",
-    "training_plan": "HyperPod places training-plan capacity itself and has no placement-group setting, so "
-    "the "
-                     "setting is ignored",
+    "capacity_block": "Capacity Block instances are already co-located in an EC2 UltraCluster, "
+                      "and a new placement group can make launches fail with insufficient capacity",
+    "odcr": "the reserved instances are not guaranteed to fit in a new placement group, "
+            "so launches can fail with insufficient capacity "
+            "(create the reservation in a cluster placement group instead)",
+    "training_plan": "HyperPod places training-plan capacity itself and has no placement-group setting, "
+                     "so the setting is ignored",
 }
 
 
@@ -50,8 +48,7 @@ def training_plan_only_on_hyperpod(bp: Blueprint) -> Iterator[Violation]:
         if g.capacity.type == "training_plan" and bp.orchestrator.kind != "hyperpod":
             yield f"compute[{i}].capacity.type", (
                 f"training plans only work with HyperPod, got orchestrator.kind {bp.orchestrator.kind!r}; "
-                "allowed "
-                "on_demand, spot, odcr or capacity_block (or orchestrator.kind: hyperpod)"
+                "allowed on_demand, spot, odcr or capacity_block (or orchestrator.kind: hyperpod)"
             )
 
 
@@ -65,9 +62,8 @@ def capacity_block_static_count(groups: list[ComputeGroup]) -> Iterator[Violatio
     for i, g in enumerate(groups):
         if g.capacity.type == "capacity_block" and g.min_count is not None and g.min_count != g.count:
             yield f"compute[{i}].min_count", (
-                "a Capacity Block runs a fixed number of nodes for its whole term, got min_count "
-                f"{g.min_count} "
-                f"with count {g.count}; allowed min_count {g.count} or no min_count"
+                "a Capacity Block runs a fixed number of nodes for its whole term, "
+                f"got min_count {g.min_count} with count {g.count}; allowed min_count {g.count} or no min_count"
             )
 
 
@@ -80,8 +76,9 @@ def no_new_placement_group_for_reservations(groups: list[ComputeGroup]) -> Itera
     for i, g in enumerate(groups):
         if g.reservation_backed and g.placement_group is True:
             yield f"compute[{i}].placement_group", (
-                f"{_PLACEMENT_REASON[g.capacity.type]}, got placement_group true with capacity type "
-                f"{g.capacity.type!r}; allowed false or no placement_group (the default)"
+                f"{_PLACEMENT_REASON[g.capacity.type]}, "
+                f"got placement_group true with capacity type {g.capacity.type!r}; "
+                "allowed false or no placement_group (the default)"
             )
 
 
@@ -104,10 +101,10 @@ def hyperpod_capacity_types(bp: Blueprint) -> Iterator[Violation]:
     for i, g in enumerate(bp.compute):
         if g.capacity.type in names:
             yield f"compute[{i}].capacity.type", (
-                f"HyperPod cannot launch into {names[g.capacity.type]}; reserve HyperPod capacity with a "
-                "SageMaker "
-                f"training plan, got {g.capacity.type!r} with orchestrator.kind 'hyperpod'; allowed "
-                f"{allowed} - did you mean training_plan?"
+                f"HyperPod cannot launch into {names[g.capacity.type]}; "
+                "reserve HyperPod capacity with a SageMaker training plan, "
+                f"got {g.capacity.type!r} with orchestrator.kind 'hyperpod'; "
+                f"allowed {allowed} - did you mean training_plan?"
             )
         elif g.capacity.type not in HYPERPOD_CAPACITY_TYPES:
             yield f"compute[{i}].capacity.type", (
@@ -129,8 +126,7 @@ def ultraserver_count(groups: list[ComputeGroup]) -> Iterator[Violation]:
             lower = (g.count // step) * step
             hint = f"{lower} or {lower + step}" if lower else f"{step}"
             yield f"compute[{i}].count", (
-                f"{g.instance_type} is sold only as UltraServers of {' or '.join(map(str, sizes))} "
-                "instances, "
+                f"{g.instance_type} is sold only as UltraServers of {' or '.join(map(str, sizes))} instances, "
                 f"got count {g.count}; allowed a multiple of {step} - did you mean {hint}?"
             )
 
@@ -147,8 +143,7 @@ def capacity_block_only_types(bp: Blueprint) -> Iterator[Violation]:
         if get_instance(g.instance_type).capacity_block_only and not reserved:
             yield f"compute[{i}].capacity.type", (
                 f"{g.instance_type} is sold only as reserved UltraServer capacity, got {g.capacity.type!r}; "
-                "allowed "
-                f"{allowed} on orchestrator.kind {bp.orchestrator.kind!r} - did you mean {allowed}?"
+                f"allowed {allowed} on orchestrator.kind {bp.orchestrator.kind!r} - did you mean {allowed}?"
             )
 
 
@@ -167,8 +162,8 @@ def stack_matches_cpu_architecture(bp: Blueprint) -> Iterator[Violation]:
             fits = [s for s in known_stacks() if arch in get_stack(s).cpu_architectures]
             yield "software.stack", (
                 f"{g.instance_type} (compute[{i}]) has {arch} CPUs and stack {stack.name!r} is built for "
-                f"{', '.join(stack.cpu_architectures)}, got {stack.name!r}; allowed "
-                f"{', '.join(fits) or 'none'}"
+                f"{', '.join(stack.cpu_architectures)}, "
+                f"got {stack.name!r}; allowed {', '.join(fits) or 'none'}"
             )
 
 
@@ -192,14 +187,13 @@ def shared_reservation_consistent(groups: list[ComputeGroup]) -> Iterator[Violat
         other = groups[j]
         if other.instance_type != g.instance_type:
             yield f"compute[{i}].instance_type", (
-                f"reservation {rid} is also used by compute[{j}] with {other.instance_type} and a "
-                "reservation holds "
-                f"one instance type, got {g.instance_type}; allowed {other.instance_type}"
+                f"reservation {rid} is also used by compute[{j}] with {other.instance_type} and a reservation holds one instance type, "
+                f"got {g.instance_type}; allowed {other.instance_type}"
             )
         if other.capacity.type != g.capacity.type:
             yield f"compute[{i}].capacity.type", (
-                f"reservation {rid} is also used by compute[{j}] as {other.capacity.type!r}, got "
-                f"{g.capacity.type!r}; allowed {other.capacity.type!r}"
+                f"reservation {rid} is also used by compute[{j}] as {other.capacity.type!r}, "
+                f"got {g.capacity.type!r}; allowed {other.capacity.type!r}"
             )
 
 
@@ -218,10 +212,10 @@ def one_cpu_architecture(bp: Blueprint) -> Iterator[Violation]:
         arch = get_instance(g.instance_type).cpu_architecture
         if arch != first_arch:
             yield f"compute[{i}].instance_type", (
-                f"all compute groups must share one CPU architecture (one software stack per blueprint), got "
-                f"{g.instance_type} ({arch}) in group {g.name!r} and {first.instance_type} ({first_arch}) in group "
-                f"{first.name!r} (compute[0]); allowed {first_arch} instance types here, or a separate blueprint "
-                f"for the {arch} groups"
+                "all compute groups must share one CPU architecture (one software stack per blueprint), "
+                f"got {g.instance_type} ({arch}) in group {g.name!r} and {first.instance_type} ({first_arch}) in group "
+                f"{first.name!r} (compute[0]); "
+                f"allowed {first_arch} instance types here, or a separate blueprint for the {arch} groups"
             )
 
 

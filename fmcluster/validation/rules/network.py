@@ -22,8 +22,8 @@ def region_exists(bp: Blueprint) -> Iterator[Violation]:
     close = closest_regions(bp.region)
     hint = f" - did you mean {' or '.join(close)}?" if close else ""
     yield "region", (
-        f"unknown AWS Region, got {bp.region!r}; allowed a Region name from botocore's endpoints data such as "
-        f"us-east-1, us-west-2 or eu-west-1{hint}"
+        f"unknown AWS Region, got {bp.region!r}; "
+        f"allowed a Region name from botocore's endpoints data such as us-east-1, us-west-2 or eu-west-1{hint}"
     )
 
 
@@ -32,8 +32,9 @@ def one_availability_zone(bp: Blueprint) -> Iterator[Violation]:
     """Exactly one of availability_zone / availability_zone_id: EFA and cluster placement groups are single-AZ."""
     if bp.availability_zone and bp.availability_zone_id:
         yield "availability_zone_id", (
-            f"set either availability_zone or availability_zone_id, not both, got {bp.availability_zone!r} "
-            f"and {bp.availability_zone_id!r}; allowed one of them (prefer availability_zone_id for reservations)"
+            "set either availability_zone or availability_zone_id, not both, "
+            f"got {bp.availability_zone!r} and {bp.availability_zone_id!r}; "
+            "allowed one of them (prefer availability_zone_id for reservations)"
         )
     elif not bp.availability_zone and not bp.availability_zone_id:
         yield "availability_zone", (

@@ -71,8 +71,8 @@ def head_node_memory(bp: Blueprint) -> Iterator[Violation]:
     required = min(nodes / 25 + 0.6, 16.0)
     if memory is not None and memory < required:
         yield "orchestrator.parallelcluster.head_node_instance_type", (
-            f"head node too small for {nodes} compute nodes, got {head} ({memory:g} GiB); allowed a type with at "
-            f"least {required:.1f} GiB of memory"
+            f"head node too small for {nodes} compute nodes, got {head} ({memory:g} GiB); "
+            f"allowed a type with at least {required:.1f} GiB of memory"
         )
 
 
@@ -105,8 +105,9 @@ def eks_needs_cluster(orch: OrchestratorSpec) -> Iterator[Violation]:
     hp = orch.hyperpod
     if orch.kind == "hyperpod" and hp.orchestration == "eks" and not hp.eks_cluster_arn:
         yield "orchestrator.hyperpod.eks_cluster_arn", (
-            "required with orchestration: eks, got nothing; allowed arn:aws:eks:<region>:<account>:cluster/<name> of an "
-            "existing EKS cluster (authentication mode API or API_AND_CONFIG_MAP)"
+            "required with orchestration: eks, got nothing; "
+            "allowed arn:aws:eks:<region>:<account>:cluster/<name> of an existing EKS cluster "
+            "(authentication mode API or API_AND_CONFIG_MAP)"
         )
 
 
@@ -153,8 +154,8 @@ def pcs_group_names(bp: Blueprint) -> Iterator[Violation]:
 def pcs_default_ami_os(bp: Blueprint) -> Iterator[Violation]:
     if bp.orchestrator.kind == "pcs" and bp.orchestrator.pcs.ami_id is None and bp.software.os != "ubuntu-24.04":
         yield "software.os", (
-            f"the default PCS AMI (PCS-ready DLAMI) is Ubuntu 24.04, got {bp.software.os!r}; allowed ubuntu-24.04, or set "
-            "orchestrator.pcs.ami_id to a PCS-ready AMI of this OS"
+            f"the default PCS AMI (PCS-ready DLAMI) is Ubuntu 24.04, got {bp.software.os!r}; "
+            "allowed ubuntu-24.04, or set orchestrator.pcs.ami_id to a PCS-ready AMI of this OS"
         )
 
 
@@ -207,8 +208,8 @@ def pcs_efa_only_unverified(orch: OrchestratorSpec) -> Iterator[Violation]:
 def pcs_floating_ami(orch: OrchestratorSpec) -> Iterator[Violation]:
     if orch.kind == "pcs" and orch.pcs.ami_id is None:
         yield "orchestrator.pcs.ami_id", (
-            "not pinned: nodes boot the latest PCS-ready DLAMI, whose NVIDIA driver may differ from the software "
-            "stack's pin, got nothing; allowed an ami-<hex> resolved once and pinned"
+            "not pinned: nodes boot the latest PCS-ready DLAMI, whose NVIDIA driver may differ from the software stack's pin, "
+            "got nothing; allowed an ami-<hex> resolved once and pinned"
         )
 
 

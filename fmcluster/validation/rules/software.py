@@ -169,8 +169,8 @@ def combination_untested_warning(bp: Blueprint) -> Iterator[Violation]:
     if found and software.allow_untested:
         path, got, closest = found
         yield path, (
-            f"untested combination accepted because allow_untested is true, got {got}; allowed the versions of a "
-            f"catalog stack - closest is {closest!r}"
+            f"untested combination accepted because allow_untested is true, got {got}; "
+            f"allowed the versions of a catalog stack - closest is {closest!r}"
         )
 
 
@@ -392,8 +392,7 @@ def nccl_tested_by_plugin(software: SoftwareSpec) -> Iterator[Violation]:
     tested = plugin_max_tested_nccl(p[1])
     if tested and compare_versions(p[0].nccl, tested) > 0:
         yield where(p[0], "nccl", "aws_ofi_nccl", "efa_installer"), (
-            f"NCCL newer than aws-ofi-nccl {p[1]} was tested with, got {p[0].nccl}; allowed <= {tested} "
-            "or a newer plugin"
+            f"NCCL newer than aws-ofi-nccl {p[1]} was tested with, got {p[0].nccl}; allowed <= {tested} or a newer plugin"
         )
 
 
