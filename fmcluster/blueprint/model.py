@@ -79,6 +79,15 @@ PATTERN_HINTS = {
     r"^[a-z]{2}(-gov)?-[a-z]+-\d(-[a-z]+-\d)?[a-z]$": "an Availability Zone name such as us-east-1a",
     r"^[a-z]{3,4}\d(-[a-z]+\d)?-az\d+$": "an AZ ID such as use1-az6",
     r"^\d+\.\d+(\.\d+)?$": "a version such as 570.172.08 or 12.8 (quote it in YAML)",
+    r"^\d+\.\d+\.\d+(-\d+)?$": "a version such as 2.27.7 or 2.27.7-1 (quote it in YAML)",
+    r"^\d+\.\d+\.\d+$": "a version such as 1.43.2 (quote it in YAML)",
+    r"^\d+\.\d+\.\d+(-aws)?$": "a version such as 1.16.3 or 1.16.3-aws (quote it in YAML)",
+    r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:\d{12}:group/[\w.-]+$":
+        "a resource group ARN, arn:aws:resource-groups:<region>:<account>:group/<name>",
+    r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]+:\d{12}:training-plan/.+$":
+        "a training plan ARN, arn:aws:sagemaker:<region>:<account>:training-plan/<name>",
+    r"^arn:aws[a-z-]*:eks:[a-z0-9-]+:\d{12}:cluster/[\w-]+$": "an EKS cluster ARN, arn:aws:eks:<region>:<account>:cluster/<name>",
+    r"^/[^\s]*$": "an absolute path without spaces such as /datasets",
     NAME_PATTERN: "3-32 lowercase letters, digits and hyphens, starting with a letter",
     GROUP_NAME_PATTERN: "2-25 lowercase letters, digits and hyphens, starting with a letter",
     RESERVATION_ID_PATTERN: "cr- followed by 17 hex digits",
