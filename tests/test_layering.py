@@ -9,10 +9,12 @@ import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "fmcluster"
 FORBIDDEN = {
-    "blueprint": ("fmcluster.constructs", "fmcluster.stacks", "fmcluster.templates", "fmcluster.review", "fmcluster.cli"),
-    "catalog": ("fmcluster.blueprint", "fmcluster.constructs", "fmcluster.stacks", "fmcluster.templates", "fmcluster.review"),
-    "templates": ("fmcluster.constructs", "fmcluster.stacks", "fmcluster.review", "fmcluster.cli", "aws_cdk"),
-    "constructs": ("fmcluster.stacks", "fmcluster.review", "fmcluster.cli", "fmcluster.validation.loader"),
+    "blueprint": ("fmcluster.constructs", "fmcluster.stacks", "fmcluster.templates", "fmcluster.review", "fmcluster.cli",
+                  "fmcluster.output"),
+    "catalog": ("fmcluster.blueprint", "fmcluster.constructs", "fmcluster.stacks", "fmcluster.templates", "fmcluster.review",
+                "fmcluster.output"),
+    "templates": ("fmcluster.constructs", "fmcluster.stacks", "fmcluster.review", "fmcluster.cli", "aws_cdk", "fmcluster.output"),
+    "constructs": ("fmcluster.stacks", "fmcluster.review", "fmcluster.cli", "fmcluster.validation.loader", "fmcluster.output"),
 }
 
 
@@ -41,3 +43,8 @@ def test_constructs_never_receive_the_whole_blueprint() -> None:
     offenders = [str(p.relative_to(PKG)) for p in (PKG / "constructs").rglob("*.py")
                  if "import Blueprint" in p.read_text() or ", Blueprint" in p.read_text()]
     assert offenders == []
+
+
+def test_severity_imports_nothing_from_fmcluster() -> None:
+    """Every layer may use the severity words, so they depend on nothing."""
+    assert not {n for n in imports(PKG / "severity.py") if n.startswith("fmcluster")}
