@@ -25,7 +25,6 @@ from fmcluster.severity import CheckStatus
 OFFERINGS_API = "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeInstanceTypeOfferings.html"
 AZ_API = "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeAvailabilityZones.html"
 CR_API = "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityReservation.html"
-CR_LAUNCH_DOC = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-reservations-launch.html"
 QUOTA_DOC = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-on-demand-instances.html#ec2-on-demand-instances-limits"
 TRAINING_PLAN_API = "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_DescribeTrainingPlan.html"
 HEAD_BUCKET_API = "https://docs.aws.amazon.com/AmazonS3/latest/API/API_HeadBucket.html"
@@ -50,7 +49,8 @@ FSX_LUSTRE_QUOTAS = {
 }
 
 #: Reservation states that can still launch instances (``active`` now, ``scheduled`` later).
-#: Source: botocore ec2 service-2.json CapacityReservationState; CR_LAUNCH_DOC ("is in the active state").
+#: Source: botocore ec2 service-2.json CapacityReservationState;
+#: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-reservations-launch.html ("is in the active state").
 USABLE_RESERVATION_STATES = ("active", "scheduled")
 #: Platform fmcluster nodes run (Ubuntu and Amazon Linux AMIs); a reservation for another platform
 #: never matches them (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-launch.html).
