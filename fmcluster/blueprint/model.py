@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 import ipaddress
-from typing import Annotated, Literal, cast
+from typing import Annotated, Final, Literal, cast
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
@@ -22,7 +22,7 @@ from fmcluster.catalog.software import default_stack_name, known_stacks
 # ---- defaults (used in descriptions) ---------------------------------------------------------
 DEFAULT_VPC_CIDR = "10.0.0.0/16"
 DEFAULT_GPU_SUBNET_PREFIX = 20
-DEFAULT_OS = "ubuntu-24.04"
+DEFAULT_OS: Final = "ubuntu-24.04"
 DEFAULT_SCRATCH_PATH = "/scratch"
 DEFAULT_DEPLOYMENT_TYPE = "PERSISTENT_2"
 DEFAULT_STORAGE_CAPACITY_GIB = 1200
@@ -636,6 +636,13 @@ class ParallelClusterSettings(Section):
         return v
 
 
+DeepHealthCheck = Literal["InstanceStress", "InstanceConnectivity"]
+
+
+def _every_deep_health_check() -> list[DeepHealthCheck]:
+    return ["InstanceStress", "InstanceConnectivity"]
+
+
 class HyperPodSettings(Section):
     """SageMaker HyperPod (``AWS::SageMaker::Cluster``, aws-resource-rules.md section 7)."""
 
@@ -656,8 +663,8 @@ class HyperPodSettings(Section):
         description=f"Slurm login instance group type; null for no login group. Default: {DEFAULT_HYPERPOD_LOGIN}.",
     )
     node_recovery: Literal["Automatic", "None"] = Field("Automatic", description="Default: Automatic.")
-    deep_health_checks: list[Literal["InstanceStress", "InstanceConnectivity"]] = Field(
-        default_factory=lambda: ["InstanceStress", "InstanceConnectivity"],
+    deep_health_checks: list[DeepHealthCheck] = Field(
+        default_factory=_every_deep_health_check,
         description="OnStartDeepHealthChecks of every GPU worker group. Default: both.",
     )
     efa_interface_type: EfaInterfaceType = Field(
@@ -731,8 +738,8 @@ PCLUSTER_EFA_INTERFACE_TYPE = {"3.15.0": "efa-only", "3.16.1": "efa-only"}
 # ---- observability ---------------------------------------------------------------------------
 DEFAULT_SCRAPE_INTERVAL_S = 30
 DEFAULT_SCRAPE_TIMEOUT_S = 10
-DEFAULT_GRAFANA_AUTH = "AWS_SSO"
-DEFAULT_NODE_DISCOVERY = "auto"
+DEFAULT_GRAFANA_AUTH: Final = "AWS_SSO"
+DEFAULT_NODE_DISCOVERY: Final = "auto"
 
 
 class ObservabilitySpec(Section):

@@ -13,7 +13,7 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -327,7 +327,7 @@ def _section_rule_problems(data: dict[str, Any], shape: list[Problem], lines: di
             partial[name] = _MISSING
         elif name in data:
             try:
-                partial[name] = TypeAdapter(fld.annotation).validate_python(data[name])
+                partial[name] = TypeAdapter(cast(Any, fld.annotation)).validate_python(data[name])
                 valid.add(name)
             except ValidationError:
                 partial[name] = _MISSING
