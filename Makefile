@@ -1,4 +1,4 @@
-# fmcluster: `make synth` and `make test` do ALL set-up themselves (venvs, pip, npm ci).
+# fmcluster: `make synth`, `make test` and `make lint` do ALL set-up themselves (venvs, pip, npm ci).
 # Needs only Python 3.11, Node and the package registries.
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -41,6 +41,7 @@ plan: $(VENV)/.installed
 test: setup
 	$(VENV)/bin/python -m pytest -q
 
+# ruff and mypy come with the dev extras of the venv ($(VENV)/.installed installs '.[dev]').
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check fmcluster tests app.py
 	$(VENV)/bin/mypy fmcluster

@@ -1,31 +1,30 @@
 """The ``fmcluster`` command (typer + rich).
 
+Every command is declared here, with ``@app.command()``: names, arguments, options and help in
+one place. The work is done by the subsystems (imported inside the command, so one command does
+not pay for another's imports); what they print goes through :mod:`fmcluster.output`.
+
 Commands never print a traceback for bad input: a :class:`BlueprintError` becomes a list of
-path-qualified problems and exit code 1.
+path-qualified problems and exit code 1 (2 for preflight, whose 1 means a check failed).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from fmcluster.blueprint import BlueprintError
+from fmcluster.blueprint import Blueprint, BlueprintError
+from fmcluster.output import OutputFormat, out, print_error, print_ok, print_problems
 from fmcluster.validation import load_blueprint_with_warnings
 
 # `plan` synthesizes in-process; keep jsii's Node 20 end-of-life banner out of the output.
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Cluster blueprints for foundation-model training on AWS.")
-# Wide enough for the plan's tables when output goes to a file or CI log (rich assumes 80 there).
-out = Console(soft_wrap=True, width=None if Console().is_terminal else 200)
-err = Console(stderr=True, soft_wrap=True)
 
 
 @app.callback()
@@ -33,28 +32,30 @@ def _root() -> None:
     """Cluster blueprints for foundation-model training on AWS."""
 
 
-def _print_problems(e: BlueprintError) -> None:
-    err.print(f"[bold red]{escape(e.file)}[/]: {len(e.errors)} error(s)", highlight=False)
-    for p in e.problems:
-        colour = "red" if p.level == "error" else "yellow"
-        err.print(f"  [{colour}]{p.level}[/]: {escape(p.render())}", highlight=False)
-
-
-def _load_or_exit(file: Path):  # noqa: ANN202
+def _load_or_exit(file: Path) -> Blueprint:
+    """The blueprint, after printing its warnings; its problems and exit 1 when it is invalid."""
     try:
         result = load_blueprint_with_warnings(file)
     except BlueprintError as e:
-        _print_problems(e)
+        print_problems(e.file, e.problems)
         raise typer.Exit(1) from None
-    for w in result.warnings:
-        err.print(f"  [yellow]warning[/]: {escape(w.render())}", highlight=False)
+    print_problems(str(file), result.warnings)
     return result.blueprint
+
+
+def _format(format: OutputFormat, as_json: bool) -> OutputFormat:
+    return OutputFormat.json if as_json else format
+
+
+FORMAT_HELP = "text, markdown or json."
+JSON_HELP = "Machine-readable output."
+JSON_ALIAS_HELP = "Same as --format json."
 
 
 @app.command()
 def validate(
     files: Annotated[list[Path], typer.Argument(help="Blueprint YAML files.")],
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
 ) -> None:
     """Check blueprints: exit 0 when all are valid, 1 with every problem listed otherwise."""
     failed = False
@@ -64,15 +65,12 @@ def validate(
             res = load_blueprint_with_warnings(f)
             report.append({"file": str(f), "valid": True, "problems": [w.as_dict() for w in res.warnings]})
             if not as_json:
-                out.print(f"[green]ok[/] {escape(str(f))}" + (f" ({len(res.warnings)} warning(s))" if res.warnings else ""),
-                          highlight=False)
-                for w in res.warnings:
-                    err.print(f"  [yellow]warning[/]: {escape(w.render())}", highlight=False)
+                print_ok(str(f), res.warnings)
         except BlueprintError as e:
             failed = True
             report.append({"file": str(f), "valid": False, "problems": [p.as_dict() for p in e.problems]})
             if not as_json:
-                _print_problems(e)
+                print_problems(e.file, e.problems)
     if as_json:
         print(json.dumps(report, indent=2))
     raise typer.Exit(1 if failed else 0)
@@ -82,16 +80,11 @@ def validate(
 MAX_CHECKPOINT_GIB = 10_000_000
 
 
-class OutputFormat(str, Enum):
-    text = "text"
-    markdown = "markdown"
-    json = "json"
-
-
 @app.command()
 def plan(
     file: Annotated[Path, typer.Argument(help="Blueprint YAML file.")],
-    format: Annotated[OutputFormat, typer.Option("--format", "-f", help="text, markdown or json.")] = OutputFormat.text,
+    format: Annotated[OutputFormat, typer.Option("--format", "-f", help=FORMAT_HELP)] = OutputFormat.text,
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_ALIAS_HELP)] = False,
     cdk_out: Annotated[Path | None, typer.Option(help=(
         "Count resources in this synthesized cdk.out instead of synthesizing; it must hold this blueprint's "
         "stacks."))] = None,
@@ -119,9 +112,10 @@ def plan(
     try:
         counts = assembly_resource_counts(cdk_out, rc) if cdk_out else synth_resource_counts(rc)
     except AssemblyError as e:
-        err.print(f"[red]error[/]: {escape(str(e))}", highlight=False)
+        print_error(str(e))
         raise typer.Exit(1) from None
     result = build_plan(rc, counts, checkpoint_gib=checkpoint_gib)
+    format = _format(format, as_json)
     if format is OutputFormat.json:
         print(render_json(result))
     elif format is OutputFormat.markdown:
@@ -158,22 +152,75 @@ def render(
     try:
         written = write_rendered(files, out_dir)
     except RenderOutError as e:
-        err.print(f"[red]error[/]: {escape(str(e))}", highlight=False)
+        print_error(str(e))
         raise typer.Exit(1) from None
     except OSError as e:
-        where = e.filename or out_dir
-        err.print(f"[red]error[/]: {escape(str(where))}: cannot write: {escape(e.strerror or str(e))}", highlight=False)
+        print_error(f"{e.filename or out_dir}: cannot write: {e.strerror or e}")
         raise typer.Exit(1) from None
     for path in written:
         print(path)
 
 
-# --- commands registered by subsystems (one import + one line each) ---
-from fmcluster.preflight.cli import preflight as _preflight  # noqa: E402
-from fmcluster.review.diff import register_cli as _register_diff  # noqa: E402
+@app.command()
+def diff(
+    old: Annotated[Path, typer.Argument(help="Old blueprint YAML or cdk.out folder.")],
+    new: Annotated[Path, typer.Argument(help="New blueprint YAML or cdk.out folder.")],
+    format: Annotated[OutputFormat, typer.Option("--format", "-f", help="text, markdown (PR comments) or json.")] = OutputFormat.text,
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_ALIAS_HELP)] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Text: also list stateless in-place updates.")] = False,
+    context: Annotated[list[str] | None, typer.Option(
+        "--context", "-c", help="CDK context KEY=VALUE for synthesizing blueprints (repeatable).")] = None,
+) -> None:
+    """Say, for every resource that changes between OLD and NEW, whether CloudFormation updates it in
+    place or replaces it. Exit 1 when a stateful resource (FSx, data repository association, S3
+    bucket) would be replaced or moved."""
+    from fmcluster.review.assembly import AssemblyError
+    from fmcluster.review.diff import (
+        DiffInputError,
+        diff_assemblies,
+        load_side,
+        parse_context,
+        render_json,
+        render_markdown,
+        render_text,
+    )
 
-app.command("preflight")(_preflight)
-_register_diff(app)
+    try:
+        ctx = parse_context(context or [])
+        report = diff_assemblies(load_side(old, ctx), load_side(new, ctx))
+    except BlueprintError as e:
+        print_problems(e.file, e.problems)
+        raise typer.Exit(1) from None
+    except (AssemblyError, DiffInputError) as e:
+        print_error(str(e))
+        raise typer.Exit(1) from None
+    format = _format(format, as_json)
+    if format is OutputFormat.json:
+        print(render_json(report))
+    elif format is OutputFormat.markdown:
+        print(render_markdown(report))
+    else:
+        print(render_text(report, verbose=verbose))
+    raise typer.Exit(report.exit_code)
+
+
+@app.command()
+def preflight(
+    file: Annotated[Path, typer.Argument(help="Blueprint YAML file.")],
+    region: Annotated[
+        str | None, typer.Option(help="AWS Region; must match the blueprint's. Default: the blueprint's.")
+    ] = None,
+    profile: Annotated[
+        str | None, typer.Option(help="AWS profile. Default: the standard credential chain.")
+    ] = None,
+    until: Annotated[str | None, typer.Option(
+        help="YYYY-MM-DD: reservations and training plans must not end before this day (00:00 UTC).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+) -> None:
+    """Check the AWS account before deploy: exit 0 all passed, 1 a check failed, 2 could not run."""
+    from fmcluster.preflight.cli import run
+
+    raise typer.Exit(run(file, region=region, profile=profile, until=until, as_json=as_json))
 
 
 def main() -> None:

@@ -175,10 +175,11 @@ def test_plan_gb_per_gpu_has_three_significant_digits(tmp_path: Path) -> None:
 
 # ---- preflight summary line: counted nouns are pluralised ------------------------------------------
 @pytest.mark.parametrize(("statuses", "summary"), [
-    (["pass"] * 3 + ["error"] * 4, "preflight incomplete (3 pass, 4 errors)"),
-    (["pass", "error"], "preflight incomplete (1 pass, 1 error)"),
-    (["pass", "warn", "warn", "skip"], "preflight passed (1 pass, 2 warnings, 1 skip)"),
-    (["pass", "warn", "fail"], "preflight failed (1 pass, 1 fail, 1 warning)"),
+    (["ok"] * 3 + ["unknown"] * 4, "preflight incomplete (3 ok, 4 unknown)"),
+    (["ok", "unknown"], "preflight incomplete (1 ok, 1 unknown)"),
+    (["ok", "warning", "warning", "skipped"], "preflight passed (1 ok, 2 warnings, 1 skipped)"),
+    (["ok", "warning", "error"], "preflight failed (1 ok, 1 error, 1 warning)"),
+    (["error", "error", "unknown"], "preflight failed (2 errors, 1 unknown)"),
 ])
 def test_preflight_summary_pluralises(monkeypatch: pytest.MonkeyPatch, statuses: list[str], summary: str) -> None:
     from fmcluster.preflight import clients as clients_module

@@ -350,7 +350,7 @@ def test_cli_on_folders_text_markdown_json() -> None:
     text = run(old, new)
     assert text.exit_code == 1
     lines = text.stdout.splitlines()
-    assert lines[0] == (f"fmcluster diff {old} -> {new}: 2 error(s) (1 may-replace, 1 remove, 2 replace, 2 update)")
+    assert lines[0] == (f"fmcluster diff {old} -> {new}: 2 errors (1 may-replace, 1 remove, 2 replace, 2 update)")
     assert lines[1].split() == ["ERROR", "REPLACE", "demo-storage/FileSystem", "(AWS::FSx::FileSystem,", "FileSystem)"]
     assert lines[2].strip() == ('SubnetIds: ["<ref demo-network/GpuSubnet>"] -> ["<ref demo-network/GpuSubnet (new)>"] '
                                 "[registry schema createOnlyProperties (cfn-lint)]")

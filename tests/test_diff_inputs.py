@@ -105,7 +105,7 @@ def test_fsx_capacity_decrease_is_an_update_that_fails() -> None:
     assert (p.path, p.old, p.new, p.fails, p.replaces) == ("StorageCapacity", "4800", "2400", True, False)
     assert "managing-storage-capacity.html" in p.source
     text = render_text(r)
-    assert "1 error(s)" in text.splitlines()[0]
+    assert "1 error" in text.splitlines()[0]
     assert text.splitlines()[1].split()[:3] == ["ERROR", "UPDATE", "FAILS"]
     assert "StorageCapacity: 4800 -> 2400 [cannot decrease: FSx storage capacity can only be increased" in text
     assert "the stack update fails and rolls back" in text
@@ -141,5 +141,5 @@ def test_cli_fsx_capacity_decrease_on_blueprints(tmp_path: Path) -> None:
     new.write_text(yaml.safe_dump(data, sort_keys=False))
     r = run(str(old), str(new))
     assert r.exit_code == 1, r.stdout
-    assert "1 error(s)" in r.stdout.splitlines()[0]
+    assert "1 error" in r.stdout.splitlines()[0]
     assert "StorageCapacity: 4800 -> 2400 [cannot decrease" in r.stdout

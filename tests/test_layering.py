@@ -1,7 +1,8 @@
 """One-way data flow: lower layers never import upper ones (docs/architecture.md "Data flows one way").
 
-Layer order, lowest first: catalog -> blueprint (model) -> resolved -> validation (loader, rules) ->
-templates -> preflight -> constructs -> stacks -> review -> cli. A package may import itself and the
+Layer order, lowest first: severity (the words) -> catalog -> blueprint (model) -> resolved ->
+validation (loader, rules) -> output (the one printer) -> templates -> preflight -> constructs -> stacks
+-> review -> cli. A package may import itself and the
 packages below it, never one above. Imports are read with :mod:`ast`, every form counted: ``import a.b``,
 ``from a import b`` (names ``a`` and ``a.b``), relative imports (resolved against the file's package),
 parenthesised multi-line imports and imports inside functions (lazy imports are still imports).
@@ -18,8 +19,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "fmcluster"
 
-LAYERS = ("catalog", "blueprint", "resolved", "validation", "templates", "preflight", "constructs", "stacks",
-          "review", "cli")
+LAYERS = ("severity", "catalog", "blueprint", "resolved", "validation", "output", "templates", "preflight",
+          "constructs", "stacks", "review", "cli")
 RANK = {layer: i for i, layer in enumerate(LAYERS)}
 
 

@@ -121,7 +121,7 @@ def test_deep_nesting_is_a_problem_not_a_recursion_error() -> None:
 
 def test_alias_bomb_is_walked_once_per_node() -> None:
     levels = "abcdefghi"
-    lines = ["a: &a [x,x,x,x,x,x,x,x,x]"] + [f"{c}: &{c} [{', '.join(['*' + p] * 9)}]" for p, c in zip(levels, levels[1:])]
+    lines = ["a: &a [x,x,x,x,x,x,x,x,x]"] + [f"{c}: &{c} [{', '.join(['*' + p] * 9)}]" for p, c in zip(levels, levels[1:], strict=False)]
     got = problems("\n".join(lines) + "\n")  # 9**9 leaves if expanded; must return at once
     assert [p for p, _, _ in got][:3] == ["a", "b", "c"]
 

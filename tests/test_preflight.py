@@ -258,17 +258,17 @@ def test_passing_account(account: Account, tmp_path: Path, monkeypatch: pytest.M
     assert code == 0
     assert report["verdict"] == "passed" and report["account"] == "123456789012"
     assert [(c, s, st) for c, s, st, _d in rows(report)] == [
-        ("credentials", "account 123456789012", "pass"),
-        ("availability zone", "us-east-1a", "pass"),
-        ("instance offering", "p5.48xlarge in use1-az6", "pass"),
-        ("vCPU quota", "Running On-Demand P instances (L-417A185B)", "pass"),
-        ("vCPU quota", "Capacity Block groups (blk)", "skip"),
-        ("capacity reservation", f"{CR} (compute[1] blk)", "pass"),
-        ("S3 bucket", "s3://fm-datasets (data_repositories[0])", "pass"),
-        ("S3 bucket", "s3://fm-checkpoints (checkpoints)", "pass"),
-        ("FSx storage quota", "Lustre PERSISTENT_2 storage (L-8F1B9C74)", "pass"),
+        ("credentials", "account 123456789012", "ok"),
+        ("availability zone", "us-east-1a", "ok"),
+        ("instance offering", "p5.48xlarge in use1-az6", "ok"),
+        ("vCPU quota", "Running On-Demand P instances (L-417A185B)", "ok"),
+        ("vCPU quota", "Capacity Block groups (blk)", "skipped"),
+        ("capacity reservation", f"{CR} (compute[1] blk)", "ok"),
+        ("S3 bucket", "s3://fm-datasets (data_repositories[0])", "ok"),
+        ("S3 bucket", "s3://fm-checkpoints (checkpoints)", "ok"),
+        ("FSx storage quota", "Lustre PERSISTENT_2 storage (L-8F1B9C74)", "ok"),
     ]
-    details = {c: d for c, _s, _st, d in rows(report, "pass")}
+    details = {c: d for c, _s, _st, d in rows(report, "ok")}
     assert details["availability zone"] == "use1-az6 (us-east-1a)"
     assert details["vCPU quota"] == "quota 1536 vCPUs covers 768 (4 x p5.48xlarge x 192)"
     assert details["capacity reservation"] == (
@@ -293,7 +293,7 @@ def test_passing_account_table_output(
     assert code == 0
     assert "check" in out and "subject" in out and "status" in out and "detail" in out
     assert "quota 768 vCPUs covers 768 (4 x p5.48xlarge x 192)" in out
-    assert out.rstrip().endswith("preflight passed (7 pass)")
+    assert out.rstrip().endswith("preflight passed (7 ok)")
 
 
 # ---- failing accounts: each with its own message, exit 1 ----------------------------------------------
@@ -490,7 +490,7 @@ def test_failing_account(
     code, report = run_json(path, *extra)
 
     assert (code, report["verdict"], report["exit_code"]) == (1, "failed", 1)
-    assert [(c, s, d) for c, s, _st, d in rows(report, "fail")] == expected
+    assert [(c, s, d) for c, s, _st, d in rows(report, "error")] == expected
     account.assert_all_answered()
 
 
@@ -506,7 +506,7 @@ def test_failing_account_table_exit_code(
 
     assert code == 1
     assert "state cancelled; allowed active or scheduled" in out
-    assert out.rstrip().endswith("preflight failed (7 pass, 1 fail, 1 skip)")
+    assert out.rstrip().endswith("preflight failed (7 ok, 1 error, 1 skipped)")
 
 
 # ---- other verdicts ------------------------------------------------------------------------------------
@@ -523,11 +523,11 @@ def test_imported_subnet_in_the_wrong_zone(
     code, report = run_json(path)
 
     assert code == 1
-    assert rows(report, "fail") == [
+    assert rows(report, "error") == [
         (
             "GPU subnet",
             sid,
-            "fail",
+            "error",
             # 59 free addresses cover 4 nodes + head node (ParallelCluster: 1 address per node with efa-only)
             "is in use1-az1 (us-east-1b), the blueprint in use1-az6 (us-east-1a)",
         )
@@ -546,7 +546,7 @@ def test_imported_subnet_with_room(account: Account, tmp_path: Path, monkeypatch
     code, report = run_json(path)
 
     assert code == 0
-    assert rows(report)[-1] == ("GPU subnet", sid, "pass", "251 free IPv4 addresses, 5 needed")
+    assert rows(report)[-1] == ("GPU subnet", sid, "ok", "251 free IPv4 addresses, 5 needed")
 
 
 def test_hyperpod_training_plan(account: Account, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -588,24 +588,24 @@ def test_hyperpod_training_plan(account: Account, tmp_path: Path, monkeypatch: p
 
     assert code == 1
     assert rows(report) == [
-        ("credentials", "account 123456789012", "pass", "arn:aws:sts::123456789012:user/moto"),
-        ("availability zone", "us-east-1a", "pass", "use1-az6 (us-east-1a)"),
+        ("credentials", "account 123456789012", "ok", "arn:aws:sts::123456789012:user/moto"),
+        ("availability zone", "us-east-1a", "ok", "use1-az6 (us-east-1a)"),
         (
             "instance offering",
             "HyperPod instance groups",
-            "skip",
+            "skipped",
             "HyperPod runs nodes on SageMaker capacity: EC2 offerings do not apply",
         ),
         (
             "vCPU quota",
             "HyperPod instance groups",
-            "skip",
+            "skipped",
             "SageMaker 'ml.<type> for cluster usage' quotas apply, not EC2's; check them in Service Quotas",
         ),
         (
             "training plan",
             "plan-a (compute[0] gpu)",
-            "fail",
+            "error",
             "status Expired; allowed Active or Scheduled; targets training-job, not hyperpod-cluster; holds "
             "2 "
             "instances, "
@@ -627,11 +627,11 @@ def test_fsx_quota_code_unknown_only_warns(
     code, report = run_json(path)
 
     assert code == 0
-    assert rows(report, "warn") == [
+    assert rows(report, "warning") == [
         (
             "FSx storage quota",
             "Lustre PERSISTENT_2 storage (L-8F1B9C74)",
-            "warn",
+            "warning",
             "quota L-8F1B9C74 not found (the code is unverified); check the FSx for "
             "Lustre "
             "storage quota by hand: 4800 GiB needed",
@@ -652,11 +652,11 @@ def test_access_denied_is_could_not_check(
     code, report = run_json(path)
 
     assert (code, report["verdict"]) == (2, "incomplete")
-    assert rows(report, "error") == [
+    assert rows(report, "unknown") == [
         (
             "vCPU quota",
             "Running On-Demand P instances (L-417A185B)",
-            "error",
+            "unknown",
             "could not check: AccessDeniedException: AccessDeniedException for "
             "this call; "
             "needs servicequotas:GetServiceQuota",
@@ -677,7 +677,7 @@ def test_unconfirmed_quota_name_warns_instead_of_failing() -> None:
             stub.client, quota=ON_DEMAND, demands=[GroupDemand(0, "gpu", "p5.48xlarge", 1, 192)]
         )
     assert (row.status, row.detail) == (
-        "warn",
+        "warning",
         "quota 96 vCPUs is below the 192 needed (1 x p5.48xlarge x 192); "
         "request an increase of L-417A185B in Service Quotas (vCPUs already "
         "running "
@@ -707,7 +707,7 @@ def test_scheduled_block_reports_its_start() -> None:
             now=dt.datetime(2026, 8, 1, tzinfo=dt.UTC),
         )
     assert (row.status, row.detail) == (
-        "pass",
+        "ok",
         "Capacity Block scheduled, p5.48xlarge x 2 in use1-az6, ends "
         "2030-06-01 11:30 UTC; starts 2026-09-01 11:30 UTC; nodes launch "
         "from then",

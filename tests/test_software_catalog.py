@@ -99,7 +99,8 @@ def _blueprint(stack: str, instance_type: str, os_name: str) -> str:
     return yaml.safe_dump({
         "name": "catalog-test", "region": "us-east-1", "availability_zone": "us-east-1a",
         "software": {"stack": stack, "os": os_name},
-        "compute": [{"name": "gpu", "instance_type": instance_type, "count": 9 if instance_type.startswith("p6e-gb200") else 2, "capacity": capacity}],
+        "compute": [{"name": "gpu", "instance_type": instance_type, "count": 9 if instance_type.startswith("p6e-gb200") else 2,
+                     "capacity": capacity}],
         # ParallelCluster needs a head node of the compute nodes' architecture (R-PC-2)
         "orchestrator": {"parallelcluster": {"head_node_instance_type":
                          "m7g.4xlarge" if get_instance(instance_type).cpu_architecture == "arm64" else "m7i.4xlarge"}},

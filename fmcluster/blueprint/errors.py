@@ -7,9 +7,9 @@ Every problem renders as ``<yaml.path> (line N): <what is wrong>, got <value>; a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
 
-Level = Literal["error", "warning"]
+from fmcluster.severity import ProblemLevel as Level
+from fmcluster.severity import count
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class BlueprintError(Exception):
         return [p for p in self.problems if p.level == "error"]
 
     def __str__(self) -> str:
-        lines = [f"{self.file}: {len(self.errors)} error(s)"]
+        lines = [f"{self.file}: {count(len(self.errors), 'error')}"]
         lines += [f"  {p.level}: {p.render()}" for p in self.problems]
         return "\n".join(lines)
 

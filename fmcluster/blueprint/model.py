@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 import ipaddress
-from typing import Annotated, Literal, cast
+from typing import Annotated, Final, Literal, cast
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
@@ -22,7 +22,7 @@ from fmcluster.catalog.software import default_stack_name, known_stacks
 # ---- defaults (used in descriptions) ---------------------------------------------------------
 DEFAULT_VPC_CIDR = "10.0.0.0/16"
 DEFAULT_GPU_SUBNET_PREFIX = 20
-DEFAULT_OS = "ubuntu-24.04"
+DEFAULT_OS: Final = "ubuntu-24.04"
 DEFAULT_SCRATCH_PATH = "/scratch"
 DEFAULT_DEPLOYMENT_TYPE = "PERSISTENT_2"
 DEFAULT_STORAGE_CAPACITY_GIB = 1200
@@ -79,6 +79,15 @@ PATTERN_HINTS = {
     r"^[a-z]{2}(-gov)?-[a-z]+-\d(-[a-z]+-\d)?[a-z]$": "an Availability Zone name such as us-east-1a",
     r"^[a-z]{3,4}\d(-[a-z]+\d)?-az\d+$": "an AZ ID such as use1-az6",
     r"^\d+\.\d+(\.\d+)?$": "a version such as 570.172.08 or 12.8 (quote it in YAML)",
+    r"^\d+\.\d+\.\d+(-\d+)?$": "a version such as 2.27.7 or 2.27.7-1 (quote it in YAML)",
+    r"^\d+\.\d+\.\d+$": "a version such as 1.43.2 (quote it in YAML)",
+    r"^\d+\.\d+\.\d+(-aws)?$": "a version such as 1.16.3 or 1.16.3-aws (quote it in YAML)",
+    r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:\d{12}:group/[\w.-]+$":
+        "a resource group ARN, arn:aws:resource-groups:<region>:<account>:group/<name>",
+    r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]+:\d{12}:training-plan/.+$":
+        "a training plan ARN, arn:aws:sagemaker:<region>:<account>:training-plan/<name>",
+    r"^arn:aws[a-z-]*:eks:[a-z0-9-]+:\d{12}:cluster/[\w-]+$": "an EKS cluster ARN, arn:aws:eks:<region>:<account>:cluster/<name>",
+    r"^/[^\s]*$": "an absolute path without spaces such as /datasets",
     NAME_PATTERN: "3-32 lowercase letters, digits and hyphens, starting with a letter",
     GROUP_NAME_PATTERN: "2-25 lowercase letters, digits and hyphens, starting with a letter",
     RESERVATION_ID_PATTERN: "cr- followed by 17 hex digits",
@@ -627,6 +636,13 @@ class ParallelClusterSettings(Section):
         return v
 
 
+DeepHealthCheck = Literal["InstanceStress", "InstanceConnectivity"]
+
+
+def _every_deep_health_check() -> list[DeepHealthCheck]:
+    return ["InstanceStress", "InstanceConnectivity"]
+
+
 class HyperPodSettings(Section):
     """SageMaker HyperPod (``AWS::SageMaker::Cluster``, aws-resource-rules.md section 7)."""
 
@@ -647,8 +663,8 @@ class HyperPodSettings(Section):
         description=f"Slurm login instance group type; null for no login group. Default: {DEFAULT_HYPERPOD_LOGIN}.",
     )
     node_recovery: Literal["Automatic", "None"] = Field("Automatic", description="Default: Automatic.")
-    deep_health_checks: list[Literal["InstanceStress", "InstanceConnectivity"]] = Field(
-        default_factory=lambda: ["InstanceStress", "InstanceConnectivity"],
+    deep_health_checks: list[DeepHealthCheck] = Field(
+        default_factory=_every_deep_health_check,
         description="OnStartDeepHealthChecks of every GPU worker group. Default: both.",
     )
     efa_interface_type: EfaInterfaceType = Field(
@@ -707,8 +723,8 @@ class OrchestratorSpec(Section):
 # ---- observability ---------------------------------------------------------------------------
 DEFAULT_SCRAPE_INTERVAL_S = 30
 DEFAULT_SCRAPE_TIMEOUT_S = 10
-DEFAULT_GRAFANA_AUTH = "AWS_SSO"
-DEFAULT_NODE_DISCOVERY = "auto"
+DEFAULT_GRAFANA_AUTH: Final = "AWS_SSO"
+DEFAULT_NODE_DISCOVERY: Final = "auto"
 
 
 class ObservabilitySpec(Section):

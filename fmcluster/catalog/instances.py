@@ -48,10 +48,6 @@ class NvmeSpec:
     count: int
     size_gb: int
 
-    @property
-    def total_gb(self) -> int:
-        return self.count * self.size_gb
-
 
 @dataclass(frozen=True)
 class InstanceSpec:

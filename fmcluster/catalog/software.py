@@ -213,11 +213,6 @@ def known_efa_installers() -> list[str]:
     return [str(v) for v in _raw()["efa_installer_bundles"]]
 
 
-def efa_bundle_source(efa_installer: str) -> str | None:
-    d = _raw()["efa_installer_bundles"].get(str(efa_installer))
-    return source_url(d["source"]) if d else None
-
-
 # ---- artifacts (everything fetched by URL) ---------------------------------------------------
 @dataclass(frozen=True)
 class Artifact:
@@ -327,10 +322,6 @@ def known_cuda_versions() -> list[str]:
     return [str(v) for v in _raw()["cuda_min_driver"]["table"]]
 
 
-def cuda_min_driver_source() -> str:
-    return source_url(_raw()["cuda_min_driver"]["source"])
-
-
 def plugin_max_tested_nccl(plugin: str) -> str | None:
     """Newest NCCL the aws-ofi-nccl release was tested with (R-OFI-NCCL-2), ``None`` if unknown."""
     for row in _raw()["plugin_tested_nccl"]["table"]:
@@ -352,6 +343,3 @@ def plugin_min_for_instance(instance_type: str) -> PluginMinimum | None:
         return None
     return PluginMinimum(str(d["functional"]), _str_or_none(d["tuned"]), str(d["note"]))
 
-
-def table_source(table: str) -> str:
-    return source_url(_raw()[table]["source"])

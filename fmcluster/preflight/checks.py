@@ -2,11 +2,12 @@
 
 Every check takes the boto3 client(s) it needs plus plain values (never the whole blueprint) and
 returns :class:`CheckResult` rows; :mod:`fmcluster.preflight.runner` decides what to check.
-AWS errors are not handled here: the runner turns an unexpected ``ClientError`` into an ``error``
+AWS errors are not handled here: the runner turns an unexpected ``ClientError`` into an ``unknown``
 row (the check could not run) so a check function only interprets answers it understands.
 
-Facts and their sources are next to the constants below; facts that are unverified make a check
-warn instead of fail.
+Statuses (:data:`fmcluster.severity.CheckStatus`): ``ok``, ``error`` (checked and wrong),
+``warning``, ``skipped``, ``unknown``. Facts and their sources are next to the constants below;
+facts that are unverified make a check report a warning instead of an error.
 """
 
 from __future__ import annotations
@@ -18,13 +19,12 @@ from typing import Any, Literal
 
 from botocore.exceptions import ClientError
 
-Status = Literal["pass", "fail", "warn", "skip", "error"]
+from fmcluster.severity import CheckStatus
 
 # ---- sources --------------------------------------------------------------------------------------
 OFFERINGS_API = "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeInstanceTypeOfferings.html"
 AZ_API = "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeAvailabilityZones.html"
 CR_API = "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityReservation.html"
-CR_LAUNCH_DOC = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-reservations-launch.html"
 QUOTA_DOC = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-on-demand-instances.html#ec2-on-demand-instances-limits"
 TRAINING_PLAN_API = "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_DescribeTrainingPlan.html"
 HEAD_BUCKET_API = "https://docs.aws.amazon.com/AmazonS3/latest/API/API_HeadBucket.html"
@@ -49,7 +49,8 @@ FSX_LUSTRE_QUOTAS = {
 }
 
 #: Reservation states that can still launch instances (``active`` now, ``scheduled`` later).
-#: Source: botocore ec2 service-2.json CapacityReservationState; CR_LAUNCH_DOC ("is in the active state").
+#: Source: botocore ec2 service-2.json CapacityReservationState;
+#: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-reservations-launch.html ("is in the active state").
 USABLE_RESERVATION_STATES = ("active", "scheduled")
 #: Platform fmcluster nodes run (Ubuntu and Amazon Linux AMIs); a reservation for another platform
 #: never matches them (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-launch.html).
@@ -62,7 +63,7 @@ class CheckResult:
 
     check: str
     subject: str
-    status: Status
+    status: CheckStatus
     detail: str
     source: str | None = None
 
@@ -122,7 +123,7 @@ def check_identity(sts: Any) -> tuple[CheckResult, str]:
     """Who the credentials belong to (sts:GetCallerIdentity needs no permission)."""
     ident = sts.get_caller_identity()
     account = str(ident.get("Account", "?"))
-    return CheckResult("credentials", f"account {account}", "pass", str(ident.get("Arn", ""))), account
+    return CheckResult("credentials", f"account {account}", "ok", str(ident.get("Arn", ""))), account
 
 
 def resolve_zone(
@@ -136,13 +137,13 @@ def resolve_zone(
             zone = Zone(z["ZoneName"], z["ZoneId"])
             if z.get("OptInStatus") == "not-opted-in":
                 return CheckResult(
-                    "availability zone", wanted, "fail",
+                    "availability zone", wanted, "error",
                     f"{zone} is not opted in; opt in to zone group {z.get('GroupName', '?')} "
                     "(EC2 console > Settings > Zones) before deploying", AZ_API), zone
-            return CheckResult("availability zone", wanted, "pass", f"{zone}", AZ_API), zone
+            return CheckResult("availability zone", wanted, "ok", f"{zone}", AZ_API), zone
     regular = [z for z in zones if z.get("ZoneType") != "local-zone"]
     known = ", ".join(sorted(f"{z['ZoneName']}={z['ZoneId']}" for z in regular))
-    return CheckResult("availability zone", wanted, "fail",
+    return CheckResult("availability zone", wanted, "error",
                        f"no zone {wanted!r} in {region}; allowed {known}", AZ_API), None
 
 
@@ -157,9 +158,9 @@ def check_offering(ec2: Any, *, instance_type: str, zone: Zone) -> CheckResult:
         offered |= {o["Location"] for o in page.get("InstanceTypeOfferings", [])}
     subject = f"{instance_type} in {zone.zone_id}"
     if zone.zone_id in offered:
-        return CheckResult("instance offering", subject, "pass", f"offered in {zone}", OFFERINGS_API)
+        return CheckResult("instance offering", subject, "ok", f"offered in {zone}", OFFERINGS_API)
     where = f"offered in {', '.join(sorted(offered))}" if offered else "offered in no zone of this Region"
-    return CheckResult("instance offering", subject, "fail",
+    return CheckResult("instance offering", subject, "error",
                        f"{instance_type} is not offered in {zone}; {where}", OFFERINGS_API)
 
 
@@ -176,15 +177,15 @@ def check_vcpu_quota(quotas: Any, *, quota: tuple[str, str], demands: Iterable[G
     confirmed = name.lower() == expected_name.lower()
     src = f"{QUOTA_DOC}; shared/reference/aws-resource-rules.md R9.6"
     if value >= needed:
-        return CheckResult("vCPU quota", subject, "pass",
+        return CheckResult("vCPU quota", subject, "ok",
                            f"quota {value} vCPUs covers {needed} ({breakdown})", src)
     detail = (f"quota {value} vCPUs is below the {needed} needed ({breakdown}); request an increase of "
               f"{code} in Service Quotas (vCPUs already running in the Region count against it too)")
     if not confirmed:
-        return CheckResult("vCPU quota", subject, "warn",
+        return CheckResult("vCPU quota", subject, "warning",
                            f"{detail}; the quota is named {name!r}, not {expected_name!r}, so this is not an "
                            "error", src)
-    return CheckResult("vCPU quota", subject, "fail", detail, src)
+    return CheckResult("vCPU quota", subject, "error", detail, src)
 
 
 def check_fsx_quota(quotas: Any, fsx: Any, *, deployment_type: str, storage_capacity_gib: int) -> CheckResult:
@@ -199,7 +200,7 @@ def check_fsx_quota(quotas: Any, fsx: Any, *, deployment_type: str, storage_capa
         q = quotas.get_service_quota(ServiceCode="fsx", QuotaCode=code)["Quota"]
     except ClientError as e:
         if error_code(e) == "NoSuchResourceException":
-            return CheckResult("FSx storage quota", subject, "warn",
+            return CheckResult("FSx storage quota", subject, "warning",
                                f"quota {code} not found (the code is unverified); check the FSx for Lustre "
                                "storage "
                                f"quota by hand: {storage_capacity_gib} GiB needed", src)
@@ -214,9 +215,9 @@ def check_fsx_quota(quotas: Any, fsx: Any, *, deployment_type: str, storage_capa
     free = value - used
     detail = f"quota {value} GiB ({q.get('QuotaName', code)}), {used} GiB in use, {free} GiB free"
     if free >= storage_capacity_gib:
-        return CheckResult("FSx storage quota", subject, "pass",
+        return CheckResult("FSx storage quota", subject, "ok",
                            f"{detail}; {storage_capacity_gib} GiB needed", src)
-    return CheckResult("FSx storage quota", subject, "warn",
+    return CheckResult("FSx storage quota", subject, "warning",
                        f"{detail}, below the {storage_capacity_gib} GiB needed; request an increase of "
                        f"{code} "
                        "(warning only: the quota code is unverified)", src)
@@ -240,13 +241,13 @@ def check_capacity_reservation(
         found = answer["CapacityReservations"]
     except ClientError as e:
         if error_code(e).startswith("InvalidCapacityReservationId"):
-            return CheckResult("capacity reservation", subject, "fail",
+            return CheckResult("capacity reservation", subject, "error",
                                f"{reservation_id} not found in this account and Region ({error_code(e)}); a "
                                "reservation "
                                "shared from another account must be shared with this one", CR_API)
         raise
     if not found:
-        return CheckResult("capacity reservation", subject, "fail", f"{reservation_id} not found", CR_API)
+        return CheckResult("capacity reservation", subject, "error", f"{reservation_id} not found", CR_API)
     cr = found[0]
     problems: list[str] = []
     state = cr.get("State", "?")
@@ -275,7 +276,7 @@ def check_capacity_reservation(
     summary = (f"{kind_name} {state}, {cr.get('InstanceType')} x {total} in {cr_zone_id or cr_zone}"
                + (f", ends {_when(end)}" if end is not None else ", no end date"))
     if problems:
-        return CheckResult("capacity reservation", subject, "fail", "; ".join(problems), CR_API)
+        return CheckResult("capacity reservation", subject, "error", "; ".join(problems), CR_API)
     notes = []
     start = cr.get("StartDate")
     now = now or dt.datetime.now(dt.UTC)
@@ -283,11 +284,11 @@ def check_capacity_reservation(
         notes.append(f"starts {_when(start)}; nodes launch from then")
     available = cr.get("AvailableInstanceCount")
     if state == "active" and available is not None and int(available) < needed:
-        return CheckResult("capacity reservation", subject, "warn",
+        return CheckResult("capacity reservation", subject, "warning",
                            f"{summary}; only {available} of {total} instances free now (running instances, "
                            "maybe this "
                            f"cluster's, use the rest), the blueprint needs {needed}", CR_API)
-    return CheckResult("capacity reservation", subject, "pass", "; ".join([summary, *notes]), CR_API)
+    return CheckResult("capacity reservation", subject, "ok", "; ".join([summary, *notes]), CR_API)
 
 
 def check_training_plan(
@@ -301,7 +302,7 @@ def check_training_plan(
         plan = sagemaker.describe_training_plan(TrainingPlanName=arn)
     except ClientError as e:
         if error_code(e) in ("ResourceNotFound", "ValidationException"):
-            return CheckResult("training plan", subject, "fail", f"{arn} not found ({error_code(e)})",
+            return CheckResult("training plan", subject, "error", f"{arn} not found ({error_code(e)})",
                                TRAINING_PLAN_API)
         raise
     problems = []
@@ -327,9 +328,9 @@ def check_training_plan(
     if end is not None and until is not None and _utc(end) < _day_start(until):
         problems.append(f"ends {_when(end)}, before --until {until.isoformat()}")
     if problems:
-        return CheckResult("training plan", subject, "fail", "; ".join(problems), TRAINING_PLAN_API)
+        return CheckResult("training plan", subject, "error", "; ".join(problems), TRAINING_PLAN_API)
     ends = f", ends {_when(end)}" if end is not None else ""
-    return CheckResult("training plan", subject, "pass",
+    return CheckResult("training plan", subject, "ok",
                        f"{status}, {plan.get('TotalInstanceCount')} instances{ends}", TRAINING_PLAN_API)
 
 
@@ -343,10 +344,10 @@ def check_bucket(s3: Any, *, bucket: str, purpose: str, region: str) -> CheckRes
         status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         code = error_code(e)
         if status == 404 or code in ("404", "NoSuchBucket"):
-            return CheckResult("S3 bucket", subject, "fail", f"bucket {bucket} does not exist",
+            return CheckResult("S3 bucket", subject, "error", f"bucket {bucket} does not exist",
                                HEAD_BUCKET_API)
         if status == 403 or code in ("403", "AccessDenied"):
-            return CheckResult("S3 bucket", subject, "fail",
+            return CheckResult("S3 bucket", subject, "error",
                                f"bucket {bucket} exists but these credentials cannot reach it (403): it "
                                "belongs to "
                                "another account or s3:ListBucket is denied", HEAD_BUCKET_API)
@@ -354,11 +355,11 @@ def check_bucket(s3: Any, *, bucket: str, purpose: str, region: str) -> CheckRes
     bucket_region = head.get("BucketRegion") or head.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get(
         "x-amz-bucket-region")
     if bucket_region and bucket_region != region:
-        return CheckResult("S3 bucket", subject, "warn",
+        return CheckResult("S3 bucket", subject, "warning",
                            f"reachable, but in {bucket_region} while the cluster is in {region} "
                            "(cross-Region traffic "
                            "is slower and billed)", HEAD_BUCKET_API)
-    return CheckResult("S3 bucket", subject, "pass", f"reachable, in {bucket_region or region}",
+    return CheckResult("S3 bucket", subject, "ok", f"reachable, in {bucket_region or region}",
                        HEAD_BUCKET_API)
 
 
@@ -373,7 +374,7 @@ def check_gpu_subnet(ec2: Any, *, subnet_id: str, vpc_id: str | None, zone: Zone
         subnets = ec2.describe_subnets(SubnetIds=[subnet_id])["Subnets"]
     except ClientError as e:
         if error_code(e) == "InvalidSubnetID.NotFound":
-            return CheckResult("GPU subnet", subject, "fail", f"{subnet_id} not found", SUBNET_API)
+            return CheckResult("GPU subnet", subject, "error", f"{subnet_id} not found", SUBNET_API)
         raise
     sn = subnets[0]
     problems = []
@@ -386,11 +387,11 @@ def check_gpu_subnet(ec2: Any, *, subnet_id: str, vpc_id: str | None, zone: Zone
     if free < required:
         problems.append(f"has {free} free IPv4 addresses, the cluster needs {required}")
     if problems:
-        return CheckResult("GPU subnet", subject, "fail", "; ".join(problems), SUBNET_API)
+        return CheckResult("GPU subnet", subject, "error", "; ".join(problems), SUBNET_API)
     if free < recommended:
-        return CheckResult("GPU subnet", subject, "warn",
+        return CheckResult("GPU subnet", subject, "warning",
                            f"{free} free IPv4 addresses cover the {required} needed but not the "
                            f"{recommended} "
                            "recommended with headroom", SUBNET_API)
-    return CheckResult("GPU subnet", subject, "pass", f"{free} free IPv4 addresses, {required} needed",
+    return CheckResult("GPU subnet", subject, "ok", f"{free} free IPv4 addresses, {required} needed",
                        SUBNET_API)

@@ -1,7 +1,8 @@
 """Decide which preflight checks a blueprint needs, run them, and summarise the result.
 
-Exit codes (docs/preflight.md): 0 every check passed (warnings and skips allowed), 1 a check
-failed, 2 preflight could not run or a check could not run (AWS error, missing permission).
+Exit codes (docs/preflight.md): 0 every check passed (``warning`` and ``skipped`` allowed), 1 a
+check found an ``error``, 2 preflight could not run or a check could not run (``unknown``: AWS
+error, missing permission).
 """
 
 from __future__ import annotations
@@ -73,9 +74,9 @@ class PreflightReport:
     @property
     def exit_code(self) -> int:
         statuses = {r.status for r in self.results}
-        if "fail" in statuses:
+        if "error" in statuses:
             return 1
-        return 2 if "error" in statuses else 0
+        return 2 if "unknown" in statuses else 0
 
     @property
     def verdict(self) -> str:
@@ -94,7 +95,7 @@ class _Step:
 
 
 def _guard(step: _Step) -> CheckResult:
-    """Run one check; AWS errors become an ``error`` row instead of a crash or a false pass."""
+    """Run one check; AWS errors become an ``unknown`` row instead of a crash or a false pass."""
     try:
         return step.run()
     except NoCredentialsError:
@@ -105,9 +106,9 @@ def _guard(step: _Step) -> CheckResult:
             raise PreflightCannotRun(f"AWS rejected the credentials ({code}); {NO_CREDENTIALS}") from None
         msg = e.response.get("Error", {}).get("Message", "")
         hint = f"; needs {PERMISSIONS.get(step.check, 'permission for this call')}" if code in _DENIED else ""
-        return CheckResult(step.check, step.subject, "error", f"could not check: {code}: {msg}{hint}")
+        return CheckResult(step.check, step.subject, "unknown", f"could not check: {code}: {msg}{hint}")
     except BotoCoreError as e:
-        return CheckResult(step.check, step.subject, "error", f"could not check: {e}")
+        return CheckResult(step.check, step.subject, "unknown", f"could not check: {e}")
 
 
 def _demand(rg: ResolvedGroup) -> GroupDemand:
@@ -121,7 +122,7 @@ def plan_steps(rc: ResolvedCluster, clients: Clients, zone: Zone | None, *, unti
     steps: list[_Step] = []
 
     def skip(check: str, subject: str, detail: str) -> None:
-        steps.append(_Step(check, subject, partial(CheckResult, check, subject, "skip", detail)))
+        steps.append(_Step(check, subject, partial(CheckResult, check, subject, "skipped", detail)))
 
     def add(check: str, subject: str, fn: Callable[..., CheckResult], *args: Any, **kwargs: Any) -> None:
         if zone is None and "zone" in kwargs:
@@ -228,7 +229,7 @@ def run_preflight(rc: ResolvedCluster, clients: Clients, *, file: str = "<bluepr
     tell("credentials", 0, 0)
     ident = _guard(_Step("credentials", "account", lambda: check_identity(clients.sts)[0]))
     report.results.append(ident)
-    if ident.status == "pass":
+    if ident.status == "ok":
         report.account = ident.subject.removeprefix("account ")
 
     tell("availability zone", 0, 0)

@@ -37,14 +37,12 @@ import re
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
-from enum import StrEnum
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-import typer
-
-from fmcluster.review.assembly import Assembly, AssemblyError, read_json
+from fmcluster.review.assembly import Assembly, read_json
+from fmcluster.severity import ChangeLevel, count
 
 #: Context the CDK CLI passes to apps; in-process synthesis sets it too so templates match ``cdk synth``.
 CLI_CONTEXT = {"aws:cdk:enable-path-metadata": True, "aws:cdk:enable-asset-metadata": True}
@@ -86,7 +84,6 @@ SCHEMA_SOURCE = "registry schema createOnlyProperties (cfn-lint)"
 CONDITIONAL_SOURCE = "registry schema conditionalCreateOnlyProperties (cfn-lint): may replace"
 
 Action = Literal["add", "remove", "update", "replace", "may-replace", "move", "fail"]
-Level = Literal["error", "warning", "info"]
 _MISSING = object()
 
 
@@ -268,7 +265,7 @@ class ResourceChange:
     logical_id: str
     type: str
     action: Action
-    level: Level
+    level: ChangeLevel
     construct_path: str = ""
     stateful: bool = False
     properties: list[PropertyChange] = field(default_factory=list)
@@ -391,7 +388,7 @@ def diff_assemblies(old: Assembly, new: Assembly) -> DiffReport:
         stateful = typ in STATEFUL_TYPES
         action: Action = "replace" if replaces else "may-replace" if may else "update"
         causes = [p.path for p in props if p.replaces or p.conditional]
-        level: Level = "info"
+        level: ChangeLevel = "info"
         note = ""
         blocked = {} if replaces else _decreases(typ, old_res[key].get("Properties", {}), res.get("Properties", {}))
         if blocked:
@@ -440,7 +437,7 @@ def diff_assemblies(old: Assembly, new: Assembly) -> DiffReport:
         r = old_res[key]
         stateful = r["Type"] in STATEFUL_TYPES
         retained = r.get("DeletionPolicy") in ("Retain", "RetainExceptOnCreate", "Snapshot")
-        removal_level: Level = ("warning" if retained else "error") if stateful else "info"
+        removal_level: ChangeLevel = ("warning" if retained else "error") if stateful else "info"
         changes.append(ResourceChange(
             key[0], key[1], r["Type"], "remove", removal_level, _cdk_path(r), stateful,
             note=("removed from the stack; " + ("kept in the account (orphaned)" if retained else "DELETED with its data"))
@@ -562,7 +559,7 @@ ACTION_WORDS = {"add": "ADD", "remove": "REMOVE", "update": "UPDATE in place", "
 def _headline(report: DiffReport) -> str:
     s = report.summary()
     parts = [f"{n} {a}" for a, n in sorted(s.items())] or ["no changes"]
-    verdict = f"{len(report.errors)} error(s)" if report.errors else "safe: no stateful resource is replaced or moved"
+    verdict = count(len(report.errors), "error") if report.errors else "safe: no stateful resource is replaced or moved"
     return f"fmcluster diff {report.old} -> {report.new}: {verdict} ({', '.join(parts)})"
 
 
@@ -613,8 +610,9 @@ def render_json(report: DiffReport) -> str:
     return json.dumps(report.as_dict(), indent=2)
 
 
-# ---- command line -----------------------------------------------------------------------------
-def _parse_context(pairs: list[str]) -> dict[str, Any]:
+# ---- the --context option ----------------------------------------------------------------------
+def parse_context(pairs: list[str]) -> dict[str, Any]:
+    """``--context KEY=VALUE`` pairs: a JSON value when VALUE parses as JSON, else the string."""
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
@@ -625,49 +623,3 @@ def _parse_context(pairs: list[str]) -> dict[str, Any]:
         except json.JSONDecodeError:
             out[key] = raw
     return out
-
-
-class DiffFormat(StrEnum):
-    text = "text"
-    markdown = "markdown"
-    json = "json"
-
-
-def register_cli(app: Any) -> None:
-    """Add ``fmcluster diff`` to the typer ``app`` (called from ``fmcluster.cli``)."""
-    from rich.console import Console
-
-    @app.command("diff")
-    def diff_command(
-        old: Annotated[Path, typer.Argument(help="Old blueprint YAML or cdk.out folder.")],
-        new: Annotated[Path, typer.Argument(help="New blueprint YAML or cdk.out folder.")],
-        format: Annotated[DiffFormat, typer.Option("--format", "-f", help="text, markdown (PR comments) or json.")] = DiffFormat.text,
-        as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
-        verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Text: also list stateless in-place updates.")] = False,
-        context: Annotated[list[str] | None, typer.Option(
-            "--context", "-c", help="CDK context KEY=VALUE for synthesizing blueprints (repeatable).")] = None,
-    ) -> None:
-        """Say, for every resource that changes between OLD and NEW, whether CloudFormation updates it in
-        place or replaces it. Exit 1 when a stateful resource (FSx, data repository association, S3
-        bucket) would be replaced or moved."""
-        from fmcluster.blueprint import BlueprintError
-
-        err = Console(stderr=True, soft_wrap=True)
-        try:
-            ctx = _parse_context(context or [])
-            report = diff_assemblies(load_side(old, ctx), load_side(new, ctx))
-        except BlueprintError as e:
-            err.print(f"[bold red]{e.file}[/]: {len(e.errors)} error(s)", highlight=False)
-            for p in e.problems:
-                err.print(f"  {p.level}: {p.render()}", highlight=False, markup=False)
-            raise typer.Exit(1) from None
-        except (AssemblyError, DiffInputError) as e:
-            err.print(f"[red]error[/]: {e}", highlight=False)
-            raise typer.Exit(1) from None
-        if as_json or format is DiffFormat.json:
-            print(render_json(report))
-        elif format is DiffFormat.markdown:
-            print(render_markdown(report))
-        else:
-            print(render_text(report, verbose=verbose))
-        raise typer.Exit(report.exit_code)

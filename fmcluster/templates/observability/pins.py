@@ -20,9 +20,6 @@ class Archive:
     sha256: dict[str, str]
     sources: tuple[str, ...]
 
-    def url_for(self, arch: str) -> str:
-        return self.url.format(version=self.version, arch=arch)
-
 
 @dataclass(frozen=True)
 class RepoPackage:
@@ -138,8 +135,6 @@ SLURM_EXPORTER = SourceBuild(
         "Go >= 1.21; 0.22)",
     ),
 )
-
-ARCHES = {"x86_64": "amd64", "arm64": "arm64", "aarch64": "arm64"}
 
 #: Ports the exporters listen on (compute nodes: all interfaces, reached from the head node through the
 #: cluster security group; head-node-only services listen on 127.0.0.1).

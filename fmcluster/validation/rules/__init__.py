@@ -8,6 +8,12 @@ when another section of the blueprint failed its shape check. ``orchestrators`` 
 the clusters whose orchestrator profile matches (a profile key such as ``hyperpod-eks`` or an
 ``orchestrator.kind`` such as ``hyperpod``); the rule body then never branches on the orchestrator.
 Rules never raise; they report.
+
+Precedence is declared, not computed inside a rule: ``suppressed_by=("R-X-1", ...)`` says the rule
+reports nothing while any listed rule reports something (anywhere in the blueprint: the listed
+rule's finding is the precise one, this rule's would be a vaguer echo, often at another path). The
+runner applies it after running every rule; "reports" means after the listed rule's own
+precedence, so chains behave as if each rule had checked the others itself.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ class Rule:
     scope: str
     fn: RuleFn
     orchestrators: tuple[str, ...] = ()
+    suppressed_by: tuple[str, ...] = ()
 
     def applies_to(self, profile: Any) -> bool:
         """Whether the rule runs for a cluster of this :class:`OrchestratorProfile` (all when unrestricted)."""
@@ -45,13 +52,16 @@ REGISTRY: list[Rule] = []
 
 def rule(
     id: str, *, level: Level = "error", source: str, scope: str = "blueprint", orchestrators: tuple[str, ...] = (),
+    suppressed_by: tuple[str, ...] = (),
 ) -> Callable[[RuleFn], RuleFn]:
     """Register a rule function (see module docstring)."""
 
     def deco(fn: RuleFn) -> RuleFn:
         if any(r.id == id for r in REGISTRY):
             raise ValueError(f"duplicate rule id {id}")
-        REGISTRY.append(Rule(id, level, source, scope, fn, orchestrators))
+        if id in suppressed_by:
+            raise ValueError(f"rule {id} cannot be suppressed by itself")
+        REGISTRY.append(Rule(id, level, source, scope, fn, tuple(orchestrators), tuple(suppressed_by)))
         fn.rule_id = id  # type: ignore[attr-defined]
         return fn
 
@@ -104,15 +114,53 @@ def _once(bp: Any) -> Callable[[], Any]:
     return get
 
 
+def check_precedence(rules: list[Rule] | None = None) -> None:
+    """Raise ValueError when a ``suppressed_by`` names an unknown rule or the declarations form a cycle
+    (``rules``: default every registered rule)."""
+    if rules is None:
+        _load_rule_modules()
+        rules = REGISTRY
+    by_id = {r.id: r for r in rules}
+    for r in rules:
+        unknown = [s for s in r.suppressed_by if s not in by_id]
+        if unknown:
+            raise ValueError(f"rule {r.id}: suppressed_by names unknown rule(s) {', '.join(unknown)}")
+
+    def visit(rid: str, stack: tuple[str, ...]) -> None:
+        if rid in stack:
+            raise ValueError(f"suppressed_by cycle: {' -> '.join((*stack, rid))}")
+        for s in by_id[rid].suppressed_by:
+            visit(s, (*stack, rid))
+
+    for r in rules:
+        visit(r.id, ())
+
+
+def apply_precedence(found: dict[str, list[Problem]], rules: list[Rule] | None = None) -> list[Problem]:
+    """The problems that are reported, in rule order, from every rule's raw problems (rule id ->
+    problems; a rule that did not run is absent): a rule's problems are dropped while a rule in its
+    ``suppressed_by`` reports something (``rules``: default every registered rule)."""
+    rules = REGISTRY if rules is None else rules
+    by_id = {r.id: r for r in rules}
+    memo: dict[str, bool] = {}
+
+    def reports(rid: str) -> bool:
+        if rid not in memo:
+            memo[rid] = bool(found.get(rid)) and not any(reports(s) for s in by_id[rid].suppressed_by)
+        return memo[rid]
+
+    return [p for r in rules if reports(r.id) for p in found[r.id]]
+
+
 def run_rules_best_effort(partial: Any, valid_sections: set[str]) -> list[Problem]:
     """Run rules on a partially valid Blueprint (built without validation; broken parts are None).
 
     Section-scoped rules run on valid sections only. A blueprint-scoped rule that trips over a
-    missing part cannot judge the blueprint and is skipped: the shape errors already report why.
-    This is the only place a rule's exception is tolerated.
+    missing part cannot judge the blueprint and is skipped: the shape errors already report why
+    (and, for precedence, it reports nothing). This is the only place a rule's exception is tolerated.
     """
     _load_rule_modules()
-    out: list[Problem] = []
+    found: dict[str, list[Problem]] = {}
     resolved, profile = _once(partial), _profile(partial)
     for r in REGISTRY:
         if r.scope not in ("blueprint", "cluster") and r.scope not in valid_sections:
@@ -120,18 +168,18 @@ def run_rules_best_effort(partial: Any, valid_sections: set[str]) -> list[Proble
         if r.orchestrators and (profile is None or not r.applies_to(profile)):
             continue
         try:
-            out += list(r.check(_subject(r, partial, resolved)))
+            found[r.id] = list(r.check(_subject(r, partial, resolved)))
         except (AttributeError, TypeError, KeyError):
             continue
-    return out
+    return apply_precedence(found)
 
 
 def run_rules(bp: Any) -> list[Problem]:
     """Run every rule on a shape-valid Blueprint; returns errors and warnings in rule order."""
     _load_rule_modules()
-    out: list[Problem] = []
+    found: dict[str, list[Problem]] = {}
     resolved, profile = _once(bp), _profile(bp)
     for r in REGISTRY:
         if r.applies_to(profile):
-            out += list(r.check(_subject(r, bp, resolved)))
-    return out
+            found[r.id] = list(r.check(_subject(r, bp, resolved)))
+    return apply_precedence(found)

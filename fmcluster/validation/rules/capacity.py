@@ -19,10 +19,8 @@ from collections.abc import Iterator
 
 from fmcluster.blueprint.model import Blueprint, ComputeGroup
 from fmcluster.catalog import get_instance
-from fmcluster.catalog.regions import is_known_region
 from fmcluster.catalog.software import get_stack, known_stacks
 from fmcluster.resolved import ResolvedCluster
-from fmcluster.resolved.cluster import cpu_architectures
 from fmcluster.validation.rules import Violation, rule
 
 PC_VALIDATORS = "aws/aws-parallelcluster cli/src/pcluster/validators/"
@@ -31,15 +29,13 @@ ULTRASERVER_DOC = "https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-nvidi
 
 #: Why a new placement group is a bad idea, per reservation-backed capacity type (R-CAP-3).
 _PLACEMENT_REASON = {
-    "capacity_block": "Capacity Block instances are already co-located in an EC2 UltraCluster, and a new "
-    "placement "
-                      "group can make launches fail with insufficient capacity",
-    "odcr": "the reserved instances are not guaranteed to fit in a new placement group, so launches can fail "
-    "with "
-            "insufficient capacity (create the reservation in a cluster placement group instead)",
-    "training_plan": "HyperPod places training-plan capacity itself and has no placement-group setting, so "
-    "the "
-                     "setting is ignored",
+    "capacity_block": "Capacity Block instances are already co-located in an EC2 UltraCluster, "
+                      "and a new placement group can make launches fail with insufficient capacity",
+    "odcr": "the reserved instances are not guaranteed to fit in a new placement group, "
+            "so launches can fail with insufficient capacity "
+            "(create the reservation in a cluster placement group instead)",
+    "training_plan": "HyperPod places training-plan capacity itself and has no placement-group setting, "
+                     "so the setting is ignored",
 }
 
 
@@ -54,8 +50,7 @@ def training_plan_only_on_hyperpod(rc: ResolvedCluster) -> Iterator[Violation]:
         if g.capacity.type == "training_plan" and not rc.profile.accepts("training_plan"):
             yield f"compute[{i}].capacity.type", (
                 f"training plans only work with HyperPod, got orchestrator.kind {bp.orchestrator.kind!r}; "
-                "allowed "
-                "on_demand, spot, odcr or capacity_block (or orchestrator.kind: hyperpod)"
+                "allowed on_demand, spot, odcr or capacity_block (or orchestrator.kind: hyperpod)"
             )
 
 
@@ -69,9 +64,8 @@ def capacity_block_static_count(groups: list[ComputeGroup]) -> Iterator[Violatio
     for i, g in enumerate(groups):
         if g.capacity.type == "capacity_block" and g.min_count is not None and g.min_count != g.count:
             yield f"compute[{i}].min_count", (
-                "a Capacity Block runs a fixed number of nodes for its whole term, got min_count "
-                f"{g.min_count} "
-                f"with count {g.count}; allowed min_count {g.count} or no min_count"
+                "a Capacity Block runs a fixed number of nodes for its whole term, "
+                f"got min_count {g.min_count} with count {g.count}; allowed min_count {g.count} or no min_count"
             )
 
 
@@ -84,8 +78,9 @@ def no_new_placement_group_for_reservations(groups: list[ComputeGroup]) -> Itera
     for i, g in enumerate(groups):
         if g.reservation_backed and g.placement_group is True:
             yield f"compute[{i}].placement_group", (
-                f"{_PLACEMENT_REASON[g.capacity.type]}, got placement_group true with capacity type "
-                f"{g.capacity.type!r}; allowed false or no placement_group (the default)"
+                f"{_PLACEMENT_REASON[g.capacity.type]}, "
+                f"got placement_group true with capacity type {g.capacity.type!r}; "
+                "allowed false or no placement_group (the default)"
             )
 
 
@@ -104,10 +99,10 @@ def hyperpod_capacity_types(rc: ResolvedCluster) -> Iterator[Violation]:
     for i, g in enumerate(bp.compute):
         if g.capacity.type in names:
             yield f"compute[{i}].capacity.type", (
-                f"HyperPod cannot launch into {names[g.capacity.type]}; reserve HyperPod capacity with a "
-                "SageMaker "
-                f"training plan, got {g.capacity.type!r} with orchestrator.kind 'hyperpod'; allowed "
-                f"{allowed} - did you mean training_plan?"
+                f"HyperPod cannot launch into {names[g.capacity.type]}; "
+                "reserve HyperPod capacity with a SageMaker training plan, "
+                f"got {g.capacity.type!r} with orchestrator.kind 'hyperpod'; "
+                f"allowed {allowed} - did you mean training_plan?"
             )
         elif g.capacity.type not in accepted:
             yield f"compute[{i}].capacity.type", (
@@ -129,8 +124,7 @@ def ultraserver_count(groups: list[ComputeGroup]) -> Iterator[Violation]:
             lower = (g.count // step) * step
             hint = f"{lower} or {lower + step}" if lower else f"{step}"
             yield f"compute[{i}].count", (
-                f"{g.instance_type} is sold only as UltraServers of {' or '.join(map(str, sizes))} "
-                "instances, "
+                f"{g.instance_type} is sold only as UltraServers of {' or '.join(map(str, sizes))} instances, "
                 f"got count {g.count}; allowed a multiple of {step} - did you mean {hint}?"
             )
 
@@ -148,21 +142,18 @@ def capacity_block_only_types(rc: ResolvedCluster) -> Iterator[Violation]:
         if get_instance(g.instance_type).capacity_block_only and not reserved:
             yield f"compute[{i}].capacity.type", (
                 f"{g.instance_type} is sold only as reserved UltraServer capacity, got {g.capacity.type!r}; "
-                "allowed "
-                f"{allowed} on orchestrator.kind {bp.orchestrator.kind!r} - did you mean {allowed}?"
+                f"allowed {allowed} on orchestrator.kind {bp.orchestrator.kind!r} - did you mean {allowed}?"
             )
 
 
 @rule("R-CAP-7", source=f"{ULTRASERVER_DOC} (arm64 AMIs for P6e-GB200); "
       f"{CB_LAUNCH_DOC} (the AMI platform must match the reservation); catalog/data/software.yaml "
-      "cpu_architectures")
+      "cpu_architectures", suppressed_by=("R-CAP-9",))
 def stack_matches_cpu_architecture(bp: Blueprint) -> Iterator[Violation]:
     """The software stack must be built for every group's CPU architecture (p6e-gb200: arm64 Grace).
 
-    Quiet when the groups mix architectures: no single stack can fit, R-CAP-9 reports the mix, and
-    advice to switch stacks would only move this error to the other group."""
-    if len(cpu_architectures(bp)) > 1:
-        return
+    Suppressed when the groups mix architectures: no single stack can fit, R-CAP-9 reports the mix,
+    and advice to switch stacks would only move this error to the other group."""
     stack = get_stack(bp.software.stack)
     for i, g in enumerate(bp.compute):
         arch = get_instance(g.instance_type).cpu_architecture
@@ -170,8 +161,8 @@ def stack_matches_cpu_architecture(bp: Blueprint) -> Iterator[Violation]:
             fits = [s for s in known_stacks() if arch in get_stack(s).cpu_architectures]
             yield "software.stack", (
                 f"{g.instance_type} (compute[{i}]) has {arch} CPUs and stack {stack.name!r} is built for "
-                f"{', '.join(stack.cpu_architectures)}, got {stack.name!r}; allowed "
-                f"{', '.join(fits) or 'none'}"
+                f"{', '.join(stack.cpu_architectures)}, "
+                f"got {stack.name!r}; allowed {', '.join(fits) or 'none'}"
             )
 
 
@@ -195,14 +186,13 @@ def shared_reservation_consistent(groups: list[ComputeGroup]) -> Iterator[Violat
         other = groups[j]
         if other.instance_type != g.instance_type:
             yield f"compute[{i}].instance_type", (
-                f"reservation {rid} is also used by compute[{j}] with {other.instance_type} and a "
-                "reservation holds "
-                f"one instance type, got {g.instance_type}; allowed {other.instance_type}"
+                f"reservation {rid} is also used by compute[{j}] with {other.instance_type} and a reservation holds one instance type, "
+                f"got {g.instance_type}; allowed {other.instance_type}"
             )
         if other.capacity.type != g.capacity.type:
             yield f"compute[{i}].capacity.type", (
-                f"reservation {rid} is also used by compute[{j}] as {other.capacity.type!r}, got "
-                f"{g.capacity.type!r}; allowed {other.capacity.type!r}"
+                f"reservation {rid} is also used by compute[{j}] as {other.capacity.type!r}, "
+                f"got {g.capacity.type!r}; allowed {other.capacity.type!r}"
             )
 
 
@@ -212,7 +202,7 @@ def shared_reservation_consistent(groups: list[ComputeGroup]) -> Iterator[Violat
 def one_cpu_architecture(bp: Blueprint) -> Iterator[Violation]:
     """All compute groups share one CPU architecture: the blueprint has one software stack, so x86_64
     and arm64 groups (p5.48xlarge + p6e-gb200.36xlarge) cannot both be served. Reported once per group
-    whose architecture differs from the first group's; R-CAP-7, R-SW-1 and R-PC-2 stay quiet then."""
+    whose architecture differs from the first group's; R-CAP-7, R-SW-1 and R-PC-2 are suppressed by it."""
     if not bp.compute:
         return
     first = bp.compute[0]
@@ -221,10 +211,10 @@ def one_cpu_architecture(bp: Blueprint) -> Iterator[Violation]:
         arch = get_instance(g.instance_type).cpu_architecture
         if arch != first_arch:
             yield f"compute[{i}].instance_type", (
-                f"all compute groups must share one CPU architecture (one software stack per blueprint), got "
-                f"{g.instance_type} ({arch}) in group {g.name!r} and {first.instance_type} ({first_arch}) in group "
-                f"{first.name!r} (compute[0]); allowed {first_arch} instance types here, or a separate blueprint "
-                f"for the {arch} groups"
+                "all compute groups must share one CPU architecture (one software stack per blueprint), "
+                f"got {g.instance_type} ({arch}) in group {g.name!r} and {first.instance_type} ({first_arch}) in group "
+                f"{first.name!r} (compute[0]); "
+                f"allowed {first_arch} instance types here, or a separate blueprint for the {arch} groups"
             )
 
 
@@ -242,16 +232,17 @@ def az_id_prefix(region: str) -> str:
 
 @rule("R-AZ-3",
       source="https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html; "
-      "prefix derivation checked against getmoto/moto moto/ec2/models/availability_zones_and_regions.py")
+      "prefix derivation checked against getmoto/moto moto/ec2/models/availability_zones_and_regions.py",
+      suppressed_by=("R-REGION-1",))
 def zone_id_in_region(bp: Blueprint) -> Iterator[Violation]:
     """An AZ ID starts with its Region's short form (use1-az6 is in us-east-1; Local Zone IDs such as
     use1-dfw2-az1 too); capacity reservations are bound to AZ IDs, so a wrong one would surface only at
     deploy time. An error, like an AZ name of another Region (R-AZ-2).
 
     No zone number is suggested: AZ numbers of different Regions do not correspond and the catalog has
-    no offline list of the AZ IDs each Region has. Quiet for an unknown Region (R-REGION-1 reports it)."""
+    no offline list of the AZ IDs each Region has. Suppressed for an unknown Region (R-REGION-1 reports it)."""
     zid = bp.availability_zone_id
-    if not zid or not is_known_region(bp.region):
+    if not zid:
         return
     prefix = az_id_prefix(bp.region)
     if zid.split("-")[0] != prefix:

@@ -40,8 +40,8 @@ OBSOLETE_OR_HARMFUL: dict[str, EnvFact] = {
     "FI_PROVIDER": EnvFact(
         "only for aws-ofi-nccl <= 1.5.0; the plugin filters libfabric to the efa provider itself", f"{OFI_ENV}; {OFI_PLAT}"),
     "NCCL_PROTO": EnvFact(
-        "only for aws-ofi-nccl <= 1.5.0; it now disables LL/LL128, makes the AWS tuner defer, and crashed the tuner "
-        "before 1.20.0", f"{OFI_ENV}; {OFI_RN}"),
+        "only for aws-ofi-nccl <= 1.5.0; "
+        "it now disables LL/LL128, makes the AWS tuner defer, and crashed the tuner before 1.20.0", f"{OFI_ENV}; {OFI_RN}"),
     "NCCL_ALGO": EnvFact("makes the AWS tuner defer (>= 1.17.0) and crashed it before 1.20.0", OFI_RN),
     "FI_EFA_ENABLE_SHM_TRANSFER": EnvFact(
         "not needed: the plugin disables SHM itself via FI_OPT_CUDA_API_PERMITTED", OFI_ENV),
@@ -82,8 +82,8 @@ PLUGIN_MANAGED: dict[str, EnvFact] = {
 #: "foreign libfabric"), or hide the pinned CUDA/EFA tools (PATH) (R-ENV-3, warning).
 LOADER_PATHS = {
     "LD_PRELOAD": "preloads libraries into every job and can shadow the pinned NCCL or the aws-ofi-nccl plugin",
-    "LD_LIBRARY_PATH": "replaces the library search path the job environment file sets for CUDA, NCCL and the EFA "
-                       "libraries; a foreign libfabric or NCCL here makes NCCL fall back to sockets",
+    "LD_LIBRARY_PATH": "replaces the library search path the job environment file sets for CUDA, NCCL and the EFA libraries; "
+                       "a foreign libfabric or NCCL here makes NCCL fall back to sockets",
     "PATH": "replaces the PATH the job environment file sets for the pinned CUDA and EFA tools",
 }
 

@@ -15,15 +15,15 @@ REGIONS_SOURCE = ("botocore data/endpoints.json (partitions[*].regions, bundled 
 @rule("R-REGION-1", source=f"{REGIONS_SOURCE}; https://docs.aws.amazon.com/global-infrastructure/latest/regions/"
       "aws-regions.html")
 def region_exists(bp: Blueprint) -> Iterator[Violation]:
-    """The Region must be one botocore knows. The AZ rules (R-AZ-2, R-AZ-3) stay quiet for an unknown
-    Region, so they never suggest zones derived from a misspelt name."""
+    """The Region must be one botocore knows. The AZ rules (R-AZ-2, R-AZ-3) are suppressed by it for an
+    unknown Region, so they never suggest zones derived from a misspelt name."""
     if is_known_region(bp.region):
         return
     close = closest_regions(bp.region)
     hint = f" - did you mean {' or '.join(close)}?" if close else ""
     yield "region", (
-        f"unknown AWS Region, got {bp.region!r}; allowed a Region name from botocore's endpoints data such as "
-        f"us-east-1, us-west-2 or eu-west-1{hint}"
+        f"unknown AWS Region, got {bp.region!r}; "
+        f"allowed a Region name from botocore's endpoints data such as us-east-1, us-west-2 or eu-west-1{hint}"
     )
 
 
@@ -32,8 +32,9 @@ def one_availability_zone(bp: Blueprint) -> Iterator[Violation]:
     """Exactly one of availability_zone / availability_zone_id: EFA and cluster placement groups are single-AZ."""
     if bp.availability_zone and bp.availability_zone_id:
         yield "availability_zone_id", (
-            f"set either availability_zone or availability_zone_id, not both, got {bp.availability_zone!r} "
-            f"and {bp.availability_zone_id!r}; allowed one of them (prefer availability_zone_id for reservations)"
+            "set either availability_zone or availability_zone_id, not both, "
+            f"got {bp.availability_zone!r} and {bp.availability_zone_id!r}; "
+            "allowed one of them (prefer availability_zone_id for reservations)"
         )
     elif not bp.availability_zone and not bp.availability_zone_id:
         yield "availability_zone", (
@@ -42,13 +43,12 @@ def one_availability_zone(bp: Blueprint) -> Iterator[Violation]:
         )
 
 
-@rule("R-AZ-2", source="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/using-regions-availability-zones.html")
+@rule("R-AZ-2", source="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/using-regions-availability-zones.html",
+      suppressed_by=("R-REGION-1",))
 def zone_in_region(bp: Blueprint) -> Iterator[Violation]:
     """An AZ name is the Region name plus one letter; a Local Zone name is the Region, a location and a letter.
-    Quiet when the Region itself is unknown: R-REGION-1 reports it and zones of a misspelt Region mean nothing."""
+    Suppressed when the Region itself is unknown: R-REGION-1 reports it and zones of a misspelt Region mean nothing."""
     az = bp.availability_zone
-    if not is_known_region(bp.region):
-        return
     if az and az[:-1] != bp.region and not az.startswith(f"{bp.region}-"):
         yield "availability_zone", f"not in region {bp.region}, got {az!r}; allowed {bp.region}a, {bp.region}b, ..."
 

@@ -77,7 +77,7 @@ def grafana_auth_only_for_managed(o: ObservabilitySpec) -> Iterator[Violation]:
         yield (
             "observability.grafana_authentication",
             (
-                f"ignored because metrics is {o.metrics!r}, got {o.grafana_authentication!r}; allowed only with "
-                "metrics: managed (self-hosted Grafana is reached through SSM port forwarding)"
+                f"ignored because metrics is {o.metrics!r}, got {o.grafana_authentication!r}; "
+                "allowed only with metrics: managed (self-hosted Grafana is reached through SSM port forwarding)"
             ),
         )

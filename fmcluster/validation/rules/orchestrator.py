@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from fmcluster.blueprint.model import Blueprint, OrchestratorSpec
 from fmcluster.catalog import cpu_architecture_of, get_instance, memory_gib_of
 from fmcluster.resolved import ResolvedCluster
-from fmcluster.resolved.cluster import cpu_architectures
 from fmcluster.resolved.profiles import KINDS
 from fmcluster.validation.rules import Violation, rule
 
@@ -37,17 +36,16 @@ def head_node_memory(bp: Blueprint) -> Iterator[Violation]:
     required = min(nodes / 25 + 0.6, 16.0)
     if memory is not None and memory < required:
         yield "orchestrator.parallelcluster.head_node_instance_type", (
-            f"head node too small for {nodes} compute nodes, got {head} ({memory:g} GiB); allowed a type with at "
-            f"least {required:.1f} GiB of memory"
+            f"head node too small for {nodes} compute nodes, got {head} ({memory:g} GiB); "
+            f"allowed a type with at least {required:.1f} GiB of memory"
         )
 
 
 @rule("R-PC-2", source="https://docs.aws.amazon.com/parallelcluster/latest/ug/HeadNode-v3.html (InstanceType: the "
-      "head node architecture must be the same as the Slurm InstanceType architecture)", orchestrators=("parallelcluster",))
+      "head node architecture must be the same as the Slurm InstanceType architecture)", orchestrators=("parallelcluster",),
+      suppressed_by=("R-CAP-9",))
 def head_node_architecture(bp: Blueprint) -> Iterator[Violation]:
-    """Quiet when the compute groups mix architectures: no head node can fit, R-CAP-9 reports the mix."""
-    if len(cpu_architectures(bp)) > 1:
-        return
+    """Suppressed when the compute groups mix architectures: no head node can fit, R-CAP-9 reports the mix."""
     head = bp.orchestrator.parallelcluster.head_node_instance_type
     head_arch = cpu_architecture_of(head)
     for i, g in enumerate(bp.compute):
@@ -68,8 +66,9 @@ def head_node_architecture(bp: Blueprint) -> Iterator[Violation]:
 def eks_needs_cluster(orch: OrchestratorSpec) -> Iterator[Violation]:
     if not orch.hyperpod.eks_cluster_arn:
         yield "orchestrator.hyperpod.eks_cluster_arn", (
-            "required with orchestration: eks, got nothing; allowed arn:aws:eks:<region>:<account>:cluster/<name> of an "
-            "existing EKS cluster (authentication mode API or API_AND_CONFIG_MAP)"
+            "required with orchestration: eks, got nothing; "
+            "allowed arn:aws:eks:<region>:<account>:cluster/<name> of an existing EKS cluster "
+            "(authentication mode API or API_AND_CONFIG_MAP)"
         )
 
 
@@ -112,8 +111,8 @@ def pcs_group_names(rc: ResolvedCluster) -> Iterator[Violation]:
 def pcs_default_ami_os(bp: Blueprint) -> Iterator[Violation]:
     if bp.orchestrator.pcs.ami_id is None and bp.software.os != "ubuntu-24.04":
         yield "software.os", (
-            f"the default PCS AMI (PCS-ready DLAMI) is Ubuntu 24.04, got {bp.software.os!r}; allowed ubuntu-24.04, or set "
-            "orchestrator.pcs.ami_id to a PCS-ready AMI of this OS"
+            f"the default PCS AMI (PCS-ready DLAMI) is Ubuntu 24.04, got {bp.software.os!r}; "
+            "allowed ubuntu-24.04, or set orchestrator.pcs.ami_id to a PCS-ready AMI of this OS"
         )
 
 
@@ -165,8 +164,8 @@ def pcs_efa_only_unverified(orch: OrchestratorSpec) -> Iterator[Violation]:
 def pcs_floating_ami(orch: OrchestratorSpec) -> Iterator[Violation]:
     if orch.pcs.ami_id is None:
         yield "orchestrator.pcs.ami_id", (
-            "not pinned: nodes boot the latest PCS-ready DLAMI, whose NVIDIA driver may differ from the software "
-            "stack's pin, got nothing; allowed an ami-<hex> resolved once and pinned"
+            "not pinned: nodes boot the latest PCS-ready DLAMI, whose NVIDIA driver may differ from the software stack's pin, "
+            "got nothing; allowed an ami-<hex> resolved once and pinned"
         )
 
 

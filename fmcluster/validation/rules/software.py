@@ -40,8 +40,8 @@ from fmcluster.catalog.software import (
     version_ge,
     version_lt,
 )
-from fmcluster.resolved.cluster import cpu_architectures, software_stack
-from fmcluster.validation.rules import REGISTRY, Violation, rule
+from fmcluster.resolved.cluster import software_stack
+from fmcluster.validation.rules import Violation, rule
 
 VM = "shared/reference/version-matrix.md"
 OFI_RN = "https://github.com/aws/aws-ofi-nccl/blob/v1.21.1/RELEASENOTES.md"
@@ -73,12 +73,11 @@ def _on(i: int, inst: InstanceSpec) -> str:
 
 
 # ---- stack selection ---------------------------------------------------------------------------
-@rule("R-SW-1", source="catalog/data/software.yaml (families each known-good stack was validated on)")
+@rule("R-SW-1", source="catalog/data/software.yaml (families each known-good stack was validated on)",
+      suppressed_by=("R-CAP-9",))
 def stack_covers_instance_families(bp: Blueprint) -> Iterator[Violation]:
     """Skips groups whose CPU architecture the stack is not built for (R-CAP-7 reports those, more
-    precisely) and stays quiet when the groups mix architectures (R-CAP-9: no stack can fit all)."""
-    if len(cpu_architectures(bp)) > 1:
-        return
+    precisely); suppressed when the groups mix architectures (R-CAP-9: no stack can fit all)."""
     stack = get_stack(bp.software.stack)
     for i, _g, inst in _groups(bp):
         if inst.cpu_architecture not in stack.cpu_architectures:
@@ -131,36 +130,26 @@ def _same(a: str | None, b: str | None) -> bool:
         return a == b
 
 
-#: Rules that judge the whole combination; they defer to the specific software rules.
-_COMBINATION_RULES = ("R-SW-4", "R-SW-5")
+#: The specific error rules of this module. R-SW-4 and R-SW-5 judge the whole combination and
+#: are suppressed while any of these reports: an override that breaks a specific rule is also in
+#: no known-good stack, and a second, vaguer finding next to the precise one (often at another
+#: path) only confuses. tests/test_rules.py checks this lists every error rule of the module.
+SPECIFIC_RULES = (
+    "R-SW-1", "R-SW-2", "R-EFA-1", "R-EFA-2", "R-ART-1", "R-CUDA-1", "R-DRV-1", "R-DRV-3", "R-DRV-7", "R-FM-1",
+    "R-FM-3", "R-NCCL-1", "R-GDR-1", "R-OFI-NCCL-1", "R-OFI-NCCL-3", "R-OFI-FAB-1", "R-OFI-FAB-2", "R-OFI-FAB-4",
+    "R-OFI-FAB-5", "R-OFI-FAB-6", "R-OFI-FAB-7", "R-OFI-PLAT-1",
+)
 
 
-def _specific_error_found(bp: Blueprint) -> bool:
-    """Whether another error rule of this module (R-FM-1, R-CUDA-1, R-ART-1, ...) reports something.
-
-    R-SW-4 and R-SW-5 run only when none does: an override that breaks a specific rule is also in
-    no known-good stack, and a second, vaguer finding next to the precise one (often at another path)
-    only confuses. A specific rule that cannot judge a partial blueprint is treated as silent."""
-    for r in REGISTRY:
-        if r.fn.__module__ != __name__ or r.level != "error" or r.id in _COMBINATION_RULES:
-            continue
-        subject = bp if r.scope == "blueprint" else getattr(bp, r.scope)
-        try:
-            if next(iter(r.fn(subject)), None) is not None:
-                return True
-        except (AttributeError, TypeError, KeyError):
-            continue
-    return False
-
-
-@rule("R-SW-4", source="catalog/data/software.yaml (known-good stacks); docs/software.md (allow_untested)")
+@rule("R-SW-4", source="catalog/data/software.yaml (known-good stacks); docs/software.md (allow_untested)",
+      suppressed_by=SPECIFIC_RULES)
 def combination_is_known_good(bp: Blueprint) -> Iterator[Violation]:
     """A resolved combination that no known-good stack contains is an error unless
     ``allow_untested: true`` (then R-SW-5 warns instead). Reported at the overridden component that
-    differs from the closest known-good stack, and only when no specific software error rule fires."""
+    differs from the closest known-good stack; suppressed while a specific software error rule reports."""
     software = bp.software
     found = _untested(software)
-    if found and not software.allow_untested and not _specific_error_found(bp):
+    if found and not software.allow_untested:
         path, got, closest = found
         yield path, (
             f"this combination is in no known-good stack, got {got}; allowed the versions of a catalog stack, "
@@ -168,16 +157,16 @@ def combination_is_known_good(bp: Blueprint) -> Iterator[Violation]:
         )
 
 
-@rule("R-SW-5", level="warning", source="catalog/data/software.yaml (known-good stacks)")
+@rule("R-SW-5", level="warning", source="catalog/data/software.yaml (known-good stacks)", suppressed_by=SPECIFIC_RULES)
 def combination_untested_warning(bp: Blueprint) -> Iterator[Violation]:
-    """R-SW-4's warning when ``allow_untested`` is true; likewise quiet while a specific error fires."""
+    """R-SW-4's warning when ``allow_untested`` is true; likewise suppressed while a specific error reports."""
     software = bp.software
     found = _untested(software)
-    if found and software.allow_untested and not _specific_error_found(bp):
+    if found and software.allow_untested:
         path, got, closest = found
         yield path, (
-            f"untested combination accepted because allow_untested is true, got {got}; allowed the versions of a "
-            f"catalog stack - closest is {closest!r}"
+            f"untested combination accepted because allow_untested is true, got {got}; "
+            f"allowed the versions of a catalog stack - closest is {closest!r}"
         )
 
 
@@ -399,8 +388,7 @@ def nccl_tested_by_plugin(software: SoftwareSpec) -> Iterator[Violation]:
     tested = plugin_max_tested_nccl(p[1])
     if tested and compare_versions(p[0].nccl, tested) > 0:
         yield where(p[0], "nccl", "aws_ofi_nccl", "efa_installer"), (
-            f"NCCL newer than aws-ofi-nccl {p[1]} was tested with, got {p[0].nccl}; allowed <= {tested} "
-            "or a newer plugin"
+            f"NCCL newer than aws-ofi-nccl {p[1]} was tested with, got {p[0].nccl}; allowed <= {tested} or a newer plugin"
         )
 
 

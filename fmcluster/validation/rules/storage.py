@@ -44,8 +44,8 @@ def lustre_capacity(storage: StorageSpec) -> Iterator[Violation]:
         step = 3600 if fs.deployment_type == "SCRATCH_1" else 2400
         lower = max(step, (fs.storage_capacity_gib // step) * step)
         yield "storage.lustre.storage_capacity_gib", (
-            f"invalid capacity for {fs.deployment_type}, got {fs.storage_capacity_gib} GiB; allowed 1200, 2400 or a "
-            f"multiple of {step} GiB - did you mean {lower} or {lower + step}?"
+            f"invalid capacity for {fs.deployment_type}, got {fs.storage_capacity_gib} GiB; "
+            f"allowed 1200, 2400 or a multiple of {step} GiB - did you mean {lower} or {lower + step}?"
         )
 
 
@@ -102,8 +102,9 @@ def backup_start_needs_retention(storage: StorageSpec) -> Iterator[Violation]:
     fs = storage.lustre
     if fs and fs.daily_automatic_backup_start_time is not None and fs.automatic_backup_retention_days == 0:
         yield "storage.lustre.daily_automatic_backup_start_time", (
-            f"only used when automatic backups are on, got {fs.daily_automatic_backup_start_time!r} with "
-            "automatic_backup_retention_days 0; allowed null, or set automatic_backup_retention_days to 1-90"
+            "only used when automatic backups are on, "
+            f"got {fs.daily_automatic_backup_start_time!r} with automatic_backup_retention_days 0; "
+            "allowed null, or set automatic_backup_retention_days to 1-90"
         )
 
 
@@ -137,9 +138,9 @@ def efa_below_recommended_throughput(storage: StorageSpec) -> Iterator[Violation
     mbps = fs.throughput_mbps
     if mbps <= EFA_RECOMMENDED_ABOVE_MBPS:
         yield "storage.lustre.efa_enabled", (
-            f"FSx recommends EFA for file systems above {EFA_RECOMMENDED_ABOVE_MBPS // 1000} GB/s, got {mbps} MB/s "
-            f"({fs.storage_capacity_gib} GiB x {fs.throughput_tier} MB/s/TiB); allowed as is, or raise "
-            "storage_capacity_gib / per_unit_storage_throughput (EfaEnabled cannot be changed later)"
+            f"FSx recommends EFA for file systems above {EFA_RECOMMENDED_ABOVE_MBPS // 1000} GB/s, "
+            f"got {mbps} MB/s ({fs.storage_capacity_gib} GiB x {fs.throughput_tier} MB/s/TiB); "
+            "allowed as is, or raise storage_capacity_gib / per_unit_storage_throughput (EfaEnabled cannot be changed later)"
         )
 
 
@@ -266,9 +267,9 @@ def dra_not_with_import_path(storage: StorageSpec) -> Iterator[Violation]:
     fs = storage.lustre
     if fs and fs.import_path is not None and fs.data_repositories:
         yield "storage.lustre.data_repositories", (
-            f"a file system linked to S3 by the legacy import_path cannot also have data repository associations, got "
-            f"import_path {fs.import_path!r} and {len(fs.data_repositories)} association(s); allowed one of the two "
-            "(prefer data_repositories and drop import_path)"
+            "a file system linked to S3 by the legacy import_path cannot also have data repository associations, "
+            f"got import_path {fs.import_path!r} and {len(fs.data_repositories)} association(s); "
+            "allowed one of the two (prefer data_repositories and drop import_path)"
         )
 
 

@@ -61,8 +61,8 @@ def gpu_subnet_holds_cluster(rc: ResolvedCluster) -> Iterator[Violation]:
         yield "network.gpu_subnet_prefix_length", (
             f"the GPU subnet is too small for the cluster: {usage.required} IPv4 addresses needed "
             f"({usage.node_addresses} for nodes, {sum(n for _, n in usage.management)} for management nodes, "
-            f"{usage.aws_reserved} reserved by AWS), got /{usage.prefix_length} ({usage.subnet_addresses} "
-            "addresses); "
+            f"{usage.aws_reserved} reserved by AWS), "
+            f"got /{usage.prefix_length} ({usage.subnet_addresses} addresses); "
             f"allowed {_fix(usage, usage.min_prefix_length, vpc_prefix, _efa_only(rc, usage, headroom=False))}"
         )
 
@@ -77,8 +77,7 @@ def gpu_subnet_headroom(rc: ResolvedCluster) -> Iterator[Violation]:
         vpc_prefix = int(bp.network.vpc_cidr.split("/")[1])
         yield "network.gpu_subnet_prefix_length", (
             f"the GPU subnet leaves no headroom: {usage.recommended} IPv4 addresses recommended "
-            f"({usage.required} required + {usage.recommended - usage.required} for replacement nodes, FSx "
-            "and "
-            f"endpoints), got /{usage.prefix_length} ({usage.subnet_addresses} addresses); "
+            f"({usage.required} required + {usage.recommended - usage.required} for replacement nodes, FSx and endpoints), "
+            f"got /{usage.prefix_length} ({usage.subnet_addresses} addresses); "
             f"allowed {_fix(usage, usage.recommended_prefix_length, vpc_prefix, _efa_only(rc, usage, headroom=True))}"
         )

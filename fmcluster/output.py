@@ -1,0 +1,54 @@
+"""How every fmcluster command prints: the consoles, the output formats, blueprint problems and
+input errors. Rich markup is escaped here, once: a blueprint value such as ``[red]`` prints as typed.
+
+Severity words and their colours come from :mod:`fmcluster.severity`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+
+from rich.console import Console
+from rich.markup import escape
+
+from fmcluster.blueprint.errors import Problem
+from fmcluster.severity import STYLE, count
+
+#: Standard output; wide enough for the plan's and preflight's tables when output goes to a file or
+#: CI log (rich assumes 80 there).
+out = Console(soft_wrap=True, width=None if Console().is_terminal else 200)
+#: Standard error: problems, input errors, progress.
+err = Console(stderr=True, soft_wrap=True)
+
+
+class OutputFormat(StrEnum):
+    """``--format`` of every command that has one; ``--json`` is short for ``--format json``."""
+
+    text = "text"
+    markdown = "markdown"
+    json = "json"
+
+
+def print_problems(file: str, problems: Sequence[Problem], console: Console | None = None) -> None:
+    """A blueprint's problems, one per line (``  <level>: <path> (line N): ... [RULE]``), after a
+    ``<file>: N errors`` header when any is an error: ``str(BlueprintError)`` with colours."""
+    console = console or err
+    errors = sum(p.level == "error" for p in problems)
+    if errors:
+        console.print(f"[bold {STYLE['error']}]{escape(file)}[/]: {count(errors, 'error')}", highlight=False)
+    for p in problems:
+        console.print(f"  [{STYLE[p.level]}]{p.level}[/]: {escape(p.render())}", highlight=False)
+
+
+def print_ok(file: str, warnings: Sequence[Problem]) -> None:
+    """``ok <file>`` on standard output (``(N warnings)`` when there are some), then the warnings."""
+    note = f" ({count(len(warnings), 'warning')})" if warnings else ""
+    out.print(f"[{STYLE['ok']}]ok[/] {escape(file)}{note}", highlight=False)
+    print_problems(file, warnings)
+
+
+def print_error(message: str, label: str = "error") -> None:
+    """One input error that is not a blueprint problem (a bad option, an unusable folder)."""
+    style = STYLE["error"] if label == "error" else f"bold {STYLE['error']}"
+    err.print(f"[{style}]{escape(label)}[/]: {escape(message)}", highlight=False)
