@@ -17,7 +17,7 @@ BY_ID = {r.id: r for r in REGISTRY}
 
 
 def _rule(id: str, *suppressed_by: str) -> Rule:
-    return Rule(id, "error", "test", "blueprint", lambda _bp: iter(()), tuple(suppressed_by))
+    return Rule(id, "error", "test", "blueprint", lambda _bp: iter(()), suppressed_by=tuple(suppressed_by))
 
 
 # A <- B <- C: B is suppressed by A, C by B; D is independent.
