@@ -152,8 +152,17 @@ WARNINGS = [
           "your risk), on_demand or training_plan", "R-HP-7")],
         id="spot on hyperpod slurm: allowed, unverified",
     ),
-    pytest.param(merge(gpu(capacity={"type": "spot"}), eks()), [], id="spot on hyperpod eks: allowed"),
-    pytest.param(eks(login_instance_type=None), [], id="eks with login null: nothing to ignore"),
+    pytest.param(merge(gpu(capacity={"type": "spot"}), eks(), {"storage": {"lustre": None}}), [],
+                 id="spot on hyperpod eks: allowed"),
+    pytest.param(
+        eks(),
+        [("storage.lustre", "FSx for Lustre is not mounted at /fsx on HyperPod EKS nodes, got orchestration eks; "
+          "allowed a file system that pods mount through the FSx for Lustre CSI driver (a PersistentVolume in your EKS "
+          "cluster), or orchestration: slurm for a host mount", "R-HP-8")],
+        id="lustre on hyperpod eks: created, not mounted on the nodes",
+    ),
+    pytest.param(merge(eks(login_instance_type=None), {"storage": {"lustre": None}}), [],
+                 id="eks with login null: nothing to ignore"),
     pytest.param(merge({"name": "a" * 25, "region": "ap-southeast-2", "availability_zone": "ap-southeast-2a"}, HP), [],
                  id="longest name that fits in ap-southeast-2"),
     pytest.param(merge({"name": "train-" + "b" * 24}, HP), [], id="longest name that fits in us-east-1"),
@@ -167,7 +176,7 @@ WARNINGS = [
 def test_hyperpod_blueprints_accepted(patch: dict[str, Any], expected: list[tuple[str, str, str]]) -> None:
     errors, warnings = problems(patch)
     assert errors == []
-    assert [w for w in warnings if w[2] in ("R-HP-5", "R-HP-6", "R-HP-7", "R-CAP-4")] == expected
+    assert [w for w in warnings if w[2] in ("R-HP-5", "R-HP-6", "R-HP-7", "R-HP-8", "R-CAP-4")] == expected
 
 
 # ---- R-HP-5 and the construct agree for every name length and Region -------------------------------
@@ -208,6 +217,17 @@ def test_eks_profile_has_no_controller_or_login() -> None:
     text = json.dumps([e.as_dict() for e in observability_endpoints(rc)])
     assert "controller" not in text and "head node" not in text and "login node" not in text
     assert "your own collector" in text
+
+
+@pytest.mark.parametrize(("patch", "mount"), [(HP, "/fsx"), (eks(), None)])
+def test_node_scripts_wait_for_lustre_only_where_it_is_mounted(patch: dict[str, Any], mount: str | None) -> None:
+    """HyperPod Slurm mounts FSx before OnInitComplete (FsxLustreConfig); on EKS nothing mounts it on the host, so a
+    wait would fail every node's creation."""
+    from fmcluster.templates.context import node_context
+
+    rc = resolve(load_blueprint_text(patched(patch)).blueprint)
+    assert rc.blueprint.storage.lustre is not None
+    assert node_context(rc, rc.groups[0]).fsx_mount_point == mount
 
 
 def test_slurm_profile_keeps_controller_and_login() -> None:

@@ -89,6 +89,10 @@ class OrchestratorProfile:
             runs (its "ml.<type> for cluster usage" quotas apply; botocore sagemaker service-2.json
             ClusterInstanceGroupSpecification). Default True.
         needs_vpc: the construct creates resources in the VPC itself (HyperPod, PCS).
+        lustre_on_nodes: FSx for Lustre is mounted on the nodes by the time the node scripts run, so they wait
+            for it (ParallelCluster SharedStorage, HyperPod Slurm FsxLustreConfig, PCS user data). False for
+            HyperPod EKS: fmcluster asks HyperPod for no host mount there (pods use the FSx CSI driver), and a
+            wait would fail every node. Default True.
         user_data_embed_limit_bytes: node scripts up to this size are embedded in user data, larger ones
             are downloaded (PCS: EC2's 16 KB raw limit minus headroom for the MIME wrapper); ``None`` when
             fmcluster writes no user data.
@@ -109,6 +113,7 @@ class OrchestratorProfile:
     places_nodes_itself: bool = False
     ec2_capacity: bool = True
     needs_vpc: bool = False
+    lustre_on_nodes: bool = True
     efa_only_caveat: str = ""
     user_data_embed_limit_bytes: int | None = None
     notes: tuple[str, ...] = field(default=())
@@ -146,7 +151,7 @@ def _hyperpod(orch: OrchestratorSpec) -> OrchestratorProfile:
             efa_interface_type_setting="orchestrator.hyperpod.efa_interface_type", head_node_label=None,
             management=(), reserved_group_names=(), capacity_types=HYPERPOD_CAPACITY,
             node_bootstrap_delivery="lifecycle", head_node_script_delivery=None, default_node_discovery="slurm",
-            places_nodes_itself=True, ec2_capacity=False, needs_vpc=True,
+            places_nodes_itself=True, ec2_capacity=False, needs_vpc=True, lustre_on_nodes=False,
             notes=("HyperPod on EKS: pods take VPC CNI addresses from this subnet; they are not counted",),
         )
     management = ("controller node", *(("login node",) if hp.login_instance_type else ()))

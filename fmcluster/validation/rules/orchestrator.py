@@ -132,6 +132,22 @@ def eks_has_no_controller_or_login(orch: OrchestratorSpec) -> Iterator[Violation
             )
 
 
+@rule("R-HP-8", level="warning", scope="cluster", orchestrators=("hyperpod-eks",),
+      source="fmcluster: HyperPod EKS instance groups get no FsxLustreConfig from fmcluster (the API-driven FSx mount "
+      "is documented for Slurm: https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-slurm-api-config-"
+      "migration.html), so the nodes do not mount the file system and their scripts do not wait for it")
+def eks_lustre_not_mounted(rc: ResolvedCluster) -> Iterator[Violation]:
+    """The file system is created but not mounted on HyperPod EKS nodes: pods reach it through the FSx CSI driver."""
+    lustre = rc.blueprint.storage.lustre
+    if lustre is not None and not rc.profile.lustre_on_nodes:
+        yield "storage.lustre", (
+            f"FSx for Lustre is not mounted at {lustre.mount_point} on HyperPod EKS nodes, got orchestration eks; "
+            "allowed a file system that pods mount through the FSx for Lustre CSI driver "
+            "(a PersistentVolume in your EKS cluster), "
+            "or orchestration: slurm for a host mount"
+        )
+
+
 # ---- AWS PCS ---------------------------------------------------------------------------------
 
 
