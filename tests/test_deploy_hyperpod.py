@@ -328,3 +328,20 @@ def test_create_cluster_request_matches_the_sagemaker_model(which: str, request:
     model = botocore.session.get_session().get_service_model("sagemaker").operation_model("CreateCluster")
     report = ParamValidator().validate(req, model.input_shape)
     assert not report.has_errors(), report.generate_report()
+
+
+@pytest.mark.parametrize("which", ["slurm_all", "eks_spot"])
+def test_cluster_template_passes_the_cloudformation_schema(which: str, request: pytest.FixtureRequest,
+                                                           tmp_path: Any) -> None:
+    """cfn-lint checks AWS::SageMaker::Cluster against its CloudFormation resource schema (OnInitComplete,
+    CapacityRequirements, ImageId, ScheduledUpdateConfig, AutoPatchConfig): no error-level finding."""
+    import subprocess
+
+    from tests.conftest import ROOT
+
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps(cluster_template(request.getfixturevalue(which))))
+    lint = subprocess.run([str(ROOT / ".venv/bin/cfn-lint"), "--regions", "us-east-1", "--format", "parseable", "--",
+                           str(path)], capture_output=True, text=True)
+    errors = [line for line in lint.stdout.splitlines() if ":E" in line]
+    assert errors == [], lint.stdout
