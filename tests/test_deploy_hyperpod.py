@@ -28,6 +28,7 @@ from tests.conftest import patched, resources_of, synth_templates
 from tests.orchestrator_support import Resolver, cluster_template
 
 EKS_ARN = "arn:aws:eks:us-east-1:123456789012:cluster/training"
+PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/gb200-plan"
 HP: dict[str, Any] = {"orchestrator": {"kind": "hyperpod"}}
 
 
@@ -126,6 +127,15 @@ ERRORS = [
         hp(auto_patch={"strategy": "DrainFirst"}),
         ("orchestrator.hyperpod.auto_patch.strategy", "invalid value, got 'DrainFirst'; allowed WhenIdle, WhenAllIdle", None),
         id="auto patch strategy CloudFormation does not take",
+    ),
+    pytest.param(
+        merge({"compute": [{"name": "gb", "instance_type": "p6e-gb200.36xlarge", "count": 18,
+                            "capacity": {"type": "training_plan", "arn": PLAN}}],
+               "software": {"os": "ubuntu-24.04"}}, hp(image_id="ami-0123456789abcdef0")),
+        ("orchestrator.hyperpod.image_id", "one AMI for instance groups of different CPU architectures (compute gb "
+         "arm64, controller x86_64, login x86_64), got 'ami-0123456789abcdef0'; allowed default (HyperPod picks per "
+         "group) or groups of one architecture", "R-HP-9"),
+        id="one custom AMI for arm64 workers and an x86 controller",
     ),
     pytest.param(
         merge(gpu(capacity={"type": "odcr", "reservation_id": "cr-0123456789abcdef0"}), HP),

@@ -148,6 +148,30 @@ def eks_lustre_not_mounted(rc: ResolvedCluster) -> Iterator[Violation]:
         )
 
 
+@rule("R-HP-9", scope="cluster", orchestrators=("hyperpod",),
+      source="botocore sagemaker service-2.json ClusterInstanceGroupSpecification.ImageId (one AMI per instance group); "
+      "an AMI has one architecture (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ComponentsAMIs.html); "
+      "fmcluster applies orchestrator.hyperpod.image_id to every instance group")
+def hyperpod_image_one_architecture(rc: ResolvedCluster) -> Iterator[Violation]:
+    """One AMI id on every instance group needs every group to share a CPU architecture (``default`` lets HyperPod
+    pick per group)."""
+    hp = rc.blueprint.orchestrator.hyperpod
+    if hp.image_id is None or hp.image_id == "default":
+        return
+    archs = {f"compute {g.name}": g.instance.cpu_architecture for g in rc.groups}
+    if hp.orchestration == "slurm":
+        for label, t in (("controller", hp.controller_instance_type), ("login", hp.login_instance_type)):
+            arch = cpu_architecture_of(t.removeprefix("ml.")) if t else None
+            if arch is not None:
+                archs[label] = arch
+    if len(set(archs.values())) > 1:
+        mix = ", ".join(f"{k} {v}" for k, v in archs.items())
+        yield "orchestrator.hyperpod.image_id", (
+            f"one AMI for instance groups of different CPU architectures ({mix}), got {hp.image_id!r}; "
+            "allowed default (HyperPod picks per group) or groups of one architecture"
+        )
+
+
 # ---- AWS PCS ---------------------------------------------------------------------------------
 
 
