@@ -141,7 +141,7 @@ ERROR_CASES = [
                 "HyperPod cannot launch into EC2 Capacity Blocks; reserve HyperPod capacity "
                 "with a SageMaker training plan, got 'capacity_block' with orchestrator.kind 'hyperpod'; "
                 "allowed "
-                "on_demand or training_plan - did you mean training_plan?",
+                "on_demand, spot or training_plan - did you mean training_plan?",
                 "R-CAP-4",
             )
         ],
@@ -159,23 +159,11 @@ ERROR_CASES = [
                 "HyperPod capacity with a SageMaker training plan, got 'odcr' with orchestrator.kind "
                 "'hyperpod'; "
                 "allowed "
-                "on_demand or training_plan - did you mean training_plan?",
+                "on_demand, spot or training_plan - did you mean training_plan?",
                 "R-CAP-4",
             )
         ],
         id="R-CAP-4 odcr on hyperpod",
-    ),
-    pytest.param(
-        {"compute": [{"capacity": {"type": "spot"}}], "orchestrator": {"kind": "hyperpod"}},
-        [
-            (
-                "compute[0].capacity.type",
-                "HyperPod instance groups take on-demand capacity or a SageMaker training plan, got 'spot' "
-                "with orchestrator.kind 'hyperpod'; allowed on_demand or training_plan - did you mean on_demand?",
-                "R-CAP-4",
-            )
-        ],
-        id="R-CAP-4 spot on hyperpod (synth refuses it)",
     ),
     pytest.param(
         {

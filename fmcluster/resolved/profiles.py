@@ -38,9 +38,17 @@ EC2_PURCHASE_OPTIONS: Mapping[str, str] = MappingProxyType({
     "odcr": "ONDEMAND",
     "capacity_block": "CAPACITY_BLOCK",
 })
-#: HyperPod instance groups: on-demand, or a SageMaker training plan (``InstanceGroups[].TrainingPlanArn``);
-#: no EC2 reservation target (botocore sagemaker service-2.json ClusterInstanceGroupSpecification).
-HYPERPOD_CAPACITY: Mapping[str, str] = MappingProxyType({"on_demand": "ON_DEMAND", "training_plan": "TrainingPlanArn"})
+#: HyperPod instance groups: on-demand, Spot (``InstanceGroups[].CapacityRequirements.Spot``, an empty object) or a
+#: SageMaker training plan (``InstanceGroups[].TrainingPlanArn``); no EC2 reservation target. Sources: botocore
+#: sagemaker service-2.json ClusterInstanceGroupSpecification (CapacityRequirements, TrainingPlanArn) and
+#: ClusterCapacityRequirements (Spot, OnDemand: empty structures); CloudFormation resource schema
+#: AWS::SageMaker::Cluster ClusterCapacityRequirements (cfn-lint 1.58.0 schemas, schema_date 2026-10-20);
+#: https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-spot.html.
+HYPERPOD_CAPACITY: Mapping[str, str] = MappingProxyType({
+    "on_demand": "ON_DEMAND",
+    "spot": "CapacityRequirements.Spot",
+    "training_plan": "TrainingPlanArn",
+})
 
 #: Names fmcluster gives the HyperPod Slurm controller and login instance groups and the PCS login node group.
 HYPERPOD_CONTROLLER_GROUP = "controller"
@@ -62,9 +70,10 @@ class OrchestratorProfile:
         efa_interface_type_setting: YAML path where a blueprint chooses the EFA interface type, or
             ``None`` when the orchestrator chooses it (ParallelCluster renders its own launch templates).
         efa_only_caveat: appended to ``efa-only`` advice (PCS: unverified, R-PCS-3).
-        head_node_label: the node that runs the controller side and Prometheus, as users call it.
+        head_node_label: the node that runs the controller side and Prometheus, as users call it; ``None`` where
+            fmcluster runs no such node (HyperPod EKS: the EKS control plane is AWS's, R-OBS-3).
         management: management node labels, one subnet address each (ParallelCluster head node; PCS login
-            node; HyperPod controller and, when configured, login).
+            node; HyperPod Slurm controller and, when configured, login; none on HyperPod EKS).
         reserved_group_names: compute group names the orchestrator construct uses itself.
         capacity_types: accepted ``capacity.type`` values, in preference order, mapped to the orchestrator's
             own term; a type that is absent is refused by the capacity rules.
@@ -80,6 +89,10 @@ class OrchestratorProfile:
             runs (its "ml.<type> for cluster usage" quotas apply; botocore sagemaker service-2.json
             ClusterInstanceGroupSpecification). Default True.
         needs_vpc: the construct creates resources in the VPC itself (HyperPod, PCS).
+        lustre_on_nodes: FSx for Lustre is mounted on the nodes by the time the node scripts run, so they wait
+            for it (ParallelCluster SharedStorage, HyperPod Slurm FsxLustreConfig, PCS user data). False for
+            HyperPod EKS: fmcluster asks HyperPod for no host mount there (pods use the FSx CSI driver), and a
+            wait would fail every node. Default True.
         user_data_embed_limit_bytes: node scripts up to this size are embedded in user data, larger ones
             are downloaded (PCS: EC2's 16 KB raw limit minus headroom for the MIME wrapper); ``None`` when
             fmcluster writes no user data.
@@ -90,7 +103,7 @@ class OrchestratorProfile:
     settings_path: str
     efa_interface_type: str
     efa_interface_type_setting: str | None
-    head_node_label: str
+    head_node_label: str | None
     management: tuple[str, ...]
     reserved_group_names: tuple[str, ...]
     capacity_types: Mapping[str, str]
@@ -100,6 +113,7 @@ class OrchestratorProfile:
     places_nodes_itself: bool = False
     ec2_capacity: bool = True
     needs_vpc: bool = False
+    lustre_on_nodes: bool = True
     efa_only_caveat: str = ""
     user_data_embed_limit_bytes: int | None = None
     notes: tuple[str, ...] = field(default=())
@@ -128,19 +142,19 @@ def _parallelcluster(orch: OrchestratorSpec) -> OrchestratorProfile:
 
 def _hyperpod(orch: OrchestratorSpec) -> OrchestratorProfile:
     hp = orch.hyperpod
-    # The controller and login instance groups exist on Slurm only; the subnet count has always
-    # included them for EKS too (kept: the plan and the subnet rules must not change here).
-    management = ("controller node", *(("login node",) if hp.login_instance_type else ()))
     if hp.orchestration == "eks":
+        # No controller or login instance group on EKS (the construct creates only worker groups, the
+        # control plane is the EKS cluster's): no management node in the subnet and no head node.
         return OrchestratorProfile(
             key="hyperpod-eks", kind="hyperpod", settings_path="orchestrator.hyperpod",
             efa_interface_type=hp.efa_interface_type,
-            efa_interface_type_setting="orchestrator.hyperpod.efa_interface_type", head_node_label="controller node",
-            management=management, reserved_group_names=(), capacity_types=HYPERPOD_CAPACITY,
+            efa_interface_type_setting="orchestrator.hyperpod.efa_interface_type", head_node_label=None,
+            management=(), reserved_group_names=(), capacity_types=HYPERPOD_CAPACITY,
             node_bootstrap_delivery="lifecycle", head_node_script_delivery=None, default_node_discovery="slurm",
-            places_nodes_itself=True, ec2_capacity=False, needs_vpc=True,
+            places_nodes_itself=True, ec2_capacity=False, needs_vpc=True, lustre_on_nodes=False,
             notes=("HyperPod on EKS: pods take VPC CNI addresses from this subnet; they are not counted",),
         )
+    management = ("controller node", *(("login node",) if hp.login_instance_type else ()))
     return OrchestratorProfile(
         key="hyperpod-slurm", kind="hyperpod", settings_path="orchestrator.hyperpod",
         efa_interface_type=hp.efa_interface_type,

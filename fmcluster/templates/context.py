@@ -237,7 +237,8 @@ def node_context(rc: ResolvedCluster, group: ResolvedGroup, *, exporters_script:
         gdr_required=inst.gdr_required,
         nvme_count=inst.nvme.count,
         scratch_path=group.spec.scratch_path,
-        fsx_mount_point=lustre.mount_point if lustre else None,
+        # Only where the orchestrator mounts it before the node scripts run (not HyperPod EKS: no host mount).
+        fsx_mount_point=lustre.mount_point if lustre and rc.profile.lustre_on_nodes else None,
         stack_name=stack.name,
         kernel_modules=stack.kernel_modules,
         versions=stack.versions(),

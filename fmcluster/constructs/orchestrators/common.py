@@ -162,8 +162,9 @@ def start_after_slurm(script_path: str) -> str:
     ``fmcluster-head-node``) once ``sinfo`` answers, and return at once.
 
     The boot step that runs these lines comes before Slurm is usable on a PCS login node (user data runs
-    before ``sackd`` starts) and, on a HyperPod controller, is not documented to come after ``slurmctld``
-    starts; waiting inline could hold up the very step Slurm waits for. After
+    before ``sackd`` starts); waiting inline could hold up the very step Slurm waits for. On a HyperPod
+    controller it is the ``OnInitComplete`` script, which runs after HyperPod configured Slurm, so ``sinfo``
+    normally answers at once. After
     ``SLURM_WAIT_SECONDS`` the script runs anyway. Output goes to ``HEAD_NODE_LOG``. Idempotent: a
     second run while the unit is active starts nothing. The callers put ``script_path`` in
     ``/opt/fmcluster`` first, which is where the waiter (``AFTER_SLURM_PATH``) goes too.

@@ -1,24 +1,41 @@
 """Amazon SageMaker HyperPod (``AWS::SageMaker::Cluster``), Slurm or EKS orchestration.
 
-Slurm uses HyperPod's API-driven configuration: a ``Controller`` group, an optional ``Login``
-group and one ``Compute`` group per compute group (partition = group name), with FSx for Lustre
-mounted by HyperPod from ``InstanceStorageConfigs``. The lifecycle scripts (one prefix per
-instance group: ``on_create.sh``, ``provisioning_parameters.json`` and, for GPU groups, our
-rendered node scripts) go to a ``sagemaker-``-prefixed bucket this construct creates; worker
-groups run ``bootstrap.sh`` from ``on_create.sh``. ``provisioning_parameters.json`` repeats the
-same topology in the legacy form, so both paths agree.
+Slurm uses HyperPod's API-driven configuration completely: a ``Controller`` group, an optional ``Login``
+group and one ``Compute`` group per compute group (partition = group name), each with ``SlurmConfig``, and
+FSx for Lustre mounted by HyperPod from ``InstanceStorageConfigs``. Every instance group's lifecycle
+config names its script with ``OnInitComplete`` ("Extended mode": HyperPod configures its default
+software, Slurm and the FSx mount first, writes its own configuration under ``/opt/ml/config/``, then runs
+the script), never ``OnCreate`` ("Customer Managed mode", where the scripts must start Slurm and mount
+FSx themselves). No ``provisioning_parameters.json`` is uploaded: AWS refuses a lifecycle config that has
+both ``SlurmConfig`` and that file. The scripts (one prefix per instance group: ``on_init_complete.sh``
+and, for GPU groups, our rendered node scripts) go to a ``sagemaker-``-prefixed bucket this construct
+creates; worker groups run ``bootstrap.sh`` from ``on_init_complete.sh``.
 
 With a metrics layer, the ``controller`` group's folder also holds the observability head-node script;
-its ``on_create.sh`` copies it to ``/opt/fmcluster`` and starts it once Slurm answers
-(``common.start_after_slurm``), and the execution role gets the observability node policy. All
-instance groups share that one execution role, so the GPU groups get the policy as well.
+its ``on_init_complete.sh`` copies it to ``/opt/fmcluster`` and starts it once Slurm answers
+(``common.start_after_slurm``; Slurm is up already in this mode, so it starts at once), and the execution
+role gets the observability node policy. All instance groups share that one execution role, so the GPU
+groups get the policy as well.
 
-EKS joins worker groups (no controller/login) to an existing EKS cluster.
+EKS joins worker groups (no controller/login) to an existing EKS cluster, also with ``OnInitComplete``.
 
 Sources (aws-resource-rules.md section 7):
 - API-driven Slurm configuration (``SlurmConfig``, ``Orchestrator.Slurm.SlurmConfigStrategy``,
-  ``FsxLustreConfig``) and the ``provisioning_parameters.json`` form:
-  https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-ref.html
+  ``FsxLustreConfig``): https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-ref.html; no
+  ``provisioning_parameters.json`` with ``SlurmConfig`` ("The LifeCycleConfig cannot include both a SLURM
+  Orchestrator Config and a provisioning_parameters.json file simultaneously"):
+  https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-slurm-api-config-migration.html
+- Lifecycle modes: CloudFormation resource schema AWS::SageMaker::Cluster ``ClusterLifeCycleConfig`` (SourceS3Uri +
+  OnCreate = Customer Managed mode, SourceS3Uri + OnInitComplete = Extended mode, "runs after HyperPod configures
+  the default software"; cfn-lint 1.58.0 schemas); botocore sagemaker service-2.json ``ClusterLifeCycleConfig.
+  OnInitComplete`` ("runs on the node after the AMI-based initialization is complete"); awslabs/awsome-distributed-ai
+  ``1.architectures/5.sagemaker-hyperpod/Extensions/observability/README.md`` (``SlurmConfig`` with
+  ``OnInitComplete`` on every group; creation fails if the script exits non-zero).
+- Spot: ``InstanceGroups[].CapacityRequirements.Spot`` (empty object), botocore sagemaker service-2.json
+  ``ClusterCapacityRequirements``; CloudFormation schema ``ClusterCapacityRequirements``.
+- ``ImageId``, ``ScheduledUpdateConfig``, ``AutoPatchConfig``: CloudFormation schema AWS::SageMaker::Cluster
+  ``ClusterInstanceGroup`` (cfn-lint 1.58.0 schemas); botocore sagemaker service-2.json
+  ``ClusterInstanceGroupSpecification``.
 - Lifecycle bucket must start with ``sagemaker-`` for ``AmazonSageMakerClusterInstanceRolePolicy``:
   botocore ``sagemaker`` ``ClusterLifeCycleConfig.SourceS3Uri`` (R7.12).
 - ``InstanceStorageConfigs`` EBS volumes mount at ``/opt/sagemaker``; ``NetworkInterface.InterfaceType``
@@ -32,7 +49,6 @@ Sources (aws-resource-rules.md section 7):
 
 from __future__ import annotations
 
-import hashlib
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -64,49 +80,60 @@ from fmcluster.templates.context import NodeContext
 from fmcluster.templates.node_scripts import ENTRY_POINT, render_node_scripts
 
 LIFECYCLE_PREFIX = "lifecycle"
-ON_CREATE = "on_create.sh"
-PROVISIONING_PARAMETERS = "provisioning_parameters.json"
+#: The lifecycle script of every instance group, named by ``LifeCycleConfig.OnInitComplete``.
+ON_INIT_COMPLETE = "on_init_complete.sh"
 BUCKET_PREFIX = "sagemaker-"
+#: S3 bucket names are 3-63 characters (https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html).
 MAX_BUCKET_NAME = 63
+#: An AWS account id is 12 digits: the length the lifecycle bucket name rule (R-HP-5) assumes for the deploy-time
+#: account.
+ACCOUNT_ID_LENGTH = 12
 #: Secondary EBS volume (mounted at /opt/sagemaker) for groups without local NVMe: controller and login
 #: keep Slurm state, container images and logs there. GPU groups use their instance-store NVMe instead.
 EBS_VOLUME_GIB = 500
 SLURM_CONFIG_STRATEGY = "Managed"
 
 
+def lifecycle_bucket_name_length(cluster_name: str, region: str) -> int:
+    """Length of ``sagemaker-<cluster>-<account>-<region>`` with a 12-digit account id (characters)."""
+    return len(BUCKET_PREFIX) + len(cluster_name) + 1 + ACCOUNT_ID_LENGTH + 1 + len(region)
+
+
 def lifecycle_bucket_name(cluster_name: str, region: str) -> str:
-    """``sagemaker-<cluster>-<account>-<region>`` (a deploy-time token for the account), shortened with
-    a stable hash when it would exceed S3's 63 characters."""
-    fixed = len(BUCKET_PREFIX) + 1 + 12 + 1 + len(region)
-    name = cluster_name
-    if fixed + len(name) > MAX_BUCKET_NAME:
-        digest = hashlib.sha256(cluster_name.encode()).hexdigest()[:6]
-        keep = MAX_BUCKET_NAME - fixed - len(digest) - 1
-        name = f"{cluster_name[:keep].rstrip('-')}-{digest}"
-    return f"{BUCKET_PREFIX}{name}-{Aws.ACCOUNT_ID}-{region}"
+    """``sagemaker-<cluster>-<account>-<region>``, the account a deploy-time token. Never shortened (a
+    shortened name could collide with another cluster's): rule R-HP-5 refuses names for which it would exceed
+    S3's 63 characters (:func:`lifecycle_bucket_name_length`); a name that slips through fails synthesis.
+
+    Raises ValueError when the name would not fit.
+    """
+    length = lifecycle_bucket_name_length(cluster_name, region)
+    if length > MAX_BUCKET_NAME:
+        raise ValueError(
+            f"lifecycle bucket name sagemaker-{cluster_name}-<account>-{region} has {length} characters; "
+            f"S3 allows {MAX_BUCKET_NAME} (rule R-HP-5)"
+        )
+    return f"{BUCKET_PREFIX}{cluster_name}-{Aws.ACCOUNT_ID}-{region}"
 
 
-def on_create_script(
-    *, group: str, role: str, runs_bootstrap: bool, uses_provisioning_parameters: bool, starts_head_node: bool = False
-) -> str:
-    """The lifecycle entry point of one instance group (HyperPod runs it as root from the group's prefix).
+def on_init_complete_script(*, group: str, role: str, runs_bootstrap: bool, starts_head_node: bool = False) -> str:
+    """The ``OnInitComplete`` script of one instance group (HyperPod runs it as root from the group's prefix,
+    after it configured Slurm and mounted FSx for Lustre from the cluster request; HyperPod's own
+    configuration is under ``/opt/ml/config/``). It neither starts Slurm nor mounts anything.
 
-    ``starts_head_node``: copy ``head-node.sh`` from the group's folder to ``/opt/fmcluster`` and start it
-    once Slurm answers. Default: off (no head-node script).
+    ``runs_bootstrap``: run the group's ``bootstrap.sh`` (GPU groups). ``starts_head_node``: copy ``head-node.sh``
+    from the group's folder to ``/opt/fmcluster`` and start it once Slurm answers. Default: off (no head-node
+    script). A non-zero exit fails the node's creation.
     """
     lines = [
         "#!/usr/bin/env bash",
-        f"# fmcluster HyperPod lifecycle entry point for instance group {group} ({role}).",
-        "# Rendered by fmcluster; HyperPod configures Slurm and mounts FSx from the cluster API request.",
+        f"# fmcluster HyperPod OnInitComplete script for instance group {group} ({role}).",
+        "# Rendered by fmcluster. HyperPod has configured Slurm and mounted FSx for Lustre from the cluster request",
+        "# before this runs (its own configuration is under /opt/ml/config/); this script starts and mounts nothing.",
         "set -euo pipefail",
-        'here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"',
-        'log() { printf \'%s fmcluster-on-create: %s\\n\' "$(date -u +%FT%TZ)" "$*"; }',
+        *(['here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"'] if runs_bootstrap or starts_head_node else []),
+        'log() { printf \'%s fmcluster-on-init-complete: %s\\n\' "$(date -u +%FT%TZ)" "$*"; }',
         f'log "instance group {group}, role {role}"',
     ]
-    if uses_provisioning_parameters:
-        lines += [
-            f'[[ -s "${{here}}/{PROVISIONING_PARAMETERS}" ]] || {{ log "ERROR: {PROVISIONING_PARAMETERS} missing"; exit 1; }}',
-        ]
     if runs_bootstrap:
         lines += [f'bash "${{here}}/{ENTRY_POINT}"']
     if starts_head_node:
@@ -123,8 +150,7 @@ class HyperPodCluster(Construct):
 
     Attributes: ``cluster`` (CfnCluster), ``bucket`` (lifecycle bucket), ``deployment``
     (BucketDeployment of the scripts), ``role`` (execution role), ``instance_groups`` (the
-    CloudFormation ``InstanceGroups`` list as plain dicts, with tokens), ``provisioning_parameters``
-    (the legacy Slurm form, with tokens; ``None`` for EKS), ``scripts`` (group -> file -> text).
+    CloudFormation ``InstanceGroups`` list as plain dicts, with tokens), ``scripts`` (group -> file -> text).
 
     ``head_node_script`` (text) runs on the controller group once Slurm answers and ``head_node_policy`` is
     attached to the execution role (shared by all groups); both only with Slurm orchestration (EKS has no
@@ -189,31 +215,13 @@ class HyperPodCluster(Construct):
             head = head_node_script if slurm and name == HYPERPOD_CONTROLLER_GROUP else None
             if head is not None:
                 files[HEAD_NODE_SCRIPT] = head
-            files[ON_CREATE] = on_create_script(
+            files[ON_INIT_COMPLETE] = on_init_complete_script(
                 group=name,
                 role=node_type.lower(),
                 runs_bootstrap=g is not None,
-                uses_provisioning_parameters=slurm,
                 starts_head_node=head is not None,
             )
             self.scripts[name] = files
-
-        self.provisioning_parameters: dict[str, Any] | None = None
-        if slurm:
-            params: dict[str, Any] = {
-                "version": "1.0.0",
-                "workload_manager": "slurm",
-                "controller_group": HYPERPOD_CONTROLLER_GROUP,
-            }
-            if spec.login_instance_type:
-                params["login_group"] = HYPERPOD_LOGIN_GROUP
-            params["worker_groups"] = [
-                {"instance_group_name": g.name, "partition_name": g.name} for g in groups
-            ]
-            if lustre is not None:
-                params["fsx_dns_name"] = lustre.dns_name
-                params["fsx_mountname"] = lustre.mount_name
-            self.provisioning_parameters = params
 
         staging = Path(tempfile.mkdtemp(prefix="fmcluster-lifecycle-"))
         for name, files in self.scripts.items():
@@ -223,12 +231,8 @@ class HyperPodCluster(Construct):
                 path.write_text(text)
                 if fname.endswith(".sh"):
                     path.chmod(0o755)
+        # Only the rendered scripts: no provisioning_parameters.json next to SlurmConfig (AWS refuses both).
         sources = [s3deploy.Source.asset(str(staging))]
-        if self.provisioning_parameters is not None:
-            sources += [
-                s3deploy.Source.json_data(f"{name}/{PROVISIONING_PARAMETERS}", self.provisioning_parameters)
-                for name, _, _ in topology
-            ]
         self.deployment = s3deploy.BucketDeployment(
             self,
             "LifecycleScripts",
@@ -301,8 +305,23 @@ class HyperPodCluster(Construct):
         ig: dict[str, Any] = {
             "InstanceGroupName": name,
             "ExecutionRole": self.role.role_arn,
-            "LifeCycleConfig": {"SourceS3Uri": uri, "OnCreate": ON_CREATE},
+            # Extended mode: HyperPod sets up Slurm and FSx, then runs our script (see the module docstring).
+            "LifeCycleConfig": {"SourceS3Uri": uri, "OnInitComplete": ON_INIT_COMPLETE},
         }
+        if spec.image_id is not None:
+            ig["ImageId"] = spec.image_id
+        if spec.ami_updates is not None:
+            ig["ScheduledUpdateConfig"] = {
+                "ScheduleExpression": spec.ami_updates.schedule,
+                "DeploymentConfig": {
+                    "RollingUpdatePolicy": {
+                        "MaximumBatchSize": {"Type": "CAPACITY_PERCENTAGE", "Value": spec.ami_updates.max_batch_percent},
+                    },
+                    "WaitIntervalInSeconds": spec.ami_updates.wait_interval_seconds,
+                },
+            }
+        if spec.auto_patch is not None:
+            ig["AutoPatchConfig"] = {"PatchingStrategy": spec.auto_patch.strategy}
         storage: list[dict[str, Any]] = []
         if rg is None:
             ig["InstanceType"] = (
@@ -324,10 +343,12 @@ class HyperPodCluster(Construct):
             plan = hyperpod_training_plan(g)
             if plan:
                 ig["TrainingPlanArn"] = plan
+            if g.capacity.type == "spot":
+                ig["CapacityRequirements"] = {"Spot": {}}
             if not profile.accepts(g.capacity.type):
                 Annotations.of(self).add_error(
-                    f"compute group {g.name}: HyperPod takes on-demand capacity or a training plan, got "
-                    f"{g.capacity.type!r}; allowed {', '.join(profile.capacity_types)}"
+                    f"compute group {g.name}: HyperPod does not take capacity type {g.capacity.type!r}; "
+                    f"allowed {', '.join(profile.capacity_types)}"
                 )
             if inst.nvme.count == 0:
                 storage.append({"EbsVolumeConfig": {"VolumeSizeInGB": EBS_VOLUME_GIB}})

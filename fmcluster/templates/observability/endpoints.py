@@ -39,7 +39,9 @@ def port_forward_command(port: int, region: str, target: str = "<head-node-insta
 def observability_endpoints(rc: ResolvedCluster) -> list[Endpoint]:
     """The observability endpoints of ``rc`` (empty when ``observability.metrics`` is ``none``): the stack's
     outputs (``rc.stacks.observability``), the port-forwarded self-hosted UIs on the node that runs
-    Prometheus (``rc.profile.head_node_label``) and the SSM parameter nodes read (``rc.observability_parameter``)."""
+    Prometheus (``rc.profile.head_node_label``) and the SSM parameter nodes read (``rc.observability_parameter``).
+    Where the profile has no head node (HyperPod EKS, R-OBS-3) no line names one: remote write and the SSM
+    parameter are described as being for the user's own collector."""
     bp = rc.blueprint
     o = bp.observability
     stack = rc.stacks.observability
@@ -52,8 +54,9 @@ def observability_endpoints(rc: ResolvedCluster) -> list[Endpoint]:
             Endpoint(
                 "AMP workspace remote write",
                 f"stack output {stack}.{OUTPUT_REMOTE_WRITE_URL} (known at deploy)",
-                f"SigV4 from the Prometheus agent on the {head}; needs the managed policy in output "
-                f"{stack}.{OUTPUT_NODE_POLICY_ARN}",
+                (f"SigV4 from the Prometheus agent on the {head}" if head else
+                 "SigV4 from your own collector (fmcluster runs no Prometheus agent on HyperPod EKS)")
+                + f"; needs the managed policy in output {stack}.{OUTPUT_NODE_POLICY_ARN}",
             ),
             Endpoint(
                 "AMP workspace query",
@@ -66,7 +69,7 @@ def observability_endpoints(rc: ResolvedCluster) -> list[Endpoint]:
                 f"{o.grafana_authentication} sign-in; assign users in the Amazon Managed Grafana console",
             ),
         ]
-    else:
+    elif head is not None:  # self-hosted Prometheus and Grafana run on the head node; none without one
         out += [
             Endpoint(
                 "Grafana (self-hosted)",
@@ -84,7 +87,8 @@ def observability_endpoints(rc: ResolvedCluster) -> list[Endpoint]:
         Endpoint(
             "Node settings (SSM parameter)",
             rc.observability_parameter,
-            f"read at boot by the {head} (mode, region, remote-write URL)",
+            f"read at boot by the {head} (mode, region, remote-write URL)" if head else
+            "mode, region, remote-write URL for your own collector (no node of fmcluster's reads it on HyperPod EKS)",
         )
     )
     return out

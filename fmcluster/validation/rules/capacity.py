@@ -86,16 +86,18 @@ def no_new_placement_group_for_reservations(groups: list[ComputeGroup]) -> Itera
 
 @rule("R-CAP-4", scope="cluster", orchestrators=("hyperpod",),
       source="botocore sagemaker service-2.json ClusterInstanceGroupSpecification (TrainingPlanArn, "
-      "CapacityRequirements: no EC2 reservation target); "
+      "CapacityRequirements with Spot or OnDemand; no EC2 reservation target); CloudFormation resource schema "
+      "AWS::SageMaker::Cluster ClusterCapacityRequirements; "
       "https://docs.aws.amazon.com/sagemaker/latest/dg/reserve-capacity-with-training-plans.html; "
-      "fmcluster constructs/orchestrators/hyperpod.py (instance groups are on-demand or a training plan)")
+      "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-spot.html")
 def hyperpod_capacity_types(rc: ResolvedCluster) -> Iterator[Violation]:
-    """HyperPod instance groups take on-demand capacity or a SageMaker training plan. They cannot target
-    EC2 reservations (Capacity Blocks, ODCRs): reserved HyperPod capacity is a training plan. Spot is
-    not offered by fmcluster's HyperPod instance groups (synth refuses it), so it is refused here too."""
+    """HyperPod instance groups take on-demand capacity, Spot (``CapacityRequirements.Spot``) or a SageMaker
+    training plan, as the profile lists them. They cannot target EC2 reservations (Capacity Blocks, ODCRs):
+    reserved HyperPod capacity is a training plan."""
     bp, accepted = rc.blueprint, rc.profile.capacity_types
     names = {"capacity_block": "EC2 Capacity Blocks", "odcr": "EC2 On-Demand Capacity Reservations"}
-    allowed = " or ".join(accepted)
+    types = list(accepted)
+    allowed = f"{', '.join(types[:-1])} or {types[-1]}" if len(types) > 1 else types[0]
     for i, g in enumerate(bp.compute):
         if g.capacity.type in names:
             yield f"compute[{i}].capacity.type", (
@@ -106,8 +108,23 @@ def hyperpod_capacity_types(rc: ResolvedCluster) -> Iterator[Violation]:
             )
         elif g.capacity.type not in accepted:
             yield f"compute[{i}].capacity.type", (
-                "HyperPod instance groups take on-demand capacity or a SageMaker training plan, got "
-                f"{g.capacity.type!r} with orchestrator.kind 'hyperpod'; allowed {allowed} - did you mean on_demand?"
+                "HyperPod instance groups do not take this capacity type, "
+                f"got {g.capacity.type!r} with orchestrator.kind 'hyperpod'; allowed {allowed}"
+            )
+
+
+@rule("R-HP-7", level="warning", scope="cluster", orchestrators=("hyperpod-slurm",),
+      source="unverified: https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-spot.html describes Spot "
+      "with EKS orchestration (continuous provisioning, Karpenter); the API (botocore sagemaker "
+      "ClusterInstanceGroupSpecification.CapacityRequirements) does not limit it to EKS")
+def hyperpod_slurm_spot_unverified(rc: ResolvedCluster) -> Iterator[Violation]:
+    """Spot on HyperPod Slurm worker groups is accepted by the API shape but not documented: a warning."""
+    for i, g in enumerate(rc.blueprint.compute):
+        if g.capacity.type == "spot":
+            yield f"compute[{i}].capacity.type", (
+                "Spot on HyperPod is documented for EKS orchestration only; "
+                "with Slurm it is unverified and the cluster request may be refused, "
+                "got 'spot' with orchestration slurm; allowed spot (at your risk), on_demand or training_plan"
             )
 
 

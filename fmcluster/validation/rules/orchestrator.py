@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from fmcluster.blueprint.model import Blueprint, OrchestratorSpec
 from fmcluster.catalog import cpu_architecture_of, get_instance, memory_gib_of
 from fmcluster.resolved import ResolvedCluster
-from fmcluster.resolved.profiles import KINDS
+from fmcluster.resolved.profiles import HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP, KINDS
 from fmcluster.validation.rules import Violation, rule
 
 
@@ -91,6 +91,85 @@ def hyperpod_reserved_names(rc: ResolvedCluster) -> Iterator[Violation]:
             yield f"{g.path}.name", (
                 f"name reserved for the HyperPod Slurm {g.name} instance group, got {g.name!r}; allowed any other name"
             )
+
+
+#: ``sagemaker-<name>-<account>-<region>``: the prefix the managed AmazonSageMakerClusterInstanceRolePolicy reads
+#: (botocore sagemaker ClusterLifeCycleConfig.SourceS3Uri), a 12-digit account id, S3's 63-character limit
+#: (https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html). Kept equal to the construct's
+#: ``lifecycle_bucket_name`` (tests/test_deploy_hyperpod.py checks both agree).
+LIFECYCLE_BUCKET_FIXED = len("sagemaker-") + 1 + 12 + 1
+S3_BUCKET_MAX = 63
+
+
+@rule("R-HP-5", source="https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html (3-63 characters); "
+      "botocore sagemaker service-2.json ClusterLifeCycleConfig.SourceS3Uri (bucket must start with sagemaker-); "
+      "fmcluster names the lifecycle bucket sagemaker-<name>-<account>-<region>", orchestrators=("hyperpod",))
+def hyperpod_lifecycle_bucket_fits(bp: Blueprint) -> Iterator[Violation]:
+    """The lifecycle bucket ``sagemaker-<name>-<12-digit account>-<region>`` must fit 63 characters; it is never
+    shortened (a shortened name could collide with another cluster's bucket)."""
+    room = S3_BUCKET_MAX - LIFECYCLE_BUCKET_FIXED - len(bp.region)
+    if len(bp.name) > room:
+        yield "name", (
+            f"too long for the HyperPod lifecycle bucket sagemaker-{bp.name}-<account>-{bp.region} "
+            f"({LIFECYCLE_BUCKET_FIXED + len(bp.name) + len(bp.region)} characters with a 12-digit account id; "
+            f"S3 allows {S3_BUCKET_MAX}), got {len(bp.name)} characters; allowed at most {room} characters in {bp.region} "
+            f"- did you mean {bp.name[:room].rstrip('-')!r}?"
+        )
+
+
+@rule("R-HP-6", source="fmcluster: HyperPod on EKS has no Slurm controller or login instance group (the construct "
+      "creates worker groups only; https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks.html)",
+      scope="orchestrator", orchestrators=("hyperpod-eks",))
+def eks_has_no_controller_or_login(orch: OrchestratorSpec) -> Iterator[Violation]:
+    """Settings that only shape the Slurm controller and login groups are errors on EKS, not silently ignored."""
+    hp = orch.hyperpod
+    groups = {"controller_instance_type": HYPERPOD_CONTROLLER_GROUP, "login_instance_type": HYPERPOD_LOGIN_GROUP}
+    for field, group in groups.items():
+        if field in hp.model_fields_set and getattr(hp, field) is not None:  # null login = no login group
+            yield f"orchestrator.hyperpod.{field}", (
+                f"HyperPod on EKS has no {group} instance group, got {getattr(hp, field)!r} with orchestration eks; "
+                f"allowed nothing (remove it) or orchestration: slurm"
+            )
+
+
+@rule("R-HP-8", level="warning", scope="cluster", orchestrators=("hyperpod-eks",),
+      source="fmcluster: HyperPod EKS instance groups get no FsxLustreConfig from fmcluster (the API-driven FSx mount "
+      "is documented for Slurm: https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-slurm-api-config-"
+      "migration.html), so the nodes do not mount the file system and their scripts do not wait for it")
+def eks_lustre_not_mounted(rc: ResolvedCluster) -> Iterator[Violation]:
+    """The file system is created but not mounted on HyperPod EKS nodes: pods reach it through the FSx CSI driver."""
+    lustre = rc.blueprint.storage.lustre
+    if lustre is not None and not rc.profile.lustre_on_nodes:
+        yield "storage.lustre", (
+            f"FSx for Lustre is not mounted at {lustre.mount_point} on HyperPod EKS nodes, got orchestration eks; "
+            "allowed a file system that pods mount through the FSx for Lustre CSI driver "
+            "(a PersistentVolume in your EKS cluster), "
+            "or orchestration: slurm for a host mount"
+        )
+
+
+@rule("R-HP-9", scope="cluster", orchestrators=("hyperpod",),
+      source="botocore sagemaker service-2.json ClusterInstanceGroupSpecification.ImageId (one AMI per instance group); "
+      "an AMI has one architecture (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ComponentsAMIs.html); "
+      "fmcluster applies orchestrator.hyperpod.image_id to every instance group")
+def hyperpod_image_one_architecture(rc: ResolvedCluster) -> Iterator[Violation]:
+    """One AMI id on every instance group needs every group to share a CPU architecture (``default`` lets HyperPod
+    pick per group)."""
+    hp = rc.blueprint.orchestrator.hyperpod
+    if hp.image_id is None or hp.image_id == "default":
+        return
+    archs = {f"compute {g.name}": g.instance.cpu_architecture for g in rc.groups}
+    if hp.orchestration == "slurm":
+        for label, t in (("controller", hp.controller_instance_type), ("login", hp.login_instance_type)):
+            arch = cpu_architecture_of(t.removeprefix("ml.")) if t else None
+            if arch is not None:
+                archs[label] = arch
+    if len(set(archs.values())) > 1:
+        mix = ", ".join(f"{k} {v}" for k, v in archs.items())
+        yield "orchestrator.hyperpod.image_id", (
+            f"one AMI for instance groups of different CPU architectures ({mix}), got {hp.image_id!r}; "
+            "allowed default (HyperPod picks per group) or groups of one architecture"
+        )
 
 
 # ---- AWS PCS ---------------------------------------------------------------------------------
