@@ -116,6 +116,14 @@ class GpuNetwork(Construct):
         in DELETE_FAILED. Everything else in this stack (NAT gateway, public subnet, route tables, EFA
         security group, endpoints, placement groups) is still deleted. No effect on an imported VPC
         (``network.vpc_id``): fmcluster never deletes that one. See docs/storage.md "Teardown".
+
+        Sources: Retain keeps a resource when its stack is deleted
+        (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-attribute-deletionpolicy.html);
+        a security group "associated with an instance or network interface" or "referenced by another
+        security group" cannot be deleted (DependencyViolation,
+        https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DeleteSecurityGroup.html); a subnet
+        with network interfaces in it cannot be deleted either
+        (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DeleteSubnet.html).
         """
         if not isinstance(self.vpc, ec2.Vpc):
             return
