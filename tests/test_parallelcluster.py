@@ -112,11 +112,15 @@ def test_kms_checkpoint_bucket_adds_the_key_policy_to_every_queue() -> None:
     [ref] = q["Iam"]["AdditionalIamPolicies"]
     policy = t["Resources"][ref["Policy"]["Ref"]]
     assert policy["Type"] == "AWS::IAM::ManagedPolicy"
-    [st] = policy["Properties"]["PolicyDocument"]["Statement"]
-    assert (st["Sid"], st["Resource"]) == ("CheckpointKey", kms)
+    statements = {st["Sid"]: st for st in policy["Properties"]["PolicyDocument"]["Statement"]}
+    assert statements["CheckpointKey"]["Resource"] == kms
+    assert "CheckpointPrefixList" in statements  # issue 12 item 7: listing the prefix (tests/test_deploy_storage.py)
 
 
-def test_no_key_policy_without_kms() -> None:
-    _, props = cluster()
+def test_checkpoint_policy_without_kms_has_no_key_statement() -> None:
+    # Changed on purpose (issue 12 item 7): queues now always get the prefix-listing policy.
+    t, props = cluster()
     [q] = props["ClusterConfiguration"]["Scheduling"]["SlurmQueues"]
-    assert "AdditionalIamPolicies" not in q["Iam"]
+    [ref] = q["Iam"]["AdditionalIamPolicies"]
+    sids = [st["Sid"] for st in t["Resources"][ref["Policy"]["Ref"]]["Properties"]["PolicyDocument"]["Statement"]]
+    assert sids == ["CheckpointPrefixList"]

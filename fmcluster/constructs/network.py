@@ -7,6 +7,9 @@ Sources:
   (aws-resource-rules.md R3.1-R3.3). CDK drops egress rules added to a group created with
   ``allow_all_outbound=True``, so the group is created with ``allow_all_outbound=False`` and every
   egress rule is explicit.
+- Effective egress: CDK drops its "no traffic" placeholder once an egress rule is added and EC2 then
+  adds its default allow-all rule; :func:`explicit_egress_only` pins the placeholder so that only the
+  explicit rules apply (issue 12 item 4).
 - EFA traffic stays in one subnet / AZ (R3.6); cluster placement groups are single-AZ (R4.2).
 """
 
@@ -15,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from aws_cdk import Annotations, Tags
+from aws_cdk import Annotations, CfnResource, RemovalPolicy, Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -23,6 +26,33 @@ from constructs import Construct
 from fmcluster.blueprint.model import NetworkSpec
 
 PUBLIC_SUBNET_PREFIX = 24
+
+#: CDK's own "match no traffic" egress rule (aws-cdk-lib ``aws-ec2/lib/security-group.ts``, ``MATCH_NO_TRAFFIC``).
+NO_TRAFFIC_EGRESS = {"CidrIp": "255.255.255.255/32", "Description": "Disallow all traffic", "IpProtocol": "icmp",
+                     "FromPort": 252, "ToPort": 86}
+
+
+def explicit_egress_only(sg: ec2.SecurityGroup) -> None:
+    """Make ``sg``'s effective egress exactly its explicit egress rules.
+
+    A group created with ``allow_all_outbound=False`` gets CDK's inline placeholder rule
+    :data:`NO_TRAFFIC_EGRESS`, and CDK REMOVES it again as soon as an egress rule is added
+    (``removeNoTrafficRule`` in aws-cdk-lib ``aws-ec2/lib/security-group.ts``, 2.275.0); rules between
+    groups are standalone ``AWS::EC2::SecurityGroupEgress`` resources, so the group itself is then
+    synthesized with no ``SecurityGroupEgress`` at all. EC2 then adds its default allow-all egress:
+    "When you create a security group, if you do not add egress rules, we add egress rules that allow
+    all outbound IPv4 and IPv6 traffic" (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-resource-ec2-securitygroup.html).
+    Pinning the placeholder inline keeps that default rule away; it matches no traffic, so the
+    standalone rules are the whole egress.
+    """
+    cfn = sg.node.default_child
+    assert isinstance(cfn, ec2.CfnSecurityGroup)
+    cfn.add_property_override("SecurityGroupEgress", [dict(NO_TRAFFIC_EGRESS)])
+
+
+def security_group_rules(sg: ec2.SecurityGroup) -> list[ec2.CfnSecurityGroupIngress | ec2.CfnSecurityGroupEgress]:
+    """Every standalone rule resource CDK created under ``sg`` (its own rules and the ``remote_rule``s it owns)."""
+    return [c for c in sg.node.find_all() if isinstance(c, (ec2.CfnSecurityGroupIngress, ec2.CfnSecurityGroupEgress))]
 
 
 @dataclass(frozen=True)
@@ -68,6 +98,7 @@ class GpuNetwork(Construct):
             sg, "AllOutbound", group_id=sg.security_group_id, ip_protocol="-1", cidr_ip="0.0.0.0/0",
             description="Outbound for packages, S3, AWS APIs and Lustre",
         )
+        explicit_egress_only(sg)
 
         self.placement_groups: dict[str, ec2.PlacementGroup] = {}
         if placement_group_names:
@@ -76,6 +107,30 @@ class GpuNetwork(Construct):
                 self.placement_groups[name] = ec2.PlacementGroup(
                     pgs, name, strategy=ec2.PlacementGroupStrategy.CLUSTER
                 )
+
+    def retain_gpu_subnet(self) -> None:
+        """Keep the VPC and the GPU subnet when this stack is deleted (DeletionPolicy/UpdateReplacePolicy Retain).
+
+        For a retained FSx file system: it keeps its network interfaces in the GPU subnet, so deleting
+        the subnet (and then the VPC) would fail with a dependency violation and leave the network stack
+        in DELETE_FAILED. Everything else in this stack (NAT gateway, public subnet, route tables, EFA
+        security group, endpoints, placement groups) is still deleted. No effect on an imported VPC
+        (``network.vpc_id``): fmcluster never deletes that one. See docs/storage.md "Teardown".
+
+        Sources: Retain keeps a resource when its stack is deleted
+        (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-attribute-deletionpolicy.html);
+        a security group "associated with an instance or network interface" or "referenced by another
+        security group" cannot be deleted (DependencyViolation,
+        https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DeleteSecurityGroup.html); a subnet
+        with network interfaces in it cannot be deleted either
+        (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DeleteSubnet.html).
+        """
+        if not isinstance(self.vpc, ec2.Vpc):
+            return
+        for construct in (self.vpc, self.gpu_subnet):
+            cfn = construct.node.default_child
+            assert isinstance(cfn, CfnResource)
+            cfn.apply_removal_policy(RemovalPolicy.RETAIN)
 
     def _new_vpc(self, spec: NetworkSpec, placement: Placement) -> tuple[ec2.IVpc, ec2.ISubnet]:
         vpc = ec2.Vpc(

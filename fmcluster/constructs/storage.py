@@ -20,6 +20,16 @@ Sources (aws-resource-rules.md section 6):
   The matching rules on the clients' group (all traffic from the file system's group for EFA,
   Lustre ports otherwise) are defensive and UNVERIFIED: EFA traffic is not connection-tracked
   the way TCP is, so the client side gets an explicit inbound rule too.
+- Creation order: "The file system cannot be created because the default security group in the subnet
+  provided or the provided security groups do not permit Lustre LNET network traffic on port 988"
+  (https://docs.aws.amazon.com/fsx/latest/LustreGuide/cannot-create-fs.html#fs-create-fails-port988), and for
+  EFA "Insufficient security group permissions" (same page, #fs-create-fails-efa). Rules between groups
+  are standalone resources that CloudFormation may create in parallel with the file system, so the
+  file system DependsOn every ingress and egress rule of its security group.
+- Effective egress of the file system's group is exactly its explicit rules
+  (:func:`fmcluster.constructs.network.explicit_egress_only`).
+- Teardown: the file system's security group follows the file system's removal policy (a retained
+  file system keeps its network interfaces, which keep their group in use); see docs/storage.md.
 - Data repository associations:
   https://docs.aws.amazon.com/fsx/latest/LustreGuide/create-dra-linked-data-repo.html
 """
@@ -37,6 +47,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from fmcluster.blueprint.model import CheckpointSpec, DataRepository, LustreSpec
+from fmcluster.constructs.network import explicit_egress_only, security_group_rules
 
 LUSTRE_PORT = 988
 LUSTRE_PORT_RANGE = (1018, 1023)
@@ -143,7 +154,8 @@ class TrainingStorage(Construct):
             opened between it and the file system's group.
         allow_destruction: the second key of two-key destroy (context flag).
 
-    Attributes: ``file_system`` (CfnFileSystem | None), ``security_group`` (SecurityGroup | None),
+    Attributes: ``file_system`` (CfnFileSystem | None), ``file_system_retained`` (bool: a file system
+    exists and its DeletionPolicy is Retain), ``security_group`` (SecurityGroup | None),
     ``mount`` (LustreMount | None), ``data_bucket`` (Bucket | None), ``data_locations``
     (list[S3Location]), ``checkpoint_bucket`` (IBucket | None), ``checkpoint_prefix``,
     ``checkpoint_key`` (IKey | None), ``access_logs`` (Bucket | None).
@@ -160,6 +172,7 @@ class TrainingStorage(Construct):
         # (cfn-lint W3045); the flag is scoped to this construct (context must be set before children).
         self.node.set_context(S3_LOGS_USE_BUCKET_POLICY, True)
         self.file_system: fsx.CfnFileSystem | None = None
+        self.file_system_retained = False
         self.security_group: ec2.SecurityGroup | None = None
         self.mount: LustreMount | None = None
         self.data_bucket: s3.Bucket | None = None
@@ -258,6 +271,7 @@ class TrainingStorage(Construct):
             # Client side (defensive, see module docstring); the rule lives in this stack (remote_rule).
             clients.add_ingress_rule(sg, ec2.Port.all_traffic(), "EFA Lustre: all traffic from the file servers",
                                      remote_rule=True)
+        explicit_egress_only(sg)
         self.security_group = sg
 
         persistent = spec.persistent
@@ -286,7 +300,14 @@ class TrainingStorage(Construct):
                 import_path=spec.import_path,
             ),
         )
-        fs.apply_removal_policy(self._removal(spec.removal_policy, "FSx for Lustre file system"))
+        removal = self._removal(spec.removal_policy, "FSx for Lustre file system")
+        fs.apply_removal_policy(removal)
+        # A retained file system keeps its ENIs and so its security group: the group must stay with it, or
+        # stack deletion fails on the group ("has a dependent object").
+        sg.apply_removal_policy(removal)
+        self.file_system_retained = removal == RemovalPolicy.RETAIN
+        for rule in security_group_rules(sg):
+            fs.node.add_dependency(rule)
         self.file_system = fs
         self.mount = LustreMount(
             file_system_id=fs.ref, dns_name=fs.attr_dns_name, mount_name=fs.attr_lustre_mount_name,

@@ -25,6 +25,13 @@ How replacement is decided (no hand-kept list):
 Replacing or moving a stateful resource (:data:`STATEFUL_TYPES`) is an error naming the property
 (or the logical id / stack) that causes it; the command then exits 1.
 
+Exports in use: "After another stack imports an output value, you can't delete the stack that is
+exporting the output value or modify the exported output value"
+(https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/intrinsic-function-reference-importvalue.html).
+An export that another stack imports in OLD and whose value changes in NEW (its resource is replaced,
+or the expression changes) or that NEW no longer has is an error ("UPDATE FAILS") naming the export
+and every importing stack: the exporting stack is deployed first and its update fails and rolls back.
+
 Updates CloudFormation cannot apply: an in-place update that lowers a property that can only grow
 (:data:`NON_DECREASING`, a small sourced table, e.g. FSx ``StorageCapacity``) is an error too
 ("UPDATE FAILS"): the service rejects it and the stack update fails and rolls back.
@@ -448,9 +455,78 @@ def diff_assemblies(old: Assembly, new: Assembly) -> DiffReport:
         r = new_res[key]
         changes.append(ResourceChange(key[0], key[1], r["Type"], "add", "info", _cdk_path(r), r["Type"] in STATEFUL_TYPES))
 
+    changes.extend(_export_changes(old, new, old_norm, new_norm))
+
     order = {"error": 0, "warning": 1, "info": 2}
     changes.sort(key=lambda c: (order[c.level], not c.stateful, c.stack, c.construct_path, c.logical_id))
     return DiffReport(old.source, new.source, changes)
+
+
+#: ``ResourceChange.type`` of a change to a stack output's export (not a resource).
+EXPORT_TYPE = "Output (Export)"
+EXPORT_SOURCE = ("an imported export cannot be modified or removed "
+                 "(https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/intrinsic-function-reference-importvalue.html)")
+
+
+def _imports(value: Any) -> Iterator[str]:
+    """Export names of every ``Fn::ImportValue`` (with a literal name) in a template fragment."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k == "Fn::ImportValue" and isinstance(v, str):
+                yield v
+            else:
+                yield from _imports(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _imports(v)
+
+
+def importers(assembly: Assembly) -> dict[str, list[str]]:
+    """Export name -> the stacks (other than the exporter) whose templates import it, sorted."""
+    exports = assembly.exports
+    out: dict[str, set[str]] = {}
+    for stack, tpl in assembly.stacks.items():
+        for name in _imports({k: v for k, v in tpl.items() if k in ("Resources", "Outputs", "Conditions")}):
+            if name in exports and exports[name][0] != stack:
+                out.setdefault(name, set()).add(stack)
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def _export_outputs(assembly: Assembly) -> dict[str, tuple[str, str, Any]]:
+    """Export name -> (stack, output logical id, value expression)."""
+    out: dict[str, tuple[str, str, Any]] = {}
+    for stack, tpl in assembly.stacks.items():
+        for lid, o in (tpl.get("Outputs") or {}).items():
+            name = (o.get("Export") or {}).get("Name") if isinstance(o, dict) else None
+            if isinstance(name, str):
+                out[name] = (stack, lid, o.get("Value"))
+    return out
+
+
+def _export_changes(old: Assembly, new: Assembly, old_norm: _Normalizer, new_norm: _Normalizer) -> list[ResourceChange]:
+    """An error for every export that another stack imports in ``old`` and that ``new`` changes or drops."""
+    used = importers(old)
+    old_out, new_out = _export_outputs(old), _export_outputs(new)
+    changes = []
+    for name in sorted(used):
+        stack, lid, value = old_out[name]
+        a = old_norm(value, stack)
+        if name in new_out:
+            n_stack, n_lid, n_value = new_out[name]
+            b = new_norm(n_value, n_stack)
+            if a == b:
+                continue
+            what, new_text = "changes", _short(b)
+        else:
+            what, new_text, n_lid = "is removed", "(absent)", lid
+        who = ", ".join(used[name])
+        changes.append(ResourceChange(
+            stack, n_lid, EXPORT_TYPE, "fail", "error", n_lid, False,
+            [PropertyChange("Value", _short(a), new_text, fails=True, source=EXPORT_SOURCE)], ["Value"],
+            note=f"export {name} {what} but stack(s) {who} import it: CloudFormation cannot modify or remove an export "
+                 f"in use, so the {stack} update fails and rolls back (deploy a version that stops importing it first, "
+                 "or keep the exported resource)"))
+    return changes
 
 
 def _what(type_: str) -> str:

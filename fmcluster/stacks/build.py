@@ -13,7 +13,7 @@ from aws_cdk import App, Environment, Stack, Tags
 
 from fmcluster.blueprint.model import Blueprint
 from fmcluster.constructs.network import Placement
-from fmcluster.resolved import resolve
+from fmcluster.resolved import BLUEPRINT_TAG, resolve
 from fmcluster.stacks.cluster_stack import ClusterStack
 from fmcluster.stacks.network_stack import NetworkStack
 from fmcluster.stacks.observability_stack import ObservabilityStack
@@ -32,6 +32,14 @@ FEATURE_FLAGS = {
     "@aws-cdk/aws-iam:minimizePolicies": True,
     "@aws-cdk/core:defaultCrossStackReferences": "strong",
 }
+
+
+#: Resource types whose ``Tags`` are create-only: a tag change REPLACES the resource. They get no
+#: blueprint tags (a new or changed tag would replace e.g. a placement group whose name the cluster
+#: stack imports, and CloudFormation cannot change an imported export). Source: the registry schema's
+#: ``createOnlyProperties`` as shipped with cfn-lint (``AWS::EC2::PlacementGroup``: ``/properties/Tags``);
+#: tests/test_diff_exports.py checks that this covers every synthesized type whose Tags are create-only.
+REPLACE_ON_TAG_CHANGE = ("AWS::EC2::PlacementGroup",)
 
 
 @dataclass(frozen=True)
@@ -80,6 +88,9 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
         description=f"fmcluster {bp.name}: FSx for Lustre, data repositories, checkpoint bucket (retained)",
     )
     st = storage.storage
+    if st.file_system_retained:
+        # Teardown with retained data (docs/storage.md): the retained file system keeps its ENIs in the GPU subnet.
+        net.retain_gpu_subnet()
     observability = None
     if rc.stacks.observability is not None:
         observability = ObservabilityStack(
@@ -100,5 +111,8 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
     for stack, role in ((network, "network"), (storage, "storage"), (cluster, "cluster")):
         Tags.of(stack).add("fmcluster:stack", role)
     for k, v in rc.tags.items():
-        Tags.of(app).add(k, v)
+        # fmcluster's own tag is fixed for a blueprint name (a new name is a new set of stacks), so it stays
+        # on every resource; the blueprint's tags stay off REPLACE_ON_TAG_CHANGE types.
+        exclude = [] if k == BLUEPRINT_TAG else list(REPLACE_ON_TAG_CHANGE)
+        Tags.of(app).add(k, v, exclude_resource_types=exclude)
     return ClusterStacks(network, storage, cluster, observability)

@@ -89,7 +89,7 @@ class ParallelClusterCluster(Construct):
         """``head_node_script`` runs as the head node's OnNodeConfigured (e.g. the Prometheus agent and
         Slurm exporter of the observability layer); ``head_node_policy`` is attached to its role."""
         super().__init__(scope, id)
-        key_policy = self._checkpoint_key_policy(checkpoints)
+        key_policy = self._checkpoint_policy(checkpoints)
         self.provider = cfn.CfnStack(
             self, "Provider", template_url=Fn.sub(PROVIDER_TEMPLATE_URL.replace("{version}", spec.version))
         )
@@ -161,17 +161,29 @@ class ParallelClusterCluster(Construct):
             },
         )
 
-    def _checkpoint_key_policy(self, checkpoints: CheckpointAccess | None) -> iam.ManagedPolicy | None:
-        """ParallelCluster's ``S3Access`` grants the checkpoint prefix but not the bucket's KMS key; with a
-        KMS bucket the queues also get the key statement of :func:`checkpoint_statements`."""
-        if checkpoints is None or checkpoints.key is None:
+    def _checkpoint_policy(self, checkpoints: CheckpointAccess | None) -> iam.ManagedPolicy | None:
+        """What ParallelCluster's ``S3Access`` does not grant for the checkpoint prefix, as one managed policy
+        that every queue attaches through ``Iam.AdditionalIamPolicies`` (a key ParallelCluster's
+        ``QueueIamSchema`` accepts next to ``S3Access``).
+
+        ``S3Access`` with ``KeyName: <prefix>*`` becomes one statement on the object ARN
+        ``arn:aws:s3:::<bucket>/<prefix>*`` only (``s3:*`` with ``EnableWriteAccess``): aws-parallelcluster
+        ``cli/src/pcluster/config/cluster_config.py`` (``S3Access.resource_regex``) and
+        ``cli/src/pcluster/templates/cdk_builder_utils.py`` (``_add_s3_access_policies_to_role``), 3.16.1.
+        Listing the prefix needs ``s3:ListBucket`` on the BUCKET ARN, so the queues also get the
+        ``CheckpointPrefixList`` statement of :func:`checkpoint_statements` (bucket ARN, ``s3:prefix``
+        condition) and, with a KMS bucket, its ``CheckpointKey`` statement: the same grants HyperPod and
+        PCS nodes get. ``None`` without a checkpoint bucket."""
+        if checkpoints is None:
             return None
-        [key_statement] = [st for st in checkpoint_statements(checkpoints) if st.sid == "CheckpointKey"]
-        policy = iam.ManagedPolicy(self, "CheckpointKeyPolicy", statements=[key_statement],
-                                   description="Use of the checkpoint bucket's KMS key by compute nodes")
-        reason = "KMS data-key actions on the one checkpoint key (GenerateDataKey*/ReEncrypt* are the documented S3 SSE-KMS set)"
-        acknowledge(policy, ("AwsSolutions-IAM5[Action::kms:GenerateDataKey*]", reason),
-                    ("AwsSolutions-IAM5[Action::kms:ReEncrypt*]", reason))
+        statements = [st for st in checkpoint_statements(checkpoints) if st.sid in ("CheckpointPrefixList", "CheckpointKey")]
+        policy = iam.ManagedPolicy(self, "CheckpointPolicy", statements=statements,
+                                   description="Checkpoint prefix listing (and the bucket's KMS key) for compute nodes")
+        if checkpoints.key is not None:
+            reason = ("KMS data-key actions on the one checkpoint key (GenerateDataKey*/ReEncrypt* are the documented "
+                      "S3 SSE-KMS set)")
+            acknowledge(policy, ("AwsSolutions-IAM5[Action::kms:GenerateDataKey*]", reason),
+                        ("AwsSolutions-IAM5[Action::kms:ReEncrypt*]", reason))
         return policy
 
     @staticmethod

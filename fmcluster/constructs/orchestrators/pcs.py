@@ -54,6 +54,7 @@ from fmcluster.catalog import cpu_architecture_of
 from fmcluster.catalog.networking import InterfaceSlot
 from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.constructs.capacity import NodeLaunchTemplate
+from fmcluster.constructs.network import explicit_egress_only
 from fmcluster.constructs.orchestrators.common import (
     HEAD_NODE_PATH,
     acknowledge,
@@ -317,6 +318,7 @@ class PcsCluster(Construct):
             cidr_ip="0.0.0.0/0",
             description="PCS: outbound to AWS APIs and the internet (R3.5)",
         )
+        explicit_egress_only(sg)  # effective egress = the two rules above, not EC2's default (issue 12 item 4)
         return sg
 
     def _node_role(
