@@ -21,8 +21,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from fmcluster.blueprint.model import NetworkSpec
-
-PUBLIC_SUBNET_PREFIX = 24
+from fmcluster.resolved.subnet import PUBLIC_SUBNET_PREFIX
 
 
 @dataclass(frozen=True)
