@@ -79,7 +79,7 @@ CASES = [
      "17 network cards, EFA on cards 1-16, 6400 Gbps: matches the catalog"),
     ("gb200-confirms-unverified", "p6e-gb200.36xlarge", GB200, "ok",
      "17 network cards, EFA on cards 1-16, 3200 Gbps: matches the catalog; confirms the unverified network_cards, "
-     "max_efa_interfaces, efa_cards, max_enis_per_card"),
+     "max_efa_interfaces, efa_cards, max_enis_per_card, network_gbps"),
     ("p5-fewer-cards-is-an-error", "p5.48xlarge",
      described("p5.48xlarge", [card(i, EFA) for i in range(16)], max_efa=16, performance="3200 Gigabit"), "error",
      "the catalog differs from DescribeInstanceTypes: network_cards: catalog 32, account 16; max_efa_interfaces: "
@@ -135,5 +135,5 @@ def test_catalog_card_zero() -> None:
     assert not gb200.card0_has_efa and gb200.efa_cards == tuple(range(1, 17)) and gb200.network_cards == 17
     assert not gb200.is_verified("network_cards") and not gb200.is_verified("efa_cards")
     assert "INSTANCE_TYPES_WITH_FIRST_INTERFACE_ENA" in gb200.source_of("efa_cards")
-    assert network_layout(gb200).unverified >= {"network_cards", "max_efa_interfaces", "efa_cards"}
+    assert network_layout(gb200).unverified >= {"network_cards", "max_efa_interfaces", "efa_cards", "network_gbps"}
     assert network_layout(b300).unverified == frozenset()
