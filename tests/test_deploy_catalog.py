@@ -137,3 +137,15 @@ def test_catalog_card_zero() -> None:
     assert "INSTANCE_TYPES_WITH_FIRST_INTERFACE_ENA" in gb200.source_of("efa_cards")
     assert network_layout(gb200).unverified >= {"network_cards", "max_efa_interfaces", "efa_cards", "network_gbps"}
     assert network_layout(b300).unverified == frozenset()
+
+
+def test_validate_warns_about_an_unverified_layout() -> None:
+    """R-COMPUTE-3: a group on a type whose catalog layout is unverified gets a warning naming preflight."""
+    from tests.test_software_rules import GB200, problems
+
+    found = [(p.level, p.path, p.message) for p in problems(GB200) if p.rule_id == "R-COMPUTE-3"]
+    assert found == [("warning", "compute[0].instance_type",
+                      "the catalog's network layout of p6e-gb200.36xlarge is unverified (network_cards, max_efa_interfaces, "
+                      "efa_cards, max_enis_per_card), got 17 network cards with EFA on 16 of them; allowed as is, but run "
+                      "fmcluster preflight to compare it with DescribeInstanceTypes before deploying")]
+    assert [p for p in problems() if p.rule_id == "R-COMPUTE-3"] == []  # p5.48xlarge: verified layout
