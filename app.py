@@ -1,4 +1,10 @@
-"""CDK entry point: load -> validate -> build -> synth. Blueprint from ``-c blueprint=FILE``."""
+"""CDK entry point: load -> validate -> build -> synth. Blueprint from ``-c blueprint=FILE``.
+
+There is no default blueprint: ``cdk deploy`` or ``cdk destroy`` without ``-c blueprint=FILE`` (or with
+an empty value) must not act on some example blueprint, so the app stops with exit 1 and says how to
+name one. The CDK CLI does not tell the app which command runs, so this holds for ``cdk synth`` too;
+``make synth`` passes ``-c blueprint=$(BLUEPRINT)``.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +22,17 @@ from fmcluster.stacks.build import build_app  # noqa: E402
 from fmcluster.validation import BlueprintError, load_blueprint_with_warnings  # noqa: E402
 
 app = cdk.App()
-path = app.node.try_get_context("blueprint") or "blueprints/default.yaml"
+NO_BLUEPRINT = (
+    "error: no blueprint named, got blueprint context {got}; allowed -c blueprint=<path to a blueprint YAML>, "
+    "e.g. npx cdk deploy --all -c blueprint=blueprints/default.yaml "
+    "(the same for cdk synth, diff and destroy; make synth BLUEPRINT=<file> passes it). "
+    "fmcluster never falls back to a default blueprint, so deploy and destroy act only on the one you name."
+)
+raw = app.node.try_get_context("blueprint")
+path = raw.strip() if isinstance(raw, str) else ""
+if not path:
+    print(NO_BLUEPRINT.format(got="not set" if raw is None else repr(raw)), file=sys.stderr)
+    sys.exit(1)
 try:
     result = load_blueprint_with_warnings(path)
 except BlueprintError as e:

@@ -16,7 +16,7 @@ TABLE = [
     ("p5en.48xlarge", "H200", 8, 192, 16, 16, tuple(range(16)), 3200, 8, True, "x86_64", "ml.p5en.48xlarge"),
     ("p6-b200.48xlarge", "B200", 8, 192, 8, 8, tuple(range(8)), 3200, 8, True, "x86_64", "ml.p6-b200.48xlarge"),
     ("p6-b300.48xlarge", "B300", 8, 192, 17, 16, tuple(range(1, 17)), 6400, 8, True, "x86_64", "ml.p6-b300.48xlarge"),
-    ("p6e-gb200.36xlarge", "GB200", 4, 144, 8, 8, tuple(range(8)), 3200, 4, False, "arm64", "ml.p6e-gb200.36xlarge"),
+    ("p6e-gb200.36xlarge", "GB200", 4, 144, 17, 16, tuple(range(1, 17)), 3200, 4, False, "arm64", "ml.p6e-gb200.36xlarge"),
 ]
 
 
@@ -34,10 +34,11 @@ def test_instance_facts(row: tuple) -> None:
     assert i.source_of("vcpus").startswith(("http", "third-party"))
 
 
-def test_p6_b300_card_zero_is_ena_only_and_flagged_unverified() -> None:
+def test_p6_b300_card_zero_is_ena_only_and_verified() -> None:
+    """aws-parallelcluster #7143 quotes AWS: card 0 ENA-only, cards 1-16 EFA (changed on purpose, issue 12 item 8)."""
     i = get_instance("p6-b300.48xlarge")
     assert not i.card0_has_efa
-    assert not i.is_verified("efa_cards")
+    assert i.is_verified("efa_cards") and "issues/7143" in i.source_of("efa_cards")
 
 
 def test_gb200_unverified_values_are_flagged() -> None:

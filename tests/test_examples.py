@@ -73,7 +73,7 @@ def test_synthesis_is_byte_identical(tmp_path: Path) -> None:
     import os
 
     env = {**os.environ, "PATH": f"{ROOT / '.venv' / 'bin'}:{ROOT / 'node_modules' / '.bin'}:{os.environ['PATH']}"}
-    proc = subprocess.run(["npx", "cdk", "synth", "--quiet", "-o", str(tmp_path)], cwd=ROOT, env=env,
+    proc = subprocess.run(["npx", "cdk", "synth", "--quiet", "-c", "blueprint=blueprints/default.yaml", "-o", str(tmp_path)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     names = sorted(p.name for p in first.glob("*.template.json"))

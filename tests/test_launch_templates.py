@@ -39,7 +39,7 @@ EXPECTED = {
     "p5en.48xlarge": (16, 16, True),
     "p6-b200.48xlarge": (8, 8, True),
     "p6-b300.48xlarge": (16, 17, False),
-    "p6e-gb200.36xlarge": (8, 8, True),
+    "p6e-gb200.36xlarge": (16, 17, False),
 }
 
 

@@ -261,6 +261,7 @@ def test_passing_account(account: Account, tmp_path: Path, monkeypatch: pytest.M
         ("credentials", "account 123456789012", "ok"),
         ("availability zone", "us-east-1a", "ok"),
         ("instance offering", "p5.48xlarge in use1-az6", "ok"),
+        ("network layout", "p5.48xlarge", "ok"),
         ("vCPU quota", "Running On-Demand P instances (L-417A185B)", "ok"),
         ("vCPU quota", "Capacity Block groups (blk)", "skipped"),
         ("capacity reservation", f"{CR} (compute[1] blk)", "ok"),
@@ -293,7 +294,7 @@ def test_passing_account_table_output(
     assert code == 0
     assert "check" in out and "subject" in out and "status" in out and "detail" in out
     assert "quota 768 vCPUs covers 768 (4 x p5.48xlarge x 192)" in out
-    assert out.rstrip().endswith("preflight passed (7 ok)")
+    assert out.rstrip().endswith("preflight passed (8 ok)")  # + network layout
 
 
 # ---- failing accounts: each with its own message, exit 1 ----------------------------------------------
@@ -506,7 +507,7 @@ def test_failing_account_table_exit_code(
 
     assert code == 1
     assert "state cancelled; allowed active or scheduled" in out
-    assert out.rstrip().endswith("preflight failed (7 ok, 1 error, 1 skipped)")
+    assert out.rstrip().endswith("preflight failed (8 ok, 1 error, 1 skipped)")  # + network layout
 
 
 # ---- other verdicts ------------------------------------------------------------------------------------
@@ -596,6 +597,7 @@ def test_hyperpod_training_plan(account: Account, tmp_path: Path, monkeypatch: p
             "skipped",
             "HyperPod runs nodes on SageMaker capacity: EC2 offerings do not apply",
         ),
+        ("network layout", "p5.48xlarge", "ok", "32 network cards, EFA on cards 0-31, 3200 Gbps: matches the catalog"),
         (
             "vCPU quota",
             "HyperPod instance groups",

@@ -114,8 +114,9 @@ FAILING = [
      f"unknown CUDA toolkit version (no minimum driver on record), got 12.7; allowed {', '.join(known_cuda_versions())}"),
     ("R-DRV-1", [B200, sw(kernel_modules="proprietary")], "error", "software.overrides.kernel_modules",
      "Blackwell GPUs run only on the open NVIDIA kernel modules (compute[0] is p6-b200.48xlarge), got proprietary; allowed open"),
-    ("R-DRV-2", [sw(kernel_modules="proprietary")], "warning", "software.overrides.kernel_modules",
-     "proprietary modules break EFA GPUDirect RDMA on current kernels (compute[0] is p5.48xlarge), got proprietary; allowed open"),
+    ("R-DRV-2", [sw(kernel_modules="proprietary")], "error", "software.overrides.kernel_modules",
+     "proprietary NVIDIA kernel modules break EFA GPUDirect RDMA on current kernels (compute[0] is p5.48xlarge with EFA), "
+     "got proprietary; allowed open (software.allow_untested does not lift this)"),
     ("R-DRV-3", [B200, sw(cuda="12.4.1")], "error", "software.overrides.cuda",
      "Blackwell GPUs need CUDA 12.8 or newer (compute[0] is p6-b200.48xlarge), got 12.4.1; allowed >= 12.8"),
     ("R-DRV-4", [B300, sw(cuda="12.8.1")], "warning", "software.overrides.cuda",

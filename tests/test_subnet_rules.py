@@ -318,9 +318,9 @@ RULE_CASES = [
             (
                 "network.gpu_subnet_prefix_length",
                 TOO_SMALL + "1286 IPv4 addresses needed (1280 for nodes, 1 for management nodes, 5 reserved by "
-                "AWS), got /24 (256 addresses); allowed /21 or a shorter prefix (the VPC must be larger than the "
-                f"subnet, got network.vpc_cidr /22), or {PCS_SWITCH} (then 46 needed{PCS_CAVEAT}) - did you mean "
-                "gpu_subnet_prefix_length: 21?",
+                "AWS), got /24 (256 addresses); allowed /21 or a shorter prefix in a network.vpc_cidr of /20 or larger "
+                f"(the VPC holds the public /24 and the GPU subnet, got /22), or {PCS_SWITCH} (then 46 "
+                f"needed{PCS_CAVEAT}) - did you mean gpu_subnet_prefix_length: 21 with a /20 vpc_cidr?",
                 "R-SUBNET-1",
                 "error",
             )
@@ -333,7 +333,8 @@ RULE_CASES = [
             (
                 "network.gpu_subnet_prefix_length",
                 TOO_SMALL + "65542 IPv4 addresses needed (65536 for nodes, 1 for management nodes, 5 reserved by "
-                "AWS), got /20 (4096 addresses); allowed fewer nodes (even a /16 holds only 65536) or "
+                "AWS), got /20 (4096 addresses); allowed fewer nodes (even a /17, the largest GPU subnet a new VPC "
+                "holds beside its public /24, holds only 32768) or "
                 f"{PCS_SWITCH} (then 2054 needed{PCS_CAVEAT}) - did you mean {PCS_SWITCH}?",
                 "R-SUBNET-1",
                 "error",

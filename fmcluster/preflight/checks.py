@@ -395,3 +395,124 @@ def check_gpu_subnet(ec2: Any, *, subnet_id: str, vpc_id: str | None, zone: Zone
                            "recommended with headroom", SUBNET_API)
     return CheckResult("GPU subnet", subject, "ok", f"{free} free IPv4 addresses, {required} needed",
                        SUBNET_API)
+
+
+# ---- instance network layout ------------------------------------------------------------------------
+INSTANCE_TYPES_API = "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeInstanceTypes.html"
+#: Which cards take EFA: ``NetworkCards[].InterfaceTypes`` (``efa`` / ``efa-only``) when the API returns it;
+#: otherwise ParallelCluster 3.16's inference: ``MaximumEfaInterfaces == MaximumNetworkCards`` means card 0
+#: takes EFA, fewer means it does not (aws-parallelcluster cli/src/pcluster/templates/queues_stack.py,
+#: "e.g., B300, GB200").
+CARD_EFA_SOURCE = ("https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_NetworkCardInfo.html; "
+                   "aws-parallelcluster 3.16.1 cli/src/pcluster/templates/queues_stack.py")
+
+
+@dataclass(frozen=True)
+class NetworkLayout:
+    """The catalog's network facts for one instance type (plain values, compared field by field).
+
+    ``unverified``: the catalog fields no primary source confirmed; a difference there is a warning,
+    a difference in a verified field an error (fmcluster's launch templates and subnet sizing use them).
+    """
+
+    instance_type: str
+    network_cards: int
+    max_efa_interfaces: int
+    efa_cards: tuple[int, ...]
+    max_enis_per_card: int
+    ipv4_per_interface: int
+    network_gbps: int
+    unverified: frozenset[str] = frozenset()
+
+
+def _gbps(performance: str) -> int | None:
+    """``"3200 Gigabit"`` -> 3200, ``"4x 100 Gigabit"`` -> 400; None for "Up to 25 Gigabit" and the like."""
+    text = performance.strip()
+    parts = text.removesuffix(" Gigabit").split("x ")
+    if not text.endswith(" Gigabit") or not all(p.strip().isdigit() for p in parts) or len(parts) > 2:
+        return None
+    return int(parts[0]) * int(parts[1]) if len(parts) == 2 else int(parts[0])
+
+
+def _ranges(cards: Iterable[int]) -> str:
+    out: list[str] = []
+    for c in sorted(cards):
+        if out and out[-1].split("-")[-1] == str(c - 1):
+            out[-1] = f"{out[-1].split('-')[0]}-{c}"
+        else:
+            out.append(str(c))
+    return ",".join(out) or "none"
+
+
+def account_layout(info: dict[str, Any]) -> dict[str, Any]:
+    """The comparable network facts of one DescribeInstanceTypes ``InstanceTypes[]`` entry."""
+    net = info.get("NetworkInfo", {})
+    cards = net.get("NetworkCards", [])
+    max_cards = int(net.get("MaximumNetworkCards", len(cards) or 1))
+    max_efa = int(net.get("EfaInfo", {}).get("MaximumEfaInterfaces", 0)) if net.get("EfaSupported") else 0
+    if cards and all("InterfaceTypes" in c for c in cards):
+        efa_cards = tuple(sorted(int(c["NetworkCardIndex"]) for c in cards
+                                 if {"efa", "efa-only"} & set(c["InterfaceTypes"])))
+    elif max_efa:
+        first = 0 if max_efa >= max_cards else 1
+        efa_cards = tuple(range(first, first + max_efa))
+    else:
+        efa_cards = ()
+    return {
+        "network_cards": max_cards,
+        "max_efa_interfaces": max_efa,
+        "efa_cards": efa_cards,
+        "max_enis_per_card": max((int(c.get("MaximumNetworkInterfaces", 0)) for c in cards), default=None),
+        "ipv4_per_interface": net.get("Ipv4AddressesPerInterface"),
+        "network_gbps": _gbps(str(net.get("NetworkPerformance", ""))),
+    }
+
+
+def check_network_layout(ec2: Any, *, expected: NetworkLayout, region: str) -> CheckResult:
+    """Compare the catalog's network layout of one type with DescribeInstanceTypes in the account.
+
+    Compared: ``MaximumNetworkCards``, ``EfaInfo.MaximumEfaInterfaces``, the cards that take EFA (card 0
+    included), the most interfaces a card takes, IPv4 addresses per interface and ``NetworkPerformance``.
+    ``error`` when a value the catalog marks verified differs; ``warning`` when only unverified ones differ
+    or the Region does not describe the type; ``ok`` otherwise.
+    """
+    subject = expected.instance_type
+    src = f"{INSTANCE_TYPES_API}; {CARD_EFA_SOURCE}"
+    try:
+        found = ec2.describe_instance_types(InstanceTypes=[expected.instance_type]).get("InstanceTypes", [])
+    except ClientError as e:
+        if error_code(e) != "InvalidInstanceType":
+            raise
+        found = []
+    if not found:
+        return CheckResult("network layout", subject, "warning",
+                           f"DescribeInstanceTypes in {region} does not describe {subject} (types sold only as "
+                           "UltraServers or in Local Zones may be absent); the catalog's layout is used unchecked", src)
+    got = account_layout(found[0])
+    mine: dict[str, Any] = {
+        "network_cards": expected.network_cards, "max_efa_interfaces": expected.max_efa_interfaces,
+        "efa_cards": tuple(expected.efa_cards), "max_enis_per_card": expected.max_enis_per_card,
+        "ipv4_per_interface": expected.ipv4_per_interface, "network_gbps": expected.network_gbps,
+    }
+    show = {"efa_cards": _ranges}
+    diffs, confirmed = [], []
+    for key, value in mine.items():
+        theirs = got.get(key)
+        if theirs is None:  # the API did not say
+            continue
+        fmt = show.get(key, str)
+        if theirs != value:
+            flag = " (unverified in the catalog)" if key in expected.unverified else ""
+            diffs.append((key in expected.unverified, f"{key}: catalog {fmt(value)}, account {fmt(theirs)}{flag}"))
+        elif key in expected.unverified:
+            confirmed.append(key)
+    if not diffs:
+        note = f"; confirms the unverified {', '.join(confirmed)}" if confirmed else ""
+        return CheckResult("network layout", subject, "ok",
+                           f"{got['network_cards']} network cards, EFA on cards {_ranges(got['efa_cards'])}, "
+                           f"{got['network_gbps']} Gbps: matches the catalog{note}", src)
+    status: CheckStatus = "warning" if all(unverified for unverified, _ in diffs) else "error"
+    return CheckResult("network layout", subject, status,
+                       f"the catalog differs from DescribeInstanceTypes: {'; '.join(d for _, d in diffs)}; "
+                       "fmcluster's launch templates and subnet sizing use the catalog "
+                       "(fmcluster/catalog/data/instances.yaml)", src)

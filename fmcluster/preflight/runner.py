@@ -16,18 +16,21 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from fmcluster.blueprint.model import OdcrCapacity, TrainingPlanCapacity
+from fmcluster.catalog.instances import InstanceSpec
 from fmcluster.preflight.checks import (
     FSX_LUSTRE_QUOTAS,
     P_ON_DEMAND_QUOTA,
     P_SPOT_QUOTA,
     CheckResult,
     GroupDemand,
+    NetworkLayout,
     Zone,
     check_bucket,
     check_capacity_reservation,
     check_fsx_quota,
     check_gpu_subnet,
     check_identity,
+    check_network_layout,
     check_offering,
     check_training_plan,
     check_vcpu_quota,
@@ -47,6 +50,7 @@ PERMISSIONS = {
     "S3 bucket": "s3:ListBucket",
     "FSx storage quota": "servicequotas:GetServiceQuota and fsx:DescribeFileSystems",
     "GPU subnet": "ec2:DescribeSubnets",
+    "network layout": "ec2:DescribeInstanceTypes",
 }
 _REJECTED = ("InvalidClientTokenId", "SignatureDoesNotMatch", "ExpiredToken", "ExpiredTokenException",
              "UnrecognizedClientException", "InvalidAccessKeyId", "AuthFailure")
@@ -111,6 +115,15 @@ def _guard(step: _Step) -> CheckResult:
         return CheckResult(step.check, step.subject, "unknown", f"could not check: {e}")
 
 
+def network_layout(inst: InstanceSpec) -> NetworkLayout:
+    """The catalog's network layout of ``inst`` for :func:`check_network_layout`, with its unverified fields."""
+    fields = ("network_cards", "max_efa_interfaces", "efa_cards", "max_enis_per_card", "ipv4_per_interface",
+              "network_gbps")
+    return NetworkLayout(inst.name, inst.network_cards, inst.max_efa_interfaces, inst.efa_cards, inst.max_enis_per_card,
+                         inst.ipv4_per_interface, inst.network_gbps,
+                         frozenset(f for f in fields if not inst.is_verified(f)))
+
+
 def _demand(rg: ResolvedGroup) -> GroupDemand:
     return GroupDemand(rg.index, rg.name, rg.spec.instance_type, rg.spec.count, rg.instance.vcpus)
 
@@ -138,6 +151,11 @@ def plan_steps(rc: ResolvedCluster, clients: Clients, zone: Zone | None, *, unti
         for t in sorted({rg.spec.instance_type for rg in rc.groups if not rg.spec.reservation_backed}):
             add("instance offering", f"{t} in {zone.zone_id}", check_offering, clients.ec2, instance_type=t,
                 zone=zone)
+
+    # the catalog's network layout against DescribeInstanceTypes (launch templates and subnet sizing use it)
+    layouts = {rg.spec.instance_type: network_layout(rg.instance) for rg in rc.groups}
+    for t in sorted(layouts):
+        add("network layout", t, check_network_layout, clients.ec2, expected=layouts[t], region=bp.region)
 
     # vCPU quotas, by the EC2 purchase option each group launches with
     if not profile.ec2_capacity:

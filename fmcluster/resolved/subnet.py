@@ -39,6 +39,38 @@ from fmcluster.resolved.profiles import OrchestratorProfile, profile_for
 MIN_PREFIX = 16
 #: AWS's smallest subnet.
 MAX_PREFIX = 28
+#: The public subnet (NAT gateway) of a new VPC; constructs/network.py creates it before the GPU subnet.
+PUBLIC_SUBNET_PREFIX = 24
+#: VPC prefix lengths the model allows (NetworkSpec.vpc_cidr: /16 to /24).
+VPC_PREFIXES = range(16, 25)
+
+
+def vpc_holds(vpc_prefix: int, gpu_prefix: int) -> bool:
+    """Whether a new VPC of ``/vpc_prefix`` holds the public /24 and a ``/gpu_prefix`` GPU subnet.
+
+    CDK's ``ec2.Vpc`` allocates the subnets in configuration order (public first), each at the next
+    address aligned to its own size, and fails at synth ("1 of /N exceeds remaining space of ...")
+    when one does not fit: aws-cdk-lib ``aws-ec2/lib/network-util.ts`` ``NetworkBuilder.addSubnets``.
+    """
+    offset = 0
+    for prefix in (PUBLIC_SUBNET_PREFIX, gpu_prefix):
+        size = 2 ** (32 - prefix)
+        offset = -(-offset // size) * size + size
+    return offset <= 2 ** (32 - vpc_prefix)
+
+
+def largest_gpu_subnet(vpc_prefix: int) -> int | None:
+    """Shortest GPU-subnet prefix (largest subnet) a ``/vpc_prefix`` VPC holds; None: none fits."""
+    return next((g for g in range(MIN_PREFIX, MAX_PREFIX + 1) if vpc_holds(vpc_prefix, g)), None)
+
+
+def smallest_vpc_for(gpu_prefix: int) -> int | None:
+    """Longest VPC prefix (smallest VPC) the model allows that holds a ``/gpu_prefix`` GPU subnet; None: none."""
+    return next((v for v in reversed(VPC_PREFIXES) if vpc_holds(v, gpu_prefix)), None)
+
+
+#: Largest GPU subnet any new VPC holds (/17: a /16 VPC also holds the public /24).
+LARGEST_GPU_PREFIX: int = largest_gpu_subnet(min(VPC_PREFIXES)) or MAX_PREFIX
 
 
 @dataclass(frozen=True)

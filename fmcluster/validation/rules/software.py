@@ -135,7 +135,7 @@ def _same(a: str | None, b: str | None) -> bool:
 #: no known-good stack, and a second, vaguer finding next to the precise one (often at another
 #: path) only confuses. tests/test_rules.py checks this lists every error rule of the module.
 SPECIFIC_RULES = (
-    "R-SW-1", "R-SW-2", "R-EFA-1", "R-EFA-2", "R-ART-1", "R-CUDA-1", "R-DRV-1", "R-DRV-3", "R-DRV-7", "R-FM-1",
+    "R-SW-1", "R-SW-2", "R-EFA-1", "R-EFA-2", "R-ART-1", "R-CUDA-1", "R-DRV-1", "R-DRV-2", "R-DRV-3", "R-DRV-7", "R-FM-1",
     "R-FM-3", "R-NCCL-1", "R-GDR-1", "R-OFI-NCCL-1", "R-OFI-NCCL-3", "R-OFI-FAB-1", "R-OFI-FAB-2", "R-OFI-FAB-4",
     "R-OFI-FAB-5", "R-OFI-FAB-6", "R-OFI-FAB-7", "R-OFI-PLAT-1",
 )
@@ -252,15 +252,32 @@ def blackwell_needs_open_modules(bp: Blueprint) -> Iterator[Violation]:
             )
 
 
-@rule("R-DRV-2", level="warning", source=f"https://github.com/aws/aws-parallelcluster/issues/6015; {VM} R-DRV-2")
-def gdr_prefers_open_modules(bp: Blueprint) -> Iterator[Violation]:
+#: Proprietary NVIDIA modules and EFA GPUDirect RDMA: a kernel change stopped the proprietary driver
+#: from linking to open-source modules such as EFA, so P4/P5 nodes on current kernels lose EFA
+#: communication unless they run the open modules (OpenRM) with EFA installer >= 1.29.0; ParallelCluster
+#: >= 3.8.0 ships OpenRM for that reason.
+DRV2_SOURCES = (
+    "https://github.com/aws/aws-parallelcluster/issues/6015; https://github.com/awslabs/amazon-eks-ami/issues/1494; "
+    "https://github.com/aws/aws-parallelcluster-cookbook/pull/2509; gdr_required: " + OFI_PLAT
+)
+
+
+@rule("R-DRV-2", source=DRV2_SOURCES)
+def gdr_needs_open_modules(bp: Blueprint) -> Iterator[Violation]:
+    """Proprietary kernel modules on a group whose instance type uses EFA GPUDirect RDMA (``gdr_required``:
+    aws-ofi-nccl refuses to run without GDR there) are an error, also with ``allow_untested``: not an
+    untested combination but one that breaks EFA. Blackwell is R-DRV-1's finding (no proprietary
+    modules at all); groups with ``efa: false`` use no GPUDirect RDMA over EFA."""
     stack = software_stack(bp.software)
-    for i, _g, inst in _groups(bp):
-        if inst.gdr_required and inst.family not in BLACKWELL_FAMILIES and stack.kernel_modules != "open":
+    if stack.kernel_modules == "open":
+        return
+    for i, g, inst in _groups(bp):
+        if inst.gdr_required and g.efa_enabled and inst.family not in BLACKWELL_FAMILIES:
             yield where(stack, "kernel_modules"), (
-                f"proprietary modules break EFA GPUDirect RDMA on current kernels ({_on(i, inst)}), "
-                f"got {stack.kernel_modules}; allowed open"
+                f"proprietary NVIDIA kernel modules break EFA GPUDirect RDMA on current kernels ({_on(i, inst)} with EFA), "
+                f"got {stack.kernel_modules}; allowed open (software.allow_untested does not lift this)"
             )
+            return
 
 
 @rule("R-DRV-3", source=f"{NCCL_SRC} (Blackwell needs CUDA >= 12.8); {VM} R-DRV-3")

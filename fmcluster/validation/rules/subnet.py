@@ -1,5 +1,5 @@
 """GPU subnet sizing rules: a new VPC's GPU subnet must hold the cluster (R-SUBNET-1) with headroom
-(R-SUBNET-2).
+(R-SUBNET-2), and the VPC must hold the GPU subnet beside its public /24 (R-SUBNET-3).
 
 The count they judge is the resolved cluster's :attr:`ResolvedCluster.subnet`
 (:func:`fmcluster.resolved.subnet.subnet_usage`, which says what is counted). When a subnet is too
@@ -12,9 +12,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from fmcluster.blueprint.model import NetworkSpec
 from fmcluster.catalog.networking import SUBNET_SIZING_DOC, subnet_size
 from fmcluster.resolved import ResolvedCluster
-from fmcluster.resolved.subnet import MIN_PREFIX, SubnetUsage, subnet_usage
+from fmcluster.resolved.subnet import (
+    LARGEST_GPU_PREFIX,
+    MAX_PREFIX,
+    PUBLIC_SUBNET_PREFIX,
+    SubnetUsage,
+    largest_gpu_subnet,
+    smallest_vpc_for,
+    subnet_usage,
+    vpc_holds,
+)
 from fmcluster.validation.rules import Violation, rule
 
 
@@ -34,20 +44,58 @@ def _efa_only(rc: ResolvedCluster, usage: SubnetUsage, *, headroom: bool) -> tup
 
 
 def _fix(usage: SubnetUsage, wanted: int, vpc_prefix: int, efa_only: tuple[str, str] | None) -> str:
-    """The ``allowed ...`` part: a prefix that holds ``wanted`` addresses (or fewer nodes), and
-    ``efa-only`` when :func:`_efa_only` advises it."""
+    """The ``allowed ...`` part: a prefix that holds ``wanted`` addresses in a VPC that holds that
+    subnet (R-SUBNET-3), or fewer nodes, and ``efa-only`` when :func:`_efa_only` advises it."""
     switch = "" if efa_only is None else f"{efa_only[0]}: efa-only ({efa_only[1]})"
-    if wanted < MIN_PREFIX:
-        text = f"fewer nodes (even a /{MIN_PREFIX} holds only {subnet_size(MIN_PREFIX)})"
+    if wanted < LARGEST_GPU_PREFIX:
+        text = (f"fewer nodes (even a /{LARGEST_GPU_PREFIX}, "
+                f"the largest GPU subnet a new VPC holds beside its public /{PUBLIC_SUBNET_PREFIX}, "
+                f"holds only {subnet_size(LARGEST_GPU_PREFIX)})")
         if efa_only is not None:
             text += f" or {switch} - did you mean {efa_only[0]}: efa-only?"
         return text
     text = f"/{wanted} or a shorter prefix"
-    if wanted <= vpc_prefix:
-        text += f" (the VPC must be larger than the subnet, got network.vpc_cidr /{vpc_prefix})"
+    vpc_needed = None if vpc_holds(vpc_prefix, wanted) else smallest_vpc_for(wanted)
+    if vpc_needed is not None:
+        text += (f" in a network.vpc_cidr of /{vpc_needed} or larger "
+                 f"(the VPC holds the public /{PUBLIC_SUBNET_PREFIX} and the GPU subnet, got /{vpc_prefix})")
     if switch:
         text += f", or {switch}"
-    return text + f" - did you mean gpu_subnet_prefix_length: {wanted}?"
+    also = "" if vpc_needed is None else f" with a /{vpc_needed} vpc_cidr"
+    return text + f" - did you mean gpu_subnet_prefix_length: {wanted}{also}?"
+
+
+@rule("R-SUBNET-3", scope="network",
+      source="aws-cdk-lib aws-ec2/lib/network-util.ts NetworkBuilder.addSubnets (subnets allocated in order, each "
+      "aligned to its size; synth fails with 'exceeds remaining space'); fmcluster/constructs/network.py (public "
+      "/24, then the GPU subnet)")
+def vpc_holds_gpu_subnet(net: NetworkSpec) -> Iterator[Violation]:
+    """A new VPC must hold its public /24 subnet and the GPU subnet; otherwise synth, plan and deploy fail."""
+    if net.gpu_subnet_id or net.vpc_id:
+        return
+    vpc_prefix = int(net.vpc_cidr.split("/")[1])
+    gpu = net.gpu_subnet_prefix_length
+    if vpc_holds(vpc_prefix, gpu):
+        return
+    largest = largest_gpu_subnet(vpc_prefix)
+    vpc_needed = smallest_vpc_for(gpu)
+    options = []
+    if largest is not None:
+        options.append(f"gpu_subnet_prefix_length /{largest} to /{MAX_PREFIX} in this VPC")
+    if vpc_needed is not None:
+        options.append(f"network.vpc_cidr /{vpc_needed} or larger for a /{gpu} GPU subnet")
+    if not options:  # a /16 GPU subnet in a /24 VPC: both must change
+        options.append(f"network.vpc_cidr /{smallest_vpc_for(MAX_PREFIX)} or larger, "
+                       f"with gpu_subnet_prefix_length /{LARGEST_GPU_PREFIX} or longer")
+    hint = (f"network.vpc_cidr: <a /{vpc_needed} CIDR>" if vpc_needed is not None
+            else f"gpu_subnet_prefix_length: {largest or LARGEST_GPU_PREFIX}")
+    yield "network.gpu_subnet_prefix_length", (
+        f"the VPC is too small for the GPU subnet: "
+        f"a new VPC must hold its public /{PUBLIC_SUBNET_PREFIX} subnet and the GPU subnet "
+        f"(at most a /{LARGEST_GPU_PREFIX} GPU subnet in a /16 VPC), "
+        f"got gpu_subnet_prefix_length {gpu} in network.vpc_cidr {net.vpc_cidr}; "
+        f"allowed {' or '.join(options)} - did you mean {hint}?"
+    )
 
 
 @rule("R-SUBNET-1", scope="cluster", source=f"{SUBNET_SIZING_DOC} (5 reserved); "

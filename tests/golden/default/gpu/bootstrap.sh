@@ -991,18 +991,31 @@ check_nccl_log() {
   fi
 
   # S6: provider and NIC count (>= 1.14: "Selected provider is efa, fabric is efa-direct (found N nics)";
-  # older: "Selected Provider is efa (found N nics)")
-  line="$(grep -m 1 -oE 'Selected [Pp]rovider is [a-z;_+-]+(, fabric is [a-z_-]+)? \(found [0-9]+ nics\)' "${NCCL_LOG}")"
+  # older: "Selected Provider is efa (found N nics)"). The provider is any libfabric name (efa, tcp,
+  # sockets, tcp;ofi_rxm, ...) and the fabric any string without "(" (efa-direct, an address or CIDR
+  # such as 10.1.0.0/16 for tcp, an interface name): aws-ofi-nccl prints
+  # "Selected provider is %s, fabric is %s (found %d nics)" from fi_info's prov_name and fabric_attr->name
+  # (https://github.com/aws/aws-ofi-nccl/blob/master/src/nccl_ofi_net.cpp, nccl_net_ofi_query_provider_capabilities).
+  local provider
+  line="$(grep -m 1 -oE 'Selected [Pp]rovider is [^ ,()]+(, fabric is [^()]*[^() ])? \(found [0-9]+ nics\)' "${NCCL_LOG}")"
   if [[ -z ${line} ]]; then
-    fail efa-provider "no 'Selected provider is efa' line: the efa provider was not selected"
-  elif [[ ${line} != "Selected "[Pp]"rovider is efa"[,\ ]* ]]; then
-    fail efa-provider "wrong libfabric provider: ${line}"
-  else
-    n="$(printf '%s' "${line}" | sed -E 's/.*found ([0-9]+) nics.*/\1/')"
-    if [[ ${n} -ne ${EXPECTED_EFA} ]]; then
-      fail efa-provider "efa selected with ${n} NIC(s), expected ${EXPECTED_EFA} for p5.48xlarge"
+    line="$(grep -m 1 -oE 'Selected [Pp]rovider is .*' "${NCCL_LOG}")"
+    if [[ -n ${line} ]]; then
+      fail efa-provider "unrecognised provider line (expected efa): ${line}"
     else
-      pass efa-provider "${line}"
+      fail efa-provider "no 'Selected provider is efa' line: the efa provider was not selected"
+    fi
+  else
+    provider="$(printf '%s' "${line}" | sed -E 's/^Selected [Pp]rovider is ([^ ,()]+).*/\1/')"
+    if [[ ${provider} != efa ]]; then
+      fail efa-provider "wrong libfabric provider ${provider} (expected efa): ${line}"
+    else
+      n="$(printf '%s' "${line}" | sed -E 's/.*found ([0-9]+) nics.*/\1/')"
+      if [[ ${n} -ne ${EXPECTED_EFA} ]]; then
+        fail efa-provider "efa selected with ${n} NIC(s), expected ${EXPECTED_EFA} for p5.48xlarge"
+      else
+        pass efa-provider "${line}"
+      fi
     fi
   fi
 
