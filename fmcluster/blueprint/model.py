@@ -644,6 +644,12 @@ class ParallelClusterSettings(Section):
         f"{', '.join(map(str, PCLUSTER_LOG_RETENTION_DAYS))}.",
     )
     cloudwatch_dashboard: bool = Field(True, description="ParallelCluster's CloudWatch dashboard. Default: true.")
+    detailed_monitoring: bool = Field(
+        False,
+        description="EC2 detailed monitoring (1-minute instance metrics) on the compute fleet; it is billed per "
+        "instance, and ParallelCluster's DetailedMonitoringValidator warns about the cost. GPU, EFA and node metrics "
+        "come from the observability layer either way. Default: false (basic 5-minute monitoring).",
+    )
     gpu_health_checks: bool = Field(True, description="ParallelCluster's DCGM GPU health check in the Slurm prolog. Default: true.")
 
     @field_validator("version")
