@@ -300,7 +300,9 @@ class ComputeGroup(Section):
     name: str = Field(pattern=GROUP_NAME_PATTERN, description="Queue / instance group / node group name (2-25 chars).")
     instance_type: str = Field(description="Catalog instance type, e.g. p5.48xlarge. Always explicit.")
     count: WholeNumber = Field(ge=1, le=2048, description="Number of nodes (static: min = max = count unless min_count).")
-    min_count: WholeNumber | None = Field(None, ge=0, description="Nodes kept running. Default: count (static nodes).")
+    min_count: Annotated[int, Field(ge=0), BeforeValidator(_whole_number_input)] | None = Field(
+        None, description="Nodes kept running. Default: count (static nodes)."
+    )
     capacity: Capacity = Field(default_factory=lambda: OnDemandCapacity(type="on_demand"), description="Default: on_demand.")
     efa: bool | None = Field(None, description="EFA on every EFA-capable network card. Default: true where supported.")
     placement_group: bool | None = Field(
