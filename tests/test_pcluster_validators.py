@@ -99,6 +99,11 @@ BAD: list[tuple[str, dict[str, Any], set[str], set[str]]] = [
     ("slurm-dir", {
         "storage": {"lustre": {"mount_point": "/opt/slurm"}},
     }, {"R-PATH-1"}, {"SharedStorageMountDirValidator"}),
+    ("sizes", {"compute": [
+        {"name": "cb", "instance_type": "p5.48xlarge", "count": 2, "min_count": 1,
+         "capacity": {"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"}},
+        {"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "min_count": 5}],
+    }, {"R-CAP-2", "R-COMPUTE-2"}, {"ComputeResourceSizeValidator"}),
     ("schema", {"tags": {"parallelcluster:team": "ml"}}, {"R-PC-4"}, {"ConfigSchemaValidator"}),
 ]
 
