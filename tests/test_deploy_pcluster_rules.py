@@ -137,7 +137,19 @@ WHOLE_NUMBERS: list[tuple[dict[str, Any], str, str]] = [
      "such as 4"),
 ]
 
+P5E_REGIONS = "ap-southeast-2, ap-southeast-3, eu-north-1, eu-west-2, sa-east-1, us-east-2, us-west-2"
+
 WARNINGS: list[tuple[dict[str, Any], list[tuple[str, str, str]]]] = [
+    (group(instance_type="p5e.48xlarge"), [
+        ("compute[0].instance_type",
+         "p5e.48xlarge was not offered in us-east-1 when EC2's offerings were recorded, got 'p5e.48xlarge'; allowed a type "
+         f"offered there, or a Region offering it: {P5E_REGIONS} - check with: aws ec2 describe-instance-type-offerings "
+         "--location-type region", "R-REGION-3")]),
+    ({**group(instance_type="p5e.48xlarge"), **PCS}, [
+        ("compute[0].instance_type",
+         "p5e.48xlarge was not offered in us-east-1 when EC2's offerings were recorded, got 'p5e.48xlarge'; allowed a type "
+         f"offered there, or a Region offering it: {P5E_REGIONS} - check with: aws ec2 describe-instance-type-offerings "
+         "--location-type region", "R-REGION-3")]),
     ({**HEAD_400, "orchestrator": {"parallelcluster": {"head_node_instance_type": "t3.large"}}}, [
         ("orchestrator.parallelcluster.head_node_instance_type",
          "memory of t3.large unknown to fmcluster, so ParallelCluster's head-node memory check (an error) was not run, got "
@@ -167,6 +179,7 @@ ACCEPTED: list[dict[str, Any]] = [
     {"region": "eu-north-1", "availability_zone": "eu-north-1a", "observability": {"metrics": "self_hosted"}},
     {"compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 400}]},  # m7i.4xlarge: 64 GiB
     group(count=4, min_count=0, threads_per_core=1),
+    {**group(instance_type="p5e.48xlarge"), "region": "us-east-2", "availability_zone": "us-east-2a"},
 ]
 
 
@@ -228,3 +241,7 @@ def test_managed_metrics_regions_come_from_botocore() -> None:
     assert "eu-north-1" in service_regions("aps")
     assert (partition_of("us-east-1"), partition_of("cn-north-1"), partition_of("us-gov-west-1")) == (
         "aws", "aws-cn", "aws-us-gov")
+
+
+def test_hyperpod_types_are_judged_by_their_own_rule_not_ec2_offerings() -> None:
+    assert [r for _, _, r in warnings({**group(instance_type="p5e.48xlarge"), **HP})] == ["R-HP-4"]

@@ -74,9 +74,20 @@ def _pcluster_blueprints() -> dict[str, str]:
     return out
 
 
+#: ParallelCluster errors fmcluster can only warn about (its data is a snapshot): validator -> fmcluster rule.
+WARNED_FIRST = {"InstanceTypeBaseAMICompatibleValidator": "R-REGION-3"}
+
+#: Matrix stacks whose instance types have no recorded DescribeInstanceTypes data (moto 5.2.5 lacks p6e-gb200).
+UNRECORDED_MATRIX_STACKS = {"gb200-580-cuda13.0"}
+
+
 def test_every_parallelcluster_example_passes_parallelclusters_validators() -> None:
+    from tests.orchestrator_support import matrix_blueprint, matrix_stacks
+
     blueprints = _pcluster_blueprints()
     assert {"default", "efa-lustre", "p5en-capacity-block", "p6-b200"} <= set(blueprints)
+    blueprints |= {f"matrix-{stack}": matrix_blueprint("parallelcluster", stack) for stack in matrix_stacks()
+                   if stack not in UNRECORDED_MATRIX_STACKS}
     folders = {name: _folder(synth_templates(text)) for name, text in blueprints.items()}
     results = _run("pcluster_validate.py", *folders.values())
     by_dir = {r["dir"]: r for r in results}
@@ -84,7 +95,13 @@ def test_every_parallelcluster_example_passes_parallelclusters_validators() -> N
         r = by_dir[folder]
         assert r["unanswered"] == [], name
         assert len(r["validators"]) >= 60, (name, r["validators"])  # the validators really ran
-        assert [(f["level"], f["validator"]) for f in r["failures"]] == [
+        warned = {w.rule_id for w in load_blueprint_text(blueprints[name]).warnings}
+        # An error ParallelCluster reports must be one fmcluster already warned about (the matrix puts p5e.48xlarge in
+        # us-east-1, which the recorded offerings lack: R-REGION-3); the examples have none.
+        errors = {f["validator"] for f in r["failures"] if f["level"] == "ERROR"}
+        assert errors <= {v for v, rule in WARNED_FIRST.items() if rule in warned}, (name, r["failures"])
+        assert not (errors and not name.startswith("matrix-")), (name, r["failures"])
+        assert [(f["level"], f["validator"]) for f in r["failures"] if f["level"] != "ERROR"] == [
             ("WARNING", v) for v in sorted(EXPECTED_WARNINGS)], (name, r["failures"])
 
 

@@ -64,6 +64,7 @@ def test_declared_precedence() -> None:
         "R-ARN-1": ("R-REGION-1",),
         "R-ARN-2": ("R-REGION-1", "R-ARN-1"),
         "R-REGION-2": ("R-REGION-1",),
+        "R-REGION-3": ("R-REGION-1",),
         "R-AZ-2": ("R-REGION-1",),
         "R-AZ-3": ("R-REGION-1",),
         "R-CAP-7": ("R-CAP-9",),

@@ -70,3 +70,25 @@ def service_regions(service: str) -> tuple[str, ...]:
         regions = p.get("regions", {})
         out.update(r for r in p.get("services", {}).get(service, {}).get("endpoints", {}) if r in regions)
     return tuple(sorted(out))
+
+
+@cache
+def _recorded_offerings() -> dict[str, object]:
+    from importlib import resources
+
+    import yaml
+
+    data: dict[str, object] = yaml.safe_load(
+        resources.files("fmcluster.catalog").joinpath("data/region_offerings.yaml").read_text())
+    return data
+
+
+def recorded_regions_of(instance_type: str) -> tuple[str, ...] | None:
+    """Regions that offered ``instance_type`` when EC2's DescribeInstanceTypeOfferings was recorded
+    (``catalog/data/region_offerings.yaml``, moto 5.2.5's recording, a snapshot: use for warnings only);
+    ``None`` when the type was not recorded."""
+    data = _recorded_offerings()
+    if instance_type not in data["recorded_types"]:  # type: ignore[operator]
+        return None
+    regions: dict[str, list[str]] = data["regions"]  # type: ignore[assignment]
+    return tuple(sorted(r for r, types in regions.items() if instance_type in types))

@@ -15,7 +15,7 @@ import posixpath
 from collections.abc import Iterator
 
 from fmcluster.blueprint.model import Blueprint
-from fmcluster.catalog.regions import partition_of, service_regions
+from fmcluster.catalog.regions import partition_of, recorded_regions_of, service_regions
 from fmcluster.resolved import ResolvedCluster
 from fmcluster.validation.rules import Violation, rule
 
@@ -190,4 +190,22 @@ def managed_metrics_offered(bp: Blueprint) -> Iterator[Violation]:
             yield "observability.metrics", (
                 f"{name} is not offered in {bp.region}, got 'managed'; "
                 f"allowed self_hosted or none here, or a Region offering it: {', '.join(regions)}"
+            )
+
+
+@rule("R-REGION-3", level="warning",
+      source="fmcluster/catalog/data/region_offerings.yaml (EC2 DescribeInstanceTypeOfferings recorded by moto 5.2.5); "
+      f"{PCLUSTER_VALIDATORS.replace('cluster_validators.py', 'ec2_validators.py')} InstanceTypeBaseAMICompatibleValidator "
+      "refuses a type the Region does not offer (an error there; a warning here because the recording is a snapshot)",
+      orchestrators=("parallelcluster", "pcs"), suppressed_by=("R-REGION-1",))
+def instance_type_offered_in_region(bp: Blueprint) -> Iterator[Violation]:
+    """Each compute group's EC2 instance type should be offered in the blueprint's Region. HyperPod's ml.* types
+    have their own availability (R-HP-4)."""
+    for i, g in enumerate(bp.compute):
+        regions = recorded_regions_of(g.instance_type)
+        if regions is not None and bp.region not in regions:
+            yield f"compute[{i}].instance_type", (
+                f"{g.instance_type} was not offered in {bp.region} when EC2's offerings were recorded, got "
+                f"{g.instance_type!r}; allowed a type offered there, or a Region offering it: {', '.join(regions) or 'none'} "
+                "- check with: aws ec2 describe-instance-type-offerings --location-type region"
             )
