@@ -44,7 +44,7 @@ def test_slurm_settings(default: dict[str, Any]) -> None:
 def test_monitoring_and_head_node(default: dict[str, Any]) -> None:
     config = default["ClusterConfiguration"]
     assert config["Monitoring"] == {
-        "DetailedMonitoring": True,
+        "DetailedMonitoring": False,
         "Logs": {"CloudWatch": {"Enabled": True, "RetentionInDays": 30, "DeletionPolicy": "Retain"}, "Rotation": {"Enabled": True}},
         "Dashboards": {"CloudWatch": {"Enabled": True}},
         "Alarms": {"Enabled": True},

@@ -82,12 +82,6 @@ def test_rule_errors(patch: dict[str, Any], expected: tuple[str, str, str]) -> N
              "pin, got nothing; allowed an ami-<hex> resolved once and pinned", "R-PCS-4"),
         ]),
         ({**U24, "orchestrator": {"kind": "pcs", "pcs": {"efa_interface_type": "efa", "ami_id": "ami-0123456789abcdef0"}}}, []),
-        ({"compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 400}],
-          "orchestrator": {"parallelcluster": {"head_node_instance_type": "c7i.xlarge"}}}, [
-            ("orchestrator.parallelcluster.head_node_instance_type",
-             "head node too small for 400 compute nodes, got c7i.xlarge (8 GiB); allowed a type with at least 16.0 GiB of "
-             "memory", "R-PC-1"),
-        ]),
         ({"compute": [{"name": "gpu", "instance_type": "p5e.48xlarge", "count": 2}], "orchestrator": {"kind": "hyperpod"}}, [
             ("compute[0].instance_type",
              "ml.p5e.48xlarge has no public HyperPod price in us-east-1, and cfn-lint reports E3644 for it, got "

@@ -95,14 +95,16 @@ def test_head_node_runs_the_observability_script_with_the_node_policy(metrics: s
     script = head["CustomActions"]["OnNodeConfigured"]["Script"]["Fn::Sub"]
     assert head["Iam"]["S3Access"] == [{"BucketName": {"Fn::Sub": "cdk-hnb659fds-assets-${AWS::AccountId}-us-east-1"},
                                         "KeyName": script.rsplit("/", 1)[1]}]
-    [policy] = head["Iam"]["AdditionalIamPolicies"]
+    [ssm, policy] = head["Iam"]["AdditionalIamPolicies"]
+    assert ssm == {"Policy": {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"}}
     assert "ObservabilityNodePolicy" in policy["Policy"]["Fn::ImportValue"]
 
 
 def test_head_node_has_no_custom_action_without_metrics() -> None:
     _, props = cluster()
     assert "CustomActions" not in props["ClusterConfiguration"]["HeadNode"]
-    assert "Iam" not in props["ClusterConfiguration"]["HeadNode"]
+    assert props["ClusterConfiguration"]["HeadNode"]["Iam"] == {"AdditionalIamPolicies": [
+        {"Policy": {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"}}]}
 
 
 def test_kms_checkpoint_bucket_adds_the_key_policy_to_every_queue() -> None:

@@ -61,6 +61,10 @@ def test_check_precedence_refuses_unknown_ids_and_cycles() -> None:
 def test_declared_precedence() -> None:
     declared = {r.id: r.suppressed_by for r in REGISTRY if r.suppressed_by}
     assert declared == {
+        "R-ARN-1": ("R-REGION-1",),
+        "R-ARN-2": ("R-REGION-1", "R-ARN-1"),
+        "R-REGION-2": ("R-REGION-1",),
+        "R-REGION-3": ("R-REGION-1",),
         "R-AZ-2": ("R-REGION-1",),
         "R-AZ-3": ("R-REGION-1",),
         "R-CAP-7": ("R-CAP-9",),

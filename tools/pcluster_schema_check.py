@@ -2,7 +2,10 @@
 
 Runs in the separate ``.venv-pcluster`` (aws-parallelcluster pins CDK v1 and cannot share the main
 venv). CloudFormation intrinsics in the generated config are replaced by well-formed placeholder
-ids first, because they only resolve at deploy time.
+ids first, because they only resolve at deploy time. Loading a config with a capacity reservation makes
+ParallelCluster call DescribeCapacityReservations (``SlurmClusterConfig.__init__``); that call is answered
+offline with the reservation the config declares, and any other request is refused before it leaves the
+machine (``tools/pcluster_validate.py`` runs the validators as well, from the synthesized templates).
 
 Usage: python tools/pcluster_schema_check.py CONFIG.yaml...  -> prints one JSON line per file
 {"file": ..., "ok": bool, "errors": {...}}; exit 0 when all load, 1 otherwise.
@@ -41,15 +44,26 @@ def _resolve(node, key=None):
 
 def main(paths: list[str]) -> int:
     from marshmallow import ValidationError
+    from pcluster.aws.aws_api import AWSApi
+    from pcluster.aws.common import Cache
     from pcluster.schemas.cluster_schema import ClusterSchema
-
-    import os
+    from pcluster_validate import _Error, declared_reservations, install_offline_hooks
 
     ok = True
     for path in paths:
         config = _resolve(yaml.safe_load(open(path)))
-        # The schema asks boto for the region while building defaults; give it the config's own.
-        os.environ["AWS_DEFAULT_REGION"] = config.get("Region", "us-east-1")
+
+        def answer(service, op, params, config=config):
+            if (service, op) == ("ec2", "DescribeCapacityReservations"):
+                subnet = {"AvailabilityZone": config["Region"] + "a", "AvailabilityZoneId": "offline-az"}
+                return 200, declared_reservations(config, params, lambda _sid: subnet)
+            raise _Error("OfflineValidation", f"{service}.{op} is not answered by the schema check")
+
+        # The schema asks boto for the region while building defaults; give it the config's own. Fresh clients per
+        # file, so each config's reservation is answered from that config.
+        install_offline_hooks(answer, config.get("Region", "us-east-1"))
+        AWSApi.reset()
+        Cache.clear_all()
         try:
             ClusterSchema(cluster_name="fmcluster-check").load(config)
             print(json.dumps({"file": path, "ok": True, "errors": {}}))

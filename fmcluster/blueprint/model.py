@@ -12,9 +12,18 @@ from __future__ import annotations
 
 import difflib
 import ipaddress
-from typing import Annotated, Final, Literal, cast
+from typing import Annotated, Any, Final, Literal, cast
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 from fmcluster.catalog import UnknownInstanceType, get_instance
 from fmcluster.catalog.software import default_stack_name, known_stacks
@@ -110,6 +119,23 @@ OsName = Literal["ubuntu-22.04", "ubuntu-24.04", "amazon-linux-2023"]
 RemovalPolicyName = Literal["retain", "destroy"]
 
 
+def _whole_number_input(v: Any) -> Any:
+    """Refuse booleans and text where an integer is expected (pydantic's lax mode would take both)."""
+    if isinstance(v, bool):
+        raise ValueError(
+            f"must be a whole number, got {str(v).lower()} (YAML reads true, false, yes, no, on and off as booleans); "
+            "allowed an integer such as 4"
+        )
+    if isinstance(v, str):
+        raise ValueError(f"must be a whole number, got the text {v!r}; allowed an integer without quotes, such as 4")
+    return v
+
+
+#: An integer field of the blueprint: YAML reads ``true``/``yes``/``on`` as booleans and quoted numbers as
+#: text, which pydantic's lax mode would turn into 1 and 4 (``count: true`` would be one node); both are refused.
+WholeNumber = Annotated[int, BeforeValidator(_whole_number_input)]
+
+
 class Section(BaseModel):
     """Base for every blueprint section: unknown keys are errors, values are frozen."""
 
@@ -121,7 +147,7 @@ class NetworkSpec(Section):
     """Network: a new VPC (default) or an existing one imported by id (no lookup at synth)."""
 
     vpc_cidr: str = Field(DEFAULT_VPC_CIDR, description=f"CIDR of a new VPC. Default: {DEFAULT_VPC_CIDR}.")
-    gpu_subnet_prefix_length: int = Field(
+    gpu_subnet_prefix_length: WholeNumber = Field(
         DEFAULT_GPU_SUBNET_PREFIX,
         ge=16,
         le=28,
@@ -286,8 +312,10 @@ class ComputeGroup(Section):
 
     name: str = Field(pattern=GROUP_NAME_PATTERN, description="Queue / instance group / node group name (2-25 chars).")
     instance_type: str = Field(description="Catalog instance type, e.g. p5.48xlarge. Always explicit.")
-    count: int = Field(ge=1, le=2048, description="Number of nodes (static: min = max = count unless min_count).")
-    min_count: int | None = Field(None, ge=0, description="Nodes kept running. Default: count (static nodes).")
+    count: WholeNumber = Field(ge=1, le=2048, description="Number of nodes (static: min = max = count unless min_count).")
+    min_count: Annotated[int, Field(ge=0), BeforeValidator(_whole_number_input)] | None = Field(
+        None, description="Nodes kept running. Default: count (static nodes)."
+    )
     capacity: Capacity = Field(default_factory=lambda: OnDemandCapacity(type="on_demand"), description="Default: on_demand.")
     efa: bool | None = Field(None, description="EFA on every EFA-capable network card. Default: true where supported.")
     placement_group: bool | None = Field(
@@ -297,7 +325,9 @@ class ComputeGroup(Section):
         "forcing true there is a warning, R-CAP-3).",
     )
     scratch_path: str = Field(DEFAULT_SCRATCH_PATH, pattern=r"^/[\w./-]+$", description=f"Local NVMe RAID0. Default: {DEFAULT_SCRATCH_PATH}.")
-    threads_per_core: Literal[1, 2] = Field(2, description="SMT threads per core. Default: 2 (EC2 default).")
+    threads_per_core: Annotated[Literal[1, 2], BeforeValidator(_whole_number_input)] = Field(
+        2, description="SMT threads per core. Default: 2 (EC2 default)."
+    )
 
     @field_validator("instance_type", mode="before")
     @classmethod
@@ -402,7 +432,7 @@ class DataRepository(Section):
         description="Auto-import events from S3. Default: NEW, CHANGED, DELETED.",
     )
     export_policy: list[EventName] = Field(default_factory=list, description="Auto-export events to S3. Default: none.")
-    imported_file_chunk_size_mib: int = Field(
+    imported_file_chunk_size_mib: WholeNumber = Field(
         DEFAULT_CHUNK_MIB, ge=1, le=512000, description=f"Stripe chunk for imported files. Default: {DEFAULT_CHUNK_MIB} MiB."
     )
     batch_import_metadata_on_create: bool = Field(
@@ -435,12 +465,12 @@ class LustreSpec(Section):
         "no replication). Changing this replaces the file system (data loss).",
         json_schema_extra={"replaces": True},
     )
-    storage_capacity_gib: int = Field(
+    storage_capacity_gib: WholeNumber = Field(
         DEFAULT_STORAGE_CAPACITY_GIB, ge=1,
         description=f"GiB: 1200, 2400 or a multiple of 2400 (3600 for SCRATCH_1). Default: {DEFAULT_STORAGE_CAPACITY_GIB}. "
         "Can grow in place (not SCRATCH_1), never shrink.",
     )
-    per_unit_storage_throughput: int | None = Field(
+    per_unit_storage_throughput: WholeNumber | None = Field(
         None,
         description="Throughput tier in MB/s/TiB, PERSISTENT_* only (PERSISTENT_1: 50, 100, 200; PERSISTENT_2: 125, "
         "250, 500, 1000). Default: "
@@ -460,11 +490,11 @@ class LustreSpec(Section):
         "need the EFA driver and an EFA-capable Lustre client. Default: false. Changing this replaces the file system.",
         json_schema_extra={"replaces": True},
     )
-    metadata_iops: int | None = Field(
+    metadata_iops: WholeNumber | None = Field(
         None, description="User-provisioned metadata IOPS (PERSISTENT_2): 1500, 3000, 6000, 12000 or a multiple of "
         "12000 up to 192000. Default: AUTOMATIC metadata mode when EFA is on, else no metadata configuration.",
     )
-    automatic_backup_retention_days: int = Field(
+    automatic_backup_retention_days: WholeNumber = Field(
         0, ge=0, le=90, description="0-90 days, persistent only; 0 = no automatic backups. Default: 0."
     )
     daily_automatic_backup_start_time: str | None = Field(
@@ -535,7 +565,7 @@ class CheckpointTransition(Section):
     """Move current checkpoint objects to a cheaper storage class after some days."""
 
     storage_class: CheckpointStorageClass = Field(description="Target S3 storage class.")
-    after_days: int = Field(ge=0, le=36500, description="Days after creation (STANDARD_IA / ONEZONE_IA: at least 30).")
+    after_days: WholeNumber = Field(ge=0, le=36500, description="Days after creation (STANDARD_IA / ONEZONE_IA: at least 30).")
 
 
 class CheckpointSpec(Section):
@@ -551,7 +581,7 @@ class CheckpointSpec(Section):
         description=f"Prefix nodes may read and write (and nothing else). Default: {DEFAULT_CHECKPOINT_PREFIX}.",
     )
     versioned: bool = Field(True, description="Created bucket only. Default: true.")
-    noncurrent_version_expiration_days: int = Field(
+    noncurrent_version_expiration_days: WholeNumber = Field(
         DEFAULT_NONCURRENT_DAYS, ge=1, le=3650,
         description=f"Created, versioned bucket only: delete overwritten/deleted versions after this many days. "
         f"Default: {DEFAULT_NONCURRENT_DAYS} days.",
@@ -613,7 +643,7 @@ class ParallelClusterSettings(Section):
         description=f"Head node instance type; needs at least nodes/25 + 0.6 GiB of memory (ParallelCluster's "
         f"HeadNodeMemorySizeValidator) and the compute nodes' CPU architecture. Default: {DEFAULT_HEAD_NODE}.",
     )
-    head_node_root_volume_gib: int = Field(
+    head_node_root_volume_gib: WholeNumber = Field(
         DEFAULT_HEAD_NODE_ROOT_GIB, ge=40, le=16384,
         description=f"Encrypted gp3 root volume of the head node (Slurm state, logs, /home). Default: "
         f"{DEFAULT_HEAD_NODE_ROOT_GIB} GiB.",
@@ -630,18 +660,24 @@ class ParallelClusterSettings(Section):
         description="How queue changes reach running nodes; the CloudFormation provider does not stop the "
         "compute fleet itself. Default: DRAIN (nodes are replaced when their jobs end).",
     )
-    scaledown_idletime_minutes: int = Field(
+    scaledown_idletime_minutes: WholeNumber = Field(
         DEFAULT_PCLUSTER_SCALEDOWN_MINUTES, ge=-1, le=43200,
         description=f"Minutes a dynamic node stays idle before it is terminated (-1: never). Default: "
         f"{DEFAULT_PCLUSTER_SCALEDOWN_MINUTES}.",
     )
     memory_based_scheduling: bool = Field(False, description="Slurm memory-based scheduling (--mem). Default: false.")
-    log_retention_days: int = Field(
+    log_retention_days: WholeNumber = Field(
         DEFAULT_PCLUSTER_LOG_RETENTION_DAYS,
         description=f"CloudWatch Logs retention. Default: {DEFAULT_PCLUSTER_LOG_RETENTION_DAYS} days; allowed "
         f"{', '.join(map(str, PCLUSTER_LOG_RETENTION_DAYS))}.",
     )
     cloudwatch_dashboard: bool = Field(True, description="ParallelCluster's CloudWatch dashboard. Default: true.")
+    detailed_monitoring: bool = Field(
+        False,
+        description="EC2 detailed monitoring (1-minute instance metrics) on the compute fleet; it is billed per "
+        "instance, and ParallelCluster's DetailedMonitoringValidator warns about the cost. GPU, EFA and node metrics "
+        "come from the observability layer either way. Default: false (basic 5-minute monitoring).",
+    )
     gpu_health_checks: bool = Field(True, description="ParallelCluster's DCGM GPU health check in the Slurm prolog. Default: true.")
 
     @field_validator("version")
@@ -774,7 +810,7 @@ class PcsSettings(Section):
         description="Interface type of the EFA interfaces in the launch templates (the primary interface is ENA). "
         "Default: efa-only (no subnet IPv4 address per EFA).",
     )
-    scaledown_idle_seconds: int = Field(
+    scaledown_idle_seconds: WholeNumber = Field(
         DEFAULT_PCS_SCALEDOWN_SECONDS, ge=1, le=10_000_000,
         description=f"Seconds an idle dynamic node is kept. Default: {DEFAULT_PCS_SCALEDOWN_SECONDS}.",
     )
@@ -816,11 +852,11 @@ class ObservabilitySpec(Section):
         "on the head/controller node, listening on localhost only (reach them through SSM port forwarding); "
         "none: no exporters, no observability stack. Default: managed.",
     )
-    scrape_interval_seconds: int = Field(
+    scrape_interval_seconds: WholeNumber = Field(
         DEFAULT_SCRAPE_INTERVAL_S, ge=5, le=300,
         description=f"Prometheus scrape and rule evaluation interval. Default: {DEFAULT_SCRAPE_INTERVAL_S} s.",
     )
-    scrape_timeout_seconds: int = Field(
+    scrape_timeout_seconds: WholeNumber = Field(
         DEFAULT_SCRAPE_TIMEOUT_S, ge=1, le=300,
         description=f"Per-scrape timeout; must not exceed scrape_interval_seconds. Default: {DEFAULT_SCRAPE_TIMEOUT_S} s.",
     )

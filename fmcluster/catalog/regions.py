@@ -8,7 +8,7 @@ The list is as current as the installed botocore; no network call is made.
 from __future__ import annotations
 
 import difflib
-from functools import lru_cache
+from functools import cache, lru_cache
 
 
 @lru_cache(maxsize=1)
@@ -38,3 +38,57 @@ def closest_regions(region: str, limit: int = 3) -> list[str]:
     if not scored or -scored[0][0][0] < 0.6:
         return []
     return [r for k, r in scored if k == scored[0][0]][:limit]
+
+
+@cache
+def partition_of(region: str) -> str | None:
+    """The partition (``aws``, ``aws-cn``, ``aws-us-gov``, ...) whose botocore endpoints data lists ``region``,
+    else the partition whose ``regionRegex`` matches it; ``None`` when none does."""
+    import re
+
+    from botocore.loaders import create_loader
+
+    partitions = create_loader().load_data("endpoints")["partitions"]
+    for p in partitions:
+        if region in p.get("regions", {}):
+            return str(p["partition"])
+    for p in partitions:
+        if re.match(p.get("regionRegex", "$^"), region):
+            return str(p["partition"])
+    return None
+
+
+@cache
+def service_regions(service: str) -> tuple[str, ...]:
+    """Regions where botocore's endpoints data lists an endpoint of ``service`` (its endpoint prefix, e.g.
+    ``grafana`` for Amazon Managed Grafana, ``aps`` for Amazon Managed Service for Prometheus), every
+    partition, FIPS and other non-Region endpoints left out; sorted. Empty when the data lists none."""
+    from botocore.loaders import create_loader
+
+    out: set[str] = set()
+    for p in create_loader().load_data("endpoints")["partitions"]:
+        regions = p.get("regions", {})
+        out.update(r for r in p.get("services", {}).get(service, {}).get("endpoints", {}) if r in regions)
+    return tuple(sorted(out))
+
+
+@cache
+def _recorded_offerings() -> dict[str, object]:
+    from importlib import resources
+
+    import yaml
+
+    data: dict[str, object] = yaml.safe_load(
+        resources.files("fmcluster.catalog").joinpath("data/region_offerings.yaml").read_text())
+    return data
+
+
+def recorded_regions_of(instance_type: str) -> tuple[str, ...] | None:
+    """Regions that offered ``instance_type`` when EC2's DescribeInstanceTypeOfferings was recorded
+    (``catalog/data/region_offerings.yaml``, moto 5.2.5's recording, a snapshot: use for warnings only);
+    ``None`` when the type was not recorded."""
+    data = _recorded_offerings()
+    if instance_type not in data["recorded_types"]:  # type: ignore[operator]
+        return None
+    regions: dict[str, list[str]] = data["regions"]  # type: ignore[assignment]
+    return tuple(sorted(r for r, types in regions.items() if instance_type in types))

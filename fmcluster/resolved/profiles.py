@@ -135,7 +135,8 @@ def _parallelcluster(orch: OrchestratorSpec) -> OrchestratorProfile:
         key="parallelcluster", kind="parallelcluster", settings_path="orchestrator.parallelcluster",
         efa_interface_type=PCLUSTER_EFA_INTERFACE_TYPE[orch.parallelcluster.version], efa_interface_type_setting=None,
         head_node_label="head node", management=("head node",),
-        reserved_group_names=(), capacity_types=EC2_PURCHASE_OPTIONS,
+        # ParallelCluster's NameValidator refuses the queue name "default" (rule R-PC-3).
+        reserved_group_names=("default",), capacity_types=EC2_PURCHASE_OPTIONS,
         node_bootstrap_delivery="s3_asset", head_node_script_delivery="s3_asset", default_node_discovery="ec2",
     )
 

@@ -48,6 +48,7 @@ PROVIDER_TEMPLATE_URL = (
     "https://${AWS::Region}-aws-parallelcluster.s3.${AWS::Region}.${AWS::URLSuffix}"
     "/parallelcluster/{version}/templates/custom_resource/cluster.yaml"
 )
+SSM_CORE_POLICY = "arn:${AWS::Partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"
 OS_NAMES = {"ubuntu-22.04": "ubuntu2204", "ubuntu-24.04": "ubuntu2404", "amazon-linux-2023": "alinux2023"}
 
 __all__ = ["ParallelClusterCluster", "capacity_settings", "compute_resource_name"]
@@ -106,8 +107,15 @@ class ParallelClusterCluster(Construct):
         if head_node_script is not None:
             head_node["CustomActions"] = {"OnNodeConfigured": {"Script": head_node_script.s3_url}}
             head_node["Iam"] = {"S3Access": [{"BucketName": head_node_script.bucket_name, "KeyName": head_node_script.object_key}]}
+        # No key pair by default: the way in is SSM Session Manager, whose agent needs AmazonSSMManagedInstanceCore
+        # on the instance role (https://docs.aws.amazon.com/systems-manager/latest/userguide/setup-instance-permissions.html).
+        # ParallelCluster attaches only CloudWatchAgentServerPolicy and the AdditionalIamPolicies to node roles
+        # (aws/aws-parallelcluster 3.16.1 cli/src/pcluster/templates/cdk_builder_utils.py _add_node_role), so the
+        # head node gets it here; its KeyPairValidator warning for a missing key is then expected.
+        head_policies = [{"Policy": Fn.sub(SSM_CORE_POLICY)}]
         if head_node_policy is not None:
-            head_node.setdefault("Iam", {})["AdditionalIamPolicies"] = [{"Policy": head_node_policy.managed_policy_arn}]
+            head_policies.append({"Policy": head_node_policy.managed_policy_arn})
+        head_node.setdefault("Iam", {})["AdditionalIamPolicies"] = head_policies
         image: dict[str, Any] = {"Os": OS_NAMES[os]}
         if spec.custom_ami:
             image["CustomAmi"] = spec.custom_ami
@@ -136,7 +144,7 @@ class ParallelClusterCluster(Construct):
                 ],
             },
             "Monitoring": {
-                "DetailedMonitoring": True,
+                "DetailedMonitoring": spec.detailed_monitoring,
                 "Logs": {
                     "CloudWatch": {"Enabled": True, "RetentionInDays": spec.log_retention_days, "DeletionPolicy": "Retain"},
                     "Rotation": {"Enabled": True},

@@ -76,6 +76,7 @@ def _load_rule_modules() -> None:
         network,
         observability,
         orchestrator,
+        parallelcluster,
         software,
         storage,
         subnet,

@@ -24,20 +24,40 @@ def settings_match_kind(orch: OrchestratorSpec) -> Iterator[Violation]:
 
 
 # ---- ParallelCluster -------------------------------------------------------------------------
-@rule("R-PC-1", level="warning",
-      source="aws/aws-parallelcluster cli/src/pcluster/validators/cluster_validators.py HeadNodeMemorySizeValidator "
-      "(required GiB = min(nodes/25 + 0.6, 16)); memory inferred from the instance family (unverified)",
-      orchestrators=("parallelcluster",))
-def head_node_memory(bp: Blueprint) -> Iterator[Violation]:
-    """ParallelCluster refuses a head node with less than nodes/25 + 0.6 GiB (capped at 16 GiB)."""
+PCLUSTER_HEAD_MEMORY = ("aws/aws-parallelcluster 3.16.1 cli/src/pcluster/validators/cluster_validators.py "
+                        "HeadNodeMemorySizeValidator (required GiB = min(nodes/25 + 0.6, 16), FailureLevel.ERROR)")
+
+
+def _head_node_memory_needed(bp: Blueprint) -> tuple[str, float | None, int, float]:
     head = bp.orchestrator.parallelcluster.head_node_instance_type
-    memory = memory_gib_of(head)
     nodes = sum(g.count for g in bp.compute)
-    required = min(nodes / 25 + 0.6, 16.0)
+    return head, memory_gib_of(head), nodes, min(nodes / 25 + 0.6, 16.0)
+
+
+@rule("R-PC-1", source=f"{PCLUSTER_HEAD_MEMORY}; memory of m/c/r types from their documented GiB per vCPU "
+      "(fmcluster.catalog.memory_gib_of)", orchestrators=("parallelcluster",))
+def head_node_memory(bp: Blueprint) -> Iterator[Violation]:
+    """ParallelCluster refuses (an error) a head node with less than nodes/25 + 0.6 GiB (capped at 16 GiB),
+    nodes being the sum of every queue's MaxCount. Checked where the head node's memory is known (m, c and
+    r types of generation 5 and later); R-PC-5 warns when it is not."""
+    head, memory, nodes, required = _head_node_memory_needed(bp)
     if memory is not None and memory < required:
         yield "orchestrator.parallelcluster.head_node_instance_type", (
             f"head node too small for {nodes} compute nodes, got {head} ({memory:g} GiB); "
             f"allowed a type with at least {required:.1f} GiB of memory"
+        )
+
+
+@rule("R-PC-5", level="warning", source=f"{PCLUSTER_HEAD_MEMORY}; fmcluster knows the memory of m/c/r types only",
+      orchestrators=("parallelcluster",))
+def head_node_memory_unknown(bp: Blueprint) -> Iterator[Violation]:
+    head, memory, nodes, required = _head_node_memory_needed(bp)
+    if memory is None:
+        yield "orchestrator.parallelcluster.head_node_instance_type", (
+            f"memory of {head} unknown to fmcluster, "
+            f"so ParallelCluster's head-node memory check (an error) was not run, got {head}; "
+            f"allowed a type with at least {required:.1f} GiB of memory for {nodes} compute nodes "
+            "- an m, c or r type (generation 5+) is checked"
         )
 
 
