@@ -157,9 +157,13 @@ def lustre_mount_script(mount: LustreMount) -> str:
     )
 
 
-def start_after_slurm(script_path: str) -> str:
+def start_after_slurm(script_path: str, slurm_bin_dir: str | None = None) -> str:
     """Shell lines that start ``script_path`` (as root, in the transient systemd unit
     ``fmcluster-head-node``) once ``sinfo`` answers, and return at once.
+
+    ``slurm_bin_dir`` is the cluster's Slurm command directory (the profile's ``slurm_bin_dir``; PCS:
+    the cluster's version, not whichever version the image happens to carry); when given, only
+    ``<slurm_bin_dir>/sinfo`` is asked. Default ``None``: ``sinfo`` on PATH, then :data:`SINFO_CANDIDATES`.
 
     The boot step that runs these lines comes before Slurm is usable on a PCS login node (user data runs
     before ``sackd`` starts) and, on a HyperPod controller, is not documented to come after ``slurmctld``
@@ -168,14 +172,19 @@ def start_after_slurm(script_path: str) -> str:
     second run while the unit is active starts nothing. The callers put ``script_path`` in
     ``/opt/fmcluster`` first, which is where the waiter (``AFTER_SLURM_PATH``) goes too.
     """
-    candidates = " ".join(SINFO_CANDIDATES)
+    if slurm_bin_dir is not None:
+        candidates = f'"{slurm_bin_dir}/sinfo"'
+        probe = f"for sinfo in {candidates}; do"
+    else:
+        candidates = " ".join(SINFO_CANDIDATES)
+        probe = f'for sinfo in "$(command -v sinfo || true)" {candidates}; do'
     waiter = f"""#!/bin/bash
 # fmcluster: run the script given as $1 once Slurm answers (sinfo), or after {SLURM_WAIT_SECONDS} s anyway.
 set -uo pipefail
 exec >> {HEAD_NODE_LOG} 2>&1
 slurm_answers() {{
   local sinfo
-  for sinfo in "$(command -v sinfo || true)" {candidates}; do
+  {probe}
     if [[ -x "${{sinfo}}" ]] && "${{sinfo}}" -h > /dev/null 2>&1; then
       return 0
     fi
