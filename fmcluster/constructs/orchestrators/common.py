@@ -173,24 +173,25 @@ def start_after_slurm(script_path: str, slurm_bin_dir: str | None = None) -> str
     ``/opt/fmcluster`` first, which is where the waiter (``AFTER_SLURM_PATH``) goes too.
     """
     if slurm_bin_dir is not None:
-        candidates = f'"{slurm_bin_dir}/sinfo"'
-        probe = f"for sinfo in {candidates}; do"
+        answers = f"""slurm_answers() {{
+  local sinfo="{slurm_bin_dir}/sinfo"
+  [[ -x "${{sinfo}}" ]] && "${{sinfo}}" -h > /dev/null 2>&1
+}}"""
     else:
-        candidates = " ".join(SINFO_CANDIDATES)
-        probe = f'for sinfo in "$(command -v sinfo || true)" {candidates}; do'
-    waiter = f"""#!/bin/bash
-# fmcluster: run the script given as $1 once Slurm answers (sinfo), or after {SLURM_WAIT_SECONDS} s anyway.
-set -uo pipefail
-exec >> {HEAD_NODE_LOG} 2>&1
-slurm_answers() {{
+        answers = f"""slurm_answers() {{
   local sinfo
-  {probe}
+  for sinfo in "$(command -v sinfo || true)" {" ".join(SINFO_CANDIDATES)}; do
     if [[ -x "${{sinfo}}" ]] && "${{sinfo}}" -h > /dev/null 2>&1; then
       return 0
     fi
   done
   return 1
-}}
+}}"""
+    waiter = f"""#!/bin/bash
+# fmcluster: run the script given as $1 once Slurm answers (sinfo), or after {SLURM_WAIT_SECONDS} s anyway.
+set -uo pipefail
+exec >> {HEAD_NODE_LOG} 2>&1
+{answers}
 waited=0
 until slurm_answers; do
   if ((waited >= {SLURM_WAIT_SECONDS})); then
