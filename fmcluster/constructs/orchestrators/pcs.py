@@ -227,11 +227,15 @@ class PcsCluster(Construct):
     """A PCS cluster with a login node group and one compute node group + queue per compute group.
 
     ``groups`` are the resolved compute groups (interface layout, CPU options, placement-group flag);
-    ``profile`` is the PCS profile (purchase options, user-data embed limit); ``placement_groups`` maps
+    ``profile`` is the PCS profile (purchase options, user-data embed limit, the cluster's Slurm command
+    directory); ``bootstraps`` become each compute node group's ``NodeBootstrapped`` lifecycle script, and
+    with ``lustre`` every node group first runs the ``mount-lustre.sh`` lifecycle script
+    (:func:`lifecycle_actions`); ``placement_groups`` maps
     the name of every group whose ``placement_group`` flag is set to its placement group.
 
     Attributes: ``cluster`` (CfnCluster), ``security_group`` (cluster group), ``role`` (node role,
-    name starts with ``AWSPCS``), ``instance_profile``, ``launch_templates`` / ``node_groups`` /
+    name starts with ``AWSPCS``), ``instance_profile``, ``lustre_script`` (the mount script's asset, or
+    ``None`` without Lustre), ``launch_templates`` / ``node_groups`` /
     ``queues`` (compute group name -> construct; the login group under ``PCS_LOGIN_GROUP``).
 
     ``head_node_script`` (an S3 asset) runs on the login node once Slurm answers and ``head_node_policy``
