@@ -66,8 +66,6 @@ def matrix_blueprint(kind: str, stack: str) -> str:
     }
     if kind == "parallelcluster" and arm:
         patch["orchestrator"]["parallelcluster"] = {"head_node_instance_type": "m7g.4xlarge"}
-    if kind == "pcs":
-        patch["orchestrator"]["pcs"] = {"efa_interface_type": "efa-only"}
     return patched(patch)
 
 

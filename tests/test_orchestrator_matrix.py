@@ -119,7 +119,8 @@ def test_same_blueprint_same_plan() -> None:
     assert lines == {
         "parallelcluster": (32, "H100", 32, 3200, 12800, "efa-only", 1),
         "hyperpod": (32, "H100", 32, 3200, 12800, "efa-only", 1),
-        "pcs": (32, "H100", 32, 3200, 12800, "efa-only", 1),
+        # PCS uses efa, one address per EFA card (R-PCS-3; changed on purpose, issue 12 item 3)
+        "pcs": (32, "H100", 32, 3200, 12800, "efa", 32),
     }
 
 

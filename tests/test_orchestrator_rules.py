@@ -54,13 +54,14 @@ def _warnings(patch: dict[str, Any]) -> list[tuple[str, str, str | None]]:
         ({**U24, "compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 40}], "orchestrator": {"kind": "pcs"}},
          ("orchestrator.pcs.size", "PCS size SMALL manages up to 32 compute nodes, got 40 nodes (sum of compute counts); "
           "allowed MEDIUM (up to 512) or LARGE (up to 2048) - did you mean MEDIUM?", "R-PCS-5")),
-        ({**U24, "compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 500},
-                             {"name": "gpu2", "instance_type": "p5.48xlarge", "count": 13}],
+        # efa: false keeps 513 nodes inside the default /20 now that PCS uses efa (one address per EFA card)
+        ({**U24, "compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 500, "efa": False},
+                             {"name": "gpu2", "instance_type": "p5.48xlarge", "count": 13, "efa": False}],
           "orchestrator": {"kind": "pcs", "pcs": {"size": "MEDIUM"}}},
          ("orchestrator.pcs.size", "PCS size MEDIUM manages up to 512 compute nodes, got 513 nodes (sum of compute counts); "
           "allowed LARGE (up to 2048) - did you mean LARGE?", "R-PCS-5")),
-        ({**U24, "compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2048},
-                             {"name": "gpu2", "instance_type": "p5.48xlarge", "count": 1}],
+        ({**U24, "compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2048, "efa": False},
+                             {"name": "gpu2", "instance_type": "p5.48xlarge", "count": 1, "efa": False}],
           "orchestrator": {"kind": "pcs", "pcs": {"size": "LARGE"}}},
          ("orchestrator.pcs.size", "PCS size LARGE manages up to 2048 compute nodes, got 2049 nodes (sum of compute counts); "
           "allowed at most 2048 nodes with LARGE - lower the counts or split the cluster", "R-PCS-5")),
@@ -73,10 +74,8 @@ def test_rule_errors(patch: dict[str, Any], expected: tuple[str, str, str]) -> N
 @pytest.mark.parametrize(
     ("patch", "expected"),
     [
+        # changed on purpose (issue 12 item 3): PCS defaults to efa, so R-PCS-3 has nothing to say by default
         ({**U24, "orchestrator": {"kind": "pcs"}}, [
-            ("orchestrator.pcs.efa_interface_type",
-             "efa-only interfaces on PCS are not confirmed by AWS documentation, got efa-only (default); allowed efa-only "
-             "(saves one IPv4 address per EFA) or efa - set it explicitly to silence this warning", "R-PCS-3"),
             ("orchestrator.pcs.ami_id",
              "not pinned: nodes boot the latest PCS-ready DLAMI, whose NVIDIA driver may differ from the software stack's "
              "pin, got nothing; allowed an ami-<hex> resolved once and pinned", "R-PCS-4"),
@@ -131,9 +130,10 @@ def test_instance_type_helpers(instance_type: str, arch: str | None, memory: flo
 def test_pcs_size_fits_its_node_count(size: str, nodes: int) -> None:
     """R-PCS-5 boundaries: SMALL 32 nodes, MEDIUM 512, LARGE 2048 (counts summed over groups)."""
     first = min(nodes, 2000)
-    groups = [{"name": "gpu", "instance_type": "p5.48xlarge", "count": first}]
+    # efa: false: one address per node, so the default /20 holds 2048 nodes (PCS uses efa interfaces)
+    groups = [{"name": "gpu", "instance_type": "p5.48xlarge", "count": first, "efa": False}]
     if nodes > first:
-        groups.append({"name": "gpu2", "instance_type": "p5.48xlarge", "count": nodes - first})
+        groups.append({"name": "gpu2", "instance_type": "p5.48xlarge", "count": nodes - first, "efa": False})
     result = load_blueprint_text(patched({**U24, "compute": groups, "orchestrator": {"kind": "pcs", "pcs": {"size": size}}}))
     assert [w.rule_id for w in result.warnings if w.rule_id == "R-PCS-5"] == []
 

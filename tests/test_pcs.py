@@ -81,10 +81,10 @@ def test_node_role_and_instance_profile(two_groups: dict[str, Any]) -> None:
     assert statements["PcsNodeRegistration"]["Action"] == "pcs:RegisterComputeNodeGroupInstance"
     assert statements["LustreEfaDiscovery"]["Action"] == "fsx:DescribeFileSystems"
     assert statements["CheckpointPrefixList"]["Condition"] == {"StringLike": {"s3:prefix": ["checkpoints/*"]}}
-    # bootstrap objects: exact keys, no wildcard
+    # bootstrap objects (two groups) and the Lustre mount lifecycle script: exact keys, no wildcard
     (read,) = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Action"] == "s3:GetObject"]
     keys = Resolver(two_groups, "us-east-1")(read["Resource"])
-    assert len(keys) == 2 and all(k.endswith(".sh") and "*" not in k for k in keys)
+    assert len(keys) == 3 and all(k.endswith(".sh") and "*" not in k for k in keys)
     (profile,) = _by_type(two_groups, "AWS::IAM::InstanceProfile").values()
     assert profile["Properties"]["Roles"] == [{"Ref": role_id}]
     for ng in _by_type(two_groups, "AWS::PCS::ComputeNodeGroup").values():
@@ -130,22 +130,11 @@ def _user_data(tpl: dict[str, Any], instance_type: str, region: str = "us-east-1
     return Resolver(tpl, region)(encoded)
 
 
-def test_user_data_is_mime_multipart_and_runs_bootstrap(two_groups: dict[str, Any]) -> None:
-    text = _user_data(two_groups, "p5.48xlarge")
-    assert text.startswith('MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="==FMCLUSTER=="\n\n--==FMCLUSTER==\n')
-    assert 'Content-Type: text/x-shellscript; charset="us-ascii"\n\n#!/bin/bash\n' in text
-    assert text.endswith("\n--==FMCLUSTER==--\n")
-    assert "mount -t lustre -o relatime,flock fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com@tcp:/abcdefgh /fsx" in text
-    # bootstrap.sh is embedded when it fits the 16 KiB user-data limit, else copied from its S3 asset
-    if "cat > /opt/fmcluster/bootstrap.sh <<'FMCLUSTER_BOOTSTRAP_EOF'" in text:
-        assert "fmcluster bootstrap for t-cluster/train (p5.48xlarge" in text
-    else:
-        assert re.search(r"\naws s3 cp s3://\S+\.sh /opt/fmcluster/bootstrap\.sh\n", text)
-    assert "\nbash /opt/fmcluster/bootstrap.sh\n" in text
-    assert text.index("mount -t lustre") < text.index("bash /opt/fmcluster/bootstrap.sh")
-    assert len(text.encode()) < 16 * 1024
-    login = _user_data(two_groups, "m7i.2xlarge")
-    assert "mount -t lustre" in login and "bootstrap.sh" not in login
+def test_node_setup_is_not_in_user_data(two_groups: dict[str, Any]) -> None:
+    """Changed on purpose (issue 12 item 3): the Lustre mount and bootstrap.sh run as PCS node lifecycle
+    actions (tests/test_deploy_pcs.py); without a metrics layer no launch template has user data."""
+    for group, (_, data) in pcs_launch_templates(two_groups).items():
+        assert "UserData" not in data, group
 
 
 class _BigBootstrap:
@@ -265,6 +254,7 @@ def test_login_node_runs_the_head_node_script_with_the_node_policy(metrics: str)
     out, templates = synth_to_folder(text)
     tpl = cluster_template(templates)
     login = _user_data(tpl, "m7i.2xlarge", "us-east-2")
+    assert "mount -t lustre" not in login  # a lifecycle action now (tests/test_deploy_pcs.py)
     (url,) = re.findall(r"\naws s3 cp (s3://\S+) /opt/fmcluster/head-node\.sh\n", login)
     assert url.startswith("s3://cdk-hnb659fds-assets-123456789012-us-east-2/") and url.endswith(".sh")
     # the object the login node downloads is the rendered head-node script
@@ -273,9 +263,9 @@ def test_login_node_runs_the_head_node_script_with_the_node_policy(metrics: str)
     assert (out / f"asset.{url.rsplit('/', 1)[1]}").read_text() == expected
     start = "systemd-run --unit=fmcluster-head-node "
     assert start in login
-    assert login.index("mount -t lustre") < login.index(url) < login.index(start)
+    assert login.index(url) < login.index(start)
     assert login.index(start) < login.index("/opt/fmcluster/after-slurm.sh /opt/fmcluster/head-node.sh")
-    assert "head-node" not in _user_data(tpl, "p5en.48xlarge", "us-east-2")
+    assert "UserData" not in pcs_launch_templates(tpl)["h200"][1]
     # the node role (the login node group's instance profile) reads that object and has the node policy
     role_id, role = _node_role(tpl)
     assert url in [f"s3://{k.split(':::', 1)[1]}" for k in _object_reads(tpl)]
@@ -291,11 +281,11 @@ def test_login_node_runs_the_head_node_script_with_the_node_policy(metrics: str)
 
 def test_no_head_node_script_or_node_policy_without_metrics() -> None:
     tpl = cluster_template(synth_templates(EXAMPLE))  # the example has metrics: none
-    assert all("head-node" not in _user_data(tpl, t, "us-east-2") for t in ("m7i.2xlarge", "p5en.48xlarge"))
+    assert all("UserData" not in data for _, data in pcs_launch_templates(tpl).values())
     _, role = _node_role(tpl)
     assert [json.dumps(a) for a in role["ManagedPolicyArns"]] == [json.dumps(role["ManagedPolicyArns"][0])]
     assert "AmazonSSMManagedInstanceCore" in json.dumps(role["ManagedPolicyArns"][0])
-    assert len(_object_reads(tpl)) == 1  # the h200 bootstrap only
+    assert len(_object_reads(tpl)) == 2  # the h200 bootstrap and the Lustre mount lifecycle script
 
 
 @pytest.mark.parametrize("text", [TWO_GROUPS, EXAMPLE], ids=["two-groups", "example"])

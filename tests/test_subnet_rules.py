@@ -35,7 +35,6 @@ BASE: dict[str, Any] = {
     "orchestrator": {"kind": "pcs", "pcs": {"efa_interface_type": "efa"}},
 }
 
-PCS_EFA_ONLY = {"kind": "pcs", "pcs": {"efa_interface_type": "efa-only"}}
 HYPERPOD_EFA = {"kind": "hyperpod", "hyperpod": {"efa_interface_type": "efa"}}
 PARALLELCLUSTER = {"kind": "parallelcluster"}
 
@@ -94,8 +93,9 @@ def test_efa_only_layout_follows_the_aws_pattern() -> None:
     assert [s.card for s in b300] == list(range(17))
 
 
-@pytest.mark.parametrize(("kind", "expected"), [("parallelcluster", "efa-only"), ("pcs", "efa-only"), ("hyperpod", "efa-only")])
-def test_orchestrators_default_to_efa_only(kind: str, expected: str) -> None:
+# pcs changed on purpose (issue 12 item 3): PCS needs efa (R-PCS-3)
+@pytest.mark.parametrize(("kind", "expected"), [("parallelcluster", "efa-only"), ("pcs", "efa"), ("hyperpod", "efa-only")])
+def test_orchestrators_default_interface_types(kind: str, expected: str) -> None:
     from fmcluster.blueprint.model import OrchestratorSpec
     from fmcluster.resolved import profile_for
 
@@ -233,8 +233,9 @@ def test_subnet_usage_hyperpod_efa_counts_every_card() -> None:
 
 
 def test_subnet_usage_pcs_and_hyperpod_without_login() -> None:
-    pcs = subnet_usage(load_blueprint_text(blueprint_text(orchestrator=PCS_EFA_ONLY)).blueprint)
-    assert (pcs.management, pcs.required) == ((("login node", 1),), 4 + 1 + 5)
+    # PCS counts one address per EFA card (efa, R-PCS-3): 4 x 32 node addresses
+    pcs = subnet_usage(load_blueprint_text(blueprint_text(orchestrator={"kind": "pcs"})).blueprint)
+    assert (pcs.management, pcs.required) == ((("login node", 1),), 4 * 32 + 1 + 5)
     hp = subnet_usage(
         load_blueprint_text(
             blueprint_text(orchestrator={"kind": "hyperpod", "hyperpod": {"login_instance_type": None}})
@@ -277,8 +278,8 @@ def subnet_problems(text: str) -> list[tuple[str, str, str | None, str]]:
 
 TOO_SMALL = "the GPU subnet is too small for the cluster: "
 NO_HEADROOM = "the GPU subnet leaves no headroom: "
-PCS_SWITCH = "orchestrator.pcs.efa_interface_type: efa-only"
-PCS_CAVEAT = "; unverified on PCS, R-PCS-3"
+# PCS accepts only efa (R-PCS-3), so the subnet rules never advise efa-only there (changed on purpose,
+# issue 12 item 3); HyperPod still gets that advice.
 
 RULE_CASES = [
     pytest.param(
@@ -287,8 +288,7 @@ RULE_CASES = [
             (
                 "network.gpu_subnet_prefix_length",
                 TOO_SMALL + "4102 IPv4 addresses needed (4096 for nodes, 1 for management nodes, 5 reserved by "
-                "AWS), got /20 (4096 addresses); allowed /19 or a shorter prefix, or "
-                f"{PCS_SWITCH} (then 134 needed{PCS_CAVEAT}) - did you mean gpu_subnet_prefix_length: 19?",
+                "AWS), got /20 (4096 addresses); allowed /19 or a shorter prefix - did you mean gpu_subnet_prefix_length: 19?",
                 "R-SUBNET-1",
                 "error",
             )
@@ -304,8 +304,7 @@ RULE_CASES = [
             (
                 "network.gpu_subnet_prefix_length",
                 TOO_SMALL + "5126 IPv4 addresses needed (5120 for nodes, 1 for management nodes, 5 reserved by "
-                "AWS), got /21 (2048 addresses); allowed /19 or a shorter prefix, or "
-                f"{PCS_SWITCH} (then 198 needed{PCS_CAVEAT}) - did you mean gpu_subnet_prefix_length: 19?",
+                "AWS), got /21 (2048 addresses); allowed /19 or a shorter prefix - did you mean gpu_subnet_prefix_length: 19?",
                 "R-SUBNET-1",
                 "error",
             )
@@ -319,8 +318,8 @@ RULE_CASES = [
                 "network.gpu_subnet_prefix_length",
                 TOO_SMALL + "1286 IPv4 addresses needed (1280 for nodes, 1 for management nodes, 5 reserved by "
                 "AWS), got /24 (256 addresses); allowed /21 or a shorter prefix in a network.vpc_cidr of /20 or larger "
-                f"(the VPC holds the public /24 and the GPU subnet, got /22), or {PCS_SWITCH} (then 46 "
-                f"needed{PCS_CAVEAT}) - did you mean gpu_subnet_prefix_length: 21 with a /20 vpc_cidr?",
+                "(the VPC holds the public /24 and the GPU subnet, got /22) "
+                "- did you mean gpu_subnet_prefix_length: 21 with a /20 vpc_cidr?",
                 "R-SUBNET-1",
                 "error",
             )
@@ -334,8 +333,7 @@ RULE_CASES = [
                 "network.gpu_subnet_prefix_length",
                 TOO_SMALL + "65542 IPv4 addresses needed (65536 for nodes, 1 for management nodes, 5 reserved by "
                 "AWS), got /20 (4096 addresses); allowed fewer nodes (even a /17, the largest GPU subnet a new VPC "
-                "holds beside its public /24, holds only 32768) or "
-                f"{PCS_SWITCH} (then 2054 needed{PCS_CAVEAT}) - did you mean {PCS_SWITCH}?",
+                "holds beside its public /24, holds only 32768)",
                 "R-SUBNET-1",
                 "error",
             )
@@ -391,8 +389,8 @@ RULE_CASES = [
             (
                 "network.gpu_subnet_prefix_length",
                 NO_HEADROOM + "4241 IPv4 addresses recommended (3846 required + 395 for replacement nodes, FSx and "
-                f"endpoints), got /20 (4096 addresses); allowed /19 or a shorter prefix, or {PCS_SWITCH} (then 149 "
-                f"recommended{PCS_CAVEAT}) - did you mean gpu_subnet_prefix_length: 19?",
+                "endpoints), got /20 (4096 addresses); allowed /19 or a shorter prefix - did you mean "
+                "gpu_subnet_prefix_length: 19?",
                 "R-SUBNET-2",
                 "warning",
             )
@@ -405,8 +403,8 @@ RULE_CASES = [
             (
                 "network.gpu_subnet_prefix_length",
                 NO_HEADROOM + "264 IPv4 addresses recommended (230 required + 34 for replacement nodes, FSx and "
-                f"endpoints), got /24 (256 addresses); allowed /23 or a shorter prefix, or {PCS_SWITCH} (then 25 "
-                f"recommended{PCS_CAVEAT}) - did you mean gpu_subnet_prefix_length: 23?",
+                "endpoints), got /24 (256 addresses); allowed /23 or a shorter prefix - did you mean "
+                "gpu_subnet_prefix_length: 23?",
                 "R-SUBNET-2",
                 "warning",
             )
@@ -445,13 +443,6 @@ def test_subnet_rules(top: dict[str, Any], expected: list[tuple[str, str, str, s
             id="pcs: the prefix",
         ),
         pytest.param(
-            dict(compute=[group(128)]), f", or {PCS_SWITCH} (", dict(orchestrator=PCS_EFA_ONLY), id="pcs: efa-only"
-        ),
-        pytest.param(
-            dict(compute=[group(2048)]), f"did you mean {PCS_SWITCH}?", dict(orchestrator=PCS_EFA_ONLY),
-            id="pcs nothing fits: efa-only",
-        ),
-        pytest.param(
             dict(compute=[group(128)], orchestrator=HYPERPOD_EFA),
             ", or orchestrator.hyperpod.efa_interface_type: efa-only (",
             dict(orchestrator={"kind": "hyperpod", "hyperpod": {"efa_interface_type": "efa-only"}}),
@@ -476,7 +467,6 @@ def test_following_the_advice_clears_r_subnet_1(top: dict[str, Any], advice: str
 
 
 QUIET_CASES = [
-    pytest.param(dict(compute=[group(128)], orchestrator=PCS_EFA_ONLY), id="pcs efa-only: 1 address per node"),
     pytest.param(
         dict(compute=[group(2048)], orchestrator={"kind": "hyperpod"}), id="hyperpod 2048 nodes in a /20"
     ),

@@ -806,9 +806,11 @@ class PcsSettings(Section):
         "resolved from its public SSM parameter at deploy time (floats to the latest image).",
     )
     efa_interface_type: EfaInterfaceType = Field(
-        "efa-only",
+        "efa",
         description="Interface type of the EFA interfaces in the launch templates (the primary interface is ENA). "
-        "Default: efa-only (no subnet IPv4 address per EFA).",
+        "Default: efa (one subnet IPv4 address per EFA). efa-only is refused (R-PCS-3): AWS's PCS sample "
+        "(awslabs/awsome-distributed-ai architectures/aws-pcs/assets/add-cng-p6-b300.yaml) says PCS needs efa to pass "
+        "the interfaces on to the launch request, and the PCS user guide shows only efa.",
     )
     scaledown_idle_seconds: WholeNumber = Field(
         DEFAULT_PCS_SCALEDOWN_SECONDS, ge=1, le=10_000_000,

@@ -6,6 +6,7 @@ pinned versions; the construct only stages them as assets and grants read on the
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
 from pathlib import Path
 
@@ -20,13 +21,17 @@ from fmcluster.templates.node_scripts import ENTRY_POINT, render_node_scripts
 class ScriptAsset(Construct):
     """One rendered script uploaded as an S3 asset (content-hashed, so synthesis stays deterministic).
 
-    Attributes: ``asset``, ``s3_url`` (``s3://bucket/key``), ``bucket_name`` and ``object_key``.
+    Attributes: ``asset``, ``s3_url`` (``s3://bucket/key``), ``bucket_name``, ``object_key`` and ``sha256``
+    (hex SHA-256 of the UTF-8 bytes uploaded).
     """
 
     def __init__(self, scope: Construct, id: str, *, text: str, file_name: str) -> None:
         super().__init__(scope, id)
         staging = Path(tempfile.mkdtemp(prefix="fmcluster-script-")) / file_name
-        staging.write_text(text)
+        data = text.encode("utf-8")
+        staging.write_bytes(data)
+        #: SHA-256 (hex) of the uploaded bytes, e.g. for an AWS PCS lifecycle script's ``Checksum``.
+        self.sha256 = hashlib.sha256(data).hexdigest()
         self.asset = s3_assets.Asset(self, "Script", path=str(staging))
         self.s3_url = self.asset.s3_object_url
         self.bucket_name = self.asset.s3_bucket_name

@@ -26,7 +26,8 @@ Sources (aws-resource-rules.md section 2 and 5):
 - No public IP with more than one interface (RunInstances refuses ``AssociatePublicIpAddress``):
   botocore ``ec2`` ``InstanceNetworkInterfaceSpecification.AssociatePublicIpAddress``; the GPU subnet is
   private, so the field is never set.
-- Capacity Blocks: ``MarketType: capacity-block`` plus a reservation target:
+- Capacity Blocks: ``MarketType: capacity-block``, a reservation target and "a valid InstanceType that
+  matches the instance type of the Capacity Block":
   https://docs.aws.amazon.com/pcs/latest/userguide/capacity-blocks-configure-cng.html
 - Spot in the launch template (``MarketType: spot``, one-time, terminate) as ParallelCluster renders it:
   aws/aws-parallelcluster ``cli/src/pcluster/launch_template_utils.py`` (``get_instance_market_options``).
@@ -56,6 +57,11 @@ ROOT_VOLUME_GIB = 200
 ROOT_VOLUME_TYPE = "gp3"
 #: IMDSv2 hop limit 2 lets containers on the node (enroot, docker) reach the instance metadata service.
 IMDS_HOP_LIMIT = 2
+#: cfn-lint rule that checks ``LaunchTemplateData.InstanceType`` against the Region's public type list
+#: (cfn-lint 1.x E3628), which omits Local-Zone-only types such as p6e-gb200. Capacity Block templates
+#: must name the block's type (PCS user guide, capacity-blocks-configure-cng) and fmcluster's catalog
+#: has already checked it, so they carry a cfn-lint ignore for this rule only.
+CFN_LINT_INSTANCE_TYPE_RULE = "E3628"
 
 # ---- capacity in each orchestrator's terms ---------------------------------------------------
 
@@ -114,9 +120,10 @@ class NodeLaunchTemplate(Construct):
 
     Args:
         instance_type: EC2 instance type written into the template, or ``None`` when the orchestrator sets
-            it (AWS PCS takes types from the node group's ``InstanceConfigs``; a type in the template
-            would also make cfn-lint check it against the Region's public type list, which omits
-            Local-Zone-only types such as p6e-gb200).
+            it (AWS PCS takes types from the node group's ``InstanceConfigs``). A Capacity Block group
+            always gets its ``instance_type`` written (PCS requires the block's type in the template);
+            that template carries a cfn-lint ignore for :data:`CFN_LINT_INSTANCE_TYPE_RULE`, whose
+            per-Region list omits Local-Zone-only types such as p6e-gb200.
         interfaces: the layout (``ResolvedGroup.interfaces``).
         os: blueprint OS, picks the root device name.
         group: the compute group whose capacity is rendered, or ``None`` (on-demand, e.g. login nodes).
@@ -184,6 +191,9 @@ class NodeLaunchTemplate(Construct):
                 )
             ],
         }
+        capacity_block = group is not None and isinstance(group.capacity, CapacityBlockCapacity)
+        if capacity_block and group is not None:
+            instance_type = group.instance_type
         if instance_type is not None:
             data["instance_type"] = instance_type
         if placement_group is not None:
@@ -235,6 +245,8 @@ class NodeLaunchTemplate(Construct):
             "Resource",
             launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(**data),
         )
+        if capacity_block:
+            self.resource.add_metadata("cfn-lint", {"config": {"ignore_checks": [CFN_LINT_INSTANCE_TYPE_RULE]}})
         self.template_id = self.resource.ref
         self.latest_version = self.resource.attr_latest_version_number
         for k, v in (tags or {}).items():

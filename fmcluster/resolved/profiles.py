@@ -68,8 +68,9 @@ class OrchestratorProfile:
             ParallelCluster chooses it itself per version (:data:`PCLUSTER_EFA_INTERFACE_TYPE`), HyperPod
             and PCS take the blueprint's setting.
         efa_interface_type_setting: YAML path where a blueprint chooses the EFA interface type, or
-            ``None`` when the orchestrator chooses it (ParallelCluster renders its own launch templates).
-        efa_only_caveat: appended to ``efa-only`` advice (PCS: unverified, R-PCS-3).
+            ``None`` when it has no choice to advise (ParallelCluster renders its own launch templates; PCS
+            accepts only ``efa``, R-PCS-3).
+        efa_only_caveat: appended to ``efa-only`` advice. Default: nothing.
         head_node_label: the node that runs the controller side and Prometheus, as users call it; ``None`` where
             fmcluster runs no such node (HyperPod EKS: the EKS control plane is AWS's, R-OBS-3).
         management: management node labels, one subnet address each (ParallelCluster head node; PCS login
@@ -93,6 +94,10 @@ class OrchestratorProfile:
             for it (ParallelCluster SharedStorage, HyperPod Slurm FsxLustreConfig, PCS user data). False for
             HyperPod EKS: fmcluster asks HyperPod for no host mount there (pods use the FSx CSI driver), and a
             wait would fail every node. Default True.
+        slurm_bin_dir: directory of the cluster's Slurm client commands on its nodes, or ``None`` when
+            fmcluster does not know it (node scripts then look on PATH and in the usual places). PCS:
+            ``/opt/aws/pcs/scheduler/slurm-<orchestrator.pcs.slurm_version>/bin`` (:data:`PCS_SLURM_DIR`),
+            so a node whose image carries several Slurm versions uses the cluster's. Default ``None``.
         user_data_embed_limit_bytes: node scripts up to this size are embedded in user data, larger ones
             are downloaded (PCS: EC2's 16 KB raw limit minus headroom for the MIME wrapper); ``None`` when
             fmcluster writes no user data.
@@ -116,6 +121,7 @@ class OrchestratorProfile:
     lustre_on_nodes: bool = True
     efa_only_caveat: str = ""
     user_data_embed_limit_bytes: int | None = None
+    slurm_bin_dir: str | None = None
     notes: tuple[str, ...] = field(default=())
 
     def accepts(self, capacity_type: str) -> bool:
@@ -169,17 +175,24 @@ def _hyperpod(orch: OrchestratorSpec) -> OrchestratorProfile:
 #: EC2 user data is limited to 16 KB raw (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/user-data.html);
 #: scripts up to this size are embedded, larger ones downloaded (headroom for the MIME wrapper and tokens).
 PCS_USER_DATA_EMBED_LIMIT_BYTES = 12 * 1024
+#: Where AWS PCS installs each Slurm version on its nodes: "Slurm must be installed in the same location as
+#: AWS PCS Slurm installer packages: /opt/aws/pcs/scheduler/slurm-version"
+#: (https://docs.aws.amazon.com/pcs/latest/userguide/multi-cluster-login-script-prerequisites.html).
+PCS_SLURM_DIR = "/opt/aws/pcs/scheduler/slurm-{version}"
 
 
 def _pcs(orch: OrchestratorSpec) -> OrchestratorProfile:
     return OrchestratorProfile(
         key="pcs", kind="pcs", settings_path="orchestrator.pcs",
+        # efa-only is refused on PCS (R-PCS-3), so there is no choice to advise: the subnet rules never
+        # suggest it (efa_interface_type_setting None); the subnet counts one address per EFA card.
         efa_interface_type=orch.pcs.efa_interface_type,
-        efa_interface_type_setting="orchestrator.pcs.efa_interface_type", head_node_label="login node",
+        efa_interface_type_setting=None, head_node_label="login node",
         management=("login node",), reserved_group_names=(PCS_LOGIN_GROUP,), capacity_types=EC2_PURCHASE_OPTIONS,
         node_bootstrap_delivery="s3_asset", head_node_script_delivery="s3_asset", default_node_discovery="ec2",
-        needs_vpc=True, efa_only_caveat="; unverified on PCS, R-PCS-3",
+        needs_vpc=True,
         user_data_embed_limit_bytes=PCS_USER_DATA_EMBED_LIMIT_BYTES,
+        slurm_bin_dir=PCS_SLURM_DIR.format(version=orch.pcs.slurm_version) + "/bin",
     )
 
 

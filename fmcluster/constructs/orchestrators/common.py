@@ -157,9 +157,13 @@ def lustre_mount_script(mount: LustreMount) -> str:
     )
 
 
-def start_after_slurm(script_path: str) -> str:
+def start_after_slurm(script_path: str, slurm_bin_dir: str | None = None) -> str:
     """Shell lines that start ``script_path`` (as root, in the transient systemd unit
     ``fmcluster-head-node``) once ``sinfo`` answers, and return at once.
+
+    ``slurm_bin_dir`` is the cluster's Slurm command directory (the profile's ``slurm_bin_dir``; PCS:
+    the cluster's version, not whichever version the image happens to carry); when given, only
+    ``<slurm_bin_dir>/sinfo`` is asked. Default ``None``: ``sinfo`` on PATH, then :data:`SINFO_CANDIDATES`.
 
     The boot step that runs these lines comes before Slurm is usable on a PCS login node (user data runs
     before ``sackd`` starts); waiting inline could hold up the very step Slurm waits for. On a HyperPod
@@ -169,20 +173,26 @@ def start_after_slurm(script_path: str) -> str:
     second run while the unit is active starts nothing. The callers put ``script_path`` in
     ``/opt/fmcluster`` first, which is where the waiter (``AFTER_SLURM_PATH``) goes too.
     """
-    candidates = " ".join(SINFO_CANDIDATES)
-    waiter = f"""#!/bin/bash
-# fmcluster: run the script given as $1 once Slurm answers (sinfo), or after {SLURM_WAIT_SECONDS} s anyway.
-set -uo pipefail
-exec >> {HEAD_NODE_LOG} 2>&1
-slurm_answers() {{
+    if slurm_bin_dir is not None:
+        answers = f"""slurm_answers() {{
+  local sinfo="{slurm_bin_dir}/sinfo"
+  [[ -x "${{sinfo}}" ]] && "${{sinfo}}" -h > /dev/null 2>&1
+}}"""
+    else:
+        answers = f"""slurm_answers() {{
   local sinfo
-  for sinfo in "$(command -v sinfo || true)" {candidates}; do
+  for sinfo in "$(command -v sinfo || true)" {" ".join(SINFO_CANDIDATES)}; do
     if [[ -x "${{sinfo}}" ]] && "${{sinfo}}" -h > /dev/null 2>&1; then
       return 0
     fi
   done
   return 1
-}}
+}}"""
+    waiter = f"""#!/bin/bash
+# fmcluster: run the script given as $1 once Slurm answers (sinfo), or after {SLURM_WAIT_SECONDS} s anyway.
+set -uo pipefail
+exec >> {HEAD_NODE_LOG} 2>&1
+{answers}
 waited=0
 until slurm_answers; do
   if ((waited >= {SLURM_WAIT_SECONDS})); then

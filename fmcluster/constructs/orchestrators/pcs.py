@@ -2,8 +2,12 @@
 
 One ``AWS::PCS::Cluster`` (Slurm version from the allow-list in the blueprint model), a login node
 group, and per compute group one launch template (NIC layout and capacity from
-``fmcluster.constructs.capacity``), one compute node group and one queue wired to it. Nodes
-bootstrap through launch-template user data in the MIME multi-part format PCS merges with its own.
+``fmcluster.constructs.capacity``), one compute node group and one queue wired to it. Node setup runs
+as PCS node lifecycle actions in the ``NodeBootstrapped`` stage (after PCS sets the node up, before
+``slurmd`` starts): the Lustre mount (every boot, its arguments carry the file system's deploy-time
+names) and then ``bootstrap.sh`` (first boot), each from its S3 asset with its SHA-256 and
+``OnError: TERMINATE``, so a failed setup replaces the node instead of leaving it half set up. Only the
+login node's observability launcher stays in user data (MIME multi-part, merged by PCS with its own).
 
 With a metrics layer, the login node's user data downloads the observability head-node script from its
 S3 asset and starts it once Slurm answers (``common.start_after_slurm``: user data runs before ``sackd``),
@@ -32,10 +36,26 @@ Sources (aws-resource-rules.md section 8.1):
   dynamic reference: https://docs.aws.amazon.com/pcs/latest/userguide/working-with_ami_pcs-ready-dlami.html
 - Capacity Blocks: node group ``PurchaseOption: CAPACITY_BLOCK`` and a launch template with
   ``MarketType: capacity-block`` plus the reservation: https://docs.aws.amazon.com/pcs/latest/userguide/capacity-blocks-configure-cng.html
-- EFA interface type: PCS documentation shows ``efa`` on every card; awslabs/awsome-distributed-ai
-  ``architectures/aws-pcs/assets/add-cng-p6-b300.yaml`` says PCS needs ``efa`` rather than
-  ``efa-only`` (unverified, a template comment): the blueprint chooses (``orchestrator.pcs.efa_interface_type``)
-  and rule R-PCS-4 warns while the default ``efa-only`` is unverified on PCS.
+- Capacity Block launch templates name the block's instance type (``NodeLaunchTemplate``):
+  https://docs.aws.amazon.com/pcs/latest/userguide/capacity-blocks-configure-cng.html
+- EFA interface type: the PCS user guide shows ``efa`` on every card
+  (https://docs.aws.amazon.com/pcs/latest/userguide/working-with_networking_efa_create-lt.html) and AWS's
+  sample awslabs/awsome-distributed-ai ``architectures/aws-pcs/assets/add-cng-p6-b300.yaml`` says PCS
+  needs ``efa`` rather than ``efa-only`` to pass the interfaces on to the launch request: default ``efa``,
+  and rule R-PCS-3 refuses ``efa-only``.
+- Node lifecycle actions (``NodeLifecycleActions.Stages.NodeBootstrapped``, ``ScriptSource.Checksum`` =
+  SHA-256 hex, ``OnError``, ``ExecutionPolicy``, ``Arguments`` up to 20 x 256 characters): CloudFormation
+  ``AWS::PCS::ComputeNodeGroup`` NodeLifecycleStages
+  (https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-properties-pcs-computenodegroup-nodelifecyclestages.html;
+  aws-cdk-lib 2.275 ``CfnComputeNodeGroup.NodeLifecycleActionsProperty``), botocore
+  ``data/pcs/2023-02-10/service-2.json`` ``NodeLifecycleStages`` / ``NodeLifecycleScript`` / ``ScriptSource``,
+  PCS user guide https://docs.aws.amazon.com/pcs/latest/userguide/cng-node-lifecycle-actions.html and
+  https://docs.aws.amazon.com/pcs/latest/userguide/cng-node-lifecycle-actions-configure.html (requires PCS
+  agent 1.5.0-1 or later: the PCS-ready DLAMI default floats to the latest; a pinned ``ami_id`` must carry it,
+  unverified by fmcluster).
+- Slurm commands on PCS nodes live in ``/opt/aws/pcs/scheduler/slurm-<version>/bin``
+  (``OrchestratorProfile.slurm_bin_dir``, the cluster's version):
+  https://docs.aws.amazon.com/pcs/latest/userguide/multi-cluster-login-script-prerequisites.html
 """
 
 from __future__ import annotations
@@ -74,6 +94,28 @@ ROLE_NAME_PREFIX = "AWSPCS"
 MIME_BOUNDARY = "==FMCLUSTER=="
 HEREDOC_END = "FMCLUSTER_BOOTSTRAP_EOF"
 SPOT_ALLOCATION_STRATEGY = "capacity-optimized"
+#: Lifecycle script names (botocore pcs ``NodeLifecycleScriptNameString``: ``[A-Za-z0-9][A-Za-z0-9 _-]*``,
+#: at most 64 characters; they appear in the node's lifecycle log paths).
+LUSTRE_SCRIPT_NAME = "fmcluster mount Lustre"
+BOOTSTRAP_SCRIPT_NAME = "fmcluster bootstrap"
+LUSTRE_SCRIPT_FILE = "mount-lustre.sh"
+#: A failed setup script terminates the node (PCS replaces it); botocore pcs ``OnError`` enum.
+ON_ERROR = "TERMINATE"
+#: The Lustre mount, as a static lifecycle script (an S3 asset cannot hold deploy-time tokens): arguments
+#: are the file system's DNS name, mount name and mount point. Idempotent, so it runs on every boot.
+LUSTRE_MOUNT_SCRIPT = """#!/bin/bash
+# fmcluster: mount FSx for Lustre and persist it in fstab; rendered by fmcluster, do not edit.
+# Arguments: <dns name> <mount name> <mount point>. Idempotent: re-running does not mount twice.
+set -euo pipefail
+dns="$1" mount_name="$2" mount_point="$3"
+src="${dns}@tcp:/${mount_name}"
+mkdir -p "${mount_point}"
+if ! mountpoint -q "${mount_point}"; then
+  mount -t lustre -o relatime,flock "${src}" "${mount_point}"
+fi
+grep -q " ${mount_point} lustre " /etc/fstab ||
+  echo "${src} ${mount_point} lustre defaults,relatime,flock,_netdev,x-systemd.automount 0 0" >> /etc/fstab
+"""
 
 
 def mime_user_data(shell_script: str) -> str:
@@ -101,6 +143,7 @@ def node_shell_script(
     lustre: LustreMount | None,
     embed_limit_bytes: int | None,
     head_node_script: ScriptAsset | None = None,
+    slurm_bin_dir: str | None = None,
 ) -> str:
     """The shell part of a node's user data: mount Lustre, then run ``bootstrap.sh`` from
     :data:`fmcluster.resolved.NODE_DIR` (embedded when it is at most ``embed_limit_bytes`` bytes, the
@@ -135,9 +178,42 @@ def node_shell_script(
         lines += [
             f"install -d -m 0755 {NODE_DIR}",
             f"aws s3 cp {head_node_script.s3_url} {HEAD_NODE_PATH}",
-            start_after_slurm(HEAD_NODE_PATH),
+            start_after_slurm(HEAD_NODE_PATH, slurm_bin_dir),
         ]
     return "\n".join(lines) + "\n"
+
+
+def lifecycle_actions(
+    *, bootstrap: ScriptAsset | None, lustre_script: ScriptAsset | None, lustre: LustreMount | None
+) -> pcs.CfnComputeNodeGroup.NodeLifecycleActionsProperty | None:
+    """``NodeLifecycleActions`` of a node group: in the ``NodeBootstrapped`` stage (before ``slurmd``), the
+    Lustre mount (``lustre_script`` with the file system's DNS name, mount name and mount point as
+    arguments; every boot) when both ``lustre_script`` and ``lustre`` are given, then ``bootstrap`` (first
+    boot). Each script comes from its S3 asset with its SHA-256 checksum and ``OnError: TERMINATE``.
+    ``None`` when there is nothing to run."""
+    scripts = []
+    if lustre_script is not None and lustre is not None:
+        scripts.append(pcs.CfnComputeNodeGroup.NodeLifecycleScriptProperty(
+            name=LUSTRE_SCRIPT_NAME,
+            script_source=pcs.CfnComputeNodeGroup.ScriptSourceProperty(
+                script_location=lustre_script.s3_url, checksum=lustre_script.sha256),
+            arguments=[lustre.dns_name, lustre.mount_name, lustre.mount_point],
+            on_error=ON_ERROR,
+            execution_policy="EVERY_BOOT",
+        ))
+    if bootstrap is not None:
+        scripts.append(pcs.CfnComputeNodeGroup.NodeLifecycleScriptProperty(
+            name=BOOTSTRAP_SCRIPT_NAME,
+            script_source=pcs.CfnComputeNodeGroup.ScriptSourceProperty(
+                script_location=bootstrap.s3_url, checksum=bootstrap.sha256),
+            on_error=ON_ERROR,
+            execution_policy="FIRST_BOOT_ONLY",
+        ))
+    if not scripts:
+        return None
+    return pcs.CfnComputeNodeGroup.NodeLifecycleActionsProperty(
+        stages=pcs.CfnComputeNodeGroup.NodeLifecycleStagesProperty(node_bootstrapped=scripts)
+    )
 
 
 def pcs_ami(spec: PcsSettings, instance_type: str) -> str:
@@ -152,11 +228,15 @@ class PcsCluster(Construct):
     """A PCS cluster with a login node group and one compute node group + queue per compute group.
 
     ``groups`` are the resolved compute groups (interface layout, CPU options, placement-group flag);
-    ``profile`` is the PCS profile (purchase options, user-data embed limit); ``placement_groups`` maps
+    ``profile`` is the PCS profile (purchase options, user-data embed limit, the cluster's Slurm command
+    directory); ``bootstraps`` become each compute node group's ``NodeBootstrapped`` lifecycle script, and
+    with ``lustre`` every node group first runs the ``mount-lustre.sh`` lifecycle script
+    (:func:`lifecycle_actions`); ``placement_groups`` maps
     the name of every group whose ``placement_group`` flag is set to its placement group.
 
     Attributes: ``cluster`` (CfnCluster), ``security_group`` (cluster group), ``role`` (node role,
-    name starts with ``AWSPCS``), ``instance_profile``, ``launch_templates`` / ``node_groups`` /
+    name starts with ``AWSPCS``), ``instance_profile``, ``lustre_script`` (the mount script's asset, or
+    ``None`` without Lustre), ``launch_templates`` / ``node_groups`` /
     ``queues`` (compute group name -> construct; the login group under ``PCS_LOGIN_GROUP``).
 
     ``head_node_script`` (an S3 asset) runs on the login node once Slurm answers and ``head_node_policy``
@@ -209,6 +289,11 @@ class PcsCluster(Construct):
         if head_node_policy is not None:
             self.role.add_managed_policy(head_node_policy)
         self.instance_profile = iam.InstanceProfile(self, "NodeInstanceProfile", role=self.role)
+        self.lustre_script: ScriptAsset | None = None
+        if lustre is not None:
+            self.lustre_script = ScriptAsset(self, "LustreMountScript", text=LUSTRE_MOUNT_SCRIPT,
+                                             file_name=LUSTRE_SCRIPT_FILE)
+            self.lustre_script.grant_read(self.role)
 
         self.launch_templates: dict[str, NodeLaunchTemplate] = {}
         self.node_groups: dict[str, pcs.CfnComputeNodeGroup] = {}
@@ -230,9 +315,10 @@ class PcsCluster(Construct):
             instance_type=None,  # PCS launches the node group's InstanceConfigs types
             interfaces=(InterfaceSlot(0, 0, "interface"),),
             user_data=mime_user_data(
-                node_shell_script(group=PCS_LOGIN_GROUP, bootstrap=None, lustre=lustre,
-                                  embed_limit_bytes=embed_limit, head_node_script=head_node_script)
-            ),
+                node_shell_script(group=PCS_LOGIN_GROUP, bootstrap=None, lustre=None,
+                                  embed_limit_bytes=embed_limit, head_node_script=head_node_script,
+                                  slurm_bin_dir=profile.slurm_bin_dir)
+            ) if head_node_script is not None else None,
             tags={**tags, "fmcluster:node-group": PCS_LOGIN_GROUP},
             **common,
         )
@@ -249,6 +335,7 @@ class PcsCluster(Construct):
             ami=pcs_ami(spec, spec.login_instance_type),
             subnet=subnet,
             tags=tags,
+            lifecycle=lifecycle_actions(bootstrap=None, lustre_script=self.lustre_script, lustre=lustre),
         )
 
         for g in groups:
@@ -259,10 +346,6 @@ class PcsCluster(Construct):
                 interfaces=g.interfaces,
                 group=g.spec,
                 placement_group=placement_groups[g.name] if g.placement_group else None,
-                user_data=mime_user_data(
-                    node_shell_script(group=g.name, bootstrap=bootstraps[g.name], lustre=lustre,
-                                      embed_limit_bytes=embed_limit)
-                ),
                 cpu_options=g.cpu_options,
                 tags={**tags, "fmcluster:node-group": g.name},
                 **common,
@@ -286,6 +369,8 @@ class PcsCluster(Construct):
                 ami=pcs_ami(spec, g.spec.instance_type),
                 subnet=subnet,
                 tags=tags,
+                lifecycle=lifecycle_actions(bootstrap=bootstraps[g.name], lustre_script=self.lustre_script,
+                                            lustre=lustre),
             )
             self.launch_templates[g.name] = lt
             self.node_groups[g.name] = ng
@@ -380,6 +465,7 @@ class PcsCluster(Construct):
         ami: str,
         subnet: ec2.ISubnet,
         tags: Mapping[str, str],
+        lifecycle: pcs.CfnComputeNodeGroup.NodeLifecycleActionsProperty | None,
     ) -> pcs.CfnComputeNodeGroup:
         ng = pcs.CfnComputeNodeGroup(
             scope,
@@ -404,6 +490,7 @@ class PcsCluster(Construct):
             )
             if purchase == "SPOT"
             else None,
+            node_lifecycle_actions=lifecycle,
             tags=dict(tags),
         )
         # Nodes register with PCS using the role's inline policy: create it before any node can launch.

@@ -73,6 +73,8 @@ class ExporterContext:
     efa_devices_expected: int
     ssm_parameter: str
     files: tuple[NodeFile, ...] = field(default_factory=tuple)
+    #: The cluster's Slurm command directory (``OrchestratorProfile.slurm_bin_dir``), "" when unknown.
+    slurm_bin_dir: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -87,6 +89,7 @@ class ExporterContext:
             "gpus_expected": self.gpus_expected,
             "efa_devices_expected": self.efa_devices_expected,
             "ssm_parameter": self.ssm_parameter,
+            "slurm_bin_dir": self.slurm_bin_dir,
             "files": [
                 {"path": f.path, "content": f.content, "mode": f.mode, "delimiter": _delimiter(f)}
                 for f in self.files
@@ -139,6 +142,7 @@ def exporter_context(rc: ResolvedCluster, *, role: Role, group: ResolvedGroup | 
         efa_devices_expected=node.efa_devices if node else 0,
         ssm_parameter=octx.ssm_parameter,
         files=() if node else head_files(octx),
+        slurm_bin_dir=rc.profile.slurm_bin_dir or "",
     )
 
 

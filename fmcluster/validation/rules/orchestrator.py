@@ -245,14 +245,21 @@ def pcs_size_fits_node_count(bp: Blueprint) -> Iterator[Violation]:
         )
 
 
-@rule("R-PCS-3", level="warning",
-      source="unverified: awslabs/awsome-distributed-ai architectures/aws-pcs/assets/add-cng-p6-b300.yaml says PCS needs "
-      "InterfaceType efa (not efa-only); AWS PCS docs only show efa", scope="orchestrator", orchestrators=("pcs",))
-def pcs_efa_only_unverified(orch: OrchestratorSpec) -> Iterator[Violation]:
-    if orch.pcs.efa_interface_type == "efa-only" and "efa_interface_type" not in orch.pcs.model_fields_set:
+PCS_EFA_SAMPLE = "awslabs/awsome-distributed-ai architectures/aws-pcs/assets/add-cng-p6-b300.yaml"
+PCS_EFA_LT_DOC = "https://docs.aws.amazon.com/pcs/latest/userguide/working-with_networking_efa_create-lt.html"
+
+
+@rule("R-PCS-3",
+      source=f"{PCS_EFA_SAMPLE} (AWS's PCS sample: 'PCS requires InterfaceType: efa (not efa-only) to propagate the "
+      f"interface configuration to the launch instances request'); {PCS_EFA_LT_DOC} (the PCS user guide shows only "
+      "efa); no primary source shows efa-only working on PCS", scope="orchestrator", orchestrators=("pcs",))
+def pcs_efa_only_refused(orch: OrchestratorSpec) -> Iterator[Violation]:
+    """PCS launch templates use ``efa`` on every EFA card: ``efa-only`` is refused until a primary source
+    shows that PCS passes it on (the subnet then needs one more address per EFA card, R-SUBNET-1)."""
+    if orch.pcs.efa_interface_type == "efa-only":
         yield "orchestrator.pcs.efa_interface_type", (
-            "efa-only interfaces on PCS are not confirmed by AWS documentation, got efa-only (default); allowed efa-only "
-            "(saves one IPv4 address per EFA) or efa - set it explicitly to silence this warning"
+            "PCS does not pass efa-only interfaces on to the instance launch (AWS's PCS sample requires efa), "
+            "got efa-only; allowed efa (one subnet IPv4 address per EFA card) - did you mean efa?"
         )
 
 
