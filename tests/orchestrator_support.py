@@ -17,7 +17,8 @@ import yaml
 
 from fmcluster.catalog import get_instance, known_instance_types
 from fmcluster.catalog.software import get_stack, known_stacks
-from tests.conftest import cdk_context, patched, synth_templates
+from tests.blueprints import blueprint_text
+from tests.conftest import cdk_context, synth_templates
 
 KINDS = ("parallelcluster", "hyperpod", "pcs")
 TRAINING_PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/gb200-plan"
@@ -68,7 +69,7 @@ def matrix_blueprint(kind: str, stack: str) -> str:
         patch["orchestrator"]["parallelcluster"] = {"head_node_instance_type": "m7g.4xlarge"}
     if kind == "pcs":
         patch["orchestrator"]["pcs"] = {"efa_interface_type": "efa-only"}
-    return patched(patch)
+    return blueprint_text(patch)
 
 
 @cache

@@ -9,7 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from fmcluster.cli import app
-from tests.conftest import ROOT, patched
+from tests.blueprints import blueprint_text
+from tests.conftest import ROOT
 
 runner = CliRunner()
 
@@ -34,9 +35,9 @@ def test_validate_never_tracebacks(tmp_path: Path, content: str) -> None:
 
 def test_validate_three_mistakes_prints_three_path_qualified_errors(tmp_path: Path) -> None:
     f = tmp_path / "bad.yaml"
-    f.write_text(patched({"region": "us-east-1", "availability_zone": "us-west-2a",
-                          "compute": [{"name": "gpu", "instance_type": "p5.48xlarg", "count": 2}],
-                          "storage": {"lustre": {"storage_capacity_gib": 3000}}}))
+    f.write_text(blueprint_text({"region": "us-east-1", "availability_zone": "us-west-2a",
+                                 "compute": [{"name": "gpu", "instance_type": "p5.48xlarg", "count": 2}],
+                                 "storage": {"lustre": {"storage_capacity_gib": 3000}}}))
     res = run("validate", "--json", str(f))
     assert res.exit_code == 1
     [report] = json.loads(res.stdout)
@@ -76,7 +77,7 @@ def test_plan_formats(fmt: str) -> None:
 
 def test_plan_of_an_invalid_blueprint_exits_1(tmp_path: Path) -> None:
     f = tmp_path / "bad.yaml"
-    f.write_text(patched({"compute": [{"name": "gpu", "instance_type": "x1.large", "count": 1}]}))
+    f.write_text(blueprint_text({"compute": [{"name": "gpu", "instance_type": "x1.large", "count": 1}]}))
     res = run("plan", str(f))
     assert res.exit_code == 1 and "compute[0].instance_type" in res.output
 
@@ -198,7 +199,7 @@ def test_preflight_summary_pluralises(monkeypatch: pytest.MonkeyPatch, statuses:
 
 def test_preflight_invalid_blueprint_error_count_is_pluralised(tmp_path: Path) -> None:
     one = tmp_path / "one.yaml"
-    one.write_text(patched({"compute": [{"name": "gpu", "instance_type": "x1.large", "count": 1}]}))
+    one.write_text(blueprint_text({"compute": [{"name": "gpu", "instance_type": "x1.large", "count": 1}]}))
     res = run("preflight", str(one))
     assert res.exit_code == 2
     assert f"{one}: 1 error\n" in res.stderr.replace("  ", " ")

@@ -17,7 +17,8 @@ from fmcluster.templates.observability.context import observability_context
 from fmcluster.templates.observability.dashboards import build_dashboards
 from fmcluster.templates.observability.metrics import DCGM_FIELDS, dcgm_counters_csv, known_metric_names
 from fmcluster.validation import load_blueprint, load_blueprint_text
-from tests.conftest import ROOT, patched
+from tests.blueprints import blueprint_text
+from tests.conftest import ROOT
 
 EXAMPLES_WITH_METRICS = ["default.yaml", "p6-b200.yaml"]
 #: Grafana variables replaced by a plausible value before parsing (promql-parser does not know them).
@@ -138,7 +139,7 @@ def test_expected_counts_come_from_the_catalog_p6_b200() -> None:
 
 def test_groups_of_different_instance_types_get_their_own_rows() -> None:
     bp = load_blueprint_text(
-        patched(
+        blueprint_text(
             {
                 "observability": {"metrics": "managed"},
                 "compute": [

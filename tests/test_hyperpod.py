@@ -13,7 +13,8 @@ import yaml
 
 from fmcluster.catalog import get_instance, known_instance_types
 from fmcluster.constructs.orchestrators.hyperpod import lifecycle_bucket_name, on_create_script
-from tests.conftest import ROOT, patched, resources_of, synth_templates
+from tests.blueprints import blueprint_text
+from tests.conftest import ROOT, resources_of, synth_templates
 from tests.orchestrator_support import (
     Resolver,
     cluster_template,
@@ -209,7 +210,7 @@ def test_every_catalog_type_is_an_ml_instance_group(instance_type: str) -> None:
 
 
 def test_eks_orchestration() -> None:
-    text = patched({"orchestrator": {"kind": "hyperpod", "hyperpod": {"orchestration": "eks", "eks_cluster_arn": EKS_ARN}}})
+    text = blueprint_text({"orchestrator": {"kind": "hyperpod", "hyperpod": {"orchestration": "eks", "eks_cluster_arn": EKS_ARN}}})
     templates = synth_templates(text)
     props = _cluster(templates)
     assert props["Orchestrator"] == {"Eks": {"ClusterArn": EKS_ARN}}
@@ -223,7 +224,7 @@ def test_eks_orchestration() -> None:
 
 
 def test_no_login_group() -> None:
-    props = _cluster(synth_templates(patched({"orchestrator": {"kind": "hyperpod", "hyperpod": {"login_instance_type": None}}})))
+    props = _cluster(synth_templates(blueprint_text({"orchestrator": {"kind": "hyperpod", "hyperpod": {"login_instance_type": None}}})))
     assert [g["InstanceGroupName"] for g in props["InstanceGroups"]] == ["controller", "gpu"]
 
 

@@ -16,7 +16,8 @@ import yaml
 
 from fmcluster.blueprint import BlueprintError
 from fmcluster.validation import load_blueprint_text
-from tests.conftest import cdk_context, patched, resources_of
+from tests.blueprints import blueprint_text
+from tests.conftest import cdk_context, resources_of
 
 ORCHESTRATOR_KINDS = ("parallelcluster", "hyperpod", "pcs")
 
@@ -74,7 +75,7 @@ RULE_CASES = [
 
 def _problems(patch: dict[str, Any]) -> list[tuple[str, str, str]]:
     try:
-        result = load_blueprint_text(patched(patch))
+        result = load_blueprint_text(blueprint_text(patch))
     except BlueprintError as e:
         return [(p.level, p.path, p.message + f" [{p.rule_id}]") for p in e.problems]
     return [(w.level, w.path, w.message + f" [{w.rule_id}]") for w in result.warnings]
@@ -121,7 +122,7 @@ def _synth(kind: str, metrics: str) -> tuple[Path, dict[str, dict[str, Any]]]:
     from fmcluster.stacks.build import build_app
 
     bp = load_blueprint_text(
-        patched({"observability": {"metrics": metrics}, "orchestrator": {"kind": kind}})
+        blueprint_text({"observability": {"metrics": metrics}, "orchestrator": {"kind": kind}})
     ).blueprint
     out = Path(tempfile.mkdtemp(prefix=f"fmcluster-obs-{kind}-{metrics}-"))
     app = cdk.App(outdir=str(out), context=cdk_context())
@@ -171,7 +172,7 @@ def test_managed_stack_has_amp_rules_grafana_and_scoped_node_policy() -> None:
     ((ws_id, ws),) = resources_of(tpl, "AWS::APS::Workspace").items()
     assert ws["Properties"]["Alias"] == "fmcluster-t-cluster"
     (rules,) = resources_of(tpl, "AWS::APS::RuleGroupsNamespace").values()
-    bp = load_blueprint_text(patched({"observability": {"metrics": "managed"}})).blueprint
+    bp = load_blueprint_text(blueprint_text({"observability": {"metrics": "managed"}})).blueprint
     assert rules["Properties"]["Data"] == render_alert_rules(observability_context(resolve(bp)))
     assert rules["Properties"]["Workspace"] == {"Fn::GetAtt": [ws_id, "Arn"]}
     (graf,) = resources_of(tpl, "AWS::Grafana::Workspace").values()
@@ -231,7 +232,7 @@ def test_metrics_none_adds_no_observability_stack() -> None:
 
     from fmcluster.stacks.build import build_app
 
-    bp = load_blueprint_text(patched()).blueprint  # conftest BASE: metrics none
+    bp = load_blueprint_text(blueprint_text()).blueprint  # MINIMAL: metrics none
     stacks = build_app(cdk.App(context=cdk_context()), bp)
     assert stacks.observability is None
     assert [s.stack_name for s in stacks.all()] == [
@@ -265,7 +266,7 @@ def test_rendered_rules_are_the_documented_prometheus_rule_format() -> None:
     from fmcluster.resolved import resolve
     from fmcluster.templates.observability import observability_context, render_alert_rules
 
-    bp = load_blueprint_text(patched({"observability": {"metrics": "managed"}})).blueprint
+    bp = load_blueprint_text(blueprint_text({"observability": {"metrics": "managed"}})).blueprint
     doc = yaml.safe_load(render_alert_rules(observability_context(resolve(bp))))
     assert [g["name"] for g in doc["groups"]] == ["t-cluster-gpu", "t-cluster-efa", "t-cluster-nodes"]
     assert all(g["interval"] == "30s" for g in doc["groups"])

@@ -25,7 +25,8 @@ from fmcluster.templates.observability.exporters import render_node_facts_script
 from fmcluster.templates.observability.metrics import EFA_COUNTERS
 from fmcluster.templates.observability.pins import GRAFANA, NODE_EXPORTER, PROMETHEUS
 from fmcluster.validation import load_blueprint, load_blueprint_text
-from tests.conftest import ROOT, patched
+from tests.blueprints import blueprint_text
+from tests.conftest import ROOT
 
 DEFAULT = ROOT / "blueprints" / "default.yaml"
 MODES = [("managed", "ec2"), ("managed", "slurm"), ("self_hosted", "ec2"), ("self_hosted", "slurm")]
@@ -53,7 +54,7 @@ def _shellcheck() -> str:
 
 def _blueprint(metrics: str, discovery: str, kind: str = "parallelcluster"):
     return load_blueprint_text(
-        patched(
+        blueprint_text(
             {
                 "observability": {"metrics": metrics, "node_discovery": discovery},
                 "orchestrator": {"kind": kind},
@@ -159,7 +160,7 @@ def test_self_hosted_slurm_discovery_reads_file_sd_and_loads_rules() -> None:
 
 def test_slow_scrape_interval_keeps_slurm_at_least_30s_and_timeout_within() -> None:
     bp = load_blueprint_text(
-        patched(
+        blueprint_text(
             {
                 "observability": {
                     "metrics": "self_hosted",
@@ -176,7 +177,7 @@ def test_slow_scrape_interval_keeps_slurm_at_least_30s_and_timeout_within() -> N
 
 def test_hyperpod_auto_discovery_is_slurm() -> None:
     bp = load_blueprint_text(
-        patched({"observability": {"metrics": "managed"}, "orchestrator": {"kind": "hyperpod"}})
+        blueprint_text({"observability": {"metrics": "managed"}, "orchestrator": {"kind": "hyperpod"}})
     ).blueprint
     rc = resolve(bp)
     assert observability_context(rc).discovery == "slurm"

@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from fmcluster.review.pcluster_config import cluster_configurations
-from tests.conftest import EXAMPLES, ROOT, patched, resources_of, synth_templates
+from tests.blueprints import blueprint_text
+from tests.conftest import EXAMPLES, ROOT, resources_of, synth_templates
 from tests.orchestrator_support import KINDS, cluster_template, matrix_stacks, matrix_templates
 
 PCLUSTER_PY = ROOT / ".venv-pcluster" / "bin" / "python"
@@ -56,7 +57,7 @@ def test_monitoring_and_head_node(default: dict[str, Any]) -> None:
 
 
 def test_settings_reach_the_config() -> None:
-    props = _resource(synth_templates(patched({"orchestrator": {"parallelcluster": {
+    props = _resource(synth_templates(blueprint_text({"orchestrator": {"parallelcluster": {
         "deletion_policy": "Delete", "queue_update_strategy": "TERMINATE", "scaledown_idletime_minutes": 30,
         "memory_based_scheduling": True, "log_retention_days": 90, "cloudwatch_dashboard": False,
         "gpu_health_checks": False, "head_node_root_volume_gib": 500, "head_node_instance_type": "m7i.8xlarge"}}})))

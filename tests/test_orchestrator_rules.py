@@ -9,7 +9,7 @@ import pytest
 from fmcluster.blueprint import BlueprintError
 from fmcluster.catalog import cpu_architecture_of, memory_gib_of
 from fmcluster.validation import load_blueprint_text
-from tests.conftest import patched
+from tests.blueprints import blueprint_text
 
 EKS = "arn:aws:eks:us-east-1:123456789012:cluster/training"
 U24 = {"software": {"os": "ubuntu-24.04"}}
@@ -17,12 +17,12 @@ U24 = {"software": {"os": "ubuntu-24.04"}}
 
 def _errors(patch: dict[str, Any]) -> list[tuple[str, str, str | None]]:
     with pytest.raises(BlueprintError) as e:
-        load_blueprint_text(patched(patch))
+        load_blueprint_text(blueprint_text(patch))
     return [(p.path, p.message, p.rule_id) for p in e.value.errors]
 
 
 def _warnings(patch: dict[str, Any]) -> list[tuple[str, str, str | None]]:
-    return [(p.path, p.message, p.rule_id) for p in load_blueprint_text(patched(patch)).warnings]
+    return [(p.path, p.message, p.rule_id) for p in load_blueprint_text(blueprint_text(patch)).warnings]
 
 
 @pytest.mark.parametrize(
@@ -140,7 +140,7 @@ def test_pcs_size_fits_its_node_count(size: str, nodes: int) -> None:
     groups = [{"name": "gpu", "instance_type": "p5.48xlarge", "count": first}]
     if nodes > first:
         groups.append({"name": "gpu2", "instance_type": "p5.48xlarge", "count": nodes - first})
-    result = load_blueprint_text(patched({**U24, "compute": groups, "orchestrator": {"kind": "pcs", "pcs": {"size": size}}}))
+    result = load_blueprint_text(blueprint_text({**U24, "compute": groups, "orchestrator": {"kind": "pcs", "pcs": {"size": size}}}))
     assert [w.rule_id for w in result.warnings if w.rule_id == "R-PCS-5"] == []
 
 
@@ -159,10 +159,10 @@ KMS_ARN = "arn:aws:kms:us-east-1:123456789012:key/0123abcd-0123-4567-89ab-012345
 def test_node_role_gets_the_checkpoint_key_of_a_kms_bucket(kind: str) -> None:
     """One definition of checkpoint access (storage.checkpoint_statements) serves every orchestrator,
     so nodes can write to a KMS-encrypted checkpoint bucket."""
-    from tests.conftest import patched, resources_of, synth_templates
+    from tests.conftest import resources_of, synth_templates
 
-    text = patched({"software": {"os": "ubuntu-24.04"}, "orchestrator": {"kind": kind},
-                    "storage": {"checkpoints": {"bucket": "existing-ckpt", "kms_key_arn": KMS_ARN}}})
+    text = blueprint_text({"software": {"os": "ubuntu-24.04"}, "orchestrator": {"kind": kind},
+                           "storage": {"checkpoints": {"bucket": "existing-ckpt", "kms_key_arn": KMS_ARN}}})
     tpl = synth_templates(text)["t-cluster-cluster"]
     statements = [st for p in resources_of(tpl, "AWS::IAM::Policy").values() for st in p["Properties"]["PolicyDocument"]["Statement"]]
     [key] = [st for st in statements if st.get("Sid") == "CheckpointKey"]

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import patched, resources_of, synth_templates
+from tests.blueprints import blueprint_text
+from tests.conftest import resources_of, synth_templates
 
 TWO_QUEUES = {"compute": [
     {"name": "train", "instance_type": "p5.48xlarge", "count": 4},
@@ -19,7 +20,7 @@ TWO_QUEUES = {"compute": [
 
 
 def cluster(patch: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
-    t = synth_templates(patched(patch))["t-cluster-cluster"]
+    t = synth_templates(blueprint_text(patch))["t-cluster-cluster"]
     [res] = resources_of(t, "Custom::PclusterCluster").values()
     return t, res["Properties"]
 

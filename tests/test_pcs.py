@@ -16,7 +16,8 @@ from fmcluster.blueprint.model import PCS_SLURM_VERSIONS, PcsSettings
 from fmcluster.constructs.orchestrators.pcs import mime_user_data, node_shell_script, pcs_ami
 from fmcluster.resolved.profiles import PCS_USER_DATA_EMBED_LIMIT_BYTES
 from fmcluster.validation import load_blueprint_text
-from tests.conftest import ROOT, patched, resources_of, synth_templates
+from tests.blueprints import blueprint_text
+from tests.conftest import ROOT, resources_of, synth_templates
 from tests.orchestrator_support import (
     Resolver,
     cluster_template,
@@ -29,7 +30,7 @@ from tests.orchestrator_support import (
 )
 
 EXAMPLE = (ROOT / "blueprints" / "pcs-p5en.yaml").read_text()
-TWO_GROUPS = patched({
+TWO_GROUPS = blueprint_text({
     "software": {"os": "ubuntu-24.04"},
     "compute": [
         {"name": "train", "instance_type": "p5.48xlarge", "count": 4},
@@ -205,7 +206,7 @@ def test_slurm_versions_allowed(version: str) -> None:
 @pytest.mark.parametrize("version", ["23.11", "24.05", "25.5", "latest"])
 def test_slurm_versions_refused(version: str) -> None:
     with pytest.raises(BlueprintError) as e:
-        load_blueprint_text(patched({"software": {"os": "ubuntu-24.04"},
+        load_blueprint_text(blueprint_text({"software": {"os": "ubuntu-24.04"},
                                      "orchestrator": {"kind": "pcs", "pcs": {"slurm_version": version}}}))
     (p,) = e.value.errors
     assert p.path == "orchestrator.pcs.slurm_version"

@@ -10,7 +10,7 @@ from fmcluster.blueprint import BlueprintError, Problem
 from fmcluster.validation import load_blueprint_text
 from fmcluster.validation.rules import REGISTRY, Rule, _load_rule_modules, apply_precedence, check_precedence
 from fmcluster.validation.rules.software import SPECIFIC_RULES
-from tests.conftest import patched
+from tests.blueprints import blueprint_text
 
 _load_rule_modules()
 BY_ID = {r.id: r for r in REGISTRY}
@@ -92,7 +92,7 @@ MIXED = {"compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2}
 ])
 def test_suppressed_rule_would_fire_but_is_not_reported(patch: dict[str, Any], suppressed: str, by: str) -> None:
     with pytest.raises(BlueprintError) as exc:
-        load_blueprint_text(patched(patch))
+        load_blueprint_text(blueprint_text(patch))
     reported = {p.rule_id for p in exc.value.problems}
     assert by in reported and suppressed not in reported
     # the suppressed rule itself does find something on this blueprint: the runner drops it
@@ -108,4 +108,4 @@ def _unchecked_blueprint(patch: dict[str, Any]) -> Any:
 
     from fmcluster.blueprint.model import Blueprint
 
-    return Blueprint.model_validate(yaml.safe_load(patched(patch)))
+    return Blueprint.model_validate(yaml.safe_load(blueprint_text(patch)))

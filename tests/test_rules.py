@@ -8,7 +8,7 @@ import pytest
 
 from fmcluster.blueprint import BlueprintError
 from fmcluster.validation import load_blueprint_text
-from tests.conftest import patched
+from tests.blueprints import blueprint_text
 
 P5 = {"name": "gpu", "instance_type": "p5.48xlarge", "count": 2}
 
@@ -92,7 +92,7 @@ FAILING = [
 @pytest.mark.parametrize(("patch", "path", "message", "rule_id"), FAILING, ids=[f"{r[3]}-{i}" for i, r in enumerate(FAILING)])
 def test_rule_rejects(patch: dict[str, Any], path: str, message: str, rule_id: str) -> None:
     with pytest.raises(BlueprintError) as exc:
-        load_blueprint_text(patched(patch))
+        load_blueprint_text(blueprint_text(patch))
     found = [(p.path, p.message, p.rule_id, p.level) for p in exc.value.problems]
     assert (path, message, rule_id, "error") in found
     assert all(p.source for p in exc.value.problems if p.rule_id)
@@ -126,7 +126,7 @@ PASSING = [
 def test_unknown_region_is_reported_once(patch: dict[str, Any]) -> None:
     """Only R-REGION-1: the AZ rules invent no zones (us-esat-1a, usesat1-az1) from a misspelt Region."""
     with pytest.raises(BlueprintError) as exc:
-        load_blueprint_text(patched(patch))
+        load_blueprint_text(blueprint_text(patch))
     assert [p.rule_id for p in exc.value.problems if p.rule_id and p.rule_id.startswith(("R-REGION", "R-AZ"))] == [
         "R-REGION-1"
     ]
@@ -144,17 +144,17 @@ def test_known_regions_come_from_botocore() -> None:
 
 @pytest.mark.parametrize("patch", PASSING)
 def test_rule_accepts(patch: dict[str, Any]) -> None:
-    load_blueprint_text(patched(patch))
+    load_blueprint_text(blueprint_text(patch))
 
 
 @pytest.mark.parametrize("name", ["LD_PRELOAD", "LD_LIBRARY_PATH", "PATH"])
 def test_loader_path_variables_warn(name: str) -> None:
-    warnings = load_blueprint_text(patched({"software": {"environment": {name: "/opt/conda/lib"}}})).warnings
+    warnings = load_blueprint_text(blueprint_text({"software": {"environment": {name: "/opt/conda/lib"}}})).warnings
     [w] = [w for w in warnings if w.rule_id == "R-ENV-3"]
     assert w.path == f"software.environment.{name}" and w.level == "warning"
     assert w.message.endswith(f", got {name}='/opt/conda/lib'; allowed leaving it unset (set it per job if you must)")
 
 
 def test_ordinary_job_variables_do_not_warn() -> None:
-    warnings = load_blueprint_text(patched({"software": {"environment": {"WANDB_PROJECT": "llm"}}})).warnings
+    warnings = load_blueprint_text(blueprint_text({"software": {"environment": {"WANDB_PROJECT": "llm"}}})).warnings
     assert [w for w in warnings if w.rule_id and w.rule_id.startswith("R-ENV")] == []

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import ROOT, cdk_context, patched, resources_of, synth_templates
+from tests.blueprints import blueprint_text
+from tests.conftest import ROOT, cdk_context, resources_of, synth_templates
 
 KMS = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 STATEFUL = ("AWS::FSx::FileSystem", "AWS::FSx::DataRepositoryAssociation", "AWS::S3::Bucket")
@@ -125,8 +126,8 @@ def test_scratch_file_system_for_test_clusters() -> None:
 
 
 def test_kms_keys_for_file_system_and_checkpoints() -> None:
-    tpl = storage_of(synth_templates(patched({"storage": {"lustre": {"kms_key_arn": KMS},
-                                                          "checkpoints": {"kms_key_arn": KMS}}})))
+    tpl = storage_of(synth_templates(blueprint_text({"storage": {"lustre": {"kms_key_arn": KMS},
+                                                                 "checkpoints": {"kms_key_arn": KMS}}})))
     assert one(tpl, "AWS::FSx::FileSystem")["Properties"]["KmsKeyId"] == KMS
     [bucket] = [r["Properties"] for lid, r in resources_of(tpl, "AWS::S3::Bucket").items() if "Checkpoint" in lid]
     assert bucket["BucketEncryption"] == {"ServerSideEncryptionConfiguration": [{
@@ -135,7 +136,7 @@ def test_kms_keys_for_file_system_and_checkpoints() -> None:
 
 
 def test_legacy_import_path_on_scratch_1() -> None:
-    tpl = storage_of(synth_templates(patched({"storage": {"lustre": {
+    tpl = storage_of(synth_templates(blueprint_text({"storage": {"lustre": {
         "deployment_type": "SCRATCH_1", "storage_capacity_gib": 3600, "import_path": "s3://legacy-bucket/in/"}}})))
     assert one(tpl, "AWS::FSx::FileSystem")["Properties"]["LustreConfiguration"] == {
         "DeploymentType": "SCRATCH_1", "DataCompressionType": "LZ4", "ImportPath": "s3://legacy-bucket/in/"}
@@ -193,7 +194,7 @@ def test_checkpoint_bucket() -> None:
 
 
 def test_unversioned_checkpoint_bucket_only_aborts_uploads() -> None:
-    tpl = storage_of(synth_templates(patched({"storage": {"checkpoints": {"versioned": False}}})))
+    tpl = storage_of(synth_templates(blueprint_text({"storage": {"checkpoints": {"versioned": False}}})))
     [ckpt] = [r["Properties"] for lid, r in resources_of(tpl, "AWS::S3::Bucket").items() if "Checkpoint" in lid]
     assert "VersioningConfiguration" not in ckpt
     assert ckpt["LifecycleConfiguration"] == {"Rules": [
@@ -245,7 +246,7 @@ WHAT = ("FSx for Lustre file system", "data bucket", "data repository associatio
     ids=["no-key", "blueprint-key-only", "context-key-only", "both-keys"],
 )
 def test_two_key_destroy(patch: dict[str, Any], allow: bool, policy: str, auto_delete: int, warnings: list[str]) -> None:
-    tpl, found = synth_with_warnings(patched(patch), allow)
+    tpl, found = synth_with_warnings(blueprint_text(patch), allow)
     res = tpl["Resources"]
     stateful = {lid: r for lid, r in res.items() if r["Type"] in STATEFUL and "AccessLogs" not in lid}
     assert len(stateful) == 4
@@ -261,7 +262,7 @@ def test_two_key_destroy(patch: dict[str, Any], allow: bool, policy: str, auto_d
 
 
 def test_existing_checkpoint_bucket_is_never_deleted() -> None:
-    tpl, found = synth_with_warnings(patched({"storage": {"lustre": None, "checkpoints": {
+    tpl, found = synth_with_warnings(blueprint_text({"storage": {"lustre": None, "checkpoints": {
         "bucket": "existing-ckpt", "removal_policy": "destroy"}}}), True)
     assert resources_of(tpl, "AWS::S3::Bucket") == {}
     assert found == ["checkpoint bucket 'existing-ckpt' is an existing bucket: fmcluster never deletes it, whatever "

@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 from fmcluster.resolved import resolve
 from fmcluster.review.plan import build_plan, checkpoint_write_seconds, render_markdown
 from fmcluster.validation import load_blueprint, load_blueprint_text
-from tests.conftest import ROOT, patched
+from tests.blueprints import blueprint_text
+from tests.conftest import ROOT
 
 
 @pytest.mark.parametrize(
@@ -39,7 +40,7 @@ def test_storage_numbers(blueprint: str, gpus: int, tier: int | None, throughput
 
 
 def test_persistent_1_uses_its_default_tier() -> None:
-    bp = load_blueprint_text(patched({"storage": {"lustre": {"deployment_type": "PERSISTENT_1", "storage_capacity_gib": 2400}}})).blueprint
+    bp = load_blueprint_text(blueprint_text({"storage": {"lustre": {"deployment_type": "PERSISTENT_1", "storage_capacity_gib": 2400}}})).blueprint
     s = build_plan(resolve(bp)).storage
     assert s is not None
     assert (s.per_unit_storage_throughput, s.throughput_mbps, s.checkpoint_write_seconds) == (200, 480, None)
@@ -52,7 +53,7 @@ def test_checkpoint_write_seconds_units() -> None:
 
 
 def test_no_file_system_no_storage_line() -> None:
-    bp = load_blueprint_text(patched({"storage": {"lustre": None}})).blueprint
+    bp = load_blueprint_text(blueprint_text({"storage": {"lustre": None}})).blueprint
     plan = build_plan(resolve(bp), checkpoint_gib=10)
     assert plan.storage is None
     assert plan.checkpoints == "new bucket, prefix checkpoints/, versioned"

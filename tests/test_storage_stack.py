@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import patched, resources_of, synth_templates
+from tests.blueprints import blueprint_text
+from tests.conftest import resources_of, synth_templates
 
 LUSTRE = {"storage": {"lustre": {"storage_capacity_gib": 4800, "per_unit_storage_throughput": 250, "data_repositories": [
     {"file_system_path": "/datasets"},
@@ -15,7 +16,7 @@ LUSTRE = {"storage": {"lustre": {"storage_capacity_gib": 4800, "per_unit_storage
 
 
 def storage(patch: dict[str, Any] | None = None, **context: Any) -> dict[str, Any]:
-    return synth_templates(patched(patch), tuple(sorted(context.items())))["t-cluster-storage"]
+    return synth_templates(blueprint_text(patch), tuple(sorted(context.items())))["t-cluster-storage"]
 
 
 def test_file_system_properties() -> None:
