@@ -1,13 +1,13 @@
-"""Interface layouts, IPv4 math, subnet_usage() and the GPU-subnet rules R-SUBNET-1/2 (tables, exact "
-"values)."""
+"""Interface layouts, IPv4 math, subnet_usage() and the GPU-subnet rules R-SUBNET-1/2 (tables, exact values).
+
+Blueprints patch ``blueprints.PCS_EFA``: 4 x p5.48xlarge on PCS with ``efa`` interfaces.
+"""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
-import yaml
 
 from fmcluster.blueprint import BlueprintError
 from fmcluster.catalog import get_instance
@@ -23,33 +23,19 @@ from fmcluster.catalog.networking import (
 )
 from fmcluster.resolved.subnet import subnet_usage
 from fmcluster.validation import load_blueprint_text
-
-BASE: dict[str, Any] = {
-    "name": "net-test",
-    "region": "us-east-1",
-    "availability_zone": "us-east-1a",
-    # Ubuntu 24.04: the OS of the default PCS AMI (R-PCS-2); ParallelCluster and HyperPod accept it too.
-    "software": {"stack": "h100-570-cuda12.8", "os": "ubuntu-24.04"},
-    "compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 4}],
-    # `efa` interfaces take one IPv4 address per EFA card: the layout that stresses subnet sizing.
-    "orchestrator": {"kind": "pcs", "pcs": {"efa_interface_type": "efa"}},
-}
+from tests import blueprints
+from tests.blueprints import DROP
 
 PCS_EFA_ONLY = {"kind": "pcs", "pcs": {"efa_interface_type": "efa-only"}}
-HYPERPOD_EFA = {"kind": "hyperpod", "hyperpod": {"efa_interface_type": "efa"}}
-PARALLELCLUSTER = {"kind": "parallelcluster"}
+# The base runs PCS: another orchestrator drops its pcs settings (R-ORCH-1 refuses settings of a non-chosen one).
+HYPERPOD = {"kind": "hyperpod", "pcs": DROP}
+HYPERPOD_EFA = {**HYPERPOD, "hyperpod": {"efa_interface_type": "efa"}}
+PARALLELCLUSTER = {"kind": "parallelcluster", "pcs": DROP}
 
 
-def blueprint_text(**top: Any) -> str:
-    """BASE with top-level keys replaced; dict sections are merged one level deep, except
-    ``orchestrator``, which is replaced whole (R-ORCH-1 refuses settings of a non-chosen orchestrator)."""
-    data = copy.deepcopy(BASE)
-    for key, value in top.items():
-        if key != "orchestrator" and isinstance(value, dict) and isinstance(data.get(key), dict):
-            data[key] = {**data[key], **value}
-        else:
-            data[key] = value
-    return yaml.safe_dump(data, sort_keys=False)
+def blueprint_text(*patches: dict[str, Any]) -> str:
+    """``blueprints.PCS_EFA`` (4 x p5.48xlarge on PCS with ``efa`` interfaces) with ``patches``."""
+    return blueprints.blueprint_text(*patches, base=blueprints.PCS_EFA)
 
 
 def group(count: int, instance_type: str = "p5.48xlarge", name: str = "gpu") -> dict[str, Any]:
@@ -128,7 +114,7 @@ def test_fsx_interface_estimate(gib: int, interfaces: int) -> None:
 
 # ---- subnet_usage ------------------------------------------------------------------------------------
 def test_subnet_usage_default_like_blueprint() -> None:
-    """BASE: 4 p5 on PCS with `efa` interfaces, FSx default, new /20."""
+    """PCS_EFA: 4 p5 on PCS with `efa` interfaces, FSx default, new /20."""
     bp = load_blueprint_text(blueprint_text()).blueprint
     usage = subnet_usage(bp)
     assert (usage.orchestrator, usage.efa_interface_type) == ("pcs", "efa")
@@ -160,7 +146,7 @@ def test_subnet_usage_default_like_blueprint() -> None:
 
 def test_subnet_usage_parallelcluster_default_is_one_address_per_node() -> None:
     """ParallelCluster renders efa-only itself: 4 x p5.48xlarge take 4 node addresses, not 128."""
-    bp = load_blueprint_text(blueprint_text(orchestrator=PARALLELCLUSTER)).blueprint
+    bp = load_blueprint_text(blueprint_text(dict(orchestrator=PARALLELCLUSTER))).blueprint
     usage = subnet_usage(bp)
     assert (usage.orchestrator, usage.efa_interface_type) == ("parallelcluster", "efa-only")
     assert usage.rows() == [
@@ -190,17 +176,17 @@ def test_subnet_usage_as_if_efa_only() -> None:
 
 
 def test_subnet_usage_hyperpod_mixed_groups_without_fsx() -> None:
-    text = blueprint_text(
+    text = blueprint_text(dict(
         compute=[group(16), group(4, "p5en.48xlarge", "h200")],
         orchestrator={
-            "kind": "hyperpod",
+            **HYPERPOD,
             "hyperpod": {
                 "orchestration": "eks",
                 "eks_cluster_arn": "arn:aws:eks:us-east-1:123456789012:cluster/k",
             },
         },
         storage={"lustre": None},
-    )
+    ))
     bp = load_blueprint_text(text).blueprint
     usage = subnet_usage(bp)
     assert usage.efa_interface_type == "efa-only"
@@ -221,7 +207,7 @@ def test_subnet_usage_hyperpod_mixed_groups_without_fsx() -> None:
 
 
 def test_subnet_usage_hyperpod_efa_counts_every_card() -> None:
-    text = blueprint_text(compute=[group(16), group(4, "p5en.48xlarge", "h200")], orchestrator=HYPERPOD_EFA)
+    text = blueprint_text(dict(compute=[group(16), group(4, "p5en.48xlarge", "h200")], orchestrator=HYPERPOD_EFA))
     usage = subnet_usage(load_blueprint_text(text).blueprint)
     assert usage.rows()[:5] == [
         ("compute gpu: 16 x p5.48xlarge x 32 (32 efa)", 512),
@@ -234,23 +220,23 @@ def test_subnet_usage_hyperpod_efa_counts_every_card() -> None:
 
 
 def test_subnet_usage_pcs_and_hyperpod_without_login() -> None:
-    pcs = subnet_usage(load_blueprint_text(blueprint_text(orchestrator=PCS_EFA_ONLY)).blueprint)
+    pcs = subnet_usage(load_blueprint_text(blueprint_text(dict(orchestrator=PCS_EFA_ONLY))).blueprint)
     assert (pcs.management, pcs.required) == ((("login node", 1),), 4 + 1 + 5)
     hp = subnet_usage(
         load_blueprint_text(
-            blueprint_text(orchestrator={"kind": "hyperpod", "hyperpod": {"login_instance_type": None}})
+            blueprint_text(dict(orchestrator={**HYPERPOD, "hyperpod": {"login_instance_type": None}}))
         ).blueprint
     )
     assert (hp.management, hp.required) == ((("controller node", 1),), 4 + 1 + 5)
 
 
 def test_subnet_usage_imported_subnet_has_no_prefix() -> None:
-    text = blueprint_text(
+    text = blueprint_text(dict(
         network={"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"},
         compute=[group(2000)],
         # 2000 nodes need PCS size LARGE (R-PCS-5)
         orchestrator={"kind": "pcs", "pcs": {"efa_interface_type": "efa", "size": "LARGE"}},
-    )
+    ))
     result = load_blueprint_text(text)
     usage = subnet_usage(result.blueprint)
     assert (usage.prefix_length, usage.fits, usage.fits_with_headroom, usage.required) == (
@@ -432,7 +418,7 @@ RULE_CASES = [
 
 @pytest.mark.parametrize(("top", "expected"), RULE_CASES)
 def test_subnet_rules(top: dict[str, Any], expected: list[tuple[str, str, str, str]]) -> None:
-    assert subnet_problems(blueprint_text(**top)) == expected
+    assert subnet_problems(blueprint_text(top)) == expected
 
 
 @pytest.mark.parametrize(
@@ -454,7 +440,7 @@ def test_subnet_rules(top: dict[str, Any], expected: list[tuple[str, str, str, s
         pytest.param(
             dict(compute=[group(128)], orchestrator=HYPERPOD_EFA),
             ", or orchestrator.hyperpod.efa_interface_type: efa-only (",
-            dict(orchestrator={"kind": "hyperpod", "hyperpod": {"efa_interface_type": "efa-only"}}),
+            dict(orchestrator={**HYPERPOD, "hyperpod": {"efa_interface_type": "efa-only"}}),
             id="hyperpod: efa-only",
         ),
         pytest.param(
@@ -467,18 +453,15 @@ def test_subnet_rules(top: dict[str, Any], expected: list[tuple[str, str, str, s
 )
 def test_following_the_advice_clears_r_subnet_1(top: dict[str, Any], advice: str, fixed: dict[str, Any]) -> None:
     """Each fix R-SUBNET-1 offers, applied to the blueprint, leaves no R-SUBNET-1."""
-    [message] = [p[1] for p in subnet_problems(blueprint_text(**top)) if p[2] == "R-SUBNET-1"]
+    [message] = [p[1] for p in subnet_problems(blueprint_text(top)) if p[2] == "R-SUBNET-1"]
     assert advice in message
-    changed = {**top, **fixed}
-    if "network" in fixed:
-        changed["network"] = {**top.get("network", {}), **fixed["network"]}
-    assert [p for p in subnet_problems(blueprint_text(**changed)) if p[2] == "R-SUBNET-1"] == []
+    assert [p for p in subnet_problems(blueprint_text(top, fixed)) if p[2] == "R-SUBNET-1"] == []
 
 
 QUIET_CASES = [
     pytest.param(dict(compute=[group(128)], orchestrator=PCS_EFA_ONLY), id="pcs efa-only: 1 address per node"),
     pytest.param(
-        dict(compute=[group(2048)], orchestrator={"kind": "hyperpod"}), id="hyperpod 2048 nodes in a /20"
+        dict(compute=[group(2048)], orchestrator=HYPERPOD), id="hyperpod 2048 nodes in a /20"
     ),
     pytest.param(
         dict(compute=[group(2048)], orchestrator=PARALLELCLUSTER), id="parallelcluster 2048 nodes in a /20"
@@ -499,4 +482,4 @@ QUIET_CASES = [
 
 @pytest.mark.parametrize("top", QUIET_CASES)
 def test_subnet_rules_quiet(top: dict[str, Any]) -> None:
-    assert subnet_problems(blueprint_text(**top)) == []
+    assert subnet_problems(blueprint_text(top)) == []
