@@ -13,6 +13,7 @@ import yaml
 
 from fmcluster.catalog import get_instance, known_instance_types
 from fmcluster.constructs.orchestrators.hyperpod import lifecycle_bucket_name, on_create_script
+from tests import blueprints
 from tests.blueprints import blueprint_text
 from tests.conftest import ROOT, resources_of, synth_templates
 from tests.orchestrator_support import (
@@ -21,6 +22,7 @@ from tests.orchestrator_support import (
     group_name,
     imported_resource_type,
     matrix_templates,
+    same_blueprint_text,
     stack_for,
     synth_to_folder,
 )
@@ -272,16 +274,15 @@ def test_example_blueprint_is_valid_yaml() -> None:
 def test_no_placement_group_for_hyperpod(example: dict[str, Any]) -> None:
     network = next(t for name, t in example.items() if name.endswith("-network"))
     assert resources_of(network, "AWS::EC2::PlacementGroup") == {}
-    pc = synth_templates(yaml.safe_dump({**yaml.safe_load(EXAMPLE), "orchestrator": {"kind": "parallelcluster"}}))
+    pc = synth_templates(same_blueprint_text("parallelcluster"))
     assert len(resources_of(next(t for n, t in pc.items() if n.endswith("-network")), "AWS::EC2::PlacementGroup")) == 1
 
 
 # ---- observability: the controller group runs the head-node script -------------------------------
 def _with_metrics(metrics: str, **orchestrator: Any) -> str:
-    data = yaml.safe_load(EXAMPLE)
-    data["observability"] = {"metrics": metrics}
-    data["orchestrator"]["hyperpod"].update(orchestrator)
-    return yaml.safe_dump(data, sort_keys=False)
+    """The example with another metrics mode and HyperPod settings."""
+    return blueprint_text({"observability": {"metrics": metrics}, "orchestrator": {"hyperpod": orchestrator}},
+                          base=blueprints.example("hyperpod-p5"))
 
 
 def _lifecycle_files(out: Path) -> dict[str, str]:

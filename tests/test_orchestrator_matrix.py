@@ -15,6 +15,8 @@ from fmcluster.resolved import resolve
 from fmcluster.review.plan import build_plan
 from fmcluster.validation import load_blueprint_text
 from fmcluster.validation.rules.orchestrator import HYPERPOD_PRICED_TYPES
+from tests import blueprints
+from tests.blueprints import blueprint_text
 from tests.conftest import ROOT, resources_of
 from tests.orchestrator_support import (
     KINDS,
@@ -136,11 +138,7 @@ def test_examples_are_clean(example: str, region: str) -> None:
 def test_examples_with_metrics_are_clean(example: str, region: str, metrics: str) -> None:
     """The HyperPod controller and the PCS login node run the head-node script with the node policy; the
     examples stay clean with either metrics mode (pcs-p5en itself has metrics: none)."""
-    import yaml
-
-    data = yaml.safe_load((ROOT / "blueprints" / f"{example}.yaml").read_text())
-    data["observability"] = {"metrics": metrics}
-    out = synth_with_nag(yaml.safe_dump(data, sort_keys=False))
+    out = synth_with_nag(blueprint_text({"observability": {"metrics": metrics}}, base=blueprints.example(example)))
     assert nag_report(out) == []
     cluster = json.loads(next(out.glob("*-cluster.template.json")).read_text())
     assert "head-node" in json.dumps(cluster) or example == "hyperpod-p5"  # HyperPod: in the lifecycle asset

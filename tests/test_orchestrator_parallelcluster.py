@@ -14,7 +14,7 @@ import yaml
 from fmcluster.review.pcluster_config import cluster_configurations
 from tests.blueprints import blueprint_text
 from tests.conftest import EXAMPLES, ROOT, resources_of, synth_templates
-from tests.orchestrator_support import KINDS, cluster_template, matrix_stacks, matrix_templates
+from tests.orchestrator_support import KINDS, cluster_template, matrix_stacks, matrix_templates, same_blueprint_text
 
 PCLUSTER_PY = ROOT / ".venv-pcluster" / "bin" / "python"
 
@@ -79,8 +79,7 @@ def _pcluster_blueprints() -> dict[str, str]:
         data = yaml.safe_load(path.read_text())
         if data.get("orchestrator", {}).get("kind", "parallelcluster") == "parallelcluster":
             out[path.stem] = path.read_text()
-    base = yaml.safe_load((ROOT / "blueprints" / "hyperpod-p5.yaml").read_text())
-    out["hyperpod-p5-as-parallelcluster"] = yaml.safe_dump({**base, "orchestrator": {"kind": "parallelcluster"}})
+    out["hyperpod-p5-as-parallelcluster"] = same_blueprint_text("parallelcluster")
     return out
 
 
@@ -108,7 +107,5 @@ def test_generated_configs_load_with_the_parallelcluster_schema(tmp_path: Path) 
 
 
 def test_only_parallelcluster_writes_a_pcluster_config() -> None:
-    from tests.orchestrator_support import same_blueprint_text
-
     counts = {k: len(cluster_configurations(cluster_template(synth_templates(same_blueprint_text(k))))) for k in KINDS}
     assert counts == {"parallelcluster": 1, "hyperpod": 0, "pcs": 0}

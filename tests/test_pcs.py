@@ -16,7 +16,7 @@ from fmcluster.blueprint.model import PCS_SLURM_VERSIONS, PcsSettings
 from fmcluster.constructs.orchestrators.pcs import mime_user_data, node_shell_script, pcs_ami
 from fmcluster.resolved.profiles import PCS_USER_DATA_EMBED_LIMIT_BYTES
 from fmcluster.validation import load_blueprint_text
-from tests.blueprints import blueprint_text
+from tests.blueprints import blueprint_text, example
 from tests.conftest import ROOT, resources_of, synth_templates
 from tests.orchestrator_support import (
     Resolver,
@@ -238,11 +238,7 @@ def test_example_capacity_block(tmp_path: Path) -> None:
 
 # ---- observability: the login node runs the head-node script -----------------------------------
 def _example_with_metrics(metrics: str) -> str:
-    import yaml
-
-    data = yaml.safe_load(EXAMPLE)
-    data["observability"] = {"metrics": metrics}
-    return yaml.safe_dump(data, sort_keys=False)
+    return blueprint_text({"observability": {"metrics": metrics}}, base=example("pcs-p5en"))
 
 
 def _node_role(tpl: dict[str, Any]) -> tuple[str, dict[str, Any]]:

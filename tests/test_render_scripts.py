@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from fmcluster.catalog import get_instance
 from fmcluster.review.render import render_blueprint
 from fmcluster.validation import load_blueprint_text
+from tests.blueprints import example, merge, to_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 OSES = ("ubuntu-22.04", "ubuntu-24.04", "amazon-linux-2023")
@@ -38,31 +38,28 @@ def shellcheck() -> str:
     return str(exe) if exe.exists() else (shutil.which("shellcheck") or "shellcheck")
 
 
-def _with(data: dict[str, Any], software: dict[str, Any], group: dict[str, Any], os_name: str) -> dict[str, Any]:
-    d = yaml.safe_load(yaml.safe_dump(data))
-    d["software"] = {**software, "os": os_name}
-    d["compute"] = [{**d["compute"][0], **group}]
+def _with(software: dict[str, Any], group: dict[str, Any], os_name: str) -> dict[str, Any]:
+    """blueprints/default.yaml with another stack, OS and compute group."""
+    default = example("default")
+    d = merge(default, {"software": {**software, "os": os_name}, "compute": [{**default["compute"][0], **group}]})
     if get_instance(d["compute"][0]["instance_type"]).cpu_architecture == "arm64":
         # ParallelCluster needs the head node in the compute nodes' architecture (R-PC-2)
-        d["orchestrator"]["parallelcluster"]["head_node_instance_type"] = "m7g.4xlarge"
+        d = merge(d, {"orchestrator": {"parallelcluster": {"head_node_instance_type": "m7g.4xlarge"}}})
     return d
 
 
 def _cases() -> list[tuple[str, dict[str, Any]]]:
     cases = []
     for path in EXAMPLES:
-        data = yaml.safe_load(path.read_text())
+        data = example(path.stem)
         for os_name in OSES:
-            d = yaml.safe_load(yaml.safe_dump(data))
-            d.setdefault("software", {})["os"] = os_name
-            orch = d.get("orchestrator", {})
-            if orch.get("kind") == "pcs" and os_name != "ubuntu-24.04":
+            d = merge(data, {"software": {"os": os_name}})
+            if d.get("orchestrator", {}).get("kind") == "pcs" and os_name != "ubuntu-24.04":
                 # the default PCS AMI is Ubuntu 24.04 (R-PCS-2): another OS needs its own AMI
-                orch.setdefault("pcs", {})["ami_id"] = "ami-0123456789abcdef0"
+                d = merge(d, {"orchestrator": {"pcs": {"ami_id": "ami-0123456789abcdef0"}}})
             cases.append((f"{path.stem}-{os_name}", d))
-    base = yaml.safe_load((ROOT / "blueprints/default.yaml").read_text())
     for name, (software, group, os_name) in SPECIAL.items():
-        cases.append((f"{name}-{os_name}", _with(base, software, group, os_name)))
+        cases.append((f"{name}-{os_name}", _with(software, group, os_name)))
     return cases
 
 
@@ -73,7 +70,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     seen: dict[str, Path] = {}
     files: dict[str, Path] = {}
     for label, data in _cases():
-        bp = load_blueprint_text(yaml.safe_dump(data)).blueprint
+        bp = load_blueprint_text(to_yaml(data)).blueprint
         for group, scripts in render_blueprint(bp).items():
             for name, text in scripts.items():
                 if not (name.endswith(".sh") or name == "fmcluster-node-check"):

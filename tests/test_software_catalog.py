@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import pytest
-import yaml
 
 from fmcluster.catalog import get_instance, known_instance_types
 from fmcluster.catalog.software import (
@@ -24,6 +23,7 @@ from fmcluster.catalog.software import (
     plugin_min_for_instance,
 )
 from fmcluster.validation import load_blueprint_text
+from tests.blueprints import blueprint_text, group
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -96,11 +96,10 @@ def test_every_sha256_is_well_formed() -> None:
 def _blueprint(stack: str, instance_type: str, os_name: str) -> str:
     capacity = ({"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"}
                 if get_instance(instance_type).capacity_block_only else {"type": "on_demand"})
-    return yaml.safe_dump({
-        "name": "catalog-test", "region": "us-east-1", "availability_zone": "us-east-1a",
+    return blueprint_text({
         "software": {"stack": stack, "os": os_name},
-        "compute": [{"name": "gpu", "instance_type": instance_type, "count": 9 if instance_type.startswith("p6e-gb200") else 2,
-                     "capacity": capacity}],
+        "compute": [group(instance_type=instance_type, count=9 if instance_type.startswith("p6e-gb200") else 2,
+                          capacity=capacity)],
         # ParallelCluster needs a head node of the compute nodes' architecture (R-PC-2)
         "orchestrator": {"parallelcluster": {"head_node_instance_type":
                          "m7g.4xlarge" if get_instance(instance_type).cpu_architecture == "arm64" else "m7i.4xlarge"}},

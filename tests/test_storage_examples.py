@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from tests.blueprints import blueprint_text, example
 from tests.conftest import ROOT, cdk_context
 
 
@@ -46,10 +46,8 @@ def cfn_lint_errors(templates: list[Path], region: str) -> list[dict[str, Any]]:
 
 
 EFA = (ROOT / "blueprints" / "efa-lustre.yaml").read_text()
-DESTROY = yaml.safe_dump({**yaml.safe_load(EFA), "storage": {
-    **yaml.safe_load(EFA)["storage"],
-    "lustre": {**yaml.safe_load(EFA)["storage"]["lustre"], "removal_policy": "destroy"},
-    "checkpoints": {**yaml.safe_load(EFA)["storage"]["checkpoints"], "removal_policy": "destroy"}}}, sort_keys=False)
+DESTROY = blueprint_text({"storage": {"lustre": {"removal_policy": "destroy"}, "checkpoints": {"removal_policy": "destroy"}}},
+                         base=example("efa-lustre"))
 
 
 @pytest.mark.synth
