@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from fmcluster.catalog import get_instance, known_instance_types
 from fmcluster.constructs.orchestrators.hyperpod import lifecycle_bucket_name, on_create_script
@@ -253,22 +252,6 @@ def test_moto_accepts_the_create_cluster_request(example: dict[str, Any]) -> Non
     assert sorted({n["InstanceGroupName"] for n in nodes}) == ["controller", "gpu", "login"]
     assert sum(n["InstanceGroupName"] == "gpu" for n in nodes) == 4
     assert {n["InstanceType"] for n in nodes} == {"ml.m5.4xlarge", "ml.p5.48xlarge"}
-
-
-def test_moto_rejects_a_lifecycle_bucket_without_the_sagemaker_prefix(example: dict[str, Any]) -> None:
-    import boto3
-    from botocore.exceptions import ClientError
-    from moto import mock_aws
-
-    request = create_cluster_request(example, "us-east-1")
-    request["InstanceGroups"][0]["LifeCycleConfig"]["SourceS3Uri"] = "s3://lifecycle-bucket/controller/"
-    with mock_aws(), pytest.raises(ClientError, match="does not start with 's3://sagemaker'"):
-        boto3.client("sagemaker", region_name="us-east-1").create_cluster(**request)
-
-
-def test_example_blueprint_is_valid_yaml() -> None:
-    data = yaml.safe_load(EXAMPLE)
-    assert data["orchestrator"]["kind"] == "hyperpod" and data["compute"][0]["instance_type"] == "p5.48xlarge"
 
 
 def test_no_placement_group_for_hyperpod(example: dict[str, Any]) -> None:
