@@ -205,20 +205,6 @@ def test_preflight_invalid_blueprint_error_count_is_pluralised(tmp_path: Path) -
     assert f"{one}: 1 error\n" in res.stderr.replace("  ", " ")
 
 
-# ---- README CLI table names every option ---------------------------------------------------------
-@pytest.mark.parametrize("command", ["validate", "plan", "render", "diff", "preflight"])
-def test_readme_cli_table_names_every_option(command: str) -> None:
-    import typer.main
-
-    readme = (ROOT / "README.md").read_text()
-    [row] = [line for line in readme.splitlines() if line.startswith(f"| `fmcluster {command} ")]
-    cli = typer.main.get_command(app).commands[command]  # type: ignore[attr-defined]
-    for param in cli.params:
-        names = [o for o in param.opts if o.startswith("-")]
-        if names and "--help" not in names:
-            assert any(n in row for n in names), f"README row of fmcluster {command} misses {names[0]}"
-
-
 # ---- fmcluster render FILE --out DIR -------------------------------------------------------------
 def test_render_writes_every_script_of_every_group(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["render", str(ROOT / "blueprints/default.yaml"), "--out", str(tmp_path)])
