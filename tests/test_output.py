@@ -21,7 +21,7 @@ from fmcluster.output import OutputFormat, print_problems
 from fmcluster.severity import MEANING, STYLE, ChangeLevel, CheckStatus, ProblemLevel, Severity, count
 from tests.blueprints import blueprint_text
 from tests.conftest import ROOT
-from tests.test_cli import fake_assembly
+from tests.test_plan import fake_assembly
 
 PKG = ROOT / "fmcluster"
 
