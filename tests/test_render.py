@@ -1,10 +1,12 @@
-"""Every rendered node script passes `bash -n` and shellcheck: each example blueprint in blueprints/
-on each of the three operating systems, plus one blueprint per special instance kind (Blackwell
-with nvlsm, GB200 with IMEX on arm64, a 1-GPU p5.4xlarge, an aws-ofi-nccl built from source)."""
+"""What render_blueprint produces. Every rendered node script passes `bash -n` and shellcheck: each
+example blueprint in blueprints/ on each of the three operating systems, plus one blueprint per special
+instance kind (Blackwell with nvlsm, GB200 with IMEX on arm64, a 1-GPU p5.4xlarge, an aws-ofi-nccl built
+from source). And golden files for blueprints/default.yaml (node scripts and observability files)."""
 
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -15,7 +17,7 @@ import pytest
 
 from fmcluster.catalog import get_instance
 from fmcluster.review.render import render_blueprint
-from fmcluster.validation import load_blueprint_text
+from fmcluster.validation import load_blueprint, load_blueprint_text
 from tests.blueprints import example, merge, to_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,3 +129,32 @@ def test_os_specific_package_tools(rendered: dict[str, Path]) -> None:
             assert "dnf versionlock add" in text and "apt-get" not in text
         else:
             assert "apt-mark hold" in text and "Unattended-Upgrade::Package-Blacklist" in text and "dnf " not in text
+
+
+# ---- golden files for blueprints/default.yaml: any template change shows up as a reviewed diff ----
+# After an intended template change:
+#     FMCLUSTER_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -q tests/test_render.py -k golden
+# then review `git diff tests/golden/` and commit it with the template change.
+GOLDEN = Path(__file__).parent / "golden" / "default"
+UPDATE = os.environ.get("FMCLUSTER_UPDATE_GOLDEN") == "1"
+
+
+def _rendered() -> dict[str, str]:
+    out = render_blueprint(load_blueprint(ROOT / "blueprints/default.yaml"))
+    return {f"{group}/{name}": text for group, files in out.items() for name, text in files.items()}
+
+
+@pytest.mark.parametrize("name", sorted(_rendered()))
+def test_matches_golden(name: str) -> None:
+    text = _rendered()[name]
+    path = GOLDEN / name
+    if UPDATE:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"missing golden file {path}; run FMCLUSTER_UPDATE_GOLDEN=1 pytest {__file__} -k golden"
+    assert text == path.read_text(), f"{name} differs from {path}; if intended, update the golden files (see the comment above)"
+
+
+def test_no_stale_golden_files() -> None:
+    names = {str(p.relative_to(GOLDEN)) for p in GOLDEN.rglob("*") if p.is_file()}
+    assert names == set(_rendered())
