@@ -17,6 +17,7 @@ from fmcluster.resolved import resolve
 from fmcluster.templates.observability import (
     exporter_context,
     observability_endpoints,
+    render_alert_rules,
     render_exporter_script,
     render_observability_files,
 )
@@ -347,3 +348,10 @@ def test_endpoints_managed_and_self_hosted() -> None:
         "--document-name AWS-StartPortForwardingSession --parameters portNumber=3000,localPortNumber=3000"
     )
     assert hosted["Prometheus (self-hosted)"].address == "http://localhost:9090"
+
+
+def test_rendered_rules_are_the_documented_prometheus_rule_format() -> None:
+    bp = load_blueprint_text(blueprint_text({"observability": {"metrics": "managed"}})).blueprint
+    doc = yaml.safe_load(render_alert_rules(observability_context(resolve(bp))))
+    assert [g["name"] for g in doc["groups"]] == ["t-cluster-gpu", "t-cluster-efa", "t-cluster-nodes"]
+    assert all(g["interval"] == "30s" for g in doc["groups"])
