@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 
 from fmcluster.blueprint import BlueprintError
-from fmcluster.catalog import cpu_architecture_of, memory_gib_of
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import blueprint_text
 
@@ -119,16 +118,6 @@ def test_rule_warnings(patch: dict[str, Any], expected: list[tuple[str, str, str
 )
 def test_settings_shape(patch: dict[str, Any], path: str, message: str) -> None:
     assert [(p, m) for p, m, _ in _errors(patch)] == [(path, message)]
-
-
-@pytest.mark.parametrize(("instance_type", "arch", "memory"), [
-    ("m7i.4xlarge", "x86_64", 64.0), ("m7g.4xlarge", "arm64", 64.0), ("c7gn.16xlarge", "arm64", 128.0),
-    ("r8g.large", "arm64", 16.0), ("c6a.large", "x86_64", 4.0), ("t3.large", "x86_64", None),
-    ("p6e-gb200.36xlarge", "arm64", None), ("p5.48xlarge", "x86_64", None), ("ml.m5.4xlarge", "x86_64", None),
-    ("not-a-type", None, None),
-])
-def test_instance_type_helpers(instance_type: str, arch: str | None, memory: float | None) -> None:
-    assert (cpu_architecture_of(instance_type), memory_gib_of(instance_type)) == (arch, memory)
 
 
 @pytest.mark.parametrize(

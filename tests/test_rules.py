@@ -132,14 +132,6 @@ def test_unknown_region_is_reported_once(patch: dict[str, Any]) -> None:
     ]
 
 
-def test_known_regions_cover_every_partition_sorted() -> None:
-    from fmcluster.catalog.regions import known_regions
-
-    regions = known_regions()
-    assert {"us-east-1", "eu-west-1", "us-gov-west-1", "cn-north-1"} <= set(regions)  # aws, aws-us-gov, aws-cn
-    assert list(regions) == sorted(set(regions))
-
-
 @pytest.mark.parametrize("patch", PASSING)
 def test_rule_accepts(patch: dict[str, Any]) -> None:
     load_blueprint_text(blueprint_text(patch))
