@@ -24,6 +24,7 @@ from fmcluster.catalog.software import (
 )
 from fmcluster.validation import load_blueprint_text
 from fmcluster.validation.rules import environment as env_rules
+from tests import blueprints
 from tests.blueprints import PINNED_STACK, blueprint_text, group
 
 H100_580 = {"software": {"stack": "h100-580-cuda13.0"}}
@@ -245,6 +246,20 @@ def test_every_obsolete_variable_is_rejected_with_its_reason(name: str) -> None:
     reason = env_rules.OBSOLETE_OR_HARMFUL[name].reason
     assert found == [("error", f"software.environment.{var}",
                       f"obsolete or harmful on EFA: {reason}, got {var}='1'; allowed removing it")]
+
+
+# R-ENV-3: loader path variables warn, ordinary job variables do not
+@pytest.mark.parametrize("name", ["LD_PRELOAD", "LD_LIBRARY_PATH", "PATH"])
+def test_loader_path_variables_warn(name: str) -> None:
+    warnings = load_blueprint_text(blueprints.blueprint_text({"software": {"environment": {name: "/opt/conda/lib"}}})).warnings
+    [w] = [w for w in warnings if w.rule_id == "R-ENV-3"]
+    assert w.path == f"software.environment.{name}" and w.level == "warning"
+    assert w.message.endswith(f", got {name}='/opt/conda/lib'; allowed leaving it unset (set it per job if you must)")
+
+
+def test_ordinary_job_variables_do_not_warn() -> None:
+    warnings = load_blueprint_text(blueprints.blueprint_text({"software": {"environment": {"WANDB_PROJECT": "llm"}}})).warnings
+    assert [w for w in warnings if w.rule_id and w.rule_id.startswith("R-ENV")] == []
 
 
 def test_os_rule_with_a_stack_that_lacks_the_os(monkeypatch: pytest.MonkeyPatch) -> None:
