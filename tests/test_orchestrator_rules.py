@@ -139,21 +139,3 @@ def test_mixed_architectures_leave_the_head_node_alone() -> None:
                                  {"name": "gb", "instance_type": "p6e-gb200.36xlarge", "count": 9,
                                   "capacity": {"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"}}]})
     assert [r for _p, _m, r in found] == ["R-CAP-9"]
-
-
-KMS_ARN = "arn:aws:kms:us-east-1:123456789012:key/0123abcd-0123-4567-89ab-0123456789ab"
-
-
-@pytest.mark.parametrize("kind", ["hyperpod", "pcs"])
-def test_node_role_gets_the_checkpoint_key_of_a_kms_bucket(kind: str) -> None:
-    """One definition of checkpoint access (storage.checkpoint_statements) serves every orchestrator,
-    so nodes can write to a KMS-encrypted checkpoint bucket."""
-    from tests.conftest import resources_of, synth_templates
-
-    text = blueprint_text({"software": {"os": "ubuntu-24.04"}, "orchestrator": {"kind": kind},
-                           "storage": {"checkpoints": {"bucket": "existing-ckpt", "kms_key_arn": KMS_ARN}}})
-    tpl = synth_templates(text)["t-cluster-cluster"]
-    statements = [st for p in resources_of(tpl, "AWS::IAM::Policy").values() for st in p["Properties"]["PolicyDocument"]["Statement"]]
-    [key] = [st for st in statements if st.get("Sid") == "CheckpointKey"]
-    assert key["Resource"] == KMS_ARN
-    assert key["Action"] == ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*"]
