@@ -1,4 +1,5 @@
-"""Interface layouts, IPv4 math, subnet_usage() and the GPU-subnet rules R-SUBNET-1/2 (tables, exact values).
+"""GPU-subnet sizing: IPv4 math, subnet_usage() and the rules R-SUBNET-1/2 (tables, exact values).
+Per-node interface layouts and addresses are in test_launch_templates.py.
 
 Blueprints patch ``blueprints.PCS_EFA``: 4 x p5.48xlarge on PCS with ``efa`` interfaces.
 """
@@ -10,13 +11,8 @@ from typing import Any
 import pytest
 
 from fmcluster.blueprint import BlueprintError
-from fmcluster.catalog import get_instance
 from fmcluster.catalog.networking import (
-    InterfaceSlot,
-    describe_layout,
     fsx_lustre_interfaces_estimate,
-    interface_layout,
-    ipv4_per_node,
     longest_prefix_for,
     subnet_size,
     usable_addresses,
@@ -42,57 +38,7 @@ def group(count: int, instance_type: str = "p5.48xlarge", name: str = "gpu") -> 
     return {"name": name, "instance_type": instance_type, "count": count}
 
 
-# ---- per-node layouts ----------------------------------------------------------------------------
-LAYOUTS = [
-    # (instance type, EFA interface type, efa, layout, IPv4 per node)
-    ("p5.48xlarge", "efa", True, "32 efa", 32),
-    ("p5.48xlarge", "efa-only", True, "1 interface + 32 efa-only", 1),
-    ("p5en.48xlarge", "efa", True, "16 efa", 16),
-    ("p6-b200.48xlarge", "efa", True, "8 efa", 8),
-    ("p6-b300.48xlarge", "efa", True, "1 interface + 16 efa", 17),
-    ("p6-b300.48xlarge", "efa-only", True, "1 interface + 16 efa-only", 1),
-    ("p4d.24xlarge", "efa", True, "4 efa", 4),
-    ("p5.4xlarge", "efa", True, "1 efa", 1),
-    ("p5.4xlarge", "efa-only", True, "1 interface + 1 efa-only", 1),
-    ("p5.48xlarge", "efa", False, "1 interface", 1),
-    ("p5.48xlarge", "efa-only", False, "1 interface", 1),
-]
-
-
-@pytest.mark.parametrize(("instance_type", "interface_type", "efa", "layout", "ips"), LAYOUTS)
-def test_interface_layout_and_addresses(instance_type: str, interface_type: str, efa: bool, layout: str, ips: int) -> None:
-    inst = get_instance(instance_type)
-    assert describe_layout(interface_layout(inst, efa=efa, interface_type=interface_type)) == layout
-    assert ipv4_per_node(inst, efa=efa, interface_type=interface_type) == ips
-
-
-def test_efa_only_layout_follows_the_aws_pattern() -> None:
-    """ENA primary c0d0; efa-only c0d1 where card 0 has EFA; efa-only d0 on every other EFA card."""
-    p5 = interface_layout(get_instance("p5.48xlarge"), efa=True, interface_type="efa-only")
-    assert p5[:3] == (
-        InterfaceSlot(0, 0, "interface"),
-        InterfaceSlot(0, 1, "efa-only"),
-        InterfaceSlot(1, 0, "efa-only"),
-    )
-    assert p5[-1] == InterfaceSlot(31, 0, "efa-only")
-    b300 = interface_layout(get_instance("p6-b300.48xlarge"), efa=True, interface_type="efa-only")
-    assert b300[:2] == (InterfaceSlot(0, 0, "interface"), InterfaceSlot(1, 0, "efa-only"))
-    assert [s.card for s in b300] == list(range(17))
-
-
-@pytest.mark.parametrize(("kind", "expected"), [("parallelcluster", "efa-only"), ("pcs", "efa-only"), ("hyperpod", "efa-only")])
-def test_orchestrators_default_to_efa_only(kind: str, expected: str) -> None:
-    from fmcluster.blueprint.model import OrchestratorSpec
-    from fmcluster.resolved import profile_for
-
-    assert profile_for(OrchestratorSpec(kind=kind)).efa_interface_type == expected  # type: ignore[arg-type]
-
-
-def test_unknown_interface_type_is_refused() -> None:
-    with pytest.raises(ValueError, match="unknown EFA interface type, got 'efa-turbo'; allowed efa, efa-only"):
-        interface_layout(get_instance("p5.48xlarge"), efa=True, interface_type="efa-turbo")
-
-
+# ---- IPv4 math ------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("prefix", "size", "usable"), [(16, 65536, 65531), (20, 4096, 4091), (24, 256, 251), (28, 16, 11)]
 )
