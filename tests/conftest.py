@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import subprocess
@@ -11,38 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "blueprints").glob("*.yaml"))
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("NODE_NO_WARNINGS", "1")
-
-#: A small valid blueprint that rule tables patch.
-BASE: dict[str, Any] = {
-    "name": "t-cluster",
-    "region": "us-east-1",
-    "availability_zone": "us-east-1a",
-    "compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2}],
-    "observability": {"metrics": "none"},
-}
-
-
-def patched(patch: dict[str, Any] | None = None, drop: tuple[str, ...] = ()) -> str:
-    """BASE deep-merged with ``patch`` (lists replace), minus ``drop`` keys, as YAML text."""
-    data = copy.deepcopy(BASE)
-
-    def merge(dst: dict[str, Any], src: dict[str, Any]) -> None:
-        for k, v in src.items():
-            if isinstance(v, dict) and isinstance(dst.get(k), dict):
-                merge(dst[k], v)
-            else:
-                dst[k] = copy.deepcopy(v)
-
-    merge(data, patch or {})
-    for key in drop:
-        data.pop(key, None)
-    return yaml.safe_dump(data, sort_keys=False)
 
 
 def cdk_context() -> dict[str, Any]:

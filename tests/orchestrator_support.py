@@ -13,11 +13,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from fmcluster.catalog import get_instance, known_instance_types
 from fmcluster.catalog.software import get_stack, known_stacks
-from tests.conftest import cdk_context, patched, synth_templates
+from tests.blueprints import DROP, blueprint_text, example
+from tests.conftest import cdk_context, synth_templates
 
 KINDS = ("parallelcluster", "hyperpod", "pcs")
 TRAINING_PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/gb200-plan"
@@ -66,7 +65,7 @@ def matrix_blueprint(kind: str, stack: str) -> str:
     }
     if kind == "parallelcluster" and arm:
         patch["orchestrator"]["parallelcluster"] = {"head_node_instance_type": "m7g.4xlarge"}
-    return patched(patch)
+    return blueprint_text(patch)
 
 
 @cache
@@ -76,10 +75,7 @@ def matrix_templates(kind: str, stack: str) -> dict[str, dict[str, Any]]:
 
 def same_blueprint_text(kind: str) -> str:
     """blueprints/hyperpod-p5.yaml with only ``orchestrator`` replaced by ``{kind: <kind>}``."""
-    from tests.conftest import ROOT
-
-    base = yaml.safe_load((ROOT / "blueprints" / "hyperpod-p5.yaml").read_text())
-    return yaml.safe_dump({**base, "orchestrator": {"kind": kind}}, sort_keys=False)
+    return blueprint_text({"orchestrator": {"kind": kind, "hyperpod": DROP}}, base=example("hyperpod-p5"))
 
 
 def matrix_cases() -> list[tuple[str, str]]:

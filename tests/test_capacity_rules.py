@@ -1,60 +1,36 @@
 """Capacity rules R-CAP-1..9, R-AZ-3 and the capacity shape checks: tables of (patch, exact problems).
 
-Each case patches a small valid blueprint and asserts the exact path, message and rule id of what the
-loader reports (errors via ``BlueprintError.problems``, warnings via ``LoadResult.warnings``).
+Each case patches ``blueprints.AZ_ID`` (a small valid blueprint placed by AZ ID) and asserts the exact
+path, message and rule id of what the loader reports (errors via ``BlueprintError.problems``, warnings
+via ``LoadResult.warnings``). A patch's ``compute`` list is the whole list: ``group()`` is the base's group.
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
-import yaml
 
 from fmcluster.blueprint import BlueprintError
 from fmcluster.validation import load_blueprint_text
+from tests.blueprints import AZ_ID, blueprint_text, group
 
 CR = "cr-0123456789abcdef0"
 CR2 = "cr-00000000000000001"
 PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/plan-a"
 GROUP_ARN = "arn:aws:resource-groups:us-east-1:123456789012:group/my-odcrs"
 
-BASE: dict[str, Any] = {
-    "name": "cap-test",
-    "region": "us-east-1",
-    "availability_zone_id": "use1-az6",
-    "software": {"stack": "h100-570-cuda12.8"},
-    "compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2}],
-    "orchestrator": {"kind": "parallelcluster"},
-}
-
 GB200 = {"software": {"stack": "gb200-580-cuda13.0", "os": "ubuntu-24.04"},
          # ParallelCluster needs head and compute nodes of one architecture (R-PC-2)
          "orchestrator": {"parallelcluster": {"head_node_instance_type": "m7g.4xlarge"}}}
-
-
-def merge(base: Any, patch: Any) -> Any:
-    """Deep merge; lists merge item by item (extra patch items are appended)."""
-    if isinstance(base, dict) and isinstance(patch, dict):
-        out = dict(base)
-        for k, v in patch.items():
-            out[k] = merge(base[k], v) if k in base else v
-        return out
-    if isinstance(base, list) and isinstance(patch, list):
-        return [merge(base[i], p) if i < len(base) else p for i, p in enumerate(patch)] + base[len(patch) :]
-    return patch
 
 
 def load(
     *patches: dict[str, Any],
 ) -> tuple[list[tuple[str, str, str | None, str]], list[tuple[str, str, str | None]]]:
     """(errors and warnings raised, warnings of a valid blueprint) as (path, message, rule id[, level])."""
-    data = copy.deepcopy(BASE)
-    for p in patches:
-        data = merge(data, p)
     try:
-        result = load_blueprint_text(yaml.safe_dump(data, sort_keys=False))
+        result = load_blueprint_text(blueprint_text(*patches, base=AZ_ID))
     except BlueprintError as e:
         return [(p.path, p.message, p.rule_id, p.level) for p in e.problems], []
     return [], [(w.path, w.message, w.rule_id) for w in result.warnings]
@@ -67,7 +43,7 @@ def test_base_is_valid() -> None:
 # ---- errors --------------------------------------------------------------------------------------
 ERROR_CASES = [
     pytest.param(
-        {"compute": [{"capacity": {"type": "training_plan", "arn": PLAN}}]},
+        {"compute": [group(capacity={"type": "training_plan", "arn": PLAN})]},
         [
             (
                 "compute[0].capacity.type",
@@ -80,7 +56,7 @@ ERROR_CASES = [
         id="R-CAP-1 training plan on parallelcluster",
     ),
     pytest.param(
-        {"compute": [{"capacity": {"type": "training_plan", "arn": PLAN}}], "orchestrator": {"kind": "pcs"}},
+        {"compute": [group(capacity={"type": "training_plan", "arn": PLAN})], "orchestrator": {"kind": "pcs"}},
         [
             (
                 "compute[0].capacity.type",
@@ -94,7 +70,7 @@ ERROR_CASES = [
     pytest.param(
         {
             "compute": [
-                {"count": 4, "min_count": 2, "capacity": {"type": "capacity_block", "reservation_id": CR}}
+                group(count=4, min_count=2, capacity={"type": "capacity_block", "reservation_id": CR})
             ]
         },
         [
@@ -110,7 +86,7 @@ ERROR_CASES = [
     pytest.param(
         {
             "compute": [
-                {},
+                group(),
                 {
                     "name": "gpu2",
                     "instance_type": "p5.48xlarge",
@@ -132,7 +108,7 @@ ERROR_CASES = [
     ),
     pytest.param(
         {
-            "compute": [{"capacity": {"type": "capacity_block", "reservation_id": CR}}],
+            "compute": [group(capacity={"type": "capacity_block", "reservation_id": CR})],
             "orchestrator": {"kind": "hyperpod"},
         },
         [
@@ -149,7 +125,7 @@ ERROR_CASES = [
     ),
     pytest.param(
         {
-            "compute": [{"capacity": {"type": "odcr", "reservation_id": CR}}],
+            "compute": [group(capacity={"type": "odcr", "reservation_id": CR})],
             "orchestrator": {"kind": "hyperpod"},
         },
         [
@@ -168,7 +144,7 @@ ERROR_CASES = [
     pytest.param(
         {
             "compute": [
-                {},
+                group(),
                 {
                     "name": "gb",
                     "instance_type": "p6e-gb200.36xlarge",
@@ -216,11 +192,7 @@ ERROR_CASES = [
         {
             **GB200,
             "compute": [
-                {
-                    "instance_type": "p6e-gb200.36xlarge",
-                    "count": 10,
-                    "capacity": {"type": "capacity_block", "reservation_id": CR},
-                }
+                group(instance_type="p6e-gb200.36xlarge", count=10, capacity={"type": "capacity_block", "reservation_id": CR})
             ],
         },
         [
@@ -237,11 +209,7 @@ ERROR_CASES = [
         {
             **GB200,
             "compute": [
-                {
-                    "instance_type": "p6e-gb200.36xlarge",
-                    "count": 4,
-                    "capacity": {"type": "capacity_block", "reservation_id": CR},
-                }
+                group(instance_type="p6e-gb200.36xlarge", count=4, capacity={"type": "capacity_block", "reservation_id": CR})
             ],
         },
         [
@@ -255,7 +223,7 @@ ERROR_CASES = [
         id="R-CAP-5 gb200 count below one UltraServer",
     ),
     pytest.param(
-        {**GB200, "compute": [{"instance_type": "p6e-gb200.36xlarge", "count": 18}]},
+        {**GB200, "compute": [group(instance_type="p6e-gb200.36xlarge", count=18)]},
         [
             (
                 "compute[0].capacity.type",
@@ -270,7 +238,7 @@ ERROR_CASES = [
     pytest.param(
         {
             **GB200,
-            "compute": [{"instance_type": "p6e-gb200.36xlarge", "count": 18, "capacity": {"type": "spot"}}],
+            "compute": [group(instance_type="p6e-gb200.36xlarge", count=18, capacity={"type": "spot"})],
             "orchestrator": {"kind": "pcs"},
         },
         [
@@ -287,11 +255,7 @@ ERROR_CASES = [
         {
             **GB200,
             "compute": [
-                {
-                    "instance_type": "p6e-gb200.36xlarge",
-                    "count": 9,
-                    "capacity": {"type": "odcr", "reservation_id": CR},
-                }
+                group(instance_type="p6e-gb200.36xlarge", count=9, capacity={"type": "odcr", "reservation_id": CR})
             ],
         },
         [
@@ -308,7 +272,7 @@ ERROR_CASES = [
     pytest.param(
         {
             **GB200,
-            "compute": [{"instance_type": "p6e-gb200.36xlarge", "count": 18}],
+            "compute": [group(instance_type="p6e-gb200.36xlarge", count=18)],
             "orchestrator": {"kind": "hyperpod"},
         },
         [
@@ -338,11 +302,7 @@ ERROR_CASES = [
     pytest.param(
         {
             "compute": [
-                {
-                    "count": 18,
-                    "instance_type": "p6e-gb200.36xlarge",
-                    "capacity": {"type": "capacity_block", "reservation_id": CR},
-                }
+                group(count=18, instance_type="p6e-gb200.36xlarge", capacity={"type": "capacity_block", "reservation_id": CR})
             ]
         },
         [
@@ -358,7 +318,7 @@ ERROR_CASES = [
     pytest.param(
         {
             "compute": [
-                {"capacity": {"type": "odcr", "reservation_id": CR}},
+                group(capacity={"type": "odcr", "reservation_id": CR}),
                 {
                     "name": "gpu2",
                     "instance_type": "p5en.48xlarge",
@@ -380,7 +340,7 @@ ERROR_CASES = [
     pytest.param(
         {
             "compute": [
-                {"capacity": {"type": "odcr", "reservation_id": CR}},
+                group(capacity={"type": "odcr", "reservation_id": CR}),
                 {
                     "name": "gpu2",
                     "instance_type": "p5.48xlarge",
@@ -416,11 +376,7 @@ def test_arch_rule_alone_reports_a_gb200_x86_stack() -> None:
     problems, _ = load(
         {
             "compute": [
-                {
-                    "count": 18,
-                    "instance_type": "p6e-gb200.36xlarge",
-                    "capacity": {"type": "capacity_block", "reservation_id": CR},
-                }
+                group(count=18, instance_type="p6e-gb200.36xlarge", capacity={"type": "capacity_block", "reservation_id": CR})
             ]
         }
     )
@@ -434,7 +390,7 @@ WARNING_CASES = [
     pytest.param(
         {
             "compute": [
-                {"placement_group": True, "capacity": {"type": "capacity_block", "reservation_id": CR}}
+                group(placement_group=True, capacity={"type": "capacity_block", "reservation_id": CR})
             ]
         },
         [
@@ -453,7 +409,7 @@ WARNING_CASES = [
     pytest.param(
         {
             "compute": [
-                {"placement_group": True, "capacity": {"type": "odcr", "resource_group_arn": GROUP_ARN}}
+                group(placement_group=True, capacity={"type": "odcr", "resource_group_arn": GROUP_ARN})
             ]
         },
         [
@@ -471,7 +427,7 @@ WARNING_CASES = [
     ),
     pytest.param(
         {
-            "compute": [{"placement_group": True, "capacity": {"type": "training_plan", "arn": PLAN}}],
+            "compute": [group(placement_group=True, capacity={"type": "training_plan", "arn": PLAN})],
             "orchestrator": {"kind": "hyperpod"},
         },
         [
@@ -499,47 +455,47 @@ def test_capacity_rule_warnings(patch: dict[str, Any], expected: list[tuple[str,
 # ---- valid: each rule stays quiet on what it allows -----------------------------------------------
 VALID_CASES = [
     pytest.param(
-        {"compute": [{"count": 4, "capacity": {"type": "capacity_block", "reservation_id": CR}}]},
+        {"compute": [group(count=4, capacity={"type": "capacity_block", "reservation_id": CR})]},
         id="capacity block, min_count omitted",
     ),
     pytest.param(
         {
             "compute": [
-                {"count": 4, "min_count": 4, "capacity": {"type": "capacity_block", "reservation_id": CR}}
+                group(count=4, min_count=4, capacity={"type": "capacity_block", "reservation_id": CR})
             ]
         },
         id="capacity block, min_count equals count",
     ),
     pytest.param(
-        {"compute": [{"count": 4, "min_count": 0, "capacity": {"type": "odcr", "reservation_id": CR}}]},
+        {"compute": [group(count=4, min_count=0, capacity={"type": "odcr", "reservation_id": CR})]},
         id="odcr with dynamic nodes",
     ),
     pytest.param(
-        {"compute": [{"count": 4, "min_count": 0, "capacity": {"type": "spot"}}]}, id="spot dynamic"
+        {"compute": [group(count=4, min_count=0, capacity={"type": "spot"})]}, id="spot dynamic"
     ),
     pytest.param(
         {
             "compute": [
-                {"placement_group": False, "capacity": {"type": "capacity_block", "reservation_id": CR}}
+                group(placement_group=False, capacity={"type": "capacity_block", "reservation_id": CR})
             ]
         },
         id="capacity block, placement group off",
     ),
-    pytest.param({"compute": [{"placement_group": True}]}, id="on demand with a placement group"),
+    pytest.param({"compute": [group(placement_group=True)]}, id="on demand with a placement group"),
     pytest.param(
         {
-            "compute": [{"capacity": {"type": "training_plan", "arn": PLAN}}],
+            "compute": [group(capacity={"type": "training_plan", "arn": PLAN})],
             "orchestrator": {"kind": "hyperpod"},
         },
         id="training plan on hyperpod",
     ),
     pytest.param(
-        {"compute": [{"capacity": {"type": "on_demand"}}], "orchestrator": {"kind": "hyperpod"}},
+        {"compute": [group(capacity={"type": "on_demand"})], "orchestrator": {"kind": "hyperpod"}},
         id="on demand on hyperpod",
     ),
     pytest.param(
         {
-            "compute": [{"capacity": {"type": "capacity_block", "reservation_id": CR}}],
+            "compute": [group(capacity={"type": "capacity_block", "reservation_id": CR})],
             "orchestrator": {"kind": "pcs"},
             "software": {"os": "ubuntu-24.04"},  # the PCS-ready DLAMI is Ubuntu 24.04 (R-PCS-2)
         },
@@ -549,11 +505,7 @@ VALID_CASES = [
         {
             **GB200,
             "compute": [
-                {
-                    "instance_type": "p6e-gb200.36xlarge",
-                    "count": 27,
-                    "capacity": {"type": "capacity_block", "reservation_id": CR},
-                }
+                group(instance_type="p6e-gb200.36xlarge", count=27, capacity={"type": "capacity_block", "reservation_id": CR})
             ],
         },
         id="gb200 three x36 UltraServers on a capacity block",
@@ -562,11 +514,7 @@ VALID_CASES = [
         {
             **GB200,
             "compute": [
-                {
-                    "instance_type": "p6e-gb200.36xlarge",
-                    "count": 18,
-                    "capacity": {"type": "training_plan", "arn": PLAN},
-                }
+                group(instance_type="p6e-gb200.36xlarge", count=18, capacity={"type": "training_plan", "arn": PLAN})
             ],
             "orchestrator": {"kind": "hyperpod"},
         },
@@ -575,7 +523,7 @@ VALID_CASES = [
     pytest.param(
         {
             "compute": [
-                {"capacity": {"type": "odcr", "reservation_id": CR}},
+                group(capacity={"type": "odcr", "reservation_id": CR}),
                 {
                     "name": "gpu2",
                     "instance_type": "p5.48xlarge",
@@ -595,7 +543,7 @@ VALID_CASES = [
     pytest.param({"region": "us-gov-west-1", "availability_zone_id": "usgw1-az1"}, id="GovCloud AZ ID"),
     pytest.param({"availability_zone_id": "use1-dfw2-az1"}, id="Local Zone ID"),
     pytest.param(
-        {"compute": [{}, {"name": "gpu2", "instance_type": "p5en.48xlarge", "count": 1}]},
+        {"compute": [group(), {"name": "gpu2", "instance_type": "p5en.48xlarge", "count": 1}]},
         id="two x86_64 groups of different families",
     ),
 ]
@@ -637,13 +585,7 @@ SHAPE_CASES = [
     pytest.param(
         {
             "compute": [
-                {
-                    "capacity": {
-                        "type": "capacity_block",
-                        "reservation_id": CR,
-                        "allocation_strategy": "capacity-optimized",
-                    }
-                }
+                group(capacity={"type": "capacity_block", "reservation_id": CR, "allocation_strategy": "capacity-optimized"})
             ]
         },
         (
@@ -655,10 +597,7 @@ SHAPE_CASES = [
     pytest.param(
         {
             "compute": [
-                {
-                    "instance_type": ["p5.48xlarge", "p5en.48xlarge"],
-                    "capacity": {"type": "capacity_block", "reservation_id": CR},
-                }
+                group(instance_type=["p5.48xlarge", "p5en.48xlarge"], capacity={"type": "capacity_block", "reservation_id": CR})
             ]
         },
         (
@@ -669,12 +608,12 @@ SHAPE_CASES = [
         id="one instance type",
     ),
     pytest.param(
-        {"compute": [{"capacity": {"type": "capacity_block"}}]},
+        {"compute": [group(capacity={"type": "capacity_block"})]},
         ("compute[0].capacity.reservation_id", "required key 'reservation_id' is missing"),
         id="capacity block needs a reservation id",
     ),
     pytest.param(
-        {"compute": [{"capacity": {"type": "capacity_block", "reservation_id": "cr-123"}}]},
+        {"compute": [group(capacity={"type": "capacity_block", "reservation_id": "cr-123"})]},
         (
             "compute[0].capacity.reservation_id",
             "invalid format, got 'cr-123'; allowed cr- followed by 17 hex digits",
@@ -682,7 +621,7 @@ SHAPE_CASES = [
         id="reservation id too short",
     ),
     pytest.param(
-        {"compute": [{"capacity": {"type": "odcr", "reservation_id": "cr-0123456789ABCDEF0"}}]},
+        {"compute": [group(capacity={"type": "odcr", "reservation_id": "cr-0123456789ABCDEF0"})]},
         (
             "compute[0].capacity.reservation_id",
             "invalid format, got 'cr-0123456789ABCDEF0'; allowed cr- followed by 17 hex digits",
@@ -690,22 +629,22 @@ SHAPE_CASES = [
         id="reservation id upper case",
     ),
     pytest.param(
-        {"compute": [{"capacity": {"type": "odcr", "reservation_id": CR, "resource_group_arn": GROUP_ARN}}]},
+        {"compute": [group(capacity={"type": "odcr", "reservation_id": CR, "resource_group_arn": GROUP_ARN})]},
         ("compute[0].capacity", "set exactly one of reservation_id or resource_group_arn"),
         id="odcr with two targets",
     ),
     pytest.param(
-        {"compute": [{"capacity": {"type": "odcr"}}]},
+        {"compute": [group(capacity={"type": "odcr"})]},
         ("compute[0].capacity", "set exactly one of reservation_id or resource_group_arn"),
         id="odcr without a target",
     ),
     pytest.param(
-        {"compute": [{"count": 0, "capacity": {"type": "capacity_block", "reservation_id": CR}}]},
+        {"compute": [group(count=0, capacity={"type": "capacity_block", "reservation_id": CR})]},
         ("compute[0].count", "out of range, got 0; allowed >= 1"),
         id="count above zero",
     ),
     pytest.param(
-        {"compute": [{"capacity": {"type": "reserved"}}]},
+        {"compute": [group(capacity={"type": "reserved"})]},
         (
             "compute[0].capacity.type",
             "invalid type, got 'reserved'; allowed on_demand, spot, odcr, capacity_block, training_plan",

@@ -24,7 +24,8 @@ from fmcluster.constructs.orchestrators.hyperpod import (
 from fmcluster.resolved import resolve
 from fmcluster.templates.observability.endpoints import observability_endpoints
 from fmcluster.validation import load_blueprint_text
-from tests.conftest import patched, resources_of, synth_templates
+from tests.blueprints import blueprint_text
+from tests.conftest import resources_of, synth_templates
 from tests.orchestrator_support import Resolver, cluster_template
 
 EKS_ARN = "arn:aws:eks:us-east-1:123456789012:cluster/training"
@@ -55,7 +56,7 @@ def merge(*parts: dict[str, Any]) -> dict[str, Any]:
 def problems(patch: dict[str, Any]) -> tuple[list[tuple[str, str, str | None]], list[tuple[str, str, str | None]]]:
     """(errors, warnings) as (path, message, rule id)."""
     try:
-        result = load_blueprint_text(patched(patch))
+        result = load_blueprint_text(blueprint_text(patch))
     except BlueprintError as exc:
         return [(p.path, p.message, p.rule_id) for p in exc.errors], []
     return [], [(p.path, p.message, p.rule_id) for p in result.warnings]
@@ -221,7 +222,7 @@ def test_bucket_rule_matches_construct_in_every_region(region: str) -> None:
 
 # ---- EKS: no controller node anywhere ---------------------------------------------------------------
 def test_eks_profile_has_no_controller_or_login() -> None:
-    rc = resolve(load_blueprint_text(patched(merge(eks(), {"observability": {"metrics": "managed"}}))).blueprint)
+    rc = resolve(load_blueprint_text(blueprint_text(merge(eks(), {"observability": {"metrics": "managed"}}))).blueprint)
     assert rc.profile.management == () and rc.profile.head_node_label is None
     assert [label for label, _ in rc.subnet.management] == []
     text = json.dumps([e.as_dict() for e in observability_endpoints(rc)])
@@ -235,13 +236,13 @@ def test_node_scripts_wait_for_lustre_only_where_it_is_mounted(patch: dict[str, 
     wait would fail every node's creation."""
     from fmcluster.templates.context import node_context
 
-    rc = resolve(load_blueprint_text(patched(patch)).blueprint)
+    rc = resolve(load_blueprint_text(blueprint_text(patch)).blueprint)
     assert rc.blueprint.storage.lustre is not None
     assert node_context(rc, rc.groups[0]).fsx_mount_point == mount
 
 
 def test_slurm_profile_keeps_controller_and_login() -> None:
-    rc = resolve(load_blueprint_text(patched(HP)).blueprint)
+    rc = resolve(load_blueprint_text(blueprint_text(HP)).blueprint)
     assert rc.profile.management == ("controller node", "login node")
     assert rc.profile.head_node_label == "controller node"
 
@@ -268,12 +269,12 @@ def _groups(templates: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[s
 
 @pytest.fixture(scope="module")
 def slurm_all() -> dict[str, Any]:
-    return synth_templates(patched(SLURM_ALL))
+    return synth_templates(blueprint_text(SLURM_ALL))
 
 
 @pytest.fixture(scope="module")
 def eks_spot() -> dict[str, Any]:
-    return synth_templates(patched(EKS_SPOT))
+    return synth_templates(blueprint_text(EKS_SPOT))
 
 
 def test_every_group_uses_on_init_complete(slurm_all: dict[str, Any], eks_spot: dict[str, Any]) -> None:

@@ -15,19 +15,19 @@ import pytest
 from fmcluster.blueprint import BlueprintError
 from fmcluster.validation import load_blueprint_text
 from fmcluster.validation.rules.parallelcluster import PCLUSTER_RESERVED_MOUNT_DIRS
-from tests.conftest import patched
+from tests.blueprints import blueprint_text
 
 KEY = "1234abcd-12ab-34cd-56ef-1234567890ab"
 
 
 def errors(patch: dict[str, Any]) -> list[tuple[str, str, str | None]]:
     with pytest.raises(BlueprintError) as exc:
-        load_blueprint_text(patched(patch))
+        load_blueprint_text(blueprint_text(patch))
     return [(p.path, p.message, p.rule_id) for p in exc.value.errors]
 
 
 def warnings(patch: dict[str, Any]) -> list[tuple[str, str, str | None]]:
-    return [(p.path, p.message, p.rule_id) for p in load_blueprint_text(patched(patch)).warnings]
+    return [(p.path, p.message, p.rule_id) for p in load_blueprint_text(blueprint_text(patch)).warnings]
 
 
 def group(**kw: Any) -> dict[str, Any]:

@@ -36,7 +36,8 @@ from fmcluster.constructs.orchestrators.pcs import (
 from fmcluster.constructs.storage import LustreMount
 from fmcluster.resolved import profile_for, resolve
 from fmcluster.validation import load_blueprint_text
-from tests.conftest import ROOT, patched, resources_of
+from tests.blueprints import blueprint_text
+from tests.conftest import ROOT, resources_of
 from tests.orchestrator_support import (
     Resolver,
     cluster_template,
@@ -82,7 +83,7 @@ EFA_ONLY_ERROR = (
     ],
 )
 def test_pcs_efa_interface_type_rule(pcs: dict[str, Any], expected: list[tuple[str, str, str, str]]) -> None:
-    text = patched({**U24, "orchestrator": {"kind": "pcs", "pcs": pcs}})
+    text = blueprint_text({**U24, "orchestrator": {"kind": "pcs", "pcs": pcs}})
     assert [p for p in _problems(text) if p[2] == "R-PCS-3"] == expected
 
 
@@ -92,7 +93,7 @@ def test_pcs_default_is_efa_and_the_subnet_counts_every_efa_card(instance_type: 
     card 0 has no EFA); the subnet usage and the launch-template layout agree."""
     assert PcsSettings().efa_interface_type == "efa"
     assert profile_for(OrchestratorSpec(kind="pcs")).efa_interface_type == "efa"
-    text = patched({"software": {"os": "ubuntu-24.04", "stack": stack_for(instance_type)},
+    text = blueprint_text({"software": {"os": "ubuntu-24.04", "stack": stack_for(instance_type)},
                     "compute": [{"name": "gpu", "instance_type": instance_type, "count": 2}],
                     "orchestrator": {"kind": "pcs"}})
     rc = resolve(load_blueprint_text(text).blueprint)
@@ -106,7 +107,7 @@ def test_pcs_default_is_efa_and_the_subnet_counts_every_efa_card(instance_type: 
 
 def test_pcs_subnet_error_counts_efa_addresses_and_never_advises_efa_only() -> None:
     """128 x p5.48xlarge with efa: 4096 node addresses overflow the default /20; the advice is a prefix only."""
-    text = patched({**U24, "compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 128}],
+    text = blueprint_text({**U24, "compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 128}],
                     "orchestrator": {"kind": "pcs", "pcs": {"size": "MEDIUM"}}})
     (problem,) = [p for p in _problems(text) if p[2] == "R-SUBNET-1"]
     assert problem[0] == "network.gpu_subnet_prefix_length"
@@ -177,12 +178,12 @@ def test_head_node_launcher_ignores_other_slurm_versions_on_the_image(tmp_path: 
 def test_exporter_script_uses_the_clusters_slurm_on_pcs() -> None:
     from fmcluster.templates.observability.exporters import exporter_context, render_exporter_script
 
-    text = patched({**U24, "orchestrator": {"kind": "pcs", "pcs": {"slurm_version": "25.05"}},
+    text = blueprint_text({**U24, "orchestrator": {"kind": "pcs", "pcs": {"slurm_version": "25.05"}},
                     "observability": {"metrics": "managed"}})
     script = render_exporter_script(exporter_context(resolve(load_blueprint_text(text).blueprint), role="head"))
     assert 'sinfo="/opt/aws/pcs/scheduler/slurm-25.05/bin/sinfo"' in script
     assert "slurm-*" not in script
-    pc = patched({"observability": {"metrics": "managed"}})
+    pc = blueprint_text({"observability": {"metrics": "managed"}})
     other = render_exporter_script(exporter_context(resolve(load_blueprint_text(pc).blueprint), role="head"))
     assert "/opt/aws/pcs/scheduler/slurm-*/bin/sinfo" in other  # ParallelCluster: unchanged
 
@@ -284,7 +285,7 @@ def test_lustre_mount_script_is_idempotent(tmp_path: Path) -> None:
 
 
 # ---- synthesized: capacity block + spot, Lustre, metrics ---------------------------------------------
-MIXED = patched({
+MIXED = blueprint_text({
     **U24,
     "compute": [
         {"name": "h200", "instance_type": "p5en.48xlarge", "count": 2,

@@ -23,7 +23,8 @@ import pytest
 from fmcluster.blueprint.model import CheckpointSpec
 from fmcluster.constructs.network import NO_TRAFFIC_EGRESS
 from fmcluster.stacks.build import ALLOW_DATA_DESTRUCTION
-from tests.conftest import EXAMPLES, patched, resources_of, synth_templates
+from tests.blueprints import blueprint_text
+from tests.conftest import EXAMPLES, resources_of, synth_templates
 
 RETAINED = ("Retain", "RetainExceptOnCreate")
 Templates = dict[str, dict[str, Any]]
@@ -123,7 +124,7 @@ def test_file_system_depends_on_every_rule_of_its_security_groups(path: Path) ->
 
 @pytest.mark.parametrize("efa", [False, True], ids=["tcp", "efa"])
 def test_file_system_depends_on_its_rules_also_with_efa(efa: bool) -> None:
-    templates = synth_templates(patched({"storage": {"lustre": {"efa_enabled": efa}}} if efa else None))
+    templates = synth_templates(blueprint_text({"storage": {"lustre": {"efa_enabled": efa}}} if efa else None))
     stack, _, fs = file_system(templates)
     rules = [lid for lid, r in templates[stack]["Resources"].items()
              if r["Type"] in ("AWS::EC2::SecurityGroupIngress", "AWS::EC2::SecurityGroupEgress")]
@@ -139,7 +140,7 @@ def test_no_security_group_falls_back_to_the_default_allow_all_egress(path: Path
 
 
 def test_lustre_group_egress_is_exactly_the_lustre_rules() -> None:
-    templates = synth_templates(patched(None))
+    templates = synth_templates(blueprint_text())
     stack, _, fs = file_system(templates)
     tpl = templates[stack]
     [sg_id] = [r[1] for r in refs(fs["Properties"]["SecurityGroupIds"], stack, {})]
@@ -153,7 +154,7 @@ def test_lustre_group_egress_is_exactly_the_lustre_rules() -> None:
 
 
 def test_efa_security_group_keeps_all_outbound_and_self() -> None:
-    tpl = synth_templates(patched(None))["t-cluster-network"]
+    tpl = synth_templates(blueprint_text())["t-cluster-network"]
     [(sg_id, sg)] = resources_of(tpl, "AWS::EC2::SecurityGroup").items()
     assert sg["Properties"]["SecurityGroupEgress"] == [NO_TRAFFIC_EGRESS]
     egress = {(r["Properties"]["IpProtocol"], r["Properties"].get("CidrIp"), "DestinationSecurityGroupId" in r["Properties"])
@@ -171,7 +172,7 @@ def test_destroy_all_completes_with_retained_data(path: Path) -> None:
 @pytest.mark.parametrize(
     "patch", [None, EXISTING_VPC, {"storage": {"lustre": {"efa_enabled": True}}}], ids=["new-vpc", "existing-vpc", "efa"])
 def test_retained_file_system_keeps_its_group_subnet_and_vpc(patch: dict[str, Any] | None) -> None:
-    templates = synth_templates(patched(patch))
+    templates = synth_templates(blueprint_text(patch))
     assert teardown_violations(templates) == []
     stack, lid, fs = file_system(templates)
     kept = retained(templates)
@@ -190,7 +191,7 @@ def test_retained_file_system_keeps_its_group_subnet_and_vpc(patch: dict[str, An
 
 
 def test_destroy_with_both_keys_retains_no_network() -> None:
-    templates = synth_templates(patched(DESTROY), ((ALLOW_DATA_DESTRUCTION, True),))
+    templates = synth_templates(blueprint_text(DESTROY), ((ALLOW_DATA_DESTRUCTION, True),))
     assert teardown_violations(templates) == []
     stack, lid, _ = file_system(templates)
     kept = retained(templates)
@@ -199,14 +200,14 @@ def test_destroy_with_both_keys_retains_no_network() -> None:
 
 
 def test_no_file_system_retains_no_network() -> None:
-    templates = synth_templates(patched({"storage": {"lustre": None}}))
+    templates = synth_templates(blueprint_text({"storage": {"lustre": None}}))
     assert teardown_violations(templates) == []
     assert not [k for k in retained(templates) if k[0] == "t-cluster-network" and "FlowLogGroup" not in k[1]]
 
 
 # ---- item 7: ParallelCluster checkpoint listing ---------------------------------------------------
 def test_parallelcluster_queues_can_list_the_checkpoint_prefix() -> None:
-    tpl = synth_templates(patched(None))["t-cluster-cluster"]
+    tpl = synth_templates(blueprint_text())["t-cluster-cluster"]
     [res] = resources_of(tpl, "Custom::PclusterCluster").values()
     queues = res["Properties"]["ClusterConfiguration"]["Scheduling"]["SlurmQueues"]
     prefix = CheckpointSpec().prefix

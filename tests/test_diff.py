@@ -1,22 +1,21 @@
 """``fmcluster diff``: blueprint change pairs with their verdict, the replacement engine on small templates,
-two cdk.out folders, and the three output formats.
+two cdk.out folders, the three output formats, damaged or foreign inputs (a clear one-line error, exit 1,
+never a traceback) and updates CloudFormation cannot apply (an FSx capacity decrease).
 
 Blueprint pairs synthesize in-process; every blueprint text is synthesized once (conftest cache).
 """
 
 from __future__ import annotations
 
-import copy
 import json
-from collections.abc import Callable
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from typer.testing import CliRunner
 
-from fmcluster.review.assembly import Assembly
+from fmcluster.review.assembly import Assembly, AssemblyError
 from fmcluster.review.diff import (
     SUPPLEMENT,
     DiffReport,
@@ -28,10 +27,11 @@ from fmcluster.review.diff import (
     render_text,
 )
 from fmcluster.validation import load_blueprint_text
-from tests.conftest import ROOT, synth_templates
+from tests.blueprints import example, merge, to_yaml
+from tests.conftest import synth_templates
 
 FIXTURES = Path(__file__).parent / "fixtures" / "diff"
-DEFAULT = yaml.safe_load((ROOT / "blueprints" / "default.yaml").read_text())
+DEFAULT = example("default")
 PATH_METADATA = (("aws:cdk:enable-path-metadata", True),)
 KMS = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 
@@ -44,27 +44,26 @@ STORAGE = "llm-train-storage"
 
 
 def assembly(data: dict[str, Any]) -> Assembly:
-    text = yaml.safe_dump(data, sort_keys=False)
+    text = to_yaml(data)
     bp = load_blueprint_text(text).blueprint
     return Assembly.from_templates(synth_templates(text, PATH_METADATA), bp.region, source=bp.name)
 
 
-def variant(mutate: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    data = copy.deepcopy(DEFAULT)
-    mutate(data)
-    return data
+def diff_to(*patches: dict[str, Any]) -> DiffReport:
+    """The diff from blueprints/default.yaml to the default with ``patches`` merged in."""
+    return diff_assemblies(assembly(DEFAULT), assembly(merge(DEFAULT, *patches)))
 
 
-def diff_to(mutate: Callable[[dict[str, Any]], None]) -> DiffReport:
-    return diff_assemblies(assembly(DEFAULT), assembly(variant(mutate)))
+def lustre(**kw: Any) -> dict[str, Any]:
+    return {"storage": {"lustre": kw}}
 
 
-def lustre(**kw: Any) -> Callable[[dict[str, Any]], None]:
-    return lambda d: d["storage"]["lustre"].update(kw)
+def checkpoints(**kw: Any) -> dict[str, Any]:
+    return {"storage": {"checkpoints": kw}}
 
 
-def checkpoints(**kw: Any) -> Callable[[dict[str, Any]], None]:
-    return lambda d: d["storage"]["checkpoints"].update(kw)
+#: The default's one compute group scaled from 4 to 8 nodes.
+SCALED = {"compute": [{**DEFAULT["compute"][0], "count": 8}]}
 
 
 def storage_changes(report: DiffReport, stack: str = STORAGE) -> dict[str, tuple[str, str]]:
@@ -74,14 +73,14 @@ def storage_changes(report: DiffReport, stack: str = STORAGE) -> dict[str, tuple
 
 # ---- blueprint change pairs -----------------------------------------------------------------
 def test_scale_a_compute_group_replaces_nothing() -> None:
-    r = diff_to(lambda d: d["compute"][0].update(count=8))
+    r = diff_to(SCALED)
     assert r.exit_code == 0
     assert [(c.stack, c.type, c.action, [p.path for p in c.properties]) for c in r.changes] == [
         ("llm-train-cluster", "Custom::PclusterCluster", "update", ["ClusterConfiguration/Scheduling/SlurmQueues"])]
 
 
 def test_bump_nccl_changes_no_storage() -> None:
-    r = diff_to(lambda d: d["software"].update(overrides={"nccl": "2.27.6"}, allow_untested=True))
+    r = diff_to({"software": {"overrides": {"nccl": "2.27.6"}, "allow_untested": True}})
     assert r.exit_code == 0
     assert storage_changes(r) == {}
     assert {c.stack for c in r.changes} == {"llm-train-cluster"}
@@ -129,17 +128,15 @@ def test_toggle_efa_replaces_the_file_system() -> None:
 
 
 @pytest.mark.parametrize(
-    ("mutate", "causes"),
+    ("patch", "causes"),
     [
-        (lambda d: d.setdefault("network", {}).update(vpc_cidr="10.1.0.0/16"), ["SecurityGroupIds", "SubnetIds"]),
-        (lambda d: d.setdefault("network", {}).update(gpu_subnet_prefix_length=22), ["SubnetIds"]),
+        ({"network": {"vpc_cidr": "10.1.0.0/16"}}, ["SecurityGroupIds", "SubnetIds"]),
+        ({"network": {"gpu_subnet_prefix_length": 22}}, ["SubnetIds"]),
     ],
     ids=["vpc-cidr", "gpu-subnet-prefix"],
 )
-def test_network_change_replaces_the_file_system_through_its_subnet(
-    mutate: Callable[[dict[str, Any]], None], causes: list[str]
-) -> None:
-    r = diff_to(mutate)
+def test_network_change_replaces_the_file_system_through_its_subnet(patch: dict[str, Any], causes: list[str]) -> None:
+    r = diff_to(patch)
     assert r.exit_code == 1
     fs = r.by_id(FS)
     assert (fs.action, fs.level, fs.causes) == ("replace", "error", causes)
@@ -151,7 +148,7 @@ def test_network_change_replaces_the_file_system_through_its_subnet(
 
 
 def test_rename_the_blueprint_moves_every_stateful_resource() -> None:
-    r = diff_to(lambda d: d.update(name="llm-train-2"))
+    r = diff_to({"name": "llm-train-2"})
     assert r.exit_code == 1
     moves = {(c.moved_from, f"{c.stack}/{c.logical_id}") for c in r.changes if c.action == "move"}
     assert moves == {(f"{STORAGE}/{lid}", f"llm-train-2-storage/{lid}") for lid in (FS, DRA, CKPT, DATA, LOGS)}
@@ -167,7 +164,7 @@ def test_rename_the_blueprint_moves_every_stateful_resource() -> None:
 def test_add_a_tag_updates_in_place_and_replaces_nothing() -> None:
     # Changed on purpose (issue 12 item 5): blueprint tags no longer go on placement groups (their Tags are
     # create-only), so a tag no longer replaces them (tests/test_diff_exports.py).
-    r = diff_to(lambda d: d["tags"].update(owner="ml-infra"))
+    r = diff_to({"tags": {"owner": "ml-infra"}})
     assert r.exit_code == 0
     assert storage_changes(r)[FS] == ("update", "info")
     assert [p.path for p in r.by_id(FS).properties] == ["Tags"]
@@ -196,7 +193,7 @@ def test_change_a_data_repository_path_replaces_the_association() -> None:
 
 
 @pytest.mark.parametrize(
-    ("mutate", "lid", "paths"),
+    ("patch", "lid", "paths"),
     [
         (checkpoints(noncurrent_version_expiration_days=60), CKPT, ["LifecycleConfiguration/Rules"]),
         (checkpoints(transition={"storage_class": "GLACIER_IR", "after_days": 30}), CKPT, ["LifecycleConfiguration/Rules"]),
@@ -207,15 +204,15 @@ def test_change_a_data_repository_path_replaces_the_association() -> None:
     ],
     ids=["checkpoint-lifecycle", "checkpoint-transition", "fsx-backups", "fsx-maintenance-compression"],
 )
-def test_in_place_storage_changes(mutate: Callable[[dict[str, Any]], None], lid: str, paths: list[str]) -> None:
-    r = diff_to(mutate)
+def test_in_place_storage_changes(patch: dict[str, Any], lid: str, paths: list[str]) -> None:
+    r = diff_to(patch)
     assert r.exit_code == 0
     assert storage_changes(r) == {lid: ("update", "info")}
     assert [p.path for p in r.by_id(lid).properties] == paths
 
 
 @pytest.mark.parametrize(
-    ("mutate", "cause", "source"),
+    ("patch", "cause", "source"),
     [
         (lustre(kms_key_arn=KMS), "KmsKeyId", "registry schema createOnlyProperties (cfn-lint)"),
         (lustre(per_unit_storage_throughput=500), "LustreConfiguration/PerUnitStorageThroughput",
@@ -223,8 +220,8 @@ def test_in_place_storage_changes(mutate: Callable[[dict[str, Any]], None], lid:
     ],
     ids=["fsx-kms-key", "fsx-throughput-tier"],
 )
-def test_other_file_system_replacements(mutate: Callable[[dict[str, Any]], None], cause: str, source: str) -> None:
-    r = diff_to(mutate)
+def test_other_file_system_replacements(patch: dict[str, Any], cause: str, source: str) -> None:
+    r = diff_to(patch)
     assert r.exit_code == 1
     fs = r.by_id(FS)
     assert (fs.action, fs.causes) == ("replace", [cause])
@@ -232,8 +229,7 @@ def test_other_file_system_replacements(mutate: Callable[[dict[str, Any]], None]
 
 
 def test_destroy_flag_without_context_flag_changes_nothing() -> None:
-    r = diff_to(lambda d: (d["storage"]["lustre"].update(removal_policy="destroy"),
-                           d["storage"]["checkpoints"].update(removal_policy="destroy")))
+    r = diff_to(lustre(removal_policy="destroy"), checkpoints(removal_policy="destroy"))
     assert (r.exit_code, r.changes) == (0, [])
 
 
@@ -374,12 +370,11 @@ def test_cli_on_folders_text_markdown_json() -> None:
 
 def test_cli_on_blueprints_scale_out_passes_and_deployment_type_fails(tmp_path: Path) -> None:
     old = tmp_path / "old.yaml"
-    old.write_text(yaml.safe_dump(DEFAULT, sort_keys=False))
+    old.write_text(to_yaml(DEFAULT))
     scaled = tmp_path / "scaled.yaml"
-    scaled.write_text(yaml.safe_dump(variant(lambda d: d["compute"][0].update(count=8)), sort_keys=False))
+    scaled.write_text(to_yaml(merge(DEFAULT, SCALED)))
     p1 = tmp_path / "p1.yaml"
-    p1.write_text(yaml.safe_dump(variant(lustre(deployment_type="PERSISTENT_1", per_unit_storage_throughput=None)),
-                                 sort_keys=False))
+    p1.write_text(to_yaml(merge(DEFAULT, lustre(deployment_type="PERSISTENT_1", per_unit_storage_throughput=None))))
     ok = run(str(old), str(scaled))
     assert ok.exit_code == 0, ok.stdout
     assert ": safe: no stateful resource is replaced or moved (1 update)" in ok.stdout.splitlines()[0]
@@ -403,6 +398,126 @@ def test_cli_bad_inputs(tmp_path: Path) -> None:
 
 
 def test_markdown_and_json_of_a_clean_diff() -> None:
-    r = diff_to(lambda d: d["compute"][0].update(count=8))
+    r = diff_to(SCALED)
     assert render_markdown(r).splitlines()[0].startswith("### :white_check_mark: fmcluster diff llm-train -> llm-train: safe")
     assert json.loads(render_json(r))["exit_code"] == 0
+
+
+# ---- damaged or foreign inputs: one-line error naming the folder or file, exit 1, no traceback -------
+def copy_old(tmp_path: Path) -> Path:
+    return Path(shutil.copytree(FIXTURES / "old", tmp_path / "cdk.out"))
+
+
+def assert_clean_error(result: Any, *fragments: str) -> None:
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert "Traceback" not in result.output
+    text = " ".join(result.stderr.split())
+    for f in fragments:
+        assert f in text, text
+
+
+@pytest.mark.parametrize(
+    ("manifest", "fragment"),
+    [
+        ("not json", "is not valid JSON"),
+        ("{}", "no \"artifacts\" object"),
+        ("[1, 2]", "no \"artifacts\" object"),
+        ('{"artifacts": {}}', "has no CloudFormation stacks"),
+        ('{"artifacts": {"Tree": {"type": "cdk:tree", "properties": {"file": "tree.json"}}}}', "has no CloudFormation stacks"),
+    ],
+)
+def test_corrupt_or_empty_manifest_is_a_clear_error(tmp_path: Path, manifest: str, fragment: str) -> None:
+    out = copy_old(tmp_path)
+    (out / "manifest.json").write_text(manifest)
+    with pytest.raises(AssemblyError, match=fragment.replace("\"", ".")):
+        Assembly.from_dir(out)
+    assert_clean_error(run(str(out), str(FIXTURES / "new")), str(out), fragment)
+    assert_clean_error(run(str(FIXTURES / "new"), str(out)), fragment)
+
+
+def test_missing_template_after_an_interrupted_synth(tmp_path: Path) -> None:
+    out = copy_old(tmp_path)
+    (out / "demo-storage.template.json").unlink()
+    assert_clean_error(run(str(out), str(FIXTURES / "new")),
+                       f"{out / 'demo-storage.template.json'}: template of stack demo-storage is missing")
+
+
+def test_corrupt_template(tmp_path: Path) -> None:
+    out = copy_old(tmp_path)
+    (out / "demo-network.template.json").write_text('{"Resources": ')
+    assert_clean_error(run(str(out), str(FIXTURES / "new")),
+                       f"{out / 'demo-network.template.json'}: the template of stack demo-network is not valid JSON")
+
+
+def test_stack_without_template_file(tmp_path: Path) -> None:
+    out = copy_old(tmp_path)
+    doc = json.loads((out / "manifest.json").read_text())
+    del doc["artifacts"]["demo-network"]["properties"]["templateFile"]
+    (out / "manifest.json").write_text(json.dumps(doc))
+    assert_clean_error(run(str(out), str(FIXTURES / "new")), "stack demo-network names no templateFile")
+
+
+def test_not_a_folder(tmp_path: Path) -> None:
+    with pytest.raises(AssemblyError, match="not a folder"):
+        Assembly.from_dir(tmp_path / "nope")
+
+
+# ---- updates CloudFormation cannot apply ------------------------------------------------------------
+def _fs(capacity: Any, **extra: Any) -> dict[str, Any]:
+    props = {"FileSystemType": "LUSTRE", "StorageCapacity": capacity, "SubnetIds": ["subnet-1"],
+             "LustreConfiguration": {"DeploymentType": "PERSISTENT_2", "PerUnitStorageThroughput": 250}}
+    props["LustreConfiguration"].update(extra)
+    return {"Resources": {"Fs": {"Type": "AWS::FSx::FileSystem", "Properties": props}}}
+
+
+def _diff(old: dict[str, Any], new: dict[str, Any]) -> Any:
+    from fmcluster.review.diff import diff_assemblies
+
+    return diff_assemblies(Assembly.from_templates({"s": old}), Assembly.from_templates({"s": new}))
+
+
+def test_fsx_capacity_decrease_is_an_update_that_fails() -> None:
+    from fmcluster.review.diff import render_markdown, render_text
+
+    r = _diff(_fs(4800), _fs(2400))
+    [c] = r.changes
+    assert (c.action, c.level, c.causes, r.exit_code) == ("fail", "error", ["StorageCapacity"], 1)
+    [p] = c.properties
+    assert (p.path, p.old, p.new, p.fails, p.replaces) == ("StorageCapacity", "4800", "2400", True, False)
+    assert "managing-storage-capacity.html" in p.source
+    text = render_text(r)
+    assert "1 error" in text.splitlines()[0]
+    assert text.splitlines()[1].split()[:3] == ["ERROR", "UPDATE", "FAILS"]
+    assert "StorageCapacity: 4800 -> 2400 [cannot decrease: FSx storage capacity can only be increased" in text
+    assert "the stack update fails and rolls back" in text
+    assert "| error | UPDATE FAILS | s | `Fs` |" in render_markdown(r)
+
+
+def test_fsx_capacity_increase_and_decrease_with_replacement_are_fine() -> None:
+    up = _diff(_fs(2400), _fs(4800))
+    assert (up.changes[0].action, up.exit_code) == ("update", 0)
+    # A replacement starts from the new value: the replacement itself is the finding, not the decrease.
+    down = _diff(_fs(4800), _fs(2400, DeploymentType="PERSISTENT_1"))
+    assert (down.changes[0].action, down.changes[0].causes) == ("replace", ["LustreConfiguration/DeploymentType"])
+    # A non-numeric value (a parameter reference) is not judged.
+    ref = _diff(_fs(4800), _fs({"Ref": "Capacity"}))
+    assert ref.changes[0].action == "update"
+
+
+def test_non_decreasing_table_is_sourced() -> None:
+    from fmcluster.review.diff import NON_DECREASING
+
+    assert "StorageCapacity" in NON_DECREASING["AWS::FSx::FileSystem"]
+    assert all("https://docs.aws.amazon.com/" in src for props in NON_DECREASING.values() for src in props.values())
+
+
+def test_cli_fsx_capacity_decrease_on_blueprints(tmp_path: Path) -> None:
+    assert DEFAULT["storage"]["lustre"]["storage_capacity_gib"] == 4800
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text(to_yaml(DEFAULT))
+    new.write_text(to_yaml(merge(DEFAULT, lustre(storage_capacity_gib=2400))))
+    r = run(str(old), str(new))
+    assert r.exit_code == 1, r.stdout
+    assert "1 error" in r.stdout.splitlines()[0]
+    assert "StorageCapacity: 4800 -> 2400 [cannot decrease" in r.stdout

@@ -1,10 +1,17 @@
-"""Docs stay true to the code: the blueprint reference is generated from the model."""
+"""Docs stay true to the code: the blueprint reference is generated from the model, the README names every
+command and option, docs/software.md lists every software rule and stack."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
+import typer.main
+
 from fmcluster.blueprint.reference import json_schema, markdown_reference
+from fmcluster.catalog.software import get_stack, known_stacks
+from fmcluster.cli import app
+from fmcluster.validation.rules import REGISTRY, _load_rule_modules
 from tests.conftest import ROOT
 
 
@@ -20,9 +27,38 @@ def test_json_schema_forbids_unknown_keys_and_requires_the_essentials() -> None:
 
 def test_readme_shows_the_two_commands_and_every_cli_command() -> None:
     readme = (ROOT / "README.md").read_text()
-    from fmcluster.cli import app
-
     assert "make synth" in readme and "make test" in readme
     for cmd in app.registered_commands:
         name = cmd.name or cmd.callback.__name__
         assert f"fmcluster {name}" in readme, name
+
+
+# ---- README: the CLI table names every option of every command --------------------------------------
+@pytest.mark.parametrize("command", ["validate", "plan", "render", "diff", "preflight"])
+def test_readme_cli_table_names_every_option(command: str) -> None:
+    readme = (ROOT / "README.md").read_text()
+    [row] = [line for line in readme.splitlines() if line.startswith(f"| `fmcluster {command} ")]
+    cli = typer.main.get_command(app).commands[command]  # type: ignore[attr-defined]
+    for param in cli.params:
+        names = [o for o in param.opts if o.startswith("-")]
+        if names and "--help" not in names:
+            assert any(n in row for n in names), f"README row of fmcluster {command} misses {names[0]}"
+
+
+# ---- docs/software.md: every software/environment rule with its level, every catalog stack -------
+DOC = (ROOT / "docs" / "software.md").read_text()
+
+
+def test_every_rule_is_documented_with_its_level() -> None:
+    _load_rule_modules()
+    for r in REGISTRY:
+        if r.fn.__module__.endswith((".software", ".environment")):
+            assert f"| {r.id} | {r.level} |" in DOC, r.id
+
+
+def test_every_stack_is_documented_with_its_versions() -> None:
+    for name in known_stacks():
+        s = get_stack(name)
+        row = next(line for line in DOC.splitlines() if line.startswith(f"| `{name}` |"))
+        for v in (s.driver, s.cuda, s.nccl, s.efa_installer, s.gdrcopy, s.libfabric, s.aws_ofi_nccl):
+            assert f" {v} " in row or f" {v} (" in row, (name, v)

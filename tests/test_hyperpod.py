@@ -9,17 +9,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from fmcluster.catalog import get_instance, known_instance_types
 from fmcluster.constructs.orchestrators.hyperpod import lifecycle_bucket_name, on_init_complete_script
-from tests.conftest import ROOT, patched, resources_of, synth_templates
+from tests import blueprints
+from tests.blueprints import DROP, blueprint_text
+from tests.conftest import ROOT, resources_of, synth_templates
 from tests.orchestrator_support import (
     Resolver,
     cluster_template,
     group_name,
     imported_resource_type,
     matrix_templates,
+    same_blueprint_text,
     stack_for,
     synth_to_folder,
 )
@@ -200,7 +202,7 @@ def test_every_catalog_type_is_an_ml_instance_group(instance_type: str) -> None:
 
 
 def test_eks_orchestration() -> None:
-    text = patched({"orchestrator": {"kind": "hyperpod", "hyperpod": {"orchestration": "eks", "eks_cluster_arn": EKS_ARN}}})
+    text = blueprint_text({"orchestrator": {"kind": "hyperpod", "hyperpod": {"orchestration": "eks", "eks_cluster_arn": EKS_ARN}}})
     templates = synth_templates(text)
     props = _cluster(templates)
     assert props["Orchestrator"] == {"Eks": {"ClusterArn": EKS_ARN}}
@@ -214,7 +216,7 @@ def test_eks_orchestration() -> None:
 
 
 def test_no_login_group() -> None:
-    props = _cluster(synth_templates(patched({"orchestrator": {"kind": "hyperpod", "hyperpod": {"login_instance_type": None}}})))
+    props = _cluster(synth_templates(blueprint_text({"orchestrator": {"kind": "hyperpod", "hyperpod": {"login_instance_type": None}}})))
     assert [g["InstanceGroupName"] for g in props["InstanceGroups"]] == ["controller", "gpu"]
 
 
@@ -243,38 +245,21 @@ def test_moto_accepts_the_create_cluster_request(example: dict[str, Any]) -> Non
     assert {n["InstanceType"] for n in nodes} == {"ml.m5.4xlarge", "ml.p5.48xlarge"}
 
 
-def test_moto_rejects_a_lifecycle_bucket_without_the_sagemaker_prefix(example: dict[str, Any]) -> None:
-    import boto3
-    from botocore.exceptions import ClientError
-    from moto import mock_aws
-
-    request = create_cluster_request(example, "us-east-1")
-    request["InstanceGroups"][0]["LifeCycleConfig"]["SourceS3Uri"] = "s3://lifecycle-bucket/controller/"
-    with mock_aws(), pytest.raises(ClientError, match="does not start with 's3://sagemaker'"):
-        boto3.client("sagemaker", region_name="us-east-1").create_cluster(**request)
-
-
-def test_example_blueprint_is_valid_yaml() -> None:
-    data = yaml.safe_load(EXAMPLE)
-    assert data["orchestrator"]["kind"] == "hyperpod" and data["compute"][0]["instance_type"] == "p5.48xlarge"
-
-
 def test_no_placement_group_for_hyperpod(example: dict[str, Any]) -> None:
     network = next(t for name, t in example.items() if name.endswith("-network"))
     assert resources_of(network, "AWS::EC2::PlacementGroup") == {}
-    pc = synth_templates(yaml.safe_dump({**yaml.safe_load(EXAMPLE), "orchestrator": {"kind": "parallelcluster"}}))
+    pc = synth_templates(same_blueprint_text("parallelcluster"))
     assert len(resources_of(next(t for n, t in pc.items() if n.endswith("-network")), "AWS::EC2::PlacementGroup")) == 1
 
 
 # ---- observability: the controller group runs the head-node script -------------------------------
 def _with_metrics(metrics: str, **orchestrator: Any) -> str:
-    data = yaml.safe_load(EXAMPLE)
-    data["observability"] = {"metrics": metrics}
-    data["orchestrator"]["hyperpod"].update(orchestrator)
-    if orchestrator.get("orchestration") == "eks":  # no controller/login on EKS: setting them is an error (R-HP-6)
-        for key in ("controller_instance_type", "login_instance_type"):
-            data["orchestrator"]["hyperpod"].pop(key)
-    return yaml.safe_dump(data, sort_keys=False)
+    """The example with another metrics mode and HyperPod settings (on EKS without the controller and login
+    settings, which are an error there, R-HP-6)."""
+    if orchestrator.get("orchestration") == "eks":
+        orchestrator = {"controller_instance_type": DROP, "login_instance_type": DROP, **orchestrator}
+    return blueprint_text({"observability": {"metrics": metrics}, "orchestrator": {"hyperpod": orchestrator}},
+                          base=blueprints.example("hyperpod-p5"))
 
 
 def _lifecycle_files(out: Path) -> dict[str, str]:

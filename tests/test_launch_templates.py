@@ -1,18 +1,17 @@
-"""Launch templates computed from the catalog: interface layouts (pure) and the synthesized PCS
-templates for every catalog instance type; capacity rendered per capacity type."""
+"""Launch templates computed from the catalog: per-node interface layouts and IPv4 addresses (pure),
+each orchestrator's default interface type, the documented table, capacity rendered per capacity type,
+and the synthesized PCS templates for every catalog instance type."""
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fmcluster.blueprint.model import ComputeGroup, OrchestratorSpec
 from fmcluster.catalog import get_instance, known_instance_types
-from fmcluster.catalog.networking import interface_layout, ipv4_per_node
+from fmcluster.catalog.networking import InterfaceSlot, describe_layout, interface_layout, ipv4_per_node
 from fmcluster.constructs.capacity import launch_template_market, reservation_target
 from fmcluster.constructs.orchestrators.parallelcluster import capacity_settings
 from fmcluster.resolved import profile_for
@@ -98,6 +97,58 @@ def test_ipv4_addresses_per_node(instance_type: str, mode: str, ipv4: int) -> No
 def test_efa_disabled_is_one_ena_interface() -> None:
     nics = interface_layout(get_instance("p5.48xlarge"), efa=False, interface_type="efa-only")
     assert [(n.card, n.device, n.interface_type) for n in nics] == [(0, 0, "interface")]
+
+
+# ---- layouts described, IPv4 per node, the defaults and the refusal --------------------------------
+LAYOUTS = [
+    # (instance type, EFA interface type, efa, layout, IPv4 per node)
+    ("p5.48xlarge", "efa", True, "32 efa", 32),
+    ("p5.48xlarge", "efa-only", True, "1 interface + 32 efa-only", 1),
+    ("p5en.48xlarge", "efa", True, "16 efa", 16),
+    ("p6-b200.48xlarge", "efa", True, "8 efa", 8),
+    ("p6-b300.48xlarge", "efa", True, "1 interface + 16 efa", 17),
+    ("p6-b300.48xlarge", "efa-only", True, "1 interface + 16 efa-only", 1),
+    ("p4d.24xlarge", "efa", True, "4 efa", 4),
+    ("p5.4xlarge", "efa", True, "1 efa", 1),
+    ("p5.4xlarge", "efa-only", True, "1 interface + 1 efa-only", 1),
+    ("p5.48xlarge", "efa", False, "1 interface", 1),
+    ("p5.48xlarge", "efa-only", False, "1 interface", 1),
+]
+
+
+@pytest.mark.parametrize(("instance_type", "interface_type", "efa", "layout", "ips"), LAYOUTS)
+def test_interface_layout_and_addresses(instance_type: str, interface_type: str, efa: bool, layout: str, ips: int) -> None:
+    inst = get_instance(instance_type)
+    assert describe_layout(interface_layout(inst, efa=efa, interface_type=interface_type)) == layout
+    assert ipv4_per_node(inst, efa=efa, interface_type=interface_type) == ips
+
+
+def test_efa_only_layout_follows_the_aws_pattern() -> None:
+    """ENA primary c0d0; efa-only c0d1 where card 0 has EFA; efa-only d0 on every other EFA card."""
+    p5 = interface_layout(get_instance("p5.48xlarge"), efa=True, interface_type="efa-only")
+    assert p5[:3] == (
+        InterfaceSlot(0, 0, "interface"),
+        InterfaceSlot(0, 1, "efa-only"),
+        InterfaceSlot(1, 0, "efa-only"),
+    )
+    assert p5[-1] == InterfaceSlot(31, 0, "efa-only")
+    b300 = interface_layout(get_instance("p6-b300.48xlarge"), efa=True, interface_type="efa-only")
+    assert b300[:2] == (InterfaceSlot(0, 0, "interface"), InterfaceSlot(1, 0, "efa-only"))
+    assert [s.card for s in b300] == list(range(17))
+
+
+# pcs changed on purpose (issue 12 item 3): PCS needs efa (R-PCS-3)
+@pytest.mark.parametrize(("kind", "expected"), [("parallelcluster", "efa-only"), ("pcs", "efa"), ("hyperpod", "efa-only")])
+def test_orchestrators_default_interface_types(kind: str, expected: str) -> None:
+    from fmcluster.blueprint.model import OrchestratorSpec
+    from fmcluster.resolved import profile_for
+
+    assert profile_for(OrchestratorSpec(kind=kind)).efa_interface_type == expected  # type: ignore[arg-type]
+
+
+def test_unknown_interface_type_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown EFA interface type, got 'efa-turbo'; allowed efa, efa-only"):
+        interface_layout(get_instance("p5.48xlarge"), efa=True, interface_type="efa-turbo")
 
 
 # ---- the documented table matches the catalog --------------------------------------------------
@@ -240,8 +291,3 @@ def test_pcs_launch_template_capacity_and_placement(instance_type: str) -> None:
         assert ng["PurchaseOption"] == "ONDEMAND"
         assert "Fn::ImportValue" in data["Placement"]["GroupName"]
 
-
-def test_examples_exist() -> None:
-    for name in ("hyperpod-p5", "pcs-p5en", "p6-b300"):
-        assert Path(ROOT / "blueprints" / f"{name}.yaml").is_file()
-    assert re.search(r"launch-template-table:start", (ROOT / "docs" / "orchestrators.md").read_text())

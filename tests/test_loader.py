@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from fmcluster.blueprint import BlueprintError
 from fmcluster.validation import load_blueprint_text
-from tests.conftest import patched
+from tests.blueprints import DROP, blueprint_text
 
 
 def problems(text: str) -> list[tuple[str, str, int | None]]:
@@ -18,7 +18,7 @@ def problems(text: str) -> list[tuple[str, str, int | None]]:
 
 
 def test_base_is_valid() -> None:
-    bp = load_blueprint_text(patched()).blueprint
+    bp = load_blueprint_text(blueprint_text()).blueprint
     assert bp.compute[0].count == 2
 
 
@@ -75,12 +75,12 @@ def test_three_mistakes_three_errors_with_paths_lines_and_hints() -> None:
     ],
 )
 def test_shape_errors(patch: dict, path: str, message: str) -> None:
-    got = problems(patched(patch))
+    got = problems(blueprint_text(patch))
     assert (path, message) in [(p, m) for p, m, _ in got]
 
 
 def test_missing_required_keys_listed_together() -> None:
-    got = problems(patched(drop=("region", "compute")))
+    got = problems(blueprint_text({"region": DROP, "compute": DROP}))
     assert [(p, m) for p, m, _ in got] == [
         ("region", "required key 'region' is missing"),
         ("compute", "required key 'compute' is missing"),
@@ -88,7 +88,7 @@ def test_missing_required_keys_listed_together() -> None:
 
 
 def test_section_rules_still_run_when_another_section_has_a_shape_error() -> None:
-    text = patched({"nme": "x", "storage": {"lustre": {"storage_capacity_gib": 3000}}})
+    text = blueprint_text({"nme": "x", "storage": {"lustre": {"storage_capacity_gib": 3000}}})
     paths = [p for p, _, _ in problems(text)]
     assert paths == ["nme", "storage.lustre.storage_capacity_gib"]
 
@@ -127,7 +127,7 @@ def test_alias_bomb_is_walked_once_per_node() -> None:
 
 
 def test_duplicate_keys_are_errors_with_both_lines() -> None:
-    text = patched().replace("count: 2", "count: 2\n  count: 8")
+    text = blueprint_text().replace("count: 2", "count: 2\n  count: 8")
     [(path, msg, line)] = problems(text)
     assert path == "compute[0].count" and line == 8
     assert msg == ("duplicate key, got 'count' again (first on line 7); allowed each key once - YAML would silently keep "
@@ -153,4 +153,4 @@ def test_duplicate_keys_are_errors_with_both_lines() -> None:
      "p5en.48xlarge, p6-b200.48xlarge, p6-b300.48xlarge, p6e-gb200.36xlarge - did you mean 'p5.48xlarge'?"),
 ])
 def test_messages_speak_yaml_not_python(patch: dict, path: str, message: str) -> None:
-    assert (path, message) in [(p, m) for p, m, _ in problems(patched(patch))]
+    assert (path, message) in [(p, m) for p, m, _ in problems(blueprint_text(patch))]

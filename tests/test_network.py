@@ -6,11 +6,12 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import patched, resources_of, synth_templates
+from tests.blueprints import blueprint_text
+from tests.conftest import resources_of, synth_templates
 
 
 def network(patch: dict[str, Any] | None = None) -> dict[str, Any]:
-    return synth_templates(patched(patch))["t-cluster-network"]
+    return synth_templates(blueprint_text(patch))["t-cluster-network"]
 
 
 def efa_group_id(t: dict[str, Any]) -> str:

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from fmcluster.resolved import resolve
 from fmcluster.templates.context import NodeContext, node_context
 from fmcluster.templates.node_scripts import render_node_scripts
 from fmcluster.validation import load_blueprint, load_blueprint_text
+from tests.blueprints import blueprint_text, example
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("node_check_harness", Path(__file__).parent / "fixtures/node_check/harness.py")
@@ -35,10 +35,7 @@ def _context(os_name: str = "ubuntu-22.04", patch: dict[str, Any] | None = None)
     if patch is None:
         bp = load_blueprint(ROOT / "blueprints/default.yaml")
     else:
-        data = yaml.safe_load((ROOT / "blueprints/default.yaml").read_text())
-        for key, value in patch.items():
-            data[key] = value
-        bp = load_blueprint_text(yaml.safe_dump(data)).blueprint
+        bp = load_blueprint_text(blueprint_text(patch, base=example("default"))).blueprint
     rc = resolve(bp.model_copy(update={"software": bp.software.model_copy(update={"os": os_name})}))
     return node_context(rc, rc.groups[0])
 

@@ -1,5 +1,6 @@
 """Orchestrator x instance type: every catalog type synthesizes under every orchestrator; the same
-blueprint gives three clean clusters (cdk-nag, cfn-lint) with the same plan; examples are clean."""
+blueprint gives three clean clusters (cdk-nag, cfn-lint) with the same plan; every orchestrator's node
+role reaches a KMS checkpoint bucket; examples are clean."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from fmcluster.resolved import resolve
 from fmcluster.review.plan import build_plan
 from fmcluster.validation import load_blueprint_text
 from fmcluster.validation.rules.orchestrator import HYPERPOD_PRICED_TYPES
-from tests.conftest import ROOT, resources_of
+from tests import blueprints
+from tests.blueprints import blueprint_text
+from tests.conftest import ROOT, resources_of, synth_templates
 from tests.orchestrator_support import (
     KINDS,
     cluster_template,
@@ -124,6 +127,23 @@ def test_same_blueprint_same_plan() -> None:
     }
 
 
+# ---- shared across orchestrators: checkpoint access -------------------------------------------------
+KMS_ARN = "arn:aws:kms:us-east-1:123456789012:key/0123abcd-0123-4567-89ab-0123456789ab"
+
+
+@pytest.mark.parametrize("kind", ["hyperpod", "pcs"])
+def test_node_role_gets_the_checkpoint_key_of_a_kms_bucket(kind: str) -> None:
+    """One definition of checkpoint access (storage.checkpoint_statements) serves every orchestrator,
+    so nodes can write to a KMS-encrypted checkpoint bucket."""
+    text = blueprint_text({"software": {"os": "ubuntu-24.04"}, "orchestrator": {"kind": kind},
+                           "storage": {"checkpoints": {"bucket": "existing-ckpt", "kms_key_arn": KMS_ARN}}})
+    tpl = synth_templates(text)["t-cluster-cluster"]
+    statements = [st for p in resources_of(tpl, "AWS::IAM::Policy").values() for st in p["Properties"]["PolicyDocument"]["Statement"]]
+    [key] = [st for st in statements if st.get("Sid") == "CheckpointKey"]
+    assert key["Resource"] == KMS_ARN
+    assert key["Action"] == ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*"]
+
+
 # ---- examples: cdk-nag and cfn-lint ---------------------------------------------------------------
 @pytest.mark.parametrize(("example", "region"), [("pcs-p5en", "us-east-2"), ("p6-b300", "us-east-1")])
 def test_examples_are_clean(example: str, region: str) -> None:
@@ -137,11 +157,7 @@ def test_examples_are_clean(example: str, region: str) -> None:
 def test_examples_with_metrics_are_clean(example: str, region: str, metrics: str) -> None:
     """The HyperPod controller and the PCS login node run the head-node script with the node policy; the
     examples stay clean with either metrics mode (pcs-p5en itself has metrics: none)."""
-    import yaml
-
-    data = yaml.safe_load((ROOT / "blueprints" / f"{example}.yaml").read_text())
-    data["observability"] = {"metrics": metrics}
-    out = synth_with_nag(yaml.safe_dump(data, sort_keys=False))
+    out = synth_with_nag(blueprint_text({"observability": {"metrics": metrics}}, base=blueprints.example(example)))
     assert nag_report(out) == []
     cluster = json.loads(next(out.glob("*-cluster.template.json")).read_text())
     assert "head-node" in json.dumps(cluster) or example == "hyperpod-p5"  # HyperPod: in the lifecycle asset

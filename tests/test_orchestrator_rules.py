@@ -7,9 +7,8 @@ from typing import Any
 import pytest
 
 from fmcluster.blueprint import BlueprintError
-from fmcluster.catalog import cpu_architecture_of, memory_gib_of
 from fmcluster.validation import load_blueprint_text
-from tests.conftest import patched
+from tests.blueprints import blueprint_text
 
 EKS = "arn:aws:eks:us-east-1:123456789012:cluster/training"
 U24 = {"software": {"os": "ubuntu-24.04"}}
@@ -17,12 +16,12 @@ U24 = {"software": {"os": "ubuntu-24.04"}}
 
 def _errors(patch: dict[str, Any]) -> list[tuple[str, str, str | None]]:
     with pytest.raises(BlueprintError) as e:
-        load_blueprint_text(patched(patch))
+        load_blueprint_text(blueprint_text(patch))
     return [(p.path, p.message, p.rule_id) for p in e.value.errors]
 
 
 def _warnings(patch: dict[str, Any]) -> list[tuple[str, str, str | None]]:
-    return [(p.path, p.message, p.rule_id) for p in load_blueprint_text(patched(patch)).warnings]
+    return [(p.path, p.message, p.rule_id) for p in load_blueprint_text(blueprint_text(patch)).warnings]
 
 
 @pytest.mark.parametrize(
@@ -114,16 +113,6 @@ def test_settings_shape(patch: dict[str, Any], path: str, message: str) -> None:
     assert [(p, m) for p, m, _ in _errors(patch)] == [(path, message)]
 
 
-@pytest.mark.parametrize(("instance_type", "arch", "memory"), [
-    ("m7i.4xlarge", "x86_64", 64.0), ("m7g.4xlarge", "arm64", 64.0), ("c7gn.16xlarge", "arm64", 128.0),
-    ("r8g.large", "arm64", 16.0), ("c6a.large", "x86_64", 4.0), ("t3.large", "x86_64", None),
-    ("p6e-gb200.36xlarge", "arm64", None), ("p5.48xlarge", "x86_64", None), ("ml.m5.4xlarge", "x86_64", None),
-    ("not-a-type", None, None),
-])
-def test_instance_type_helpers(instance_type: str, arch: str | None, memory: float | None) -> None:
-    assert (cpu_architecture_of(instance_type), memory_gib_of(instance_type)) == (arch, memory)
-
-
 @pytest.mark.parametrize(
     ("size", "nodes"), [("SMALL", 32), ("MEDIUM", 33), ("MEDIUM", 512), ("LARGE", 513), ("LARGE", 2048)]
 )
@@ -134,7 +123,7 @@ def test_pcs_size_fits_its_node_count(size: str, nodes: int) -> None:
     groups = [{"name": "gpu", "instance_type": "p5.48xlarge", "count": first, "efa": False}]
     if nodes > first:
         groups.append({"name": "gpu2", "instance_type": "p5.48xlarge", "count": nodes - first, "efa": False})
-    result = load_blueprint_text(patched({**U24, "compute": groups, "orchestrator": {"kind": "pcs", "pcs": {"size": size}}}))
+    result = load_blueprint_text(blueprint_text({**U24, "compute": groups, "orchestrator": {"kind": "pcs", "pcs": {"size": size}}}))
     assert [w.rule_id for w in result.warnings if w.rule_id == "R-PCS-5"] == []
 
 
@@ -144,21 +133,3 @@ def test_mixed_architectures_leave_the_head_node_alone() -> None:
                                  {"name": "gb", "instance_type": "p6e-gb200.36xlarge", "count": 9,
                                   "capacity": {"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"}}]})
     assert [r for _p, _m, r in found] == ["R-CAP-9"]
-
-
-KMS_ARN = "arn:aws:kms:us-east-1:123456789012:key/0123abcd-0123-4567-89ab-0123456789ab"
-
-
-@pytest.mark.parametrize("kind", ["hyperpod", "pcs"])
-def test_node_role_gets_the_checkpoint_key_of_a_kms_bucket(kind: str) -> None:
-    """One definition of checkpoint access (storage.checkpoint_statements) serves every orchestrator,
-    so nodes can write to a KMS-encrypted checkpoint bucket."""
-    from tests.conftest import patched, resources_of, synth_templates
-
-    text = patched({"software": {"os": "ubuntu-24.04"}, "orchestrator": {"kind": kind},
-                    "storage": {"checkpoints": {"bucket": "existing-ckpt", "kms_key_arn": KMS_ARN}}})
-    tpl = synth_templates(text)["t-cluster-cluster"]
-    statements = [st for p in resources_of(tpl, "AWS::IAM::Policy").values() for st in p["Properties"]["PolicyDocument"]["Statement"]]
-    [key] = [st for st in statements if st.get("Sid") == "CheckpointKey"]
-    assert key["Resource"] == KMS_ARN
-    assert key["Action"] == ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*"]

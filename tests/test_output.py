@@ -19,8 +19,9 @@ from fmcluster.blueprint import BlueprintError, Problem
 from fmcluster.cli import app
 from fmcluster.output import OutputFormat, print_problems
 from fmcluster.severity import MEANING, STYLE, ChangeLevel, CheckStatus, ProblemLevel, Severity, count
-from tests.conftest import ROOT, patched
-from tests.test_cli import fake_assembly
+from tests.blueprints import blueprint_text
+from tests.conftest import ROOT
+from tests.test_plan import fake_assembly
 
 PKG = ROOT / "fmcluster"
 
@@ -56,7 +57,7 @@ def test_print_problems_is_blueprint_error_text_with_markup_escaped(problems: li
 
 def _invalid(tmp_path: Path) -> Path:
     f = tmp_path / "bad.yaml"
-    f.write_text(patched({"name": "[bold]x", "compute": [{"name": "gpu", "instance_type": "x1.large", "count": 1}]}))
+    f.write_text(blueprint_text({"name": "[bold]x", "compute": [{"name": "gpu", "instance_type": "x1.large", "count": 1}]}))
     return f
 
 
@@ -103,7 +104,7 @@ def test_every_command_that_loads_a_valid_blueprint_prints_its_warnings(
 
     monkeypatch.setattr(clients_module, "make_clients", no_credentials)
     f = tmp_path / "warned.yaml"
-    f.write_text(patched(WARNED))
+    f.write_text(blueprint_text(WARNED))
     fake_assembly(tmp_path / "cdk.out", ("t-cluster-network", "t-cluster-storage", "t-cluster-observability",
                                          "t-cluster-cluster"))
     args, _ = COMMANDS[command]

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from fmcluster.blueprint import BlueprintError
 from fmcluster.blueprint.model import PATTERN_HINTS, Blueprint
 from fmcluster.validation import load_blueprint_text
-from tests.conftest import patched
+from tests.blueprints import blueprint_text
 
 
 def _patterns(metadata: list[Any]) -> Iterator[str]:
@@ -157,7 +157,7 @@ def test_every_patterned_field_is_in_the_loader_table() -> None:
 def test_no_regex_reaches_the_user(where: str, pattern: str) -> None:
     make_patch, path = WHERE[where]
     with pytest.raises(BlueprintError) as exc:
-        load_blueprint_text(patched(make_patch(BAD)))
+        load_blueprint_text(blueprint_text(make_patch(BAD)))
     hint = PATTERN_HINTS[pattern]
     mine = [p for p in exc.value.problems if p.path.startswith(path) and "invalid format" in p.message]
     assert [p.message for p in mine] == [f"invalid format, got {BAD!r}; allowed {hint}"]

@@ -7,13 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 from fmcluster.review.pcluster_config import cluster_configurations
-from tests.conftest import patched, synth_templates
+from tests.blueprints import blueprint_text
+from tests.conftest import synth_templates
 
 SSM = {"Policy": {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"}}
 
 
 def config(patch: dict[str, Any] | None = None) -> dict[str, Any]:
-    [found] = [c for t in synth_templates(patched(patch)).values() for c in cluster_configurations(t).values()]
+    [found] = [c for t in synth_templates(blueprint_text(patch)).values() for c in cluster_configurations(t).values()]
     return found
 
 

@@ -21,7 +21,8 @@ import yaml
 
 from fmcluster.blueprint import Blueprint, BlueprintError
 from fmcluster.validation import load_blueprint_text
-from tests.conftest import BASE, EXAMPLES, ROOT, patched, synth_templates
+from tests.blueprints import MINIMAL, blueprint_text
+from tests.conftest import EXAMPLES, ROOT, synth_templates
 
 PCLUSTER_PY = ROOT / ".venv-pcluster" / "bin" / "python"
 OFFLINE = ROOT / "tests" / "fixtures" / "pcluster" / "offline"
@@ -127,7 +128,7 @@ BAD: list[tuple[str, dict[str, Any], set[str], set[str]]] = [
 
 @pytest.mark.parametrize(("patch", "rules", "validators"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
 def test_fmcluster_refuses_what_parallelcluster_refuses(patch: dict[str, Any], rules: set[str], validators: set[str]) -> None:
-    text = patched(patch)
+    text = blueprint_text(patch)
     with pytest.raises(BlueprintError) as exc:
         load_blueprint_text(text)
     assert {p.rule_id for p in exc.value.errors} == rules
@@ -152,4 +153,4 @@ def test_schema_check_answers_reservation_lookups_offline(tmp_path: Path) -> Non
 
 
 def test_base_blueprint_is_a_parallelcluster_blueprint() -> None:
-    assert "orchestrator" not in BASE  # BAD patches rely on ParallelCluster being the default orchestrator
+    assert "orchestrator" not in MINIMAL  # BAD patches rely on ParallelCluster being the default orchestrator

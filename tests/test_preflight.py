@@ -9,7 +9,6 @@ gets these clients by monkeypatching ``fmcluster.preflight.clients.make_clients`
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import json
 import re
@@ -19,7 +18,6 @@ from typing import Any
 
 import boto3
 import pytest
-import yaml
 from botocore.stub import Stubber
 from moto import mock_aws
 from typer.testing import CliRunner
@@ -28,6 +26,7 @@ from fmcluster.cli import app
 from fmcluster.preflight import clients as clients_module
 from fmcluster.preflight.checks import GroupDemand, Zone, check_vcpu_quota
 from fmcluster.preflight.clients import Clients
+from tests.blueprints import ACCOUNT, blueprint_text
 
 REGION = "us-east-1"
 CR = "cr-0123456789abcdef0"
@@ -37,21 +36,7 @@ ON_DEMAND = ("L-417A185B", "Running On-Demand P instances")
 SPOT = ("L-7212CCBC", "All P Spot Instance Requests")
 FSX_P2 = ("L-8F1B9C74", "Lustre Persistent_2 storage capacity (GiB)")
 
-BASE: dict[str, Any] = {
-    "name": "pf-test",
-    "region": REGION,
-    "availability_zone": "us-east-1a",
-    "software": {"stack": "h100-570-cuda12.8"},
-    "compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 4}],
-    "storage": {
-        "lustre": {
-            "storage_capacity_gib": 4800,
-            "data_repositories": [{"file_system_path": "/datasets", "s3_uri": "s3://fm-datasets/llm/"}],
-        },
-        "checkpoints": {"bucket": "fm-checkpoints"},
-    },
-    "orchestrator": {"kind": "parallelcluster"},
-}
+GPU_GROUP = ACCOUNT["compute"][0]  # 4 x p5.48xlarge, on demand
 BLOCK_GROUP = {
     "name": "blk",
     "instance_type": "p5.48xlarge",
@@ -215,13 +200,9 @@ def account(aws_env: None) -> Iterator[Account]:
 
 
 def blueprint(tmp_path: Path, **top: Any) -> Path:
-    data = copy.deepcopy(BASE)
-    for key, value in top.items():
-        data[key] = (
-            {**data[key], **value} if isinstance(value, dict) and isinstance(data.get(key), dict) else value
-        )
+    """``blueprints.ACCOUNT`` with the top-level keys ``top`` merged in, written to ``tmp_path``."""
     path = tmp_path / "bp.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    path.write_text(blueprint_text(top, base=ACCOUNT))
     return path
 
 
@@ -247,7 +228,7 @@ def rows(report: dict[str, Any], *statuses: str) -> list[tuple[str, str, str, st
 
 # ---- a passing account ---------------------------------------------------------------------------------
 def test_passing_account(account: Account, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = blueprint(tmp_path, compute=[BASE["compute"][0], BLOCK_GROUP])
+    path = blueprint(tmp_path, compute=[GPU_GROUP, BLOCK_GROUP])
     account.with_buckets("fm-datasets", "fm-checkpoints")
     account.with_quotas(quota(ON_DEMAND, 1536), quota(FSX_P2, 100800, "fsx"))
     account.with_reservations(reservation())
@@ -351,7 +332,7 @@ FAILING = [
         id="spot quota short, on-demand quota enough",
     ),
     pytest.param(
-        dict(compute=[BASE["compute"][0], BLOCK_GROUP]),
+        dict(compute=[GPU_GROUP, BLOCK_GROUP]),
         lambda a: a.with_quotas(quota(ON_DEMAND, 1536), quota(FSX_P2, 100800, "fsx")).with_reservations(
             reservation(State="expired", EndDate=dt.datetime(2026, 3, 1, 11, 30, tzinfo=dt.UTC))
         ),
@@ -360,7 +341,7 @@ FAILING = [
         id="reservation expired",
     ),
     pytest.param(
-        dict(compute=[BASE["compute"][0], BLOCK_GROUP]),
+        dict(compute=[GPU_GROUP, BLOCK_GROUP]),
         lambda a: a.with_quotas(quota(ON_DEMAND, 1536), quota(FSX_P2, 100800, "fsx")).with_reservations(
             reservation(EndDate=dt.datetime(2030, 5, 20, 11, 30, tzinfo=dt.UTC))
         ),
@@ -375,7 +356,7 @@ FAILING = [
         id="reservation ends before --until",
     ),
     pytest.param(
-        dict(compute=[BASE["compute"][0], BLOCK_GROUP]),
+        dict(compute=[GPU_GROUP, BLOCK_GROUP]),
         lambda a: a.with_quotas(quota(ON_DEMAND, 1536), quota(FSX_P2, 100800, "fsx")).with_reservations(
             reservation(AvailabilityZone="us-east-1d", AvailabilityZoneId="use1-az4")
         ),
@@ -390,7 +371,7 @@ FAILING = [
         id="reservation in the wrong AZ",
     ),
     pytest.param(
-        dict(compute=[BASE["compute"][0], BLOCK_GROUP]),
+        dict(compute=[GPU_GROUP, BLOCK_GROUP]),
         lambda a: a.with_quotas(quota(ON_DEMAND, 1536), quota(FSX_P2, 100800, "fsx")).with_reservations(
             reservation(InstanceType="p5en.48xlarge")
         ),
@@ -405,7 +386,7 @@ FAILING = [
         id="reservation of the wrong instance type",
     ),
     pytest.param(
-        dict(compute=[BASE["compute"][0], {**BLOCK_GROUP, "count": 4}]),
+        dict(compute=[GPU_GROUP, {**BLOCK_GROUP, "count": 4}]),
         lambda a: a.with_quotas(quota(ON_DEMAND, 1536), quota(FSX_P2, 100800, "fsx")).with_reservations(
             reservation(TotalInstanceCount=2)
         ),
@@ -430,7 +411,7 @@ FAILING = [
     ),
     pytest.param(
         dict(
-            compute=[BASE["compute"][0], {**BLOCK_GROUP, "capacity": {"type": "odcr", "reservation_id": CR}}]
+            compute=[GPU_GROUP, {**BLOCK_GROUP, "capacity": {"type": "odcr", "reservation_id": CR}}]
         ),
         lambda a: a.with_quotas(quota(ON_DEMAND, 1536), quota(FSX_P2, 100800, "fsx")).with_reservations(
             reservation()
@@ -446,7 +427,7 @@ FAILING = [
         id="capacity block declared as odcr",
     ),
     pytest.param(
-        dict(compute=[BASE["compute"][0], BLOCK_GROUP]),
+        dict(compute=[GPU_GROUP, BLOCK_GROUP]),
         lambda a: a.with_quotas(quota(ON_DEMAND, 1536), quota(FSX_P2, 100800, "fsx")).with_reservations(
             "InvalidCapacityReservationId.NotFound"
         ),
@@ -498,7 +479,7 @@ def test_failing_account(
 def test_failing_account_table_exit_code(
     account: Account, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = blueprint(tmp_path, compute=[BASE["compute"][0], BLOCK_GROUP])
+    path = blueprint(tmp_path, compute=[GPU_GROUP, BLOCK_GROUP])
     account.with_buckets("fm-datasets", "fm-checkpoints")
     account.with_quotas(quota(ON_DEMAND, 1536), quota(FSX_P2, 100800, "fsx"))
     account.with_reservations(reservation(State="cancelled")).install(monkeypatch)

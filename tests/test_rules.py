@@ -1,14 +1,24 @@
-"""Domain rules as tables: (blueprint patch, expected path, message, rule id), plus a passing case each."""
+"""The rule engine and the cross-section rules: a table of (blueprint patch, expected path, message,
+rule id) across rule families with a passing case each; precedence, declared on the rule
+(``@rule(..., suppressed_by=(...))``) and applied by the runner; and rule and loader messages written in
+whole phrases. Each topic's full table is in test_<topic>_rules.py."""
 
 from __future__ import annotations
 
+import ast
+import io
+import re
+import tokenize
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from fmcluster.blueprint import BlueprintError
+from fmcluster.blueprint import BlueprintError, Problem
 from fmcluster.validation import load_blueprint_text
-from tests.conftest import patched
+from fmcluster.validation.rules import REGISTRY, Rule, _load_rule_modules, apply_precedence, check_precedence
+from fmcluster.validation.rules.software import SPECIFIC_RULES
+from tests.blueprints import blueprint, blueprint_text
 
 P5 = {"name": "gpu", "instance_type": "p5.48xlarge", "count": 2}
 
@@ -17,6 +27,7 @@ def lustre(**kw: Any) -> dict[str, Any]:
     return {"storage": {"lustre": kw}}
 
 
+# ---- one table across rule families: each case fails, every rule problem names its source -----------
 FAILING = [
     ({"availability_zone_id": "use1-az6"}, "availability_zone_id",
      "set either availability_zone or availability_zone_id, not both, got 'us-east-1a' and 'use1-az6'; allowed one of them "
@@ -92,7 +103,7 @@ FAILING = [
 @pytest.mark.parametrize(("patch", "path", "message", "rule_id"), FAILING, ids=[f"{r[3]}-{i}" for i, r in enumerate(FAILING)])
 def test_rule_rejects(patch: dict[str, Any], path: str, message: str, rule_id: str) -> None:
     with pytest.raises(BlueprintError) as exc:
-        load_blueprint_text(patched(patch))
+        load_blueprint_text(blueprint_text(patch))
     found = [(p.path, p.message, p.rule_id, p.level) for p in exc.value.problems]
     assert (path, message, rule_id, "error") in found
     assert all(p.source for p in exc.value.problems if p.rule_id)
@@ -126,35 +137,180 @@ PASSING = [
 def test_unknown_region_is_reported_once(patch: dict[str, Any]) -> None:
     """Only R-REGION-1: the AZ rules invent no zones (us-esat-1a, usesat1-az1) from a misspelt Region."""
     with pytest.raises(BlueprintError) as exc:
-        load_blueprint_text(patched(patch))
+        load_blueprint_text(blueprint_text(patch))
     assert [p.rule_id for p in exc.value.problems if p.rule_id and p.rule_id.startswith(("R-REGION", "R-AZ"))] == [
         "R-REGION-1"
     ]
 
 
-def test_known_regions_come_from_botocore() -> None:
-    from botocore.loaders import create_loader
-
-    from fmcluster.catalog.regions import known_regions
-
-    data = create_loader().load_data("endpoints")
-    assert set(known_regions()) == {r for p in data["partitions"] for r in p["regions"]}
-    assert {"us-east-1", "us-gov-west-1", "cn-north-1"} <= set(known_regions())
-
-
 @pytest.mark.parametrize("patch", PASSING)
 def test_rule_accepts(patch: dict[str, Any]) -> None:
-    load_blueprint_text(patched(patch))
+    load_blueprint_text(blueprint_text(patch))
 
 
-@pytest.mark.parametrize("name", ["LD_PRELOAD", "LD_LIBRARY_PATH", "PATH"])
-def test_loader_path_variables_warn(name: str) -> None:
-    warnings = load_blueprint_text(patched({"software": {"environment": {name: "/opt/conda/lib"}}})).warnings
-    [w] = [w for w in warnings if w.rule_id == "R-ENV-3"]
-    assert w.path == f"software.environment.{name}" and w.level == "warning"
-    assert w.message.endswith(f", got {name}='/opt/conda/lib'; allowed leaving it unset (set it per job if you must)")
+# ---- precedence: declared on the rule (@rule(..., suppressed_by=(...))), applied by the runner ----
+_load_rule_modules()
+BY_ID = {r.id: r for r in REGISTRY}
 
 
-def test_ordinary_job_variables_do_not_warn() -> None:
-    warnings = load_blueprint_text(patched({"software": {"environment": {"WANDB_PROJECT": "llm"}}})).warnings
-    assert [w for w in warnings if w.rule_id and w.rule_id.startswith("R-ENV")] == []
+def _rule(id: str, *suppressed_by: str) -> Rule:
+    return Rule(id, "error", "test", "blueprint", lambda _bp: iter(()), suppressed_by=tuple(suppressed_by))
+
+
+# A <- B <- C: B is suppressed by A, C by B; D is independent.
+CHAIN = [_rule("A"), _rule("B", "A"), _rule("C", "B"), _rule("D")]
+
+
+def _p(rid: str) -> Problem:
+    return Problem(f"path.{rid.lower()}", f"{rid} fired", rule_id=rid)
+
+
+@pytest.mark.parametrize(("fired", "reported"), [
+    ((), []),
+    (("B",), ["B"]),
+    (("A", "B"), ["A"]),                 # B is suppressed while A reports
+    (("B", "C"), ["B"]),
+    (("A", "B", "C"), ["A", "C"]),       # B is suppressed, so it does not suppress C
+    (("A", "C"), ["A", "C"]),            # suppression is not transitive through a silent rule
+    (("C", "D"), ["C", "D"]),
+    (("D", "C", "B", "A"), ["A", "C", "D"]),  # output in rule order, not in the order found
+])
+def test_apply_precedence_table(fired: tuple[str, ...], reported: list[str]) -> None:
+    found = {rid: [_p(rid)] for rid in fired}
+    found |= {r.id: [] for r in CHAIN if r.id not in found and r.id != "D"}  # ran, found nothing
+    assert [p.rule_id for p in apply_precedence(found, CHAIN)] == reported
+
+
+def test_a_rule_that_did_not_run_suppresses_nothing() -> None:
+    # A was skipped (its section failed the shape check): absent from ``found``, B is reported.
+    assert apply_precedence({"B": [_p("B")]}, CHAIN) == [_p("B")]
+
+
+def test_check_precedence_refuses_unknown_ids_and_cycles() -> None:
+    check_precedence()  # the real registry
+    check_precedence(CHAIN)
+    with pytest.raises(ValueError, match="suppressed_by names unknown rule"):
+        check_precedence([_rule("A", "NOPE")])
+    with pytest.raises(ValueError, match="suppressed_by cycle: A -> B -> A"):
+        check_precedence([_rule("A", "B"), _rule("B", "A")])
+
+
+def test_declared_precedence() -> None:
+    declared = {r.id: r.suppressed_by for r in REGISTRY if r.suppressed_by}
+    assert declared == {
+        "R-ARN-1": ("R-REGION-1",),
+        "R-ARN-2": ("R-REGION-1", "R-ARN-1"),
+        "R-REGION-2": ("R-REGION-1",),
+        "R-REGION-3": ("R-REGION-1",),
+        "R-AZ-2": ("R-REGION-1",),
+        "R-AZ-3": ("R-REGION-1",),
+        "R-CAP-7": ("R-CAP-9",),
+        "R-PC-2": ("R-CAP-9",),
+        "R-SW-1": ("R-CAP-9",),
+        "R-SW-4": SPECIFIC_RULES,
+        "R-SW-5": SPECIFIC_RULES,
+    }
+
+
+def test_combination_rules_defer_to_every_specific_software_error_rule() -> None:
+    specific = {r.id for r in REGISTRY if r.fn.__module__.endswith(".software") and r.level == "error"} - {"R-SW-4"}
+    assert set(SPECIFIC_RULES) == specific
+
+
+MIXED = {"compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2},
+                     {"name": "grace", "instance_type": "p6e-gb200.36xlarge", "count": 1}],
+         "orchestrator": {"kind": "parallelcluster"}}
+
+
+@pytest.mark.parametrize(("patch", "suppressed", "by"), [
+    ({"region": "us-esat-1"}, "R-AZ-2", "R-REGION-1"),
+    ({"region": "us-esat-1", "availability_zone": None, "availability_zone_id": "use1-az6"}, "R-AZ-3", "R-REGION-1"),
+    (MIXED, "R-CAP-7", "R-CAP-9"),
+    (MIXED, "R-PC-2", "R-CAP-9"),
+    ({"software": {"overrides": {"driver": "570.172.08", "fabric_manager": "580.95.05"}}}, "R-SW-4", "R-FM-1"),
+    ({"software": {"overrides": {"driver": "570.172.08", "fabric_manager": "580.95.05"}, "allow_untested": True}},
+     "R-SW-5", "R-FM-1"),
+])
+def test_suppressed_rule_would_fire_but_is_not_reported(patch: dict[str, Any], suppressed: str, by: str) -> None:
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint_text(blueprint_text(patch))
+    reported = {p.rule_id for p in exc.value.problems}
+    assert by in reported and suppressed not in reported
+    # the suppressed rule itself does find something on this blueprint: the runner drops it
+    bp = _unchecked_blueprint(patch)
+    rule = BY_ID[suppressed]
+    subject = bp if rule.scope == "blueprint" else getattr(bp, rule.scope)
+    assert list(rule.check(subject))
+
+
+def _unchecked_blueprint(patch: dict[str, Any]) -> Any:
+    """The shape-valid Blueprint of ``patch`` without running the cross-field rules."""
+    from fmcluster.blueprint.model import Blueprint
+
+    return Blueprint.model_validate(blueprint(patch))
+
+
+# ---- messages are written in whole phrases (greppable in the source) -----------------------------
+# A message spread over several string literals (implicit concatenation) may break only after
+# punctuation (``, ; : . ? ! )`` or `` -``) or before a parenthesis, a placeholder (``{...}``) or a
+# `` - did you mean`` tail, never between two words of a phrase (``"... FSx " "and " "endpoints"``).
+# Rule sources (``@rule(source=...)``) and module-level source constants are not messages.
+PKG = Path(__file__).resolve().parent.parent / "fmcluster"
+MESSAGE_MODULES = sorted((PKG / "validation" / "rules").glob("*.py")) + [PKG / "validation" / "loader.py"]
+
+_PREFIX = re.compile(r"^[rbfuRBFU]*('''|\"\"\"|'|\")")
+_ENDS_CLAUSE = re.compile(r"([,;:.?!)]| -|\\n) ?$")
+_STARTS_CLAUSE = re.compile(r"[({]|- ")
+
+
+def _body(token: str) -> str:
+    quote = _PREFIX.match(token)
+    assert quote is not None, token
+    return token[quote.end():-len(quote.group(1))]
+
+
+def _skipped_lines(tree: ast.Module) -> set[int]:
+    """Lines of ``@rule(...)`` decorators and of module-level string constants (sources, URLs)."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            for d in node.decorator_list:
+                lines.update(range(d.lineno, (d.end_lineno or d.lineno) + 1))
+    for node in tree.body:
+        if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Constant | ast.JoinedStr):
+            lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    return lines
+
+
+def split_phrases(source: str) -> list[str]:
+    """``line: left ‖ right`` for every implicit concatenation that breaks inside a phrase."""
+    skipped = _skipped_lines(ast.parse(source))
+    toks = [t for t in tokenize.generate_tokens(io.StringIO(source).readline)
+            if t.type not in (tokenize.NL, tokenize.COMMENT)]
+    out = []
+    for a, b in zip(toks, toks[1:], strict=False):
+        if a.type == b.type == tokenize.STRING and a.start[0] not in skipped:
+            left, right = _body(a.string), _body(b.string)
+            if not _ENDS_CLAUSE.search(left) and not _STARTS_CLAUSE.match(right):
+                out.append(f"{a.start[0]}: {left[-30:]} ‖ {right[:30]}")
+    return out
+
+
+@pytest.mark.parametrize(("snippet", "found"), [
+    ('msg = f(f"leaves {n} for FSx "\n "and "\n "endpoints")', ["1: leaves {n} for FSx  ‖ and ", "2: and  ‖ endpoints"]),
+    ('msg = f("a reservation holds "\n "one instance type")', ["1: a reservation holds  ‖ one instance type"]),
+    ('msg = f("too small, "\n "got 3")', []),                       # after punctuation
+    ('msg = f("addresses needed "\n "(4 for nodes)")', []),           # before a parenthesis
+    ('msg = f("got "\n f"{value}; allowed x")', []),                  # before a placeholder
+    ('msg = f("allowed a or b "\n "- did you mean a?")', []),         # before the hint
+    ('SOURCE = ("https://example.com/a "\n "(section 2)")', []),      # a module-level source constant
+    ('SOURCE = "a long source that breaks " "mid phrase"', []),
+    ('@rule("R-X-1", source="breaks inside "\n "a phrase")\ndef r(bp): pass', []),  # rule sources are exempt
+])
+def test_split_phrases_finds_breaks_inside_phrases(snippet: str, found: list[str]) -> None:
+    assert split_phrases(snippet) == found
+
+
+@pytest.mark.parametrize("module", MESSAGE_MODULES, ids=lambda p: p.name)
+def test_messages_are_written_in_whole_phrases(module: Path) -> None:
+    assert split_phrases(module.read_text()) == []

@@ -1,19 +1,17 @@
 """Software compatibility and environment rules as tables.
 
-Each row: a patch on a small valid base blueprint, the rule id, the YAML path and the exact
-message. A failing row asserts that problem is reported (at its level); a passing row asserts the
-rule stays silent for a combination just on the other side of the boundary. Problems of other rules
-in the same blueprint are allowed. R-SW-4/R-SW-5 (untested combination) stay silent while a more
-specific software error rule fires.
+Each row: patches on ``blueprints.PINNED_STACK`` (a compute list is the whole list), the rule id,
+the YAML path and the exact message. A failing row asserts that problem is reported (at its level);
+a passing row asserts the rule stays silent for a combination just on the other side of the
+boundary. Problems of other rules in the same blueprint are allowed. R-SW-4/R-SW-5 (untested
+combination) stay silent while a more specific software error rule fires.
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
-import yaml
 
 from fmcluster.blueprint import BlueprintError, Problem
 from fmcluster.catalog.software import (
@@ -26,42 +24,21 @@ from fmcluster.catalog.software import (
 )
 from fmcluster.validation import load_blueprint_text
 from fmcluster.validation.rules import environment as env_rules
-
-BASE: dict[str, Any] = {
-    "name": "rules-test",
-    "region": "us-east-1",
-    "availability_zone": "us-east-1a",
-    "software": {"stack": "h100-570-cuda12.8"},
-    "compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2}],
-}
+from tests import blueprints
+from tests.blueprints import PINNED_STACK, blueprint_text, group
 
 H100_580 = {"software": {"stack": "h100-580-cuda13.0"}}
-B200 = {"software": {"stack": "blackwell-580-cuda13.0"}, "compute": [{"instance_type": "p6-b200.48xlarge"}]}
-B300 = {"software": {"stack": "blackwell-580-cuda13.0"}, "compute": [{"instance_type": "p6-b300.48xlarge"}]}
+B200 = {"software": {"stack": "blackwell-580-cuda13.0"}, "compute": [group(instance_type="p6-b200.48xlarge")]}
+B300 = {"software": {"stack": "blackwell-580-cuda13.0"}, "compute": [group(instance_type="p6-b300.48xlarge")]}
 GB200 = {
     "software": {"stack": "gb200-580-cuda13.0"},
-    "compute": [{"instance_type": "p6e-gb200.36xlarge", "capacity": {"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"}}],
+    "compute": [group(instance_type="p6e-gb200.36xlarge", capacity={"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"})],
 }
-
-
-def merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(base)
-    for key, value in patch.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge(out[key], value)
-        elif isinstance(value, list) and isinstance(out.get(key), list):
-            out[key] = [merge(a, b) for a, b in zip(out[key], value, strict=True)]
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
 
 
 def problems(*patches: dict[str, Any]) -> list[Problem]:
-    data = BASE
-    for p in patches:
-        data = merge(data, p)
     try:
-        return list(load_blueprint_text(yaml.safe_dump(data)).warnings)
+        return list(load_blueprint_text(blueprint_text(*patches, base=PINNED_STACK)).warnings)
     except BlueprintError as e:
         return list(e.problems)
 
@@ -164,7 +141,7 @@ FAILING = [
     ("R-OFI-FAB-7", [H100_580, sw(aws_ofi_nccl="1.18.0")], "error", "software.overrides.aws_ofi_nccl",
      "known-bad: inter-node broadcast hang, got aws-ofi-nccl 1.18.0 (EFA installer 1.49.0); allowed EFA installer >= 1.49.0 "
      "(aws-ofi-nccl >= 1.20.0)"),
-    ("R-OFI-PLAT-1", [{"compute": [{"instance_type": "p5.4xlarge"}]}, sw(efa_installer="1.43.0")], "error",
+    ("R-OFI-PLAT-1", [{"compute": [group(instance_type="p5.4xlarge")]}, sw(efa_installer="1.43.0")], "error",
      "software.overrides.efa_installer",
      "aws-ofi-nccl too old for p5.4xlarge (compute[0] is p5.4xlarge: 1.14.0-1.16.1 treat it as a GDR-required p-series "
      "type), got 1.16.1; allowed >= 1.16.2"),
@@ -212,7 +189,7 @@ PASSING = [
     ("R-ART-1", [GB200]),
     ("R-CUDA-1", [sw(cuda="12.8.0")]),
     ("R-DRV-1", [B200]),
-    ("R-DRV-2", [{"compute": [{"instance_type": "p5.4xlarge"}]}, sw(kernel_modules="proprietary")]),
+    ("R-DRV-2", [{"compute": [group(instance_type="p5.4xlarge")]}, sw(kernel_modules="proprietary")]),
     ("R-DRV-3", [B200, sw(cuda="12.8.1")]),
     ("R-DRV-4", [B300]),
     ("R-DRV-5", [sw(driver="580.159.04", fabric_manager="580.159.04")]),
@@ -232,12 +209,12 @@ PASSING = [
     ("R-OFI-FAB-5", [sw(efa_installer="1.29.1", aws_ofi_nccl="1.16.3")]),
     ("R-OFI-FAB-6", [H100_580, sw(aws_ofi_nccl="1.17.1")]),
     ("R-OFI-FAB-7", [H100_580]),
-    ("R-OFI-PLAT-1", [{"compute": [{"instance_type": "p5.4xlarge"}]}, sw(efa_installer="1.43.1")]),
+    ("R-OFI-PLAT-1", [{"compute": [group(instance_type="p5.4xlarge")]}, sw(efa_installer="1.43.1")]),
     ("R-OFI-PLAT-2", [B300]),
     ("R-NCCL-4", [sw(nccl="2.27.3"), {"software": {"environment": {"NCCL_NET_PLUGIN": "ofi"}}}]),
     ("R-NCCL-4", [{"software": {"environment": {"NCCL_NET_PLUGIN": "/opt/aws-ofi-nccl/lib/libnccl-net.so"}}}]),
     ("R-ENV-1", [{"software": {"environment": {"FI_EFA_USE_HUGE_PAGE": "0", "MY_VAR": "x"}}}]),
-    ("R-ENV-1", [{"compute": [{"instance_type": "p5.4xlarge"}]}, {"software": {"environment": {"OFI_NCCL_NIC_DUP_CONNS": "2"}}}]),
+    ("R-ENV-1", [{"compute": [group(instance_type="p5.4xlarge")]}, {"software": {"environment": {"OFI_NCCL_NIC_DUP_CONNS": "2"}}}]),
     ("R-ENV-2", [GB200, {"software": {"environment": {"NCCL_MNNVL_ENABLE": "1"}}}]),
     ("R-ENV-3", [{"software": {"environment": {"LD_PRELOAD_EXTRA": "x", "PYTHONPATH": "/opt/code"}}}]),
 ]
@@ -270,6 +247,20 @@ def test_every_obsolete_variable_is_rejected_with_its_reason(name: str) -> None:
     reason = env_rules.OBSOLETE_OR_HARMFUL[name].reason
     assert found == [("error", f"software.environment.{var}",
                       f"obsolete or harmful on EFA: {reason}, got {var}='1'; allowed removing it")]
+
+
+# R-ENV-3: loader path variables warn, ordinary job variables do not
+@pytest.mark.parametrize("name", ["LD_PRELOAD", "LD_LIBRARY_PATH", "PATH"])
+def test_loader_path_variables_warn(name: str) -> None:
+    warnings = load_blueprint_text(blueprints.blueprint_text({"software": {"environment": {name: "/opt/conda/lib"}}})).warnings
+    [w] = [w for w in warnings if w.rule_id == "R-ENV-3"]
+    assert w.path == f"software.environment.{name}" and w.level == "warning"
+    assert w.message.endswith(f", got {name}='/opt/conda/lib'; allowed leaving it unset (set it per job if you must)")
+
+
+def test_ordinary_job_variables_do_not_warn() -> None:
+    warnings = load_blueprint_text(blueprints.blueprint_text({"software": {"environment": {"WANDB_PROJECT": "llm"}}})).warnings
+    assert [w for w in warnings if w.rule_id and w.rule_id.startswith("R-ENV")] == []
 
 
 def test_os_rule_with_a_stack_that_lacks_the_os(monkeypatch: pytest.MonkeyPatch) -> None:

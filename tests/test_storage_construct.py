@@ -1,16 +1,23 @@
-"""Storage construct: FSx options, EFA security groups, data repositories, checkpoint bucket, grants and
-two-key destroy, checked on synthesized templates (values, not hashes - except the pinned stateful ids)."""
+"""Storage construct and stack: FSx options, EFA security groups, data repositories, checkpoint bucket,
+grants and two-key destroy, checked on synthesized templates (values, not hashes - except the pinned
+stateful ids); the storage examples synthesize clean under cdk-nag and cfn-lint."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import tempfile
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.conftest import ROOT, cdk_context, patched, resources_of, synth_templates
+from tests import blueprints
+from tests.blueprints import blueprint_text
+from tests.conftest import ROOT, cdk_context, resources_of, synth_templates
 
 KMS = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 STATEFUL = ("AWS::FSx::FileSystem", "AWS::FSx::DataRepositoryAssociation", "AWS::S3::Bucket")
@@ -125,8 +132,8 @@ def test_scratch_file_system_for_test_clusters() -> None:
 
 
 def test_kms_keys_for_file_system_and_checkpoints() -> None:
-    tpl = storage_of(synth_templates(patched({"storage": {"lustre": {"kms_key_arn": KMS},
-                                                          "checkpoints": {"kms_key_arn": KMS}}})))
+    tpl = storage_of(synth_templates(blueprint_text({"storage": {"lustre": {"kms_key_arn": KMS},
+                                                                 "checkpoints": {"kms_key_arn": KMS}}})))
     assert one(tpl, "AWS::FSx::FileSystem")["Properties"]["KmsKeyId"] == KMS
     [bucket] = [r["Properties"] for lid, r in resources_of(tpl, "AWS::S3::Bucket").items() if "Checkpoint" in lid]
     assert bucket["BucketEncryption"] == {"ServerSideEncryptionConfiguration": [{
@@ -135,7 +142,7 @@ def test_kms_keys_for_file_system_and_checkpoints() -> None:
 
 
 def test_legacy_import_path_on_scratch_1() -> None:
-    tpl = storage_of(synth_templates(patched({"storage": {"lustre": {
+    tpl = storage_of(synth_templates(blueprint_text({"storage": {"lustre": {
         "deployment_type": "SCRATCH_1", "storage_capacity_gib": 3600, "import_path": "s3://legacy-bucket/in/"}}})))
     assert one(tpl, "AWS::FSx::FileSystem")["Properties"]["LustreConfiguration"] == {
         "DeploymentType": "SCRATCH_1", "DataCompressionType": "LZ4", "ImportPath": "s3://legacy-bucket/in/"}
@@ -193,7 +200,7 @@ def test_checkpoint_bucket() -> None:
 
 
 def test_unversioned_checkpoint_bucket_only_aborts_uploads() -> None:
-    tpl = storage_of(synth_templates(patched({"storage": {"checkpoints": {"versioned": False}}})))
+    tpl = storage_of(synth_templates(blueprint_text({"storage": {"checkpoints": {"versioned": False}}})))
     [ckpt] = [r["Properties"] for lid, r in resources_of(tpl, "AWS::S3::Bucket").items() if "Checkpoint" in lid]
     assert "VersioningConfiguration" not in ckpt
     assert ckpt["LifecycleConfiguration"] == {"Rules": [
@@ -245,7 +252,7 @@ WHAT = ("FSx for Lustre file system", "data bucket", "data repository associatio
     ids=["no-key", "blueprint-key-only", "context-key-only", "both-keys"],
 )
 def test_two_key_destroy(patch: dict[str, Any], allow: bool, policy: str, auto_delete: int, warnings: list[str]) -> None:
-    tpl, found = synth_with_warnings(patched(patch), allow)
+    tpl, found = synth_with_warnings(blueprint_text(patch), allow)
     res = tpl["Resources"]
     stateful = {lid: r for lid, r in res.items() if r["Type"] in STATEFUL and "AccessLogs" not in lid}
     assert len(stateful) == 4
@@ -261,7 +268,7 @@ def test_two_key_destroy(patch: dict[str, Any], allow: bool, policy: str, auto_d
 
 
 def test_existing_checkpoint_bucket_is_never_deleted() -> None:
-    tpl, found = synth_with_warnings(patched({"storage": {"lustre": None, "checkpoints": {
+    tpl, found = synth_with_warnings(blueprint_text({"storage": {"lustre": None, "checkpoints": {
         "bucket": "existing-ckpt", "removal_policy": "destroy"}}}), True)
     assert resources_of(tpl, "AWS::S3::Bucket") == {}
     assert found == ["checkpoint bucket 'existing-ckpt' is an existing bucket: fmcluster never deletes it, whatever "
@@ -335,3 +342,125 @@ def test_data_read_grant_covers_each_repository_prefix() -> None:
         {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":s3:::example-datasets/llm/*"]]},
         {"Fn::Join": ["", [{"Fn::GetAtt": [data_id, "Arn"]}, "/datasets/llm/*"]]},
     ]
+
+
+# ---- the storage stack of a blueprint with two data repositories (one external) ------------------
+LUSTRE = {"storage": {"lustre": {"storage_capacity_gib": 4800, "per_unit_storage_throughput": 250, "data_repositories": [
+    {"file_system_path": "/datasets"},
+    {"file_system_path": "/models", "s3_uri": "s3://example-models/base/", "export_policy": ["NEW"]},
+]}}}
+
+
+def storage(patch: dict[str, Any] | None = None, **context: Any) -> dict[str, Any]:
+    return synth_templates(blueprint_text(patch), tuple(sorted(context.items())))["t-cluster-storage"]
+
+
+def test_file_system_properties() -> None:
+    [fs] = resources_of(storage(LUSTRE), "AWS::FSx::FileSystem").values()
+    p = fs["Properties"]
+    assert (p["FileSystemType"], p["FileSystemTypeVersion"], p["StorageCapacity"]) == ("LUSTRE", "2.15", 4800)
+    lc = p["LustreConfiguration"]
+    assert (lc["DeploymentType"], lc["PerUnitStorageThroughput"], lc["DataCompressionType"]) == ("PERSISTENT_2", 250, "LZ4")
+    assert len(p["SubnetIds"]) == 1
+
+
+def test_lustre_security_group_opens_988_and_1018_1023_from_the_cluster() -> None:
+    t = storage(LUSTRE)
+    rules = [r["Properties"] for r in resources_of(t, "AWS::EC2::SecurityGroupIngress").values()]
+    from_cluster = {(r["FromPort"], r["ToPort"]) for r in rules if "Fn::ImportValue" in r["SourceSecurityGroupId"]}
+    assert from_cluster == {(988, 988), (1018, 1023)}
+
+
+def test_data_repository_associations_paths_and_policies() -> None:
+    dras = sorted((d["Properties"] for d in resources_of(storage(LUSTRE), "AWS::FSx::DataRepositoryAssociation").values()),
+                  key=lambda p: p["FileSystemPath"])
+    assert [d["FileSystemPath"] for d in dras] == ["/datasets", "/models"]
+    assert dras[1]["DataRepositoryPath"] == "s3://example-models/base/"
+    assert dras[0]["DataRepositoryPath"]["Fn::Join"][1][-1] == "/datasets/"  # prefix in the created data bucket
+    assert dras[0]["S3"]["AutoImportPolicy"]["Events"] == ["NEW", "CHANGED", "DELETED"]
+    assert dras[1]["S3"]["AutoExportPolicy"]["Events"] == ["NEW"]
+    assert all(d["ImportedFileChunkSize"] == 1024 and d["BatchImportMetaDataOnCreate"] for d in dras)
+
+
+def test_stateful_resources_of_two_repositories_are_retained_by_default() -> None:
+    t = storage(LUSTRE)
+    found = {lid: r for lid, r in t["Resources"].items() if r["Type"] in STATEFUL}
+    assert len(found) == 1 + 2 + 3  # FSx, 2 DRAs, data + checkpoint + access-log buckets
+    assert {(r["DeletionPolicy"], r["UpdateReplacePolicy"]) for r in found.values()} == {("Retain", "Retain")}
+
+
+@pytest.mark.parametrize(("flag", "expected"), [(False, "Retain"), (True, "Delete")])
+def test_two_key_destroy_through_the_app_context(flag: bool, expected: str) -> None:
+    patch = {"storage": {"lustre": {"removal_policy": "destroy"}, "checkpoints": {"removal_policy": "destroy"}}}
+    t = storage(patch, **{"fmcluster:allowDataDestruction": flag})
+    [fs] = resources_of(t, "AWS::FSx::FileSystem").values()
+    assert fs["DeletionPolicy"] == expected
+
+
+def test_checkpoint_bucket_is_versioned_encrypted_ssl_only_and_private() -> None:
+    t = storage()
+    buckets = resources_of(t, "AWS::S3::Bucket")
+    [(lid, cp)] = [(k, v) for k, v in buckets.items() if "Checkpoint" in k]
+    p = cp["Properties"]
+    assert p["VersioningConfiguration"] == {"Status": "Enabled"}
+    assert p["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]["SSEAlgorithm"] == "AES256"
+    assert p["PublicAccessBlockConfiguration"] == {"BlockPublicAcls": True, "BlockPublicPolicy": True,
+                                                  "IgnorePublicAcls": True, "RestrictPublicBuckets": True}
+    assert p["LifecycleConfiguration"]["Rules"][0]["NoncurrentVersionExpiration"] == {"NoncurrentDays": 30}
+    policies = [r["Properties"] for r in resources_of(t, "AWS::S3::BucketPolicy").values()
+                if r["Properties"]["Bucket"] == {"Ref": lid}]
+    [deny] = [s for s in policies[0]["PolicyDocument"]["Statement"] if s["Effect"] == "Deny"]
+    assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def test_no_lustre_means_no_file_system() -> None:
+    assert resources_of(storage({"storage": {"lustre": None}}), "AWS::FSx::FileSystem") == {}
+
+
+# ---- storage blueprints synthesize clean: cdk-nag (AwsSolutions, as app.py runs it) and cfn-lint ----
+# The EFA-enabled example, and its two-key destroy variant (whose auto-delete provider adds a Lambda function).
+@cache
+def nag_synth(text: str, allow_destruction: bool) -> Path:
+    """In-process synth with the AwsSolutions pack attached the way app.py does; returns the cdk.out."""
+    import aws_cdk as cdk
+    from cdk_nag import AwsSolutionsChecks
+
+    from fmcluster.stacks.build import ALLOW_DATA_DESTRUCTION, build_app
+    from fmcluster.validation import load_blueprint_text
+
+    out = Path(tempfile.mkdtemp(prefix="fmcluster-nag-"))
+    app = cdk.App(outdir=str(out), context={**cdk_context(), ALLOW_DATA_DESTRUCTION: allow_destruction})
+    build_app(app, load_blueprint_text(text).blueprint)
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()
+    return out
+
+
+def cfn_lint_errors(templates: list[Path], region: str) -> list[dict[str, Any]]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "cfnlint", "--regions", region, "--format", "json", "--", *map(str, templates)],
+        capture_output=True, text=True, timeout=300,
+    )
+    return [m for m in json.loads(proc.stdout or "[]") if m["Level"] == "Error"]
+
+
+EFA = (ROOT / "blueprints" / "efa-lustre.yaml").read_text()
+DESTROY = blueprint_text({"storage": {"lustre": {"removal_policy": "destroy"}, "checkpoints": {"removal_policy": "destroy"}}},
+                         base=blueprints.example("efa-lustre"))
+
+
+@pytest.mark.synth
+@pytest.mark.parametrize(("text", "allow"), [(EFA, False), (DESTROY, True)], ids=["efa-lustre", "efa-lustre-destroy"])
+def test_synthesizes_clean(text: str, allow: bool) -> None:
+    out = nag_synth(text, allow)
+    report = json.loads((out / "validation-report.json").read_text())
+    # nag raises in app.synth() on any unacknowledged finding; in-process synth also adds aws-cdk-lib's own
+    # "CloudFormation Validate" plugin, which must succeed too
+    assert [(r["pluginName"], r["conclusion"], r["violations"]) for r in report["pluginReports"]
+            if r["conclusion"] != "success" or r["violations"]] == []
+    templates = sorted(out.glob("*-storage.template.json")) + sorted(out.glob("*-cluster.template.json"))
+    assert len(templates) == 2
+    assert cfn_lint_errors(templates, "us-east-1") == []
+    storage = json.loads(templates[0].read_text())["Resources"]
+    auto_delete = [r for r in storage.values() if r["Type"] == "Custom::S3AutoDeleteObjects"]
+    assert len(auto_delete) == (2 if allow else 0)

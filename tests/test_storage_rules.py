@@ -8,7 +8,7 @@ import pytest
 
 from fmcluster.blueprint import BlueprintError
 from fmcluster.validation import load_blueprint_text
-from tests.conftest import patched
+from tests.blueprints import blueprint_text
 
 KMS = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 
@@ -27,12 +27,12 @@ def dras(*repos: dict[str, Any], **kw: Any) -> dict[str, Any]:
 
 def errors(patch: dict[str, Any]) -> list[tuple[str, str, str | None]]:
     with pytest.raises(BlueprintError) as exc:
-        load_blueprint_text(patched(patch))
+        load_blueprint_text(blueprint_text(patch))
     return [(p.path, p.message, p.rule_id) for p in exc.value.errors]
 
 
 def warnings(patch: dict[str, Any]) -> list[tuple[str, str, str | None]]:
-    return [(p.path, p.message, p.rule_id) for p in load_blueprint_text(patched(patch)).warnings]
+    return [(p.path, p.message, p.rule_id) for p in load_blueprint_text(blueprint_text(patch)).warnings]
 
 
 FSX_ERRORS = [
@@ -217,7 +217,7 @@ VALID = [
 
 @pytest.mark.parametrize("patch", VALID)
 def test_valid_storage_has_no_problems(patch: dict[str, Any]) -> None:
-    assert load_blueprint_text(patched(patch)).warnings == []
+    assert load_blueprint_text(blueprint_text(patch)).warnings == []
 
 
 @pytest.mark.parametrize(
@@ -225,7 +225,7 @@ def test_valid_storage_has_no_problems(patch: dict[str, Any]) -> None:
     [("PERSISTENT_2", None, 250), ("PERSISTENT_1", None, 200), ("PERSISTENT_2", 1000, 1000), ("SCRATCH_2", None, None)],
 )
 def test_throughput_tier_defaults_per_deployment_type(deployment_type: str, given: int | None, tier: int | None) -> None:
-    bp = load_blueprint_text(patched(lustre(deployment_type=deployment_type, storage_capacity_gib=2400,
+    bp = load_blueprint_text(blueprint_text(lustre(deployment_type=deployment_type, storage_capacity_gib=2400,
                                             per_unit_storage_throughput=given))).blueprint
     assert bp.storage.lustre is not None
     assert bp.storage.lustre.throughput_tier == tier
@@ -237,7 +237,7 @@ def test_throughput_tier_defaults_per_deployment_type(deployment_type: str, give
      (lustre(efa_enabled=True, metadata_iops=6000), "USER_PROVISIONED")],
 )
 def test_metadata_mode(patch: dict[str, Any], mode: str | None) -> None:
-    fs = load_blueprint_text(patched(patch)).blueprint.storage.lustre
+    fs = load_blueprint_text(blueprint_text(patch)).blueprint.storage.lustre
     assert fs is not None and fs.metadata_mode == mode
 
 

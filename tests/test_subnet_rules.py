@@ -1,112 +1,43 @@
-"""Interface layouts, IPv4 math, subnet_usage() and the GPU-subnet rules R-SUBNET-1/2 (tables, exact "
-"values)."""
+"""GPU-subnet sizing: IPv4 math, subnet_usage() and the rules R-SUBNET-1/2 (tables, exact values).
+Per-node interface layouts and addresses are in test_launch_templates.py.
+
+Blueprints patch ``blueprints.PCS_EFA``: 4 x p5.48xlarge on PCS with ``efa`` interfaces.
+"""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
-import yaml
 
 from fmcluster.blueprint import BlueprintError
-from fmcluster.catalog import get_instance
 from fmcluster.catalog.networking import (
-    InterfaceSlot,
-    describe_layout,
     fsx_lustre_interfaces_estimate,
-    interface_layout,
-    ipv4_per_node,
     longest_prefix_for,
     subnet_size,
     usable_addresses,
 )
 from fmcluster.resolved.subnet import subnet_usage
 from fmcluster.validation import load_blueprint_text
+from tests import blueprints
+from tests.blueprints import DROP
 
-BASE: dict[str, Any] = {
-    "name": "net-test",
-    "region": "us-east-1",
-    "availability_zone": "us-east-1a",
-    # Ubuntu 24.04: the OS of the default PCS AMI (R-PCS-2); ParallelCluster and HyperPod accept it too.
-    "software": {"stack": "h100-570-cuda12.8", "os": "ubuntu-24.04"},
-    "compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 4}],
-    # `efa` interfaces take one IPv4 address per EFA card: the layout that stresses subnet sizing.
-    "orchestrator": {"kind": "pcs", "pcs": {"efa_interface_type": "efa"}},
-}
-
-HYPERPOD_EFA = {"kind": "hyperpod", "hyperpod": {"efa_interface_type": "efa"}}
-PARALLELCLUSTER = {"kind": "parallelcluster"}
+# The base runs PCS: another orchestrator drops its pcs settings (R-ORCH-1 refuses settings of a non-chosen one).
+HYPERPOD = {"kind": "hyperpod", "pcs": DROP}
+HYPERPOD_EFA = {**HYPERPOD, "hyperpod": {"efa_interface_type": "efa"}}
+PARALLELCLUSTER = {"kind": "parallelcluster", "pcs": DROP}
 
 
-def blueprint_text(**top: Any) -> str:
-    """BASE with top-level keys replaced; dict sections are merged one level deep, except
-    ``orchestrator``, which is replaced whole (R-ORCH-1 refuses settings of a non-chosen orchestrator)."""
-    data = copy.deepcopy(BASE)
-    for key, value in top.items():
-        if key != "orchestrator" and isinstance(value, dict) and isinstance(data.get(key), dict):
-            data[key] = {**data[key], **value}
-        else:
-            data[key] = value
-    return yaml.safe_dump(data, sort_keys=False)
+def blueprint_text(*patches: dict[str, Any]) -> str:
+    """``blueprints.PCS_EFA`` (4 x p5.48xlarge on PCS with ``efa`` interfaces) with ``patches``."""
+    return blueprints.blueprint_text(*patches, base=blueprints.PCS_EFA)
 
 
 def group(count: int, instance_type: str = "p5.48xlarge", name: str = "gpu") -> dict[str, Any]:
     return {"name": name, "instance_type": instance_type, "count": count}
 
 
-# ---- per-node layouts ----------------------------------------------------------------------------
-LAYOUTS = [
-    # (instance type, EFA interface type, efa, layout, IPv4 per node)
-    ("p5.48xlarge", "efa", True, "32 efa", 32),
-    ("p5.48xlarge", "efa-only", True, "1 interface + 32 efa-only", 1),
-    ("p5en.48xlarge", "efa", True, "16 efa", 16),
-    ("p6-b200.48xlarge", "efa", True, "8 efa", 8),
-    ("p6-b300.48xlarge", "efa", True, "1 interface + 16 efa", 17),
-    ("p6-b300.48xlarge", "efa-only", True, "1 interface + 16 efa-only", 1),
-    ("p4d.24xlarge", "efa", True, "4 efa", 4),
-    ("p5.4xlarge", "efa", True, "1 efa", 1),
-    ("p5.4xlarge", "efa-only", True, "1 interface + 1 efa-only", 1),
-    ("p5.48xlarge", "efa", False, "1 interface", 1),
-    ("p5.48xlarge", "efa-only", False, "1 interface", 1),
-]
-
-
-@pytest.mark.parametrize(("instance_type", "interface_type", "efa", "layout", "ips"), LAYOUTS)
-def test_interface_layout_and_addresses(instance_type: str, interface_type: str, efa: bool, layout: str, ips: int) -> None:
-    inst = get_instance(instance_type)
-    assert describe_layout(interface_layout(inst, efa=efa, interface_type=interface_type)) == layout
-    assert ipv4_per_node(inst, efa=efa, interface_type=interface_type) == ips
-
-
-def test_efa_only_layout_follows_the_aws_pattern() -> None:
-    """ENA primary c0d0; efa-only c0d1 where card 0 has EFA; efa-only d0 on every other EFA card."""
-    p5 = interface_layout(get_instance("p5.48xlarge"), efa=True, interface_type="efa-only")
-    assert p5[:3] == (
-        InterfaceSlot(0, 0, "interface"),
-        InterfaceSlot(0, 1, "efa-only"),
-        InterfaceSlot(1, 0, "efa-only"),
-    )
-    assert p5[-1] == InterfaceSlot(31, 0, "efa-only")
-    b300 = interface_layout(get_instance("p6-b300.48xlarge"), efa=True, interface_type="efa-only")
-    assert b300[:2] == (InterfaceSlot(0, 0, "interface"), InterfaceSlot(1, 0, "efa-only"))
-    assert [s.card for s in b300] == list(range(17))
-
-
-# pcs changed on purpose (issue 12 item 3): PCS needs efa (R-PCS-3)
-@pytest.mark.parametrize(("kind", "expected"), [("parallelcluster", "efa-only"), ("pcs", "efa"), ("hyperpod", "efa-only")])
-def test_orchestrators_default_interface_types(kind: str, expected: str) -> None:
-    from fmcluster.blueprint.model import OrchestratorSpec
-    from fmcluster.resolved import profile_for
-
-    assert profile_for(OrchestratorSpec(kind=kind)).efa_interface_type == expected  # type: ignore[arg-type]
-
-
-def test_unknown_interface_type_is_refused() -> None:
-    with pytest.raises(ValueError, match="unknown EFA interface type, got 'efa-turbo'; allowed efa, efa-only"):
-        interface_layout(get_instance("p5.48xlarge"), efa=True, interface_type="efa-turbo")
-
-
+# ---- IPv4 math ------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("prefix", "size", "usable"), [(16, 65536, 65531), (20, 4096, 4091), (24, 256, 251), (28, 16, 11)]
 )
@@ -128,7 +59,7 @@ def test_fsx_interface_estimate(gib: int, interfaces: int) -> None:
 
 # ---- subnet_usage ------------------------------------------------------------------------------------
 def test_subnet_usage_default_like_blueprint() -> None:
-    """BASE: 4 p5 on PCS with `efa` interfaces, FSx default, new /20."""
+    """PCS_EFA: 4 p5 on PCS with `efa` interfaces, FSx default, new /20."""
     bp = load_blueprint_text(blueprint_text()).blueprint
     usage = subnet_usage(bp)
     assert (usage.orchestrator, usage.efa_interface_type) == ("pcs", "efa")
@@ -160,7 +91,7 @@ def test_subnet_usage_default_like_blueprint() -> None:
 
 def test_subnet_usage_parallelcluster_default_is_one_address_per_node() -> None:
     """ParallelCluster renders efa-only itself: 4 x p5.48xlarge take 4 node addresses, not 128."""
-    bp = load_blueprint_text(blueprint_text(orchestrator=PARALLELCLUSTER)).blueprint
+    bp = load_blueprint_text(blueprint_text(dict(orchestrator=PARALLELCLUSTER))).blueprint
     usage = subnet_usage(bp)
     assert (usage.orchestrator, usage.efa_interface_type) == ("parallelcluster", "efa-only")
     assert usage.rows() == [
@@ -190,17 +121,17 @@ def test_subnet_usage_as_if_efa_only() -> None:
 
 
 def test_subnet_usage_hyperpod_mixed_groups_without_fsx() -> None:
-    text = blueprint_text(
+    text = blueprint_text(dict(
         compute=[group(16), group(4, "p5en.48xlarge", "h200")],
         orchestrator={
-            "kind": "hyperpod",
+            **HYPERPOD,
             "hyperpod": {
                 "orchestration": "eks",
                 "eks_cluster_arn": "arn:aws:eks:us-east-1:123456789012:cluster/k",
             },
         },
         storage={"lustre": None},
-    )
+    ))
     bp = load_blueprint_text(text).blueprint
     usage = subnet_usage(bp)
     assert usage.efa_interface_type == "efa-only"
@@ -220,7 +151,7 @@ def test_subnet_usage_hyperpod_mixed_groups_without_fsx() -> None:
 
 
 def test_subnet_usage_hyperpod_efa_counts_every_card() -> None:
-    text = blueprint_text(compute=[group(16), group(4, "p5en.48xlarge", "h200")], orchestrator=HYPERPOD_EFA)
+    text = blueprint_text(dict(compute=[group(16), group(4, "p5en.48xlarge", "h200")], orchestrator=HYPERPOD_EFA))
     usage = subnet_usage(load_blueprint_text(text).blueprint)
     assert usage.rows()[:5] == [
         ("compute gpu: 16 x p5.48xlarge x 32 (32 efa)", 512),
@@ -234,23 +165,23 @@ def test_subnet_usage_hyperpod_efa_counts_every_card() -> None:
 
 def test_subnet_usage_pcs_and_hyperpod_without_login() -> None:
     # PCS counts one address per EFA card (efa, R-PCS-3): 4 x 32 node addresses
-    pcs = subnet_usage(load_blueprint_text(blueprint_text(orchestrator={"kind": "pcs"})).blueprint)
+    pcs = subnet_usage(load_blueprint_text(blueprint_text()).blueprint)
     assert (pcs.management, pcs.required) == ((("login node", 1),), 4 * 32 + 1 + 5)
     hp = subnet_usage(
         load_blueprint_text(
-            blueprint_text(orchestrator={"kind": "hyperpod", "hyperpod": {"login_instance_type": None}})
+            blueprint_text(dict(orchestrator={**HYPERPOD, "hyperpod": {"login_instance_type": None}}))
         ).blueprint
     )
     assert (hp.management, hp.required) == ((("controller node", 1),), 4 + 1 + 5)
 
 
 def test_subnet_usage_imported_subnet_has_no_prefix() -> None:
-    text = blueprint_text(
+    text = blueprint_text(dict(
         network={"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"},
         compute=[group(2000)],
         # 2000 nodes need PCS size LARGE (R-PCS-5)
         orchestrator={"kind": "pcs", "pcs": {"efa_interface_type": "efa", "size": "LARGE"}},
-    )
+    ))
     result = load_blueprint_text(text)
     usage = subnet_usage(result.blueprint)
     assert (usage.prefix_length, usage.fits, usage.fits_with_headroom, usage.required) == (
@@ -430,7 +361,7 @@ RULE_CASES = [
 
 @pytest.mark.parametrize(("top", "expected"), RULE_CASES)
 def test_subnet_rules(top: dict[str, Any], expected: list[tuple[str, str, str, str]]) -> None:
-    assert subnet_problems(blueprint_text(**top)) == expected
+    assert subnet_problems(blueprint_text(top)) == expected
 
 
 @pytest.mark.parametrize(
@@ -445,7 +376,7 @@ def test_subnet_rules(top: dict[str, Any], expected: list[tuple[str, str, str, s
         pytest.param(
             dict(compute=[group(128)], orchestrator=HYPERPOD_EFA),
             ", or orchestrator.hyperpod.efa_interface_type: efa-only (",
-            dict(orchestrator={"kind": "hyperpod", "hyperpod": {"efa_interface_type": "efa-only"}}),
+            dict(orchestrator={**HYPERPOD, "hyperpod": {"efa_interface_type": "efa-only"}}),
             id="hyperpod: efa-only",
         ),
         pytest.param(
@@ -458,17 +389,14 @@ def test_subnet_rules(top: dict[str, Any], expected: list[tuple[str, str, str, s
 )
 def test_following_the_advice_clears_r_subnet_1(top: dict[str, Any], advice: str, fixed: dict[str, Any]) -> None:
     """Each fix R-SUBNET-1 offers, applied to the blueprint, leaves no R-SUBNET-1."""
-    [message] = [p[1] for p in subnet_problems(blueprint_text(**top)) if p[2] == "R-SUBNET-1"]
+    [message] = [p[1] for p in subnet_problems(blueprint_text(top)) if p[2] == "R-SUBNET-1"]
     assert advice in message
-    changed = {**top, **fixed}
-    if "network" in fixed:
-        changed["network"] = {**top.get("network", {}), **fixed["network"]}
-    assert [p for p in subnet_problems(blueprint_text(**changed)) if p[2] == "R-SUBNET-1"] == []
+    assert [p for p in subnet_problems(blueprint_text(top, fixed)) if p[2] == "R-SUBNET-1"] == []
 
 
 QUIET_CASES = [
     pytest.param(
-        dict(compute=[group(2048)], orchestrator={"kind": "hyperpod"}), id="hyperpod 2048 nodes in a /20"
+        dict(compute=[group(2048)], orchestrator=HYPERPOD), id="hyperpod 2048 nodes in a /20"
     ),
     pytest.param(
         dict(compute=[group(2048)], orchestrator=PARALLELCLUSTER), id="parallelcluster 2048 nodes in a /20"
@@ -489,4 +417,4 @@ QUIET_CASES = [
 
 @pytest.mark.parametrize("top", QUIET_CASES)
 def test_subnet_rules_quiet(top: dict[str, Any]) -> None:
-    assert subnet_problems(blueprint_text(**top)) == []
+    assert subnet_problems(blueprint_text(top)) == []

@@ -1,10 +1,12 @@
-"""Every rendered node script passes `bash -n` and shellcheck: each example blueprint in blueprints/
-on each of the three operating systems, plus one blueprint per special instance kind (Blackwell
-with nvlsm, GB200 with IMEX on arm64, a 1-GPU p5.4xlarge, an aws-ofi-nccl built from source)."""
+"""What render_blueprint produces. Every rendered node script passes `bash -n` and shellcheck: each
+example blueprint in blueprints/ on each of the three operating systems, plus one blueprint per special
+instance kind (Blackwell with nvlsm, GB200 with IMEX on arm64, a 1-GPU p5.4xlarge, an aws-ofi-nccl built
+from source). And golden files for blueprints/default.yaml (node scripts and observability files)."""
 
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -12,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from fmcluster.catalog import get_instance
 from fmcluster.review.render import render_blueprint
-from fmcluster.validation import load_blueprint_text
+from fmcluster.validation import load_blueprint, load_blueprint_text
+from tests.blueprints import example, merge, to_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 OSES = ("ubuntu-22.04", "ubuntu-24.04", "amazon-linux-2023")
@@ -38,31 +40,28 @@ def shellcheck() -> str:
     return str(exe) if exe.exists() else (shutil.which("shellcheck") or "shellcheck")
 
 
-def _with(data: dict[str, Any], software: dict[str, Any], group: dict[str, Any], os_name: str) -> dict[str, Any]:
-    d = yaml.safe_load(yaml.safe_dump(data))
-    d["software"] = {**software, "os": os_name}
-    d["compute"] = [{**d["compute"][0], **group}]
+def _with(software: dict[str, Any], group: dict[str, Any], os_name: str) -> dict[str, Any]:
+    """blueprints/default.yaml with another stack, OS and compute group."""
+    default = example("default")
+    d = merge(default, {"software": {**software, "os": os_name}, "compute": [{**default["compute"][0], **group}]})
     if get_instance(d["compute"][0]["instance_type"]).cpu_architecture == "arm64":
         # ParallelCluster needs the head node in the compute nodes' architecture (R-PC-2)
-        d["orchestrator"]["parallelcluster"]["head_node_instance_type"] = "m7g.4xlarge"
+        d = merge(d, {"orchestrator": {"parallelcluster": {"head_node_instance_type": "m7g.4xlarge"}}})
     return d
 
 
 def _cases() -> list[tuple[str, dict[str, Any]]]:
     cases = []
     for path in EXAMPLES:
-        data = yaml.safe_load(path.read_text())
+        data = example(path.stem)
         for os_name in OSES:
-            d = yaml.safe_load(yaml.safe_dump(data))
-            d.setdefault("software", {})["os"] = os_name
-            orch = d.get("orchestrator", {})
-            if orch.get("kind") == "pcs" and os_name != "ubuntu-24.04":
+            d = merge(data, {"software": {"os": os_name}})
+            if d.get("orchestrator", {}).get("kind") == "pcs" and os_name != "ubuntu-24.04":
                 # the default PCS AMI is Ubuntu 24.04 (R-PCS-2): another OS needs its own AMI
-                orch.setdefault("pcs", {})["ami_id"] = "ami-0123456789abcdef0"
+                d = merge(d, {"orchestrator": {"pcs": {"ami_id": "ami-0123456789abcdef0"}}})
             cases.append((f"{path.stem}-{os_name}", d))
-    base = yaml.safe_load((ROOT / "blueprints/default.yaml").read_text())
     for name, (software, group, os_name) in SPECIAL.items():
-        cases.append((f"{name}-{os_name}", _with(base, software, group, os_name)))
+        cases.append((f"{name}-{os_name}", _with(software, group, os_name)))
     return cases
 
 
@@ -73,7 +72,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     seen: dict[str, Path] = {}
     files: dict[str, Path] = {}
     for label, data in _cases():
-        bp = load_blueprint_text(yaml.safe_dump(data)).blueprint
+        bp = load_blueprint_text(to_yaml(data)).blueprint
         for group, scripts in render_blueprint(bp).items():
             for name, text in scripts.items():
                 if not (name.endswith(".sh") or name == "fmcluster-node-check"):
@@ -130,3 +129,32 @@ def test_os_specific_package_tools(rendered: dict[str, Path]) -> None:
             assert "dnf versionlock add" in text and "apt-get" not in text
         else:
             assert "apt-mark hold" in text and "Unattended-Upgrade::Package-Blacklist" in text and "dnf " not in text
+
+
+# ---- golden files for blueprints/default.yaml: any template change shows up as a reviewed diff ----
+# After an intended template change:
+#     FMCLUSTER_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -q tests/test_render.py -k golden
+# then review `git diff tests/golden/` and commit it with the template change.
+GOLDEN = Path(__file__).parent / "golden" / "default"
+UPDATE = os.environ.get("FMCLUSTER_UPDATE_GOLDEN") == "1"
+
+
+def _rendered() -> dict[str, str]:
+    out = render_blueprint(load_blueprint(ROOT / "blueprints/default.yaml"))
+    return {f"{group}/{name}": text for group, files in out.items() for name, text in files.items()}
+
+
+@pytest.mark.parametrize("name", sorted(_rendered()))
+def test_matches_golden(name: str) -> None:
+    text = _rendered()[name]
+    path = GOLDEN / name
+    if UPDATE:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"missing golden file {path}; run FMCLUSTER_UPDATE_GOLDEN=1 pytest {__file__} -k golden"
+    assert text == path.read_text(), f"{name} differs from {path}; if intended, update the golden files (see the comment above)"
+
+
+def test_no_stale_golden_files() -> None:
+    names = {str(p.relative_to(GOLDEN)) for p in GOLDEN.rglob("*") if p.is_file()}
+    assert names == set(_rendered())

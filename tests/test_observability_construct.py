@@ -1,5 +1,6 @@
-"""Observability rules (table), the observability construct, and synthesis of every orchestrator kind with
-managed and self-hosted metrics (cdk-nag AwsSolutions, cfn-lint zero errors)."""
+"""The observability construct and stack: synthesis of every orchestrator kind with managed and
+self-hosted metrics (cdk-nag AwsSolutions, cfn-lint zero errors), what each stack holds, and the
+head-node launcher that starts the exporters once Slurm answers. Rules: test_observability_rules.py."""
 
 from __future__ import annotations
 
@@ -12,103 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from fmcluster.blueprint import BlueprintError
 from fmcluster.validation import load_blueprint_text
-from tests.conftest import cdk_context, patched, resources_of
+from tests.blueprints import blueprint_text
+from tests.conftest import cdk_context, resources_of
 
 ORCHESTRATOR_KINDS = ("parallelcluster", "hyperpod", "pcs")
-
-
-# ---- rules -------------------------------------------------------------------------------------
-RULE_CASES = [
-    (
-        {
-            "observability": {
-                "metrics": "managed",
-                "scrape_interval_seconds": 15,
-                "scrape_timeout_seconds": 20,
-            }
-        },
-        "error",
-        "observability.scrape_timeout_seconds",
-        "longer than scrape_interval_seconds (15 s), got 20; allowed 1..15 - lower the timeout or raise "
-        "scrape_interval_seconds [R-OBS-1]",
-    ),
-    (
-        {
-            "observability": {"metrics": "managed", "node_discovery": "ec2"},
-            "orchestrator": {"kind": "hyperpod"},
-        },
-        "error",
-        "observability.node_discovery",
-        "EC2 service discovery cannot find SageMaker HyperPod nodes, got 'ec2'; allowed slurm or auto - did you mean "
-        "node_discovery: slurm? [R-OBS-2]",
-    ),
-    (
-        {
-            "observability": {"metrics": "self_hosted"},
-            "orchestrator": {
-                "kind": "hyperpod",
-                "hyperpod": {
-                    "orchestration": "eks",
-                    "eks_cluster_arn": "arn:aws:eks:us-east-1:123456789012:cluster/x",
-                },
-            },
-        },
-        "warning",
-        "observability.metrics",
-        "HyperPod on EKS gets the self_hosted workspaces but no head-node Prometheus, got orchestration eks; allowed "
-        "slurm for the full metrics layer - install the EKS observability add-on to scrape the exporters [R-OBS-3]",
-    ),
-    (
-        {"observability": {"metrics": "self_hosted", "grafana_authentication": "SAML"}},
-        "warning",
-        "observability.grafana_authentication",
-        "ignored because metrics is 'self_hosted', got 'SAML'; allowed only with metrics: managed (self-hosted Grafana "
-        "is reached through SSM port forwarding) [R-OBS-4]",
-    ),
-]
-
-
-def _problems(patch: dict[str, Any]) -> list[tuple[str, str, str]]:
-    try:
-        result = load_blueprint_text(patched(patch))
-    except BlueprintError as e:
-        return [(p.level, p.path, p.message + f" [{p.rule_id}]") for p in e.problems]
-    return [(w.level, w.path, w.message + f" [{w.rule_id}]") for w in result.warnings]
-
-
-@pytest.mark.parametrize(
-    ("patch", "level", "path", "message"), RULE_CASES, ids=[c[-1][-8:-1] for c in RULE_CASES]
-)
-def test_observability_rules(patch: dict[str, Any], level: str, path: str, message: str) -> None:
-    assert (level, path, message) in _problems(patch)
-
-
-@pytest.mark.parametrize(
-    "patch",
-    [
-        {
-            "observability": {
-                "metrics": "managed",
-                "scrape_interval_seconds": 10,
-                "scrape_timeout_seconds": 10,
-            }
-        },
-        {"observability": {"metrics": "managed"}, "orchestrator": {"kind": "hyperpod"}},
-        {"observability": {"metrics": "managed", "grafana_authentication": "SAML"}},
-        {"observability": {"metrics": "none", "scrape_timeout_seconds": 10}},
-    ],
-)
-def test_observability_rules_accept(patch: dict[str, Any]) -> None:
-    assert [p for p in _problems(patch) if "R-OBS" in p[2]] == []
-
-
-def test_unknown_metrics_mode_is_a_shape_error() -> None:
-    problems = _problems({"observability": {"metrics": "prometheus"}})
-    assert any(p[1] == "observability.metrics" and p[0] == "error" for p in problems), problems
 
 
 # ---- synthesis -----------------------------------------------------------------------------------
@@ -121,7 +31,7 @@ def _synth(kind: str, metrics: str) -> tuple[Path, dict[str, dict[str, Any]]]:
     from fmcluster.stacks.build import build_app
 
     bp = load_blueprint_text(
-        patched({"observability": {"metrics": metrics}, "orchestrator": {"kind": kind}})
+        blueprint_text({"observability": {"metrics": metrics}, "orchestrator": {"kind": kind}})
     ).blueprint
     out = Path(tempfile.mkdtemp(prefix=f"fmcluster-obs-{kind}-{metrics}-"))
     app = cdk.App(outdir=str(out), context=cdk_context())
@@ -171,7 +81,7 @@ def test_managed_stack_has_amp_rules_grafana_and_scoped_node_policy() -> None:
     ((ws_id, ws),) = resources_of(tpl, "AWS::APS::Workspace").items()
     assert ws["Properties"]["Alias"] == "fmcluster-t-cluster"
     (rules,) = resources_of(tpl, "AWS::APS::RuleGroupsNamespace").values()
-    bp = load_blueprint_text(patched({"observability": {"metrics": "managed"}})).blueprint
+    bp = load_blueprint_text(blueprint_text({"observability": {"metrics": "managed"}})).blueprint
     assert rules["Properties"]["Data"] == render_alert_rules(observability_context(resolve(bp)))
     assert rules["Properties"]["Workspace"] == {"Fn::GetAtt": [ws_id, "Arn"]}
     (graf,) = resources_of(tpl, "AWS::Grafana::Workspace").values()
@@ -231,7 +141,7 @@ def test_metrics_none_adds_no_observability_stack() -> None:
 
     from fmcluster.stacks.build import build_app
 
-    bp = load_blueprint_text(patched()).blueprint  # conftest BASE: metrics none
+    bp = load_blueprint_text(blueprint_text()).blueprint  # MINIMAL: metrics none
     stacks = build_app(cdk.App(context=cdk_context()), bp)
     assert stacks.observability is None
     assert [s.stack_name for s in stacks.all()] == [
@@ -259,16 +169,6 @@ def test_construct_refuses_metrics_none_and_validates_timeout() -> None:
     assert obs.node.validate() == [
         "observability.scrape_timeout_seconds: longer than scrape_interval_seconds (10 s), got 20; allowed 1..10"
     ]
-
-
-def test_rendered_rules_are_the_documented_prometheus_rule_format() -> None:
-    from fmcluster.resolved import resolve
-    from fmcluster.templates.observability import observability_context, render_alert_rules
-
-    bp = load_blueprint_text(patched({"observability": {"metrics": "managed"}})).blueprint
-    doc = yaml.safe_load(render_alert_rules(observability_context(resolve(bp))))
-    assert [g["name"] for g in doc["groups"]] == ["t-cluster-gpu", "t-cluster-efa", "t-cluster-nodes"]
-    assert all(g["interval"] == "30s" for g in doc["groups"])
 
 
 # ---- head-node launcher (HyperPod controller, PCS login node) ----------------------------------------

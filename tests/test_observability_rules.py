@@ -1,0 +1,99 @@
+"""Observability rules R-OBS-1..4 as a table: (blueprint patch, level, YAML path, exact message)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from fmcluster.blueprint import BlueprintError
+from fmcluster.validation import load_blueprint_text
+from tests.blueprints import blueprint_text
+
+RULE_CASES = [
+    (
+        {
+            "observability": {
+                "metrics": "managed",
+                "scrape_interval_seconds": 15,
+                "scrape_timeout_seconds": 20,
+            }
+        },
+        "error",
+        "observability.scrape_timeout_seconds",
+        "longer than scrape_interval_seconds (15 s), got 20; allowed 1..15 - lower the timeout or raise "
+        "scrape_interval_seconds [R-OBS-1]",
+    ),
+    (
+        {
+            "observability": {"metrics": "managed", "node_discovery": "ec2"},
+            "orchestrator": {"kind": "hyperpod"},
+        },
+        "error",
+        "observability.node_discovery",
+        "EC2 service discovery cannot find SageMaker HyperPod nodes, got 'ec2'; allowed slurm or auto - did you mean "
+        "node_discovery: slurm? [R-OBS-2]",
+    ),
+    (
+        {
+            "observability": {"metrics": "self_hosted"},
+            "orchestrator": {
+                "kind": "hyperpod",
+                "hyperpod": {
+                    "orchestration": "eks",
+                    "eks_cluster_arn": "arn:aws:eks:us-east-1:123456789012:cluster/x",
+                },
+            },
+        },
+        "warning",
+        "observability.metrics",
+        "HyperPod on EKS gets the self_hosted workspaces but no head-node Prometheus, got orchestration eks; allowed "
+        "slurm for the full metrics layer - install the EKS observability add-on to scrape the exporters [R-OBS-3]",
+    ),
+    (
+        {"observability": {"metrics": "self_hosted", "grafana_authentication": "SAML"}},
+        "warning",
+        "observability.grafana_authentication",
+        "ignored because metrics is 'self_hosted', got 'SAML'; allowed only with metrics: managed (self-hosted Grafana "
+        "is reached through SSM port forwarding) [R-OBS-4]",
+    ),
+]
+
+
+def _problems(patch: dict[str, Any]) -> list[tuple[str, str, str]]:
+    try:
+        result = load_blueprint_text(blueprint_text(patch))
+    except BlueprintError as e:
+        return [(p.level, p.path, p.message + f" [{p.rule_id}]") for p in e.problems]
+    return [(w.level, w.path, w.message + f" [{w.rule_id}]") for w in result.warnings]
+
+
+@pytest.mark.parametrize(
+    ("patch", "level", "path", "message"), RULE_CASES, ids=[c[-1][-8:-1] for c in RULE_CASES]
+)
+def test_observability_rules(patch: dict[str, Any], level: str, path: str, message: str) -> None:
+    assert (level, path, message) in _problems(patch)
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        {
+            "observability": {
+                "metrics": "managed",
+                "scrape_interval_seconds": 10,
+                "scrape_timeout_seconds": 10,
+            }
+        },
+        {"observability": {"metrics": "managed"}, "orchestrator": {"kind": "hyperpod"}},
+        {"observability": {"metrics": "managed", "grafana_authentication": "SAML"}},
+        {"observability": {"metrics": "none", "scrape_timeout_seconds": 10}},
+    ],
+)
+def test_observability_rules_accept(patch: dict[str, Any]) -> None:
+    assert [p for p in _problems(patch) if "R-OBS" in p[2]] == []
+
+
+def test_unknown_metrics_mode_is_a_shape_error() -> None:
+    problems = _problems({"observability": {"metrics": "prometheus"}})
+    assert any(p[1] == "observability.metrics" and p[0] == "error" for p in problems), problems
