@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.blueprints import group
 from tests.test_software_rules import B200, B300, problems, sw
 
 PROPRIETARY = sw(kernel_modules="proprietary")
@@ -23,7 +24,7 @@ BLACKWELL = ("Blackwell GPUs run only on the open NVIDIA kernel modules ({on}), 
 
 
 def _stack(name: str, instance_type: str) -> dict[str, Any]:
-    return {"software": {"stack": name}, "compute": [{"instance_type": instance_type}]}
+    return {"software": {"stack": name}, "compute": [group(instance_type=instance_type)]}
 
 
 # (id, patches, expected errors as (rule, path, message)), every GDR family, with and without allow_untested
@@ -32,9 +33,9 @@ CASES = [
     ("p5-allow-untested", [PROPRIETARY, UNTESTED], [("R-DRV-2", MSG.format(on="compute[0] is p5.48xlarge"))]),
     ("p4d", [_stack("h100-570-cuda12.8", "p4d.24xlarge"), PROPRIETARY, UNTESTED],
      [("R-DRV-2", MSG.format(on="compute[0] is p4d.24xlarge"))]),
-    ("p5e", [{"compute": [{"instance_type": "p5e.48xlarge"}]}, PROPRIETARY, UNTESTED],
+    ("p5e", [{"compute": [group(instance_type="p5e.48xlarge")]}, PROPRIETARY, UNTESTED],
      [("R-DRV-2", MSG.format(on="compute[0] is p5e.48xlarge"))]),
-    ("p5en", [{"compute": [{"instance_type": "p5en.48xlarge"}]}, PROPRIETARY, UNTESTED],
+    ("p5en", [{"compute": [group(instance_type="p5en.48xlarge")]}, PROPRIETARY, UNTESTED],
      [("R-DRV-2", MSG.format(on="compute[0] is p5en.48xlarge"))]),
     ("b200-allow-untested", [B200, PROPRIETARY, UNTESTED],
      [("R-DRV-1", BLACKWELL.format(on="compute[0] is p6-b200.48xlarge"))]),
@@ -54,8 +55,8 @@ def test_proprietary_modules_with_efa_gdr_are_an_error(case: str, patches: list[
 
 @pytest.mark.parametrize(("case", "patches"), [
     ("open-modules", [sw(kernel_modules="open")]),
-    ("p5-4xlarge-no-gdr-required", [{"compute": [{"instance_type": "p5.4xlarge"}]}, PROPRIETARY, UNTESTED]),
-    ("efa-disabled", [{"compute": [{"efa": False}]}, PROPRIETARY, UNTESTED]),
+    ("p5-4xlarge-no-gdr-required", [{"compute": [group(instance_type="p5.4xlarge")]}, PROPRIETARY, UNTESTED]),
+    ("efa-disabled", [{"compute": [group(efa=False)]}, PROPRIETARY, UNTESTED]),
 ])
 def test_no_finding(case: str, patches: list[dict[str, Any]]) -> None:
     assert [p for p in problems(*patches) if p.rule_id == "R-DRV-2"] == []
