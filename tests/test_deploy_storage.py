@@ -128,7 +128,7 @@ def test_file_system_depends_on_its_rules_also_with_efa(efa: bool) -> None:
     stack, _, fs = file_system(templates)
     rules = [lid for lid, r in templates[stack]["Resources"].items()
              if r["Type"] in ("AWS::EC2::SecurityGroupIngress", "AWS::EC2::SecurityGroupEgress")]
-    assert len(rules) == (11 if efa else 6)
+    assert len(rules) == (13 if efa else 8)  # + Lustre ports out to the cluster nodes (ExistingFsxNetworkingValidator)
     assert set(rules) <= set(fs["DependsOn"])
 
 
@@ -147,10 +147,13 @@ def test_lustre_group_egress_is_exactly_the_lustre_rules() -> None:
     assert tpl["Resources"][sg_id]["Properties"]["SecurityGroupEgress"] == [NO_TRAFFIC_EGRESS]
     egress = sorted((r["Properties"]["IpProtocol"], r["Properties"].get("FromPort"), r["Properties"].get("ToPort"),
                      "self" if r["Properties"].get("DestinationSecurityGroupId") == {"Fn::GetAtt": [sg_id, "GroupId"]}
+                     else "clients" if "DestinationSecurityGroupId" in r["Properties"]
                      else r["Properties"].get("CidrIp", "other"))
                     for r in resources_of(tpl, "AWS::EC2::SecurityGroupEgress").values()
                     if r["Properties"]["GroupId"] == {"Fn::GetAtt": [sg_id, "GroupId"]})
-    assert egress == [("tcp", 988, 988, "self"), ("tcp", 1018, 1023, "self")]
+    # outbound to itself and to the cluster nodes (ParallelCluster's ExistingFsxNetworkingValidator needs both ways)
+    assert egress == [("tcp", 988, 988, "clients"), ("tcp", 988, 988, "self"),
+                      ("tcp", 1018, 1023, "clients"), ("tcp", 1018, 1023, "self")]
 
 
 def test_efa_security_group_keeps_all_outbound_and_self() -> None:

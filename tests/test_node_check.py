@@ -264,7 +264,7 @@ def test_gb200_checks_imex_not_fabric_manager(tmp_path: Path) -> None:
     })
     script = render_node_scripts(ctx)["fmcluster-node-check"]
     log = (HAPPY_LOG.replace("2.27.7+cuda12.9", "2.28.9+cuda13.0").replace("aws-ofi-nccl 1.16.3", "aws-ofi-nccl 1.20.0")
-           .replace("found 32 nics", "found 8 nics"))
+           .replace("found 32 nics", f"found {ctx.efa_device_count} nics"))  # the catalog's EFA count (16)
     log_file = tmp_path / "nccl.log"
     log_file.write_text(log)
     node = harness.happy_node(ctx)

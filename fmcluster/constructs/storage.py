@@ -261,8 +261,13 @@ class TrainingStorage(Construct):
         for peer, who in ((clients, "cluster nodes"), (sg, "file servers")):
             sg.add_ingress_rule(peer, ec2.Port.tcp(LUSTRE_PORT), f"Lustre from {who}")
             sg.add_ingress_rule(peer, ec2.Port.tcp_range(*LUSTRE_PORT_RANGE), f"Lustre from {who}")
-        sg.add_egress_rule(sg, ec2.Port.tcp(LUSTRE_PORT), "Lustre between file servers")
-        sg.add_egress_rule(sg, ec2.Port.tcp_range(*LUSTRE_PORT_RANGE), "Lustre between file servers")
+        # Outbound on the Lustre ports to the file servers themselves and to the cluster nodes: ParallelCluster
+        # refuses an existing file system whose groups do not allow "inbound and outbound TCP traffic through
+        # ports [988]" to the cluster (aws-parallelcluster cli/src/pcluster/validators/cluster_validators.py,
+        # ExistingFsxNetworkingValidator).
+        for peer, who in ((sg, "file servers"), (clients, "cluster nodes")):
+            sg.add_egress_rule(peer, ec2.Port.tcp(LUSTRE_PORT), f"Lustre to {who}")
+            sg.add_egress_rule(peer, ec2.Port.tcp_range(*LUSTRE_PORT_RANGE), f"Lustre to {who}")
         if spec.efa_enabled:
             # EFA-enabled file systems need all traffic to/from the file system's and the clients' groups.
             for peer in (sg, clients):
