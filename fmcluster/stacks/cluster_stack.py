@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
@@ -13,11 +13,13 @@ from constructs import Construct
 from fmcluster.blueprint.model import ComputeGroup, OrchestratorSpec
 from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.constructs.orchestrators.common import HEAD_NODE_SCRIPT, CheckpointAccess
-from fmcluster.constructs.orchestrators.hyperpod import HyperPodCluster
 from fmcluster.constructs.orchestrators.parallelcluster import ParallelClusterCluster
-from fmcluster.constructs.orchestrators.pcs import PcsCluster
 from fmcluster.constructs.storage import LustreMount
 from fmcluster.templates.context import NodeContext
+
+if TYPE_CHECKING:  # imported where used: a synth loads only its own orchestrator's CDK modules
+    from fmcluster.constructs.orchestrators.hyperpod import HyperPodCluster
+    from fmcluster.constructs.orchestrators.pcs import PcsCluster
 
 
 class ClusterStack(Stack):
@@ -82,6 +84,8 @@ class ClusterStack(Stack):
                 placement_groups=placement_groups, bootstraps=self.bootstraps, head_node_script=head_asset, **shared,
             )
         elif kind == "hyperpod":
+            from fmcluster.constructs.orchestrators.hyperpod import HyperPodCluster
+
             assert vpc is not None
             self.orchestrator = HyperPodCluster(
                 self, "HyperPod", spec=orchestrator.hyperpod, node_contexts=node_contexts, vpc=vpc,
@@ -90,6 +94,8 @@ class ClusterStack(Stack):
             CfnOutput(self, "ClusterArn", value=self.orchestrator.cluster.attr_cluster_arn)
             CfnOutput(self, "LifecycleBucket", value=self.orchestrator.bucket.bucket_name)
         else:
+            from fmcluster.constructs.orchestrators.pcs import PcsCluster
+
             assert vpc is not None
             self.orchestrator = PcsCluster(
                 self, "Pcs", spec=orchestrator.pcs, os=os, vpc=vpc, placement_groups=placement_groups,
