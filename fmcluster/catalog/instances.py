@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+#: libyaml's safe loader when PyYAML has it (same result, ~10x faster on the catalog; every synth reads it).
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DATA = "data/instances.yaml"
 
 
@@ -118,7 +120,7 @@ def _expand_cards(items: list[Any]) -> tuple[int, ...]:
 
 @cache
 def _load() -> dict[str, InstanceSpec]:
-    raw = yaml.safe_load(resources.files("fmcluster.catalog").joinpath(_DATA).read_text())
+    raw = yaml.load(resources.files("fmcluster.catalog").joinpath(_DATA).read_text(), Loader=_YAML_LOADER)
     source_urls: dict[str, str] = raw["sources"]
     catalog: dict[str, InstanceSpec] = {}
     for name, d in raw["instances"].items():

@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+#: libyaml's safe loader when PyYAML has it (same result, ~10x faster on the catalog; every synth reads it).
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _DATA = "data/software.yaml"
 
 #: Components a stack pins and a blueprint may override (``software.overrides``).
@@ -154,7 +156,7 @@ class SoftwareStack:
 
 @cache
 def _raw() -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load(resources.files("fmcluster.catalog").joinpath(_DATA).read_text())
+    data: dict[str, Any] = yaml.load(resources.files("fmcluster.catalog").joinpath(_DATA).read_text(), Loader=_YAML_LOADER)
     return data
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
@@ -14,14 +14,18 @@ from constructs import Construct
 from fmcluster.blueprint.model import OrchestratorSpec
 from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.constructs.orchestrators.common import HEAD_NODE_SCRIPT
-from fmcluster.constructs.orchestrators.hyperpod import HyperPodCluster
 from fmcluster.constructs.orchestrators.parallelcluster import ParallelClusterCluster
-from fmcluster.constructs.orchestrators.pcs import PcsCluster
 from fmcluster.constructs.storage import CheckpointAccess, LustreMount
 from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
 from fmcluster.templates.context import NodeContext
 
-OrchestratorConstruct = ParallelClusterCluster | HyperPodCluster | PcsCluster
+if TYPE_CHECKING:  # imported where used: a synth loads only its own orchestrator's CDK modules
+    from typing import TypeAlias
+
+    from fmcluster.constructs.orchestrators.hyperpod import HyperPodCluster
+    from fmcluster.constructs.orchestrators.pcs import PcsCluster
+
+    OrchestratorConstruct: TypeAlias = ParallelClusterCluster | HyperPodCluster | PcsCluster
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,8 @@ def _parallelcluster(stack: ClusterStack, parts: _Parts, shared: dict[str, Any])
 
 
 def _hyperpod(stack: ClusterStack, parts: _Parts, shared: dict[str, Any]) -> OrchestratorConstruct:
+    from fmcluster.constructs.orchestrators.hyperpod import HyperPodCluster
+
     hp = HyperPodCluster(
         stack, "HyperPod", spec=parts.orchestrator.hyperpod, profile=parts.profile, node_contexts=parts.node_contexts,
         vpc=parts.require_vpc(), head_node_script=parts.head_node_text, **shared,
@@ -67,6 +73,8 @@ def _hyperpod(stack: ClusterStack, parts: _Parts, shared: dict[str, Any]) -> Orc
 
 
 def _pcs(stack: ClusterStack, parts: _Parts, shared: dict[str, Any]) -> OrchestratorConstruct:
+    from fmcluster.constructs.orchestrators.pcs import PcsCluster
+
     pcs = PcsCluster(
         stack, "Pcs", spec=parts.orchestrator.pcs, profile=parts.profile, os=parts.os, vpc=parts.require_vpc(),
         placement_groups=parts.placement_groups, bootstraps=parts.bootstraps, head_node_script=parts.head_node_asset,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from fmcluster.resolved import ResolvedCluster
 from fmcluster.templates.observability.context import ObservabilityContext, observability_context
-from fmcluster.templates.observability.dashboards import render_dashboards
 from fmcluster.templates.observability.endpoints import Endpoint, observability_endpoints
 from fmcluster.templates.observability.exporters import (
     ExporterContext,
@@ -60,6 +59,8 @@ def render_observability_files(rc: ResolvedCluster) -> dict[str, str]:
         files[f"{ROOT}/exporters/compute-{g.name}.sh"] = render_exporter_script(
             exporter_context(rc, role="compute", group=g)
         )
+    from fmcluster.templates.observability.dashboards import render_dashboards  # grafana-foundation-sdk: only when used
+
     files.update({f"{ROOT}/dashboards/{name}": text for name, text in render_dashboards(ctx).items()})
     if ctx.metrics == "self_hosted":
         files[f"{ROOT}/grafana/grafana.ini"] = grafana_ini()

@@ -24,7 +24,6 @@ from fmcluster.templates.observability.context import (
     ObservabilityContext,
     observability_context,
 )
-from fmcluster.templates.observability.dashboards import render_dashboards
 from fmcluster.templates.observability.grafana import (
     DASHBOARDS_DIR,
     dashboard_provider,
@@ -118,6 +117,8 @@ def head_files(ctx: ObservabilityContext) -> tuple[NodeFile, ...]:
             NodeFile("/etc/grafana/provisioning/datasources/fmcluster.yaml", datasources(ctx)),
             NodeFile("/etc/grafana/provisioning/dashboards/fmcluster.yaml", dashboard_provider()),
         ]
+        from fmcluster.templates.observability.dashboards import render_dashboards  # grafana-foundation-sdk: only when used
+
         files += [NodeFile(f"{DASHBOARDS_DIR}/{name}", text) for name, text in render_dashboards(ctx).items()]
     return tuple(files)
 
