@@ -63,3 +63,13 @@ def cli_synth(blueprint: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
 @pytest.fixture(scope="session")
 def default_templates() -> dict[str, dict[str, Any]]:
     return synth_templates((ROOT / "blueprints" / "default.yaml").read_text())
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under xdist (``--dist loadgroup``, pyproject addopts) a file's tests run on one worker, so its module
+    fixtures and ``@cache``'d syntheses are built once; tests marked ``spread`` (independent cases that share
+    nothing, such as the CLI round trips of test_no_traceback.py) are handed out one by one instead."""
+    for item in items:
+        if item.get_closest_marker("spread") is None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))

@@ -22,6 +22,9 @@ from typer.testing import CliRunner
 from fmcluster.cli import app
 from fmcluster.validation import BlueprintError, load_blueprint_text
 
+# Each case is its own CLI round trip that shares nothing: let xdist spread them (tests/conftest.py).
+pytestmark = pytest.mark.spread
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "blueprints").glob("*.yaml"))
 DEFAULT = yaml.safe_load((ROOT / "blueprints/default.yaml").read_text())
