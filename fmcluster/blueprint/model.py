@@ -26,7 +26,8 @@ from pydantic import (
 )
 
 from fmcluster.catalog import UnknownInstanceType, get_instance
-from fmcluster.catalog.software import default_stack_name, known_stacks
+from fmcluster.catalog.images import image_stacks, official_image
+from fmcluster.catalog.software import default_stack_name, get_stack, known_stacks
 
 # ---- defaults (used in descriptions) ---------------------------------------------------------
 DEFAULT_VPC_CIDR = "10.0.0.0/16"
@@ -38,8 +39,9 @@ DEFAULT_STORAGE_CAPACITY_GIB = 1200
 DEFAULT_PER_UNIT_THROUGHPUT = 250
 DEFAULT_MOUNT_POINT = "/fsx"
 DEFAULT_CHUNK_MIB = 1024
-DEFAULT_PCLUSTER_VERSION = "3.16.1"
-SUPPORTED_PCLUSTER_VERSIONS = ("3.15.0", "3.16.1")
+DEFAULT_PCLUSTER_VERSION = "3.16.3"
+SUPPORTED_PCLUSTER_VERSIONS = ("3.15.0", "3.16.1", "3.16.3")
+DEFAULT_IMAGE_MODE: Final = "official"
 DEFAULT_HEAD_NODE = "m7i.4xlarge"
 DEFAULT_NONCURRENT_DAYS = 30
 
@@ -207,11 +209,60 @@ class SoftwareOverrides(Section):
         return {k: v for k, v in self.model_dump().items() if v is not None}
 
 
-class SoftwareSpec(Section):
-    """ML software stack: a named known-good set from the catalog, plus checked overrides."""
+class ImageSpec(Section):
+    """Which image the nodes boot (docs/software.md "Image modes").
 
-    stack: str = Field(default_factory=default_stack_name, description="Known-good stack name. Default: the catalog default.")
-    os: OsName = Field(DEFAULT_OS, description=f"Node operating system. Default: {DEFAULT_OS}.")
+    - ``official``: the orchestrator's own image as shipped (ParallelCluster's official AMI for its version,
+      the AWS PCS-ready DLAMI, the HyperPod default image). Its GPU stack is the catalog stack that describes
+      it; nothing of the driver / Fabric Manager / CUDA / EFA / GDRCopy stack is installed at boot.
+    - ``bake``: a ``<name>-image`` stack builds an AMI from the lock (the software stack with its overrides)
+      with EC2 Image Builder, from the official image of the same orchestrator, OS and CPU architecture.
+    - ``custom``: your AMI (``ami_id``); each node verifies it against the lock at boot and fails closed,
+      listing every difference.
+    """
+
+    mode: Literal["official", "bake", "custom"] = Field(
+        DEFAULT_IMAGE_MODE,
+        description=f"official: the orchestrator's image as shipped; bake: an AMI built from the lock with EC2 Image "
+        f"Builder; custom: ami_id, verified against the lock at boot. Default: {DEFAULT_IMAGE_MODE}.",
+    )
+    ami_id: str | None = Field(
+        None, pattern=r"^ami-[0-9a-f]{8,17}$",
+        description="The AMI of custom mode (required there, refused in the other modes). Default: not set.",
+    )
+    parent_ami_id: str | None = Field(
+        None, pattern=r"^ami-[0-9a-f]{8,17}$",
+        description="bake: the parent AMI, when the official image must be pinned by id (it must be the "
+        "orchestrator's official image for the OS and architecture). Default: the official image's reference "
+        "(ParallelCluster: looked up by `fmcluster image lookup` into cdk.context.json; PCS: its SSM parameter).",
+    )
+
+    @model_validator(mode="after")
+    def _ami_for_mode(self) -> ImageSpec:
+        if self.mode == "custom" and self.ami_id is None:
+            raise ValueError("mode custom needs ami_id (ami- followed by 8 or 17 hex digits)")
+        if self.mode != "custom" and self.ami_id is not None:
+            raise ValueError(f"ami_id is only used with mode custom, got mode {self.mode!r}; allowed: set mode: custom, "
+                             "or remove ami_id")
+        if self.mode != "bake" and self.parent_ami_id is not None:
+            raise ValueError(f"parent_ami_id is only used with mode bake, got mode {self.mode!r}")
+        return self
+
+
+class SoftwareSpec(Section):
+    """ML software stack: which image the nodes boot, the known-good set of versions (the lock) and checked
+    overrides."""
+
+    image: ImageSpec = Field(default_factory=ImageSpec, description="Default: official (the orchestrator's image).")
+    stack: str | None = Field(
+        None,
+        description="Known-good stack name (the lock). Default: official mode: the stack the orchestrator's image "
+        "ships; bake and custom: the catalog default for the instance families.",
+    )
+    os: OsName | None = Field(
+        None, description="Node operating system. Default: the official image's first OS (ParallelCluster: "
+        "ubuntu-22.04, which has a Lustre client; PCS: ubuntu-24.04; HyperPod: its image's).",
+    )
     overrides: SoftwareOverrides = Field(default_factory=SoftwareOverrides, description="Default: none.")
     allow_untested: bool = Field(
         False,
@@ -224,9 +275,21 @@ class SoftwareSpec(Section):
         "settings). Obsolete or harmful EFA/NCCL settings are rejected. Default: none.",
     )
 
+    @property
+    def stack_name(self) -> str:
+        """The stack after defaulting (:meth:`Blueprint._software_defaults` always sets it)."""
+        return self.stack or default_stack_name()
+
+    @property
+    def os_name(self) -> str:
+        """The OS after defaulting (:meth:`Blueprint._software_defaults` always sets it)."""
+        return self.os or DEFAULT_OS
+
     @field_validator("stack")
     @classmethod
-    def _known_stack(cls, v: str) -> str:
+    def _known_stack(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
         if v not in known_stacks():
             close = difflib.get_close_matches(v, known_stacks(), n=1, cutoff=0.6)
             hint = f" - did you mean {close[0]!r}?" if close else ""
@@ -901,7 +964,8 @@ class Blueprint(Section):
         description="Added to every resource (keys 1-128 characters, not starting with aws:, values up to 256). Default: none.",
     )
     network: NetworkSpec = Field(default_factory=NetworkSpec, description="Default: a new /16 VPC with a /20 GPU subnet.")
-    software: SoftwareSpec = Field(default_factory=SoftwareSpec, description="Default: the catalog's default stack on Ubuntu 24.04.")
+    software: SoftwareSpec = Field(
+        default_factory=SoftwareSpec, description="Default: the orchestrator's official image and the stack it ships.")
     compute: list[ComputeGroup] = Field(min_length=1, max_length=50, description="1-50 compute groups (queues / instance groups / node groups).")
     storage: StorageSpec = Field(default_factory=StorageSpec, description="Default: FSx PERSISTENT_2 1200 GiB and a checkpoint bucket.")
     orchestrator: OrchestratorSpec = Field(default_factory=OrchestratorSpec, description="Default: ParallelCluster.")
@@ -911,3 +975,36 @@ class Blueprint(Section):
     def az_label(self) -> str:
         """The AZ name or AZ ID, whichever the blueprint gives."""
         return self.availability_zone or self.availability_zone_id or ""
+
+    @model_validator(mode="after")
+    def _software_defaults(self) -> Blueprint:
+        """Fill ``software.stack`` and ``software.os`` from the image mode (the only cross-section default):
+        official mode takes the official image's stack and first OS; bake and custom take the catalog default
+        stack for the first group's family (or the catalog default) and the official image's first OS."""
+        sw = self.software
+        if sw.stack is not None and sw.os is not None:
+            return self
+        orch = self.orchestrator
+        key = orch.kind if orch.kind != "hyperpod" else f"hyperpod-{orch.hyperpod.orchestration}"
+        image = official_image(key, orch.parallelcluster.version if orch.kind == "parallelcluster" else None)
+        stack = sw.stack
+        if stack is None:
+            stack = image.stack if (image is not None and sw.image.mode == "official") else _default_stack_for(self)
+        os_name = sw.os or (image.default_os if image is not None else DEFAULT_OS)
+        object.__setattr__(self, "software", sw.model_copy(update={"stack": stack, "os": os_name}))
+        return self
+
+
+def _default_stack_for(bp: Blueprint) -> str:
+    """The first catalog stack that covers every compute group's family and CPU architecture, else the catalog
+    default (R-SW-1 then names the mismatch)."""
+    try:
+        families = {get_instance(g.instance_type).family for g in bp.compute}
+        archs = {get_instance(g.instance_type).cpu_architecture for g in bp.compute}
+    except UnknownInstanceType:
+        return default_stack_name()
+    for name in [default_stack_name(), *known_stacks()]:
+        st = get_stack(name)
+        if families <= set(st.families) and archs <= set(st.cpu_architectures) and name not in image_stacks():
+            return name
+    return default_stack_name()

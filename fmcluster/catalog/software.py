@@ -29,6 +29,8 @@ EXTRA_OVERRIDES = ("aws_ofi_nccl", "kernel_modules")
 
 #: Instance families with Blackwell GPUs (version-matrix R-DRV-1, R-DRV-3, R-NCCL-1, R-GDR-1).
 BLACKWELL_FAMILIES = ("p6-b200", "p6-b300", "p6e-gb200")
+#: Grace-Blackwell families with an NVLink domain across nodes (R-DRV-6).
+GRACE_BLACKWELL_FAMILIES = ("p6e-gb200", "p6e-gb300")
 #: Hopper families (R-DRV-5).
 HOPPER_FAMILIES = ("p5", "p5e", "p5en")
 

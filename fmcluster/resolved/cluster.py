@@ -19,6 +19,7 @@ from fmcluster.blueprint.model import Blueprint, ComputeGroup, SoftwareSpec
 from fmcluster.catalog import InstanceSpec, get_instance
 from fmcluster.catalog.networking import InterfaceSlot, describe_layout, interface_layout
 from fmcluster.catalog.software import SoftwareStack, get_stack
+from fmcluster.resolved.image import ResolvedImage, resolve_image
 from fmcluster.resolved.profiles import OrchestratorProfile, profile_for
 from fmcluster.resolved.subnet import SubnetUsage, subnet_usage
 
@@ -57,6 +58,8 @@ class ResolvedGroup:
         ipv4_per_node: private IPv4 addresses one node takes from the GPU subnet.
         placement_group: True when the network stack creates a cluster placement group for this group.
         cpu_options: launch-template ``CpuOptions`` turning SMT off (``threads_per_core: 1`` on x86), else None.
+        image: what the group boots, the lock it is verified against and the boot-time estimate
+            (:class:`fmcluster.resolved.image.ResolvedImage`).
     """
 
     spec: ComputeGroup
@@ -67,6 +70,7 @@ class ResolvedGroup:
     ipv4_per_node: int
     placement_group: bool
     cpu_options: dict[str, int] | None
+    image: ResolvedImage
 
     @property
     def name(self) -> str:
@@ -156,7 +160,8 @@ def smt_off_cpu_options(inst: InstanceSpec, threads_per_core: int) -> dict[str, 
     return {"CoreCount": inst.vcpus // 2, "ThreadsPerCore": 1}
 
 
-def resolve_group(index: int, group: ComputeGroup, profile: OrchestratorProfile) -> ResolvedGroup:
+def resolve_group(index: int, group: ComputeGroup, profile: OrchestratorProfile, bp: Blueprint,
+                  stack: SoftwareStack | None) -> ResolvedGroup:
     inst = get_instance(group.instance_type)
     slots = interface_layout(inst, efa=group.efa_enabled, interface_type=profile.efa_interface_type)
     return ResolvedGroup(
@@ -166,13 +171,14 @@ def resolve_group(index: int, group: ComputeGroup, profile: OrchestratorProfile)
         # Orchestrators that place nodes themselves (HyperPod) have no placement-group setting.
         placement_group=group.uses_placement_group and not profile.places_nodes_itself,
         cpu_options=smt_off_cpu_options(inst, group.threads_per_core),
+        image=resolve_image(bp, inst, stack),
     )
 
 
 def software_stack(spec: SoftwareSpec) -> SoftwareStack:
     """The catalog stack ``spec.stack`` with ``spec.overrides`` applied. Raises KeyError for an unknown
     stack name (the model refuses those)."""
-    return get_stack(spec.stack).with_overrides(spec.overrides.as_dict())
+    return get_stack(spec.stack_name).with_overrides(spec.overrides.as_dict())
 
 
 def resolved_software(bp: Blueprint) -> SoftwareStack | None:
@@ -192,11 +198,12 @@ def cpu_architectures(bp: Blueprint) -> set[str]:
 def resolve(bp: Blueprint) -> ResolvedCluster:
     """Resolve ``bp`` (a shape-valid blueprint) into a frozen :class:`ResolvedCluster`."""
     profile = profile_for(bp.orchestrator)
+    software = resolved_software(bp)
     return ResolvedCluster(
         blueprint=bp,
         profile=profile,
-        groups=tuple(resolve_group(i, g, profile) for i, g in enumerate(bp.compute)),
-        software=resolved_software(bp),
+        groups=tuple(resolve_group(i, g, profile, bp, software) for i, g in enumerate(bp.compute)),
+        software=software,
         stacks=stack_names(bp),
         subnet=subnet_usage(bp, profile=profile),
         observability_parameter=observability_parameter_name(bp.name),

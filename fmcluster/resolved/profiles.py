@@ -26,8 +26,9 @@ Discovery = Literal["ec2", "slurm"]
 #: EFA interface type ParallelCluster puts on compute nodes, per supported version. 3.16.1: ENA primary
 #: plus ``efa-only`` on every EFA card (aws-parallelcluster 3.16.1 ``pcluster/templates/queues_stack.py``,
 #: read from the installed package; aws/aws-parallelcluster PR #7262). 3.15.0 shipped after that change
-#: was merged (2026-03-03) and is assumed to match (unverified).
-PCLUSTER_EFA_INTERFACE_TYPE = {"3.15.0": "efa-only", "3.16.1": "efa-only"}
+#: was merged (2026-03-03) and is assumed to match (unverified); 3.16.3 is a patch release of 3.16 and is
+#: assumed to keep 3.16.1's launch templates (its package is not on PyPI here to read; unverified).
+PCLUSTER_EFA_INTERFACE_TYPE = {"3.15.0": "efa-only", "3.16.1": "efa-only", "3.16.3": "efa-only"}
 
 #: ParallelCluster ``SlurmQueues[].CapacityType`` and AWS PCS ``ComputeNodeGroup.PurchaseOption`` per
 #: capacity type; ODCR is on-demand with a reservation target (aws-resource-rules.md section 5.3;

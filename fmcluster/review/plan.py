@@ -25,9 +25,47 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fmcluster.resolved import ResolvedCluster
+from fmcluster.resolved import ResolvedCluster, ResolvedGroup
 from fmcluster.review.assembly import Assembly, AssemblyError
 from fmcluster.templates.observability.endpoints import observability_endpoints
+
+
+@dataclass(frozen=True)
+class BootLine:
+    """What a group boots and how long fmcluster's boot path is estimated to take (``fmcluster.resolved.image``).
+
+    ``estimated_boot_s`` sums ``steps`` (name -> seconds); ``limit_s`` is the orchestrator's limit (``None`` when
+    it documents none) and ``limit_source`` where it is stated."""
+
+    image_mode: str
+    image: str
+    reference: str
+    installs_at_boot: list[str]
+    estimated_boot_s: int
+    limit_s: int | None
+    limit_source: str
+    steps: dict[str, int]
+
+
+def boot_line(rg: ResolvedGroup) -> BootLine:
+    im = rg.image
+    if im.mode == "custom":
+        reference = f"ImageId {im.ami_id}"
+    elif im.mode == "bake":
+        reference = "ImageId of the <name>-image stack's AWS::ImageBuilder::Image"
+    elif im.manifest is None:
+        reference = "unknown"
+    elif im.manifest.reference.kind == "ssm":
+        reference = f"SSM parameter {im.manifest.reference.parameter_for(rg.instance.cpu_architecture)}"
+    elif im.manifest.reference.kind == "parallelcluster":
+        reference = f"ParallelCluster Image.Os for version {im.manifest.parallelcluster_version}"
+    else:
+        reference = "HyperPod default image"
+    return BootLine(
+        image_mode=im.mode, image=im.source, reference=reference, installs_at_boot=list(im.installs_at_boot),
+        estimated_boot_s=im.estimated_boot_s, limit_s=im.limit_s, limit_source=im.limit.source,
+        steps={s.name: s.seconds for s in im.boot_steps},
+    )
 
 
 @dataclass(frozen=True)
@@ -46,6 +84,7 @@ class ComputeLine:
     placement_group: bool
     efa_interface_type: str = "-"
     ipv4_per_node: int = 1
+    boot: BootLine | None = None
 
 
 @dataclass(frozen=True)
@@ -115,6 +154,7 @@ def build_plan(rc: ResolvedCluster, stacks: dict[str, int] | None = None, checkp
             capacity_type=g.capacity.type,
             placement_group=rg.placement_group,
             efa_interface_type=rc.efa_interface_type if g.efa_enabled else "-", ipv4_per_node=rg.ipv4_per_node,
+            boot=boot_line(rg),
         ))
     gpus = sum(c.gpus_total for c in compute)
     storage = None
@@ -141,8 +181,8 @@ def build_plan(rc: ResolvedCluster, stacks: dict[str, int] | None = None, checkp
     )
     stack = rc.software
     if stack is None:
-        raise ValueError(f"software.stack {bp.software.stack!r} is not in the catalog; validate the blueprint first")
-    software = {"stack": stack.name, "os": bp.software.os, "kernel_modules": stack.kernel_modules, **stack.versions()}
+        raise ValueError(f"software.stack {bp.software.stack_name!r} is not in the catalog; validate the blueprint first")
+    software = {"stack": stack.name, "os": bp.software.os_name, "kernel_modules": stack.kernel_modules, **stack.versions()}
     return Plan(
         observability_endpoints=[e.as_dict() for e in observability_endpoints(rc)],
         subnet=rc.subnet.as_dict(), subnet_rows=rc.subnet.rows(),
@@ -214,6 +254,13 @@ def _rows(plan: Plan) -> list[tuple[str, list[str], list[list[str]]]]:
           c.capacity_type, "yes" if c.placement_group else "no"]
          for c in plan.compute],
     )]
+    sections.append((
+        "Boot (fmcluster's boot path; estimates, see docs/software.md)",
+        ["group", "image mode", "image", "installs at boot", "estimated boot", "limit"],
+        [[c.group, c.boot.image_mode, c.boot.image, ", ".join(c.boot.installs_at_boot) or "nothing",
+          f"{c.boot.estimated_boot_s} s", f"{c.boot.limit_s} s" if c.boot.limit_s is not None else "none documented"]
+         for c in plan.compute if c.boot is not None],
+    ))
     if plan.storage:
         s = plan.storage
         sections.append((

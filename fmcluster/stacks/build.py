@@ -101,7 +101,7 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
         Tags.of(observability).add("fmcluster:stack", "observability")
     cluster = ClusterStack(
         app, rc.stacks.cluster, env=env, profile=rc.profile, orchestrator=bp.orchestrator, cluster_name=bp.name,
-        os=bp.software.os, groups=rc.groups, node_contexts=blueprint_node_contexts(rc), vpc=net.vpc,
+        os=bp.software.os_name, groups=rc.groups, node_contexts=blueprint_node_contexts(rc), vpc=net.vpc,
         subnet=net.gpu_subnet, security_group=net.efa_security_group, placement_groups=net.placement_groups,
         lustre=st.mount, checkpoints=st.checkpoint_access, tags=rc.tags,
         description=f"fmcluster {bp.name}: {bp.orchestrator.kind} cluster and node bootstrap",

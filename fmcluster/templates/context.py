@@ -206,24 +206,24 @@ def node_context(rc: ResolvedCluster, group: ResolvedGroup, *, exporters_script:
     """
     bp, inst, stack = rc.blueprint, group.instance, rc.software
     if stack is None:
-        raise ValueError(f"unknown software stack {bp.software.stack!r}")
+        raise ValueError(f"unknown software stack {bp.software.stack_name!r}")
     software, lustre = bp.software, bp.storage.lustre
     arch = inst.cpu_architecture
     drv = driver_artifact(stack.driver, arch)
     gdr = gdrcopy_artifact(stack.gdrcopy)
-    if drv is None or gdr is None:
+    if group.image.mode == "bake" and (drv is None or gdr is None):
         raise ValueError(f"no pinned download for driver {stack.driver} ({arch}) or GDRCopy {stack.gdrcopy} (rule R-ART-1)")
     plugin = aws_ofi_nccl_artifact(stack.plugin_override) if stack.plugin_override else None
     if stack.plugin_override and plugin is None:
         raise ValueError(f"no pinned aws-ofi-nccl {stack.plugin_override} (rule R-ART-1)")
     efa = efa_installer_artifact(stack.efa_installer)
-    repo = cuda_repository(software.os, arch)
+    repo = cuda_repository(software.os_name, arch)
     efa_enabled = group.spec.efa_enabled
     return NodeContext(
         blueprint_name=rc.name,
         group_name=group.name,
         orchestrator=rc.profile.kind,
-        os=software.os,
+        os=software.os_name,
         instance_type=inst.name,
         family=inst.family,
         cpu_architecture=arch,
@@ -249,15 +249,15 @@ def node_context(rc: ResolvedCluster, group: ResolvedGroup, *, exporters_script:
         fabric_state_required=(inst.nvswitch or inst.imex)
         and (inst.family in HOPPER_FAMILIES or inst.family in BLACKWELL_FAMILIES),
         plugin_from_source=plugin is not None,
-        driver_url=drv.url,
-        driver_sha256=drv.sha256,
+        driver_url=drv.url if drv else "",
+        driver_sha256=drv.sha256 if drv else "",
         efa_url=efa.url,
         efa_signature_url=efa.signature_url,
         efa_key_url=efa.key_url,
         efa_key_fingerprint=efa.key_fingerprint,
         efa_sha256=efa.sha256 or "",
-        gdrcopy_url=gdr.url,
-        gdrcopy_sha256=gdr.sha256,
+        gdrcopy_url=gdr.url if gdr else "",
+        gdrcopy_sha256=gdr.sha256 if gdr else "",
         plugin_url=plugin.url if plugin else "",
         plugin_sha256=plugin.sha256 if plugin else "",
         cuda_repo_url=repo.url,
@@ -265,7 +265,7 @@ def node_context(rc: ResolvedCluster, group: ResolvedGroup, *, exporters_script:
         cuda_repo_key_fingerprint=repo.key_fingerprint,
         cuda_home=f"/usr/local/cuda-{major_minor(stack.cuda)}",
         cuda_major=major(stack.cuda),
-        packages=package_plan(software.os, stack.driver, stack.cuda, stack.nccl),
+        packages=package_plan(software.os_name, stack.driver, stack.cuda, stack.nccl),
         job_env=job_environment(efa_enabled=efa_enabled, plugin=stack.aws_ofi_nccl, user=dict(software.environment)),
         paths=node_paths(rc.node_dir, stack.plugin_override),
         exporters_script=exporters_script,

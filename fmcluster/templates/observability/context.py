@@ -133,6 +133,6 @@ def observability_context(rc: ResolvedCluster) -> ObservabilityContext:
         discovery=node_discovery(spec, rc.profile),
         groups=tuple(group_facts(g) for g in rc.groups),
         lustre=lustre_facts(bp.storage.lustre),
-        os=bp.software.os,
+        os=bp.software.os_name,
         ssm_parameter=rc.observability_parameter,
     )

@@ -73,6 +73,7 @@ def _load_rule_modules() -> None:
         capacity,
         compute,
         environment,
+        image,
         network,
         observability,
         orchestrator,

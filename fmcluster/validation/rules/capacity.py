@@ -171,7 +171,7 @@ def stack_matches_cpu_architecture(bp: Blueprint) -> Iterator[Violation]:
 
     Suppressed when the groups mix architectures: no single stack can fit, R-CAP-9 reports the mix,
     and advice to switch stacks would only move this error to the other group."""
-    stack = get_stack(bp.software.stack)
+    stack = get_stack(bp.software.stack_name)
     for i, g in enumerate(bp.compute):
         arch = get_instance(g.instance_type).cpu_architecture
         if arch not in stack.cpu_architectures:

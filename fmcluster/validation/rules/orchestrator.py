@@ -208,9 +208,9 @@ def pcs_group_names(rc: ResolvedCluster) -> Iterator[Violation]:
 @rule("R-PCS-2", source="https://docs.aws.amazon.com/pcs/latest/userguide/working-with_ami_pcs-ready-dlami.html (the "
       "PCS-ready DLAMI is Ubuntu 24.04 only)", orchestrators=("pcs",))
 def pcs_default_ami_os(bp: Blueprint) -> Iterator[Violation]:
-    if bp.orchestrator.pcs.ami_id is None and bp.software.os != "ubuntu-24.04":
+    if bp.orchestrator.pcs.ami_id is None and bp.software.os_name != "ubuntu-24.04":
         yield "software.os", (
-            f"the default PCS AMI (PCS-ready DLAMI) is Ubuntu 24.04, got {bp.software.os!r}; "
+            f"the default PCS AMI (PCS-ready DLAMI) is Ubuntu 24.04, got {bp.software.os_name!r}; "
             "allowed ubuntu-24.04, or set orchestrator.pcs.ami_id to a PCS-ready AMI of this OS"
         )
 
@@ -260,18 +260,6 @@ def pcs_efa_only_refused(orch: OrchestratorSpec) -> Iterator[Violation]:
         yield "orchestrator.pcs.efa_interface_type", (
             "PCS does not pass efa-only interfaces on to the instance launch (AWS's PCS sample requires efa), "
             "got efa-only; allowed efa (one subnet IPv4 address per EFA card) - did you mean efa?"
-        )
-
-
-@rule("R-PCS-4", level="warning",
-      source="https://docs.aws.amazon.com/pcs/latest/userguide/working-with_ami_pcs-ready-dlami.html (only a /latest/ "
-      "SSM parameter is published; CloudFormation re-resolves it on every update)", scope="orchestrator",
-      orchestrators=("pcs",))
-def pcs_floating_ami(orch: OrchestratorSpec) -> Iterator[Violation]:
-    if orch.pcs.ami_id is None:
-        yield "orchestrator.pcs.ami_id", (
-            "not pinned: nodes boot the latest PCS-ready DLAMI, whose NVIDIA driver may differ from the software stack's pin, "
-            "got nothing; allowed an ami-<hex> resolved once and pinned"
         )
 
 

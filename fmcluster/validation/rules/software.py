@@ -17,6 +17,7 @@ from fmcluster.catalog import get_instance
 from fmcluster.catalog.instances import InstanceSpec
 from fmcluster.catalog.software import (
     BLACKWELL_FAMILIES,
+    GRACE_BLACKWELL_FAMILIES,
     HOPPER_FAMILIES,
     SoftwareStack,
     aws_ofi_nccl_artifact,
@@ -78,7 +79,7 @@ def _on(i: int, inst: InstanceSpec) -> str:
 def stack_covers_instance_families(bp: Blueprint) -> Iterator[Violation]:
     """Skips groups whose CPU architecture the stack is not built for (R-CAP-7 reports those, more
     precisely); suppressed when the groups mix architectures (R-CAP-9: no stack can fit all)."""
-    stack = get_stack(bp.software.stack)
+    stack = get_stack(bp.software.stack_name)
     for i, _g, inst in _groups(bp):
         if inst.cpu_architecture not in stack.cpu_architectures:
             continue
@@ -92,9 +93,9 @@ def stack_covers_instance_families(bp: Blueprint) -> Iterator[Violation]:
 
 @rule("R-SW-2", source="catalog/data/software.yaml (operating systems each stack supports)")
 def stack_supports_os(bp: Blueprint) -> Iterator[Violation]:
-    stack = get_stack(bp.software.stack)
-    if bp.software.os not in stack.os:
-        yield "software.os", f"not supported by stack {stack.name!r}, got {bp.software.os!r}; allowed {', '.join(stack.os)}"
+    stack = get_stack(bp.software.stack_name)
+    if bp.software.os_name not in stack.os:
+        yield "software.os", f"not supported by stack {stack.name!r}, got {bp.software.os_name!r}; allowed {', '.join(stack.os)}"
 
 
 def _untested(software: SoftwareSpec) -> tuple[str, str, str] | None:
@@ -108,7 +109,7 @@ def _untested(software: SoftwareSpec) -> tuple[str, str, str] | None:
     mine = stack.comparable()
     best: tuple[int, str, list[str]] | None = None
     # the blueprint's own stack first, so that it wins ties
-    for name, versions in sorted(known_good_sets(), key=lambda nv: nv[0] != software.stack):
+    for name, versions in sorted(known_good_sets(), key=lambda nv: nv[0] != software.stack_name):
         diff = [k for k in mine if not _same(mine[k], versions[k])]
         if not diff:
             return None
@@ -205,6 +206,9 @@ def libfabric_known(software: SoftwareSpec) -> Iterator[Violation]:
 # ---- pinned downloads ------------------------------------------------------------------------
 @rule("R-ART-1", source="catalog/data/software.yaml artifacts (every download is pinned by version and sha256)")
 def downloads_are_pinned(bp: Blueprint) -> Iterator[Violation]:
+    # Only an image build downloads the driver, GDRCopy and aws-ofi-nccl; official and custom images carry them.
+    if bp.software.image.mode != "bake":
+        return
     stack = software_stack(bp.software)
     # An architecture the stack is not built for is R-CAP-7's finding; do not report it twice.
     for arch in sorted({inst.cpu_architecture for _i, _g, inst in _groups(bp)} & set(stack.cpu_architectures)):
@@ -312,14 +316,15 @@ def hopper_driver_floor(bp: Blueprint) -> Iterator[Violation]:
             yield where(stack, "driver"), f"driver below the Hopper floor ({_on(i, inst)}), got {stack.driver}; allowed >= 535"
 
 
-@rule("R-DRV-6", level="warning", source=f"https://github.com/NVIDIA/aicr/issues/2383; {VM} R-DRV-6 (open conflict)")
-def gb200_r595_warning(bp: Blueprint) -> Iterator[Violation]:
+@rule("R-DRV-6", source="https://github.com/NVIDIA/aicr/issues/2383 (R595 removes NVreg_GrdmaPciTopoCheckOverride; "
+      "NVIDIA pins 580.173.02 on P6e-GB200/GB300)")
+def gb200_r595_with_efa(bp: Blueprint) -> Iterator[Violation]:
     stack = software_stack(bp.software)
-    for i, _g, inst in _groups(bp):
-        if inst.family == "p6e-gb200" and stack.driver_branch >= 595:
+    for i, g, inst in _groups(bp):
+        if inst.family in GRACE_BLACKWELL_FAMILIES and g.efa_enabled and stack.driver_branch >= 595:
             yield where(stack, "driver"), (
-                f"R595 is reported to break the EFA GPUDirect path on P6e-GB200 ({_on(i, inst)}), got {stack.driver}; "
-                "allowed R580 (580.173.02 is the reported fix) until AWS confirms otherwise"
+                f"R595 breaks the EFA GPUDirect path on Grace-Blackwell ({_on(i, inst)}, EFA on), got {stack.driver}; "
+                "allowed R580 (stack gb200-580-cuda13.0 with software.image.mode: bake)"
             )
 
 

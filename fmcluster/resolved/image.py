@@ -1,0 +1,193 @@
+"""Per-group image facts: which image a node boots, the lock it is verified against, what the boot path
+still installs, and an estimate of how long the boot path takes.
+
+The boot path never installs the GPU stack (driver, Fabric Manager, IMEX, CUDA toolkit, EFA installer,
+GDRCopy): in ``official`` mode the image carries it, in ``bake`` mode fmcluster's image stack built it into
+the AMI, in ``custom`` mode the AMI must carry it and the boot check fails closed on any difference.
+
+Boot-time estimate: a sum of named step durations (:data:`STEP_SECONDS`). They are engineering estimates,
+not measurements: download sizes over an assumed 50 MB/s from the package CDN, build times on a 48+ core
+P-series host, and the services' documented start-up waits. ``bench/README.md`` records the estimate per
+example with this method; what runs before fmcluster's script (the orchestrator's own node configuration)
+is not counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fmcluster.blueprint.model import Blueprint
+from fmcluster.catalog import InstanceSpec
+from fmcluster.catalog.images import BootLimit, ImageManifest, NvmeHandling, boot_limit, official_image
+from fmcluster.catalog.software import SoftwareStack
+
+#: Seconds each boot step is estimated to take (see module docstring for the method).
+STEP_SECONDS: dict[str, int] = {
+    # package queries, nvidia-smi, module and initramfs checks against the lock
+    "verify": 10,
+    # apt/dnf holds, unattended-upgrades and needrestart configuration
+    "guard-upgrades": 5,
+    # Fabric Manager start and the GPU fabric reaching "Completed" on NVSwitch systems
+    "fabric-manager": 60,
+    # nvidia-imex start on NVLink-domain (IMEX) systems
+    "imex": 15,
+    # NCCL from NVIDIA's repository: ~250 MB at 50 MB/s plus unpacking
+    "nccl": 25,
+    # nccl-tests source (< 1 MB) built with MPI against the pinned NCCL and CUDA, make -j on the node
+    "nccl-tests": 60,
+    # reusing the image's NVMe array is a mount check; building one is mdadm + mkfs.xfs
+    "scratch-reuse": 2,
+    "scratch-build": 25,
+    # FSx for Lustre client mount and the wait for the file system to answer
+    "fsx": 20,
+    "job-environment": 2,
+    # the node check in full mode: one single-node all_reduce through the network plugin
+    "node-check": 45,
+}
+
+
+@dataclass(frozen=True)
+class BootStep:
+    """One step of the boot path and its estimated duration in seconds."""
+
+    name: str
+    seconds: int
+
+
+@dataclass(frozen=True)
+class ResolvedImage:
+    """What one compute group boots.
+
+    Attributes:
+        mode: ``official``, ``bake`` or ``custom`` (``software.image.mode``).
+        manifest: the official image of the orchestrator (the image itself in official mode, the parent in
+            bake mode); ``None`` when the catalog has none (e.g. ParallelCluster 3.15.0).
+        ami_id: custom mode's AMI, or bake mode's pinned parent; else ``None``.
+        lock: component -> version the node must have (``driver``, ``kernel_modules``, ``fabric_manager``,
+            ``imex``, ``cuda``, ``nccl``, ``efa_installer``, ``libfabric``, ``aws_ofi_nccl``, ``gdrcopy``);
+            ``None`` for a component the node must not need (no Fabric Manager on a type without NVSwitch).
+        reported_only: lock components the boot check reports instead of failing on (unverified manifest
+            values in official mode); empty in bake and custom modes.
+        installs_at_boot: what the boot path still installs, e.g. ``("nccl 2.31.2", "nccl-tests")``; never a
+            component of :data:`fmcluster.catalog.images.GPU_STACK`.
+        boot_steps: the boot path's steps with estimated seconds, in order.
+        limit: the orchestrator's boot limit (:class:`fmcluster.catalog.images.BootLimit`).
+        nvme: how the image handles the instance-store NVMe (reuse it when it has an array).
+        gpu_services: services the image owns; the boot path never stops them.
+    """
+
+    mode: str
+    manifest: ImageManifest | None
+    ami_id: str | None
+    lock: dict[str, str | None]
+    reported_only: frozenset[str]
+    installs_at_boot: tuple[str, ...]
+    boot_steps: tuple[BootStep, ...]
+    limit: BootLimit
+    nvme: NvmeHandling
+    gpu_services: tuple[str, ...]
+
+    @property
+    def estimated_boot_s(self) -> int:
+        """Sum of :attr:`boot_steps` in seconds."""
+        return sum(s.seconds for s in self.boot_steps)
+
+    @property
+    def limit_s(self) -> int | None:
+        return self.limit.limit_s
+
+    @property
+    def source(self) -> str:
+        """Human description of the image, e.g. ``AWS ParallelCluster 3.16.3 official AMI``."""
+        if self.mode == "custom":
+            return f"custom AMI {self.ami_id}"
+        title = self.manifest.title if self.manifest is not None else "unknown official image"
+        if self.mode == "bake":
+            parent = f" (parent {self.ami_id})" if self.ami_id else ""
+            return f"baked by fmcluster from {title}{parent}"
+        return title
+
+
+def orchestrator_key(bp: Blueprint) -> str:
+    """Profile key of the blueprint's orchestrator (``hyperpod-slurm`` / ``hyperpod-eks`` for HyperPod)."""
+    orch = bp.orchestrator
+    return orch.kind if orch.kind != "hyperpod" else f"hyperpod-{orch.hyperpod.orchestration}"
+
+
+def blueprint_official_image(bp: Blueprint) -> ImageManifest | None:
+    """The orchestrator's official image for the blueprint (per version on ParallelCluster)."""
+    orch = bp.orchestrator
+    return official_image(orchestrator_key(bp), orch.parallelcluster.version if orch.kind == "parallelcluster" else None)
+
+
+def node_lock(stack: SoftwareStack, inst: InstanceSpec) -> dict[str, str | None]:
+    """The versions a node of ``inst`` must carry for ``stack``: Fabric Manager only on NVSwitch types and
+    IMEX only on NVLink-domain types (``None`` otherwise)."""
+    versions = stack.versions()
+    return {
+        "driver": stack.driver,
+        "kernel_modules": stack.kernel_modules,
+        "fabric_manager": stack.fabric_manager if inst.fabric_manager else None,
+        "imex": stack.driver if inst.imex else None,
+        "cuda": stack.cuda,
+        "nccl": stack.nccl,
+        "efa_installer": stack.efa_installer,
+        "libfabric": versions["libfabric"],
+        "aws_ofi_nccl": versions["aws_ofi_nccl"],
+        "gdrcopy": stack.gdrcopy,
+    }
+
+
+def _installs_at_boot(mode: str, manifest: ImageManifest | None, lock: dict[str, str | None]) -> tuple[str, ...]:
+    if mode != "official" or manifest is None:
+        return ()
+    out: list[str] = []
+    if not manifest.ships("nccl") and lock.get("nccl"):
+        out.append(f"nccl {lock['nccl']}")
+    if not manifest.ships("nccl_tests"):
+        out.append("nccl-tests")
+    return tuple(out)
+
+
+def _steps(installs: tuple[str, ...], inst: InstanceSpec, nvme: NvmeHandling, fsx: bool) -> tuple[BootStep, ...]:
+    names = ["verify", "guard-upgrades"]
+    if inst.fabric_manager:
+        names.append("fabric-manager")
+    if inst.imex:
+        names.append("imex")
+    names += [i.split()[0] for i in installs]
+    if inst.nvme.count:
+        names.append("scratch-reuse" if nvme.kind != "none" else "scratch-build")
+    if fsx:
+        names.append("fsx")
+    names += ["job-environment", "node-check"]
+    return tuple(BootStep(n, STEP_SECONDS[n]) for n in names)
+
+
+def resolve_image(bp: Blueprint, inst: InstanceSpec, stack: SoftwareStack | None) -> ResolvedImage:
+    """The :class:`ResolvedImage` of a group of ``inst`` in ``bp`` (``stack`` = the resolved software stack,
+    ``None`` when its name is unknown: the lock is then empty and the rules report the name)."""
+    spec = bp.software.image
+    manifest = blueprint_official_image(bp)
+    lock = node_lock(stack, inst) if stack is not None else {}
+    reported: frozenset[str] = frozenset()
+    if spec.mode == "official" and manifest is not None:
+        reported = frozenset(c for c, v in lock.items() if v is not None and (
+            c in manifest.unverified or (c in ("libfabric", "aws_ofi_nccl") and "efa_installer" in manifest.unverified)))
+    # Never a GPU_STACK component: _installs_at_boot only adds NCCL and nccl-tests (tests/test_image.py checks it).
+    installs = _installs_at_boot(spec.mode, manifest, lock)
+    # Baked and custom images are built from (or must match) the official image's NVMe handling only when they
+    # derive from it; a custom AMI is unknown, so the boot path looks for an array before building one.
+    nvme = manifest.nvme if (manifest is not None and spec.mode != "custom") else NvmeHandling("none", None)
+    return ResolvedImage(
+        mode=spec.mode,
+        manifest=manifest,
+        ami_id=spec.ami_id or spec.parent_ami_id,
+        lock=lock,
+        reported_only=reported,
+        installs_at_boot=installs,
+        boot_steps=_steps(installs, inst, nvme, bp.storage.lustre is not None),
+        limit=boot_limit(orchestrator_key(bp)),
+        nvme=nvme,
+        gpu_services=manifest.gpu_services if (manifest is not None and spec.mode != "custom") else (),
+    )

@@ -1,0 +1,144 @@
+"""Image-mode rules (R-IMG-*): the image a blueprint's nodes boot against the lock, the OS, the CPU
+architecture, the file system and the orchestrator's version.
+
+Facts: ``catalog/data/images.yaml`` (one source per value; unverified values only warn) and
+``fmcluster.resolved.image`` (per-group lock, installs at boot and boot estimate).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from fmcluster.blueprint.model import Blueprint
+from fmcluster.catalog.images import known_images
+from fmcluster.catalog.software import get_stack
+from fmcluster.resolved import ResolvedCluster
+from fmcluster.resolved.image import blueprint_official_image
+from fmcluster.validation.rules import Violation, rule
+
+IMAGES = "catalog/data/images.yaml"
+PC_RN_3163 = "https://github.com/aws/aws-parallelcluster/releases/tag/v3.16.3"
+PC_LUSTRE = "https://github.com/aws/aws-parallelcluster-cookbook/blob/develop/CHANGELOG.md (3.13.0: the Ubuntu 24.04 AMI does not support Lustre)"
+PC_SLURM_CVE = "https://github.com/aws/aws-parallelcluster/issues/7601 (Slurm CVEs fixed in Slurm 25.05.9 / 25.11.8)"
+
+
+@rule("R-IMG-1", source=f"{IMAGES} (each official image's stack); {PC_RN_3163}", scope="blueprint")
+def official_image_ships_its_stack(bp: Blueprint) -> Iterator[Violation]:
+    sw, image = bp.software, blueprint_official_image(bp)
+    if sw.image.mode != "official" or image is None:
+        return
+    if sw.stack_name != image.stack:
+        shipped = get_stack(image.stack)
+        yield "software.stack", (
+            f"official mode boots {image.title} as shipped, which carries stack {image.stack!r} (driver "
+            f"{shipped.driver}, CUDA {shipped.cuda}, EFA installer {shipped.efa_installer}), got {sw.stack_name!r}; "
+            f"allowed {image.stack!r} (or leave software.stack out), or software.image.mode: bake to build an image "
+            f"with {sw.stack_name!r}"
+        )
+    for component in sorted(sw.overrides.as_dict()):
+        yield f"software.overrides.{component}", (
+            f"official mode installs no other version than {image.title} ships, got an override; allowed no "
+            "overrides, or software.image.mode: bake to build an image with it"
+        )
+
+
+@rule("R-IMG-2", source=f"{IMAGES} (images with a manifest)", scope="blueprint")
+def official_image_known(bp: Blueprint) -> Iterator[Violation]:
+    if bp.software.image.mode == "custom" or blueprint_official_image(bp) is not None:
+        return
+    pcv = bp.orchestrator.parallelcluster.version
+    known = ", ".join(k for k in known_images() if k.startswith("parallelcluster-"))
+    yield "orchestrator.parallelcluster.version", (
+        f"the catalog has no manifest of the official image of ParallelCluster {pcv}, so {bp.software.image.mode} "
+        f"mode cannot know what it ships, got {pcv}; allowed a version with a manifest ({known}), or "
+        "software.image.mode: custom with your AMI"
+    )
+
+
+@rule("R-IMG-3", source=f"{IMAGES} (operating systems per image)", scope="blueprint", suppressed_by=("R-IMG-2",))
+def image_offers_os(bp: Blueprint) -> Iterator[Violation]:
+    image = blueprint_official_image(bp)
+    if bp.software.image.mode == "custom" or image is None or "os" in image.unverified:
+        return
+    if bp.software.os_name not in image.os:
+        yield "software.os", (
+            f"{image.title} does not exist for this OS, got {bp.software.os_name!r}; allowed {', '.join(image.os)}"
+        )
+
+
+@rule("R-IMG-4", level="warning", source=f"{IMAGES} (operating systems per image; unverified for this image)",
+      scope="blueprint", suppressed_by=("R-IMG-2",))
+def image_os_unverified(bp: Blueprint) -> Iterator[Violation]:
+    image = blueprint_official_image(bp)
+    if bp.software.image.mode == "custom" or image is None or "os" not in image.unverified:
+        return
+    if bp.software.os_name not in image.os:
+        yield "software.os", (
+            f"{image.title} is not known to exist for this OS, got {bp.software.os_name!r}; allowed "
+            f"{', '.join(image.os)} (the image's OS list is unverified)"
+        )
+
+
+@rule("R-IMG-5", source=f"{IMAGES} (CPU architectures per image)", scope="cluster", suppressed_by=("R-IMG-2",))
+def image_offers_architecture(rc: ResolvedCluster) -> Iterator[Violation]:
+    for g in rc.groups:
+        image = g.image.manifest
+        if g.image.mode == "custom" or image is None:
+            continue
+        if g.instance.cpu_architecture not in image.cpu_architectures:
+            yield f"{g.path}.instance_type", (
+                f"{image.title} has no {g.instance.cpu_architecture} build ({g.instance.name}), got "
+                f"{g.instance.cpu_architecture}; allowed {', '.join(image.cpu_architectures)}"
+            )
+
+
+@rule("R-IMG-6", level="warning", source="https://docs.aws.amazon.com/pcs/latest/userguide/working-with_ami_pcs-ready-dlami.html; "
+      "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-release-ami.html", scope="blueprint")
+def official_image_moves(bp: Blueprint) -> Iterator[Violation]:
+    image = blueprint_official_image(bp)
+    if bp.software.image.mode != "official" or image is None or not image.reference.moving:
+        return
+    yield "software.image.mode", (
+        f"{image.title} is referenced by its newest release, so nodes launched after AWS publishes a new one boot "
+        f"a different driver, CUDA and EFA stack than the plan shows, got official; allowed official (accepting "
+        "that), bake (an AMI built once from the lock) or custom (a pinned AMI)"
+    )
+
+
+@rule("R-IMG-7", level="warning", source=IMAGES, scope="cluster")
+def official_image_unverified(rc: ResolvedCluster) -> Iterator[Violation]:
+    seen: set[str] = set()
+    for g in rc.groups:
+        if g.image.mode != "official" or not g.image.reported_only or g.image.manifest is None:
+            continue
+        if g.image.manifest.key in seen:
+            continue
+        seen.add(g.image.manifest.key)
+        yield "software.image.mode", (
+            f"what {g.image.manifest.title} ships is not confirmed by a primary source for "
+            f"{', '.join(sorted(g.image.reported_only))}, got official; allowed official (the boot check then reports "
+            "those versions instead of failing on them) or bake (an image built from the lock)"
+        )
+
+
+@rule("R-IMG-8", source=PC_LUSTRE, scope="blueprint", orchestrators=("parallelcluster",), suppressed_by=("R-IMG-2",))
+def image_has_lustre_client(bp: Blueprint) -> Iterator[Violation]:
+    image = blueprint_official_image(bp)
+    if bp.storage.lustre is None or bp.software.image.mode == "custom" or image is None:
+        return
+    if not image.has_lustre_client(bp.software.os_name):
+        with_client = [o for o in image.os if image.has_lustre_client(o)]
+        yield "software.os", (
+            f"{image.title} has no Lustre client on this OS, so FSx for Lustre cannot mount, got "
+            f"{bp.software.os_name!r}; allowed {', '.join(with_client)}, or storage.lustre: null"
+        )
+
+
+@rule("R-IMG-9", level="warning", source=PC_SLURM_CVE, scope="blueprint", orchestrators=("parallelcluster",))
+def parallelcluster_slurm_cves(bp: Blueprint) -> Iterator[Violation]:
+    version = bp.orchestrator.parallelcluster.version
+    if version in ("3.15.0",):
+        yield "orchestrator.parallelcluster.version", (
+            f"ParallelCluster {version} ships a Slurm affected by the CVEs fixed in Slurm 25.05.9 / 25.11.8, got "
+            f"{version}; allowed 3.16.1 or later (3.16.3 recommended)"
+        )
