@@ -59,7 +59,7 @@ def matrix_blueprint(kind: str, stack: str) -> str:
     arm = any(get_instance(t).cpu_architecture == "arm64" for t in types)
     patch: dict[str, Any] = {
         "name": f"m-{kind[:3]}-{stack.split('-')[0]}",
-        "software": {"stack": stack, "os": "ubuntu-24.04"},
+        "software": {"image": {"mode": "bake"}, "stack": stack, "os": "ubuntu-24.04"},
         "compute": [_group(kind, t) for t in types],
         "orchestrator": {"kind": kind},
     }

@@ -20,7 +20,7 @@ CR2 = "cr-00000000000000001"
 PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/plan-a"
 GROUP_ARN = "arn:aws:resource-groups:us-east-1:123456789012:group/my-odcrs"
 
-GB200 = {"software": {"stack": "gb200-580-cuda13.0", "os": "ubuntu-24.04"},
+GB200 = {"software": {"image": {"mode": "bake"}, "stack": "gb200-580-cuda13.0", "os": "ubuntu-22.04"},
          # ParallelCluster needs head and compute nodes of one architecture (R-PC-2)
          "orchestrator": {"parallelcluster": {"head_node_instance_type": "m7g.4xlarge"}}}
 
@@ -287,7 +287,7 @@ ERROR_CASES = [
         id="R-CAP-6 gb200 on hyperpod needs a training plan",
     ),
     pytest.param(
-        {"software": {"stack": "gb200-580-cuda13.0", "os": "ubuntu-24.04"}},
+        {"software": {"image": {"mode": "bake"}, "stack": "gb200-580-cuda13.0", "os": "ubuntu-24.04"}},
         [
             (
                 "software.stack",

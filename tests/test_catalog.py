@@ -5,10 +5,13 @@ every software rule on its instance types)."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
+from fmcluster.blueprint.model import DEFAULT_PCLUSTER_VERSION
 from fmcluster.catalog import UnknownInstanceType, cpu_architecture_of, get_instance, known_instance_types, memory_gib_of
+from fmcluster.catalog.images import ImageManifest, get_image, known_images, official_image
 from fmcluster.catalog.regions import known_regions
 from fmcluster.catalog.software import (
     _raw,
@@ -146,11 +149,15 @@ def test_stack_integrity(name: str) -> None:
         for inst in instances:
             assert inst.cpu_architecture in s.cpu_architectures
             assert (s.fabric_manager is not None) or not inst.nvswitch, f"{name}: {inst.name} has NVSwitch, no Fabric Manager"
-    for arch in s.cpu_architectures:
+    # A stack that describes an official image is never downloaded (the image carries it); every other stack can be
+    # baked, so each of its downloads is pinned.
+    bakeable = _official_image_of(name) is None
+    for arch in s.cpu_architectures if bakeable else ():
         art = driver_artifact(s.driver, arch)
         assert art is not None and HEX64.match(art.sha256) and art.url.startswith("https://") and s.driver in art.url
-    gdr = gdrcopy_artifact(s.gdrcopy)
-    assert gdr is not None and HEX64.match(gdr.sha256) and f"v{s.gdrcopy}" in gdr.url
+    if bakeable:
+        gdr = gdrcopy_artifact(s.gdrcopy)
+        assert gdr is not None and HEX64.match(gdr.sha256) and f"v{s.gdrcopy}" in gdr.url
     efa = efa_installer_artifact(s.efa_installer)
     assert efa.url.endswith(f"aws-efa-installer-{s.efa_installer}.tar.gz")
     assert re.fullmatch(r"[0-9A-F]{40}", efa.key_fingerprint)
@@ -170,17 +177,38 @@ def test_every_sha256_is_well_formed() -> None:
     assert all(aws_ofi_nccl_artifact(v) is not None for v in art["aws_ofi_nccl"])
 
 
+def _official_image_of(stack: str) -> ImageManifest | None:
+    return next((get_image(k) for k in known_images() if get_image(k).stack == stack), None)
+
+
 def _blueprint(stack: str, instance_type: str, os_name: str) -> str:
+    """A stack that describes an official image is booted as shipped (official mode on that image's orchestrator,
+    without FSx where the image has no Lustre client); every other stack is baked into an image."""
+    inst = get_instance(instance_type)
     capacity = ({"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"}
-                if get_instance(instance_type).capacity_block_only else {"type": "on_demand"})
-    return blueprint_text({
-        "software": {"stack": stack, "os": os_name},
+                if inst.capacity_block_only else {"type": "on_demand"})
+    head = "m7g.4xlarge" if inst.cpu_architecture == "arm64" else "m7i.4xlarge"
+    image = _official_image_of(stack)
+    patch: dict[str, Any] = {
+        "software": {"image": {"mode": "official" if image else "bake"}, "stack": stack, "os": os_name},
         "compute": [group(instance_type=instance_type, count=9 if instance_type.startswith("p6e-gb200") else 2,
                           capacity=capacity)],
         # ParallelCluster needs a head node of the compute nodes' architecture (R-PC-2)
-        "orchestrator": {"parallelcluster": {"head_node_instance_type":
-                         "m7g.4xlarge" if get_instance(instance_type).cpu_architecture == "arm64" else "m7i.4xlarge"}},
-    })
+        "orchestrator": {"parallelcluster": {"head_node_instance_type": head}},
+    }
+    if image is not None and image.orchestrators[0] == "parallelcluster":
+        patch["orchestrator"]["parallelcluster"]["version"] = image.parallelcluster_version
+    elif image is not None:
+        patch["orchestrator"] = {"kind": image.orchestrators[0].split("-")[0]}
+    parent = image or official_image("parallelcluster", DEFAULT_PCLUSTER_VERSION)
+    if parent is not None and not parent.has_lustre_client(os_name):
+        patch["storage"] = {"lustre": None}
+    return blueprint_text(patch)
+
+
+def _oses(stack: str) -> list[str]:
+    image = _official_image_of(stack)
+    return [o for o in get_stack(stack).os if image is None or o in image.os]
 
 
 @pytest.mark.parametrize(
@@ -189,7 +217,7 @@ def _blueprint(stack: str, instance_type: str, os_name: str) -> str:
 )
 def test_every_stack_passes_every_software_rule_on_its_instance_types(stack: str, instance_type: str) -> None:
     """A known-good stack raises no software error and no software warning on any instance type it lists."""
-    for os_name in get_stack(stack).os:
+    for os_name in _oses(stack):
         res = load_blueprint_text(_blueprint(stack, instance_type, os_name))
         ours = [w for w in res.warnings if w.rule_id and w.rule_id.startswith(("R-SW", "R-EFA", "R-ART", "R-CUDA",
                                                                                "R-DRV", "R-FM", "R-NCCL", "R-GDR",

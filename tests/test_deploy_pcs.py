@@ -93,7 +93,7 @@ def test_pcs_default_is_efa_and_the_subnet_counts_every_efa_card(instance_type: 
     card 0 has no EFA); the subnet usage and the launch-template layout agree."""
     assert PcsSettings().efa_interface_type == "efa"
     assert profile_for(OrchestratorSpec(kind="pcs")).efa_interface_type == "efa"
-    text = blueprint_text({"software": {"os": "ubuntu-24.04", "stack": stack_for(instance_type)},
+    text = blueprint_text({"software": {"image": {"mode": "bake"}, "os": "ubuntu-24.04", "stack": stack_for(instance_type)},
                     "compute": [{"name": "gpu", "instance_type": instance_type, "count": 2}],
                     "orchestrator": {"kind": "pcs"}})
     rc = resolve(load_blueprint_text(text).blueprint)

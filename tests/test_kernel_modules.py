@@ -24,7 +24,7 @@ BLACKWELL = ("Blackwell GPUs run only on the open NVIDIA kernel modules ({on}), 
 
 
 def _stack(name: str, instance_type: str) -> dict[str, Any]:
-    return {"software": {"stack": name}, "compute": [group(instance_type=instance_type)]}
+    return {"software": {"image": {"mode": "bake"}, "stack": name}, "compute": [group(instance_type=instance_type)]}
 
 
 # (id, patches, expected errors as (rule, path, message)), every GDR family, with and without allow_untested

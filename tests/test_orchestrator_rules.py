@@ -20,8 +20,10 @@ def _errors(patch: dict[str, Any]) -> list[tuple[str, str, str | None]]:
     return [(p.path, p.message, p.rule_id) for p in e.value.errors]
 
 
-def _warnings(patch: dict[str, Any]) -> list[tuple[str, str, str | None]]:
-    return [(p.path, p.message, p.rule_id) for p in load_blueprint_text(blueprint_text(patch)).warnings]
+def _warnings(patch: dict[str, Any], *, image_rules: bool = False) -> list[tuple[str, str, str | None]]:
+    """Warnings of ``patch``; the image rules (R-IMG-*, tests/test_image.py) only when asked for."""
+    return [(p.path, p.message, p.rule_id) for p in load_blueprint_text(blueprint_text(patch)).warnings
+            if image_rules or not (p.rule_id or "").startswith("R-IMG-")]
 
 
 @pytest.mark.parametrize(
@@ -42,11 +44,12 @@ def _warnings(patch: dict[str, Any]) -> list[tuple[str, str, str | None]]:
         ({**U24, "compute": [{"name": "login", "instance_type": "p5.48xlarge", "count": 2}], "orchestrator": {"kind": "pcs"}},
          ("compute[0].name", "name reserved for the PCS login node group, got 'login'; allowed any other name", "R-PCS-1")),
         ({"software": {"os": "ubuntu-22.04"}, "orchestrator": {"kind": "pcs"}},
-         ("software.os", "the default PCS AMI (PCS-ready DLAMI) is Ubuntu 24.04, got 'ubuntu-22.04'; allowed ubuntu-24.04, or "
-          "set orchestrator.pcs.ami_id to a PCS-ready AMI of this OS", "R-PCS-2")),
+         # changed on purpose (issue 11): the image rules own the OS check (R-PCS-2 is gone)
+         ("software.os", "AWS PCS-ready Deep Learning AMI (Base, Ubuntu 24.04) does not exist for this OS, got 'ubuntu-22.04'; "
+          "allowed ubuntu-24.04", "R-IMG-3")),
         ({"compute": [{"name": "gb", "instance_type": "p6e-gb200.36xlarge", "count": 9,
                        "capacity": {"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"}}],
-          "software": {"stack": "gb200-580-cuda13.0", "os": "ubuntu-24.04"}},
+          "software": {"image": {"mode": "bake"}, "stack": "gb200-580-cuda13.0", "os": "ubuntu-22.04"}},
          ("orchestrator.parallelcluster.head_node_instance_type",
           "head node architecture differs from compute[0] (p6e-gb200.36xlarge is arm64), got m7i.4xlarge (x86_64); allowed "
           "an arm64 head node type, e.g. m7g.4xlarge", "R-PC-2")),
@@ -74,12 +77,10 @@ def test_rule_errors(patch: dict[str, Any], expected: tuple[str, str, str]) -> N
     ("patch", "expected"),
     [
         # changed on purpose (issue 12 item 3): PCS defaults to efa, so R-PCS-3 has nothing to say by default
-        ({**U24, "orchestrator": {"kind": "pcs"}}, [
-            ("orchestrator.pcs.ami_id",
-             "not pinned: nodes boot the latest PCS-ready DLAMI, whose NVIDIA driver may differ from the software stack's "
-             "pin, got nothing; allowed an ami-<hex> resolved once and pinned", "R-PCS-4"),
-        ]),
-        ({**U24, "orchestrator": {"kind": "pcs", "pcs": {"efa_interface_type": "efa", "ami_id": "ami-0123456789abcdef0"}}}, []),
+        # changed on purpose (issue 11): the floating PCS-ready DLAMI is the image rules' finding (R-PCS-4 is gone,
+        # tests/test_image.py); PCS itself has nothing to say
+        ({**U24, "orchestrator": {"kind": "pcs"}}, []),
+        ({**U24, "orchestrator": {"kind": "pcs", "pcs": {"efa_interface_type": "efa"}}}, []),
         ({"compute": [{"name": "gpu", "instance_type": "p5e.48xlarge", "count": 2}], "orchestrator": {"kind": "hyperpod"}}, [
             ("compute[0].instance_type",
              "ml.p5e.48xlarge has no public HyperPod price in us-east-1, and cfn-lint reports E3644 for it, got "
@@ -132,4 +133,5 @@ def test_mixed_architectures_leave_the_head_node_alone() -> None:
     found = _errors({"compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2},
                                  {"name": "gb", "instance_type": "p6e-gb200.36xlarge", "count": 9,
                                   "capacity": {"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"}}]})
-    assert [r for _p, _m, r in found] == ["R-CAP-9"]
+    # R-DRV-6 is its own finding: the official ParallelCluster image's R595 driver with EFA on the GB200 group
+    assert [r for _p, _m, r in found] == ["R-CAP-9", "R-DRV-6"]

@@ -94,7 +94,8 @@ FAILING = [
     ({"observability": {"scrape_interval_seconds": 15, "scrape_timeout_seconds": 20}}, "observability.scrape_timeout_seconds",
      "longer than scrape_interval_seconds (15 s), got 20; allowed 1..15 - lower the timeout or raise scrape_interval_seconds",
      "R-OBS-1"),
-    ({"compute": [{**P5, "instance_type": "p6-b200.48xlarge"}]}, "software.stack",
+    ({"compute": [{**P5, "instance_type": "p6-b200.48xlarge"}],
+      "software": {"image": {"mode": "bake"}, "stack": "h100-570-cuda12.8"}}, "software.stack",
      "stack is not known-good for the p6-b200 family (compute[0] is p6-b200.48xlarge), got 'h100-570-cuda12.8'; "
      "allowed blackwell-580-cuda13.0 - did you mean 'blackwell-580-cuda13.0'?", "R-SW-1"),
 ]
@@ -125,7 +126,7 @@ PASSING = [
     lustre(data_repositories=[{"file_system_path": "/"}]),
     {"orchestrator": {"kind": "pcs", "pcs": {"size": "LARGE"}}},
     {"observability": {"scrape_interval_seconds": 15, "scrape_timeout_seconds": 15}},
-    {"compute": [{**P5, "instance_type": "p6-b200.48xlarge"}], "software": {"stack": "blackwell-580-cuda13.0"}},
+    {"compute": [{**P5, "instance_type": "p6-b200.48xlarge"}], "software": {"image": {"mode": "bake"}, "stack": "blackwell-580-cuda13.0"}},
 ]
 
 
@@ -209,6 +210,11 @@ def test_declared_precedence() -> None:
         "R-SW-1": ("R-CAP-9",),
         "R-SW-4": SPECIFIC_RULES,
         "R-SW-5": SPECIFIC_RULES,
+        # without a manifest of the official image (R-IMG-2) the image's OS, architecture and Lustre client are unknown
+        "R-IMG-3": ("R-IMG-2",),
+        "R-IMG-4": ("R-IMG-2",),
+        "R-IMG-5": ("R-IMG-2",),
+        "R-IMG-8": ("R-IMG-2",),
     }
 
 

@@ -27,11 +27,11 @@ from fmcluster.validation.rules import environment as env_rules
 from tests import blueprints
 from tests.blueprints import PINNED_STACK, blueprint_text, group
 
-H100_580 = {"software": {"stack": "h100-580-cuda13.0"}}
-B200 = {"software": {"stack": "blackwell-580-cuda13.0"}, "compute": [group(instance_type="p6-b200.48xlarge")]}
-B300 = {"software": {"stack": "blackwell-580-cuda13.0"}, "compute": [group(instance_type="p6-b300.48xlarge")]}
+H100_580 = {"software": {"image": {"mode": "bake"}, "stack": "h100-580-cuda13.0"}}
+B200 = {"software": {"image": {"mode": "bake"}, "stack": "blackwell-580-cuda13.0"}, "compute": [group(instance_type="p6-b200.48xlarge")]}
+B300 = {"software": {"image": {"mode": "bake"}, "stack": "blackwell-580-cuda13.0"}, "compute": [group(instance_type="p6-b300.48xlarge")]}
 GB200 = {
-    "software": {"stack": "gb200-580-cuda13.0"},
+    "software": {"image": {"mode": "bake"}, "stack": "gb200-580-cuda13.0"},
     "compute": [group(instance_type="p6e-gb200.36xlarge", capacity={"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"})],
 }
 
@@ -55,7 +55,7 @@ ALLOWED_DRIVERS = ", ".join(driver_artifacts("x86_64"))
 
 # (rule id, patches, level, path, exact message)
 FAILING = [
-    ("R-SW-1", [{"software": {"stack": "blackwell-580-cuda13.0"}}], "error", "software.stack",
+    ("R-SW-1", [{"software": {"image": {"mode": "bake"}, "stack": "blackwell-580-cuda13.0"}}], "error", "software.stack",
      "stack is not known-good for the p5 family (compute[0] is p5.48xlarge), got 'blackwell-580-cuda13.0'; "
      "allowed h100-570-cuda12.8, h100-580-cuda13.0 - did you mean 'h100-570-cuda12.8'?"),
     ("R-SW-4", [sw(nccl="2.27.6")], "error", "software.overrides.nccl",
@@ -100,9 +100,10 @@ FAILING = [
      "native B300 (sm_103) code needs CUDA 12.9 or newer (compute[0] is p6-b300.48xlarge), got 12.8.1; allowed >= 12.9"),
     ("R-DRV-5", [sw(driver="530.30.02", fabric_manager="530.30.02", cuda="12.1.0")], "warning", "software.overrides.driver",
      "driver below the Hopper floor (compute[0] is p5.48xlarge), got 530.30.02; allowed >= 535"),
-    ("R-DRV-6", [GB200, sw(driver="595.58.03")], "warning", "software.overrides.driver",
-     "R595 is reported to break the EFA GPUDirect path on P6e-GB200 (compute[0] is p6e-gb200.36xlarge), got 595.58.03; "
-     "allowed R580 (580.173.02 is the reported fix) until AWS confirms otherwise"),
+    # changed on purpose (issue 11): an error with EFA on (NVIDIA/aicr #2383), no longer a warning
+    ("R-DRV-6", [GB200, sw(driver="595.58.03")], "error", "software.overrides.driver",
+     "R595 breaks the EFA GPUDirect path on Grace-Blackwell (compute[0] is p6e-gb200.36xlarge, EFA on), got 595.58.03; "
+     "allowed R580 (stack gb200-580-cuda13.0 with software.image.mode: bake)"),
     ("R-DRV-7", [H100_580, sw(efa_installer="1.43.2")], "error", "software.overrides.efa_installer",
      "driver 580.173.02 needs the EFA kernel driver >= 2.17.3 for GPU P2P, got EFA installer 1.43.2; allowed >= 1.43.3"),
     ("R-FM-1", [sw(fabric_manager="570.158.01")], "error", "software.overrides.fabric_manager",
@@ -178,7 +179,7 @@ FAILING = [
 # (rule id, patches): the other side of each boundary, where the rule must stay silent
 PASSING = [
     ("R-SW-1", [B200]),
-    ("R-SW-1", [{"software": {"stack": "gb200-580-cuda13.0"}}]),  # arm64 stack on x86 p5: R-CAP-7's finding
+    ("R-SW-1", [{"software": {"image": {"mode": "bake"}, "stack": "gb200-580-cuda13.0"}}]),  # arm64 stack on x86 p5: R-CAP-7's finding
     ("R-SW-4", [sw(nccl="2.27.7")]),  # an override equal to the stack's own value is still the known-good set
     ("R-SW-4", [sw(driver="570.172.08", fabric_manager="580.95.05")]),  # R-FM-1 reports it, precisely
     ("R-SW-5", [sw(driver="570.172.08", fabric_manager="580.95.05"), {"software": {"allow_untested": True}}]),

@@ -91,7 +91,7 @@ def test_subnet_usage_default_like_blueprint() -> None:
 
 def test_subnet_usage_parallelcluster_default_is_one_address_per_node() -> None:
     """ParallelCluster renders efa-only itself: 4 x p5.48xlarge take 4 node addresses, not 128."""
-    bp = load_blueprint_text(blueprint_text(dict(orchestrator=PARALLELCLUSTER))).blueprint
+    bp = load_blueprint_text(blueprint_text(dict(orchestrator=PARALLELCLUSTER, software={"os": "ubuntu-22.04"}))).blueprint
     usage = subnet_usage(bp)
     assert (usage.orchestrator, usage.efa_interface_type) == ("parallelcluster", "efa-only")
     assert usage.rows() == [

@@ -23,7 +23,7 @@ BASE: dict[str, Any] = {
     "name": "vpc-fit",
     "region": "us-east-1",
     "availability_zone": "us-east-1a",
-    "software": {"stack": "h100-570-cuda12.8", "os": "ubuntu-22.04"},
+    "software": {"image": {"mode": "bake"}, "stack": "h100-570-cuda12.8", "os": "ubuntu-22.04"},
     "compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2}],
     "orchestrator": {"kind": "parallelcluster"},
 }

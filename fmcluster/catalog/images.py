@@ -173,6 +173,14 @@ def image_stacks() -> frozenset[str]:
     return frozenset(get_image(k).stack for k in known_images())
 
 
+def bakeable_stacks() -> list[str]:
+    """Catalog stacks a blueprint can pin and bake (every download pinned), in catalog order: all but
+    :func:`image_stacks`."""
+    from fmcluster.catalog.software import known_stacks
+
+    return [s for s in known_stacks() if s not in image_stacks()]
+
+
 @dataclass(frozen=True)
 class BootLimit:
     """How long an orchestrator lets a node configure: ``limit_s`` (``None`` when undocumented), source, note."""

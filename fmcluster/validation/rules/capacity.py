@@ -19,7 +19,8 @@ from collections.abc import Iterator
 
 from fmcluster.blueprint.model import Blueprint, ComputeGroup
 from fmcluster.catalog import get_instance
-from fmcluster.catalog.software import get_stack, known_stacks
+from fmcluster.catalog.images import bakeable_stacks
+from fmcluster.catalog.software import get_stack
 from fmcluster.resolved import ResolvedCluster
 from fmcluster.validation.rules import Violation, rule
 
@@ -175,7 +176,7 @@ def stack_matches_cpu_architecture(bp: Blueprint) -> Iterator[Violation]:
     for i, g in enumerate(bp.compute):
         arch = get_instance(g.instance_type).cpu_architecture
         if arch not in stack.cpu_architectures:
-            fits = [s for s in known_stacks() if arch in get_stack(s).cpu_architectures]
+            fits = [s for s in bakeable_stacks() if arch in get_stack(s).cpu_architectures]
             yield "software.stack", (
                 f"{g.instance_type} (compute[{i}]) has {arch} CPUs and stack {stack.name!r} is built for "
                 f"{', '.join(stack.cpu_architectures)}, "

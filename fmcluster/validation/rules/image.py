@@ -22,23 +22,29 @@ PC_LUSTRE = "https://github.com/aws/aws-parallelcluster-cookbook/blob/develop/CH
 PC_SLURM_CVE = "https://github.com/aws/aws-parallelcluster/issues/7601 (Slurm CVEs fixed in Slurm 25.05.9 / 25.11.8)"
 
 
+def _defaults_applied(bp: Blueprint) -> bool:
+    """False when the blueprint failed its shape check elsewhere, so ``software.stack`` / ``software.os`` were never
+    defaulted from the image (:meth:`Blueprint._software_defaults`): the image rules then have nothing to judge."""
+    return bp.software.stack is not None and bp.software.os is not None
+
+
 @rule("R-IMG-1", source=f"{IMAGES} (each official image's stack); {PC_RN_3163}", scope="blueprint")
 def official_image_ships_its_stack(bp: Blueprint) -> Iterator[Violation]:
     sw, image = bp.software, blueprint_official_image(bp)
     if sw.image.mode != "official" or image is None:
         return
-    if sw.stack_name != image.stack:
+    if _defaults_applied(bp) and sw.stack != image.stack:
         shipped = get_stack(image.stack)
         yield "software.stack", (
             f"official mode boots {image.title} as shipped, which carries stack {image.stack!r} (driver "
             f"{shipped.driver}, CUDA {shipped.cuda}, EFA installer {shipped.efa_installer}), got {sw.stack_name!r}; "
-            f"allowed {image.stack!r} (or leave software.stack out), or software.image.mode: bake to build an image "
-            f"with {sw.stack_name!r}"
+            f"allowed {image.stack!r} (or leave software.stack out), "
+            f"or software.image.mode: bake to build an image with {sw.stack_name!r}"
         )
     for component in sorted(sw.overrides.as_dict()):
         yield f"software.overrides.{component}", (
-            f"official mode installs no other version than {image.title} ships, got an override; allowed no "
-            "overrides, or software.image.mode: bake to build an image with it"
+            f"official mode installs no other version than {image.title} ships, got an override; "
+            "allowed no overrides, or software.image.mode: bake to build an image with it"
         )
 
 
@@ -49,16 +55,16 @@ def official_image_known(bp: Blueprint) -> Iterator[Violation]:
     pcv = bp.orchestrator.parallelcluster.version
     known = ", ".join(k for k in known_images() if k.startswith("parallelcluster-"))
     yield "orchestrator.parallelcluster.version", (
-        f"the catalog has no manifest of the official image of ParallelCluster {pcv}, so {bp.software.image.mode} "
-        f"mode cannot know what it ships, got {pcv}; allowed a version with a manifest ({known}), or "
-        "software.image.mode: custom with your AMI"
+        f"the catalog has no manifest of the official image of ParallelCluster {pcv}, "
+        f"so {bp.software.image.mode} mode cannot know what it ships, got {pcv}; "
+        f"allowed a version with a manifest ({known}), or software.image.mode: custom with your AMI"
     )
 
 
 @rule("R-IMG-3", source=f"{IMAGES} (operating systems per image)", scope="blueprint", suppressed_by=("R-IMG-2",))
 def image_offers_os(bp: Blueprint) -> Iterator[Violation]:
     image = blueprint_official_image(bp)
-    if bp.software.image.mode == "custom" or image is None or "os" in image.unverified:
+    if not _defaults_applied(bp) or bp.software.image.mode == "custom" or image is None or "os" in image.unverified:
         return
     if bp.software.os_name not in image.os:
         yield "software.os", (
@@ -70,7 +76,7 @@ def image_offers_os(bp: Blueprint) -> Iterator[Violation]:
       scope="blueprint", suppressed_by=("R-IMG-2",))
 def image_os_unverified(bp: Blueprint) -> Iterator[Violation]:
     image = blueprint_official_image(bp)
-    if bp.software.image.mode == "custom" or image is None or "os" not in image.unverified:
+    if not _defaults_applied(bp) or bp.software.image.mode == "custom" or image is None or "os" not in image.unverified:
         return
     if bp.software.os_name not in image.os:
         yield "software.os", (
@@ -99,32 +105,38 @@ def official_image_moves(bp: Blueprint) -> Iterator[Violation]:
     if bp.software.image.mode != "official" or image is None or not image.reference.moving:
         return
     yield "software.image.mode", (
-        f"{image.title} is referenced by its newest release, so nodes launched after AWS publishes a new one boot "
-        f"a different driver, CUDA and EFA stack than the plan shows, got official; allowed official (accepting "
-        "that), bake (an AMI built once from the lock) or custom (a pinned AMI)"
+        f"{image.title} is referenced by its newest release, "
+        "so nodes launched after AWS publishes a new one boot a different driver, CUDA and EFA stack than the plan shows, "
+        "got official; allowed official (accepting that), bake (an AMI built once from the lock) or custom (a pinned AMI)"
     )
+
+
+#: Components the compatibility rules judge an official image by: unverified, the rules may be judging the wrong
+#: versions (the other unverified components are reported by the boot check and shown in the plan).
+JUDGED = frozenset({"driver", "efa_installer"})
 
 
 @rule("R-IMG-7", level="warning", source=IMAGES, scope="cluster")
 def official_image_unverified(rc: ResolvedCluster) -> Iterator[Violation]:
     seen: set[str] = set()
     for g in rc.groups:
-        if g.image.mode != "official" or not g.image.reported_only or g.image.manifest is None:
+        if g.image.mode != "official" or not (g.image.reported_only & JUDGED) or g.image.manifest is None:
             continue
         if g.image.manifest.key in seen:
             continue
         seen.add(g.image.manifest.key)
         yield "software.image.mode", (
             f"what {g.image.manifest.title} ships is not confirmed by a primary source for "
-            f"{', '.join(sorted(g.image.reported_only))}, got official; allowed official (the boot check then reports "
-            "those versions instead of failing on them) or bake (an image built from the lock)"
+            f"{', '.join(sorted(g.image.reported_only))}, got official; "
+            "allowed official (the boot check then reports those versions instead of failing on them) "
+            "or bake (an image built from the lock)"
         )
 
 
 @rule("R-IMG-8", source=PC_LUSTRE, scope="blueprint", orchestrators=("parallelcluster",), suppressed_by=("R-IMG-2",))
 def image_has_lustre_client(bp: Blueprint) -> Iterator[Violation]:
     image = blueprint_official_image(bp)
-    if bp.storage.lustre is None or bp.software.image.mode == "custom" or image is None:
+    if not _defaults_applied(bp) or bp.storage.lustre is None or bp.software.image.mode == "custom" or image is None:
         return
     if not image.has_lustre_client(bp.software.os_name):
         with_client = [o for o in image.os if image.has_lustre_client(o)]

@@ -205,16 +205,6 @@ def pcs_group_names(rc: ResolvedCluster) -> Iterator[Violation]:
             yield f"{g.path}.name", f"name reserved for the PCS login node group, got {g.name!r}; allowed any other name"
 
 
-@rule("R-PCS-2", source="https://docs.aws.amazon.com/pcs/latest/userguide/working-with_ami_pcs-ready-dlami.html (the "
-      "PCS-ready DLAMI is Ubuntu 24.04 only)", orchestrators=("pcs",))
-def pcs_default_ami_os(bp: Blueprint) -> Iterator[Violation]:
-    if bp.orchestrator.pcs.ami_id is None and bp.software.os_name != "ubuntu-24.04":
-        yield "software.os", (
-            f"the default PCS AMI (PCS-ready DLAMI) is Ubuntu 24.04, got {bp.software.os_name!r}; "
-            "allowed ubuntu-24.04, or set orchestrator.pcs.ami_id to a PCS-ready AMI of this OS"
-        )
-
-
 PCS_SIZE_DOC = "https://docs.aws.amazon.com/pcs/latest/userguide/working-with_clusters_size.html"
 #: Compute nodes each AWS PCS cluster size manages (aws-resource-rules: AWS PCS cluster sizes).
 PCS_SIZE_MAX_NODES = {"SMALL": 32, "MEDIUM": 512, "LARGE": 2048}

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from fmcluster.blueprint.model import Blueprint, ComputeGroup, SoftwareSpec
 from fmcluster.catalog import get_instance
+from fmcluster.catalog.images import bakeable_stacks
 from fmcluster.catalog.instances import InstanceSpec
 from fmcluster.catalog.software import (
     BLACKWELL_FAMILIES,
@@ -33,7 +34,6 @@ from fmcluster.catalog.software import (
     known_cuda_versions,
     known_efa_installers,
     known_good_sets,
-    known_stacks,
     major,
     plugin_max_tested_nccl,
     plugin_min_for_instance,
@@ -84,7 +84,7 @@ def stack_covers_instance_families(bp: Blueprint) -> Iterator[Violation]:
         if inst.cpu_architecture not in stack.cpu_architectures:
             continue
         if inst.family not in stack.families:
-            fits = [s for s in known_stacks() if inst.family in get_stack(s).families]
+            fits = [s for s in bakeable_stacks() if inst.family in get_stack(s).families]
             yield "software.stack", (
                 f"stack is not known-good for the {inst.family} family ({_on(i, inst)}), got {stack.name!r}; "
                 f"allowed {', '.join(fits) or 'none'}" + (f" - did you mean {fits[0]!r}?" if fits else "")
@@ -136,7 +136,7 @@ def _same(a: str | None, b: str | None) -> bool:
 #: no known-good stack, and a second, vaguer finding next to the precise one (often at another
 #: path) only confuses. tests/test_rules.py checks this lists every error rule of the module.
 SPECIFIC_RULES = (
-    "R-SW-1", "R-SW-2", "R-EFA-1", "R-EFA-2", "R-ART-1", "R-CUDA-1", "R-DRV-1", "R-DRV-2", "R-DRV-3", "R-DRV-7", "R-FM-1",
+    "R-SW-1", "R-SW-2", "R-EFA-1", "R-EFA-2", "R-ART-1", "R-CUDA-1", "R-DRV-1", "R-DRV-2", "R-DRV-3", "R-DRV-6", "R-DRV-7", "R-FM-1",
     "R-FM-3", "R-NCCL-1", "R-GDR-1", "R-OFI-NCCL-1", "R-OFI-NCCL-3", "R-OFI-FAB-1", "R-OFI-FAB-2", "R-OFI-FAB-4",
     "R-OFI-FAB-5", "R-OFI-FAB-6", "R-OFI-FAB-7", "R-OFI-PLAT-1",
 )
