@@ -52,7 +52,7 @@ DOC = (ROOT / "docs" / "software.md").read_text()
 def test_every_rule_is_documented_with_its_level() -> None:
     _load_rule_modules()
     for r in REGISTRY:
-        if r.fn.__module__.endswith((".software", ".environment")):
+        if r.fn.__module__.endswith((".software", ".environment", ".image")):
             assert f"| {r.id} | {r.level} |" in DOC, r.id
 
 
