@@ -34,6 +34,7 @@ from fmcluster.catalog.software import (
     known_cuda_versions,
     known_efa_installers,
     known_good_sets,
+    known_stacks,
     major,
     plugin_max_tested_nccl,
     plugin_min_for_instance,
@@ -80,15 +81,24 @@ def stack_covers_instance_families(bp: Blueprint) -> Iterator[Violation]:
     """Skips groups whose CPU architecture the stack is not built for (R-CAP-7 reports those, more
     precisely); suppressed when the groups mix architectures (R-CAP-9: no stack can fit all)."""
     stack = get_stack(bp.software.stack_name)
+    families = known_good_families(stack)
     for i, _g, inst in _groups(bp):
         if inst.cpu_architecture not in stack.cpu_architectures:
             continue
-        if inst.family not in stack.families:
+        if inst.family not in families:
             fits = [s for s in bakeable_stacks() if inst.family in get_stack(s).families]
             yield "software.stack", (
                 f"stack is not known-good for the {inst.family} family ({_on(i, inst)}), got {stack.name!r}; "
                 f"allowed {', '.join(fits) or 'none'}" + (f" - did you mean {fits[0]!r}?" if fits else "")
             )
+
+
+def known_good_families(stack: SoftwareStack) -> set[str]:
+    """Families the stack's exact versions are known-good on: its own, and those of every catalog stack pinning the
+    same versions and kernel-module flavour (h100-580-cuda13.0 and blackwell-580-cuda13.0 pin the same set, so one
+    cluster of p5 and p6-b200 groups can share it and its NCCL)."""
+    same = [get_stack(n) for n in known_stacks() if get_stack(n).comparable() == get_stack(stack.name).comparable()]
+    return set(stack.families).union(*(s.families for s in same))
 
 
 @rule("R-SW-2", source="catalog/data/software.yaml (operating systems each stack supports)")
