@@ -170,7 +170,7 @@ def topology() -> dict[str, Any]:
 def queue_objects(g: ResolvedGroup, namespaces: list[str]) -> list[dict[str, Any]]:
     """ResourceFlavor, ClusterQueue (quotas = the group's whole size) and one LocalQueue per namespace."""
     n, inst = g.spec.count, g.instance
-    quotas = [
+    quotas: list[dict[str, Any]] = [
         {"name": cat.GPU_RESOURCE, "nominalQuota": n * inst.gpu.count},
         *([{"name": cat.EFA_RESOURCE, "nominalQuota": n * g.efa_devices}] if g.efa_devices else []),
         {"name": "cpu", "nominalQuota": n * inst.vcpus},
