@@ -327,7 +327,7 @@ def test_daemonset_runs_the_loop_on_every_gpu_type() -> None:
 def test_helm_install_is_pinned_and_shellcheck_clean(tmp_path: Path) -> None:
     script = render_kubernetes_manifests(_rc())["helm/install-hyperpod-dependencies.sh"]
     assert f"checkout --quiet {cat.HELM_CHART_COMMIT}" in script and "--set cert-manager.enabled=true" in script
-    assert "--name hp-eks" in script and "--region us-east-1" in script
+    assert "--name hp-eks --role-arn arn:aws:iam::123456789012:role/eks-admins" in script and "--region us-east-1" in script
     path = tmp_path / "install.sh"
     path.write_text(script)
     check = subprocess.run([str(ROOT / ".venv/bin/shellcheck"), "-S", "style", str(path)], capture_output=True, text=True)

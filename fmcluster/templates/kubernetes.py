@@ -50,6 +50,9 @@ REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 #: The narrowest network layer shared by most types (layer 3, ml-workload-topology.html): jobs prefer one block.
 PREFERRED_LEVEL = "topology.k8s.aws/network-node-layer-3"
 HUGEPAGES = "hugepages-2Mi"
+#: Satisfiable only where the node has that much 2 MiB hugepage memory allocatable: the EFA installer reserves a
+#: hugepage pool on the host (ofiwg/libfabric issue #9739, maintainer: "If you have EFA installer installed on your
+#: instance, you should be able to see there are huge page reserved"); the size on HyperPod nodes is unverified.
 HUGEPAGES_PER_POD = "5120Mi"
 HUGEPAGES_MI = 5120
 #: Memory each job pod requests besides hugepages (Kubernetes needs a cpu or memory request next to hugepages).
@@ -59,7 +62,8 @@ PODS_READY_TIMEOUT = "10m"
 NODE_CHECK_NAMESPACE = "fmcluster-system"
 NODE_CHECK_TAINT = "fmcluster.io/node-check"
 NODE_CHECK_INTERVAL_S = 600
-#: Image of the node-check DaemonSet: bash, curl and chroot (the check itself runs on the host, chroot /host).
+#: Image of the node-check DaemonSet: bash, curl and chroot (the check itself runs on the host, chroot /host). That the
+#: Amazon Linux 2023 container image ships curl (curl-minimal) is not verified against a primary source here.
 NODE_CHECK_IMAGE = "public.ecr.aws/amazonlinux/amazonlinux:2023"
 NCCL_TESTS_BIN = "/opt/nccl-tests/build/all_reduce_perf"
 
@@ -418,7 +422,10 @@ def node_check_objects(rc: ResolvedCluster) -> list[dict[str, Any]]:
 
 def helm_install_script(plan: EksPlan, region: str) -> str:
     """The pinned HyperPod dependency chart install (run once after the ``<name>-eks`` stack, before the cluster
-    stack; docs/kubernetes.md). cert-manager is turned on: the training operator add-on needs it."""
+    stack; docs/kubernetes.md). cert-manager is turned on: the training operator add-on needs it. kubectl and helm
+    act as ``orchestrator.hyperpod.eks.admin_role_arn`` (the only principal with access to a created cluster)."""
+    admin = plan.settings.admin_role_arn if plan.creates_cluster else None
+    role = f" --role-arn {admin}" if admin else ""
     return f"""#!/usr/bin/env bash
 # Install the SageMaker HyperPod dependency Helm chart, pinned to {cat.HELM_CHART_REPO} at {cat.HELM_CHART_COMMIT}
 # (chart {cat.HELM_CHART_PATH}). Run after `cdk deploy` of the EKS stack and before the cluster stack: HyperPod
@@ -426,7 +433,7 @@ def helm_install_script(plan: EksPlan, region: str) -> str:
 set -euo pipefail
 work="$(mktemp -d)"
 trap 'rm -rf "${{work}}"' EXIT
-aws eks update-kubeconfig --region {region} --name {plan.cluster_name}
+aws eks update-kubeconfig --region {region} --name {plan.cluster_name}{role}
 git clone --quiet {cat.HELM_CHART_REPO} "${{work}}/cli"
 git -C "${{work}}/cli" checkout --quiet {cat.HELM_CHART_COMMIT}
 helm dependency update "${{work}}/cli/{cat.HELM_CHART_PATH}"
