@@ -68,12 +68,14 @@ KUEUE_TAS_DEFAULT_ON = (0, 14)
 #: attaching it to an Amazon EKS cluster, you should install packages using Helm ... The aws-hyperpod namespace name
 #: cannot be modified": https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-install-packages-using-helm-chart.html
 HELM_CHART_REPO = "https://github.com/aws/sagemaker-hyperpod-cli.git"
-HELM_CHART_COMMIT = "067d658b2d5c3d347afbadd75e1425214e965dcb"
+HELM_CHART_COMMIT = "011ca927123e02b35a399935bbb3ab1905fe33c7"  # 2026-06-22; the vendored PyTorchJob/MPIJob CRDs are from it
 HELM_CHART_PATH = "helm_chart/HyperPodHelmChart"
 HELM_RELEASE = "hyperpod-dependencies"
 HELM_NAMESPACE = "kube-system"
-#: Sub-chart versions at that commit (its Chart.yaml): cert-manager v1.18.2 (oci://quay.io/jetstack/charts),
-#: nvidia-device-plugin 0.16.1, aws-efa-k8s-device-plugin 0.5.20, mpi-operator and health-monitoring-agent 0.1.0 (local).
+#: Sub-chart versions at that commit (its Chart.yaml): cert-manager v1.18.2 (oci://quay.io/jetstack/charts, off by
+#: default in values.yaml: the install script turns it on), nvidia-device-plugin 0.16.1, aws-efa-k8s-device-plugin
+#: 0.5.20, mpi-operator (MPIJob v2beta1 of kubeflow/mpi-operator v0.5.0), training-operators (Kubeflow, image
+#: kubeflow/training-operator:v1-855e096, PyTorchJob), health-monitoring-agent 0.1.0 (local sub-charts).
 HELM_CHART_DEPENDENCIES = {
     "cert-manager": "v1.18.2",
     "nvidia-device-plugin": "0.16.1",
