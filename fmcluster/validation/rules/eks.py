@@ -50,9 +50,10 @@ def imported_cluster_same_region_and_vpc(rc: ResolvedCluster) -> Iterator[Violat
         )
     if bp.network.vpc_id is None:
         yield path, (
-            f"an existing EKS cluster cannot be in the VPC this blueprint creates, got {plan.imported_arn} with no "
-            "network.vpc_id; allowed network.vpc_id and network.gpu_subnet_id of the cluster's VPC, or no "
-            "eks_cluster_arn (fmcluster creates the cluster in its VPC)"
+            f"an existing EKS cluster cannot be in the VPC this blueprint creates, "
+            f"got {plan.imported_arn} with no network.vpc_id; "
+            "allowed network.vpc_id and network.gpu_subnet_id of the cluster's VPC, "
+            "or no eks_cluster_arn (fmcluster creates the cluster in its VPC)"
         )
     if bp.orchestrator.hyperpod.eks is not None:
         yield EKS, (
@@ -73,8 +74,9 @@ def control_plane_subnets(rc: ResolvedCluster) -> Iterator[Violation]:
     if bp.network.vpc_id is not None:
         if len(set(s.control_plane_subnet_ids)) < 2:
             yield subnets_path, (
-                f"EKS needs control-plane subnets in two Availability Zones, got {len(set(s.control_plane_subnet_ids))} "
-                "subnet(s) with an imported VPC; allowed at least two subnet ids in different AZs of network.vpc_id"
+                "EKS needs control-plane subnets in two Availability Zones, "
+                f"got {len(set(s.control_plane_subnet_ids))} subnet(s) with an imported VPC; "
+                "allowed at least two subnet ids in different AZs of network.vpc_id"
             )
         if s.control_plane_availability_zone is not None:
             yield az_path, (
@@ -92,18 +94,18 @@ def control_plane_subnets(rc: ResolvedCluster) -> Iterator[Violation]:
     form = "an AZ ID such as use1-az4" if by_id else f"an AZ name of {bp.region} such as {bp.region}b"
     if az is None:
         yield az_path, (
-            f"EKS needs control-plane subnets in two Availability Zones, got none besides {bp.az_label}; allowed {form} "
-            f"other than {bp.az_label}"
+            f"EKS needs control-plane subnets in two Availability Zones, got none besides {bp.az_label}; "
+            f"allowed {form} other than {bp.az_label}"
         )
     elif az == bp.az_label:
         yield az_path, f"same AZ as the GPU subnet, got {az!r}; allowed {form} other than {bp.az_label}"
     elif by_id != ("-az" in az) or (not by_id and not az.startswith(bp.region)):
         yield az_path, f"not {form}, got {az!r}; allowed {form} other than {bp.az_label}"
     if plan.control_plane_cidrs is None:
+        gpu = f"/{bp.network.gpu_subnet_prefix_length}"
         yield "network.vpc_cidr", (
-            f"no room for the two /28 EKS control-plane subnets after the public /24 and the "
-            f"/{bp.network.gpu_subnet_prefix_length} GPU subnet, got {bp.network.vpc_cidr}; allowed a larger VPC or a "
-            "smaller network.gpu_subnet_prefix_length"
+            f"no room for the two /28 EKS control-plane subnets after the public /24 and the {gpu} GPU subnet, "
+            f"got {bp.network.vpc_cidr}; allowed a larger VPC or a smaller network.gpu_subnet_prefix_length"
         )
 
 
@@ -115,8 +117,9 @@ def efa_off_on_efa_type(rc: ResolvedCluster) -> Iterator[Violation]:
     for g in rc.groups:
         if g.instance.efa_interface_count and not g.efa_devices:
             yield f"{g.path}.efa", (
-                f"EFA is off on {g.instance.name} ({g.instance.efa_interface_count} EFA devices), so its job templates "
-                f"request no {cat.EFA_RESOURCE} and NCCL runs over TCP, got efa off; allowed EFA on (the default)"
+                f"EFA is off on {g.instance.name} ({g.instance.efa_interface_count} EFA devices), "
+                f"so its job templates request no {cat.EFA_RESOURCE} and NCCL runs over TCP, got efa off; "
+                "allowed EFA on (the default)"
             )
 
 
@@ -144,6 +147,6 @@ def public_endpoint_open(rc: ResolvedCluster) -> Iterator[Violation]:
     for i, cidr in enumerate(plan.settings.public_access_cidrs):
         if cidr.endswith("/0"):
             yield f"{EKS}.public_access_cidrs[{i}]", (
-                f"the Kubernetes API endpoint is open to the whole internet, got {cidr!r}; allowed your own address "
-                "ranges (e.g. 203.0.113.7/32), or none for a private endpoint"
+                f"the Kubernetes API endpoint is open to the whole internet, got {cidr!r}; "
+                "allowed your own address ranges (e.g. 203.0.113.7/32), or none for a private endpoint"
             )
