@@ -93,6 +93,11 @@ class EksControlPlane(Construct):
                     availability_zone=None if by_id else zone, availability_zone_id=zone if by_id else None,
                     tags=[{"key": "Name", "value": f"{plan.cluster_name}-eks-control-plane-{i + 1}"}],
                 )
+                acknowledge(subnet, (
+                    "CloudFormation-Validate::W3010",
+                    "The control-plane subnets go to the blueprint's AZ and control_plane_availability_zone by design "
+                    "(capacity and EFA placement are bound to the blueprint's zone; EKS needs a second one).",
+                ))
                 self.subnet_ids.append(subnet.ref)
 
         public = list(s.public_access_cidrs)
