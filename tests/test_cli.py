@@ -99,7 +99,7 @@ def test_render_writes_every_script_of_every_group(tmp_path: Path) -> None:
         "bootstrap.sh", "fmcluster-node-check", "job-env.sh", "versions.txt"]
     assert (tmp_path / "gpu/bootstrap.sh").stat().st_mode & 0o111
     versions = (tmp_path / "gpu/versions.txt").read_text()
-    assert "aws_ofi_nccl: 1.22.0\n" in versions and "libfabric: 2.1.0amzn5.0\n" in versions
+    assert "aws_ofi_nccl: 1.22.0\n" in versions and "libfabric: 2.7.0amzn2.0\n" in versions
 
 
 def test_render_bad_blueprint_lists_problems_without_traceback(tmp_path: Path) -> None:

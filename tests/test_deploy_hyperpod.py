@@ -31,6 +31,7 @@ from tests.orchestrator_support import Resolver, cluster_template
 EKS_ARN = "arn:aws:eks:us-east-1:123456789012:cluster/training"
 PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/gb200-plan"
 HP: dict[str, Any] = {"orchestrator": {"kind": "hyperpod"}}
+IMPORTED_NETWORK = {"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"}
 
 
 def hp(**settings: Any) -> dict[str, Any]:
@@ -38,7 +39,8 @@ def hp(**settings: Any) -> dict[str, Any]:
 
 
 def eks(**settings: Any) -> dict[str, Any]:
-    return hp(orchestration="eks", eks_cluster_arn=EKS_ARN, **settings)
+    # an existing EKS cluster is in an existing VPC (R-EKS-2)
+    return {**hp(orchestration="eks", eks_cluster_arn=EKS_ARN, **settings), "network": IMPORTED_NETWORK}
 
 
 def gpu(**kw: Any) -> dict[str, Any]:

@@ -105,7 +105,8 @@ DEPLOY_ERRORS: list[tuple[dict[str, Any], str, str, str]] = [
      "storage.lustre.kms_key_arn",
      f"KMS key ARN of partition 'aws-cn', got 'arn:aws-cn:kms:us-east-1:123456789012:key/{KEY}'; allowed an ARN of "
      "partition 'aws' (region us-east-1 is in aws)", "R-ARN-1"),
-    ({**HP, "orchestrator": {"kind": "hyperpod", "hyperpod": {
+    ({**HP, "network": {"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"},
+      "orchestrator": {"kind": "hyperpod", "hyperpod": {
         "orchestration": "eks", "eks_cluster_arn": "arn:aws-us-gov:eks:us-east-1:123456789012:cluster/k8s"}}},
      "orchestrator.hyperpod.eks_cluster_arn",
      "EKS cluster ARN of partition 'aws-us-gov', got 'arn:aws-us-gov:eks:us-east-1:123456789012:cluster/k8s'; allowed an "

@@ -23,6 +23,7 @@ import pytest
 from fmcluster.blueprint.model import CheckpointSpec
 from fmcluster.constructs.network import NO_TRAFFIC_EGRESS
 from fmcluster.stacks.build import ALLOW_DATA_DESTRUCTION
+from fmcluster.validation import load_blueprint
 from tests.blueprints import blueprint_text
 from tests.conftest import EXAMPLES, resources_of, synth_templates
 
@@ -30,7 +31,8 @@ RETAINED = ("Retain", "RetainExceptOnCreate")
 Templates = dict[str, dict[str, Any]]
 Key = tuple[str, str]  # (stack, logical id)
 
-LUSTRE_EXAMPLES = [p for p in EXAMPLES if "lustre:" in p.read_text()]
+# examples with a file system (hyperpod-eks.yaml says `lustre: null`)
+LUSTRE_EXAMPLES = [p for p in EXAMPLES if load_blueprint(p).storage.lustre is not None]
 DESTROY = {"storage": {"lustre": {"removal_policy": "destroy"}, "checkpoints": {"removal_policy": "destroy"}}}
 EXISTING_VPC = {"network": {"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"}}
 

@@ -28,6 +28,7 @@ from tests.orchestrator_support import (
 
 EXAMPLE = (ROOT / "blueprints" / "hyperpod-p5.yaml").read_text()
 EKS_ARN = "arn:aws:eks:us-east-1:123456789012:cluster/training"
+IMPORTED_NETWORK = {"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"}
 
 
 def _cluster(templates: dict[str, Any]) -> dict[str, Any]:
@@ -202,7 +203,8 @@ def test_every_catalog_type_is_an_ml_instance_group(instance_type: str) -> None:
 
 
 def test_eks_orchestration() -> None:
-    text = blueprint_text({"orchestrator": {"kind": "hyperpod", "hyperpod": {"orchestration": "eks", "eks_cluster_arn": EKS_ARN}}})
+    text = blueprint_text({"orchestrator": {"kind": "hyperpod", "hyperpod": {"orchestration": "eks", "eks_cluster_arn": EKS_ARN}},
+                           "network": IMPORTED_NETWORK})  # an existing EKS cluster is in an existing VPC (R-EKS-2)
     templates = synth_templates(text)
     props = _cluster(templates)
     assert props["Orchestrator"] == {"Eks": {"ClusterArn": EKS_ARN}}
@@ -256,9 +258,11 @@ def test_no_placement_group_for_hyperpod(example: dict[str, Any]) -> None:
 def _with_metrics(metrics: str, **orchestrator: Any) -> str:
     """The example with another metrics mode and HyperPod settings (on EKS without the controller and login
     settings, which are an error there, R-HP-6)."""
+    network: dict[str, Any] = {}
     if orchestrator.get("orchestration") == "eks":
         orchestrator = {"controller_instance_type": DROP, "login_instance_type": DROP, **orchestrator}
-    return blueprint_text({"observability": {"metrics": metrics}, "orchestrator": {"hyperpod": orchestrator}},
+        network = {"network": IMPORTED_NETWORK}  # an existing EKS cluster is in an existing VPC (R-EKS-2)
+    return blueprint_text({"observability": {"metrics": metrics}, "orchestrator": {"hyperpod": orchestrator}, **network},
                           base=blueprints.example("hyperpod-p5"))
 
 

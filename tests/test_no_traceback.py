@@ -62,7 +62,8 @@ EDGE_CASES: dict[str, dict[str, Any]] = {
     # orchestrators
     "hyperpod-eks": _with(HYPERPOD, orchestrator={"kind": "hyperpod", "hyperpod": {
         "orchestration": "eks", "eks_cluster_arn": "arn:aws:eks:us-east-1:123456789012:cluster/train",
-        "login_instance_type": None}}),
+        "login_instance_type": None}},
+        network={"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"}),
     "hyperpod-no-login": _with(HYPERPOD, orchestrator__hyperpod__login_instance_type=None),
     # capacity types
     "pc-spot": _capacity(DEFAULT, {"type": "spot"}),

@@ -44,6 +44,7 @@ RULE_CASES = [
                     "eks_cluster_arn": "arn:aws:eks:us-east-1:123456789012:cluster/x",
                 },
             },
+            "network": {"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"},
         },
         "warning",
         "observability.metrics",

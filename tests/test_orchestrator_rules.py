@@ -29,10 +29,10 @@ def _warnings(patch: dict[str, Any], *, image_rules: bool = False) -> list[tuple
 @pytest.mark.parametrize(
     ("patch", "expected"),
     [
-        ({"orchestrator": {"kind": "hyperpod", "hyperpod": {"orchestration": "eks"}}},
-         ("orchestrator.hyperpod.eks_cluster_arn",
-          "required with orchestration: eks, got nothing; allowed arn:aws:eks:<region>:<account>:cluster/<name> of an "
-          "existing EKS cluster (authentication mode API or API_AND_CONFIG_MAP)", "R-HP-1")),
+        # orchestration: eks without an ARN creates the EKS cluster (R-EKS-* in tests/test_eks.py)
+        ({"orchestrator": {"kind": "hyperpod", "hyperpod": {"eks": {"kubernetes_version": "1.33"}}}},
+         ("orchestrator.hyperpod.eks",
+          "ignored with orchestration: slurm, got EKS cluster settings; allowed only with orchestration: eks", "R-HP-1")),
         ({"orchestrator": {"kind": "hyperpod", "hyperpod": {"eks_cluster_arn": EKS}}},
          ("orchestrator.hyperpod.eks_cluster_arn",
           f"ignored with orchestration: slurm, got {EKS!r}; allowed only with orchestration: eks", "R-HP-2")),

@@ -124,6 +124,17 @@ WHERE: dict[str, tuple[Callable[[str], dict[str, Any]], str]] = {
     "ParallelClusterSettings.custom_ami": (lambda v: _orch("parallelcluster", custom_ami=v),
                                            "orchestrator.parallelcluster.custom_ami"),
     "HyperPodSettings.eks_cluster_arn": (lambda v: _orch("hyperpod", eks_cluster_arn=v), "orchestrator.hyperpod.eks_cluster_arn"),
+    "HyperPodEksSettings.admin_role_arn": (lambda v: _orch("hyperpod", orchestration="eks", eks={"admin_role_arn": v}),
+                                           "orchestrator.hyperpod.eks.admin_role_arn"),
+    "HyperPodEksSettings.control_plane_availability_zone": (
+        lambda v: _orch("hyperpod", orchestration="eks", eks={"control_plane_availability_zone": v}),
+        "orchestrator.hyperpod.eks.control_plane_availability_zone"),
+    "HyperPodEksSettings.control_plane_subnet_ids": (
+        lambda v: _orch("hyperpod", orchestration="eks", eks={"control_plane_subnet_ids": [v]}),
+        "orchestrator.hyperpod.eks.control_plane_subnet_ids"),
+    "HyperPodEksSettings.queue_namespaces": (
+        lambda v: _orch("hyperpod", orchestration="eks", eks={"queue_namespaces": [v]}),
+        "orchestrator.hyperpod.eks.queue_namespaces"),
     "HyperPodSettings.controller_instance_type": (lambda v: _orch("hyperpod", controller_instance_type=v),
                                                   "orchestrator.hyperpod.controller_instance_type"),
     "HyperPodSettings.login_instance_type": (lambda v: _orch("hyperpod", login_instance_type=v),

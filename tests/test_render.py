@@ -26,8 +26,8 @@ EXAMPLES = sorted((ROOT / "blueprints").glob("*.yaml"))
 CB = {"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"}
 SPECIAL = {
     "b200-nvlsm": ({"image": {"mode": "bake"}, "stack": "blackwell-580-cuda13.0"}, {"instance_type": "p6-b200.48xlarge"}, "ubuntu-24.04"),
-    "gb200-imex-arm64": ({"image": {"mode": "bake"}, "stack": "gb200-580-cuda13.0"}, {"instance_type": "p6e-gb200.36xlarge", "capacity": CB, "count": 9},
-                         "amazon-linux-2023"),
+    "gb200-imex-arm64": ({"image": {"mode": "bake"}, "stack": "gb200-580-cuda13.0"},
+                         {"instance_type": "p6e-gb200.36xlarge", "capacity": CB, "count": 9}, "amazon-linux-2023"),
     "p5-4xlarge": ({"image": {"mode": "bake"}, "stack": "h100-570-cuda12.8"}, {"instance_type": "p5.4xlarge"}, "amazon-linux-2023"),
     "plugin-from-source": ({"image": {"mode": "bake"}, "stack": "h100-570-cuda12.8", "overrides": {"aws_ofi_nccl": "1.16.3"}},
                            {"instance_type": "p5en.48xlarge"}, "ubuntu-22.04"),

@@ -131,6 +131,8 @@ def test_subnet_usage_hyperpod_mixed_groups_without_fsx() -> None:
             },
         },
         storage={"lustre": None},
+        # an existing EKS cluster is in an existing VPC (R-EKS-2)
+        network={"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"},
     ))
     bp = load_blueprint_text(text).blueprint
     usage = subnet_usage(bp)

@@ -805,16 +805,98 @@ def _every_deep_health_check() -> list[DeepHealthCheck]:
     return ["InstanceStress", "InstanceConnectivity"]
 
 
+#: Kubernetes versions SageMaker HyperPod supports for EKS orchestration ("SageMaker HyperPod supports Kubernetes
+#: versions 1.28, 1.29, 1.30, 1.31, 1.32, 1.33 and 1.34":
+#: https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html, 2026 revision as served
+#: by docs.amazonaws.cn/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.md).
+HYPERPOD_EKS_KUBERNETES_VERSIONS = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34")
+#: The default: the newest version the HyperPod training operator also supports (1.28-1.33,
+#: https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator.html "Supported versions").
+DEFAULT_EKS_KUBERNETES_VERSION: Final = "1.33"
+IAM_ROLE_ARN_PATTERN = r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$"
+K8S_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+PATTERN_HINTS[IAM_ROLE_ARN_PATTERN] = "an IAM role ARN such as arn:aws:iam::123456789012:role/eks-admins"
+AZ_NAME_OR_ID_PATTERN = r"^([a-z]{2}(-gov)?-[a-z]+-\d[a-z]|[a-z]{3,4}\d-az\d+)$"
+PATTERN_HINTS[AZ_NAME_OR_ID_PATTERN] = "an Availability Zone name such as us-east-1b or an AZ ID such as use1-az4"
+PATTERN_HINTS[K8S_NAME_PATTERN] = "a Kubernetes namespace name (lowercase letters, digits and -, 1-63 characters)"
+
+
+class HyperPodEksSettings(Section):
+    """The EKS cluster fmcluster creates for HyperPod EKS orchestration (``orchestrator.hyperpod.eks``; only
+    without ``eks_cluster_arn``). docs/kubernetes.md walks through a deploy."""
+
+    kubernetes_version: Literal["1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34"] = Field(
+        DEFAULT_EKS_KUBERNETES_VERSION,
+        description=f"Kubernetes version of the EKS cluster. Default: {DEFAULT_EKS_KUBERNETES_VERSION}; allowed the "
+        "versions HyperPod supports (1.28-1.34); the training operator supports up to 1.33 (R-EKS-5).",
+    )
+    admin_role_arn: str | None = Field(
+        None, pattern=IAM_ROLE_ARN_PATTERN, max_length=2048,
+        description="IAM role given cluster-admin access (access entry with AmazonEKSClusterAdminPolicy); required "
+        "when fmcluster creates the cluster (R-EKS-1). Default: not set.",
+    )
+    control_plane_availability_zone: str | None = Field(
+        None, pattern=AZ_NAME_OR_ID_PATTERN,
+        description="Second AZ (name, or AZ ID when the blueprint uses availability_zone_id) for the EKS control "
+        "plane subnet of a new VPC: EKS needs subnets in two AZs. Default: not set (required with a new VPC, R-EKS-3).",
+    )
+    control_plane_subnet_ids: list[Annotated[str, StringConstraints(pattern=r"^subnet-[0-9a-f]{8,17}$")]] = Field(
+        default_factory=list, max_length=16,
+        description="Subnets (at least two AZs) for the EKS control plane in an imported VPC (network.vpc_id). "
+        "Default: none (required with an imported VPC, R-EKS-3).",
+    )
+    public_access_cidrs: list[str] = Field(
+        default_factory=list, max_length=40,
+        description="CIDRs that may reach the Kubernetes API endpoint from the internet; empty keeps the endpoint "
+        "private (reach it from inside the VPC). Default: none (private endpoint only).",
+    )
+    interface_endpoints: bool = Field(
+        True,
+        description="Create the interface VPC endpoints a private cluster needs (SageMaker API, EKS, EKS Auth, ECR "
+        "API/DKR, STS, CloudWatch Logs) in the GPU subnet. Turn off in an imported VPC that has them. Default: true.",
+    )
+    training_operator: bool = Field(
+        True, description="Install the HyperPod training operator EKS add-on. Default: true."
+    )
+    task_governance: bool = Field(
+        True, description="Install the HyperPod task governance EKS add-on (Kueue). Default: true."
+    )
+    queue_namespaces: list[Annotated[str, StringConstraints(pattern=K8S_NAME_PATTERN)]] = Field(
+        default_factory=lambda: ["default"], min_length=1, max_length=50,
+        description="Namespaces that get a Kueue LocalQueue per compute group. Default: [default].",
+    )
+
+    @field_validator("public_access_cidrs")
+    @classmethod
+    def _cidrs(cls, v: list[str]) -> list[str]:
+        bad = []
+        for c in v:
+            try:
+                ipaddress.IPv4Network(c, strict=True)
+            except ValueError:
+                bad.append(c)
+        if bad:
+            raise ValueError(f"not IPv4 network CIDRs, got {', '.join(map(repr, bad))}; allowed e.g. 203.0.113.7/32")
+        return v
+
+
 class HyperPodSettings(Section):
     """SageMaker HyperPod (``AWS::SageMaker::Cluster``, aws-resource-rules.md section 7)."""
 
     orchestration: Literal["slurm", "eks"] = Field(
         "slurm", description="slurm: controller, optional login and one worker group per compute group; eks: worker "
-        "groups joined to the existing EKS cluster eks_cluster_arn. Default: slurm.",
+        "groups joined to the EKS cluster eks_cluster_arn, or to one fmcluster creates (orchestrator.hyperpod.eks). "
+        "Default: slurm.",
     )
     eks_cluster_arn: str | None = Field(
         None, pattern=r"^arn:aws[a-z-]*:eks:[a-z0-9-]+:\d{12}:cluster/[\w-]+$",
-        description="Existing EKS cluster (required with orchestration: eks). Default: not set.",
+        description="Existing EKS cluster to join (same Region and VPC as the blueprint, R-EKS-2). Default: not set "
+        "(fmcluster creates one, orchestrator.hyperpod.eks).",
+    )
+    eks: HyperPodEksSettings | None = Field(
+        None,
+        description="The EKS cluster fmcluster creates (orchestration: eks without eks_cluster_arn). Default: not "
+        "set (with orchestration: eks and no eks_cluster_arn, an EKS cluster with these defaults is created).",
     )
     controller_instance_type: str = Field(
         DEFAULT_HYPERPOD_CONTROLLER, pattern=HYPERPOD_TYPE_PATTERN,

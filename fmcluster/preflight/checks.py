@@ -516,3 +516,41 @@ def check_network_layout(ec2: Any, *, expected: NetworkLayout, region: str) -> C
                        f"the catalog differs from DescribeInstanceTypes: {'; '.join(d for _, d in diffs)}; "
                        "fmcluster's launch templates and subnet sizing use the catalog "
                        "(fmcluster/catalog/data/instances.yaml)", src)
+
+
+# ---- an existing EKS cluster (HyperPod EKS with eks_cluster_arn) ---------------------------------------------
+EKS_DESCRIBE_API = "https://docs.aws.amazon.com/eks/latest/APIReference/API_DescribeCluster.html"
+#: Authentication modes HyperPod accepts and the Kubernetes versions it supports
+#: (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html).
+HYPERPOD_AUTH_MODES = ("API", "API_AND_CONFIG_MAP")
+
+
+def check_eks_cluster(eks: Any, *, name: str, vpc_id: str | None, versions: Iterable[str]) -> CheckResult:
+    """An existing EKS cluster for HyperPod: it exists in the Region, is in ``vpc_id`` (the blueprint's imported
+    VPC), runs a Kubernetes version HyperPod supports (``versions``) and uses authentication mode API or
+    API_AND_CONFIG_MAP."""
+    check, subject = "EKS cluster", name
+    try:
+        cluster = eks.describe_cluster(name=name)["cluster"]
+    except ClientError as e:
+        if error_code(e) == "ResourceNotFoundException":
+            return CheckResult(check, subject, "error", f"no EKS cluster {name} in this Region", EKS_DESCRIBE_API)
+        raise
+    problems = []
+    cluster_vpc = cluster.get("resourcesVpcConfig", {}).get("vpcId")
+    if vpc_id and cluster_vpc != vpc_id:
+        problems.append(f"is in {cluster_vpc}, not network.vpc_id {vpc_id}")
+    version = cluster.get("version")
+    allowed = tuple(versions)
+    if version not in allowed:
+        problems.append(f"runs Kubernetes {version}; HyperPod supports {', '.join(allowed)}")
+    mode = cluster.get("accessConfig", {}).get("authenticationMode")
+    if mode is not None and mode not in HYPERPOD_AUTH_MODES:
+        problems.append(f"authentication mode {mode}; HyperPod needs {' or '.join(HYPERPOD_AUTH_MODES)}")
+    if problems:
+        return CheckResult(check, subject, "error", "; ".join(problems), EKS_DESCRIBE_API)
+    if mode is None:
+        return CheckResult(check, subject, "warning", f"in {cluster_vpc}, Kubernetes {version}; the authentication "
+                           "mode was not reported (HyperPod needs API or API_AND_CONFIG_MAP)", EKS_DESCRIBE_API)
+    return CheckResult(check, subject, "ok", f"in {cluster_vpc}, Kubernetes {version}, authentication mode {mode}",
+                       EKS_DESCRIBE_API)

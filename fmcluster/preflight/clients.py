@@ -37,6 +37,8 @@ class Clients:
     fsx: Any
     sts: Any
     sagemaker: Any
+    #: EKS (HyperPod EKS with an existing cluster). Default: none (the check is skipped).
+    eks: Any = None
 
 
 def make_clients(region: str, profile: str | None = None) -> Clients:
@@ -60,4 +62,4 @@ def make_clients(region: str, profile: str | None = None) -> Clients:
         return session.client(name, region_name=region, config=CLIENT_CONFIG)  # type: ignore[call-overload]
 
     return Clients(ec2=client("ec2"), s3=client("s3"), service_quotas=client("service-quotas"),
-                   fsx=client("fsx"), sts=client("sts"), sagemaker=client("sagemaker"))
+                   fsx=client("fsx"), sts=client("sts"), sagemaker=client("sagemaker"), eks=client("eks"))

@@ -15,7 +15,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-from fmcluster.blueprint.model import OdcrCapacity, TrainingPlanCapacity
+from fmcluster.blueprint.model import HYPERPOD_EKS_KUBERNETES_VERSIONS, OdcrCapacity, TrainingPlanCapacity
 from fmcluster.catalog.instances import InstanceSpec
 from fmcluster.preflight.checks import (
     FSX_LUSTRE_QUOTAS,
@@ -27,6 +27,7 @@ from fmcluster.preflight.checks import (
     Zone,
     check_bucket,
     check_capacity_reservation,
+    check_eks_cluster,
     check_fsx_quota,
     check_gpu_subnet,
     check_identity,
@@ -223,6 +224,15 @@ def plan_steps(rc: ResolvedCluster, clients: Clients, zone: Zone | None, *, unti
         add("FSx storage quota", f"Lustre {fs.deployment_type} storage ({code})", check_fsx_quota,
             clients.service_quotas, clients.fsx, deployment_type=fs.deployment_type,
             storage_capacity_gib=fs.storage_capacity_gib)
+
+    # an existing EKS cluster of HyperPod EKS: Region, VPC, version, authentication mode (R-EKS-2 checks what it can
+    # offline)
+    if rc.eks is not None and not rc.eks.creates_cluster:
+        if clients.eks is None:
+            skip("EKS cluster", rc.eks.cluster_name, "no EKS client")
+        else:
+            add("EKS cluster", rc.eks.cluster_name, check_eks_cluster, clients.eks, name=rc.eks.cluster_name,
+                vpc_id=bp.network.vpc_id, versions=HYPERPOD_EKS_KUBERNETES_VERSIONS)
 
     # an imported GPU subnet (a new one is sized by rule R-SUBNET-1)
     if bp.network.gpu_subnet_id:

@@ -19,6 +19,7 @@ from fmcluster.blueprint.model import Blueprint, ComputeGroup, SoftwareSpec
 from fmcluster.catalog import InstanceSpec, get_instance
 from fmcluster.catalog.networking import InterfaceSlot, describe_layout, interface_layout
 from fmcluster.catalog.software import SoftwareStack, get_stack
+from fmcluster.resolved.eks import EksPlan, eks_plan
 from fmcluster.resolved.image import ResolvedImage, resolve_image
 from fmcluster.resolved.profiles import OrchestratorProfile, profile_for
 from fmcluster.resolved.subnet import SubnetUsage, subnet_usage
@@ -38,10 +39,13 @@ class StackNames:
     storage: str
     cluster: str
     observability: str | None
+    #: ``<name>-eks``: the EKS cluster fmcluster creates for HyperPod EKS orchestration, else ``None``.
+    eks: str | None = None
 
     def all(self) -> list[str]:
-        """Every stack, in the order ``fmcluster plan`` lists them (network, storage, observability, cluster)."""
-        return [self.network, self.storage, *([self.observability] if self.observability else []), self.cluster]
+        """Every stack, in the order ``fmcluster plan`` lists them (network, storage, observability, eks, cluster)."""
+        return [self.network, self.storage, *([self.observability] if self.observability else []),
+                *([self.eks] if self.eks else []), self.cluster]
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,7 @@ class ResolvedCluster:
         observability_parameter: SSM parameter (String, JSON) nodes read at boot for the metrics layer.
         node_dir: where fmcluster keeps its files on nodes (:data:`NODE_DIR`).
         tags: tags on every resource: ``fmcluster:blueprint`` plus the blueprint's tags.
+        eks: the EKS side of HyperPod EKS orchestration (:func:`fmcluster.resolved.eks.eks_plan`), else ``None``.
     """
 
     blueprint: Blueprint
@@ -113,6 +118,7 @@ class ResolvedCluster:
     observability_parameter: str
     node_dir: str
     tags: dict[str, str]
+    eks: EksPlan | None = None
 
     @property
     def name(self) -> str:
@@ -149,6 +155,7 @@ def stack_names(bp: Blueprint) -> StackNames:
     return StackNames(
         network=f"{bp.name}-network", storage=f"{bp.name}-storage", cluster=f"{bp.name}-cluster",
         observability=f"{bp.name}-observability" if bp.observability.enabled else None,
+        eks=f"{bp.name}-eks" if (plan := eks_plan(bp)) is not None and plan.creates_cluster else None,
     )
 
 
@@ -209,4 +216,5 @@ def resolve(bp: Blueprint) -> ResolvedCluster:
         observability_parameter=observability_parameter_name(bp.name),
         node_dir=NODE_DIR,
         tags={BLUEPRINT_TAG: bp.name, **bp.tags},
+        eks=eks_plan(bp),
     )

@@ -48,9 +48,11 @@ class ClusterStacks:
     storage: StorageStack
     cluster: ClusterStack
     observability: ObservabilityStack | None = None
+    eks: Stack | None = None
 
     def all(self) -> list[Stack]:
-        return [self.network, self.storage, self.cluster, *([self.observability] if self.observability else [])]
+        return [self.network, self.storage, self.cluster, *([self.observability] if self.observability else []),
+                *([self.eks] if self.eks else [])]
 
 
 def _flag(app: App, name: str) -> bool:
@@ -59,8 +61,8 @@ def _flag(app: App, name: str) -> bool:
 
 
 def build_app(app: App, bp: Blueprint) -> ClusterStacks:
-    """Add the network, storage, observability (when ``observability.metrics`` is not ``none``) and
-    cluster stacks of ``bp`` (a validated blueprint) to ``app``; returns them.
+    """Add the network, storage, observability (when ``observability.metrics`` is not ``none``), EKS (HyperPod EKS
+    with an EKS cluster fmcluster creates) and cluster stacks of ``bp`` (a validated blueprint) to ``app``; returns them.
 
     Resolves ``bp`` once (:func:`fmcluster.resolved.resolve`) and hands each stack its blueprint section
     plus what the resolved cluster derived: stack names, tags, placement-group names, the resolved
@@ -99,6 +101,18 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
             description=f"fmcluster {bp.name}: {bp.observability.metrics} metrics (Prometheus, Grafana, alert rules)",
         )
         Tags.of(observability).add("fmcluster:stack", "observability")
+    eks_cluster = None
+    eks_stack = None
+    if rc.stacks.eks is not None and rc.eks is not None:
+        from fmcluster.stacks.eks_stack import EksStack
+
+        eks_stack = EksStack(
+            app, rc.stacks.eks, env=env, plan=rc.eks, vpc=net.vpc, gpu_subnet=net.gpu_subnet,
+            security_group=net.efa_security_group, placement=placement, tags=rc.tags,
+            description=f"fmcluster {bp.name}: EKS cluster {rc.eks.cluster_name}, node add-ons, admin access, endpoints",
+        )
+        Tags.of(eks_stack).add("fmcluster:stack", "eks")
+        eks_cluster = eks_stack.control_plane
     cluster = ClusterStack(
         app, rc.stacks.cluster, env=env, profile=rc.profile, orchestrator=bp.orchestrator, cluster_name=bp.name,
         os=bp.software.os_name, groups=rc.groups, node_contexts=blueprint_node_contexts(rc), vpc=net.vpc,
@@ -107,6 +121,7 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
         description=f"fmcluster {bp.name}: {bp.orchestrator.kind} cluster and node bootstrap",
         head_node_script=render_exporter_script(exporter_context(rc, role="head")) if observability else None,
         head_node_policy=observability.observability.node_policy if observability else None,
+        eks_plan=rc.eks, eks_cluster_arn=eks_cluster.cluster_arn if eks_cluster else None,
     )
     for stack, role in ((network, "network"), (storage, "storage"), (cluster, "cluster")):
         Tags.of(stack).add("fmcluster:stack", role)
@@ -115,4 +130,4 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
         # on every resource; the blueprint's tags stay off REPLACE_ON_TAG_CHANGE types.
         exclude = [] if k == BLUEPRINT_TAG else list(REPLACE_ON_TAG_CHANGE)
         Tags.of(app).add(k, v, exclude_resource_types=exclude)
-    return ClusterStacks(network, storage, cluster, observability)
+    return ClusterStacks(network, storage, cluster, observability, eks=eks_stack)

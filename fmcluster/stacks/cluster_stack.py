@@ -17,6 +17,7 @@ from fmcluster.constructs.orchestrators.common import HEAD_NODE_SCRIPT
 from fmcluster.constructs.orchestrators.parallelcluster import ParallelClusterCluster
 from fmcluster.constructs.storage import CheckpointAccess, LustreMount
 from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
+from fmcluster.resolved.eks import EksPlan
 from fmcluster.templates.context import NodeContext
 
 if TYPE_CHECKING:  # imported where used: a synth loads only its own orchestrator's CDK modules
@@ -45,6 +46,8 @@ class _Parts:
     bootstraps: Mapping[str, NodeBootstrap]
     head_node_asset: ScriptAsset | None
     head_node_text: str | None
+    eks_plan: EksPlan | None = None
+    eks_cluster_arn: str | None = None
 
     def require_vpc(self) -> ec2.IVpc:
         """The VPC (ClusterStack refuses a ``needs_vpc`` profile without one before building anything)."""
@@ -65,8 +68,14 @@ def _hyperpod(stack: ClusterStack, parts: _Parts, shared: dict[str, Any]) -> Orc
 
     hp = HyperPodCluster(
         stack, "HyperPod", spec=parts.orchestrator.hyperpod, profile=parts.profile, node_contexts=parts.node_contexts,
-        vpc=parts.require_vpc(), head_node_script=parts.head_node_text, **shared,
+        vpc=parts.require_vpc(), head_node_script=parts.head_node_text, eks_cluster_arn=parts.eks_cluster_arn,
+        **shared,
     )
+    if parts.eks_plan is not None and parts.eks_plan.addons_after_nodes:
+        from fmcluster.constructs.orchestrators.eks import EksWorkloadAddons
+
+        EksWorkloadAddons(stack, "EksAddons", plan=parts.eks_plan, cluster_name=parts.eks_plan.cluster_name,
+                          after=[hp.cluster], tags=shared["tags"])
     CfnOutput(stack, "ClusterArn", value=hp.cluster.attr_cluster_arn)
     CfnOutput(stack, "LifecycleBucket", value=hp.bucket.bucket_name)
     return hp
@@ -109,6 +118,10 @@ class ClusterStack(Stack):
     The script becomes an S3 asset (``HeadNodeScript``) or travels as text with the lifecycle scripts, per
     ``profile.head_node_script_delivery``; a profile without head-node delivery (HyperPod EKS) gets
     neither script nor policy. Default: none (no metrics layer).
+
+    HyperPod EKS: ``eks_plan`` (the resolved EKS side) adds the add-ons that need nodes after the HyperPod cluster;
+    ``eks_cluster_arn`` is the ARN of the EKS cluster the ``<name>-eks`` stack creates (a cross-stack token).
+    Default: none (an imported cluster's ARN comes from the blueprint).
     """
 
     def __init__(
@@ -131,6 +144,8 @@ class ClusterStack(Stack):
         vpc: ec2.IVpc | None = None,
         head_node_script: str | None = None,
         head_node_policy: iam.IManagedPolicy | None = None,
+        eks_plan: EksPlan | None = None,
+        eks_cluster_arn: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
@@ -151,6 +166,7 @@ class ClusterStack(Stack):
                 if head_node_script is not None and delivery == "s3_asset" else None
             ),
             head_node_text=head_node_script if delivery == "lifecycle" else None,
+            eks_plan=eks_plan, eks_cluster_arn=eks_cluster_arn,
         )
         # What every orchestrator construct receives; each builder adds only what differs.
         shared: dict[str, Any] = {

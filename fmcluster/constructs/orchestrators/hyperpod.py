@@ -17,7 +17,8 @@ its ``on_init_complete.sh`` copies it to ``/opt/fmcluster`` and starts it once S
 role gets the observability node policy. All instance groups share that one execution role, so the GPU
 groups get the policy as well.
 
-EKS joins worker groups (no controller/login) to an existing EKS cluster, also with ``OnInitComplete``.
+EKS joins worker groups (no controller/login) to an existing EKS cluster or to the one the ``<name>-eks`` stack
+creates (:mod:`fmcluster.constructs.orchestrators.eks`), also with ``OnInitComplete``.
 
 Sources (aws-resource-rules.md section 7):
 - API-driven Slurm configuration (``SlurmConfig``, ``Orchestrator.Slurm.SlurmConfigStrategy``,
@@ -157,7 +158,8 @@ class HyperPodCluster(Construct):
     controller, rule R-OBS-3 warns). Default: no head-node script and no extra policy.
 
     ``groups`` are the resolved compute groups (one ``Compute`` instance group each, in order); ``profile``
-    is the HyperPod profile (accepted capacity types, EFA interface type).
+    is the HyperPod profile (accepted capacity types, EFA interface type). ``eks_cluster_arn`` (EKS only): the ARN
+    of the EKS cluster fmcluster creates; default: ``spec.eks_cluster_arn`` (an existing cluster).
     """
 
     def __init__(
@@ -178,10 +180,13 @@ class HyperPodCluster(Construct):
         tags: Mapping[str, str],
         head_node_script: str | None = None,
         head_node_policy: iam.IManagedPolicy | None = None,
+        eks_cluster_arn: str | None = None,
     ) -> None:
         super().__init__(scope, id)
         stack = Stack.of(self)
         slurm = spec.orchestration == "slurm"
+        # EKS: the cluster the <name>-eks stack creates (a token), else the blueprint's existing cluster.
+        self.eks_cluster_arn = eks_cluster_arn or spec.eks_cluster_arn
         self.bucket = s3.Bucket(
             self,
             "LifecycleBucket",
@@ -267,7 +272,7 @@ class HyperPodCluster(Construct):
         orchestrator: dict[str, Any] = (
             {"Slurm": {"SlurmConfigStrategy": SLURM_CONFIG_STRATEGY}}
             if slurm
-            else {"Eks": {"ClusterArn": spec.eks_cluster_arn}}
+            else {"Eks": {"ClusterArn": self.eks_cluster_arn}}
         )
         self.cluster = sagemaker.CfnCluster(
             self,
@@ -434,7 +439,7 @@ class HyperPodCluster(Construct):
                 resources=[f"{arn}:network-interface/*"],
             )
         )
-        if spec.orchestration == "eks" and spec.eks_cluster_arn:
+        if spec.orchestration == "eks" and self.eks_cluster_arn:
             role.add_to_policy(
                 iam.PolicyStatement(
                     sid="EksAttach",
@@ -458,7 +463,7 @@ class HyperPodCluster(Construct):
                 iam.PolicyStatement(
                     sid="EksPodIdentity",
                     actions=["eks-auth:AssumeRoleForPodIdentity"],
-                    resources=[spec.eks_cluster_arn],
+                    resources=[self.eks_cluster_arn],
                 )
             )
         grant_node_storage(role, lustre, checkpoints)

@@ -72,6 +72,7 @@ def _load_rule_modules() -> None:
     from fmcluster.validation.rules import (  # noqa: F401  (registration side effect)
         capacity,
         compute,
+        eks,
         environment,
         image,
         network,

@@ -82,13 +82,13 @@ def head_node_architecture(bp: Blueprint) -> Iterator[Violation]:
 
 
 @rule("R-HP-1", source="https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterOrchestratorEksConfig.html "
-      "(ClusterArn required for EKS orchestration)", scope="orchestrator", orchestrators=("hyperpod-eks",))
-def eks_needs_cluster(orch: OrchestratorSpec) -> Iterator[Violation]:
-    if not orch.hyperpod.eks_cluster_arn:
-        yield "orchestrator.hyperpod.eks_cluster_arn", (
-            "required with orchestration: eks, got nothing; "
-            "allowed arn:aws:eks:<region>:<account>:cluster/<name> of an existing EKS cluster "
-            "(authentication mode API or API_AND_CONFIG_MAP)"
+      "(ClusterArn required for EKS orchestration: an existing cluster's, or the one fmcluster creates)",
+      scope="orchestrator", orchestrators=("hyperpod-slurm",))
+def eks_settings_only_with_eks(orch: OrchestratorSpec) -> Iterator[Violation]:
+    """``orchestrator.hyperpod.eks`` (the EKS cluster fmcluster creates) only shapes EKS orchestration."""
+    if orch.hyperpod.eks is not None:
+        yield "orchestrator.hyperpod.eks", (
+            "ignored with orchestration: slurm, got EKS cluster settings; allowed only with orchestration: eks"
         )
 
 

@@ -1,0 +1,116 @@
+"""Amazon EKS and SageMaker HyperPod EKS facts: add-on names and pinned versions, the HyperPod dependency Helm chart,
+Kueue and the job-operator CRD versions fmcluster renders manifests for, and the VPC endpoints of a private cluster.
+
+Every entry names its source. A version marked ``None`` is not pinned by fmcluster: EKS installs its default version
+for the cluster's Kubernetes version (``AWS::EKS::Addon`` without ``AddonVersion``), because no primary source at hand
+gave the version per Kubernetes minor (docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: Kubernetes versions the HyperPod training operator supports ("Supported Kubernetes versions - 1.28, 1.29, 1.30,
+#: 1.31, 1.32, and 1.33": https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator.html).
+TRAINING_OPERATOR_KUBERNETES = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33")
+#: HyperPod needs the Amazon VPC CNI at 1.18.3 or later, the only CNI it supports
+#: (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html "Networking").
+MIN_VPC_CNI = (1, 18, 3)
+#: Authentication modes HyperPod accepts (same page): fmcluster creates ``API``.
+AUTHENTICATION_MODE = "API"
+
+
+@dataclass(frozen=True)
+class Addon:
+    """One ``AWS::EKS::Addon``: ``name`` (EKS add-on name), ``version`` (pinned ``AddonVersion`` or ``None`` for EKS's
+    default for the cluster's Kubernetes version), ``needs_nodes`` (its pods must be scheduled, so it is created after
+    the HyperPod worker groups joined), ``source``."""
+
+    name: str
+    version: str | None
+    needs_nodes: bool
+    source: str
+
+
+#: vpc-cni v1.20.1-eksbuild.3 is the latest EKS add-on version for Kubernetes 1.27-1.33 in the EKS User Guide table
+#: "Amazon VPC CNI versions" (https://docs.aws.amazon.com/eks/latest/userguide/managing-vpc-cni.html); >= 1.18.3.
+VPC_CNI = Addon("vpc-cni", "v1.20.1-eksbuild.3", False,
+                "https://docs.aws.amazon.com/eks/latest/userguide/managing-vpc-cni.html")
+KUBE_PROXY = Addon("kube-proxy", None, False, "https://docs.aws.amazon.com/eks/latest/userguide/managing-kube-proxy.html")
+POD_IDENTITY_AGENT = Addon(
+    "eks-pod-identity-agent", None, False,
+    "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator-install.html (prerequisite: "
+    "aws eks create-addon --addon-name eks-pod-identity-agent)",
+)
+COREDNS = Addon("coredns", None, True, "https://docs.aws.amazon.com/eks/latest/userguide/managing-coredns.html")
+#: The HyperPod training operator EKS add-on. Its name as the EKS add-on API spells it is taken from the SageMaker
+#: guide's add-on page; the version floats (EKS default) because no version table was found.
+TRAINING_OPERATOR = Addon(
+    "amazon-sagemaker-hyperpod-training-operator", None, True,
+    "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator-install.html",
+)
+#: Task governance v1.6.0-eksbuild.1 packages Kueue v0.19.2
+#: (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-operate-console-ui-governance-upgrade.html).
+TASK_GOVERNANCE = Addon(
+    "amazon-sagemaker-hyperpod-taskgovernance", "v1.6.0-eksbuild.1", True,
+    "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-operate-console-ui-governance-upgrade.html",
+)
+#: The Kueue version the pinned task governance add-on installs (same page); the rendered Kueue objects and the
+#: vendored Kueue CRDs are of this version.
+KUEUE_VERSION = "v0.19.2"
+#: Kueue topology-aware scheduling is beta and on by default from v0.14 (kubernetes-sigs/kueue
+#: site/content/en/docs/concepts/topology_aware_scheduling.md); fmcluster's Topology needs at least this.
+KUEUE_TAS_DEFAULT_ON = (0, 14)
+
+#: The HyperPod dependency Helm chart (health-monitoring agent, NVIDIA and EFA device plugins, Kubeflow training
+#: operator, MPI operator, cert-manager, RBAC for HyperPod): aws/sagemaker-hyperpod-cli ``helm_chart/HyperPodHelmChart``
+#: (chart version 0.1.0 at every commit, so pinned by commit). "Before creating a SageMaker HyperPod cluster and
+#: attaching it to an Amazon EKS cluster, you should install packages using Helm ... The aws-hyperpod namespace name
+#: cannot be modified": https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-install-packages-using-helm-chart.html
+HELM_CHART_REPO = "https://github.com/aws/sagemaker-hyperpod-cli.git"
+HELM_CHART_COMMIT = "011ca927123e02b35a399935bbb3ab1905fe33c7"  # 2026-06-22; the vendored PyTorchJob/MPIJob CRDs are from it
+HELM_CHART_PATH = "helm_chart/HyperPodHelmChart"
+HELM_RELEASE = "hyperpod-dependencies"
+HELM_NAMESPACE = "kube-system"
+#: Sub-chart versions at that commit (its Chart.yaml): cert-manager v1.18.2 (oci://quay.io/jetstack/charts, off by
+#: default in values.yaml: the install script turns it on), nvidia-device-plugin 0.16.1, aws-efa-k8s-device-plugin
+#: 0.5.20, mpi-operator (MPIJob v2beta1 of kubeflow/mpi-operator v0.5.0), training-operators (Kubeflow, image
+#: kubeflow/training-operator:v1-855e096, PyTorchJob), health-monitoring-agent 0.1.0 (local sub-charts).
+HELM_CHART_DEPENDENCIES = {
+    "cert-manager": "v1.18.2",
+    "nvidia-device-plugin": "0.16.1",
+    "aws-efa-k8s-device-plugin": "0.5.20",
+    "health-monitoring-agent": "0.1.0",
+    "mpi-operator": "0.1.0",
+    "training-operators": "0.1.0",
+}
+
+#: Interface VPC endpoints of a private HyperPod EKS cluster (service suffix after ``com.amazonaws.<region>.``):
+#: SageMaker API and EKS Auth ("If you run your HyperPod cluster nodes in a private VPC, you must set up PrivateLinks
+#: VPC endpoints for the Amazon SageMaker AI API (com.amazonaws.aws-region.sagemaker.api) and Amazon EKS Auth services
+#: (com.amazonaws.aws-region.eks-auth)": sagemaker-eks-operator-install.html); EKS, ECR API/DKR, STS and CloudWatch
+#: Logs for nodes without internet access (https://docs.aws.amazon.com/eks/latest/userguide/private-clusters.html).
+#: S3 is the network stack's gateway endpoint.
+INTERFACE_ENDPOINTS = ("sagemaker.api", "eks", "eks-auth", "ecr.api", "ecr.dkr", "sts", "logs")
+
+#: Node labels on EKS nodes: the instance type and the network topology layers ("topology.k8s.aws/network-node-layer-1
+#: ... The top of the network hierarchy. The broadest grouping"; layer 3 "the bottom layer for most supported instance
+#: types"; a layer 4 exists only on types with four layers: https://docs.aws.amazon.com/eks/latest/userguide/ml-workload-topology.html).
+#: Kueue's Topology lists levels from the widest to the narrowest; the hostname level lets a job pack one node.
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+TOPOLOGY_LEVELS = (
+    "topology.k8s.aws/network-node-layer-1",
+    "topology.k8s.aws/network-node-layer-2",
+    "topology.k8s.aws/network-node-layer-3",
+    "kubernetes.io/hostname",
+)
+#: Extended resources of the device plugins: ``nvidia.com/gpu`` (NVIDIA k8s-device-plugin) and
+#: ``vpc.amazonaws.com/efa`` (aws-efa-k8s-device-plugin; https://docs.aws.amazon.com/eks/latest/userguide/node-efa.html).
+GPU_RESOURCE = "nvidia.com/gpu"
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """``v1.20.1-eksbuild.3`` -> ``(1, 20, 1)``."""
+    core = version.lstrip("v").split("-")[0]
+    return tuple(int(p) for p in core.split(".") if p.isdigit())

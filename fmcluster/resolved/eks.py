@@ -1,0 +1,110 @@
+"""The EKS side of a HyperPod EKS cluster, resolved once: is the EKS cluster created or imported, its name, Kubernetes
+version, control-plane subnets, add-ons and the Kueue queues of the compute groups.
+
+Constructs, the manifests renderer (:mod:`fmcluster.templates.kubernetes`), rules and docs read :class:`EksPlan`
+instead of re-deriving these facts. Sources are in :mod:`fmcluster.catalog.eks`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from fmcluster.blueprint.model import Blueprint, HyperPodEksSettings
+from fmcluster.catalog import eks as cat
+
+#: Size of each EKS control-plane subnet fmcluster adds to a new VPC. EKS needs "at least two subnets that are in
+#: different Availability Zones" (https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html) with free
+#: addresses for up to 4 control-plane ENIs each during upgrades; a /28 (16 addresses, 11 usable) is the
+#: smallest subnet AWS allows and the size the EKS user guide recommends for dedicated control-plane subnets.
+CONTROL_PLANE_PREFIX = 28
+#: The public /24 and the GPU subnet CDK allocates first (fmcluster.resolved.subnet.vpc_holds).
+_PUBLIC_PREFIX = 24
+
+
+def control_plane_cidrs(vpc_cidr: str, gpu_prefix: int) -> tuple[str, str] | None:
+    """The two /28 control-plane subnets fmcluster adds to a new VPC: the last two /28 blocks of ``vpc_cidr``,
+    after CDK's public /24 and ``/gpu_prefix`` GPU subnet (allocated from the start of the VPC, each aligned to
+    its size). ``None`` when they would overlap those (the VPC is full; rule R-EKS-3 reports it)."""
+    net = ipaddress.IPv4Network(vpc_cidr)
+    offset = 0
+    for prefix in (_PUBLIC_PREFIX, gpu_prefix):
+        size = 2 ** (32 - prefix)
+        offset = -(-offset // size) * size + size
+    block = 2 ** (32 - CONTROL_PLANE_PREFIX)
+    first = net.num_addresses - 2 * block
+    if first < offset:
+        return None
+    base = int(net.network_address)
+    a = ipaddress.IPv4Network((base + first, CONTROL_PLANE_PREFIX))
+    b = ipaddress.IPv4Network((base + first + block, CONTROL_PLANE_PREFIX))
+    return str(a), str(b)
+
+
+@dataclass(frozen=True)
+class EksPlan:
+    """The EKS cluster of a HyperPod EKS blueprint.
+
+    Attributes:
+        creates_cluster: fmcluster creates the EKS cluster (no ``orchestrator.hyperpod.eks_cluster_arn``).
+        cluster_name: EKS cluster name: the blueprint name when created, else the ARN's last part.
+        imported_arn: the ARN of an imported cluster, else ``None``.
+        imported_region: the Region in that ARN, else ``None``.
+        settings: ``orchestrator.hyperpod.eks`` (defaults when absent).
+        control_plane_cidrs: the two /28 control-plane subnets fmcluster adds to a new VPC (GPU AZ first), or
+            ``None`` (imported VPC or cluster, or no room: R-EKS-3).
+        addons_before_nodes: add-ons created with the cluster (node networking and pod identity).
+        addons_after_nodes: add-ons whose pods need nodes (created after the HyperPod worker groups).
+        kueue_version: the Kueue version the task governance add-on installs (manifests are rendered for it).
+    """
+
+    creates_cluster: bool
+    cluster_name: str
+    imported_arn: str | None
+    imported_region: str | None
+    settings: HyperPodEksSettings
+    control_plane_cidrs: tuple[str, str] | None
+    addons_before_nodes: tuple[cat.Addon, ...]
+    addons_after_nodes: tuple[cat.Addon, ...]
+    kueue_version: str
+
+    @property
+    def kubernetes_version(self) -> str | None:
+        """The Kubernetes version of a created cluster; ``None`` for an imported one (fmcluster does not know it)."""
+        return self.settings.kubernetes_version if self.creates_cluster else None
+
+
+def eks_plan(bp: Blueprint) -> EksPlan | None:
+    """The :class:`EksPlan` of a HyperPod EKS blueprint; ``None`` for every other orchestrator."""
+    orch = bp.orchestrator
+    if orch.kind != "hyperpod" or orch.hyperpod.orchestration != "eks":
+        return None
+    hp = orch.hyperpod
+    settings = hp.eks or HyperPodEksSettings()
+    arn = hp.eks_cluster_arn
+    creates = arn is None
+    cidrs = None
+    if creates and bp.network.vpc_id is None:
+        cidrs = control_plane_cidrs(bp.network.vpc_cidr, bp.network.gpu_subnet_prefix_length)
+    # fmcluster manages the add-ons of the cluster it creates only: an existing cluster's add-ons are its owner's
+    # (creating one that exists fails the stack).
+    before: tuple[cat.Addon, ...] = ()
+    after: tuple[cat.Addon, ...] = ()
+    if creates:
+        before = (cat.VPC_CNI, cat.KUBE_PROXY, cat.POD_IDENTITY_AGENT)
+        after = (cat.COREDNS,)
+        if settings.training_operator:
+            after += (cat.TRAINING_OPERATOR,)
+        if settings.task_governance:
+            after += (cat.TASK_GOVERNANCE,)
+    return EksPlan(
+        creates_cluster=creates,
+        cluster_name=bp.name if creates else arn.rsplit("/", 1)[-1],  # type: ignore[union-attr]
+        imported_arn=arn,
+        imported_region=arn.split(":")[3] if arn else None,
+        settings=settings,
+        control_plane_cidrs=cidrs,
+        addons_before_nodes=before,
+        addons_after_nodes=after,
+        kueue_version=cat.KUEUE_VERSION,
+    )
