@@ -3,6 +3,7 @@ estimate) and the image rules R-IMG-*, as tables."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from fmcluster.resolved.image import STEP_SECONDS
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import blueprint_text, example, group, to_yaml
 
-EXAMPLES = ["default", "efa-lustre", "hyperpod-p5", "p5en-capacity-block", "p6-b200", "p6-b300", "pcs-p5en"]
+EXAMPLES = sorted(p.stem for p in (Path(__file__).parent.parent / "blueprints").glob("*.yaml"))
 CB = {"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"}
 GB200 = group(instance_type="p6e-gb200.36xlarge", count=9, capacity=CB)
 ARM_HEAD = {"parallelcluster": {"head_node_instance_type": "m7g.4xlarge"}}
