@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
@@ -221,6 +222,69 @@ def preflight(
     from fmcluster.preflight.cli import run
 
     raise typer.Exit(run(file, region=region, profile=profile, until=until, as_json=as_json))
+
+
+# ---- fleet acceptance gate (docs/acceptance.md) -----------------------------------------------------
+acceptance_app = typer.Typer(no_args_is_help=True, help="Fleet acceptance gate: pairwise NCCL bandwidth per node.")
+app.add_typer(acceptance_app, name="acceptance")
+
+
+class AcceptanceFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+@acceptance_app.command("judge")
+def acceptance_judge(
+    results: Annotated[Path, typer.Option("--results", help=(
+        "Folder of nccl-tests all_reduce_perf outputs, one per pair and round (r<round>_<node>_<node>.log, or "
+        "any *.log/*.out/*.txt with the hosts in its rank lines)."))],
+    instance_type: Annotated[str, typer.Option("--instance-type", help="Instance type of the nodes (p5.48xlarge; ml. accepted).")],
+    format: Annotated[AcceptanceFormat, typer.Option("--format", "-f", help="text or json.")] = AcceptanceFormat.text,
+    median_fraction: Annotated[float, typer.Option(
+        "--median-fraction", min=0.01, max=0.99,
+        help="A pair more than this fraction below the cluster median is bad (0.01..0.99).")] = 0.2,
+    hostnames: Annotated[Path | None, typer.Option(
+        "--hostnames", help="'<node> <hostname>' lines, when the hosts print names other than their Slurm node names.")] = None,
+) -> None:
+    """Judge pairwise all_reduce_perf results per node: exit 0 no node fails, 1 a node fails, 2 unreadable
+    or inconsistent input (truncated table, mismatched sizes, unknown instance type)."""
+    from fmcluster.acceptance.floors import floor_for
+    from fmcluster.acceptance.judge import JudgeInputError, judge, load_results, read_aliases, render_json, render_text
+    from fmcluster.catalog import UnknownInstanceType
+
+    try:
+        floor = floor_for(instance_type)
+    except UnknownInstanceType as e:
+        print_error(f"--instance-type: {e}")
+        raise typer.Exit(2) from None
+    try:
+        aliases = read_aliases(str(hostnames)) if hostnames else None
+        verdict = judge(load_results(str(results), aliases), floor, median_fraction)
+    except JudgeInputError as e:
+        for problem in e.problems:
+            print_error(problem)
+        raise typer.Exit(2) from None
+    except OSError as e:
+        print_error(f"{e.filename or hostnames}: cannot read: {e.strerror or e}")
+        raise typer.Exit(2) from None
+    print(render_json(verdict) if format is AcceptanceFormat.json else render_text(verdict), end="")
+    raise typer.Exit(verdict.exit_code)
+
+
+@acceptance_app.command("plan")
+def acceptance_plan(
+    nodes: Annotated[list[str], typer.Argument(help="Slurm node names.")],
+    min_partners: Annotated[int, typer.Option("--min-partners", min=1, max=16, help="Measurements per node, each with another partner (1..16).")] = 2,
+) -> None:
+    """Print the pairing plan: one '<round> <node> <node>' line per pair (exit 2 on duplicate names)."""
+    from fmcluster.acceptance.pairing import PairingError, pairing_plan, plan_lines
+
+    try:
+        print(plan_lines(pairing_plan(nodes, min_partners)), end="")
+    except PairingError as e:
+        print_error(str(e))
+        raise typer.Exit(2) from None
 
 
 def main() -> None:
