@@ -30,6 +30,7 @@ from .judge import (
     judge,
     load_results,
     read_aliases,
+    read_failed_runs,
     render_json,
     render_text,
 )
@@ -51,14 +52,16 @@ def _verdict_dict(args: argparse.Namespace, floor: Floor) -> dict:
     failed = _node_check_failures(args.node_check_failed) if args.node_check_failed else {}
     nodes = [n for n in (args.nodes or "").split(",") if n]
     measured_needed = [n for n in nodes if n not in failed]
-    if len(measured_needed) < 2 and not _has_results(args.results):
+    if len(measured_needed) < 2 and not _has_results(args.results) and not _has_lines(args.failed_runs):
         # nothing to pair: a single node, or every other node failed its node check
         verdict = {"instance_type": floor.instance_type, "status": PASS, "floor": asdict(floor),
                    "median_fraction": args.median_fraction, "cluster_median_busbw_gbps": None, "nodes": [],
                    "pairs": [], "all_node_runs": []}
     else:
         aliases = read_aliases(args.hostnames) if args.hostnames else None
-        v = judge(load_results(args.results, aliases), floor, args.median_fraction)
+        failed_runs = read_failed_runs(args.failed_runs) if args.failed_runs else []
+        results = load_results(args.results, aliases) if _has_results(args.results) else []
+        v = judge(results, floor, args.median_fraction, failed_runs)
         verdict = v.as_dict()
     seen = {n["node"] for n in verdict["nodes"]}
     for node, reason in sorted(failed.items()):
@@ -75,6 +78,10 @@ def _verdict_dict(args: argparse.Namespace, floor: Floor) -> dict:
     verdict["nodes"].sort(key=lambda n: n["node"])
     verdict["status"] = FAIL if any(n["verdict"] == FAIL for n in verdict["nodes"]) else PASS
     return verdict
+
+
+def _has_lines(path: str) -> bool:
+    return bool(path) and os.path.isfile(path) and os.path.getsize(path) > 0
 
 
 def _has_results(directory: str) -> bool:
@@ -102,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     pj.add_argument("--nodes", default="")
     pj.add_argument("--hostnames", default="", help="'<node> <hostname>' lines: host names the nodes print")
     pj.add_argument("--node-check-failed", default="")
+    pj.add_argument("--failed-runs", default="", help="'<round> <a> <b> <reason>' lines: pair runs that did not finish")
     pj.add_argument("--format", choices=("text", "json"), default="text")
     pj.add_argument("--json-out", default="")
     pj.add_argument("--median-fraction", type=float, default=MEDIAN_FRACTION)
@@ -120,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "judge":
             with open(args.floors, encoding="utf-8") as f:
                 floor = Floor.from_dict(json.load(f))
-            if args.nodes or args.node_check_failed:
+            if args.nodes or args.node_check_failed or args.failed_runs:
                 verdict = _verdict_dict(args, floor)
                 text = _text(verdict)
             else:

@@ -231,7 +231,7 @@ def load_results(directory: str, aliases: dict[str, str] | None = None) -> list[
 
 
 # ---- judging -----------------------------------------------------------------------------------------
-def _check_consistency(ms: list[Measurement], floor: Floor) -> list[str]:
+def _check_consistency(ms: list[Measurement], floor: Floor, has_failed_runs: bool = False) -> list[str]:
     problems = []
     pairs = [m for m in ms if len(m.hosts) == 2]
     for m in ms:
@@ -259,7 +259,7 @@ def _check_consistency(ms: list[Measurement], floor: Floor) -> list[str]:
     dtypes = {r.dtype for m in pairs for r in m.run.rows}
     if len(dtypes) > 1:
         problems.append(f"pairs ran with different data types ({', '.join(sorted(dtypes))}); not comparable")
-    if not pairs and not problems:
+    if not pairs and not problems and not has_failed_runs:
         problems.append("no two-node run among the results; the gate judges pairs")
     return problems
 
@@ -290,27 +290,60 @@ def _efa_estimate(busbw: float, floor: Floor) -> str:
     return ""
 
 
-def judge(measurements: list[Measurement], floor: Floor, median_fraction: float = MEDIAN_FRACTION) -> Verdict:
-    """Judge ``measurements`` against ``floor``; see the module docstring for the rules.
+@dataclass(frozen=True)
+class FailedRun:
+    """A pair run that did not finish (the gate's ``failed-runs.txt`` line ``<round> <a> <b> <reason>``)."""
+
+    round: int | None
+    nodes: tuple[str, str]
+    reason: str
+
+
+def read_failed_runs(path: str) -> list[FailedRun]:
+    """``<round> <node-a> <node-b> <reason...>`` lines (``-`` for no round)."""
+    runs = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            parts = line.split(None, 3)
+            if len(parts) >= 3:
+                rnd = int(parts[0]) if parts[0].isdigit() else None
+                runs.append(FailedRun(rnd, (parts[1], parts[2]), parts[3].strip() if len(parts) > 3 else "run failed"))
+    return runs
+
+
+#: More than this share of pair runs failing to run means the gate itself is broken (MPI, nccl-tests,
+#: the job environment), not the nodes: nothing is judged (and so nothing drained).
+MAX_FAILED_RUN_SHARE = 0.5
+
+
+def judge(measurements: list[Measurement], floor: Floor, median_fraction: float = MEDIAN_FRACTION,
+          failed_runs: list[FailedRun] | None = None) -> Verdict:
+    """Judge ``measurements`` against ``floor``; see the module docstring for the rules. ``failed_runs``:
+    pair runs that did not finish; each is a bad pair (cause ``run-failed``).
 
     Raises:
         JudgeInputError: inconsistent input (single-host runs, another collective, ranks per node that are
             not the type's GPU count, no row at the reference size, mismatched message sizes or data types,
-            no pair at all), every problem listed.
+            no pair at all, more than half of the pair runs failed), every problem listed.
     """
     if not 0 < median_fraction < 1:
         raise JudgeInputError([f"median fraction must be between 0 and 1, got {median_fraction}"])
-    problems = _check_consistency(measurements, floor)
+    failed_runs = list(failed_runs or [])
+    problems = _check_consistency(measurements, floor, bool(failed_runs))
+    pair_ms = [m for m in measurements if len(m.hosts) == 2]
+    total = len(pair_ms) + len(failed_runs)
+    if failed_runs and len(failed_runs) > MAX_FAILED_RUN_SHARE * total:
+        problems.append(f"{len(failed_runs)} of {total} pair runs did not finish: the gate itself is broken (srun "
+                        "--mpi, nccl-tests, the job environment), not the nodes; nothing judged")
     if problems:
         raise JudgeInputError(problems)
     size = floor.reference_size_bytes
-    pair_ms = [m for m in measurements if len(m.hosts) == 2]
     values = []
     for m in pair_ms:
         row = m.run.row_at(size)
         assert row is not None  # checked above
         values.append(row.busbw_gbps)
-    median = statistics.median(values)
+    median = statistics.median(values) if values else 0.0
     low_limit = (1 - median_fraction) * median
     pairs: list[PairResult] = []
     for m, value in zip(pair_ms, values):  # noqa: B905  (same length; strict= needs Python 3.10, the node may have 3.8)
@@ -340,6 +373,9 @@ def judge(measurements: list[Measurement], floor: Floor, median_fraction: float 
         a, b = m.hosts
         pairs.append(PairResult(m.file, m.round, (a, b), size, value, floor.floor_busbw_gbps, floor.enforced,
                                 median, status, causes, notes))
+    for fr in failed_runs:
+        pairs.append(PairResult("", fr.round, fr.nodes, size, 0.0, floor.floor_busbw_gbps, floor.enforced, median,
+                                "cause", [Cause("run-failed", "", fr.reason)], []))
     nodes = _node_verdicts(pairs, median_fraction)
     all_node = [
         {"file": m.file, "hosts": list(m.hosts), "avg_busbw_gbps": m.run.avg_busbw_gbps,
@@ -355,7 +391,8 @@ def _describe(p: PairResult, node: str) -> str:
     rnd = f"round {p.round}, " if p.round is not None else ""
     text = f"{rnd}with {partner}: {p.busbw_gbps:.1f} GB/s at {p.size_bytes} B ({p.status}; "
     floor = "none" if p.floor_gbps is None else f"{p.floor_gbps:g}{'' if p.floor_enforced else ' unverified'}"
-    return text + f"floor {floor}, cluster median {p.cluster_median_gbps:.1f}) [{os.path.basename(p.file)}]"
+    where = os.path.basename(p.file) if p.file else "; ".join(c.detail for c in p.causes)
+    return text + f"floor {floor}, cluster median {p.cluster_median_gbps:.1f}) [{where}]"
 
 
 def _node_verdicts(pairs: list[PairResult], median_fraction: float) -> list[NodeVerdict]:

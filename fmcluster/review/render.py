@@ -14,6 +14,7 @@ from pathlib import Path
 
 from fmcluster.blueprint import Blueprint
 from fmcluster.resolved import resolve
+from fmcluster.templates.acceptance import render_acceptance_files
 from fmcluster.templates.context import blueprint_node_contexts
 from fmcluster.templates.node_scripts import render_node_scripts
 from fmcluster.templates.observability import render_observability_files
@@ -29,8 +30,9 @@ class RenderOutError(Exception):
 
 def render_blueprint(bp: Blueprint) -> dict[str, dict[str, str]]:
     """``{folder: {file name: text}}``: one folder per compute group (node scripts, resolved
-    versions) and, when metrics are on, ``observability/`` (Prometheus config, alert rules,
-    dashboards, exporter scripts)."""
+    versions), when metrics are on, ``observability/`` (Prometheus config, alert rules,
+    dashboards, exporter scripts) and, on Slurm clusters, ``acceptance/`` (the fleet acceptance gate job per EFA
+    group)."""
     rc = resolve(bp)
     out: dict[str, dict[str, str]] = {}
     for name, ctx in blueprint_node_contexts(rc).items():
@@ -44,6 +46,10 @@ def render_blueprint(bp: Blueprint) -> dict[str, dict[str, str]]:
     for rel, text in render_observability_files(rc).items():
         folder, _, name = rel.rpartition("/")
         out.setdefault(folder or "observability", {})[name] = text
+    # fleet acceptance gate jobs (docs/acceptance.md)
+    for rel, text in render_acceptance_files(rc).items():
+        folder, _, name = rel.rpartition("/")
+        out.setdefault(folder, {})[name] = text
     return out
 
 
