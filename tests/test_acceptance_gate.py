@@ -6,10 +6,14 @@ names that node, drains exactly it and passes the other seven."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from fmcluster.review.render import render_blueprint
 from fmcluster.templates.acceptance import BUNDLE_EOF, render_acceptance_files
@@ -108,10 +112,10 @@ def test_done_when_eight_p5_nodes_one_at_60_percent(gate: Path, tmp_path: Path) 
     # host names the nodes print (ip-10-0-0-N) were mapped back to node names
     assert "ip-10-0-0-5" in (r.run_dir / "results" / [x for x in logs if SLOW in x][0]).read_text()
     prom = r.textfile.read_text()
-    assert f'fmcluster_acceptance_node_verdict{{cluster="llm-train",node="{SLOW}",verdict="fail"}} 1' in prom
-    assert f'fmcluster_acceptance_node_drained{{cluster="llm-train",node="{SLOW}"}} 1' in prom
-    assert 'fmcluster_acceptance_node_drained{cluster="llm-train",node="p5-st-gpu-4"} 0' in prom
-    assert 'fmcluster_acceptance_gate_passed{cluster="llm-train",instance_type="p5.48xlarge"} 0' in prom
+    assert f'fmcluster_acceptance_node_verdict{{cluster="llm-train",group="gpu",node="{SLOW}",verdict="fail"}} 1' in prom
+    assert f'fmcluster_acceptance_node_drained{{cluster="llm-train",group="gpu",node="{SLOW}"}} 1' in prom
+    assert 'fmcluster_acceptance_node_drained{cluster="llm-train",group="gpu",node="p5-st-gpu-4"} 0' in prom
+    assert 'fmcluster_acceptance_gate_passed{cluster="llm-train",group="gpu",instance_type="p5.48xlarge"} 0' in prom
     assert (tmp_path / "acceptance" / "latest.json").read_text() == (r.run_dir / "verdict.json").read_text()
 
 
@@ -119,7 +123,7 @@ def test_healthy_fleet_passes_and_drains_nothing(gate: Path, tmp_path: Path) -> 
     r = run(gate, tmp_path)
     assert r.rc == 0, r.stderr
     assert set(r.verdicts().values()) == {"pass"} and r.drains == []
-    assert 'fmcluster_acceptance_gate_passed{cluster="llm-train",instance_type="p5.48xlarge"} 1' in r.textfile.read_text()
+    assert 'fmcluster_acceptance_gate_passed{cluster="llm-train",group="gpu",instance_type="p5.48xlarge"} 1' in r.textfile.read_text()
 
 
 def test_node_check_failure_drains_that_node_and_keeps_it_out_of_the_pairs(gate: Path, tmp_path: Path) -> None:
@@ -182,9 +186,96 @@ def test_without_drain_permission_the_failure_is_still_reported(gate: Path, tmp_
     r = run(gate, tmp_path, STUB_FACTORS=f"{SLOW}=0.6", STUB_SCONTROL_DENY="1")
     assert r.rc == 1 and r.drains == []
     assert f"could not drain {SLOW}" in r.stdout
-    assert f'fmcluster_acceptance_node_drained{{cluster="llm-train",node="{SLOW}"}} 0' in r.textfile.read_text()
+    assert f'fmcluster_acceptance_node_drained{{cluster="llm-train",group="gpu",node="{SLOW}"}} 0' in r.textfile.read_text()
 
 
 def test_outside_a_slurm_job_it_refuses(gate: Path, tmp_path: Path) -> None:
     r = run(gate, tmp_path, SLURM_JOB_ID="")
     assert r.rc == 2 and "not inside a Slurm job" in r.stderr
+
+
+# ---- alert rules and the dashboard panel ---------------------------------------------------------------
+def _rules_file(tmp_path: Path) -> Path:
+    files = render_blueprint(load_blueprint(ROOT / "blueprints/default.yaml"))
+    path = tmp_path / "rules.yml"
+    path.write_text(files["observability/rules"]["llm-train-alerts.yml"])
+    return path
+
+
+def test_acceptance_rules_pass_promtool(tmp_path: Path) -> None:
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.fail("promtool is not installed (apt-get install prometheus)") if os.environ.get("CI") else pytest.skip("no promtool")
+    result = subprocess.run([promtool, "check", "rules", str(_rules_file(tmp_path))], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "AcceptanceGateFailed" in _rules_file(tmp_path).read_text()
+
+
+def _expected(alert: str, **labels: str) -> dict:
+    from fmcluster.templates.observability.acceptance import acceptance_alert_rules
+
+    [rule] = [r for r in acceptance_alert_rules() if r.alert == alert]
+
+    def fill(text: str) -> str:
+        for k, v in labels.items():
+            text = text.replace(f"{{{{ $labels.{k} }}}}", v)
+        return text
+
+    return {"exp_labels": {"severity": rule.severity, **labels},
+            "exp_annotations": {"summary": fill(rule.summary), "description": fill(rule.description)}}
+
+
+def test_acceptance_alerts_fire_on_the_newest_gate_run_only(tmp_path: Path) -> None:
+    """promtool unit test: an older textfile on another node (gate failed, gpu-1 drained) is ignored once a
+    newer run exists; the newer run drained gpu-5 and failed."""
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.fail("promtool is not installed (apt-get install prometheus)") if os.environ.get("CI") else pytest.skip("no promtool")
+    rules = _rules_file(tmp_path)
+    base = 'cluster="llm-train",group="gpu",job="node"'
+
+    def s(name: str, instance: str, extra: str, values: str) -> dict:
+        return {"series": f'{name}{{{base},instance="{instance}"{extra}}}', "values": values}
+
+    it = ',instance_type="p5.48xlarge"'
+    series = [
+        s("fmcluster_acceptance_last_run_timestamp_seconds", "old:9100", it, "100x10"),
+        s("fmcluster_acceptance_gate_passed", "old:9100", it, "0x10"),
+        s("fmcluster_acceptance_node_drained", "old:9100", ',node="p5-st-gpu-1"', "1x10"),
+        # the newer run starts at minute 3
+        s("fmcluster_acceptance_last_run_timestamp_seconds", "new:9100", it, "_ _ _ 500x7"),
+        s("fmcluster_acceptance_gate_passed", "new:9100", it, "_ _ _ 0x7"),
+        s("fmcluster_acceptance_node_drained", "new:9100", ',node="p5-st-gpu-1"', "_ _ _ 0x7"),
+        s("fmcluster_acceptance_node_drained", "new:9100", ',node="p5-st-gpu-5"', "_ _ _ 1x7"),
+    ]
+    doc = {
+        "rule_files": [rules.name],
+        "evaluation_interval": "1m",
+        "tests": [{
+            "interval": "1m",
+            "input_series": series,
+            "alert_rule_test": [
+                {"eval_time": "1m", "alertname": "AcceptanceNodeDrained",
+                 "exp_alerts": [_expected("AcceptanceNodeDrained", cluster="llm-train", group="gpu", node="p5-st-gpu-1")]},
+                {"eval_time": "5m", "alertname": "AcceptanceNodeDrained",
+                 "exp_alerts": [_expected("AcceptanceNodeDrained", cluster="llm-train", group="gpu", node="p5-st-gpu-5")]},
+                {"eval_time": "5m", "alertname": "AcceptanceGateFailed",
+                 "exp_alerts": [_expected("AcceptanceGateFailed", cluster="llm-train", group="gpu", instance_type="p5.48xlarge")]},
+                {"eval_time": "5m", "alertname": "AcceptanceNodeSuspect", "exp_alerts": []},
+            ],
+        }],
+    }
+    test_file = tmp_path / "acceptance-test.yml"
+    test_file.write_text(yaml.safe_dump(doc, sort_keys=False))
+    result = subprocess.run([promtool, "test", "rules", str(test_file)], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_overview_dashboard_has_the_acceptance_row() -> None:
+    files = render_blueprint(load_blueprint(ROOT / "blueprints/default.yaml"))
+    overview = json.loads(files["observability/dashboards"]["overview.json"])
+    titles = [p.get("title") for p in overview["panels"]]
+    assert "Fleet acceptance gate (last run)" in titles
+    assert {"Nodes failed", "Nodes drained by the gate", "Acceptance bus bandwidth per node"} <= set(titles)
+    [bw] = [p for p in overview["panels"] if p.get("title") == "Acceptance bus bandwidth per node"]
+    assert "fmcluster_acceptance_node_busbw_gbps" in bw["targets"][0]["expr"]

@@ -389,3 +389,17 @@ def test_shipped_modules_import_only_the_standard_library_and_each_other() -> No
                 continue
             bad = [m for m in mods if m not in stdlib and m != "__future__"]
             assert not bad, f"{name} imports {bad}: the gate runs it with the node's bare python3"
+
+
+def test_textfile_metrics_are_the_declared_ones_in_the_exposition_format() -> None:
+    from fmcluster.acceptance.metrics import METRIC_NAMES, render_metrics
+
+    verdict = judge(load_results(str(FIX / "eight_one_slow")), P5).as_dict()
+    text = render_metrics(verdict, 1796160000, drained=["p5-st-gpu-5"], cluster="c", group="gpu")
+    names = {line.split("{")[0] for line in text.splitlines() if line and not line.startswith("#")}
+    assert names == set(METRIC_NAMES)
+    assert 'fmcluster_acceptance_node_verdict{cluster="c",group="gpu",node="p5-st-gpu-5",verdict="fail"} 1' in text
+    assert 'fmcluster_acceptance_node_drained{cluster="c",group="gpu",node="p5-st-gpu-5"} 1' in text
+    assert 'fmcluster_acceptance_last_run_timestamp_seconds{cluster="c",group="gpu",instance_type="p5.48xlarge"} 1796160000' in text
+    for name in METRIC_NAMES:
+        assert f"# TYPE {name} gauge" in text

@@ -8,7 +8,7 @@ Commands (exit 0 ok / 1 a node fails / 2 bad input, never a traceback):
   [--json-out FILE] [--median-fraction F]``: the verdict; nodes listed in ``--node-check-failed`` (lines
   ``<node><TAB><reason>``) fail with that reason, nodes of ``--nodes`` without a measurement are reported;
 - ``failed --verdict FILE``: ``<node><TAB><reason>`` per failed node (what the gate drains);
-- ``metrics --verdict FILE --out FILE [--drained A,B] [--cluster NAME]``: the node_exporter textfile.
+- ``metrics --verdict FILE --out FILE [--drained A,B] [--cluster NAME] [--group NAME]``: the node_exporter textfile.
 """
 
 from __future__ import annotations
@@ -120,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     pm.add_argument("--out", required=True)
     pm.add_argument("--drained", default="")
     pm.add_argument("--cluster", default="")
+    pm.add_argument("--group", default="")
     args = p.parse_args(argv)
     try:
         if args.command == "plan":
@@ -148,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
                     sys.stdout.write(f"{n['node']}\t{' '.join(n['reason'].split())}\n")
             return 0
         drained = [n for n in args.drained.split(",") if n]
-        write_atomically(args.out, render_metrics(verdict, time.time(), drained, args.cluster))
+        write_atomically(args.out, render_metrics(verdict, time.time(), drained, args.cluster, args.group))
         return 0
     except JudgeInputError as e:
         for problem in e.problems:

@@ -1,6 +1,7 @@
 """The gate's verdict as Prometheus metrics in the text exposition format, for node_exporter's textfile
 collector (https://github.com/prometheus/node_exporter#textfile-collector: ``*.prom`` files in the
-``--collector.textfile.directory``, written atomically: a temporary file, then a rename).
+``--collector.textfile.directory``, written atomically: a temporary file, then a rename), one file per
+compute group (:func:`prom_file`). Every series carries ``cluster`` and ``group`` labels.
 
 Standard library only (shipped with the gate job). Metric names (docs/acceptance.md "Metrics"; the alert
 rules in fmcluster/templates/observability/acceptance.py read them):
@@ -20,17 +21,31 @@ import tempfile
 from collections.abc import Iterable
 
 VERDICTS = ("pass", "suspect", "fail")
-PROM_FILE = "fmcluster_acceptance.prom"
+#: Every metric name :func:`render_metrics` writes (the observability layer's known-metric list includes them).
+METRIC_NAMES = (
+    "fmcluster_acceptance_gate_passed",
+    "fmcluster_acceptance_last_run_timestamp_seconds",
+    "fmcluster_acceptance_cluster_median_busbw_gbps",
+    "fmcluster_acceptance_floor_busbw_gbps",
+    "fmcluster_acceptance_node_verdict",
+    "fmcluster_acceptance_node_busbw_gbps",
+    "fmcluster_acceptance_node_drained",
+)
+def prom_file(group: str) -> str:
+    """The textfile name of a group's gate: ``fmcluster_acceptance_<group>.prom``."""
+    return f"fmcluster_acceptance_{group}.prom" if group else "fmcluster_acceptance.prom"
 
 
 def _label(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
-def render_metrics(verdict: dict, timestamp_s: float, drained: Iterable[str] = (), cluster: str = "") -> str:
+def render_metrics(verdict: dict, timestamp_s: float, drained: Iterable[str] = (), cluster: str = "",
+                   group: str = "") -> str:
     """The exposition text for ``verdict`` (:meth:`fmcluster.acceptance.judge.Verdict.as_dict`, as the gate
-    writes it); ``drained``: nodes the gate drained; ``cluster`` adds a ``cluster`` label to every series."""
-    base = f'cluster="{_label(cluster)}",' if cluster else ""
+    writes it); ``drained``: nodes the gate drained; ``cluster`` and ``group`` (the compute group) label every
+    series when given."""
+    base = (f'cluster="{_label(cluster)}",' if cluster else "") + (f'group="{_label(group)}",' if group else "")
     it = f'instance_type="{_label(verdict["instance_type"])}"'
     drained_set = set(drained)
     floor = verdict["floor"]
