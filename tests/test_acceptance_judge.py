@@ -85,6 +85,7 @@ def test_reads_the_busbw_columns_of_every_table_form(form: str, text: str) -> No
     row = parse_all_reduce(text, form).row_at(1073741824)
     assert row is not None
     assert (row.oop_busbw_gbps, row.ip_busbw_gbps) == (26.58, 26.63), form
+    assert not row.wrong, form  # the old 'error' column (2e-06) is a relative error, not wrong elements
 
 
 PARSE_ERRORS = [

@@ -10,7 +10,7 @@ The format is the one NVIDIA/nccl-tests prints (src/util.cu of v2.14-v2.19, src/
 - the table header ``#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw
   #wrong`` (writeResultHeader; ``cputime`` with -C, eight per-iteration columns per half with
   per-iteration timing, a trailing ``timestamp`` with -T; releases before ``root`` existed print no
-  ``root`` column and call ``#wrong`` ``error``);
+  ``root`` column and an ``error`` column (maximum relative error, not a count) instead of ``#wrong``);
 - one row per size: ``%12li  %12li  %8s  %6s  %6s`` then out-of-place and in-place ``time algbw busbw
   #wrong`` (``N/A`` when not checked) (writeBenchmarkLinePreamble / writeBenchmarkLineBody);
 - the footer ``# Out of bounds values : %d OK|FAILED`` and ``# Avg bus bandwidth    : %g``
@@ -128,7 +128,9 @@ def _header_columns(tokens: list[str]) -> dict[str, list[int]] | None:
         return None
     cols: dict[str, list[int]] = {}
     for i, t in enumerate(tokens):
-        name = "#wrong" if t in ("#wrong", "error") else ("time" if t in ("time", "cputime") else t)
+        # "#wrong" counts wrong elements; the older "error" column is the maximum relative error of a float
+        # reduction (2e-06 is normal), so it is kept apart and never read as wrong results
+        name = "time" if t in ("time", "cputime") else t
         cols.setdefault(name, []).append(i)
     return cols
 
@@ -215,7 +217,7 @@ def parse_all_reduce(text: str, name: str = "<output>") -> NcclRun:
             continue  # program output outside the table (launcher banners, warnings)
         busbw = cols["busbw"]
         wrong = cols.get("#wrong", [])
-        need = max(busbw + wrong) + 1
+        need = max(busbw + wrong + cols.get("error", [])) + 1
         if len(busbw) < 2 or len(tokens) < need:
             raise NcclParseError(
                 f"{name}:{lineno}: row has {len(tokens)} column(s), the header needs {need}: truncated table? ({stripped[:80]!r})")
