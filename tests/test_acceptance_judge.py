@@ -404,3 +404,13 @@ def test_textfile_metrics_are_the_declared_ones_in_the_exposition_format() -> No
     assert 'fmcluster_acceptance_last_run_timestamp_seconds{cluster="c",group="gpu",instance_type="p5.48xlarge"} 1796160000' in text
     for name in METRIC_NAMES:
         assert f"# TYPE {name} gauge" in text
+
+
+def test_a_catalog_type_without_an_entry_gets_no_floor(monkeypatch: pytest.MonkeyPatch) -> None:
+    import fmcluster.catalog.acceptance as cat
+
+    monkeypatch.setattr(cat, "_load", lambda: {})
+    fig = cat.acceptance_figures("p5en.48xlarge")
+    assert (fig.floor.busbw_gbps, fig.enforced, fig.efa_devices, fig.gpus) == (None, False, 16, 8)
+    with pytest.raises(KeyError, match="did you mean 'p5en.48xlarge'"):
+        cat.acceptance_figures("p5en.48xlarg")

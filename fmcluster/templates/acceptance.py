@@ -62,7 +62,8 @@ def render_gate(rc: ResolvedCluster, group: ResolvedGroup) -> str:
     return render("acceptance/gate.sbatch.j2", {
         "blueprint_name": rc.name,
         "group_name": group.name,
-        # ParallelCluster names each Slurm queue after its compute group (constructs/orchestrators/parallelcluster.py)
+        # the Slurm partition of a compute group is the group's name on all three: ParallelCluster queue Name,
+        # HyperPod SlurmConfig partition, PCS queue (fmcluster/constructs/orchestrators/*.py)
         "partition": group.name,
         "instance_type": group.instance.name,
         "orchestrator": rc.profile.key,
