@@ -135,6 +135,14 @@ def test_node_check_failure_drains_that_node_and_keeps_it_out_of_the_pairs(gate:
     assert [n for n, v in r.verdicts().items() if v != "pass"] == ["p5-st-gpu-3"]
 
 
+def test_a_node_that_does_not_answer_fails_after_the_timeout(gate: Path, tmp_path: Path) -> None:
+    r = run(gate, tmp_path, STUB_NODECHECK_HANG="p5-st-gpu-7", FMC_NODE_CHECK_TIMEOUT="10")
+    assert r.rc == 1
+    assert r.drains == ["NodeName=p5-st-gpu-7 State=DRAIN Reason=fmcluster-acceptance: node check: "
+                        "fmcluster-node-check did not finish in 10 s (node not answering?)"]
+    assert [n for n, v in r.verdicts().items() if v != "pass"] == ["p5-st-gpu-7"]
+
+
 def test_a_node_on_sockets_is_drained_with_the_cause(gate: Path, tmp_path: Path) -> None:
     r = run(gate, tmp_path, STUB_SOCKETS="p5-st-gpu-2")
     assert r.rc == 1

@@ -290,6 +290,27 @@ def test_cli_unknown_instance_type_exits_2_with_did_you_mean() -> None:
     assert r.exit_code == 2 and "did you mean 'p5.48xlarge'" in r.output
 
 
+def test_cli_markdown_table() -> None:
+    r = runner.invoke(app, ["acceptance", "judge", "--results", str(FIX / "eight_one_slow"), "--instance-type",
+                            "p5.48xlarge", "--format", "markdown"])
+    assert r.exit_code == 1
+    assert "| p5-st-gpu-5 | fail | 265.6 | 2 of 2 pair(s) more than 20% below the cluster median" in r.stdout and "| node | verdict | bus bandwidth (GB/s) | reason |" in r.stdout
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["judge", "--instance-type", "p5.48xlarge"], "needs --results DIR"),
+    (["judge", "--results", "x"], "needs --instance-type TYPE"),
+    (["judge", "a", "--results", "x", "--instance-type", "p5.48xlarge"], "they belong to 'acceptance plan'"),
+    (["judge", "--results", "x", "--instance-type", "p5.48xlarge", "--median-fraction", "1.5"], "Invalid value"),
+    (["plan", "a", "--min-partners", "0"], "Invalid value"),
+    (["verify"], "verify"),
+])
+def test_cli_bad_input_exits_2(args: list[str], message: str) -> None:
+    r = runner.invoke(app, ["acceptance", *args])
+    assert r.exit_code == 2 and message in " ".join(r.output.split()), r.output
+    assert "Traceback" not in r.output
+
+
 def test_cli_plan() -> None:
     r = runner.invoke(app, ["acceptance", "plan", "a", "b", "c", "d"])
     assert r.exit_code == 0 and r.stdout == "1 a d\n1 b c\n2 a c\n2 d b\n"
@@ -300,7 +321,7 @@ def test_cli_plan() -> None:
 def test_readme_row_names_every_option() -> None:
     readme = (ROOT / "README.md").read_text()
     [row] = [line for line in readme.splitlines() if line.startswith("| `fmcluster acceptance judge ")]
-    for option in ("--results", "--instance-type", "--format", "--median-fraction", "--hostnames"):
+    for option in ("--results", "--instance-type", "--format", "--median-fraction", "--hostnames", "--min-partners"):
         assert option in row
 
 

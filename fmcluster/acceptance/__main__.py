@@ -89,11 +89,26 @@ def _has_results(directory: str) -> bool:
 
 
 def _text(verdict: dict) -> str:
+    """The merged verdict (node check + pairs) as text, in the layout of :func:`render_text`."""
+    floor = verdict["floor"]
     lines = [f"acceptance {verdict['status'].upper()}: {verdict['instance_type']}, {len(verdict['nodes'])} node(s), "
              f"{len(verdict['pairs'])} pair run(s)"]
+    if floor["floor_busbw_gbps"] is None:
+        lines.append("  no published floor (unverified): nodes compared with each other only")
+    else:
+        how = "enforced" if floor["enforced"] else "unverified: reported, not enforced"
+        lines.append(f"  floor {floor['floor_busbw_gbps']:g} GB/s at {floor['reference_size_bytes']} B ({how})")
+    if verdict["cluster_median_busbw_gbps"] is not None:
+        lines.append(f"  cluster median {verdict['cluster_median_busbw_gbps']:.1f} GB/s; a pair more than "
+                     f"{verdict['median_fraction']:.0%} below it is bad")
     for n in verdict["nodes"]:
         lines.append(f"{n['verdict'].upper():8s}{n['node']}: {n['reason']}")
         lines += [f"          {e}" for e in n["pairs"]]
+    for p in verdict["pairs"]:
+        for c in p["causes"]:
+            lines.append(f"  cause {c['kind']} on {c['host'] or ' and '.join(p['nodes'])}: {c['detail']}")
+        for note in p["notes"]:
+            lines.append(f"  note {' + '.join(p['nodes'])}: {note}")
     return "\n".join(lines) + "\n"
 
 

@@ -481,5 +481,23 @@ def render_text(v: Verdict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_markdown(v: Verdict) -> str:
+    """The verdict as a Markdown table (for PR comments and run books)."""
+    f = v.floor
+    floor = ("no published floor" if f.floor_busbw_gbps is None
+             else f"floor {f.floor_busbw_gbps:g} GB/s at {f.reference_size_bytes} B ({'enforced' if f.enforced else 'unverified'})")
+    lines = [
+        f"**acceptance {v.status}**: {v.instance_type}, {len(v.nodes)} node(s), {len(v.pairs)} pair run(s); {floor}; "
+        f"cluster median {v.cluster_median_gbps:.1f} GB/s",
+        "",
+        "| node | verdict | bus bandwidth (GB/s) | reason |",
+        "|---|---|---|---|",
+    ]
+    for n in v.nodes:
+        bw = "" if n.busbw_gbps is None else f"{n.busbw_gbps:.1f}"
+        lines.append(f"| {n.node} | {n.verdict} | {bw} | {n.reason.replace('|', '/')} |")
+    return "\n".join(lines) + "\n"
+
+
 def render_json(v: Verdict) -> str:
     return json.dumps(v.as_dict(), indent=2) + "\n"
