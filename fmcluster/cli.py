@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -221,6 +222,81 @@ def preflight(
     from fmcluster.preflight.cli import run
 
     raise typer.Exit(run(file, region=region, profile=profile, until=until, as_json=as_json))
+
+
+# ---- fleet acceptance gate (docs/acceptance.md) -----------------------------------------------------
+class AcceptanceAction(StrEnum):
+    judge = "judge"
+    plan = "plan"
+
+
+@app.command()
+def acceptance(
+    action: Annotated[AcceptanceAction, typer.Argument(help="judge: judge a results folder; plan: print the pairing rounds.")],
+    nodes: Annotated[list[str] | None, typer.Argument(help="plan: the Slurm node names.", show_default=False)] = None,
+    results: Annotated[Path | None, typer.Option("--results", help=(
+        "judge: folder of nccl-tests all_reduce_perf outputs, one per pair and round (r<round>_<node>_<node>.log, "
+        "or any *.log/*.out/*.txt with the hosts in its rank lines)."))] = None,
+    instance_type: Annotated[str | None, typer.Option(
+        "--instance-type", help="judge: instance type of the nodes (p5.48xlarge; ml. accepted).")] = None,
+    format: Annotated[OutputFormat, typer.Option("--format", "-f", help=FORMAT_HELP)] = OutputFormat.text,
+    median_fraction: Annotated[float, typer.Option(
+        "--median-fraction", min=0.01, max=0.99,
+        help="judge: a pair more than this fraction below the cluster median is bad (0.01..0.99).")] = 0.2,
+    hostnames: Annotated[Path | None, typer.Option(
+        "--hostnames", help="judge: '<node> <hostname>' lines, when hosts print names other than their Slurm node names.")] = None,
+    min_partners: Annotated[int, typer.Option(
+        "--min-partners", min=1, max=16, help="plan: measurements per node, each with another partner (1..16).")] = 2,
+) -> None:
+    """Fleet acceptance gate. `acceptance judge --results DIR --instance-type TYPE`: pass / suspect / fail per
+    node from pairwise all_reduce_perf outputs; exit 0 no node fails, 1 a node fails, 2 unreadable or
+    inconsistent input. `acceptance plan NODE...`: the pairing rounds ('<round> <node> <node>' lines)."""
+    if action is AcceptanceAction.plan:
+        from fmcluster.acceptance.pairing import PairingError, pairing_plan, plan_lines
+
+        try:
+            print(plan_lines(pairing_plan(nodes or [], min_partners)), end="")
+        except PairingError as e:
+            print_error(str(e))
+            raise typer.Exit(2) from None
+        return
+    from fmcluster.acceptance.floors import floor_for
+    from fmcluster.acceptance.judge import (
+        JudgeInputError,
+        judge,
+        load_results,
+        read_aliases,
+        render_json,
+        render_markdown,
+        render_text,
+    )
+    from fmcluster.catalog import UnknownInstanceType
+
+    missing = [o for o, v in (("--results DIR", results), ("--instance-type TYPE", instance_type)) if v is None]
+    if nodes:
+        missing.append(f"no node names (got {' '.join(nodes)}); they belong to 'acceptance plan'")
+    if missing:
+        print_error(f"acceptance judge needs {', '.join(missing)}")
+        raise typer.Exit(2)
+    assert results is not None and instance_type is not None
+    try:
+        floor = floor_for(instance_type)
+    except UnknownInstanceType as e:
+        print_error(f"--instance-type: {e}")
+        raise typer.Exit(2) from None
+    try:
+        aliases = read_aliases(str(hostnames)) if hostnames else None
+        verdict = judge(load_results(str(results), aliases), floor, median_fraction)
+    except JudgeInputError as e:
+        for problem in e.problems:
+            print_error(problem)
+        raise typer.Exit(2) from None
+    except OSError as e:
+        print_error(f"{e.filename or hostnames}: cannot read: {e.strerror or e}")
+        raise typer.Exit(2) from None
+    render = {OutputFormat.json: render_json, OutputFormat.markdown: render_markdown}.get(format, render_text)
+    print(render(verdict), end="")
+    raise typer.Exit(verdict.exit_code)
 
 
 def main() -> None:

@@ -99,7 +99,7 @@ def test_promtool_accepts_config_and_rules(
         text=True,
     )
     assert rules.returncode == 0, rules.stdout + rules.stderr
-    assert "SUCCESS: 14 rules found" in rules.stdout
+    assert "SUCCESS: 17 rules found" in rules.stdout  # 14 + the acceptance gate's 3 (docs/acceptance.md)
 
 
 def test_default_blueprint_renders_exporters_config_and_dashboards() -> None:
@@ -358,7 +358,7 @@ def test_endpoints_managed_and_self_hosted() -> None:
 def test_rendered_rules_are_the_documented_prometheus_rule_format() -> None:
     bp = load_blueprint_text(blueprint_text({"observability": {"metrics": "managed"}})).blueprint
     doc = yaml.safe_load(render_alert_rules(observability_context(resolve(bp))))
-    assert [g["name"] for g in doc["groups"]] == ["t-cluster-gpu", "t-cluster-efa", "t-cluster-nodes"]
+    assert [g["name"] for g in doc["groups"]] == ["t-cluster-gpu", "t-cluster-efa", "t-cluster-nodes", "t-cluster-acceptance"]
     assert all(g["interval"] == "30s" for g in doc["groups"])
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from fmcluster.blueprint import Blueprint
 from fmcluster.resolved import resolve
+from fmcluster.templates.acceptance import render_acceptance_files
 from fmcluster.templates.context import blueprint_node_contexts
 from fmcluster.templates.kubernetes import render_kubernetes_manifests
 from fmcluster.templates.node_scripts import render_node_scripts
@@ -31,8 +32,9 @@ class RenderOutError(Exception):
 def render_blueprint(bp: Blueprint) -> dict[str, dict[str, str]]:
     """``{folder: {file name: text}}``: one folder per compute group (node scripts, resolved
     versions), when metrics are on, ``observability/`` (Prometheus config, alert rules,
-    dashboards, exporter scripts) and, on HyperPod EKS, ``kubernetes/`` (Kueue queues, job templates, the EFA
-    admission policy, the node-check DaemonSet, the Helm install: :mod:`fmcluster.templates.kubernetes`)."""
+    dashboards, exporter scripts), on HyperPod EKS ``kubernetes/`` (Kueue queues, job templates, the EFA
+    admission policy, the node-check DaemonSet, the Helm install: :mod:`fmcluster.templates.kubernetes`) and, on
+    Slurm clusters, ``acceptance/`` (the fleet acceptance gate job per EFA group)."""
     rc = resolve(bp)
     out: dict[str, dict[str, str]] = {}
     for name, ctx in blueprint_node_contexts(rc).items():
@@ -49,6 +51,10 @@ def render_blueprint(bp: Blueprint) -> dict[str, dict[str, str]]:
     for rel, text in render_kubernetes_manifests(rc).items():  # HyperPod EKS only
         folder, _, name = rel.rpartition("/")
         out.setdefault(f"kubernetes/{folder}", {})[name] = text
+    # fleet acceptance gate jobs (docs/acceptance.md)
+    for rel, text in render_acceptance_files(rc).items():
+        folder, _, name = rel.rpartition("/")
+        out.setdefault(folder, {})[name] = text
     return out
 
 

@@ -226,6 +226,10 @@ def overview(ctx: ObservabilityContext) -> dict[str, Any]:
             ("slurm_nodes_down", "down"),
         ],
     )
+    # fleet acceptance gate (docs/acceptance.md): its panels live in their own module
+    from fmcluster.templates.observability.acceptance import acceptance_panels
+
+    acceptance_panels(b)
     return b.build()
 
 

@@ -173,6 +173,10 @@ def known_metric_names() -> dict[str, str]:
     out.update({m: "node_exporter" for m in NODE_EXPORTER_METRICS})
     out.update({m: "prometheus-slurm-exporter" for m in SLURM_EXPORTER_METRICS})
     out.update({m: "prometheus" for m in PROMETHEUS_BUILTIN})
+    # fleet acceptance gate textfile (fmcluster/acceptance/metrics.py, docs/acceptance.md)
+    from fmcluster.acceptance.metrics import METRIC_NAMES as ACCEPTANCE_METRICS
+
+    out.update({m: "fmcluster acceptance gate (textfile)" for m in ACCEPTANCE_METRICS})
     return out
 
 

@@ -180,7 +180,12 @@ def alert_groups(ctx: ObservabilityContext) -> dict[str, list[AlertRule]]:
         ),
     ]
     name = ctx.blueprint_name
-    return {f"{name}-gpu": gpu, f"{name}-efa": efa, f"{name}-nodes": nodes}
+    groups = {f"{name}-gpu": gpu, f"{name}-efa": efa, f"{name}-nodes": nodes}
+    # fleet acceptance gate (docs/acceptance.md): rules in their own module and group
+    from fmcluster.templates.observability.acceptance import acceptance_alert_rules
+
+    groups[f"{name}-acceptance"] = acceptance_alert_rules()
+    return groups
 
 
 def render_alert_rules(ctx: ObservabilityContext) -> str:

@@ -1,0 +1,96 @@
+"""Alert rules and overview-dashboard panels for the fleet acceptance gate (docs/acceptance.md "Metrics").
+
+The gate job writes its verdict as node_exporter textfile metrics on the node that ran the batch script
+(``fmcluster_acceptance_<group>.prom``, fmcluster/acceptance/metrics.py). A later gate may run on another
+node, so an older file can still be scraped elsewhere: every expression keeps only the newest run per
+cluster and group (:data:`LATEST`, the series whose ``fmcluster_acceptance_last_run_timestamp_seconds`` is the
+group's maximum).
+
+Hooked into :mod:`fmcluster.templates.observability.rules` (one rule group, ``<name>-acceptance``) and
+:mod:`fmcluster.templates.observability.dashboards` (the overview's last row).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fmcluster.templates.observability.dashboards import _Builder
+    from fmcluster.templates.observability.rules import AlertRule
+
+#: The textfile series of the newest gate run of each cluster and group.
+LATEST = (
+    "(fmcluster_acceptance_last_run_timestamp_seconds == on (cluster, group) group_left () "
+    "max by (cluster, group) (fmcluster_acceptance_last_run_timestamp_seconds))"
+)
+
+
+FAILED_NODE = 'fmcluster_acceptance_node_verdict{verdict="fail"} == 1'
+SUSPECT_NODE = 'fmcluster_acceptance_node_verdict{verdict="suspect"} == 1'
+
+
+def latest(expr: str) -> str:
+    """``expr`` restricted to the newest gate run's textfile (joined on the scraped instance and the group)."""
+    return f"({expr}) and on (instance, group) {LATEST}"
+
+
+def acceptance_alert_rules() -> list[AlertRule]:
+    """A failed gate (critical), a node the gate drained (warning) and a suspect node (warning)."""
+    from fmcluster.templates.observability.rules import AlertRule
+
+    return [
+        AlertRule(
+            "AcceptanceGateFailed",
+            f"max by (cluster, group, instance_type) ({latest('fmcluster_acceptance_gate_passed == 0')})",
+            "0m",
+            "critical",
+            "The fleet acceptance gate of {{ $labels.cluster }}/{{ $labels.group }} failed",
+            "At least one node is below the NCCL bus bandwidth floor, far below the cluster median, or ran NCCL "
+            "on sockets or on fewer EFA devices than its type has. See verdict.json of the gate run "
+            "(docs/acceptance.md).",
+        ),
+        AlertRule(
+            "AcceptanceNodeDrained",
+            f"max by (cluster, group, node) ({latest('fmcluster_acceptance_node_drained == 1')})",
+            "0m",
+            "warning",
+            "{{ $labels.node }} was drained by the fleet acceptance gate",
+            "The gate drained the node (Slurm reason starts with fmcluster-acceptance). Replace or repair it, "
+            "re-run the gate, then `scontrol update NodeName=<node> State=RESUME`.",
+        ),
+        AlertRule(
+            "AcceptanceNodeSuspect",
+            f"max by (cluster, group, node) ({latest(SUSPECT_NODE)})",
+            "0m",
+            "warning",
+            "{{ $labels.node }} is suspect in the fleet acceptance gate",
+            "One of its pairs was slow but the gate could not blame it (one bad pair of two): re-run the gate "
+            "with FMC_MIN_PARTNERS=3.",
+        ),
+    ]
+
+
+def acceptance_panels(b: _Builder) -> None:
+    """The overview dashboard's acceptance row: failed and drained node counts and per-node bus bandwidth."""
+    b.row("Fleet acceptance gate (last run)")
+    b.zero_is_good(
+        "Nodes failed",
+        f"count({latest(FAILED_NODE)}) or vector(0)",
+        description="Nodes the last acceptance gate failed (node check, floor, cluster median or a named cause).",
+    )
+    b.zero_is_good(
+        "Nodes drained by the gate",
+        f"count({latest('fmcluster_acceptance_node_drained == 1')}) or vector(0)",
+        description="Nodes the last gate drained in Slurm (reason fmcluster-acceptance: ...).",
+    )
+    b.timeseries(
+        "Acceptance bus bandwidth per node",
+        "GBs",
+        [
+            (f"max by (node) ({latest('fmcluster_acceptance_node_busbw_gbps')})", "{{node}}"),
+            (f"max by (group) ({latest('fmcluster_acceptance_floor_busbw_gbps')})", "floor {{group}}"),
+            (f"max by (group) ({latest('fmcluster_acceptance_cluster_median_busbw_gbps')})", "median {{group}}"),
+        ],
+        description="Median all_reduce_perf bus bandwidth (GB/s) of each node's pairs at the reference size, with "
+                    "the instance type's floor and the cluster median.",
+    )
