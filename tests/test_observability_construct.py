@@ -112,6 +112,7 @@ def test_managed_stack_has_amp_rules_grafana_and_scoped_node_policy() -> None:
         "GrafanaUrl",
         "RemoteWriteUrl",
         "QueryUrl",
+        "AlertTopicArn",
     }
     # CDK's cross-stack export: the cluster stack attaches the node policy to the head node
     node_policy_id = next(iter(resources_of(tpl, "AWS::IAM::ManagedPolicy")))
@@ -125,14 +126,17 @@ def test_self_hosted_stack_has_no_workspaces() -> None:
     _, templates = _synth("parallelcluster", "self_hosted")
     tpl = templates["t-cluster-observability"]
     types = sorted({r["Type"] for r in tpl["Resources"].values()} - {"AWS::CDK::Metadata"})
-    assert types == ["AWS::IAM::ManagedPolicy", "AWS::SSM::Parameter"]
+    # The alert topic (and its key) for the head node's Alertmanager; no AMP/AMG workspace.
+    assert types == [
+        "AWS::IAM::ManagedPolicy", "AWS::KMS::Key", "AWS::SNS::Topic", "AWS::SNS::TopicPolicy", "AWS::SSM::Parameter"
+    ]
     (node_policy,) = resources_of(tpl, "AWS::IAM::ManagedPolicy").values()
     actions = {
         a
         for s in node_policy["Properties"]["PolicyDocument"]["Statement"]
         for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
     }
-    assert {"ssm:GetParameter", "ec2:DescribeInstances", "cloudwatch:GetMetricData"} <= actions
+    assert {"ssm:GetParameter", "ec2:DescribeInstances", "cloudwatch:GetMetricData", "sns:Publish"} <= actions
     assert tpl["Outputs"]["GrafanaUrl"]["Value"] == "http://localhost:3000"
 
 

@@ -876,6 +876,25 @@ class ObservabilitySpec(Section):
         "of your account).",
     )
 
+    # ---- alert receiver and AMP reachability (issue 15) ----
+    alert_email: str | None = Field(
+        None, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$",
+        description="Email address subscribed to the cluster's alert SNS topic (created by fmcluster; confirm the "
+        "subscription email). Every alert and the daily Watchdog go there. Default: not set.",
+    )
+    alert_topic_arn: str | None = Field(
+        None, pattern=r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$",
+        description="Existing SNS topic (same Region) to route alerts to instead of a topic fmcluster creates; its "
+        "access policy must allow aps.amazonaws.com (managed) or the head node role (self-hosted) to publish. "
+        "Default: not set.",
+    )
+    amp_vpc_endpoint: bool = Field(
+        False,
+        description="Create an aps-workspaces interface VPC endpoint (private DNS) in the GPU subnet so the head "
+        "node reaches Amazon Managed Service for Prometheus without a NAT gateway (managed only). Default: false "
+        "(a new VPC has a NAT gateway).",
+    )
+
     @property
     def enabled(self) -> bool:
         return self.metrics != "none"
