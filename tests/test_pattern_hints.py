@@ -133,6 +133,9 @@ WHERE: dict[str, tuple[Callable[[str], dict[str, Any]], str]] = {
                                     "orchestrator.hyperpod.ami_updates.schedule"),
     "PcsSettings.login_instance_type": (lambda v: _orch("pcs", login_instance_type=v), "orchestrator.pcs.login_instance_type"),
     "PcsSettings.ami_id": (lambda v: _orch("pcs", ami_id=v), "orchestrator.pcs.ami_id"),
+    "ObservabilitySpec.alert_email": (lambda v: {"observability": {"alert_email": v}}, "observability.alert_email"),
+    "ObservabilitySpec.alert_topic_arn": (lambda v: {"observability": {"alert_topic_arn": v}},
+                                          "observability.alert_topic_arn"),
 }
 
 

@@ -841,6 +841,12 @@ DEFAULT_GRAFANA_AUTH: Final = "AWS_SSO"
 DEFAULT_NODE_DISCOVERY: Final = "auto"
 
 
+EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
+SNS_TOPIC_ARN_PATTERN = r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$"
+PATTERN_HINTS[EMAIL_PATTERN] = "an email address such as oncall@example.com"
+PATTERN_HINTS[SNS_TOPIC_ARN_PATTERN] = "a standard SNS topic ARN, arn:aws:sns:<region>:<account>:<topic name>"
+
+
 class ObservabilitySpec(Section):
     """Metrics layer: where Prometheus and Grafana run, and how the head node finds the cluster's nodes.
 
@@ -876,14 +882,14 @@ class ObservabilitySpec(Section):
         "of your account).",
     )
 
-    # ---- alert receiver and AMP reachability (issue 15) ----
+    # ---- alert receiver and AMP reachability ----
     alert_email: str | None = Field(
-        None, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$",
+        None, pattern=EMAIL_PATTERN,
         description="Email address subscribed to the cluster's alert SNS topic (created by fmcluster; confirm the "
         "subscription email). Every alert and the daily Watchdog go there. Default: not set.",
     )
     alert_topic_arn: str | None = Field(
-        None, pattern=r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$",
+        None, pattern=SNS_TOPIC_ARN_PATTERN,
         description="Existing SNS topic (same Region) to route alerts to instead of a topic fmcluster creates; its "
         "access policy must allow aps.amazonaws.com (managed) or the head node role (self-hosted) to publish. "
         "Default: not set.",
