@@ -223,6 +223,20 @@ def preflight(
     raise typer.Exit(run(file, region=region, profile=profile, until=until, as_json=as_json))
 
 
+@app.command()
+def grafana(
+    file: Annotated[Path, typer.Argument(help="Blueprint YAML file (metrics: managed, deployed).")],
+    profile: Annotated[
+        str | None, typer.Option(help="AWS profile. Default: the standard credential chain.")
+    ] = None,
+) -> None:
+    """After deploy: create or update the Amazon Managed Grafana data source and every dashboard (idempotent).
+    Exit 0 done, 1 a call failed, 2 could not run."""
+    from fmcluster.provision import run
+
+    raise typer.Exit(run(file, profile=profile))
+
+
 def main() -> None:
     app()
 
