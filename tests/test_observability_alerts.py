@@ -171,3 +171,32 @@ def test_blueprint_receiver_fields_are_validated() -> None:
         load_blueprint_text(_text(alert_email="not-an-email", alert_topic_arn="arn:aws:sqs:us-east-1:1:q"))
     text = textwrap.dedent(str(e.value))
     assert "observability.alert_email" in text and "observability.alert_topic_arn" in text
+
+
+@pytest.mark.synth
+def test_endpoint_and_email_synthesize_clean_with_nag_and_cfn_lint(tmp_path: Path) -> None:
+    """amp_vpc_endpoint + alert_email: cdk-nag (AwsSolutions) raises on an unacknowledged finding at synth,
+    cfn-lint reports no error, and the endpoint is the aps-workspaces interface endpoint with private DNS."""
+    import sys
+
+    import aws_cdk as cdk
+    from cdk_nag import AwsSolutionsChecks
+
+    from fmcluster.stacks.build import build_app
+    from tests.conftest import cdk_context
+
+    bp = load_blueprint_text(_text(metrics="managed", alert_email=EMAIL, amp_vpc_endpoint=True)).blueprint
+    app = cdk.App(outdir=str(tmp_path), context=cdk_context())
+    stacks = build_app(app, bp)
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()
+    tpl = json.loads((tmp_path / "t-cluster-observability.template.json").read_text())
+    (ep,) = resources_of(tpl, "AWS::EC2::VPCEndpoint").values()
+    assert ep["Properties"]["ServiceName"] == "com.amazonaws.us-east-1.aps-workspaces"
+    assert ep["Properties"]["PrivateDnsEnabled"] is True and ep["Properties"]["VpcEndpointType"] == "Interface"
+    lint = subprocess.run(
+        [str(Path(sys.executable).parent / "cfn-lint"), "--regions", "us-east-1", "--format", "parseable", "--",
+         *(str(tmp_path / f"{s.stack_name}.template.json") for s in stacks.all())],
+        capture_output=True, text=True,
+    )
+    assert [line for line in lint.stdout.splitlines() if ":E" in line] == [], lint.stdout
