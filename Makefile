@@ -11,7 +11,7 @@ export NODE_NO_WARNINGS := 1
 export CDK_DISABLE_VERSION_CHECK := 1
 export PATH := $(CURDIR)/$(VENV)/bin:$(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: setup synth test plan lint clean
+.PHONY: setup synth test plan lint clean verify-pins
 
 setup: $(VENV)/.installed node_modules/.installed $(PCLUSTER_VENV)/.installed
 
@@ -45,6 +45,11 @@ test: setup
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check fmcluster tests app.py
 	$(VENV)/bin/mypy fmcluster
+
+# Resolve every observability pin on the internet (HTTP HEAD, upstream sha256 lists, git ls-remote, exporter
+# source lines). Not part of CI: it needs network access; tests/test_observability_pins.py checks offline.
+verify-pins: $(VENV)/.installed
+	$(VENV)/bin/python -m tools.verify_pins
 
 clean:
 	rm -rf cdk.out .pytest_cache

@@ -297,6 +297,18 @@ def acceptance(
     render = {OutputFormat.json: render_json, OutputFormat.markdown: render_markdown}.get(format, render_text)
     print(render(verdict), end="")
     raise typer.Exit(verdict.exit_code)
+@app.command()
+def grafana(
+    file: Annotated[Path, typer.Argument(help="Blueprint YAML file (metrics: managed, deployed).")],
+    profile: Annotated[
+        str | None, typer.Option(help="AWS profile. Default: the standard credential chain.")
+    ] = None,
+) -> None:
+    """After deploy: create or update the Amazon Managed Grafana data source and every dashboard (idempotent).
+    Exit 0 done, 1 a call failed, 2 could not run."""
+    from fmcluster.provision import run
+
+    raise typer.Exit(run(file, profile=profile))
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "fmcluster"
 
 LAYERS = ("severity", "catalog", "acceptance", "blueprint", "resolved", "validation", "output", "templates", "preflight",
-          "constructs", "stacks", "review", "cli")
+          "constructs", "stacks", "review", "provision", "cli")
 RANK = {layer: i for i, layer in enumerate(LAYERS)}
 
 

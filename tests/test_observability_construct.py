@@ -112,6 +112,7 @@ def test_managed_stack_has_amp_rules_grafana_and_scoped_node_policy() -> None:
         "GrafanaUrl",
         "RemoteWriteUrl",
         "QueryUrl",
+        "AlertTopicArn",
     }
     # CDK's cross-stack export: the cluster stack attaches the node policy to the head node
     node_policy_id = next(iter(resources_of(tpl, "AWS::IAM::ManagedPolicy")))
@@ -125,14 +126,17 @@ def test_self_hosted_stack_has_no_workspaces() -> None:
     _, templates = _synth("parallelcluster", "self_hosted")
     tpl = templates["t-cluster-observability"]
     types = sorted({r["Type"] for r in tpl["Resources"].values()} - {"AWS::CDK::Metadata"})
-    assert types == ["AWS::IAM::ManagedPolicy", "AWS::SSM::Parameter"]
+    # The alert topic (and its key) for the head node's Alertmanager; no AMP/AMG workspace.
+    assert types == [
+        "AWS::IAM::ManagedPolicy", "AWS::KMS::Key", "AWS::SNS::Topic", "AWS::SNS::TopicPolicy", "AWS::SSM::Parameter"
+    ]
     (node_policy,) = resources_of(tpl, "AWS::IAM::ManagedPolicy").values()
     actions = {
         a
         for s in node_policy["Properties"]["PolicyDocument"]["Statement"]
         for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
     }
-    assert {"ssm:GetParameter", "ec2:DescribeInstances", "cloudwatch:GetMetricData"} <= actions
+    assert {"ssm:GetParameter", "ec2:DescribeInstances", "cloudwatch:GetMetricData", "sns:Publish"} <= actions
     assert tpl["Outputs"]["GrafanaUrl"]["Value"] == "http://localhost:3000"
 
 
@@ -241,3 +245,36 @@ def test_head_node_launcher_passes_shellcheck(tmp_path: Path) -> None:
     waiter.write_text(lines.split("<<'FMCLUSTER_AFTER_SLURM_EOF'\n", 1)[1].split("\nFMCLUSTER_AFTER_SLURM_EOF\n", 1)[0] + "\n")
     proc = subprocess.run([str(shellcheck), "-S", "style", str(launcher), str(waiter)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout
+
+
+# ---- the scrape path: the head node reaches :9100 and :9400 on every compute node ------------------
+def _self_all_traffic(tpl: dict[str, Any], sg_id: str) -> bool:
+    """True when security group ``sg_id`` admits all traffic from itself (an inline rule or an ingress resource)."""
+    me = {"Fn::GetAtt": [sg_id, "GroupId"]}
+    rules = [
+        r["Properties"] for r in resources_of(tpl, "AWS::EC2::SecurityGroupIngress").values()
+        if r["Properties"].get("GroupId") == me
+    ] + tpl["Resources"][sg_id]["Properties"].get("SecurityGroupIngress", [])
+    return any(r.get("IpProtocol") == "-1" and r.get("SourceSecurityGroupId") == me for r in rules)
+
+
+@pytest.mark.synth
+def test_head_node_and_queues_share_the_group_that_admits_every_scrape_port() -> None:
+    """ParallelCluster: the head node and every queue carry the EFA security group, which admits all traffic
+    from itself, so Prometheus reaches node_exporter (9100) and dcgm-exporter (9400) on every compute node
+    (pins.REMOTE_SCRAPE_PORTS); nothing else opens those ports. HyperPod (one VpcConfig for all instance
+    groups) and PCS (cluster group on every node group) are checked in test_hyperpod.py / test_pcs.py."""
+    from fmcluster.templates.observability.pins import REMOTE_SCRAPE_PORTS
+
+    assert REMOTE_SCRAPE_PORTS == (9100, 9400)
+    _, templates = _synth("parallelcluster", "managed")
+    net = templates["t-cluster-network"]
+    (sg_id,) = [k for k in resources_of(net, "AWS::EC2::SecurityGroup") if k.startswith("NetworkEfaSecurityGroup")]
+    assert _self_all_traffic(net, sg_id)
+    cluster = next(iter(r for t in templates.values() for r in t["Resources"].values()
+                        if "ClusterConfiguration" in r.get("Properties", {})))
+    config = cluster["Properties"]["ClusterConfiguration"]
+    head = config["HeadNode"]["Networking"]["AdditionalSecurityGroups"]
+    assert ["EfaSecurityGroup" in g["Fn::ImportValue"] for g in head] == [True]
+    for q in config["Scheduling"]["SlurmQueues"]:
+        assert head == q["Networking"]["AdditionalSecurityGroups"], q["Name"]

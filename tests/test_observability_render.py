@@ -99,7 +99,10 @@ def test_promtool_accepts_config_and_rules(
         text=True,
     )
     assert rules.returncode == 0, rules.stdout + rules.stderr
-    assert "SUCCESS: 17 rules found" in rules.stdout  # 14 + the acceptance gate's 3 (docs/acceptance.md)
+    # 6 GPU + 5 EFA + 5 node rules (6 with the head-node job of slurm discovery) + Watchdog + one absent()
+    # per scrape job (prometheus, node, dcgm, slurm; + head-node) + the acceptance gate's 3 (docs/acceptance.md)
+    expected = (21 if discovery == "ec2" else 23) + 3
+    assert f"SUCCESS: {expected} rules found" in rules.stdout
 
 
 def test_default_blueprint_renders_exporters_config_and_dashboards() -> None:
@@ -117,12 +120,17 @@ def test_default_blueprint_renders_exporters_config_and_dashboards() -> None:
         "observability/rules/llm-train-alerts.yml",
     ]
     compute = files["observability/exporters/compute-gpu.sh"]
-    assert "install_node_exporter\ninstall_dcgm_exporter\n" in compute
+    assert "run_step node_exporter install_node_exporter\nrun_step dcgm_exporter install_dcgm_exporter\n" in compute
     assert "fmcluster_gpus_expected 8" in compute and "fmcluster_efa_devices_expected 32" in compute
     assert NODE_EXPORTER.sha256["amd64"] in compute and NODE_EXPORTER.sha256["arm64"] in compute
     head = files["observability/exporters/head.sh"]
-    assert "write_config_files\ninstall_slurm_exporter\ninstall_prometheus\n" in head
-    assert PROMETHEUS.sha256["amd64"] in head and "--enable-feature=agent" in head
+    # Prometheus right after its config (and the IMDS allow step), before and independent of every exporter
+    assert (
+        "run_step config write_config_files\nrun_step imds install_imds_allow\nrun_step prometheus install_prometheus\n"
+        "run_step node_exporter install_node_exporter\nrun_step slurm_exporter install_slurm_exporter\n"
+    ) in head
+    assert PROMETHEUS.sha256["amd64"] in head and '--agent --storage.agent.path' in head
+    assert "--enable-feature=agent" not in head  # Prometheus 3 removed the agent feature flag
     assert GRAFANA.sha256["amd64"] not in head  # managed: Grafana is the AWS workspace
     assert (
         files["observability/prometheus.yml"] in head
@@ -151,7 +159,7 @@ def test_ec2_discovery_filters_on_the_blueprint_tag_and_gpu_types() -> None:
     keep = jobs["dcgm"]["relabel_configs"][0]
     assert keep == {"source_labels": ["__meta_ec2_instance_type"], "action": "keep", "regex": r"p5\.48xlarge"}
     assert jobs["dcgm"]["ec2_sd_configs"][0]["port"] == 9400
-    assert jobs["slurm"]["static_configs"] == [{"targets": ["127.0.0.1:8080"]}]
+    assert jobs["slurm"]["static_configs"] == [{"targets": ["127.0.0.1:9092"]}]
 
 
 def test_self_hosted_slurm_discovery_reads_file_sd_and_loads_rules() -> None:
@@ -188,7 +196,8 @@ def test_hyperpod_auto_discovery_is_slurm() -> None:
     rc = resolve(bp)
     assert observability_context(rc).discovery == "slurm"
     head = render_exporter_script(exporter_context(rc, role="head"))
-    assert "install_slurm_sd\ninstall_prometheus\n" in head
+    assert "run_step config write_config_files\nrun_step prometheus install_prometheus\n" in head
+    assert "run_step slurm_sd install_slurm_sd\n" in head and "install_imds_allow" not in head
 
 
 def test_metrics_none_renders_nothing() -> None:
@@ -334,9 +343,13 @@ def test_endpoints_managed_and_self_hosted() -> None:
     assert sorted(managed) == [
         "AMP workspace query",
         "AMP workspace remote write",
+        "Alerts",
         "Grafana workspace",
+        "Monitoring state",
         "Node settings (SSM parameter)",
     ]
+    assert managed["Alerts"].address == "SNS topic in stack output llm-train-observability.AlertTopicArn"
+    assert managed["Monitoring state"].address == "/var/lib/fmcluster/monitoring-state on the head node"
     assert (
         managed["AMP workspace remote write"].address
         == "stack output llm-train-observability.RemoteWriteUrl (known at deploy)"
@@ -358,7 +371,9 @@ def test_endpoints_managed_and_self_hosted() -> None:
 def test_rendered_rules_are_the_documented_prometheus_rule_format() -> None:
     bp = load_blueprint_text(blueprint_text({"observability": {"metrics": "managed"}})).blueprint
     doc = yaml.safe_load(render_alert_rules(observability_context(resolve(bp))))
-    assert [g["name"] for g in doc["groups"]] == ["t-cluster-gpu", "t-cluster-efa", "t-cluster-nodes", "t-cluster-acceptance"]
+    assert [g["name"] for g in doc["groups"]] == [
+        "t-cluster-gpu", "t-cluster-efa", "t-cluster-nodes", "t-cluster-pipeline", "t-cluster-acceptance"
+    ]
     assert all(g["interval"] == "30s" for g in doc["groups"])
 
 
@@ -429,7 +444,7 @@ def test_default_dashboard_set_and_panels() -> None:
         "gpu: GPU memory used",
         "gpu: GPU temperature (hottest per node)",
         "gpu: GPU power per node",
-        "gpu: GPUs with XID errors",
+        "gpu: GPUs with XID errors (5 min)",
         "gpu: uncorrectable ECC errors (1h)",
     ):
         assert title in gpu, title
@@ -519,12 +534,14 @@ def test_dashboard_promql_parses_and_uses_published_metrics(blueprint: str) -> N
     assert {
         "DCGM_FI_DEV_GPU_UTIL",
         "DCGM_FI_PROF_SM_ACTIVE",
-        "DCGM_FI_DEV_XID_ERRORS",
+        "DCGM_EXP_XID_ERRORS_COUNT",
         "fmcluster_efa_tx_bytes_total",
         "fmcluster_efa_rdma_write_bytes_total",
-        "slurm_nodes_alloc",
-        "slurm_queue_pending",
+        "slurm_node_count_per_state",
+        "slurm_partition_job_state_total",
+        "fmcluster_training_tokens_per_second",
     } <= used
+    assert "DCGM_FI_DEV_XID_ERRORS" not in used  # the last XID, never cleared (dcgm-exporter #500)
 
 
 def test_alert_rules_parse_and_use_published_metrics() -> None:
@@ -532,14 +549,18 @@ def test_alert_rules_parse_and_use_published_metrics() -> None:
     doc = yaml.safe_load(files["observability/rules/llm-train-alerts.yml"])
     rules = {r["alert"]: r for g in doc["groups"] for r in g["rules"]}
     assert {
-        "GpuXidError",
+        "GpuXidHardwareError",
+        "GpuXidApplicationError",
         "GpuFallenOffBus",
         "GpuEccDoubleBitErrors",
         "EfaWorkRequestErrors",
         "NodeDown",
         "EfaThroughputDrop",
     } <= set(rules)
-    assert rules["GpuFallenOffBus"]["expr"] == "max by (instance, gpu) (DCGM_FI_DEV_XID_ERRORS) == 79"
+    assert rules["GpuFallenOffBus"]["expr"] == 'max by (instance, gpu) (DCGM_EXP_XID_ERRORS_COUNT{xid="79"}) > 0'
+    assert 'xid!~"13|31|43"' in rules["GpuXidHardwareError"]["expr"]
+    assert 'xid=~"13|31|43"' in rules["GpuXidApplicationError"]["expr"]
+    assert rules["GpuXidApplicationError"]["labels"]["severity"] == "warning"
     assert {k: rules["NodeDown"][k] for k in ("expr", "for", "labels")} == {
         "expr": 'up{job="node"} == 0',
         "for": "5m",

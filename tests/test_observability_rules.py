@@ -1,4 +1,4 @@
-"""Observability rules R-OBS-1..4 as a table: (blueprint patch, level, YAML path, exact message)."""
+"""Observability rules R-OBS-1..6 as a table: (blueprint patch, level, YAML path, exact message)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import pytest
 from fmcluster.blueprint import BlueprintError
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import blueprint_text
+
+VPC = {"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"}
 
 RULE_CASES = [
     (
@@ -48,8 +50,9 @@ RULE_CASES = [
         },
         "warning",
         "observability.metrics",
-        "HyperPod on EKS gets the self_hosted workspaces but no head-node Prometheus, got orchestration eks; allowed "
-        "slurm for the full metrics layer - install the EKS observability add-on to scrape the exporters [R-OBS-3]",
+        "HyperPod on EKS gets no head-node Prometheus and no self_hosted workspaces (nothing would write to them), got "
+        "orchestration eks; allowed slurm for the full metrics layer - install the HyperPod observability add-on, "
+        "which creates its own Amazon Managed Prometheus workspace [R-OBS-3]",
     ),
     (
         {"observability": {"metrics": "self_hosted", "grafana_authentication": "SAML"}},
@@ -57,6 +60,28 @@ RULE_CASES = [
         "observability.grafana_authentication",
         "ignored because metrics is 'self_hosted', got 'SAML'; allowed only with metrics: managed (self-hosted Grafana "
         "is reached through SSM port forwarding) [R-OBS-4]",
+    ),
+    (
+        {"observability": {"metrics": "self_hosted", "amp_vpc_endpoint": True}},
+        "warning",
+        "observability.amp_vpc_endpoint",
+        "ignored because metrics is 'self_hosted', got true; allowed only with metrics: managed (only the managed "
+        "Prometheus agent writes to Amazon Managed Service for Prometheus) [R-OBS-5]",
+    ),
+    (
+        {"observability": {"alert_email": "a@example.com", "alert_topic_arn": "arn:aws:sns:us-east-1:123456789012:t"}},
+        "warning",
+        "observability.alert_email",
+        "ignored because alert_topic_arn is set, got 'a@example.com'; allowed one of alert_email (a topic fmcluster "
+        "creates) or alert_topic_arn (your topic: subscribe the address there) [R-OBS-5]",
+    ),
+    (
+        {"network": VPC, "observability": {"metrics": "managed"}},
+        "warning",
+        "observability.amp_vpc_endpoint",
+        "the head node must reach Amazon Managed Service for Prometheus from the imported VPC vpc-0123456789abcdef0, "
+        "got false; allowed true (an aps-workspaces interface endpoint) or false when the GPU subnet routes to a NAT "
+        "gateway - set amp_vpc_endpoint: true for subnets without one [R-OBS-6]",
     ),
 ]
 
@@ -89,6 +114,9 @@ def test_observability_rules(patch: dict[str, Any], level: str, path: str, messa
         {"observability": {"metrics": "managed"}, "orchestrator": {"kind": "hyperpod"}},
         {"observability": {"metrics": "managed", "grafana_authentication": "SAML"}},
         {"observability": {"metrics": "none", "scrape_timeout_seconds": 10}},
+        {"network": VPC, "observability": {"metrics": "managed", "amp_vpc_endpoint": True}},
+        {"network": VPC, "observability": {"metrics": "self_hosted"}},
+        {"observability": {"alert_email": "a@example.com"}},
     ],
 )
 def test_observability_rules_accept(patch: dict[str, Any]) -> None:

@@ -147,6 +147,9 @@ WHERE: dict[str, tuple[Callable[[str], dict[str, Any]], str]] = {
     "ImageSpec.ami_id": (lambda v: {"software": {"image": {"mode": "custom", "ami_id": v}}}, "software.image.ami_id"),
     "ImageSpec.parent_ami_id": (lambda v: {"software": {"image": {"mode": "bake", "parent_ami_id": v}}},
                                 "software.image.parent_ami_id"),
+    "ObservabilitySpec.alert_email": (lambda v: {"observability": {"alert_email": v}}, "observability.alert_email"),
+    "ObservabilitySpec.alert_topic_arn": (lambda v: {"observability": {"alert_topic_arn": v}},
+                                          "observability.alert_topic_arn"),
 }
 
 

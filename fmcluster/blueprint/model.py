@@ -986,6 +986,12 @@ DEFAULT_GRAFANA_AUTH: Final = "AWS_SSO"
 DEFAULT_NODE_DISCOVERY: Final = "auto"
 
 
+EMAIL_PATTERN = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
+SNS_TOPIC_ARN_PATTERN = r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$"
+PATTERN_HINTS[EMAIL_PATTERN] = "an email address such as oncall@example.com"
+PATTERN_HINTS[SNS_TOPIC_ARN_PATTERN] = "a standard SNS topic ARN, arn:aws:sns:<region>:<account>:<topic name>"
+
+
 class ObservabilitySpec(Section):
     """Metrics layer: where Prometheus and Grafana run, and how the head node finds the cluster's nodes.
 
@@ -1019,6 +1025,25 @@ class ObservabilitySpec(Section):
         "fmcluster:blueprint=<name>; slurm: a file written every minute from `sinfo` node addresses. "
         "Default: auto (ec2 for parallelcluster and pcs; slurm for hyperpod, whose nodes are not EC2 instances "
         "of your account).",
+    )
+
+    # ---- alert receiver and AMP reachability ----
+    alert_email: str | None = Field(
+        None, pattern=EMAIL_PATTERN,
+        description="Email address subscribed to the cluster's alert SNS topic (created by fmcluster; confirm the "
+        "subscription email). Every alert and the daily Watchdog go there. Default: not set.",
+    )
+    alert_topic_arn: str | None = Field(
+        None, pattern=SNS_TOPIC_ARN_PATTERN,
+        description="Existing SNS topic (same Region) to route alerts to instead of a topic fmcluster creates; its "
+        "access policy must allow aps.amazonaws.com (managed) or the head node role (self-hosted) to publish. "
+        "Default: not set.",
+    )
+    amp_vpc_endpoint: bool = Field(
+        False,
+        description="Create an aps-workspaces interface VPC endpoint (private DNS) in the GPU subnet so the head "
+        "node reaches Amazon Managed Service for Prometheus without a NAT gateway (managed only). Default: false "
+        "(a new VPC has a NAT gateway).",
     )
 
     @property

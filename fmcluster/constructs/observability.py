@@ -17,6 +17,18 @@ Sources:
   (https://docs.aws.amazon.com/grafana/latest/userguide/AMG-manage-permissions.html).
 - Prometheus EC2 service discovery calls ``ec2:DescribeInstances`` and ``ec2:DescribeAvailabilityZones``
   (https://prometheus.io/docs/prometheus/latest/configuration/configuration/#ec2_sd_config).
+- Alerts: AMP's only receiver is SNS; the topic's access policy must let ``aps.amazonaws.com`` publish
+  (https://docs.aws.amazon.com/prometheus/latest/userguide/AMP-alertmanager-receiver.html, "Giving Amazon
+  Managed Service for Prometheus permission to send messages to your Amazon SNS topic";
+  Troubleshooting-alerting-no-policy.html for the failure without it). The statement below follows that
+  page (sns:Publish and sns:GetTopicAttributes, conditions aws:SourceArn = the workspace and
+  aws:SourceAccount); the topic is encrypted with a customer-managed key whose key policy lets the same
+  principal use it (kms:GenerateDataKey, kms:Decrypt), as SNS requires for service publishers
+  (https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html). NOT VERIFIED against the AMP page's
+  exact statement text (the corpus holds only its title); a wrong policy shows as the "no resource based
+  policy" error in the workspace's alert manager logs.
+- HyperPod EKS (``collector=False``): fmcluster runs no Prometheus there, so no AMP/AMG workspace is created
+  that nothing would write to; the HyperPod observability add-on creates its own.
 """
 
 from __future__ import annotations
@@ -24,12 +36,16 @@ from __future__ import annotations
 import jsii
 from aws_cdk import Acknowledgment, Annotations, Fn, Stack, Validations
 from aws_cdk import aws_aps as aps
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_grafana as grafana
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sns as sns
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct, IValidation
 
 from fmcluster.blueprint.model import ObservabilitySpec
+from fmcluster.templates.observability.alertmanager import render_amp_alertmanager_definition
 from fmcluster.templates.observability.pins import GRAFANA_PORT
 
 #: Amazon Managed Grafana workspace version; the generated dashboards target Grafana 10.4.
@@ -59,6 +75,10 @@ class ClusterObservability(Construct):
             ``/fmcluster/<name>/observability``).
         alert_rules: Prometheus rule-file YAML (``fmcluster.templates.observability.render_alert_rules``),
             stored as the workspace's rule groups namespace when managed.
+        collector: whether a node of the cluster runs fmcluster's Prometheus (False on HyperPod EKS: then no
+            workspaces and no alert topic are created).
+        vpc, subnet, security_group: where the ``aps-workspaces`` interface endpoint goes when
+            ``spec.amp_vpc_endpoint`` (required then).
 
     Attributes:
         workspace: ``aps.CfnWorkspace`` or None (self-hosted).
@@ -67,14 +87,19 @@ class ClusterObservability(Construct):
             self-hosted ``http://localhost:3000`` (through SSM port forwarding).
         grafana_role: the role the Grafana workspace assumes (AMP query, CloudWatch read), or None.
         node_policy: ``iam.ManagedPolicy`` for the node running Prometheus (SSM parameter read, EC2
-            discovery, and aps:RemoteWrite when managed / CloudWatch read when self-hosted).
+            discovery, and aps:RemoteWrite when managed / CloudWatch read and sns:Publish when self-hosted).
+        alert_topic_arn: the SNS topic every alert goes to (created, or ``spec.alert_topic_arn``), or None
+            without a collector. alert_topic: the created ``sns.Topic`` or None.
+        amp_endpoint: the ``aps-workspaces`` ``ec2.InterfaceVpcEndpoint`` or None.
         parameter: ``ssm.StringParameter`` ``parameter_name`` holding JSON
-            ``{"metrics", "region", "remote_write_url", "query_url", "grafana_url", "workspace_id"}``.
+            ``{"metrics", "region", "remote_write_url", "query_url", "grafana_url", "workspace_id",
+            "alert_topic_arn"}``.
     """
 
     def __init__(
         self, scope: Construct, id: str, *, spec: ObservabilitySpec, cluster_name: str, parameter_name: str,
-        alert_rules: str,
+        alert_rules: str, collector: bool = True, vpc: ec2.IVpc | None = None,
+        subnet: ec2.ISubnet | None = None, security_group: ec2.ISecurityGroup | None = None,
     ) -> None:
         super().__init__(scope, id)
         if not spec.enabled:
@@ -91,8 +116,26 @@ class ClusterObservability(Construct):
         self.grafana_workspace: grafana.CfnWorkspace | None = None
         self.grafana_role: iam.Role | None = None
         self.grafana_url: str = f"http://localhost:{GRAFANA_PORT}"
-        if spec.metrics == "managed":
+        self.alert_topic: sns.Topic | None = None
+        self.alert_key: kms.Key | None = None
+        self.alert_topic_arn: str | None = None
+        self.amp_endpoint: ec2.InterfaceVpcEndpoint | None = None
+        if collector:
+            self._alert_topic(cluster_name, spec)
+        if spec.metrics == "managed" and collector:
             self._managed(cluster_name, alert_rules, spec.grafana_authentication)
+            if spec.amp_vpc_endpoint:
+                if vpc is None or subnet is None or security_group is None:
+                    raise ValueError("amp_vpc_endpoint needs vpc, subnet and security_group")
+                # Private DNS makes aps-workspaces.<region>.amazonaws.com resolve to the endpoint, so the
+                # remote-write URL stays the same (https://docs.aws.amazon.com/prometheus/latest/userguide/
+                # AMP-and-interface-VPC.html, service name com.amazonaws.<region>.aps-workspaces).
+                self.amp_endpoint = ec2.InterfaceVpcEndpoint(
+                    self, "AmpEndpoint", vpc=vpc,
+                    service=ec2.InterfaceVpcEndpointAwsService("aps-workspaces"),
+                    subnets=ec2.SubnetSelection(subnets=[subnet]), security_groups=[security_group],
+                    private_dns_enabled=True, open=False,
+                )
 
         parameter_value = stack.to_json_string(
             {
@@ -102,6 +145,7 @@ class ClusterObservability(Construct):
                 "query_url": self.query_url or "",
                 "grafana_url": self.grafana_url,
                 "workspace_id": self.workspace_id or "",
+                "alert_topic_arn": self.alert_topic_arn or "",
             }
         )
         self.parameter = ssm.StringParameter(
@@ -140,11 +184,49 @@ class ClusterObservability(Construct):
             self.node_policy.add_statements(
                 iam.PolicyStatement(actions=list(CLOUDWATCH_READ_ACTIONS), resources=["*"])
             )
+            if self.alert_topic_arn is not None:  # self-hosted Alertmanager publishes with the node's role
+                self.node_policy.add_statements(
+                    iam.PolicyStatement(actions=["sns:Publish"], resources=[self.alert_topic_arn])
+                )
+                if self.alert_key is not None:
+                    self.node_policy.add_statements(
+                        iam.PolicyStatement(
+                            actions=["kms:GenerateDataKey", "kms:Decrypt"], resources=[self.alert_key.key_arn]
+                        )
+                    )
         for finding, reason in acks:
             Validations.of(self.node_policy).acknowledge(Acknowledgment(id=finding, reason=reason))
 
+    def _alert_topic(self, cluster_name: str, spec: ObservabilitySpec) -> None:
+        """The SNS topic alerts go to: ``spec.alert_topic_arn``, or a new KMS-encrypted topic with
+        ``spec.alert_email`` subscribed (an unconfirmed subscription receives nothing)."""
+        if spec.alert_topic_arn:
+            self.alert_topic_arn = spec.alert_topic_arn
+            return
+        key = kms.Key(
+            self, "AlertKey", enable_key_rotation=True,
+            description=f"fmcluster {cluster_name}: encrypts the alert SNS topic",
+        )
+        topic = sns.Topic(
+            self, "AlertTopic", display_name=f"fmcluster {cluster_name} alerts", master_key=key,
+            enforce_ssl=True,
+        )
+        if spec.alert_email:
+            sns.Subscription(
+                self, "AlertEmail", topic=topic, protocol=sns.SubscriptionProtocol.EMAIL,
+                endpoint=spec.alert_email,
+            )
+        self.alert_key, self.alert_topic, self.alert_topic_arn = key, topic, topic.topic_arn
+
     def _managed(self, cluster_name: str, alert_rules: str, authentication: str) -> None:
-        ws = aps.CfnWorkspace(self, "Workspace", alias=f"fmcluster-{cluster_name}")
+        stack = Stack.of(self)
+        topic_arn = self.alert_topic_arn
+        ws = aps.CfnWorkspace(
+            self, "Workspace", alias=f"fmcluster-{cluster_name}",
+            alert_manager_definition=(
+                render_amp_alertmanager_definition(topic_arn, stack.region) if topic_arn else None
+            ),
+        )
         self.workspace = ws
         self.workspace_id = ws.attr_workspace_id
         self.remote_write_url = Fn.join("", [ws.attr_prometheus_endpoint, "api/v1/remote_write"])
@@ -152,8 +234,34 @@ class ClusterObservability(Construct):
         aps.CfnRuleGroupsNamespace(
             self, "AlertRules", workspace=ws.attr_arn, name=f"{cluster_name}-alerts", data=alert_rules
         )
+        if self.alert_topic is not None and self.alert_key is not None:
+            aps_principal = iam.ServicePrincipal("aps.amazonaws.com")
+            conditions = {
+                "ArnEquals": {"aws:SourceArn": ws.attr_arn},
+                "StringEquals": {"aws:SourceAccount": stack.account},
+            }
+            self.alert_topic.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid="AllowAmpAlertManagerPublish", principals=[aps_principal],
+                    actions=["sns:Publish", "sns:GetTopicAttributes"], resources=[self.alert_topic.topic_arn],
+                    conditions=conditions,
+                )
+            )
+            # The key policy is part of the key, which the topic and thus the workspace depend on: it names the
+            # account's workspaces by pattern (naming this workspace would be a circular dependency).
+            self.alert_key.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid="AllowAmpToUseTheAlertTopicKey", principals=[aps_principal],
+                    actions=["kms:GenerateDataKey", "kms:Decrypt"], resources=["*"],
+                    conditions={
+                        "ArnLike": {
+                            "aws:SourceArn": stack.format_arn(service="aps", resource="workspace", resource_name="*")
+                        },
+                        "StringEquals": {"aws:SourceAccount": stack.account},
+                    },
+                )
+            )
 
-        stack = Stack.of(self)
         role = iam.Role(
             self,
             "GrafanaRole",

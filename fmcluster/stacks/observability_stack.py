@@ -8,11 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fmcluster.blueprint.model import ObservabilitySpec
 from fmcluster.constructs.observability import ClusterObservability
 from fmcluster.templates.observability.endpoints import (
+    OUTPUT_ALERT_TOPIC_ARN,
     OUTPUT_GRAFANA_URL,
     OUTPUT_NODE_POLICY_ARN,
     OUTPUT_QUERY_URL,
@@ -23,7 +25,8 @@ from fmcluster.templates.observability.endpoints import (
 
 class ObservabilityStack(Stack):
     """The metrics layer (``observability``: ClusterObservability) and its outputs: node policy ARN, SSM
-    parameter ``parameter_name``, Grafana URL and, when managed, the AMP remote-write and query URLs."""
+    parameter ``parameter_name``, Grafana URL, the alert topic and, when managed, the AMP remote-write and
+    query URLs. ``collector`` False (HyperPod EKS): no workspaces, no alert topic."""
 
     def __init__(
         self,
@@ -34,12 +37,16 @@ class ObservabilityStack(Stack):
         cluster_name: str,
         parameter_name: str,
         alert_rules: str,
+        collector: bool = True,
+        vpc: ec2.IVpc | None = None,
+        subnet: ec2.ISubnet | None = None,
+        security_group: ec2.ISecurityGroup | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
         self.observability = ClusterObservability(
             self, "Observability", spec=spec, cluster_name=cluster_name, parameter_name=parameter_name,
-            alert_rules=alert_rules,
+            alert_rules=alert_rules, collector=collector, vpc=vpc, subnet=subnet, security_group=security_group,
         )
         obs = self.observability
         CfnOutput(
@@ -55,6 +62,9 @@ class ObservabilityStack(Stack):
             description="JSON settings the head node reads at boot",
         )
         CfnOutput(self, OUTPUT_GRAFANA_URL, value=obs.grafana_url)
+        if obs.alert_topic_arn is not None:
+            CfnOutput(self, OUTPUT_ALERT_TOPIC_ARN, value=obs.alert_topic_arn,
+                      description="SNS topic every alert (and the daily Watchdog) is sent to")
         if obs.remote_write_url is not None and obs.query_url is not None:
             CfnOutput(self, OUTPUT_REMOTE_WRITE_URL, value=obs.remote_write_url)
             CfnOutput(self, OUTPUT_QUERY_URL, value=obs.query_url)

@@ -27,7 +27,13 @@ from grafana_foundation_sdk.models.dashboard import DataSourceRef, Threshold, Th
 from grafana_foundation_sdk.models.text import TextMode
 
 from fmcluster.templates.observability.context import GroupFacts, ObservabilityContext
-from fmcluster.templates.observability.metrics import efa_metric
+from fmcluster.templates.observability.metrics import (
+    SLURM_NODE_STATE_GROUPS,
+    efa_metric,
+    slurm_jobs,
+    slurm_nodes,
+    training_tokens_per_second,
+)
 
 PROM = DataSourceRef(type_val="prometheus", uid="${datasource}")
 CLOUDWATCH = DataSourceRef(type_val="cloudwatch", uid="${cloudwatch}")
@@ -214,17 +220,20 @@ def overview(ctx: ObservabilityContext) -> dict[str, Any]:
         max_value=100,
     )
     b.timeseries(
-        "Slurm jobs", "short", [("slurm_queue_running", "running"), ("slurm_queue_pending", "pending")]
+        "Slurm jobs", "short", [(slurm_jobs("RUNNING"), "running"), (slurm_jobs("PENDING"), "pending")]
     )
     b.timeseries(
         "Slurm nodes",
         "short",
-        [
-            ("slurm_nodes_alloc + slurm_nodes_mix", "allocated"),
-            ("slurm_nodes_idle", "idle"),
-            ("slurm_nodes_drain", "drain"),
-            ("slurm_nodes_down", "down"),
-        ],
+        [(slurm_nodes(s), s) for s in ("allocated", "idle", "drain", "down")],
+    )
+    # Training throughput hook: jobs publish tokens/s with fmcluster-publish-throughput (docs/observability.md).
+    b.timeseries(
+        "Training throughput (tokens/s)",
+        "short",
+        [(training_tokens_per_second(), "{{job_id}}")],
+        description="Published by training jobs through the node textfile collector "
+        "(fmcluster-publish-throughput TOKENS_PER_SECOND); summed over the job's nodes.",
     )
     # fleet acceptance gate (docs/acceptance.md): its panels live in their own module
     from fmcluster.templates.observability.acceptance import acceptance_panels
@@ -249,9 +258,10 @@ def gpu(ctx: ObservabilityContext) -> dict[str, Any]:
             description=f"{g.count} nodes x {g.gpus_per_node} {g.gpu_model} = {g.gpus_total}.",
         )
         b.zero_is_good(
-            f"{g.name}: GPUs with XID errors",
-            f"count(({in_group('DCGM_FI_DEV_XID_ERRORS', g.name)}) > 0) or vector(0)",
-            description="GPUs whose last XID error is not 0 (XID 79: fallen off the bus).",
+            f"{g.name}: GPUs with XID errors (5 min)",
+            f"count(max by (instance, gpu) ({in_group('DCGM_EXP_XID_ERRORS_COUNT', g.name)}) > 0) or vector(0)",
+            description="GPUs with an XID in dcgm-exporter's 5-minute window (the alerts separate application "
+            "XIDs 13/31/43 from hardware ones; XID 79: fallen off the bus).",
         )
         b.zero_is_good(
             f"{g.name}: uncorrectable ECC errors (1h)",
@@ -507,27 +517,24 @@ def slurm(ctx: ObservabilityContext) -> dict[str, Any]:
         "prometheus-slurm-exporter on the head node: node states and the job queue.",
     )
     b.prometheus_variable()
-    b.zero_is_good("Nodes down", "slurm_nodes_down", description="Nodes Slurm marked down.")
+    b.zero_is_good("Nodes down", slurm_nodes("down"), description="Nodes Slurm marked down or failed.")
     b.zero_is_good(
-        "Nodes draining or drained", "slurm_nodes_drain", description="Nodes taken out of service."
+        "Nodes draining or drained", slurm_nodes("drain"), description="Nodes taken out of service."
     )
-    b.value("Running jobs", "slurm_queue_running", "short", description="squeue state RUNNING.")
-    b.value("Pending jobs", "slurm_queue_pending", "short", description="squeue state PENDING.")
+    b.value("Running jobs", slurm_jobs("RUNNING"), "short", description="squeue state RUNNING.")
+    b.value("Pending jobs", slurm_jobs("PENDING"), "short", description="squeue state PENDING.")
     b.timeseries(
         "Nodes by state",
         "short",
-        [
-            (f"slurm_nodes_{s}", s)
-            for s in ("alloc", "mix", "idle", "comp", "drain", "down", "fail", "maint", "resv")
-        ],
-        description=f"{ctx.nodes_total} compute nodes in the blueprint.",
+        [(slurm_nodes(s), s) for s in SLURM_NODE_STATE_GROUPS],
+        description=f"{ctx.nodes_total} compute nodes in the blueprint (sinfo states).",
     )
     b.timeseries(
         "Jobs by state",
         "short",
         [
-            (f"slurm_queue_{s}", s)
-            for s in ("running", "pending", "completing", "failed", "timeout", "node_fail")
+            (slurm_jobs(s), s.lower())
+            for s in ("RUNNING", "PENDING", "COMPLETING", "FAILED", "TIMEOUT", "NODE_FAIL")
         ],
     )
     return b.build()

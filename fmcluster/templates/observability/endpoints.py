@@ -17,6 +17,10 @@ OUTPUT_QUERY_URL = "QueryUrl"
 OUTPUT_GRAFANA_URL = "GrafanaUrl"
 OUTPUT_NODE_POLICY_ARN = "NodePolicyArn"
 OUTPUT_SSM_PARAMETER = "ParameterName"
+OUTPUT_ALERT_TOPIC_ARN = "AlertTopicArn"
+#: The line the head-node exporter script logs when it is done (also in /var/lib/fmcluster/monitoring-state).
+MONITORING_STATE_LOG_PREFIX = "fmcluster-monitoring-state:"
+MONITORING_STATE_FILE = "/var/lib/fmcluster/monitoring-state"
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,35 @@ def observability_endpoints(rc: ResolvedCluster) -> list[Endpoint]:
         return []
     head = rc.profile.head_node_label
     out: list[Endpoint] = []
-    if o.metrics == "managed":
+    if head is not None:
+        out.append(
+            Endpoint(
+                "Alerts",
+                f"SNS topic in stack output {stack}.{OUTPUT_ALERT_TOPIC_ARN}",
+                (f"email {o.alert_email} (confirm the subscription email)" if o.alert_email else
+                 "subscribe a person to the topic" if not o.alert_topic_arn else "your topic's subscribers")
+                + ("; routed by the AMP workspace's alert manager" if o.metrics == "managed" else
+                   f"; routed by Alertmanager on the {head}")
+                + "; a Watchdog alert arrives daily while the pipeline works",
+            )
+        )
+        out.append(
+            Endpoint(
+                "Monitoring state",
+                f"{MONITORING_STATE_FILE} on the {head}",
+                f"one line '{MONITORING_STATE_LOG_PREFIX} prometheus=ok ...', also printed as the exporter "
+                "script's last log line (journalctl -t fmcluster-exporters)",
+            )
+        )
+    if o.metrics == "managed" and head is None:
+        out.append(
+            Endpoint(
+                "Metrics workspaces",
+                "none created (fmcluster runs no Prometheus on HyperPod EKS)",
+                "install the HyperPod observability add-on; it creates and writes its own AMP workspace",
+            )
+        )
+    elif o.metrics == "managed":
         out += [
             Endpoint(
                 "AMP workspace remote write",

@@ -2,13 +2,17 @@
 
 - ``compute`` nodes: node_exporter (all interfaces, port 9100) with the fmcluster textfile collector (node
   facts and EFA hardware counters, every 15 s) and, on GPU nodes, the DCGM exporter (port 9400).
-- ``head`` node (ParallelCluster head node, HyperPod controller, PCS login node): node_exporter, the Slurm
-  exporter (127.0.0.1:8080), Prometheus (127.0.0.1:9090; agent + AMP remote write when managed, server with
-  the alert rules when self-hosted), the Slurm-based target file when discovery is ``slurm``, and Grafana
-  (127.0.0.1:3000) when self-hosted.
+- ``head`` node (ParallelCluster head node, HyperPod controller, PCS login node): Prometheus first
+  (127.0.0.1:9090; agent + AMP remote write when managed, server with the alert rules when self-hosted), on
+  ParallelCluster after allowing its service users through the IMDS lockdown; Alertmanager to SNS
+  (127.0.0.1:9093) when self-hosted; then node_exporter, the Slurm-based target file when discovery is
+  ``slurm``, the Slurm exporter (127.0.0.1:9092) and Grafana (127.0.0.1:3000) when self-hosted.
+
+Every step is optional: a failed step is a warning, the script exits 0 and reports the state it reached.
 
 Contract: :func:`render_exporter_script` is pure (no AWS calls); the script reads the SSM parameter
-``/fmcluster/<name>/observability`` at boot (head node, managed mode) for the AMP remote-write URL.
+``/fmcluster/<name>/observability`` at boot (head node) for the AMP remote-write URL (managed) or the alert
+topic (self-hosted).
 """
 
 from __future__ import annotations
@@ -19,18 +23,20 @@ from typing import Any, Literal
 
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
 from fmcluster.templates.observability import pins
+from fmcluster.templates.observability.alertmanager import TOPIC_PLACEHOLDER, render_alertmanager_yml
 from fmcluster.templates.observability.context import (
     REMOTE_WRITE_PLACEHOLDER,
     ObservabilityContext,
     observability_context,
 )
+from fmcluster.templates.observability.endpoints import MONITORING_STATE_FILE, MONITORING_STATE_LOG_PREFIX
 from fmcluster.templates.observability.grafana import (
     DASHBOARDS_DIR,
     dashboard_provider,
     datasources,
     grafana_ini,
 )
-from fmcluster.templates.observability.metrics import EFA_COUNTERS, dcgm_counters_csv
+from fmcluster.templates.observability.metrics import EFA_COUNTERS, THROUGHPUT_STALE_S, dcgm_counters_csv
 from fmcluster.templates.observability.prometheus import (
     remote_write_url_placeholder,
     render_prometheus_config,
@@ -44,6 +50,16 @@ TEXTFILE_DIR = "/var/lib/node_exporter/textfile"
 NODE_FACTS_INTERVAL_S = 15
 SLURM_SD_INTERVAL_S = 60
 DCGM_COUNTERS_PATH = "/etc/dcgm-exporter/fmcluster-counters.csv"
+#: ParallelCluster's IMDS access script on head and login nodes: cookbook attribute scripts_dir =
+#: "#{base_dir}/scripts" (cookbooks/aws-parallelcluster-shared/attributes/cluster.rb) + "/imds/imds-access.sh"
+#: (cookbooks/aws-parallelcluster-environment/recipes/config/imds.rb).
+IMDS_ACCESS_SCRIPT = "/opt/parallelcluster/scripts/imds/imds-access.sh"
+
+
+def imds_users(metrics: str) -> tuple[str, ...]:
+    """Service users on the head node that need instance credentials: Prometheus (EC2 discovery, SigV4
+    remote write), and when self-hosted Alertmanager (SNS) and Grafana (CloudWatch data source)."""
+    return ("prometheus",) if metrics == "managed" else ("prometheus", "alertmanager", "grafana")
 
 
 @dataclass(frozen=True)
@@ -112,6 +128,9 @@ def head_files(ctx: ObservabilityContext) -> tuple[NodeFile, ...]:
         files.append(
             NodeFile(f"/etc/prometheus/rules/{ctx.blueprint_name}-alerts.yml", render_alert_rules(ctx))
         )
+        files.append(
+            NodeFile("/etc/alertmanager/alertmanager.yml", render_alertmanager_yml(TOPIC_PLACEHOLDER, ctx.region))
+        )
         files += [
             NodeFile("/etc/grafana/grafana.ini", grafana_ini()),
             NodeFile("/etc/grafana/provisioning/datasources/fmcluster.yaml", datasources(ctx)),
@@ -159,6 +178,12 @@ def _common(ctx: ExporterContext) -> dict[str, Any]:
         "dcgm_counters_csv": dcgm_counters_csv(),
         "remote_write_placeholder": remote_write_url_placeholder(ctx.region),
         "remote_write_token": REMOTE_WRITE_PLACEHOLDER,
+        "topic_placeholder": TOPIC_PLACEHOLDER,
+        "state_prefix": MONITORING_STATE_LOG_PREFIX,
+        "state_file": MONITORING_STATE_FILE,
+        "imds_access_script": IMDS_ACCESS_SCRIPT,
+        "imds_users": imds_users(ctx.metrics),
+        "stale_s": THROUGHPUT_STALE_S,
     }
 
 
@@ -172,11 +197,18 @@ def render_slurm_sd_script(ctx: ExporterContext) -> str:
     return render("observability/slurm_sd.sh.j2", _common(ctx))
 
 
+def render_throughput_script(ctx: ExporterContext) -> str:
+    """``fmcluster-publish-throughput``: a job writes its tokens/s into the textfile collector directory."""
+    return render("observability/throughput.sh.j2", _common(ctx))
+
+
 def render_exporter_script(ctx: ExporterContext) -> str:
-    """The self-contained install script for one node role (bash, shellcheck-clean, idempotent)."""
+    """The self-contained install script for one node role (bash, shellcheck-clean, idempotent). It always
+    exits 0 and reports the state it reached (``MONITORING_STATE_LOG_PREFIX`` line, ``MONITORING_STATE_FILE``)."""
     values: Mapping[str, Any] = {
         **_common(ctx),
         "node_facts_script": render_node_facts_script(ctx),
         "slurm_sd_script": render_slurm_sd_script(ctx),
+        "throughput_script": render_throughput_script(ctx),
     }
     return render("observability/exporters.sh.j2", values)

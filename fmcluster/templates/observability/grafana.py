@@ -40,6 +40,13 @@ enabled = false
 """
 
 
+def prometheus_json_data(ctx: ObservabilityContext) -> dict[str, str]:
+    """``jsonData`` of the Prometheus data source: ``timeInterval`` is the scrape interval, so $__rate_interval
+    and the minimum step match it (https://grafana.com/docs/grafana/latest/datasources/prometheus/configure/,
+    "Scrape interval ... timeInterval")."""
+    return {"timeInterval": f"{ctx.scrape_interval_s}s"}
+
+
 def datasources(ctx: ObservabilityContext) -> str:
     doc = {
         "apiVersion": 1,
@@ -52,6 +59,7 @@ def datasources(ctx: ObservabilityContext) -> str:
                 "url": f"http://127.0.0.1:{PROMETHEUS_PORT}",
                 "isDefault": True,
                 "editable": False,
+                "jsonData": prometheus_json_data(ctx),
             },
             {
                 "name": "CloudWatch",

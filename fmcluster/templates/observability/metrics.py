@@ -15,7 +15,7 @@ Sources:
   textfile): ``node_cpu_seconds_total``, ``node_memory_MemAvailable_bytes``, ``node_memory_MemTotal_bytes``,
   ``node_load1``, ``node_filesystem_avail_bytes``, ``node_filesystem_size_bytes``,
   ``node_textfile_scrape_error``.
-- Slurm exporter (github.com/vpenso/prometheus-slurm-exporter nodes.go and queue.go NewDesc names).
+- Slurm exporter: :data:`SLURM_EXPORTER_SOURCES` (file and line per metric at the pinned commit).
 - ``up``: set by Prometheus for every scrape target
   (https://prometheus.io/docs/concepts/jobs_instances/#automatically-generated-labels-and-time-series).
 """
@@ -48,6 +48,10 @@ DCGM_FIELDS: tuple[DcgmField, ...] = (
     DcgmField("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)."),
     DcgmField("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)."),
     DcgmField("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."),
+    # dcgm-exporter's own XID collector (etc/default-counters.csv at tag 4.4.2-4.7.1 line 40, commented out
+    # there): the number of XIDs per ``xid`` label within the last --xid-count-window-size ms (default 5 min,
+    # pkg/cmd/app.go), internal/pkg/collector/xid_collector.go.
+    DcgmField("DCGM_EXP_XID_ERRORS_COUNT", "counter", "reported XIDs during last window"),
     DcgmField("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries."),
     DcgmField("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Total number of single-bit volatile ECC errors."),
     DcgmField("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors."),
@@ -125,30 +129,60 @@ NODE_EXPORTER_METRICS: tuple[str, ...] = (
     "node_textfile_scrape_error",
 )
 
-SLURM_EXPORTER_METRICS: tuple[str, ...] = (
-    "slurm_nodes_alloc",
-    "slurm_nodes_comp",
-    "slurm_nodes_down",
-    "slurm_nodes_drain",
-    "slurm_nodes_err",
-    "slurm_nodes_fail",
-    "slurm_nodes_idle",
-    "slurm_nodes_maint",
-    "slurm_nodes_mix",
-    "slurm_nodes_resv",
-    "slurm_queue_pending",
-    "slurm_queue_pending_dependency",
-    "slurm_queue_running",
-    "slurm_queue_suspended",
-    "slurm_queue_cancelled",
-    "slurm_queue_completing",
-    "slurm_queue_completed",
-    "slurm_queue_configuring",
-    "slurm_queue_failed",
-    "slurm_queue_timeout",
-    "slurm_queue_preempted",
-    "slurm_queue_node_fail",
-)
+#: Metrics of the pinned Slurm exporter (rivosinc/prometheus-slurm-exporter, pins.SLURM_EXPORTER at commit
+#: 529aabaa, tag v1.7.0) that rules and dashboards may use: name -> (source file at that tag, line of the
+#: ``prometheus.NewDesc`` / ``CounterOpts`` that names it). ``make verify-pins`` re-reads these lines from
+#: GitHub at the pinned commit. Node states are sinfo ``%T`` strings (idle, allocated, mixed, down, drained,
+#: draining, ...), job states squeue ``%T`` (RUNNING, PENDING, ...), per exporter/server.go's cli-fallback
+#: format strings (line 154 and 157).
+SLURM_EXPORTER_SOURCES: dict[str, tuple[str, int]] = {
+    "slurm_node_count_per_state": ("exporter/nodes.go", 350),
+    "slurm_cpus_per_state": ("exporter/nodes.go", 349),
+    "slurm_cpus_total": ("exporter/nodes.go", 346),
+    "slurm_cpus_idle": ("exporter/nodes.go", 347),
+    "slurm_partition_node_count": ("exporter/nodes.go", 341),
+    "slurm_partition_job_state_total": ("exporter/jobs.go", 366),
+    "slurm_pending_reason_total": ("exporter/jobs.go", 373),
+    "slurm_node_scrape_error": ("exporter/nodes.go", 324),
+    "slurm_job_scrape_error": ("exporter/jobs.go", 376),
+}
+SLURM_EXPORTER_METRICS: tuple[str, ...] = tuple(SLURM_EXPORTER_SOURCES)
+
+#: Gauges a training job publishes through the node's textfile collector (``fmcluster-publish-throughput``,
+#: written by the exporter script): tokens per second of the job's ranks on this node, and when it last
+#: wrote them (stale files are ignored by the dashboard after THROUGHPUT_STALE_S).
+TRAINING_GAUGES: dict[str, str] = {
+    "fmcluster_training_tokens_per_second": "tokens/s the job reports for this node, labelled job_id",
+    "fmcluster_training_last_update_timestamp_seconds": "when the job last published its throughput",
+}
+THROUGHPUT_STALE_S = 300
+
+#: Slurm node states (sinfo %T, optionally with a trailing flag character such as * or ~) by dashboard group.
+SLURM_NODE_STATE_GROUPS: dict[str, str] = {
+    "allocated": "allocated.*|mixed.*|completing.*",
+    "idle": "idle.*",
+    "drain": "drain.*",
+    "down": "down.*|fail.*|not_responding.*",
+    "other": "maint.*|reserved.*|planned.*|future.*|reboot.*|power.*|inval.*|unknown.*",
+}
+
+
+def slurm_nodes(group: str) -> str:
+    """PromQL: nodes in a state group of :data:`SLURM_NODE_STATE_GROUPS` (0 when none)."""
+    return f'sum(slurm_node_count_per_state{{state=~"{SLURM_NODE_STATE_GROUPS[group]}"}}) or vector(0)'
+
+
+def slurm_jobs(state: str) -> str:
+    """PromQL: jobs in one squeue state (RUNNING, PENDING, ...) over all partitions (0 when none)."""
+    return f'sum(slurm_partition_job_state_total{{state="{state}"}}) or vector(0)'
+
+
+def training_tokens_per_second(by: str = "job_id") -> str:
+    """PromQL: tokens/s jobs publish (fmcluster-publish-throughput), summed over nodes, fresh values only."""
+    fresh = (
+        f"(time() - fmcluster_training_last_update_timestamp_seconds < {THROUGHPUT_STALE_S})"
+    )
+    return f"sum by ({by}) (fmcluster_training_tokens_per_second and on (instance, job_id) {fresh})"
 
 PROMETHEUS_BUILTIN: tuple[str, ...] = ("up",)
 
@@ -172,6 +206,7 @@ def known_metric_names() -> dict[str, str]:
     out.update({m: "fmcluster textfile collector" for m in FMCLUSTER_GAUGES})
     out.update({m: "node_exporter" for m in NODE_EXPORTER_METRICS})
     out.update({m: "prometheus-slurm-exporter" for m in SLURM_EXPORTER_METRICS})
+    out.update({m: "training job via fmcluster-publish-throughput" for m in TRAINING_GAUGES})
     out.update({m: "prometheus" for m in PROMETHEUS_BUILTIN})
     # fleet acceptance gate textfile (fmcluster/acceptance/metrics.py, docs/acceptance.md)
     from fmcluster.acceptance.metrics import METRIC_NAMES as ACCEPTANCE_METRICS

@@ -1,24 +1,46 @@
-"""Pinned versions of everything the metrics layer installs on nodes, each with its source.
+"""Pinned versions of everything the metrics layer installs on nodes, each with where it is published and
+how its content is checked.
 
-Downloaded archives carry a sha256 that the install script checks before unpacking. Where no checksum
-could be sourced, the component comes from a signed package repository pinned by version (DCGM), or is
-built from a pinned tag with Go module checksums verified by ``go.sum`` (Slurm exporter).
+Three kinds of pin, each checked on the node before use:
+- :class:`Archive`: a release tarball per CPU architecture with a sha256 the install script checks before
+  unpacking. ``sources`` name the release page and where the sha256 was taken from (the upstream
+  ``sha256sums.txt`` / download page, cross-checked against independent pins in public repositories).
+- :class:`SourceBuild`: a Go program built on the node from a git tag whose commit is pinned too (the
+  script refuses a tag that moved); Go module contents are checked against the repository's ``go.sum``.
+  ``sha256_reason`` says why there is no archive sha256.
+- :class:`RepoPackage`: packages from a signed distribution repository pinned by upstream version (the
+  package manager checks the repository signature and the package digest). ``sha256_reason`` says why.
+
+Every pin is listed in :data:`ALL_PINS`; tests/test_observability_pins.py fails on a pin without a release
+source, and ``make verify-pins`` (tools/verify_pins.py, needs internet) resolves every pin (HTTP HEAD for
+archives, ``git ls-remote`` for tags, the upstream ``sha256sums.txt`` / go.dev JSON for every sha256).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+ARCHES = ("amd64", "arm64")
+
 
 @dataclass(frozen=True)
 class Archive:
-    """A release tarball pinned by version and sha256 per CPU architecture (``amd64`` / ``arm64``)."""
+    """A release tarball pinned by version and sha256 per CPU architecture (``amd64`` / ``arm64``).
+
+    ``url`` holds ``{version}`` and ``{arch}``; ``checksums_url`` is the upstream checksum list for the
+    release (``sha256sums.txt`` or the go.dev JSON) that ``make verify-pins`` compares with ``sha256``.
+    """
 
     name: str
     version: str
-    url: str  # ``{version}`` and ``{arch}`` are filled in by the install script
+    url: str
     sha256: dict[str, str]
+    release_page: str
+    checksums_url: str
     sources: tuple[str, ...]
+
+    def url_for(self, arch: str) -> str:
+        return self.url.format(version=self.version, arch=arch)
 
 
 @dataclass(frozen=True)
@@ -26,34 +48,47 @@ class RepoPackage:
     """Packages from a signed distribution repository, pinned by upstream version (epoch and release resolved
     on the node against that exact version)."""
 
+    name: str
     packages: tuple[str, ...]
     version: str
+    release_page: str
     sources: tuple[str, ...]
+    sha256_reason: str
 
 
 @dataclass(frozen=True)
 class SourceBuild:
-    """A Go program built on the node from a pinned release tag."""
+    """A Go program built on the node from a pinned release tag at a pinned commit."""
 
     name: str
     repository: str
     tag: str
+    commit: str
+    release_page: str
     sources: tuple[str, ...]
+    sha256_reason: str
+    #: Minimum Go version from the module's go.mod at ``tag`` (the pinned :data:`GO` must satisfy it).
+    go_min: str = ""
 
 
-#: Prometheus 2.53 is a long-term-support line; the agent mode (``--enable-feature=agent``) used for
-#: remote write to AMP and SigV4 signing are both in it.
+#: Prometheus 3.13 is the current long-term-support line (support until 2027-07-31; 3.5 LTS ended July
+#: 2026), https://prometheus.io/docs/introduction/release-cycle/. 3.x flags: ``--agent`` (agent mode is no
+#: longer a feature flag) and ``--storage.agent.path``.
 PROMETHEUS = Archive(
     name="prometheus",
-    version="2.53.4",
+    version="3.13.2",
     url="https://github.com/prometheus/prometheus/releases/download/v{version}/prometheus-{version}.linux-{arch}.tar.gz",
     sha256={
-        "amd64": "b8b497c4610d1b93208252b60c8f20f6b2e78596ae8df43397a2e805aa53d475",
-        "arm64": "ec7236ecea7154d0bfe142921708b1ae7b5e921e100e0ee85ab92b7c444357e0",
+        "amd64": "0e8c4d46101bd025ea8265e377d2caabc57f488fc1be1c367f37db69ea41be6f",
+        "arm64": "7cecb17a6f41d59814e1a0581a1f81f79051ad5973d1ecf39e23a9f747d6572a",
     },
+    release_page="https://github.com/prometheus/prometheus/releases/tag/v3.13.2",
+    checksums_url="https://github.com/prometheus/prometheus/releases/download/v3.13.2/sha256sums.txt",
     sources=(
-        "github.com/boxcutter/oci prometheus/prometheus docker-bake.hcl (PROMETHEUS_SHA256_AMD64/ARM64 for 2.53.4)",
-        "a second repository pins the same amd64 sha256 for promtool 2.53.4 (tools install list)",
+        "https://prometheus.io/docs/introduction/release-cycle/ (3.13 LTS; GitLab omnibus-gitlab MR !9666/!9746 "
+        "'3.13 is an LTS release with support until July 2027')",
+        "sha256 amd64 and arm64: upstream sha256sums.txt of v3.13.2, as pinned by independent public "
+        "repositories (several Dockerfiles/CI pins; one records 'matched upstream release sha256sums.txt')",
     ),
 )
 
@@ -65,9 +100,28 @@ NODE_EXPORTER = Archive(
         "amd64": "a550cd5c05f760b7934a2d0afad66d2e92e681482f5f57a917465b1fba3b02a6",
         "arm64": "e386c7b53bc130eaf5e74da28efc6b444857b77df8070537be52678aefd34d96",
     },
+    release_page="https://github.com/prometheus/node_exporter/releases/tag/v1.7.0",
+    checksums_url="https://github.com/prometheus/node_exporter/releases/download/v1.7.0/sha256sums.txt",
     sources=(
         "github.com/zulip/zulip puppet/zulip/manifests/common.pp (node_exporter 1.7.0 sha256 amd64/aarch64)",
         "several independent install scripts pin the same amd64/arm64 values",
+    ),
+)
+
+#: Self-hosted alert routing: Alertmanager on the head node sends to SNS (``sns_configs`` with SigV4).
+ALERTMANAGER = Archive(
+    name="alertmanager",
+    version="0.28.1",
+    url="https://github.com/prometheus/alertmanager/releases/download/v{version}/alertmanager-{version}.linux-{arch}.tar.gz",
+    sha256={
+        "amd64": "5ac7ab5e4b8ee5ce4d8fb0988f9cb275efcc3f181b4b408179fafee121693311",
+        "arm64": "d8832540e5b9f613d2fd759e31d603173b9c61cc7bb5e3bc7ae2f12038b1ce4f",
+    },
+    release_page="https://github.com/prometheus/alertmanager/releases/tag/v0.28.1",
+    checksums_url="https://github.com/prometheus/alertmanager/releases/download/v0.28.1/sha256sums.txt",
+    sources=(
+        "github.com/boxcutter/oci alertmanager docker-bake.hcl (ALERTMANAGER_SHA256_AMD64/ARM64 for 0.28.1)",
+        "github.com/boxcutter/boxcutter-chef-cookbooks boxcutter_prometheus alertmanager recipe (same arm64 sha256)",
     ),
 )
 
@@ -81,65 +135,107 @@ GRAFANA = Archive(
         "amd64": "b12b55d4ea266fa298395c82d5f8372f544b386efab28e9d96ebc887aef37560",
         "arm64": "9ccd91189b540a1e8cde5028136609aa8ad4dd7332e670cb431d1e3fa28d90a4",
     },
+    release_page="https://grafana.com/grafana/download/10.4.2",
+    checksums_url="https://dl.grafana.com/oss/release/grafana-10.4.2.linux-{arch}.tar.gz.sha256",
     sources=(
         "github.com/zulip/zulip puppet/zulip/manifests/common.pp (grafana 10.4.2 sha256 amd64/aarch64)",
     ),
 )
 
-#: Go toolchain used only to build the Slurm exporter on the head node.
+#: Go toolchain used only to build the Slurm exporter on the head node (its go.mod needs Go >= 1.23.1).
 GO = Archive(
     name="go",
-    version="1.22.2",
+    version="1.25.5",
     url="https://go.dev/dl/go{version}.linux-{arch}.tar.gz",
     sha256={
-        "amd64": "5901c52b7a78002aeff14a21f93e0f064f74ce1360fce51c6ee68cd471216a17",
-        "arm64": "36e720b2d564980c162a48c7e97da2e407dfcc4239e1e58d98082dfa2486a0c1",
+        "amd64": "9e9b755d63b36acf30c12a9a3fc379243714c1c6d3dd72861da637f336ebb35b",
+        "arm64": "b00b694903d126c588c378e72d3545549935d3982635ba3f7a964c9fa23fe3b9",
     },
-    sources=("github.com/zulip/zulip puppet/zulip/manifests/common.pp (golang 1.22.2 sha256 amd64/aarch64)",),
-)
-
-#: DCGM exporter as a host package (systemd service running as root, so the profiling (DCP) fields work
-#: without a container's SYS_ADMIN capability). Exporter 4.5.0 is released paired with DCGM 4.4.0
-#: (image tag ``4.4.0-4.5.0-ubuntu22.04``); keep the pair together.
-DCGM_EXPORTER = RepoPackage(
-    packages=("datacenter-gpu-manager-exporter",),
-    version="4.5.0",
+    release_page="https://go.dev/dl/#go1.25.5",
+    checksums_url="https://go.dev/dl/?mode=json&include=all",
     sources=(
-        "https://docs.nvidia.com/datacenter/dcgm/latest/installation/install-dcgm-exporter.html (package-managed "
-        "systemd service; releases pair a DCGM version with an exporter version)",
-        "github.com/NVIDIA/dcgm-exporter packaging/config-files/systemd/nvidia-dcgm-exporter.service (User=root)",
-        "nvcr.io/nvidia/k8s/dcgm-exporter:4.4.0-4.5.0-ubuntu22.04 (pairing, several compose files)",
+        "github.com/netdata/netdata packaging/check-for-go-toolchain.sh (go1.25.5 linux amd64/arm64 sha256, "
+        "commit f566dc2eea704b33ab758c8f93c7b8c7e6fa7967)",
     ),
 )
+
+#: Slurm exporter: rivosinc/prometheus-slurm-exporter, maintained (v1.7.0, 2025-08-13), a successor of the
+#: unmaintained vpenso exporter (whose last tag is 0.20, commit 895c7c6b, 2022; awslabs/awsome-distributed-ai
+#: #644). Default mode ``-slurm.cli-fallback`` runs ``sinfo``/``squeue`` with its own format strings, so it
+#: needs no Slurm JSON plugin and works with every Slurm version our orchestrators ship. Not chosen: Slurm's
+#: own OpenMetrics endpoint (https://slurm.schedmd.com/metrics.html, "Slurm 25.11 introduced"), which needs
+#: Slurm >= 25.11 and ``MetricsType=metrics/openmetrics`` plus no ``PrivateData`` in slurm.conf on every
+#: orchestrator (ParallelCluster 3.15 ships Slurm 25.11.4, aws-parallelcluster 3.15.1 notes in
+#: awslabs/awsome-distributed-ai #1211; PCS offers 24.11 and 25.05 too; HyperPod's version is not ours to set).
+SLURM_EXPORTER = SourceBuild(
+    name="prometheus-slurm-exporter",
+    repository="https://github.com/rivosinc/prometheus-slurm-exporter.git",
+    tag="v1.7.0",
+    commit="529aabaaf39fa7b70f5ba01644e2b2ca5b30574a",
+    release_page="https://github.com/rivosinc/prometheus-slurm-exporter/releases/tag/v1.7.0",
+    sources=(
+        "github.com/rivosinc/prometheus-slurm-exporter tag v1.7.0 = commit 529aabaa (git tag list)",
+        "go.mod at v1.7.0: 'go 1.23.1'; justfile 'CGO_ENABLED=0 go build'; main.go flags -web.listen-address "
+        "(default :9092), -slurm.cli-fallback (default true)",
+    ),
+    sha256_reason="built from source: the tag's commit is pinned and checked after clone, Go modules are "
+    "verified against go.sum; release binaries have no checksum published outside the release itself",
+    go_min="1.23.1",
+)
+
+#: DCGM exporter as a host package (systemd service running as root). 4.7.1 (tag ``4.4.2-4.7.1``, commit
+#: b921c57e, 2025-12-10) is the newest release outside 4.5.3-4.8.2, which drops DCGM_FI_DEV_XID_ERRORS and
+#: other fields (NVIDIA/dcgm-exporter #700, #646). Its XID collector publishes DCGM_EXP_XID_ERRORS_COUNT
+#: with an ``xid`` label (internal/pkg/collector/xid_collector.go at that tag).
+DCGM_EXPORTER = RepoPackage(
+    name="dcgm-exporter",
+    packages=("datacenter-gpu-manager-exporter",),
+    version="4.7.1",
+    release_page="https://github.com/NVIDIA/dcgm-exporter/releases/tag/4.4.2-4.7.1",
+    sources=(
+        "https://docs.nvidia.com/datacenter/dcgm/latest/installation/install-dcgm-exporter.html (package-managed "
+        "systemd service; 'RPM and Debian package versions identify the exporter version'; releases pair a "
+        "DCGM version with an exporter version)",
+        "github.com/NVIDIA/dcgm-exporter tag 4.4.2-4.7.1 (commit b921c57eb70015d779d1e8237d609925614d7965); "
+        "packaging/config-files/systemd/nvidia-dcgm-exporter.service (User=root)",
+        "NVIDIA/dcgm-exporter #700 (4.5.3-4.8.2 lacks DCGM_FI_DEV_XID_ERRORS; 4.4.1-4.6.0 had it)",
+    ),
+    sha256_reason="installed from NVIDIA's signed CUDA repository by exact version; apt/dnf verify the "
+    "repository signature and each package's digest",
+)
+#: DCGM paired with the exporter release above. Installed only where the image has no DCGM: an image's own
+#: DCGM (ParallelCluster 3.16 images ship 4.6.0 and run their own health check; DLAMIs ship 4.7.0) is never
+#: replaced or downgraded; a different major version skips the exporter with a warning.
 DCGM = RepoPackage(
+    name="dcgm",
     packages=("datacenter-gpu-manager-4-core", "datacenter-gpu-manager-4-proprietary"),
-    version="4.4.0",
+    version="4.4.2",
+    release_page="https://docs.nvidia.com/datacenter/dcgm/latest/release-notes/index.html",
     sources=(
         "https://docs.nvidia.com/datacenter/dcgm/latest/installation.html (DCGM 4 package names; the "
         "proprietary package carries the profiling module)",
+        "github.com/NVIDIA/dcgm-exporter tag 4.4.2-4.7.1 (first half of the tag: the paired DCGM version)",
     ),
+    sha256_reason="installed from NVIDIA's signed CUDA repository by exact version (apt/dnf verify signatures)",
 )
+DCGM_MAJOR = DCGM.version.split(".")[0]
 
 #: DCGM 4 splits CUDA-dependent components into one package per CUDA major version (NVIDIA's install guide
 #: installs ``datacenter-gpu-manager-4-cuda${CUDA_VERSION}``, the major version ``nvidia-smi`` reports).
 DCGM_CUDA_PACKAGE_PREFIX = "datacenter-gpu-manager-4-cuda"
 
-#: vpenso/prometheus-slurm-exporter 0.22 reads ``sinfo``/``squeue --json`` (Slurm >= 23.02) and needs
-#: Go >= 1.21 (CHANGELOG.md 0.21).
-SLURM_EXPORTER = SourceBuild(
-    name="prometheus-slurm-exporter",
-    repository="https://github.com/vpenso/prometheus-slurm-exporter.git",
-    tag="0.22",
-    sources=(
-        "github.com/vpenso/prometheus-slurm-exporter CHANGELOG.md (0.21: --json collectors, Slurm >= 23.02, "
-        "Go >= 1.21; 0.22)",
-    ),
+ALL_PINS: tuple[Archive | RepoPackage | SourceBuild, ...] = (
+    PROMETHEUS, NODE_EXPORTER, ALERTMANAGER, GRAFANA, GO, SLURM_EXPORTER, DCGM_EXPORTER, DCGM,
 )
 
 #: Ports the exporters listen on (compute nodes: all interfaces, reached from the head node through the
 #: cluster security group; head-node-only services listen on 127.0.0.1).
 NODE_EXPORTER_PORT = 9100
 DCGM_EXPORTER_PORT = 9400
-SLURM_EXPORTER_PORT = 8080
+#: rivosinc exporter default (main.go: 'Address to listen on for telemetry (default: :9092)').
+SLURM_EXPORTER_PORT = 9092
 PROMETHEUS_PORT = 9090
+ALERTMANAGER_PORT = 9093
 GRAFANA_PORT = 3000
+#: Every port Prometheus scrapes on another node (the security group must allow them from the head node).
+REMOTE_SCRAPE_PORTS = (NODE_EXPORTER_PORT, DCGM_EXPORTER_PORT)

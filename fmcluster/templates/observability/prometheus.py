@@ -17,6 +17,7 @@ import yaml
 from fmcluster.resolved import BLUEPRINT_TAG
 from fmcluster.templates.observability.context import REMOTE_WRITE_PLACEHOLDER, ObservabilityContext
 from fmcluster.templates.observability.pins import (
+    ALERTMANAGER_PORT,
     DCGM_EXPORTER_PORT,
     NODE_EXPORTER_PORT,
     PROMETHEUS_PORT,
@@ -25,7 +26,8 @@ from fmcluster.templates.observability.pins import (
 
 RULES_DIR = "rules"
 FILE_SD_DIR = "file_sd"
-#: vpenso/prometheus-slurm-exporter README: scrape it every 30 s or slower, sinfo/squeue/sdiag load slurmctld.
+#: rivosinc/prometheus-slurm-exporter README (v1.7.0): scrape_interval "should be at least 2x POLL_LIMIT"
+#: (-slurm.poll-limit, default 10 s); sinfo/squeue load slurmctld, so never faster than 30 s.
 SLURM_MIN_SCRAPE_INTERVAL_S = 30
 #: Relabel rule that sets ``instance`` to the host without the port, so node_exporter (:9100) and
 #: DCGM exporter (:9400) series of one node join ``on(instance)``.
@@ -82,6 +84,11 @@ def _file_sd_job(job: str, file_name: str) -> dict[str, Any]:
     }
 
 
+def scrape_jobs(ctx: ObservabilityContext) -> tuple[str, ...]:
+    """Names of the scrape jobs :func:`prometheus_config` writes (the dead-man's switch watches each)."""
+    return tuple(j["job_name"] for j in prometheus_config(ctx)["scrape_configs"])
+
+
 def prometheus_config(ctx: ObservabilityContext) -> dict[str, Any]:
     """The configuration as a mapping (see :func:`render_prometheus_config`)."""
     if ctx.scrape_timeout_s > ctx.scrape_interval_s:  # R-OBS-1 rejects this at load; keep the renderer honest
@@ -99,15 +106,16 @@ def prometheus_config(ctx: ObservabilityContext) -> dict[str, Any]:
     jobs: list[dict[str, Any]] = [
         {"job_name": "prometheus", "static_configs": [{"targets": [f"127.0.0.1:{PROMETHEUS_PORT}"]}]},
     ]
+    gpus = bool(ctx.gpu_instance_types)  # no dcgm job (and no absent() alert for it) without GPU groups
     if ctx.discovery == "ec2":
-        jobs += [
-            _ec2_job(ctx, "node", NODE_EXPORTER_PORT, None),
-            _ec2_job(ctx, "dcgm", DCGM_EXPORTER_PORT, ctx.gpu_instance_types),
-        ]
+        jobs.append(_ec2_job(ctx, "node", NODE_EXPORTER_PORT, None))
+        if gpus:
+            jobs.append(_ec2_job(ctx, "dcgm", DCGM_EXPORTER_PORT, ctx.gpu_instance_types))
     else:
+        jobs.append(_file_sd_job("node", "node.json"))
+        if gpus:
+            jobs.append(_file_sd_job("dcgm", "dcgm.json"))
         jobs += [
-            _file_sd_job("node", "node.json"),
-            _file_sd_job("dcgm", "dcgm.json"),
             {
                 "job_name": "head-node",
                 "static_configs": [{"targets": [f"127.0.0.1:{NODE_EXPORTER_PORT}"]}],
@@ -126,6 +134,10 @@ def prometheus_config(ctx: ObservabilityContext) -> dict[str, Any]:
     config: dict[str, Any] = {"global": glob}
     if not agent:
         config["rule_files"] = [f"{RULES_DIR}/*.yml"]
+        # Self-hosted: the head node's Alertmanager routes to SNS (alertmanager.py).
+        config["alerting"] = {
+            "alertmanagers": [{"static_configs": [{"targets": [f"127.0.0.1:{ALERTMANAGER_PORT}"]}]}]
+        }
     config["scrape_configs"] = jobs
     if agent:
         config["remote_write"] = [

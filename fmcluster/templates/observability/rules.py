@@ -3,8 +3,12 @@ groups namespace of the AMP workspace (same YAML, https://docs.aws.amazon.com/pr
 AMP-rules-upload.html).
 
 Facts behind the rules:
-- XID 79 is "GPU has fallen off the bus" (NVIDIA XID catalogue,
-  https://docs.nvidia.com/deploy/xid-errors/index.html); DCGM_FI_DEV_XID_ERRORS holds the last XID seen.
+- XID 79 is "GPU has fallen off the bus"; 13, 31 and 43 are application faults (NVIDIA XID catalogue,
+  https://docs.nvidia.com/deploy/xid-errors/index.html). DCGM_FI_DEV_XID_ERRORS holds the last XID and never
+  clears (NVIDIA/dcgm-exporter #500), so the rules read DCGM_EXP_XID_ERRORS_COUNT: per ``xid`` label, the
+  number of XIDs within the exporter's window (5 min). It is a windowed count, not a monotonic counter:
+  ``increase()`` would miss the first XID of each code (a new series starts at 1 and increase() needs two
+  samples) and count window expiry as resets, so "> 0" on the count itself is the alert condition.
 - Double-bit (uncorrectable) ECC errors and row-remap failures mean the GPU needs a reset or replacement
   (NVIDIA GPU memory error management, https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html).
 - EFA work-request errors come from the device's hardware counters (efa_verbs.c, see metrics.py).
@@ -18,8 +22,22 @@ import yaml
 
 from fmcluster.templates.observability.context import ObservabilityContext
 from fmcluster.templates.observability.metrics import efa_metric
+from fmcluster.templates.observability.prometheus import scrape_jobs
 
 XID_FALLEN_OFF_BUS = 79
+#: XIDs the NVIDIA catalogue attributes to the user application (13 Graphics Engine Exception, 31 GPU memory
+#: page fault, 43 GPU stopped processing): a warning, not a node fault.
+APPLICATION_XIDS = (13, 31, 43)
+#: dcgm-exporter's --xid-count-window-size default (5 minutes, pkg/cmd/app.go at tag 4.4.2-4.7.1).
+XID_WINDOW_MIN = 5
+#: sinfo %T states of a node that is not usable (a trailing * means not responding).
+SLURM_DOWN_STATES = "down.*|fail.*|not_responding.*"
+WATCHDOG_ALERT = "Watchdog"
+WATCHDOG_REPEAT = "24h"
+
+
+def _xid_regex(xids: tuple[int, ...]) -> str:
+    return "|".join(str(x) for x in xids)
 #: A node whose EFA transmit rate falls below this share of its own rate 30 minutes earlier.
 THROUGHPUT_DROP_RATIO = 0.2
 #: A node whose EFA transmit rate is below this share of the cluster median (a straggler).
@@ -56,17 +74,27 @@ def alert_groups(ctx: ObservabilityContext) -> dict[str, list[AlertRule]]:
     script writes from the instance catalog (``fmcluster_gpus_expected``, ``fmcluster_efa_devices_expected``)."""
     gpu = [
         AlertRule(
-            "GpuXidError",
-            "max by (instance, gpu) (DCGM_FI_DEV_XID_ERRORS) > 0",
+            "GpuXidHardwareError",
+            f'max by (instance, gpu, xid) (DCGM_EXP_XID_ERRORS_COUNT{{xid!~"{_xid_regex(APPLICATION_XIDS)}"}}) > 0',
             "0m",
             "critical",
-            "XID {{ $value }} on GPU {{ $labels.gpu }} of {{ $labels.instance }}",
-            "The GPU driver reported an XID error. Drain the node in Slurm and check `dmesg` and the "
-            "NVIDIA XID catalogue before returning it to service.",
+            "XID {{ $labels.xid }} on GPU {{ $labels.gpu }} of {{ $labels.instance }}",
+            "The GPU driver reported an XID that is not an application fault in the last "
+            f"{XID_WINDOW_MIN} minutes. Drain the node in Slurm and check `dmesg` and the NVIDIA XID catalogue "
+            "before returning it to service.",
+        ),
+        AlertRule(
+            "GpuXidApplicationError",
+            f'max by (instance, gpu, xid) (DCGM_EXP_XID_ERRORS_COUNT{{xid=~"{_xid_regex(APPLICATION_XIDS)}"}}) > 0',
+            "0m",
+            "warning",
+            "Application XID {{ $labels.xid }} on GPU {{ $labels.gpu }} of {{ $labels.instance }}",
+            "XID 13/31/43 are usually caused by the user application (illegal memory access, page fault, "
+            "GPU stopped processing); check the job's logs before suspecting the node.",
         ),
         AlertRule(
             "GpuFallenOffBus",
-            f"max by (instance, gpu) (DCGM_FI_DEV_XID_ERRORS) == {XID_FALLEN_OFF_BUS}",
+            f'max by (instance, gpu) (DCGM_EXP_XID_ERRORS_COUNT{{xid="{XID_FALLEN_OFF_BUS}"}}) > 0',
             "0m",
             "critical",
             "GPU {{ $labels.gpu }} of {{ $labels.instance }} has fallen off the bus (XID 79)",
@@ -155,12 +183,21 @@ def alert_groups(ctx: ObservabilityContext) -> dict[str, list[AlertRule]]:
             "node_exporter on the node has not answered scrapes for 5 minutes.",
         ),
         AlertRule(
-            "ExporterDown",
-            'up{job=~"dcgm|slurm|head-node"} == 0',
+            "DcgmExporterDown",
+            # Only nodes that should run it: the textfile gauge says how many GPUs the node has.
+            '(up{job="dcgm"} == 0) and on (instance) (max by (instance) (fmcluster_gpus_expected) > 0)',
             "5m",
             "warning",
-            "{{ $labels.job }} exporter on {{ $labels.instance }} is down",
-            "GPU or Slurm metrics of this target are missing.",
+            "dcgm-exporter on {{ $labels.instance }} is down",
+            "GPU metrics of this GPU node are missing (the exporter script reports why in its log).",
+        ),
+        AlertRule(
+            "SlurmExporterDown",
+            'up{job="slurm"} == 0',
+            "5m",
+            "warning",
+            "The Slurm exporter on the head node is down",
+            "Slurm node and job metrics are missing.",
         ),
         AlertRule(
             "NodeTextfileCollectorStale",
@@ -172,20 +209,62 @@ def alert_groups(ctx: ObservabilityContext) -> dict[str, list[AlertRule]]:
         ),
         AlertRule(
             "SlurmNodesDown",
-            "slurm_nodes_down > 0",
+            f'sum(slurm_node_count_per_state{{state=~"{SLURM_DOWN_STATES}"}}) > 0',
             "10m",
             "warning",
             "{{ $value }} Slurm nodes are down",
             "Slurm marks nodes down when slurmd stops responding or a health check fails.",
         ),
     ]
+    if ctx.discovery == "slurm":
+        nodes.insert(
+            1,
+            AlertRule(
+                "HeadNodeExporterDown",
+                'up{job="head-node"} == 0',
+                "5m",
+                "warning",
+                "node_exporter on the head node is down",
+                "Head-node CPU, memory and disk metrics are missing.",
+            ),
+        )
     name = ctx.blueprint_name
-    groups = {f"{name}-gpu": gpu, f"{name}-efa": efa, f"{name}-nodes": nodes}
+    groups = {f"{name}-gpu": gpu, f"{name}-efa": efa, f"{name}-nodes": nodes, f"{name}-pipeline": pipeline_rules(ctx)}
     # fleet acceptance gate (docs/acceptance.md): rules in their own module and group
     from fmcluster.templates.observability.acceptance import acceptance_alert_rules
 
     groups[f"{name}-acceptance"] = acceptance_alert_rules()
     return groups
+
+
+def pipeline_rules(ctx: ObservabilityContext) -> list[AlertRule]:
+    """The dead-man's switch: a Watchdog that always fires (its regular notification proves that rules are
+    evaluated and notifications are delivered) and, per scrape job, an alert when its ``up`` series is absent
+    (the agent stopped writing, discovery found nothing, or the job was never scraped)."""
+    rules = [
+        AlertRule(
+            WATCHDOG_ALERT,
+            "vector(1)",
+            "0m",
+            "none",
+            "Alerting pipeline of the cluster works",
+            "Always firing. Its notification repeats every "
+            f"{WATCHDOG_REPEAT}; when it stops arriving, rule evaluation or notification delivery is broken.",
+        )
+    ]
+    for job in scrape_jobs(ctx):
+        rules.append(
+            AlertRule(
+                f"MetricsAbsent_{job.replace('-', '_')}",
+                f'absent(up{{job="{job}"}})',
+                "10m",
+                "critical",
+                f"No metrics from scrape job {job}",
+                f"Prometheus has written no up series for job {job} for 10 minutes: the head-node Prometheus is "
+                "down, cannot reach AMP, or found no targets.",
+            )
+        )
+    return rules
 
 
 def render_alert_rules(ctx: ObservabilityContext) -> str:

@@ -60,8 +60,10 @@ def hyperpod_eks_not_covered(bp: Blueprint) -> Iterator[Violation]:
         yield (
             "observability.metrics",
             (
-                f"HyperPod on EKS gets the {o.metrics} workspaces but no head-node Prometheus, got orchestration eks; "
-                "allowed slurm for the full metrics layer - install the EKS observability add-on to scrape the exporters"
+                f"HyperPod on EKS gets no head-node Prometheus and no {o.metrics} workspaces "
+                "(nothing would write to them), got orchestration eks; "
+                "allowed slurm for the full metrics layer "
+                "- install the HyperPod observability add-on, which creates its own Amazon Managed Prometheus workspace"
             ),
         )
 
@@ -80,4 +82,45 @@ def grafana_auth_only_for_managed(o: ObservabilitySpec) -> Iterator[Violation]:
                 f"ignored because metrics is {o.metrics!r}, got {o.grafana_authentication!r}; "
                 "allowed only with metrics: managed (self-hosted Grafana is reached through SSM port forwarding)"
             ),
+        )
+
+
+@rule(
+    "R-OBS-5",
+    level="warning",
+    source="fmcluster: amp_vpc_endpoint and alert_email/alert_topic_arn configure the managed workspace path or the "
+    "alert topic; https://docs.aws.amazon.com/prometheus/latest/userguide/AMP-and-interface-VPC.html",
+    scope="observability",
+)
+def receiver_and_endpoint_settings_apply(o: ObservabilitySpec) -> Iterator[Violation]:
+    if o.amp_vpc_endpoint and o.metrics != "managed":
+        yield (
+            "observability.amp_vpc_endpoint",
+            f"ignored because metrics is {o.metrics!r}, got true; allowed only with metrics: managed "
+            "(only the managed Prometheus agent writes to Amazon Managed Service for Prometheus)",
+        )
+    if o.alert_email and o.alert_topic_arn:
+        yield (
+            "observability.alert_email",
+            f"ignored because alert_topic_arn is set, got {o.alert_email!r}; "
+            "allowed one of alert_email (a topic fmcluster creates) or alert_topic_arn (your topic: subscribe the address there)",
+        )
+
+
+@rule(
+    "R-OBS-6",
+    level="warning",
+    source="https://docs.aws.amazon.com/prometheus/latest/userguide/AMP-and-interface-VPC.html (private subnets "
+    "reach AMP through a NAT gateway or an aps-workspaces interface endpoint); fmcluster cannot see an imported "
+    "VPC's routes at synth, so this is a warning",
+)
+def imported_vpc_reaches_amp(bp: Blueprint) -> Iterator[Violation]:
+    o = bp.observability
+    if o.metrics == "managed" and bp.network.vpc_id and not o.amp_vpc_endpoint:
+        yield (
+            "observability.amp_vpc_endpoint",
+            "the head node must reach Amazon Managed Service for Prometheus from the imported VPC "
+            f"{bp.network.vpc_id}, got false; "
+            "allowed true (an aps-workspaces interface endpoint) or false when the GPU subnet routes to a NAT gateway "
+            "- set amp_vpc_endpoint: true for subnets without one",
         )

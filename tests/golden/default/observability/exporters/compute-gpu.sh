@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2329  # install steps are invoked indirectly, through run_step
 # fmcluster metrics exporters for llm-train: compute node of group gpu (p5.48xlarge).
 # Metrics mode managed, node discovery ec2, orchestrator parallelcluster.
 # Rendered by fmcluster (fmcluster/templates/observability); do not edit by hand. Pinned versions and their
 # sources: fmcluster/templates/observability/pins.py. Safe to run again (idempotent).
-set -euo pipefail
+#
+# A monitoring problem never fails the node: every step runs on its own (errexit inside the step only), a
+# failed or skipped step is a warning, and the script always exits 0. The state it reached is the last log
+# line ("fmcluster-monitoring-state: step=ok|failed|skipped ...") and the file /var/lib/fmcluster/monitoring-state.
+set -uo pipefail
 umask 022
 
 readonly FMC_BLUEPRINT="llm-train"
@@ -11,27 +16,64 @@ readonly FMC_ROLE="compute"
 readonly FMC_METRICS="managed"
 readonly FMC_TEXTFILE_DIR="/var/lib/node_exporter/textfile"
 readonly FMC_WORK="/opt/fmcluster/observability"
+readonly FMC_STATE_FILE="/var/lib/fmcluster/monitoring-state"
+readonly FMC_SKIPPED=10
 
-log() { printf '%s fmcluster-exporters: %s\n' "$(date -u +%FT%TZ)" "$*"; }
+log() {
+  printf '%s fmcluster-exporters: %s\n' "$(date -u +%FT%TZ)" "$*"
+  logger -t fmcluster-exporters -- "$*" 2>/dev/null || true
+}
+warn() { log "WARNING: $*"; }
 die() { log "ERROR: $*"; exit 1; }
 
-[[ "$(id -u)" -eq 0 ]] || die "run as root"
+FMC_STATES=()
+# Run one install step in a subshell with errexit; record ok / failed / skipped (exit FMC_SKIPPED).
+run_step() {  # name function
+  local name="$1" rc
+  shift
+  ( set -e; "$@" )
+  rc=$?
+  case "${rc}" in
+    0) FMC_STATES+=("${name}=ok") ;;
+    "${FMC_SKIPPED}") FMC_STATES+=("${name}=skipped") ;;
+    *) FMC_STATES+=("${name}=failed"); warn "${name} failed (exit ${rc}); the node continues without it" ;;
+  esac
+}
+
+report_state() {
+  local line="fmcluster-monitoring-state: ${FMC_STATES[*]}"
+  mkdir -p "$(dirname "${FMC_STATE_FILE}")"
+  printf '%s %s\n' "$(date -u +%FT%TZ)" "${line}" > "${FMC_STATE_FILE}" || true
+  log "${line}"
+}
+
+if [[ "$(id -u)" -ne 0 ]]; then
+  warn "not root: no exporter installed"
+  FMC_STATES+=("all=skipped")
+  report_state
+  exit 0
+fi
 case "$(uname -m)" in
   x86_64) FMC_ARCH=amd64 ;;
   aarch64 | arm64) FMC_ARCH=arm64 ;;
-  *) die "unsupported CPU architecture $(uname -m)" ;;
+  *) FMC_ARCH="" ;;
 esac
-readonly FMC_ARCH
 if command -v apt-get >/dev/null 2>&1; then
   FMC_PKG=apt
 elif command -v dnf >/dev/null 2>&1; then
   FMC_PKG=dnf
 else
-  die "neither apt-get nor dnf found"
+  FMC_PKG=""
 fi
-readonly FMC_PKG
+if [[ -z "${FMC_ARCH}" || -z "${FMC_PKG}" ]]; then
+  warn "unsupported node (architecture $(uname -m), package manager ${FMC_PKG:-none}): no exporter installed"
+  FMC_STATES+=("all=skipped")
+  report_state
+  exit 0
+fi
+readonly FMC_ARCH FMC_PKG
 mkdir -p "${FMC_WORK}"
-log "${FMC_BLUEPRINT}: installing ${FMC_ROLE}-node exporters (${FMC_METRICS}, ${FMC_ARCH}, ${FMC_PKG})"
+log "${FMC_BLUEPRINT}: installing ${FMC_ROLE}-node monitoring (${FMC_METRICS}, ${FMC_ARCH}, ${FMC_PKG})"
 
 # ---- helpers ---------------------------------------------------------------------------------
 sha_for_arch() {  # amd64-sha arm64-sha
@@ -59,6 +101,18 @@ ensure_user() {  # name
   id -u "$1" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$1"
 }
 
+# Upstream version (no epoch, no packaging revision) of an installed package, or nothing.
+installed_version() {  # package
+  local v=""
+  if [[ "${FMC_PKG}" == "apt" ]]; then
+    v="$(dpkg-query -W -f='${db:Status-Status} ${Version}' "$1" 2>/dev/null | awk '$1 == "installed" {print $2}')"
+  else
+    v="$(rpm -q --qf '%{VERSION}' "$1" 2>/dev/null)" || v=""
+  fi
+  v="${v#*:}"
+  echo "${v%%-*}"
+}
+
 # The repository version of a package whose upstream version is exactly the one wanted (any epoch and
 # packaging revision), or nothing.
 repo_version() {  # package upstream-version
@@ -69,7 +123,8 @@ repo_version() {  # package upstream-version
   fi
 }
 
-# Install packages from the configured (signed) repositories at one exact upstream version.
+# Install packages that are NOT on the node from the configured (signed) repositories at one exact upstream
+# version. Never downgrades: callers only pass packages the image does not ship.
 install_pinned_packages() {  # upstream-version package...
   local want="$1" pkg full specs=()
   shift
@@ -83,8 +138,7 @@ install_pinned_packages() {  # upstream-version package...
     fi
   done
   if [[ "${FMC_PKG}" == "apt" ]]; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends --allow-downgrades "${specs[@]}"
-    apt-mark hold "$@" >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${specs[@]}"
   else
     dnf install -y "${specs[@]}"
   fi
@@ -102,7 +156,9 @@ install_node_exporter() {
     "https://github.com/prometheus/node_exporter/releases/download/v1.7.0/node_exporter-1.7.0.linux-${FMC_ARCH}.tar.gz" \
     "$(sha_for_arch a550cd5c05f760b7934a2d0afad66d2e92e681482f5f57a917465b1fba3b02a6 e386c7b53bc130eaf5e74da28efc6b444857b77df8070537be52678aefd34d96)" "${dir}"
   ensure_user node_exporter
+  # World-writable with the sticky bit: training jobs publish their throughput here (fmcluster-publish-throughput).
   mkdir -p "${FMC_TEXTFILE_DIR}"
+  chmod 1777 "${FMC_TEXTFILE_DIR}"
   # The infiniband collector reads ports/*/counters, which EFA devices do not have; our textfile
   # collector reads their hw_counters instead.
   write_unit fmcluster-node-exporter.service <<UNIT
@@ -184,6 +240,44 @@ mv -f "${tmp}" "${out}"
 trap - EXIT
 FMCLUSTER_NODE_FACTS_SCRIPT
   chmod 0755 /usr/local/sbin/fmcluster-node-facts
+  cat > /usr/local/bin/fmcluster-publish-throughput <<'FMCLUSTER_PUBLISH_THROUGHPUT'
+#!/usr/bin/env bash
+# fmcluster-publish-throughput: a training job publishes its throughput through node_exporter's textfile
+# collector (/var/lib/node_exporter/textfile); the overview dashboard shows it. Rendered by fmcluster; do not edit.
+#
+#   fmcluster-publish-throughput TOKENS_PER_SECOND [JOB_ID]   # JOB_ID defaults to $SLURM_JOB_ID
+#   fmcluster-publish-throughput --clear [JOB_ID]             # remove the job's file (e.g. at job end)
+#
+# Call it from one rank per node every few seconds to minutes; values older than 300 s are ignored.
+set -euo pipefail
+
+dir="${FMC_TEXTFILE_DIR:-/var/lib/node_exporter/textfile}"
+usage() { echo "usage: fmcluster-publish-throughput TOKENS_PER_SECOND|--clear [JOB_ID]" >&2; exit 2; }
+[[ $# -ge 1 && $# -le 2 ]] || usage
+value="$1"
+job="${2:-${SLURM_JOB_ID:-}}"
+[[ "${job}" =~ ^[A-Za-z0-9_.-]{1,64}$ ]] || { echo "fmcluster-publish-throughput: JOB_ID must match [A-Za-z0-9_.-]{1,64}, got '${job}'" >&2; exit 2; }
+file="${dir}/training-${job}.prom"
+if [[ "${value}" == "--clear" ]]; then
+  rm -f "${file}"
+  exit 0
+fi
+[[ "${value}" =~ ^[0-9]+([.][0-9]+)?([eE][+-]?[0-9]+)?$ ]] || { echo "fmcluster-publish-throughput: TOKENS_PER_SECOND must be a non-negative number, got '${value}'" >&2; exit 2; }
+tmp="$(mktemp "${dir}/.training-${job}.XXXXXX")"
+trap 'rm -f "${tmp}"' EXIT
+{
+  echo "# HELP fmcluster_training_tokens_per_second Tokens per second a training job reports for this node."
+  echo "# TYPE fmcluster_training_tokens_per_second gauge"
+  echo "fmcluster_training_tokens_per_second{job_id=\"${job}\"} ${value}"
+  echo "# HELP fmcluster_training_last_update_timestamp_seconds When the job last published its throughput."
+  echo "# TYPE fmcluster_training_last_update_timestamp_seconds gauge"
+  echo "fmcluster_training_last_update_timestamp_seconds{job_id=\"${job}\"} $(date +%s)"
+} > "${tmp}"
+chmod 0644 "${tmp}"
+mv -f "${tmp}" "${file}"
+trap - EXIT
+FMCLUSTER_PUBLISH_THROUGHPUT
+  chmod 0755 /usr/local/bin/fmcluster-publish-throughput
   write_unit fmcluster-node-facts.service <<'UNIT'
 [Unit]
 Description=fmcluster textfile collector (node facts, EFA hardware counters)
@@ -211,20 +305,50 @@ UNIT
 }
 
 # ---- DCGM exporter (host package, runs as root so the profiling fields work) --------------------
+# The image's DCGM is used when it has the pinned major version and is never replaced or downgraded
+# (ParallelCluster 3.16 images ship DCGM 4.6.0 and run their own DCGM health check; DLAMIs ship 4.7.0);
+# another major version skips the exporter with a warning. Only a node without DCGM gets the pinned one.
+dcgm_version_on_node() {
+  local pkg v
+  for pkg in datacenter-gpu-manager-4-core datacenter-gpu-manager; do
+    v="$(installed_version "${pkg}")"
+    if [[ -n "${v}" ]]; then echo "${v}"; return 0; fi
+  done
+  if command -v nv-hostengine >/dev/null 2>&1; then echo "unknown"; fi
+}
+
 install_dcgm_exporter() {
+  local dcgm exporter cuda_major
+  dcgm="$(dcgm_version_on_node)"
   if [[ "${FMC_PKG}" == "apt" ]]; then
-    apt-get update -q
+    apt-get update -q || warn "apt-get update reported errors"
   fi
-  install_pinned_packages 4.4.0 datacenter-gpu-manager-4-core datacenter-gpu-manager-4-proprietary
-  # DCGM 4 ships CUDA-dependent parts per CUDA major version; NVIDIA's guide installs the one matching the driver.
-  local cuda_major
-  cuda_major="$(nvidia-smi | sed -nE 's/.*CUDA Version: ([0-9]+)\..*/\1/p' | head -n 1)"
-  if [[ -n "${cuda_major}" && -n "$(repo_version "datacenter-gpu-manager-4-cuda${cuda_major}" 4.4.0)" ]]; then
-    install_pinned_packages 4.4.0 "datacenter-gpu-manager-4-cuda${cuda_major}"
-  else
-    log "warning: no datacenter-gpu-manager-4-cuda${cuda_major:-?} 4.4.0 in the repositories; profiling fields may be missing"
+  if [[ -z "${dcgm}" ]]; then
+    install_pinned_packages 4.4.2 datacenter-gpu-manager-4-core datacenter-gpu-manager-4-proprietary
+    # DCGM 4 ships CUDA-dependent parts per CUDA major version; NVIDIA's guide installs the one matching the driver.
+    cuda_major="$(nvidia-smi | sed -nE 's/.*CUDA Version: ([0-9]+)\..*/\1/p' | head -n 1)"
+    if [[ -n "${cuda_major}" && -n "$(repo_version "datacenter-gpu-manager-4-cuda${cuda_major}" 4.4.2)" ]]; then
+      install_pinned_packages 4.4.2 "datacenter-gpu-manager-4-cuda${cuda_major}"
+    else
+      warn "no datacenter-gpu-manager-4-cuda${cuda_major:-?} 4.4.2 in the repositories; profiling fields may be missing"
+    fi
+    dcgm=4.4.2
+    log "DCGM 4.4.2 installed (the image had none)"
+  elif [[ "${dcgm}" == "unknown" ]]; then
+    warn "DCGM on the image has no package version; using it as is (exporter 4.7.1 is paired with DCGM 4.4.2)"
+  elif [[ "${dcgm%%.*}" != "4" ]]; then
+    warn "DCGM ${dcgm} on the image is not DCGM 4.x: dcgm-exporter 4.7.1 is not installed and DCGM is left as it is"
+    return "${FMC_SKIPPED}"
+  elif [[ "${dcgm}" != "4.4.2" ]]; then
+    warn "using the image's DCGM ${dcgm} (dcgm-exporter 4.7.1 is paired with DCGM 4.4.2; NVIDIA tests only the pair)"
   fi
-  install_pinned_packages 4.5.0 datacenter-gpu-manager-exporter
+  exporter="$(installed_version datacenter-gpu-manager-exporter)"
+  if [[ -z "${exporter}" ]]; then
+    install_pinned_packages 4.7.1 datacenter-gpu-manager-exporter
+    exporter=4.7.1
+  elif [[ "${exporter}" != "4.7.1" ]]; then
+    warn "using the image's dcgm-exporter ${exporter} (pinned 4.7.1; 4.5.3-4.8.2 lacks the XID metrics, NVIDIA/dcgm-exporter #700)"
+  fi
   mkdir -p "$(dirname "/etc/dcgm-exporter/fmcluster-counters.csv")"
   cat > "/etc/dcgm-exporter/fmcluster-counters.csv" <<'FMCLUSTER_DCGM_COUNTERS'
 # fmcluster DCGM exporter counters (rendered; do not edit).
@@ -240,6 +364,7 @@ DCGM_FI_DEV_MEM_COPY_UTIL, gauge, Memory utilization (in %).
 DCGM_FI_DEV_FB_FREE, gauge, Framebuffer memory free (in MiB).
 DCGM_FI_DEV_FB_USED, gauge, Framebuffer memory used (in MiB).
 DCGM_FI_DEV_XID_ERRORS, gauge, Value of the last XID error encountered.
+DCGM_EXP_XID_ERRORS_COUNT, counter, reported XIDs during last window
 DCGM_FI_DEV_PCIE_REPLAY_COUNTER, counter, Total number of PCIe retries.
 DCGM_FI_DEV_ECC_SBE_VOL_TOTAL, counter, Total number of single-bit volatile ECC errors.
 DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, counter, Total number of double-bit volatile ECC errors.
@@ -254,8 +379,12 @@ DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, gauge, Ratio of cycles the tensor (HMMA) pipe i
 DCGM_FI_PROF_DRAM_ACTIVE, gauge, Ratio of cycles the device memory interface is active sending or receiving data.
 DCGM_FI_DRIVER_VERSION, label, Driver Version
 FMCLUSTER_DCGM_COUNTERS
+  # Connect to the node's nv-hostengine instead of embedding a second one; start NVIDIA's service only when
+  # no host engine runs (an image's own DCGM health check may run one already).
+  if ! pgrep -x nv-hostengine >/dev/null 2>&1; then
+    systemctl enable --now nvidia-dcgm.service
+  fi
   mkdir -p /etc/systemd/system/nvidia-dcgm-exporter.service.d
-  # Connect to the node's nv-hostengine (nvidia-dcgm.service) instead of embedding a second one.
   cat > /etc/systemd/system/nvidia-dcgm-exporter.service.d/fmcluster.conf <<'UNIT'
 [Service]
 ExecStart=
@@ -264,13 +393,13 @@ Restart=always
 RestartSec=10
 UNIT
   systemctl daemon-reload
-  systemctl enable --now nvidia-dcgm.service
   systemctl enable nvidia-dcgm-exporter.service
   systemctl restart nvidia-dcgm-exporter.service
-  log "dcgm-exporter 4.5.0 (DCGM 4.4.0) on :9400, expecting 8 GPUs"
+  log "dcgm-exporter ${exporter} (DCGM ${dcgm}) on :9400, expecting 8 GPUs"
 }
 
-# ---- main ------------------------------------------------------------------------------------
-install_node_exporter
-install_dcgm_exporter
-log "done"
+# ---- main: Prometheus first and on its own; every exporter optional ----------------------------
+run_step node_exporter install_node_exporter
+run_step dcgm_exporter install_dcgm_exporter
+report_state
+exit 0

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2329  # install steps are invoked indirectly, through run_step
 # fmcluster metrics exporters for llm-train: head node.
 # Metrics mode managed, node discovery ec2, orchestrator parallelcluster.
 # Rendered by fmcluster (fmcluster/templates/observability); do not edit by hand. Pinned versions and their
 # sources: fmcluster/templates/observability/pins.py. Safe to run again (idempotent).
-set -euo pipefail
+#
+# A monitoring problem never fails the node: every step runs on its own (errexit inside the step only), a
+# failed or skipped step is a warning, and the script always exits 0. The state it reached is the last log
+# line ("fmcluster-monitoring-state: step=ok|failed|skipped ...") and the file /var/lib/fmcluster/monitoring-state.
+set -uo pipefail
 umask 022
 
 readonly FMC_BLUEPRINT="llm-train"
@@ -13,27 +18,64 @@ readonly FMC_REGION="us-east-1"
 readonly FMC_SSM_PARAMETER="/fmcluster/llm-train/observability"
 readonly FMC_TEXTFILE_DIR="/var/lib/node_exporter/textfile"
 readonly FMC_WORK="/opt/fmcluster/observability"
+readonly FMC_STATE_FILE="/var/lib/fmcluster/monitoring-state"
+readonly FMC_SKIPPED=10
 
-log() { printf '%s fmcluster-exporters: %s\n' "$(date -u +%FT%TZ)" "$*"; }
+log() {
+  printf '%s fmcluster-exporters: %s\n' "$(date -u +%FT%TZ)" "$*"
+  logger -t fmcluster-exporters -- "$*" 2>/dev/null || true
+}
+warn() { log "WARNING: $*"; }
 die() { log "ERROR: $*"; exit 1; }
 
-[[ "$(id -u)" -eq 0 ]] || die "run as root"
+FMC_STATES=()
+# Run one install step in a subshell with errexit; record ok / failed / skipped (exit FMC_SKIPPED).
+run_step() {  # name function
+  local name="$1" rc
+  shift
+  ( set -e; "$@" )
+  rc=$?
+  case "${rc}" in
+    0) FMC_STATES+=("${name}=ok") ;;
+    "${FMC_SKIPPED}") FMC_STATES+=("${name}=skipped") ;;
+    *) FMC_STATES+=("${name}=failed"); warn "${name} failed (exit ${rc}); the node continues without it" ;;
+  esac
+}
+
+report_state() {
+  local line="fmcluster-monitoring-state: ${FMC_STATES[*]}"
+  mkdir -p "$(dirname "${FMC_STATE_FILE}")"
+  printf '%s %s\n' "$(date -u +%FT%TZ)" "${line}" > "${FMC_STATE_FILE}" || true
+  log "${line}"
+}
+
+if [[ "$(id -u)" -ne 0 ]]; then
+  warn "not root: no exporter installed"
+  FMC_STATES+=("all=skipped")
+  report_state
+  exit 0
+fi
 case "$(uname -m)" in
   x86_64) FMC_ARCH=amd64 ;;
   aarch64 | arm64) FMC_ARCH=arm64 ;;
-  *) die "unsupported CPU architecture $(uname -m)" ;;
+  *) FMC_ARCH="" ;;
 esac
-readonly FMC_ARCH
 if command -v apt-get >/dev/null 2>&1; then
   FMC_PKG=apt
 elif command -v dnf >/dev/null 2>&1; then
   FMC_PKG=dnf
 else
-  die "neither apt-get nor dnf found"
+  FMC_PKG=""
 fi
-readonly FMC_PKG
+if [[ -z "${FMC_ARCH}" || -z "${FMC_PKG}" ]]; then
+  warn "unsupported node (architecture $(uname -m), package manager ${FMC_PKG:-none}): no exporter installed"
+  FMC_STATES+=("all=skipped")
+  report_state
+  exit 0
+fi
+readonly FMC_ARCH FMC_PKG
 mkdir -p "${FMC_WORK}"
-log "${FMC_BLUEPRINT}: installing ${FMC_ROLE}-node exporters (${FMC_METRICS}, ${FMC_ARCH}, ${FMC_PKG})"
+log "${FMC_BLUEPRINT}: installing ${FMC_ROLE}-node monitoring (${FMC_METRICS}, ${FMC_ARCH}, ${FMC_PKG})"
 
 # ---- helpers ---------------------------------------------------------------------------------
 sha_for_arch() {  # amd64-sha arm64-sha
@@ -61,6 +103,18 @@ ensure_user() {  # name
   id -u "$1" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$1"
 }
 
+# Upstream version (no epoch, no packaging revision) of an installed package, or nothing.
+installed_version() {  # package
+  local v=""
+  if [[ "${FMC_PKG}" == "apt" ]]; then
+    v="$(dpkg-query -W -f='${db:Status-Status} ${Version}' "$1" 2>/dev/null | awk '$1 == "installed" {print $2}')"
+  else
+    v="$(rpm -q --qf '%{VERSION}' "$1" 2>/dev/null)" || v=""
+  fi
+  v="${v#*:}"
+  echo "${v%%-*}"
+}
+
 # The repository version of a package whose upstream version is exactly the one wanted (any epoch and
 # packaging revision), or nothing.
 repo_version() {  # package upstream-version
@@ -71,7 +125,8 @@ repo_version() {  # package upstream-version
   fi
 }
 
-# Install packages from the configured (signed) repositories at one exact upstream version.
+# Install packages that are NOT on the node from the configured (signed) repositories at one exact upstream
+# version. Never downgrades: callers only pass packages the image does not ship.
 install_pinned_packages() {  # upstream-version package...
   local want="$1" pkg full specs=()
   shift
@@ -85,8 +140,7 @@ install_pinned_packages() {  # upstream-version package...
     fi
   done
   if [[ "${FMC_PKG}" == "apt" ]]; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends --allow-downgrades "${specs[@]}"
-    apt-mark hold "$@" >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${specs[@]}"
   else
     dnf install -y "${specs[@]}"
   fi
@@ -104,7 +158,9 @@ install_node_exporter() {
     "https://github.com/prometheus/node_exporter/releases/download/v1.7.0/node_exporter-1.7.0.linux-${FMC_ARCH}.tar.gz" \
     "$(sha_for_arch a550cd5c05f760b7934a2d0afad66d2e92e681482f5f57a917465b1fba3b02a6 e386c7b53bc130eaf5e74da28efc6b444857b77df8070537be52678aefd34d96)" "${dir}"
   ensure_user node_exporter
+  # World-writable with the sticky bit: training jobs publish their throughput here (fmcluster-publish-throughput).
   mkdir -p "${FMC_TEXTFILE_DIR}"
+  chmod 1777 "${FMC_TEXTFILE_DIR}"
   # The infiniband collector reads ports/*/counters, which EFA devices do not have; our textfile
   # collector reads their hw_counters instead.
   write_unit fmcluster-node-exporter.service <<UNIT
@@ -186,6 +242,44 @@ mv -f "${tmp}" "${out}"
 trap - EXIT
 FMCLUSTER_NODE_FACTS_SCRIPT
   chmod 0755 /usr/local/sbin/fmcluster-node-facts
+  cat > /usr/local/bin/fmcluster-publish-throughput <<'FMCLUSTER_PUBLISH_THROUGHPUT'
+#!/usr/bin/env bash
+# fmcluster-publish-throughput: a training job publishes its throughput through node_exporter's textfile
+# collector (/var/lib/node_exporter/textfile); the overview dashboard shows it. Rendered by fmcluster; do not edit.
+#
+#   fmcluster-publish-throughput TOKENS_PER_SECOND [JOB_ID]   # JOB_ID defaults to $SLURM_JOB_ID
+#   fmcluster-publish-throughput --clear [JOB_ID]             # remove the job's file (e.g. at job end)
+#
+# Call it from one rank per node every few seconds to minutes; values older than 300 s are ignored.
+set -euo pipefail
+
+dir="${FMC_TEXTFILE_DIR:-/var/lib/node_exporter/textfile}"
+usage() { echo "usage: fmcluster-publish-throughput TOKENS_PER_SECOND|--clear [JOB_ID]" >&2; exit 2; }
+[[ $# -ge 1 && $# -le 2 ]] || usage
+value="$1"
+job="${2:-${SLURM_JOB_ID:-}}"
+[[ "${job}" =~ ^[A-Za-z0-9_.-]{1,64}$ ]] || { echo "fmcluster-publish-throughput: JOB_ID must match [A-Za-z0-9_.-]{1,64}, got '${job}'" >&2; exit 2; }
+file="${dir}/training-${job}.prom"
+if [[ "${value}" == "--clear" ]]; then
+  rm -f "${file}"
+  exit 0
+fi
+[[ "${value}" =~ ^[0-9]+([.][0-9]+)?([eE][+-]?[0-9]+)?$ ]] || { echo "fmcluster-publish-throughput: TOKENS_PER_SECOND must be a non-negative number, got '${value}'" >&2; exit 2; }
+tmp="$(mktemp "${dir}/.training-${job}.XXXXXX")"
+trap 'rm -f "${tmp}"' EXIT
+{
+  echo "# HELP fmcluster_training_tokens_per_second Tokens per second a training job reports for this node."
+  echo "# TYPE fmcluster_training_tokens_per_second gauge"
+  echo "fmcluster_training_tokens_per_second{job_id=\"${job}\"} ${value}"
+  echo "# HELP fmcluster_training_last_update_timestamp_seconds When the job last published its throughput."
+  echo "# TYPE fmcluster_training_last_update_timestamp_seconds gauge"
+  echo "fmcluster_training_last_update_timestamp_seconds{job_id=\"${job}\"} $(date +%s)"
+} > "${tmp}"
+chmod 0644 "${tmp}"
+mv -f "${tmp}" "${file}"
+trap - EXIT
+FMCLUSTER_PUBLISH_THROUGHPUT
+  chmod 0755 /usr/local/bin/fmcluster-publish-throughput
   write_unit fmcluster-node-facts.service <<'UNIT'
 [Unit]
 Description=fmcluster textfile collector (node facts, EFA hardware counters)
@@ -275,7 +369,7 @@ scrape_configs:
   scrape_timeout: 10s
   static_configs:
   - targets:
-    - 127.0.0.1:8080
+    - 127.0.0.1:9092
 remote_write:
 - url: https://aps-workspaces.us-east-1.amazonaws.com/workspaces/FMCLUSTER_AMP_WORKSPACE/api/v1/remote_write
   sigv4:
@@ -288,7 +382,83 @@ FMCLUSTER_ETC_PROMETHEUS_PROMETHEUS_YML
   chmod 0644 "/etc/prometheus/prometheus.yml"
 }
 
-# ---- Slurm exporter (built from a pinned tag; Go modules checked against go.sum) ---------------
+# One value of the JSON settings in the SSM parameter the observability stack writes (read as root).
+setting() {  # key
+  local value
+  value="$(aws ssm get-parameter --region "${FMC_REGION}" --name "${FMC_SSM_PARAMETER}" --query Parameter.Value --output text)" \
+    || die "cannot read SSM parameter ${FMC_SSM_PARAMETER} (does the node role have the observability policy?)"
+  printf '%s' "${value}" | python3 -c 'import json, sys; print(json.load(sys.stdin).get(sys.argv[1], ""))' "$1"
+}
+
+# ---- ParallelCluster IMDS lockdown ---------------------------------------------------------------
+# With HeadNode Imds.Secured (default true) only root and the cluster admin users reach IMDS (iptables chain
+# PARALLELCLUSTER_IMDS, aws-parallelcluster-cookbook cookbooks/aws-parallelcluster-environment/recipes/config/
+# imds.rb). The monitoring users need instance credentials (EC2 discovery, SigV4 to AMP and SNS), so they are
+# allowed with ParallelCluster's own script (files/imds/imds-access.sh: --allow <user1,...,userN>) before
+# each service starts (ExecStartPre), and the rules are saved for parallelcluster-iptables.service, which
+# restores them at boot (templates/imds/save_tables.sh.erb / restore_tables.sh.erb).
+install_imds_allow() {
+  cat > /usr/local/sbin/fmcluster-imds-allow <<'FMCLUSTER_IMDS_ALLOW'
+#!/usr/bin/env bash
+# Allow the given users through ParallelCluster's IMDS lockdown, if it is on. Rendered by fmcluster.
+set -euo pipefail
+script=/opt/parallelcluster/scripts/imds/imds-access.sh
+if ! iptables -S PARALLELCLUSTER_IMDS 2>/dev/null | grep -q -- '-j REJECT'; then
+  echo "fmcluster-imds-allow: IMDS lockdown is off; nothing to allow"
+  exit 0
+fi
+[[ -f "${script}" ]] || { echo "fmcluster-imds-allow: ${script} not found" >&2; exit 1; }
+bash "${script}" --allow "$1"
+if [[ -x /usr/local/sbin/save_tables.sh ]]; then
+  /usr/local/sbin/save_tables.sh >/dev/null
+fi
+FMCLUSTER_IMDS_ALLOW
+  chmod 0755 /usr/local/sbin/fmcluster-imds-allow
+  ensure_user prometheus
+  /usr/local/sbin/fmcluster-imds-allow prometheus
+  log "IMDS: allowed prometheus through ParallelCluster's lockdown"
+}
+
+# ---- Prometheus agent (remote write to Amazon Managed Service for Prometheus) ----
+install_prometheus() {
+  local dir="/opt/prometheus-3.13.2" config=/etc/prometheus/prometheus.yml
+  install_archive prometheus \
+    "https://github.com/prometheus/prometheus/releases/download/v3.13.2/prometheus-3.13.2.linux-${FMC_ARCH}.tar.gz" \
+    "$(sha_for_arch 0e8c4d46101bd025ea8265e377d2caabc57f488fc1be1c367f37db69ea41be6f 7cecb17a6f41d59814e1a0581a1f81f79051ad5973d1ecf39e23a9f747d6572a)" "${dir}"
+  ensure_user prometheus
+  mkdir -p /etc/prometheus/file_sd /var/lib/prometheus
+  local url
+  url="$(setting remote_write_url)"
+  [[ "${url}" == https://*/api/v1/remote_write ]] || die "unexpected AMP remote-write URL in ${FMC_SSM_PARAMETER}: ${url}"
+  sed -i "s|https://aps-workspaces.us-east-1.amazonaws.com/workspaces/FMCLUSTER_AMP_WORKSPACE/api/v1/remote_write|${url}|" "${config}"
+  if grep -q "FMCLUSTER_AMP_WORKSPACE" "${config}"; then die "remote-write URL placeholder left in ${config}"; fi
+  local flags="--agent --storage.agent.path=/var/lib/prometheus/agent"
+  chown -R prometheus:prometheus /var/lib/prometheus /etc/prometheus/file_sd
+  "${dir}/promtool" check config "${config}" >/dev/null || die "promtool rejected ${config}"
+  write_unit fmcluster-prometheus.service <<UNIT
+[Unit]
+Description=fmcluster Prometheus 3.13.2 (managed)
+After=network-online.target parallelcluster-iptables.service
+Wants=network-online.target
+
+[Service]
+User=prometheus
+ExecStartPre=+/usr/local/sbin/fmcluster-imds-allow prometheus
+ExecStart=${dir}/prometheus --config.file=${config} --web.listen-address=127.0.0.1:9090 ${flags}
+ExecReload=/bin/kill -HUP \$MAINPID
+Restart=always
+RestartSec=5
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+  systemctl daemon-reload
+  systemctl enable fmcluster-prometheus.service
+  systemctl restart fmcluster-prometheus.service
+  log "Prometheus 3.13.2 on 127.0.0.1:9090 (managed)"
+}
+
+# ---- Slurm exporter (built from a pinned tag at a pinned commit; Go modules checked against go.sum) -
 slurm_bin_dir() {
   local sinfo
   sinfo="$(command -v sinfo 2>/dev/null || true)"
@@ -302,28 +472,31 @@ slurm_bin_dir() {
 }
 
 install_slurm_exporter() {
-  local go_dir="/opt/go-1.22.2" src="${FMC_WORK}/src/prometheus-slurm-exporter-0.22"
-  local bin="/usr/local/bin/prometheus-slurm-exporter" slurm_bin
+  local go_dir="/opt/go-1.25.5" src="${FMC_WORK}/src/prometheus-slurm-exporter-v1.7.0"
+  local bin="/usr/local/bin/prometheus-slurm-exporter-v1.7.0" slurm_bin commit
   slurm_bin="$(slurm_bin_dir)"
-  install_archive go "https://go.dev/dl/go1.22.2.linux-${FMC_ARCH}.tar.gz" \
-    "$(sha_for_arch 5901c52b7a78002aeff14a21f93e0f064f74ce1360fce51c6ee68cd471216a17 36e720b2d564980c162a48c7e97da2e407dfcc4239e1e58d98082dfa2486a0c1)" "${go_dir}"
   if [[ ! -x "${bin}" ]]; then
+    install_archive go "https://go.dev/dl/go1.25.5.linux-${FMC_ARCH}.tar.gz" \
+      "$(sha_for_arch 9e9b755d63b36acf30c12a9a3fc379243714c1c6d3dd72861da637f336ebb35b b00b694903d126c588c378e72d3545549935d3982635ba3f7a964c9fa23fe3b9)" "${go_dir}"
     command -v git >/dev/null 2>&1 || { if [[ "${FMC_PKG}" == "apt" ]]; then apt-get install -y git; else dnf install -y git; fi; }
     rm -rf "${src}"
-    git clone --quiet --depth 1 --branch "0.22" "https://github.com/vpenso/prometheus-slurm-exporter.git" "${src}"
-    (cd "${src}" && GOFLAGS=-mod=readonly GOPATH="${FMC_WORK}/go" GOCACHE="${FMC_WORK}/go-cache" \
-      "${go_dir}/bin/go" build -o "${bin}" .)
+    git clone --quiet --depth 1 --branch "v1.7.0" "https://github.com/rivosinc/prometheus-slurm-exporter.git" "${src}"
+    commit="$(git -C "${src}" rev-parse HEAD)"
+    [[ "${commit}" == "529aabaaf39fa7b70f5ba01644e2b2ca5b30574a" ]] \
+      || die "tag v1.7.0 is commit ${commit}, pinned 529aabaaf39fa7b70f5ba01644e2b2ca5b30574a"
+    (cd "${src}" && CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=readonly GOPATH="${FMC_WORK}/go" \
+      GOCACHE="${FMC_WORK}/go-cache" "${go_dir}/bin/go" build -o "${bin}" .)
   fi
   ensure_user slurm_exporter
   write_unit fmcluster-slurm-exporter.service <<UNIT
 [Unit]
-Description=fmcluster prometheus-slurm-exporter 0.22
+Description=fmcluster prometheus-slurm-exporter v1.7.0
 After=network-online.target
 
 [Service]
 User=slurm_exporter
 Environment=PATH=${slurm_bin}:/usr/local/bin:/usr/bin:/bin
-ExecStart=${bin} -listen-address 127.0.0.1:8080
+ExecStart=${bin} -web.listen-address 127.0.0.1:9092 -slurm.cli-fallback
 Restart=always
 RestartSec=15
 
@@ -332,52 +505,14 @@ WantedBy=multi-user.target
 UNIT
   systemctl daemon-reload
   systemctl enable --now fmcluster-slurm-exporter.service
-  log "prometheus-slurm-exporter 0.22 on 127.0.0.1:8080 (Slurm in ${slurm_bin})"
+  log "prometheus-slurm-exporter v1.7.0 on 127.0.0.1:9092 (Slurm in ${slurm_bin})"
 }
 
-# ---- Prometheus agent (remote write to Amazon Managed Service for Prometheus) ----
-install_prometheus() {
-  local dir="/opt/prometheus-2.53.4" config=/etc/prometheus/prometheus.yml
-  install_archive prometheus \
-    "https://github.com/prometheus/prometheus/releases/download/v2.53.4/prometheus-2.53.4.linux-${FMC_ARCH}.tar.gz" \
-    "$(sha_for_arch b8b497c4610d1b93208252b60c8f20f6b2e78596ae8df43397a2e805aa53d475 ec7236ecea7154d0bfe142921708b1ae7b5e921e100e0ee85ab92b7c444357e0)" "${dir}"
-  ensure_user prometheus
-  mkdir -p /etc/prometheus/file_sd /var/lib/prometheus
-  local value url
-  value="$(aws ssm get-parameter --region "${FMC_REGION}" --name "${FMC_SSM_PARAMETER}" --query Parameter.Value --output text)" \
-    || die "cannot read SSM parameter ${FMC_SSM_PARAMETER} (does the head node role have the observability policy?)"
-  url="$(printf '%s' "${value}" | python3 -c 'import json, sys; print(json.load(sys.stdin)["remote_write_url"])')"
-  [[ "${url}" == https://*/api/v1/remote_write ]] || die "unexpected AMP remote-write URL in ${FMC_SSM_PARAMETER}: ${url}"
-  sed -i "s|https://aps-workspaces.us-east-1.amazonaws.com/workspaces/FMCLUSTER_AMP_WORKSPACE/api/v1/remote_write|${url}|" "${config}"
-  grep -q "FMCLUSTER_AMP_WORKSPACE" "${config}" && die "remote-write URL placeholder left in ${config}"
-  local flags="--enable-feature=agent --storage.agent.path=/var/lib/prometheus/agent"
-  chown -R prometheus:prometheus /var/lib/prometheus /etc/prometheus/file_sd
-  "${dir}/promtool" check config "${config}" >/dev/null || die "promtool rejected ${config}"
-  write_unit fmcluster-prometheus.service <<UNIT
-[Unit]
-Description=fmcluster Prometheus 2.53.4 (managed)
-After=network-online.target
-Wants=network-online.target
-
-[Service]
-User=prometheus
-ExecStart=${dir}/prometheus --config.file=${config} --web.listen-address=127.0.0.1:9090 ${flags}
-ExecReload=/bin/kill -HUP \$MAINPID
-Restart=always
-RestartSec=5
-
-[Install]
-WantedBy=multi-user.target
-UNIT
-  systemctl daemon-reload
-  systemctl enable fmcluster-prometheus.service
-  systemctl restart fmcluster-prometheus.service
-  log "Prometheus 2.53.4 on 127.0.0.1:9090 (managed)"
-}
-
-# ---- main ------------------------------------------------------------------------------------
-install_node_exporter
-write_config_files
-install_slurm_exporter
-install_prometheus
-log "done"
+# ---- main: Prometheus first and on its own; every exporter optional ----------------------------
+run_step config write_config_files
+run_step imds install_imds_allow
+run_step prometheus install_prometheus
+run_step node_exporter install_node_exporter
+run_step slurm_exporter install_slurm_exporter
+report_state
+exit 0
