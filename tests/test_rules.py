@@ -215,6 +215,8 @@ def test_declared_precedence() -> None:
         "R-IMG-4": ("R-IMG-2",),
         "R-IMG-5": ("R-IMG-2",),
         "R-IMG-8": ("R-IMG-2",),
+        "R-IMG-10": ("R-IMG-2",),
+        "R-IMG-11": ("R-IMG-2",),
     }
 
 

@@ -55,9 +55,11 @@ ALLOWED_DRIVERS = ", ".join(driver_artifacts("x86_64"))
 
 # (rule id, patches, level, path, exact message)
 FAILING = [
-    ("R-SW-1", [{"software": {"image": {"mode": "bake"}, "stack": "blackwell-580-cuda13.0"}}], "error", "software.stack",
-     "stack is not known-good for the p5 family (compute[0] is p5.48xlarge), got 'blackwell-580-cuda13.0'; "
-     "allowed h100-570-cuda12.8, h100-580-cuda13.0 - did you mean 'h100-570-cuda12.8'?"),
+    # changed on purpose (issue 11): blackwell-580 pins exactly h100-580's versions, so it is known-good on p5 too;
+    # the R570 stack on a Blackwell group is the mismatch
+    ("R-SW-1", [{"compute": [group(instance_type="p6-b200.48xlarge")]}], "error", "software.stack",
+     "stack is not known-good for the p6-b200 family (compute[0] is p6-b200.48xlarge), got 'h100-570-cuda12.8'; "
+     "allowed blackwell-580-cuda13.0 - did you mean 'blackwell-580-cuda13.0'?"),
     ("R-SW-4", [sw(nccl="2.27.6")], "error", "software.overrides.nccl",
      "this combination is in no known-good stack, got nccl=2.27.6; allowed the versions of a catalog stack, "
      "or set software.allow_untested: true - did you mean the versions of 'h100-570-cuda12.8'?"),
@@ -306,3 +308,12 @@ def test_fabric_manager_mismatch_is_reported_once_at_its_key() -> None:
     """The driver is right and Fabric Manager is not: only R-FM-1, at software.overrides.fabric_manager."""
     found = [(p.rule_id, p.path) for p in problems(sw(driver="570.172.08", fabric_manager="580.95.05")) if p.level == "error"]
     assert found == [("R-FM-1", "software.overrides.fabric_manager")]
+
+
+def test_stacks_with_the_same_versions_share_their_families() -> None:
+    """p5 + p6-b200 in one cluster (issue 11 item 7): h100-580-cuda13.0 and blackwell-580-cuda13.0 pin the same
+    versions, so either runs both families and the two groups share one NCCL and plugin."""
+    mixed = {"compute": [group(), group(name="blackwell", instance_type="p6-b200.48xlarge")]}
+    for stack in ("h100-580-cuda13.0", "blackwell-580-cuda13.0"):
+        found = problems(mixed, {"software": {"stack": stack}})
+        assert of("R-SW-1", found) == [] and [p for p in found if p.level == "error"] == [], stack

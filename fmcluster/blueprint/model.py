@@ -1097,9 +1097,22 @@ class Blueprint(Section):
         stack = sw.stack
         if stack is None:
             stack = image.stack if (image is not None and sw.image.mode == "official") else _default_stack_for(self)
+            # bake defaults to its parent's own stack when that covers the groups: a bake never downgrades its parent
+            if sw.image.mode == "bake" and image is not None and _covers(image.stack, self):
+                stack = image.stack
         os_name = sw.os or (image.default_os if image is not None else DEFAULT_OS)
         object.__setattr__(self, "software", sw.model_copy(update={"stack": stack, "os": os_name}))
         return self
+
+
+def _covers(stack: str, bp: Blueprint) -> bool:
+    """Whether catalog stack ``stack`` lists every compute group's family and CPU architecture."""
+    try:
+        st = get_stack(stack)
+        return all(get_instance(g.instance_type).family in st.families
+                   and get_instance(g.instance_type).cpu_architecture in st.cpu_architectures for g in bp.compute)
+    except (UnknownInstanceType, KeyError):
+        return False
 
 
 def _default_stack_for(bp: Blueprint) -> str:

@@ -172,8 +172,12 @@ def resolve_image(bp: Blueprint, inst: InstanceSpec, stack: SoftwareStack | None
     lock = node_lock(stack, inst) if stack is not None else {}
     reported: frozenset[str] = frozenset()
     if spec.mode == "official" and manifest is not None:
+        # A reference that follows the newest release (PCS-ready DLAMI `latest`, HyperPod's default) boots whatever
+        # AWS published last: failing on a difference would stop every node launched after a release, so all of it
+        # is reported. Otherwise only what no primary source confirms is reported.
         reported = frozenset(c for c, v in lock.items() if v is not None and (
-            c in manifest.unverified or (c in ("libfabric", "aws_ofi_nccl") and "efa_installer" in manifest.unverified)))
+            manifest.reference.moving or c in manifest.unverified
+            or (c in ("libfabric", "aws_ofi_nccl") and "efa_installer" in manifest.unverified)))
     # Never a GPU_STACK component: _installs_at_boot only adds NCCL and nccl-tests (tests/test_image.py checks it).
     installs = _installs_at_boot(spec.mode, manifest, lock)
     # Baked and custom images are built from (or must match) the official image's NVMe handling only when they

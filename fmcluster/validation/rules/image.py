@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fmcluster.blueprint.model import Blueprint
-from fmcluster.catalog.images import known_images
-from fmcluster.catalog.software import get_stack
+from fmcluster.catalog.images import ImageManifest, known_images
+from fmcluster.catalog.software import get_stack, version_lt
 from fmcluster.resolved import ResolvedCluster
 from fmcluster.resolved.image import blueprint_official_image
 from fmcluster.validation.rules import Violation, rule
@@ -120,30 +120,76 @@ JUDGED = frozenset({"driver", "efa_installer"})
 def official_image_unverified(rc: ResolvedCluster) -> Iterator[Violation]:
     seen: set[str] = set()
     for g in rc.groups:
-        if g.image.mode != "official" or not (g.image.reported_only & JUDGED) or g.image.manifest is None:
+        image = g.image.manifest
+        if g.image.mode != "official" or image is None or not (image.unverified & JUDGED) or image.key in seen:
             continue
-        if g.image.manifest.key in seen:
-            continue
-        seen.add(g.image.manifest.key)
+        seen.add(image.key)
+        unverified = sorted(c for c in image.unverified if c in g.image.lock and g.image.lock[c] is not None)
         yield "software.image.mode", (
-            f"what {g.image.manifest.title} ships is not confirmed by a primary source for "
-            f"{', '.join(sorted(g.image.reported_only))}, got official; "
+            f"what {image.title} ships is not confirmed by a primary source for "
+            f"{', '.join(unverified)}, got official; "
             "allowed official (the boot check then reports those versions instead of failing on them) "
             "or bake (an image built from the lock)"
         )
 
 
-@rule("R-IMG-8", source=PC_LUSTRE, scope="blueprint", orchestrators=("parallelcluster",), suppressed_by=("R-IMG-2",))
-def image_has_lustre_client(bp: Blueprint) -> Iterator[Violation]:
+def _lacks_lustre_client(bp: Blueprint, *, verified: bool) -> ImageManifest | None:
+    """The official image when FSx for Lustre is on, the image has no Lustre client on the OS, and whether that is
+    confirmed by a primary source matches ``verified``; else None."""
     image = blueprint_official_image(bp)
     if not _defaults_applied(bp) or bp.storage.lustre is None or bp.software.image.mode == "custom" or image is None:
-        return
-    if not image.has_lustre_client(bp.software.os_name):
+        return None
+    if image.has_lustre_client(bp.software.os_name) or image.is_verified("lustre_client") != verified:
+        return None
+    return image
+
+
+@rule("R-IMG-8", source=PC_LUSTRE, scope="blueprint", orchestrators=("parallelcluster",), suppressed_by=("R-IMG-2",))
+def image_has_lustre_client(bp: Blueprint) -> Iterator[Violation]:
+    image = _lacks_lustre_client(bp, verified=True)
+    if image is not None:
         with_client = [o for o in image.os if image.has_lustre_client(o)]
         yield "software.os", (
             f"{image.title} has no Lustre client on this OS, so FSx for Lustre cannot mount, got "
             f"{bp.software.os_name!r}; allowed {', '.join(with_client)}, or storage.lustre: null"
         )
+
+
+@rule("R-IMG-10", level="warning", source=f"{PC_LUSTRE}; aws/aws-parallelcluster-cookbook PR 2914 (Lustre client for "
+      "Ubuntu 24.04, state in later releases not confirmed)", scope="blueprint", orchestrators=("parallelcluster",),
+      suppressed_by=("R-IMG-2",))
+def image_lustre_client_unverified(bp: Blueprint) -> Iterator[Violation]:
+    image = _lacks_lustre_client(bp, verified=False)
+    if image is not None:
+        with_client = [o for o in image.os if image.has_lustre_client(o)]
+        yield "software.os", (
+            f"{image.title} is recorded without a Lustre client on this OS "
+            "(last documented state; not confirmed for this release), "
+            f"so FSx for Lustre may not mount, got {bp.software.os_name!r}; "
+            f"allowed {', '.join(with_client)} (known to have one), or check the image before deploying"
+        )
+
+
+@rule("R-IMG-11", level="warning", source="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-changelog.html (the "
+      "EFA installer installs its packages over older ones only); aws/aws-parallelcluster-cookbook "
+      "_fabric_manager_install_debian.rb (Fabric Manager held)", scope="cluster", suppressed_by=("R-IMG-2",))
+def bake_downgrades_parent(rc: ResolvedCluster) -> Iterator[Violation]:
+    for g in rc.groups:
+        parent = g.image.manifest
+        if g.image.mode != "bake" or parent is None:
+            continue
+        older = [c for c in ("driver", "efa_installer") if parent.components.get(c) and g.image.lock.get(c)
+                 and version_lt(str(g.image.lock[c]), str(parent.components[c]))]
+        if older:
+            yield "software.stack", (
+                f"the image build would replace {', '.join(f'{c} {parent.components[c]}' for c in older)} of its parent "
+                f"{parent.title} with older versions ({g.name}), got "
+                f"{', '.join(f'{c} {g.image.lock[c]}' for c in older)}; "
+                "allowed a stack at or above the parent's versions "
+                "(the EFA installer does not downgrade, and the parent holds Fabric Manager), "
+                "or a custom image built from a base without them"
+            )
+            return
 
 
 @rule("R-IMG-9", level="warning", source=PC_SLURM_CVE, scope="blueprint", orchestrators=("parallelcluster",))

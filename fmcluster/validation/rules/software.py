@@ -43,6 +43,7 @@ from fmcluster.catalog.software import (
     version_lt,
 )
 from fmcluster.resolved.cluster import software_stack
+from fmcluster.resolved.image import blueprint_official_image
 from fmcluster.validation.rules import Violation, rule
 
 VM = "shared/reference/version-matrix.md"
@@ -216,18 +217,21 @@ def libfabric_known(software: SoftwareSpec) -> Iterator[Violation]:
 # ---- pinned downloads ------------------------------------------------------------------------
 @rule("R-ART-1", source="catalog/data/software.yaml artifacts (every download is pinned by version and sha256)")
 def downloads_are_pinned(bp: Blueprint) -> Iterator[Violation]:
-    # Only an image build downloads the driver, GDRCopy and aws-ofi-nccl; official and custom images carry them.
+    # Only an image build downloads the driver, GDRCopy and aws-ofi-nccl, and only what its parent (the official
+    # image) does not already carry at that version; official and custom images carry everything.
     if bp.software.image.mode != "bake":
         return
     stack = software_stack(bp.software)
+    parent = blueprint_official_image(bp)
+    shipped = parent.components if parent is not None else {}
     # An architecture the stack is not built for is R-CAP-7's finding; do not report it twice.
     for arch in sorted({inst.cpu_architecture for _i, _g, inst in _groups(bp)} & set(stack.cpu_architectures)):
-        if driver_artifact(stack.driver, arch) is None:
+        if shipped.get("driver") != stack.driver and driver_artifact(stack.driver, arch) is None:
             yield where(stack, "driver"), (
                 f"no pinned NVIDIA driver installer (URL + sha256) for {arch}, got driver {stack.driver}; "
                 f"allowed {', '.join(driver_artifacts(arch)) or 'none'}"
             )
-    if gdrcopy_artifact(stack.gdrcopy) is None:
+    if shipped.get("gdrcopy") != stack.gdrcopy and gdrcopy_artifact(stack.gdrcopy) is None:
         yield where(stack, "gdrcopy"), (
             f"no pinned GDRCopy source archive (URL + sha256), got {stack.gdrcopy}; allowed {', '.join(gdrcopy_artifacts())}"
         )
