@@ -27,8 +27,23 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Cluster blueprints for foundation-model training on AWS.")
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            v = version("fmcluster")
+        except PackageNotFoundError:  # running from a source tree that was never pip-installed
+            v = "unknown (not installed)"
+        print(f"fmcluster {v}")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    show_version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True, help="Print the fmcluster version and exit.")] = False,
+) -> None:
     """Cluster blueprints for foundation-model training on AWS."""
 
 
@@ -170,16 +185,23 @@ def diff(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Text: also list stateless in-place updates.")] = False,
     context: Annotated[list[str] | None, typer.Option(
         "--context", "-c", help="CDK context KEY=VALUE for synthesizing blueprints (repeatable).")] = None,
+    old_label: Annotated[str | None, typer.Option(
+        help="Name OLD by this in the report (e.g. its repository path blueprints/x.yaml@main); default: OLD as given.")] = None,
+    new_label: Annotated[str | None, typer.Option(
+        help="Name NEW by this in the report; default: NEW as given.")] = None,
 ) -> None:
     """Say, for every resource that changes between OLD and NEW, whether CloudFormation updates it in
-    place or replaces it. Exit 1 when a stateful resource (FSx, data repository association, S3
-    bucket) would be replaced or moved."""
+    place or replaces it. Exit 0 when the change is safe, 1 when a stateful resource (FSx, data
+    repository association, S3 bucket) would be replaced or moved or an update cannot apply, 2 for bad
+    input (an invalid blueprint, a folder that is not a cloud assembly, a bad option)."""
     from fmcluster.review.assembly import AssemblyError
     from fmcluster.review.diff import (
+        DIFF_INPUT_ERROR,
         DiffInputError,
         diff_assemblies,
         load_side,
         parse_context,
+        relabel,
         render_json,
         render_markdown,
         render_text,
@@ -190,10 +212,11 @@ def diff(
         report = diff_assemblies(load_side(old, ctx), load_side(new, ctx))
     except BlueprintError as e:
         print_problems(e.file, e.problems)
-        raise typer.Exit(1) from None
+        raise typer.Exit(DIFF_INPUT_ERROR) from None
     except (AssemblyError, DiffInputError) as e:
         print_error(str(e))
-        raise typer.Exit(1) from None
+        raise typer.Exit(DIFF_INPUT_ERROR) from None
+    report = relabel(report, old_label or str(old), new_label or str(new))
     format = _format(format, as_json)
     if format is OutputFormat.json:
         print(render_json(report))

@@ -388,13 +388,13 @@ def test_cli_bad_inputs(tmp_path: Path) -> None:
     broken = tmp_path / "broken.yaml"
     broken.write_text("name: x\n")
     r = run(str(broken), str(FIXTURES / "new"))
-    assert r.exit_code == 1
+    assert r.exit_code == 2
     assert "required key 'region' is missing" in r.stderr
     missing = run(str(tmp_path / "nope.yaml"), str(FIXTURES / "new"))
-    assert missing.exit_code == 1
+    assert missing.exit_code == 2
     assert "no such file or folder" in missing.stderr
     ctx = run(str(FIXTURES / "old"), str(FIXTURES / "new"), "-c", "novalue")
-    assert ctx.exit_code == 1 and "--context needs KEY=VALUE" in ctx.stderr
+    assert ctx.exit_code == 2 and "--context needs KEY=VALUE" in ctx.stderr
 
 
 def test_markdown_and_json_of_a_clean_diff() -> None:
@@ -403,13 +403,13 @@ def test_markdown_and_json_of_a_clean_diff() -> None:
     assert json.loads(render_json(r))["exit_code"] == 0
 
 
-# ---- damaged or foreign inputs: one-line error naming the folder or file, exit 1, no traceback -------
+# ---- damaged or foreign inputs: one-line error naming the folder or file, exit 2, no traceback -------
 def copy_old(tmp_path: Path) -> Path:
     return Path(shutil.copytree(FIXTURES / "old", tmp_path / "cdk.out"))
 
 
 def assert_clean_error(result: Any, *fragments: str) -> None:
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 2, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     assert "Traceback" not in result.output
     text = " ".join(result.stderr.split())

@@ -94,6 +94,15 @@ Action = Literal["add", "remove", "update", "replace", "may-replace", "move", "f
 _MISSING = object()
 
 
+#: Exit code of ``fmcluster diff`` for input it cannot compare (0 safe, 1 unsafe: :attr:`DiffReport.exit_code`).
+DIFF_INPUT_ERROR = 2
+
+
+def relabel(report: DiffReport, old: str, new: str) -> DiffReport:
+    """``report`` naming its two sides ``old`` and ``new`` (e.g. repository paths instead of temporary files)."""
+    return replace(report, old=old, new=new)
+
+
 class DiffInputError(Exception):
     """An input that is neither a blueprint YAML nor a folder, a malformed ``--context``, or cfn-lint
     missing. A folder that is not a complete cloud assembly raises
