@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -43,8 +44,14 @@ def _version(value: bool) -> None:
 def _root(
     show_version: Annotated[bool, typer.Option(
         "--version", callback=_version, is_eager=True, help="Print the fmcluster version and exit.")] = False,
+    org: Annotated[str | None, typer.Option(
+        "--org", help="Organisation file for every blueprint of this run (default: $FMCLUSTER_ORG, else "
+                      "fmcluster.org.yaml beside each blueprint; 'none': no organisation file).")] = None,
 ) -> None:
     """Cluster blueprints for foundation-model training on AWS."""
+    from fmcluster.validation.organisation import use_organisation
+
+    use_organisation(org)
 
 
 def _load_or_exit(file: Path) -> Blueprint:
@@ -140,8 +147,15 @@ def plan(
 
 
 @app.command()
-def schema() -> None:
-    """Print the blueprint JSON Schema (for editors and CI)."""
+def schema(
+    org: Annotated[bool, typer.Option("--org", help="The organisation file's schema (fmcluster.org.yaml) instead.")] = False,
+) -> None:
+    """Print the blueprint JSON Schema (for editors and CI), or with --org the organisation file's."""
+    if org:
+        from fmcluster.validation.organisation import org_json_schema
+
+        print(json.dumps(org_json_schema(), indent=2))
+        return
     from fmcluster.blueprint.reference import json_schema
 
     print(json_schema())
@@ -225,6 +239,31 @@ def diff(
     else:
         print(render_text(report, verbose=verbose))
     raise typer.Exit(report.exit_code)
+
+
+class CatalogAction(StrEnum):
+    """What ``fmcluster catalog`` does."""
+
+    stacks = "stacks"
+
+
+@app.command()
+def catalog(
+    action: Annotated[CatalogAction, typer.Argument(help="stacks: the software-stack table (catalog + organisation).")],
+) -> None:
+    """Catalog data: ``stacks`` prints every known software stack as a markdown table, including the stacks of the
+    organisation file (``fmcluster --org FILE catalog stacks``). Exit 1 for a bad organisation file."""
+    from fmcluster.review.catalog_docs import stacks_markdown
+    from fmcluster.validation.organisation import find_organisation, load_organisation
+
+    org = find_organisation(None)
+    if org is not None:
+        try:
+            load_organisation(org)
+        except BlueprintError as e:
+            print_problems(e.file, e.problems)
+            raise typer.Exit(1) from None
+    print(stacks_markdown())
 
 
 @app.command()

@@ -127,7 +127,8 @@ def synth_blueprint(path: str | Path, context: Mapping[str, Any] | None = None) 
     """
     from fmcluster.validation import load_blueprint
 
-    bp = load_blueprint(path)
+    org = (context or {}).get("org")
+    bp = load_blueprint(path, org=org if isinstance(org, str) else None)  # -c org=FILE, as for cdk synth (app.py)
     cdk_json = find_cdk_json(Path(path).resolve().parent, Path.cwd())
     raw = read_json(cdk_json, "CDK settings file") if cdk_json else {}
     base = dict(raw.get("context") or {}) if isinstance(raw, dict) else {}
