@@ -231,6 +231,10 @@ def diff(
         print_error(str(e))
         raise typer.Exit(DIFF_INPUT_ERROR) from None
     report = relabel(report, old_label or str(old), new_label or str(new))
+    from fmcluster.review.cost import blueprint_cost, cost_delta
+
+    org_ctx = ctx.get("org") if isinstance(ctx.get("org"), str) else None
+    report.cost = cost_delta(*(blueprint_cost(str(p), org_ctx) if p.is_file() else None for p in (old, new)))
     format = _format(format, as_json)
     if format is OutputFormat.json:
         print(render_json(report))
@@ -245,14 +249,25 @@ class CatalogAction(StrEnum):
     """What ``fmcluster catalog`` does."""
 
     stacks = "stacks"
+    refresh_prices = "refresh-prices"
 
 
 @app.command()
 def catalog(
-    action: Annotated[CatalogAction, typer.Argument(help="stacks: the software-stack table (catalog + organisation).")],
+    action: Annotated[CatalogAction, typer.Argument(help=(
+        "stacks: the software-stack table (catalog + organisation); refresh-prices: update the EC2 prices of the "
+        "price table from the AWS Price List API."))],
+    price_file: Annotated[Path | None, typer.Option(
+        help="refresh-prices: the price table to rewrite. Default: the installed catalog's prices.yaml.")] = None,
+    profile: Annotated[str | None, typer.Option(help="refresh-prices: AWS profile. Default: the standard chain.")] = None,
 ) -> None:
-    """Catalog data: ``stacks`` prints every known software stack as a markdown table, including the stacks of the
-    organisation file (``fmcluster --org FILE catalog stacks``). Exit 1 for a bad organisation file."""
+    """Catalog data. ``stacks`` prints every known software stack as a markdown table, including the stacks of the
+    organisation file (``fmcluster --org FILE catalog stacks``); exit 1 for a bad organisation file.
+    ``refresh-prices`` asks the AWS Price List API (needs credentials and network) for the EC2 On-Demand prices of
+    the table and rewrites them with today's date; exit 2 when the API cannot be asked."""
+    if action is CatalogAction.refresh_prices:
+        _refresh_prices(price_file, profile)
+        return
     from fmcluster.review.catalog_docs import stacks_markdown
     from fmcluster.validation.organisation import find_organisation, load_organisation
 
@@ -264,6 +279,26 @@ def catalog(
             print_problems(e.file, e.problems)
             raise typer.Exit(1) from None
     print(stacks_markdown())
+
+
+def _refresh_prices(price_file: Path | None, profile: str | None) -> None:
+    import boto3
+    from botocore.exceptions import BotoCoreError
+
+    from fmcluster.catalog import prices
+    from fmcluster.catalog.instances import known_instance_types
+    from fmcluster.catalog.refresh import PRICING_ENDPOINT_REGION, RefreshError, refresh
+
+    path = price_file or prices.data_file()
+    try:
+        client = boto3.Session(profile_name=profile).client("pricing", region_name=PRICING_ENDPOINT_REGION)
+        counts = refresh(path, client, instance_types=known_instance_types())
+    except (RefreshError, BotoCoreError, OSError) as e:
+        print_error(f"refresh-prices: {e}")
+        raise typer.Exit(2) from None
+    prices.reload()
+    print(f"{path}: {counts['priced']} prices refreshed, {counts['unknown']} not in the Price List (unknown); "
+          f"table date {prices.table_date() if price_file is None else 'updated'}")
 
 
 @app.command()

@@ -303,6 +303,8 @@ class DiffReport:
     old: str
     new: str
     changes: list[ResourceChange]
+    #: Cost delta (fmcluster.review.cost.cost_delta) when both sides are blueprints; None otherwise.
+    cost: dict[str, Any] | None = None
 
     @property
     def errors(self) -> list[ResourceChange]:
@@ -329,7 +331,7 @@ class DiffReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"old": self.old, "new": self.new, "exit_code": self.exit_code, "errors": len(self.errors),
-                "summary": self.summary(), "changes": [c.as_dict() for c in self.changes]}
+                "summary": self.summary(), "cost": self.cost, "changes": [c.as_dict() for c in self.changes]}
 
 
 def _cdk_path(res: Mapping[str, Any]) -> str:
@@ -662,7 +664,7 @@ def _cause_text(c: ResourceChange) -> str:
 
 
 def render_text(report: DiffReport, *, verbose: bool = False) -> str:
-    lines = [_headline(report)]
+    lines = [_headline(report)] + ([report.cost["text"]] if report.cost else [])
     for c in report.changes:
         if c.level == "info" and not verbose and c.action in ("update", "add") and not c.stateful:
             continue
@@ -680,7 +682,7 @@ def render_text(report: DiffReport, *, verbose: bool = False) -> str:
 
 def render_markdown(report: DiffReport) -> str:
     icon = ":x:" if report.errors else ":white_check_mark:"
-    lines = [f"### {icon} {_headline(report)}", ""]
+    lines = [f"### {icon} {_headline(report)}", ""] + ([f"**Cost:** {report.cost['text']}", ""] if report.cost else [])
     if not report.changes:
         return "\n".join(lines)
     lines += ["| level | change | stack | resource | type | cause / changed properties |", "|---|---|---|---|---|---|"]
