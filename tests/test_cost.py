@@ -147,7 +147,13 @@ def test_cost_delta_in_every_diff_format() -> None:
     assert f"**Cost:** {delta['text']}" in render_markdown(report)
     assert json.loads(json.dumps(report.as_dict()))["cost"]["delta_usd_per_hour"] == pytest.approx(4 * P5)
     partial = cost_delta(est(FULLY_PRICED, {"compute": [group(capacity={"type": "spot"})]}), b)
-    assert partial["delta_usd_per_hour"] is None and "unknown: compute gpu" in partial["text"]
+    assert partial["delta_usd_per_hour"] is None
+    assert partial["text"].startswith("cost delta unknown: priced items $1.33/h -> $441.65/h, and unpriced items change (compute gpu")
+    # the same unpriced items on both sides cancel out: the delta of the priced items is the delta
+    fsx = {"storage": {"lustre": {"per_unit_storage_throughput": 250}}}
+    same = cost_delta(est(FULLY_PRICED, fsx), est(FULLY_PRICED, fsx, {"compute": [group(count=8)]}))
+    assert same["delta_usd_per_hour"] == pytest.approx(4 * P5)
+    assert same["text"].startswith("cost +$220.16/h (priced items") and "unchanged and unpriced: FSx for Lustre" in same["text"]
     assert "one side is a cdk.out folder" in cost_delta(None, b)["text"]
 
 

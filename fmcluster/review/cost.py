@@ -161,17 +161,36 @@ def money(x: float | None) -> str:
     return f"${x:,.2f}" if abs(x) >= 1 or x == 0 else f"${x:.3f}"
 
 
-def delta_text(old: CostEstimate | None, new: CostEstimate | None) -> str:
-    """One line for diff: ``cost $220.16/h -> $440.32/h (+$220.16/h)``, with unknown parts named."""
+def _unknown_lines(cost: dict[str, Any]) -> set[tuple[str, str]]:
+    return {(line["item"], line["quantity"]) for line in cost["lines"] if line["usd_per_hour"] is None}
+
+
+def delta(old: dict[str, Any] | None, new: dict[str, Any] | None) -> tuple[float | None, str]:
+    """Cost delta between two :meth:`CostEstimate.as_dict` forms: (USD per hour or None, one line of text).
+
+    Exact when both totals are known. When the same items are unknown on both sides with the same quantities,
+    they cancel out and the delta of the priced items is the delta (said so); otherwise unknown."""
     if old is None or new is None:
-        return "cost: unknown (one side is a cdk.out folder; compare blueprints to see the cost delta)"
-    a, b = old.total_usd_per_hour, new.total_usd_per_hour
+        return None, "cost: unknown (one side is a cdk.out folder or missing; compare blueprints to see the cost delta)"
+    date = new.get("table_date", "?")
+    a, b = old["total_usd_per_hour"], new["total_usd_per_hour"]
     if a is not None and b is not None:
-        return f"cost {money(a)}/h -> {money(b)}/h ({'+' if b >= a else '-'}{money(abs(b - a))}/h; price table {new.table_date})"
-    ka, kb = old.known_usd_per_hour, new.known_usd_per_hour
-    unknown = sorted(set(old.unknown) | set(new.unknown))
-    return (f"cost of the priced items {money(ka)}/h -> {money(kb)}/h ({'+' if kb >= ka else '-'}{money(abs(kb - ka))}/h); "
-            f"unknown: {', '.join(unknown)} (price table {new.table_date})")
+        d = round(b - a, 4)
+        return d, f"cost {money(a)}/h -> {money(b)}/h ({'+' if d >= 0 else '-'}{money(abs(d))}/h; price table {date})"
+    ka, kb = old["known_usd_per_hour"], new["known_usd_per_hour"]
+    unknown_a, unknown_b = _unknown_lines(old), _unknown_lines(new)
+    names = ", ".join(sorted({item for item, _ in unknown_a | unknown_b}))
+    if unknown_a == unknown_b:
+        d = round(kb - ka, 4)
+        return d, (f"cost {'+' if d >= 0 else '-'}{money(abs(d))}/h (priced items {money(ka)}/h -> {money(kb)}/h; "
+                   f"unchanged and unpriced: {names}; price table {date})")
+    return None, (f"cost delta unknown: priced items {money(ka)}/h -> {money(kb)}/h, and unpriced items change "
+                  f"({names}; price table {date})")
+
+
+def delta_text(old: CostEstimate | None, new: CostEstimate | None) -> str:
+    """One line for diff (see :func:`delta`)."""
+    return delta(None if old is None else old.as_dict(), None if new is None else new.as_dict())[1]
 
 
 def blueprint_cost(path: str, org: str | None = None) -> CostEstimate:
@@ -185,8 +204,7 @@ def blueprint_cost(path: str, org: str | None = None) -> CostEstimate:
 def cost_delta(old: CostEstimate | None, new: CostEstimate | None) -> dict[str, Any]:
     """``{"text", "old_usd_per_hour", "new_usd_per_hour", "delta_usd_per_hour", "table_date"}``; amounts None
     when unknown."""
-    a = None if old is None else old.total_usd_per_hour
-    b = None if new is None else new.total_usd_per_hour
-    return {"text": delta_text(old, new), "old_usd_per_hour": a, "new_usd_per_hour": b,
-            "delta_usd_per_hour": None if a is None or b is None else round(b - a, 4),
+    d, text = delta(None if old is None else old.as_dict(), None if new is None else new.as_dict())
+    return {"text": text, "old_usd_per_hour": None if old is None else old.total_usd_per_hour,
+            "new_usd_per_hour": None if new is None else new.total_usd_per_hour, "delta_usd_per_hour": d,
             "table_date": prices.table_date()}
