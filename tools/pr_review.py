@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -120,13 +121,24 @@ def synth(out: Path) -> int:
 
 
 def lint(out: Path) -> int:
+    from fmcluster.validation import BlueprintError, load_blueprint
+
     for folder in _folders(out):
-        templates = sorted(str(t) for t in (folder / "head.out").glob("*.template.json")) if (folder / "head.out").is_dir() else []
+        head_out = folder / "head.out"
+        templates = sorted(t.name for t in head_out.glob("*.template.json")) if head_out.is_dir() else []
         if not templates:
             continue
-        res = _run([_venv_bin("cfn-lint"), "--format", "parseable", *templates])
-        (folder / "lint.txt").write_text(res.stdout.strip())
+        try:
+            region = load_blueprint((folder / "path").read_text()).region
+        except BlueprintError:
+            continue
+        # relative template names, so the comment shows no runner paths
+        res = _run([_venv_bin("cfn-lint"), "--regions", region, "--format", "parseable", "--", *templates], cwd=head_out)
+        errors = [line for line in res.stdout.splitlines() if re.search(r":E\d{4}:", line)]
+        warnings = [line for line in res.stdout.splitlines() if re.search(r":W\d{4}:", line)]
+        (folder / "lint.txt").write_text("\n".join(errors + ([f"({len(warnings)} warning(s), see the job log)"] if warnings else [])))
         (folder / "lint.rc").write_text(str(res.returncode))
+        print(res.stdout, file=sys.stderr)
     return 0
 
 
