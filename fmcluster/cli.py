@@ -234,7 +234,8 @@ def diff(
     from fmcluster.review.cost import blueprint_cost, cost_delta
 
     org_ctx = ctx.get("org") if isinstance(ctx.get("org"), str) else None
-    report.cost = cost_delta(*(blueprint_cost(str(p), org_ctx) if p.is_file() else None for p in (old, new)))
+    if old.is_file() or new.is_file():  # two cdk.out folders carry no blueprint to price
+        report.cost = cost_delta(*(blueprint_cost(str(p), org_ctx) if p.is_file() else None for p in (old, new)))
     format = _format(format, as_json)
     if format is OutputFormat.json:
         print(render_json(report))

@@ -378,6 +378,8 @@ def test_cli_on_blueprints_scale_out_passes_and_deployment_type_fails(tmp_path: 
     ok = run(str(old), str(scaled))
     assert ok.exit_code == 0, ok.stdout
     assert ": safe: no stateful resource is replaced or moved (1 update)" in ok.stdout.splitlines()[0]
+    # the cost delta of two blueprints (issue 17): the FSx tier has no price, unchanged on both sides
+    assert ok.stdout.splitlines()[1].startswith("cost +$") and "unchanged and unpriced: FSx for Lustre" in ok.stdout
     bad = run(str(old), str(p1), "-f", "markdown")
     assert bad.exit_code == 1
     assert "| error | REPLACE | llm-train-storage | `Storage/FileSystem` | AWS::FSx::FileSystem | " \
