@@ -122,7 +122,7 @@ def test_toggle_efa_replaces_the_file_system() -> None:
     assert fs.causes == ["LustreConfiguration/EfaEnabled"]
     [efa] = [p for p in fs.properties if p.path == "LustreConfiguration/EfaEnabled"]
     assert (efa.old, efa.new) == ("(absent)", "true")
-    assert "R6.16" in efa.source
+    assert "EfaEnabled must be set at creation" in efa.source
     # the metadata configuration that comes with EFA is an in-place property
     assert "LustreConfiguration/MetadataConfiguration" in [p.path for p in fs.properties if not p.replaces]
 

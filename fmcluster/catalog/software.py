@@ -1,7 +1,7 @@
 """Known-good software stacks and the facts the compatibility rules and node scripts need.
 
-Data lives in ``catalog/data/software.yaml`` with a source per value (research:
-shared/reference/version-matrix.md sections 1, 1a, 2). This module only parses and looks up;
+Data lives in ``catalog/data/software.yaml`` with a source per value (its ``sources`` table maps each key
+to a URL or repository path). This module only parses and looks up;
 the rules live in ``fmcluster.validation.rules.software`` / ``.environment``.
 
 Version strings are compared numerically per dotted field, ignoring suffixes such as ``-aws``,
@@ -27,7 +27,7 @@ COMPONENTS = ("driver", "fabric_manager", "cuda", "nccl", "efa_installer", "gdrc
 #: Override keys beyond the version components.
 EXTRA_OVERRIDES = ("aws_ofi_nccl", "kernel_modules")
 
-#: Instance families with Blackwell GPUs (version-matrix R-DRV-1, R-DRV-3, R-NCCL-1, R-GDR-1).
+#: Instance families with Blackwell GPUs (EC2 accelerated-computing instance types: B200, B300, GB200).
 BLACKWELL_FAMILIES = ("p6-b200", "p6-b300", "p6e-gb200")
 #: Hopper families (R-DRV-5).
 HOPPER_FAMILIES = ("p5", "p5e", "p5en")

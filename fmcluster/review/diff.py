@@ -13,7 +13,7 @@ How replacement is decided (no hand-kept list):
 2. A small sourced supplement, :data:`SUPPLEMENT`, used only where the schema is silent:
    ``AWS::FSx::FileSystem`` properties that the CDK service spec marks ``causesReplacement`` but the
    registry schema does not list as create-only, and ``LustreConfiguration/EfaEnabled``
-   (aws-resource-rules.md sections 6.4 and R6.16).
+   (npm ``@aws-cdk/aws-service-spec``; Terraform AWS provider docs for ``efa_enabled``).
 3. References: a property that refers (``Ref``, ``Fn::GetAtt``, ``Fn::Sub``, or ``Fn::ImportValue``
    of another stack's export) to a resource that is replaced or newly created gets a new value, so
    replacements propagate (a new subnet replaces the file system through ``SubnetIds``) until
@@ -61,17 +61,17 @@ STATEFUL_TYPES = ("AWS::FSx::FileSystem", "AWS::FSx::DataRepositoryAssociation",
 #: used only while the schema is silent about it (neither the property nor a parent is create-only).
 SUPPLEMENT: dict[str, dict[str, str]] = {
     "AWS::FSx::FileSystem": {
-        "FileSystemTypeVersion": "CDK service spec causesReplacement (aws-resource-rules.md 6.4 [SPEC])",
-        "LustreConfiguration/DeploymentType": "CDK service spec causesReplacement (aws-resource-rules.md 6.4 [SPEC])",
+        "FileSystemTypeVersion": "CDK service spec causesReplacement (npm @aws-cdk/aws-service-spec)",
+        "LustreConfiguration/DeploymentType": "CDK service spec causesReplacement (npm @aws-cdk/aws-service-spec)",
         # The FSx API can change the tier in place; CloudFormation's spec says replacement: conservative.
-        "LustreConfiguration/PerUnitStorageThroughput": "CDK service spec causesReplacement (aws-resource-rules.md 6.4 [SPEC])",
-        "LustreConfiguration/ImportPath": "CDK service spec causesReplacement (aws-resource-rules.md 6.4 [SPEC])",
-        "LustreConfiguration/ExportPath": "CDK service spec causesReplacement (aws-resource-rules.md 6.4 [SPEC])",
-        "LustreConfiguration/ImportedFileChunkSize": "CDK service spec causesReplacement (aws-resource-rules.md 6.4 [SPEC])",
-        "LustreConfiguration/DriveCacheType": "CDK service spec causesReplacement (aws-resource-rules.md 6.4 [SPEC])",
-        "LustreConfiguration/CopyTagsToBackups": "CDK service spec causesReplacement (aws-resource-rules.md 6.4 [SPEC])",
+        "LustreConfiguration/PerUnitStorageThroughput": "CDK service spec causesReplacement (npm @aws-cdk/aws-service-spec)",
+        "LustreConfiguration/ImportPath": "CDK service spec causesReplacement (npm @aws-cdk/aws-service-spec)",
+        "LustreConfiguration/ExportPath": "CDK service spec causesReplacement (npm @aws-cdk/aws-service-spec)",
+        "LustreConfiguration/ImportedFileChunkSize": "CDK service spec causesReplacement (npm @aws-cdk/aws-service-spec)",
+        "LustreConfiguration/DriveCacheType": "CDK service spec causesReplacement (npm @aws-cdk/aws-service-spec)",
+        "LustreConfiguration/CopyTagsToBackups": "CDK service spec causesReplacement (npm @aws-cdk/aws-service-spec)",
         "LustreConfiguration/EfaEnabled":
-            "fmcluster: EfaEnabled must be set at creation and cannot be changed (aws-resource-rules.md R6.16)",
+            "fmcluster: EfaEnabled must be set at creation and cannot be changed (Terraform AWS provider docs, efa_enabled; unverified)",
     },
 }
 #: Properties that can only grow: an update that lowers one is not a replacement, CloudFormation
