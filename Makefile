@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV := .venv
 PCLUSTER_VENV := .venv-pcluster
 BLUEPRINT ?= blueprints/default.yaml
+# Where make synth writes the cloud assembly; emptied first so it holds only $(BLUEPRINT)'s stacks.
+CDK_OUT ?= cdk.out
 # jsii prints a Node 20 end-of-life banner on every import; the CDK CLI's SDK warns too.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export NODE_NO_WARNINGS := 1
@@ -32,11 +34,12 @@ $(PCLUSTER_VENV)/.installed: tools/pcluster-requirements.txt
 	touch $@
 
 synth: $(VENV)/.installed node_modules/.installed
-	npx cdk synth --quiet -c blueprint=$(BLUEPRINT)
-	$(VENV)/bin/fmcluster plan $(BLUEPRINT) --cdk-out cdk.out
+	rm -rf $(CDK_OUT)
+	npx cdk synth --quiet -c blueprint=$(BLUEPRINT) -o $(CDK_OUT)
+	$(VENV)/bin/fmcluster plan $(BLUEPRINT) --cdk-out $(CDK_OUT)
 
 plan: $(VENV)/.installed
-	$(VENV)/bin/fmcluster plan $(BLUEPRINT) --cdk-out cdk.out
+	$(VENV)/bin/fmcluster plan $(BLUEPRINT) --cdk-out $(CDK_OUT)
 
 test: setup
 	$(VENV)/bin/python -m pytest -q
@@ -52,4 +55,4 @@ verify-pins: $(VENV)/.installed
 	$(VENV)/bin/python -m tools.verify_pins
 
 clean:
-	rm -rf cdk.out .pytest_cache
+	rm -rf $(CDK_OUT) .pytest_cache

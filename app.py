@@ -39,8 +39,10 @@ path = raw.strip() if isinstance(raw, str) else ""
 if not path:
     print(NO_BLUEPRINT.format(got="not set" if raw is None else repr(raw)), file=sys.stderr)
     sys.exit(1)
+# -c org=FILE: the organisation file (default: fmcluster.org.yaml beside the blueprint; -c org=none: none).
+org = app.node.try_get_context("org")
 try:
-    result = load_blueprint_with_warnings(path)
+    result = load_blueprint_with_warnings(path, org=org if isinstance(org, str) else None)
 except BlueprintError as e:
     print(str(e), file=sys.stderr)
     sys.exit(1)

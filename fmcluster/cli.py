@@ -28,9 +28,30 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Cluster blueprints for foundation-model training on AWS.")
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            v = version("fmcluster")
+        except PackageNotFoundError:  # running from a source tree that was never pip-installed
+            v = "unknown (not installed)"
+        print(f"fmcluster {v}")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    show_version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True, help="Print the fmcluster version and exit.")] = False,
+    org: Annotated[str | None, typer.Option(
+        "--org", help="Organisation file for every blueprint of this run (default: $FMCLUSTER_ORG, else "
+                      "fmcluster.org.yaml beside each blueprint; 'none': no organisation file).")] = None,
+) -> None:
     """Cluster blueprints for foundation-model training on AWS."""
+    from fmcluster.validation.organisation import use_organisation
+
+    use_organisation(org)
 
 
 def _load_or_exit(file: Path) -> Blueprint:
@@ -126,8 +147,15 @@ def plan(
 
 
 @app.command()
-def schema() -> None:
-    """Print the blueprint JSON Schema (for editors and CI)."""
+def schema(
+    org: Annotated[bool, typer.Option("--org", help="The organisation file's schema (fmcluster.org.yaml) instead.")] = False,
+) -> None:
+    """Print the blueprint JSON Schema (for editors and CI), or with --org the organisation file's."""
+    if org:
+        from fmcluster.validation.organisation import org_json_schema
+
+        print(json.dumps(org_json_schema(), indent=2))
+        return
     from fmcluster.blueprint.reference import json_schema
 
     print(json_schema())
@@ -171,16 +199,23 @@ def diff(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Text: also list stateless in-place updates.")] = False,
     context: Annotated[list[str] | None, typer.Option(
         "--context", "-c", help="CDK context KEY=VALUE for synthesizing blueprints (repeatable).")] = None,
+    old_label: Annotated[str | None, typer.Option(
+        help="Name OLD by this in the report (e.g. its repository path blueprints/x.yaml@main); default: OLD as given.")] = None,
+    new_label: Annotated[str | None, typer.Option(
+        help="Name NEW by this in the report; default: NEW as given.")] = None,
 ) -> None:
     """Say, for every resource that changes between OLD and NEW, whether CloudFormation updates it in
-    place or replaces it. Exit 1 when a stateful resource (FSx, data repository association, S3
-    bucket) would be replaced or moved."""
+    place or replaces it. Exit 0 when the change is safe, 1 when a stateful resource (FSx, data
+    repository association, S3 bucket) would be replaced or moved or an update cannot apply, 2 for bad
+    input (an invalid blueprint, a folder that is not a cloud assembly, a bad option)."""
     from fmcluster.review.assembly import AssemblyError
     from fmcluster.review.diff import (
+        DIFF_INPUT_ERROR,
         DiffInputError,
         diff_assemblies,
         load_side,
         parse_context,
+        relabel,
         render_json,
         render_markdown,
         render_text,
@@ -191,10 +226,16 @@ def diff(
         report = diff_assemblies(load_side(old, ctx), load_side(new, ctx))
     except BlueprintError as e:
         print_problems(e.file, e.problems)
-        raise typer.Exit(1) from None
+        raise typer.Exit(DIFF_INPUT_ERROR) from None
     except (AssemblyError, DiffInputError) as e:
         print_error(str(e))
-        raise typer.Exit(1) from None
+        raise typer.Exit(DIFF_INPUT_ERROR) from None
+    report = relabel(report, old_label or str(old), new_label or str(new))
+    from fmcluster.review.cost import blueprint_cost, cost_delta
+
+    org_ctx = ctx.get("org") if isinstance(ctx.get("org"), str) else None
+    if old.is_file() or new.is_file():  # two cdk.out folders carry no blueprint to price
+        report.cost = cost_delta(*(blueprint_cost(str(p), org_ctx) if p.is_file() else None for p in (old, new)))
     format = _format(format, as_json)
     if format is OutputFormat.json:
         print(render_json(report))
@@ -203,6 +244,62 @@ def diff(
     else:
         print(render_text(report, verbose=verbose))
     raise typer.Exit(report.exit_code)
+
+
+class CatalogAction(StrEnum):
+    """What ``fmcluster catalog`` does."""
+
+    stacks = "stacks"
+    refresh_prices = "refresh-prices"
+
+
+@app.command()
+def catalog(
+    action: Annotated[CatalogAction, typer.Argument(help=(
+        "stacks: the software-stack table (catalog + organisation); refresh-prices: update the EC2 prices of the "
+        "price table from the AWS Price List API."))],
+    price_file: Annotated[Path | None, typer.Option(
+        help="refresh-prices: the price table to rewrite. Default: the installed catalog's prices.yaml.")] = None,
+    profile: Annotated[str | None, typer.Option(help="refresh-prices: AWS profile. Default: the standard chain.")] = None,
+) -> None:
+    """Catalog data. ``stacks`` prints every known software stack as a markdown table, including the stacks of the
+    organisation file (``fmcluster --org FILE catalog stacks``); exit 1 for a bad organisation file.
+    ``refresh-prices`` asks the AWS Price List API (needs credentials and network) for the EC2 On-Demand prices of
+    the table and rewrites them with today's date; exit 2 when the API cannot be asked."""
+    if action is CatalogAction.refresh_prices:
+        _refresh_prices(price_file, profile)
+        return
+    from fmcluster.review.catalog_docs import stacks_markdown
+    from fmcluster.validation.organisation import find_organisation, load_organisation
+
+    org = find_organisation(None)
+    if org is not None:
+        try:
+            load_organisation(org)
+        except BlueprintError as e:
+            print_problems(e.file, e.problems)
+            raise typer.Exit(1) from None
+    print(stacks_markdown())
+
+
+def _refresh_prices(price_file: Path | None, profile: str | None) -> None:
+    import boto3
+    from botocore.exceptions import BotoCoreError
+
+    from fmcluster.catalog import prices
+    from fmcluster.catalog.instances import known_instance_types
+    from fmcluster.catalog.refresh import PRICING_ENDPOINT_REGION, RefreshError, refresh
+
+    path = price_file or prices.data_file()
+    try:
+        client = boto3.Session(profile_name=profile).client("pricing", region_name=PRICING_ENDPOINT_REGION)
+        counts = refresh(path, client, instance_types=known_instance_types())
+    except (RefreshError, BotoCoreError, OSError) as e:
+        print_error(f"refresh-prices: {e}")
+        raise typer.Exit(2) from None
+    prices.reload()
+    print(f"{path}: {counts['priced']} prices refreshed, {counts['unknown']} not in the Price List (unknown); "
+          f"table date {prices.table_date() if price_file is None else 'updated'}")
 
 
 @app.command()

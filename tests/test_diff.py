@@ -124,7 +124,7 @@ def test_toggle_efa_replaces_the_file_system() -> None:
     assert fs.causes == ["LustreConfiguration/EfaEnabled"]
     [efa] = [p for p in fs.properties if p.path == "LustreConfiguration/EfaEnabled"]
     assert (efa.old, efa.new) == ("(absent)", "true")
-    assert "R6.16" in efa.source
+    assert "EfaEnabled must be set at creation" in efa.source
     # the metadata configuration that comes with EFA is an in-place property
     assert "LustreConfiguration/MetadataConfiguration" in [p.path for p in fs.properties if not p.replaces]
 
@@ -380,6 +380,8 @@ def test_cli_on_blueprints_scale_out_passes_and_deployment_type_fails(tmp_path: 
     ok = run(str(old), str(scaled))
     assert ok.exit_code == 0, ok.stdout
     assert ": safe: no stateful resource is replaced or moved (1 update)" in ok.stdout.splitlines()[0]
+    # the cost delta of two blueprints (issue 17): the FSx tier has no price, unchanged on both sides
+    assert ok.stdout.splitlines()[1].startswith("cost +$") and "unchanged and unpriced: FSx for Lustre" in ok.stdout
     bad = run(str(old), str(p1), "-f", "markdown")
     assert bad.exit_code == 1
     assert "| error | REPLACE | llm-train-storage | `Storage/FileSystem` | AWS::FSx::FileSystem | " \
@@ -390,13 +392,13 @@ def test_cli_bad_inputs(tmp_path: Path) -> None:
     broken = tmp_path / "broken.yaml"
     broken.write_text("name: x\n")
     r = run(str(broken), str(FIXTURES / "new"))
-    assert r.exit_code == 1
+    assert r.exit_code == 2
     assert "required key 'region' is missing" in r.stderr
     missing = run(str(tmp_path / "nope.yaml"), str(FIXTURES / "new"))
-    assert missing.exit_code == 1
+    assert missing.exit_code == 2
     assert "no such file or folder" in missing.stderr
     ctx = run(str(FIXTURES / "old"), str(FIXTURES / "new"), "-c", "novalue")
-    assert ctx.exit_code == 1 and "--context needs KEY=VALUE" in ctx.stderr
+    assert ctx.exit_code == 2 and "--context needs KEY=VALUE" in ctx.stderr
 
 
 def test_markdown_and_json_of_a_clean_diff() -> None:
@@ -405,13 +407,13 @@ def test_markdown_and_json_of_a_clean_diff() -> None:
     assert json.loads(render_json(r))["exit_code"] == 0
 
 
-# ---- damaged or foreign inputs: one-line error naming the folder or file, exit 1, no traceback -------
+# ---- damaged or foreign inputs: one-line error naming the folder or file, exit 2, no traceback -------
 def copy_old(tmp_path: Path) -> Path:
     return Path(shutil.copytree(FIXTURES / "old", tmp_path / "cdk.out"))
 
 
 def assert_clean_error(result: Any, *fragments: str) -> None:
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 2, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     assert "Traceback" not in result.output
     text = " ".join(result.stderr.split())

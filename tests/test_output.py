@@ -65,7 +65,7 @@ COMMANDS = {
     "validate": (lambda f, tmp: ["validate", str(f)], 1),
     "plan": (lambda f, tmp: ["plan", str(f), "--cdk-out", str(tmp / "cdk.out")], 1),
     "render": (lambda f, tmp: ["render", str(f), "--out", str(tmp / "out")], 1),
-    "diff": (lambda f, tmp: ["diff", str(f), str(f)], 1),
+    "diff": (lambda f, tmp: ["diff", str(f), str(f)], 2),  # diff: 1 is "unsafe change", 2 bad input
     "preflight": (lambda f, tmp: ["preflight", str(f)], 2),
 }
 
@@ -208,7 +208,8 @@ def test_count(n: int, word: str, text: str) -> None:
 # ---- every command declared the same way ------------------------------------------------------------
 def test_every_command_is_declared_in_cli_with_the_decorator() -> None:
     commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
-    assert sorted(commands) == ["acceptance", "diff", "grafana", "plan", "preflight", "render", "schema", "validate"]
+    assert sorted(commands) == ["acceptance", "catalog", "diff", "grafana", "plan", "preflight", "render", "schema",
+                                "validate"]
     assert {c.callback.__module__ for c in commands.values()} == {"fmcluster.cli"}
     tree = ast.parse((PKG / "cli.py").read_text())
     decorated = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)

@@ -1,7 +1,7 @@
 """Problems found in a blueprint, and the exception that carries all of them at once.
 
 Every problem renders as ``<yaml.path> (line N): <what is wrong>, got <value>; allowed <...>
-[- did you mean X?] [RULE-ID]`` (style: shared/reference/style-anchors.md section 5 item 7).
+[- did you mean X?] [RULE-ID]`` (README.md, "A bad blueprint never produces a traceback").
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Shape only (types, enums, bounds, ``extra="forbid"``). Cross-field domain rules 
 behaviour in its description; defaults are module constants so docs cannot drift.
 
 Source of field names and bounds: shared/ARCHITECTURE.md "Blueprint (intended shape)" and
-shared/reference/aws-resource-rules.md (section numbers given per field).
+the botocore service models, the CloudFormation resource schemas shipped with cfn-lint and the AWS user guides named per field.
 """
 
 from __future__ import annotations
@@ -317,7 +317,7 @@ class SpotCapacity(Section):
 class OdcrCapacity(Section):
     """On-Demand Capacity Reservation: exactly one of reservation_id / resource_group_arn.
 
-    Source: aws-resource-rules.md R5.7 (one target at a time; ParallelCluster
+    Source: botocore ec2 LaunchTemplateCapacityReservationSpecificationRequest (one target at a time; ParallelCluster
     ``CapacityReservationTargetSchema.no_coexist_id_and_group_arn``).
     """
 
@@ -343,7 +343,8 @@ class OdcrCapacity(Section):
 class CapacityBlockCapacity(Section):
     """EC2 Capacity Block for ML (market type capacity-block + reservation target).
 
-    Source: aws-resource-rules.md R5.1 (launch template needs ``InstanceMarketOptions.MarketType:
+    Source: https://docs.aws.amazon.com/pcs/latest/userguide/capacity-blocks-configure-cng.html
+    (launch template needs ``InstanceMarketOptions.MarketType:
     capacity-block`` and the reservation id).
     """
 
@@ -352,7 +353,7 @@ class CapacityBlockCapacity(Section):
 
 
 class TrainingPlanCapacity(Section):
-    """SageMaker HyperPod training plan (``InstanceGroups[].TrainingPlanArn``, aws-resource-rules.md §5.3)."""
+    """SageMaker HyperPod training plan (``InstanceGroups[].TrainingPlanArn``, botocore sagemaker ClusterInstanceGroupSpecification)."""
 
     type: Literal["training_plan"] = Field(description="Use a SageMaker training plan (HyperPod only).")
     arn: str = Field(
@@ -450,7 +451,7 @@ class ComputeGroup(Section):
 
 
 # ---- storage ---------------------------------------------------------------------------------
-# Sources: FSx CreateFileSystem API (botocore 1.44.8 fsx service model) and aws-resource-rules.md
+# Sources: FSx CreateFileSystem API (botocore 1.44.8 fsx service model) and the FSx for Lustre User Guide
 # section 6; S3 lifecycle: https://docs.aws.amazon.com/AmazonS3/latest/API/API_Transition.html
 EventName = Literal["NEW", "CHANGED", "DELETED"]
 DeploymentType = Literal["SCRATCH_1", "SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2"]
@@ -477,7 +478,7 @@ def _all_events() -> list[EventName]:
 
 
 class DataRepository(Section):
-    """A data repository association linking a Lustre directory to an S3 prefix (aws-resource-rules §6.3)."""
+    """A data repository association linking a Lustre directory to an S3 prefix (``AWS::FSx::DataRepositoryAssociation``)."""
 
     file_system_path: str = Field(
         pattern=r"^/[^\s]*$", description="Lustre directory, e.g. /datasets. Changing it replaces the association.",
@@ -520,7 +521,7 @@ SCRATCH_WRITE_MBPS_PER_TIB = {"SCRATCH_2": 100, "SCRATCH_1": 200}
 
 
 class LustreSpec(Section):
-    """FSx for Lustre (aws-resource-rules §6)."""
+    """FSx for Lustre (FSx CreateFileSystem API, botocore fsx service model)."""
 
     deployment_type: DeploymentType = Field(
         cast(DeploymentType, DEFAULT_DEPLOYMENT_TYPE),
@@ -694,7 +695,7 @@ EfaInterfaceType = Literal["efa", "efa-only"]
 
 
 class ParallelClusterSettings(Section):
-    """AWS ParallelCluster through its CloudFormation custom resource (aws-resource-rules.md section 8.2)."""
+    """AWS ParallelCluster through its CloudFormation custom resource (https://docs.aws.amazon.com/parallelcluster/latest/ug/cfn-cluster-resource.html)."""
 
     version: str = Field(
         DEFAULT_PCLUSTER_VERSION,
@@ -881,7 +882,7 @@ class HyperPodEksSettings(Section):
 
 
 class HyperPodSettings(Section):
-    """SageMaker HyperPod (``AWS::SageMaker::Cluster``, aws-resource-rules.md section 7)."""
+    """SageMaker HyperPod (``AWS::SageMaker::Cluster``, botocore sagemaker CreateCluster)."""
 
     orchestration: Literal["slurm", "eks"] = Field(
         "slurm", description="slurm: controller, optional login and one worker group per compute group; eks: worker "
@@ -932,7 +933,7 @@ class HyperPodSettings(Section):
 
 
 class PcsSettings(Section):
-    """AWS Parallel Computing Service (``AWS::PCS::*``, aws-resource-rules.md section 8.1)."""
+    """AWS Parallel Computing Service (``AWS::PCS::*``, CloudFormation resource schemas and the AWS PCS User Guide)."""
 
     slurm_version: str = Field(
         DEFAULT_PCS_SLURM_VERSION,

@@ -1,7 +1,9 @@
 """P-series instance catalog: GPUs, network cards, EFA layout, NVMe, vCPUs.
 
 Data lives in ``catalog/data/instances.yaml``; each value keeps its source key and the file's
-``sources`` table maps keys to URLs (research: shared/reference/aws-resource-rules.md section 1).
+``sources`` table maps keys to URLs (EC2 DescribeInstanceTypes data as in getmoto/moto
+``moto/ec2/resources/instance_types.json``, aws/karpenter-provider-aws ``zz_generated.bandwidth.go``,
+aws/amazon-vpc-cni-k8s ``vpc_ip_resource_limit.go``).
 Values listed in an entry's ``unverified`` list could not be confirmed from a primary source;
 rules built on them must warn, not fail.
 """

@@ -4,7 +4,7 @@ One place for the numbers that subnet sizing (rules), ``fmcluster plan`` and pre
 for the interface layout the launch-template constructs render (style anchor 12: derived values
 computed once). Pure functions over catalog facts and plain values: no blueprint import.
 
-Facts and their sources (shared/reference/aws-resource-rules.md):
+Facts and their sources:
 
 - An ``efa`` interface (EFA + ENA) takes one private IPv4 address from the subnet; an ``efa-only``
   interface takes none; the primary interface (card 0, device 0) is never ``efa-only``

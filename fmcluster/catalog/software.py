@@ -1,7 +1,7 @@
 """Known-good software stacks and the facts the compatibility rules and node scripts need.
 
-Data lives in ``catalog/data/software.yaml`` with a source per value (research:
-shared/reference/version-matrix.md sections 1, 1a, 2). This module only parses and looks up;
+Data lives in ``catalog/data/software.yaml`` with a source per value (its ``sources`` table maps each key
+to a URL or repository path). This module only parses and looks up;
 the rules live in ``fmcluster.validation.rules.software`` / ``.environment``.
 
 Version strings are compared numerically per dotted field, ignoring suffixes such as ``-aws``,
@@ -27,7 +27,7 @@ COMPONENTS = ("driver", "fabric_manager", "cuda", "nccl", "efa_installer", "gdrc
 #: Override keys beyond the version components.
 EXTRA_OVERRIDES = ("aws_ofi_nccl", "kernel_modules")
 
-#: Instance families with Blackwell GPUs (version-matrix R-DRV-1, R-DRV-3, R-NCCL-1, R-GDR-1).
+#: Instance families with Blackwell GPUs (EC2 accelerated-computing instance types: B200, B300, GB200).
 BLACKWELL_FAMILIES = ("p6-b200", "p6-b300", "p6e-gb200")
 #: Grace-Blackwell families with an NVLink domain across nodes (R-DRV-6).
 GRACE_BLACKWELL_FAMILIES = ("p6e-gb200", "p6e-gb300")
@@ -172,12 +172,42 @@ def default_stack_name() -> str:
 
 
 def known_stacks() -> list[str]:
+    """Catalog stacks, then the stacks an organisation file added (:func:`add_overlay_stacks`)."""
+    return list(_raw()["stacks"]) + [n for n in _OVERLAY if n not in _raw()["stacks"]]
+
+
+def catalog_stacks() -> list[str]:
+    """The stacks of ``software.yaml`` only (what docs/software.md lists)."""
     return list(_raw()["stacks"])
 
 
+# ---- organisation overlay (fmcluster.validation.organisation) ---------------------------------------
+#: Stacks an organisation file adds, same shape as ``software.yaml``'s ``stacks`` entries except that
+#: ``sources`` maps each component to its URL (not to a source key). Process-wide: one CLI run or synth.
+_OVERLAY: dict[str, dict[str, Any]] = {}
+
+
+def add_overlay_stacks(stacks: dict[str, dict[str, Any]]) -> list[str]:
+    """Make ``stacks`` known next to the catalog's. Returns the names refused: one the catalog already has,
+    or one an earlier overlay defined differently (an organisation cannot redefine a stack)."""
+    refused = []
+    for name, d in stacks.items():
+        if name in _raw()["stacks"] or _OVERLAY.get(name, d) != d:
+            refused.append(name)
+        else:
+            _OVERLAY[name] = d
+    return refused
+
+
+def overlay_stacks() -> list[str]:
+    """Names of the stacks organisation files added in this process."""
+    return list(_OVERLAY)
+
+
 def get_stack(name: str) -> SoftwareStack:
-    """The named known-good stack. Raises ``KeyError`` for an unknown name."""
-    d = _raw()["stacks"][name]
+    """The named known-good stack (catalog or organisation overlay). Raises ``KeyError`` for an unknown name."""
+    overlay = name not in _raw()["stacks"]
+    d = _OVERLAY[name] if overlay else _raw()["stacks"][name]
     return SoftwareStack(
         name=name,
         description=" ".join(str(d["description"]).split()),
@@ -191,7 +221,7 @@ def get_stack(name: str) -> SoftwareStack:
         families=tuple(d["families"]),
         cpu_architectures=tuple(d["cpu_architectures"]),
         os=tuple(d["os"]),
-        sources={k: source_url(v) for k, v in d["sources"].items()},
+        sources={k: str(v) if overlay else source_url(v) for k, v in d["sources"].items()},
     )
 
 

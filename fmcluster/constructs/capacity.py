@@ -15,7 +15,7 @@ templates (AWS PCS). ParallelCluster builds its own launch templates and HyperPo
 ``NetworkInterface.InterfaceType``. Which capacity a blueprint may ask for is decided by the
 capacity rules, not here.
 
-Sources (aws-resource-rules.md section 2 and 5):
+Sources (botocore ec2 launch-template shapes, EC2 User Guide capacity-blocks-launch, AWS PCS User Guide capacity-blocks-configure-cng):
 - Primary interface on card 0 device 0; ``efa-only`` cannot be primary; one EFA per card; EFA on card 0
   at device 1 when card 0 supports EFA, device 0 on every other card:
   https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html

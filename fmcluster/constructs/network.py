@@ -4,7 +4,8 @@ cluster placement groups.
 Sources:
 - EFA security group must allow all traffic to and from itself, in BOTH directions:
   https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html#efa-start-security
-  (aws-resource-rules.md R3.1-R3.3). CDK drops egress rules added to a group created with
+  (EC2 User Guide, EFA security group; aws-parallelcluster EfaSecurityGroupValidator;
+  aws-cdk security-group.ts addEgressRule). CDK drops egress rules added to a group created with
   ``allow_all_outbound=True``, so the group is created with ``allow_all_outbound=False`` and every
   egress rule is explicit.
 - Effective egress: CDK drops its "no traffic" placeholder once an egress rule is added and EC2 then

@@ -3,7 +3,7 @@
 Stateful resources (file system, data repository associations, data and checkpoint buckets) are
 RETAINed unless the blueprint asks for ``removal_policy: destroy`` AND the app sets the context
 flag ``fmcluster:allowDataDestruction=true`` (two keys). With one key only, a synth warning says
-what was kept (style-anchors.md section 5 item 11). With both keys, created buckets also get
+what was kept (docs/storage.md, "Two-key destroy"). With both keys, created buckets also get
 ``auto_delete_objects`` (CloudFormation cannot delete a non-empty bucket). The access-log bucket is
 always kept: it is the audit trail of what happened to the others.
 
@@ -11,7 +11,7 @@ Construct ids are API: ``Storage/FileSystem``, ``Storage/CheckpointBucket``, ``S
 ``Storage/DataRepositoryAssociations/<Path>`` and ``Storage/AccessLogs`` name stateful resources;
 renaming one replaces the resource (data loss). ``tests/test_storage_construct.py`` pins them.
 
-Sources (aws-resource-rules.md section 6):
+Sources (FSx CreateFileSystem API, FSx for Lustre User Guide, CloudFormation resource schemas):
 - FSx CreateFileSystem API: https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateFileSystem.html
 - Lustre client ports TCP 988 and 1018-1023 (file-system group, from clients and itself):
   https://docs.aws.amazon.com/fsx/latest/LustreGuide/limit-access-security-groups.html

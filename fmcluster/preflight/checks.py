@@ -31,7 +31,7 @@ HEAD_BUCKET_API = "https://docs.aws.amazon.com/AmazonS3/latest/API/API_HeadBucke
 SUBNET_API = "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_Subnet.html"
 
 #: EC2 vCPU quotas for P instances: (code, the quota's name as Service Quotas reports it).
-#: Codes from several independent code bases (shared/reference/aws-resource-rules.md R9.6, marked
+#: Codes from several independent code bases (e.g. aws/karpenter-provider-aws and aws/aws-parallelcluster, marked
 #: unverified there; e.g. geyang/jaynes-starter-kit 02_ec2_docker_guide/setup/spot_limit.md lists
 #: L-7212CCBC "All P Spot Instance Requests"). The check confirms the name the API returns before it
 #: fails anything; an unconfirmed name only warns.
@@ -175,7 +175,7 @@ def check_vcpu_quota(quotas: Any, *, quota: tuple[str, str], demands: Iterable[G
     value = int(q.get("Value", 0))
     name = str(q.get("QuotaName", ""))
     confirmed = name.lower() == expected_name.lower()
-    src = f"{QUOTA_DOC}; shared/reference/aws-resource-rules.md R9.6"
+    src = f"{QUOTA_DOC}; quota codes as several independent code bases use them (unverified against the Service Quotas docs)"
     if value >= needed:
         return CheckResult("vCPU quota", subject, "ok",
                            f"quota {value} vCPUs covers {needed} ({breakdown})", src)

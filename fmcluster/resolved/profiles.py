@@ -31,7 +31,7 @@ Discovery = Literal["ec2", "slurm"]
 PCLUSTER_EFA_INTERFACE_TYPE = {"3.15.0": "efa-only", "3.16.1": "efa-only", "3.16.3": "efa-only"}
 
 #: ParallelCluster ``SlurmQueues[].CapacityType`` and AWS PCS ``ComputeNodeGroup.PurchaseOption`` per
-#: capacity type; ODCR is on-demand with a reservation target (aws-resource-rules.md section 5.3;
+#: capacity type; ODCR is on-demand with a reservation target (aws/aws-parallelcluster cli/src/pcluster/config/common.py CapacityType;
 #: botocore ``pcs`` ``PurchaseOption`` enum). The two orchestrators spell them the same.
 EC2_PURCHASE_OPTIONS: Mapping[str, str] = MappingProxyType({
     "on_demand": "ONDEMAND",

@@ -13,7 +13,7 @@ How replacement is decided (no hand-kept list):
 2. A small sourced supplement, :data:`SUPPLEMENT`, used only where the schema is silent:
    ``AWS::FSx::FileSystem`` properties that the CDK service spec marks ``causesReplacement`` but the
    registry schema does not list as create-only, and ``LustreConfiguration/EfaEnabled``
-   (aws-resource-rules.md sections 6.4 and R6.16).
+   (npm ``@aws-cdk/aws-service-spec``; Terraform AWS provider docs for ``efa_enabled``).
 3. References: a property that refers (``Ref``, ``Fn::GetAtt``, ``Fn::Sub``, or ``Fn::ImportValue``
    of another stack's export) to a resource that is replaced or newly created gets a new value, so
    replacements propagate (a new subnet replaces the file system through ``SubnetIds``) until
@@ -61,17 +61,17 @@ STATEFUL_TYPES = ("AWS::FSx::FileSystem", "AWS::FSx::DataRepositoryAssociation",
 #: used only while the schema is silent about it (neither the property nor a parent is create-only).
 SUPPLEMENT: dict[str, dict[str, str]] = {
     "AWS::FSx::FileSystem": {
-        "FileSystemTypeVersion": "CDK service spec causesReplacement (aws-resource-rules.md 6.4 [SPEC])",
-        "LustreConfiguration/DeploymentType": "CDK service spec causesReplacement (aws-resource-rules.md 6.4 [SPEC])",
+        "FileSystemTypeVersion": "CDK service spec causesReplacement (npm @aws-cdk/aws-service-spec)",
+        "LustreConfiguration/DeploymentType": "CDK service spec causesReplacement (npm @aws-cdk/aws-service-spec)",
         # The FSx API can change the tier in place; CloudFormation's spec says replacement: conservative.
-        "LustreConfiguration/PerUnitStorageThroughput": "CDK service spec causesReplacement (aws-resource-rules.md 6.4 [SPEC])",
-        "LustreConfiguration/ImportPath": "CDK service spec causesReplacement (aws-resource-rules.md 6.4 [SPEC])",
-        "LustreConfiguration/ExportPath": "CDK service spec causesReplacement (aws-resource-rules.md 6.4 [SPEC])",
-        "LustreConfiguration/ImportedFileChunkSize": "CDK service spec causesReplacement (aws-resource-rules.md 6.4 [SPEC])",
-        "LustreConfiguration/DriveCacheType": "CDK service spec causesReplacement (aws-resource-rules.md 6.4 [SPEC])",
-        "LustreConfiguration/CopyTagsToBackups": "CDK service spec causesReplacement (aws-resource-rules.md 6.4 [SPEC])",
+        "LustreConfiguration/PerUnitStorageThroughput": "CDK service spec causesReplacement (npm @aws-cdk/aws-service-spec)",
+        "LustreConfiguration/ImportPath": "CDK service spec causesReplacement (npm @aws-cdk/aws-service-spec)",
+        "LustreConfiguration/ExportPath": "CDK service spec causesReplacement (npm @aws-cdk/aws-service-spec)",
+        "LustreConfiguration/ImportedFileChunkSize": "CDK service spec causesReplacement (npm @aws-cdk/aws-service-spec)",
+        "LustreConfiguration/DriveCacheType": "CDK service spec causesReplacement (npm @aws-cdk/aws-service-spec)",
+        "LustreConfiguration/CopyTagsToBackups": "CDK service spec causesReplacement (npm @aws-cdk/aws-service-spec)",
         "LustreConfiguration/EfaEnabled":
-            "fmcluster: EfaEnabled must be set at creation and cannot be changed (aws-resource-rules.md R6.16)",
+            "fmcluster: EfaEnabled must be set at creation and cannot be changed (Terraform AWS provider docs, efa_enabled; unverified)",
     },
 }
 #: Properties that can only grow: an update that lowers one is not a replacement, CloudFormation
@@ -92,6 +92,15 @@ CONDITIONAL_SOURCE = "registry schema conditionalCreateOnlyProperties (cfn-lint)
 
 Action = Literal["add", "remove", "update", "replace", "may-replace", "move", "fail"]
 _MISSING = object()
+
+
+#: Exit code of ``fmcluster diff`` for input it cannot compare (0 safe, 1 unsafe: :attr:`DiffReport.exit_code`).
+DIFF_INPUT_ERROR = 2
+
+
+def relabel(report: DiffReport, old: str, new: str) -> DiffReport:
+    """``report`` naming its two sides ``old`` and ``new`` (e.g. repository paths instead of temporary files)."""
+    return replace(report, old=old, new=new)
 
 
 class DiffInputError(Exception):
@@ -118,7 +127,8 @@ def synth_blueprint(path: str | Path, context: Mapping[str, Any] | None = None) 
     """
     from fmcluster.validation import load_blueprint
 
-    bp = load_blueprint(path)
+    org = (context or {}).get("org")
+    bp = load_blueprint(path, org=org if isinstance(org, str) else None)  # -c org=FILE, as for cdk synth (app.py)
     cdk_json = find_cdk_json(Path(path).resolve().parent, Path.cwd())
     raw = read_json(cdk_json, "CDK settings file") if cdk_json else {}
     base = dict(raw.get("context") or {}) if isinstance(raw, dict) else {}
@@ -293,6 +303,8 @@ class DiffReport:
     old: str
     new: str
     changes: list[ResourceChange]
+    #: Cost delta (fmcluster.review.cost.cost_delta) when both sides are blueprints; None otherwise.
+    cost: dict[str, Any] | None = None
 
     @property
     def errors(self) -> list[ResourceChange]:
@@ -319,7 +331,7 @@ class DiffReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"old": self.old, "new": self.new, "exit_code": self.exit_code, "errors": len(self.errors),
-                "summary": self.summary(), "changes": [c.as_dict() for c in self.changes]}
+                "summary": self.summary(), "cost": self.cost, "changes": [c.as_dict() for c in self.changes]}
 
 
 def _cdk_path(res: Mapping[str, Any]) -> str:
@@ -652,7 +664,7 @@ def _cause_text(c: ResourceChange) -> str:
 
 
 def render_text(report: DiffReport, *, verbose: bool = False) -> str:
-    lines = [_headline(report)]
+    lines = [_headline(report)] + ([report.cost["text"]] if report.cost else [])
     for c in report.changes:
         if c.level == "info" and not verbose and c.action in ("update", "add") and not c.stateful:
             continue
@@ -670,7 +682,7 @@ def render_text(report: DiffReport, *, verbose: bool = False) -> str:
 
 def render_markdown(report: DiffReport) -> str:
     icon = ":x:" if report.errors else ":white_check_mark:"
-    lines = [f"### {icon} {_headline(report)}", ""]
+    lines = [f"### {icon} {_headline(report)}", ""] + ([f"**Cost:** {report.cost['text']}", ""] if report.cost else [])
     if not report.changes:
         return "\n".join(lines)
     lines += ["| level | change | stack | resource | type | cause / changed properties |", "|---|---|---|---|---|---|"]

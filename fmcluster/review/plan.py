@@ -27,6 +27,7 @@ from typing import Any
 
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
 from fmcluster.review.assembly import Assembly, AssemblyError
+from fmcluster.review.cost import estimate, money
 from fmcluster.templates.observability.endpoints import observability_endpoints
 
 
@@ -118,6 +119,8 @@ class Plan:
     subnet: dict[str, Any] = field(default_factory=dict)
     subnet_rows: list[tuple[str, int]] = field(default_factory=list)
     observability_endpoints: list[dict[str, str]] = field(default_factory=list)
+    #: USD per hour per group and cluster, with the price table's date (fmcluster.review.cost.CostEstimate.as_dict)
+    cost: dict[str, Any] = field(default_factory=dict)
 
     @property
     def gpus_total(self) -> int:
@@ -188,7 +191,7 @@ def build_plan(rc: ResolvedCluster, stacks: dict[str, int] | None = None, checkp
         subnet=rc.subnet.as_dict(), subnet_rows=rc.subnet.rows(),
         name=bp.name, region=bp.region, availability_zone=bp.az_label, orchestrator=rc.profile.kind,
         compute=compute, storage=storage, checkpoints=checkpoints, software=software, stacks=stacks or {},
-        observability=bp.observability.metrics,
+        observability=bp.observability.metrics, cost=estimate(rc).as_dict(),
     )
 
 
@@ -291,7 +294,19 @@ def _rows(plan: Plan) -> list[tuple[str, list[str], list[list[str]]]]:
                          [[e["name"], e["address"], e["access"]] for e in plan.observability_endpoints]))
     if plan.stacks:
         sections.append(("Stacks", ["stack", "resources"], [[k, str(v)] for k, v in plan.stacks.items()]))
+    if plan.cost:
+        sections.append(_cost_section(plan.cost))
     return sections
+
+
+def _cost_section(cost: dict[str, Any]) -> tuple[str, list[str], list[list[str]]]:
+    total = cost["total_usd_per_hour"]
+    head = (f"Cost per hour, USD (price table {cost['table_date']}): "
+            + (f"{money(total)}/h" if total is not None else
+               f"at least {money(cost['known_usd_per_hour'])}/h + unknown ({', '.join(cost['unknown'])})"))
+    rows = [[line["item"], line["quantity"], money(line["usd_per_hour"]), line["basis"],
+             " ".join(x for x in (line["source"], line["as_of"]) if x) or "-"] for line in cost["lines"]]
+    return head, ["item", "quantity", "USD/h", "basis", "source"], rows
 
 
 def render_markdown(plan: Plan) -> str:

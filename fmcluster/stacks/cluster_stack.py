@@ -18,6 +18,8 @@ from fmcluster.constructs.orchestrators.parallelcluster import ParallelClusterCl
 from fmcluster.constructs.storage import CheckpointAccess, LustreMount
 from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
 from fmcluster.resolved.eks import EksPlan
+from fmcluster.resolved.profiles import PCS_LOGIN_GROUP
+from fmcluster.stacks import access_outputs
 from fmcluster.templates.context import NodeContext
 
 if TYPE_CHECKING:  # imported where used: a synth loads only its own orchestrator's CDK modules
@@ -56,11 +58,13 @@ class _Parts:
 
 
 def _parallelcluster(stack: ClusterStack, parts: _Parts, shared: dict[str, Any]) -> OrchestratorConstruct:
-    return ParallelClusterCluster(
+    pc = ParallelClusterCluster(
         stack, "ParallelCluster", spec=parts.orchestrator.parallelcluster, profile=parts.profile, region=stack.region,
         os=parts.os, placement_groups=parts.placement_groups, bootstraps=parts.bootstraps,
         head_node_script=parts.head_node_asset, **shared,
     )
+    access_outputs.parallelcluster(stack, pc.resource, region=stack.region)
+    return pc
 
 
 def _hyperpod(stack: ClusterStack, parts: _Parts, shared: dict[str, Any]) -> OrchestratorConstruct:
@@ -78,6 +82,7 @@ def _hyperpod(stack: ClusterStack, parts: _Parts, shared: dict[str, Any]) -> Orc
                           after=[hp.cluster], tags=shared["tags"])
     CfnOutput(stack, "ClusterArn", value=hp.cluster.attr_cluster_arn)
     CfnOutput(stack, "LifecycleBucket", value=hp.bucket.bucket_name)
+    access_outputs.hyperpod(stack, hp.cluster, profile=parts.profile, region=stack.region)
     return hp
 
 
@@ -90,6 +95,7 @@ def _pcs(stack: ClusterStack, parts: _Parts, shared: dict[str, Any]) -> Orchestr
         **shared,
     )
     CfnOutput(stack, "PcsClusterId", value=pcs.cluster.attr_id)
+    access_outputs.pcs(stack, pcs.node_groups[PCS_LOGIN_GROUP], region=stack.region)
     return pcs
 
 
@@ -174,4 +180,5 @@ class ClusterStack(Stack):
             "lustre": lustre, "checkpoints": checkpoints, "tags": tags,
             "head_node_policy": head_node_policy if profile.head_node_script_delivery is not None else None,
         }
+        access_outputs.cluster_name(self, cluster_name)
         self.orchestrator: OrchestratorConstruct = ORCHESTRATOR_BUILDERS[profile.kind](self, parts, shared)

@@ -28,7 +28,7 @@ from fmcluster.templates.observability.exporters import exporter_context, render
 
 PROFILE_ENV_PATH = "/etc/profile.d/fmcluster.sh"
 SCRATCH_LABEL = "fmc-scratch"
-#: NCCL_SOCKET_IFNAME for NCCL's bootstrap connections (shared/reference/version-matrix.md section 4,
+#: NCCL_SOCKET_IFNAME for NCCL's bootstrap connections (aws/aws-ofi-nccl doc/efa-env-var.md,
 #: ADT-NT nccl-tests.Dockerfile).
 NCCL_SOCKET_IFNAME = "^docker,lo,veth"
 
@@ -108,7 +108,7 @@ class EnvVar:
 
 
 def job_environment(*, efa_enabled: bool, plugin: str | None, user: dict[str, str]) -> tuple[EnvVar, ...]:
-    """fmcluster's job settings that are still right (version-matrix.md section 4), then the
+    """fmcluster's job settings that are still right (aws/aws-ofi-nccl doc/efa-env-var.md and src/platform-aws.cpp), then the
     blueprint's ``software.environment`` (which wins, being later). Values aws-ofi-nccl sets
     itself per platform are deliberately absent."""
     out: list[EnvVar] = []
@@ -245,7 +245,7 @@ def node_context(rc: ResolvedCluster, group: ResolvedGroup, *, exporters_script:
         environment=dict(software.environment),
         driver_branch=stack.driver_branch,
         # Fabric registration ("Fabric ... State: Completed" in nvidia-smi -q) applies to Hopper and
-        # Blackwell NVSwitch boards and to GB200 NVL domains (version-matrix S8, S16, section 3a).
+        # Blackwell NVSwitch boards and to GB200 NVL domains (siderolabs/extensions PR #717; NVIDIA/nccl src/mnnvl.cc).
         fabric_state_required=(inst.nvswitch or inst.imex)
         and (inst.family in HOPPER_FAMILIES or inst.family in BLACKWELL_FAMILIES),
         plugin_from_source=plugin is not None,

@@ -20,6 +20,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from fmcluster.blueprint.errors import BlueprintError, Problem, format_path
 from fmcluster.blueprint.model import PATTERN_HINTS, Blueprint
+from fmcluster.validation import organisation
 from fmcluster.validation.rules import run_rules, run_rules_best_effort
 
 
@@ -29,31 +30,37 @@ class LoadResult:
     warnings: list[Problem] = field(default_factory=list)
 
 
-def load_blueprint(path: str | Path) -> Blueprint:
-    """Load and validate ``path``; raises :class:`BlueprintError` listing every error."""
-    return load_blueprint_with_warnings(path).blueprint
+def load_blueprint(path: str | Path, *, org: str | Path | None = None) -> Blueprint:
+    """Load and validate ``path``; raises :class:`BlueprintError` listing every error.
+
+    ``org``: the organisation file (default: found as :func:`fmcluster.validation.organisation.find_organisation`
+    says: ``fmcluster --org``, ``$FMCLUSTER_ORG``, or ``fmcluster.org.yaml`` beside the blueprint)."""
+    return load_blueprint_with_warnings(path, org=org).blueprint
 
 
-def load_blueprint_with_warnings(path: str | Path) -> LoadResult:
+def load_blueprint_with_warnings(path: str | Path, *, org: str | Path | None = None) -> LoadResult:
     """Like :func:`load_blueprint`, also returning rule warnings (errors raise)."""
     file = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise BlueprintError(file, [Problem("", f"cannot read the file ({e.__class__.__name__}: {e})")]) from None
-    return load_blueprint_text(text, file=file)
+    return load_blueprint_text(text, file=file, org=org)
 
 
-def load_blueprint_text(text: str, *, file: str = "<string>") -> LoadResult:
-    """Validate blueprint YAML given as text (see :func:`load_blueprint`)."""
+def load_blueprint_text(text: str, *, file: str = "<string>", org: str | Path | None = None) -> LoadResult:
+    """Validate blueprint YAML given as text (see :func:`load_blueprint`). The organisation layer (``x-`` keys,
+    ``extends``, defaults, rules) applies here, once, for every command."""
     data, lines = _parse(text, file)
+    data, org_problems, _ = organisation.apply(data, file, org)
+    org_problems = [_with_line(p, lines) for p in org_problems]
     try:
         bp = Blueprint.model_validate(data)
     except ValidationError as e:
         problems = [_convert(err, data, lines) for err in e.errors()]
         problems += _section_rule_problems(data, problems, lines)
-        raise BlueprintError(file, _in_file_order(_dedupe(problems))) from None
-    problems = _in_file_order([_with_line(p, lines) for p in run_rules(bp)])
+        raise BlueprintError(file, _in_file_order(_dedupe(problems + org_problems))) from None
+    problems = _in_file_order([_with_line(p, lines) for p in run_rules(bp)] + org_problems)
     if any(p.level == "error" for p in problems):
         raise BlueprintError(file, problems)
     return LoadResult(bp, problems)

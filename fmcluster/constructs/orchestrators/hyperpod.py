@@ -20,7 +20,7 @@ groups get the policy as well.
 EKS joins worker groups (no controller/login) to an existing EKS cluster or to the one the ``<name>-eks`` stack
 creates (:mod:`fmcluster.constructs.orchestrators.eks`), also with ``OnInitComplete``.
 
-Sources (aws-resource-rules.md section 7):
+Sources (botocore sagemaker CreateCluster, the AWS::SageMaker::Cluster resource schema):
 - API-driven Slurm configuration (``SlurmConfig``, ``Orchestrator.Slurm.SlurmConfigStrategy``,
   ``FsxLustreConfig``): https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-ref.html; no
   ``provisioning_parameters.json`` with ``SlurmConfig`` ("The LifeCycleConfig cannot include both a SLURM

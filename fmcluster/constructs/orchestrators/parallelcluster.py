@@ -23,7 +23,7 @@ Sources:
 - https://docs.aws.amazon.com/parallelcluster/latest/ug/Scheduling-v3.html (SlurmSettings, HealthChecks.Gpu)
 - https://docs.aws.amazon.com/parallelcluster/latest/ug/Monitoring-v3.html (Logs, Dashboards, Alarms)
 - https://docs.aws.amazon.com/parallelcluster/latest/ug/HeadNode-v3.html (LocalStorage.RootVolume)
-- aws-resource-rules.md sections 5.3 and 8.2.
+- aws/aws-parallelcluster cli/src/pcluster/config/common.py (CapacityType) and cloudformation/custom_resource/cluster.yaml.
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ def compute_resource_name(instance_type: str) -> str:
 
 
 def capacity_settings(group: ComputeGroup, profile: OrchestratorProfile) -> tuple[str, dict[str, str] | None]:
-    """(CapacityType, CapacityReservationTarget) for a group (aws-resource-rules.md section 5.3): the
+    """(CapacityType, CapacityReservationTarget) for a group (aws-parallelcluster ``CapacityType``,
+    ``launch_template_utils.get_capacity_reservation``): the
     profile's term for the capacity type and the ODCR / Capacity Block reservation target (or ``None``).
 
     Training plans are SageMaker capacity (rule R-CAP-1 rejects them here); a queue that reaches

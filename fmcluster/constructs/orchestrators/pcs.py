@@ -17,7 +17,7 @@ blueprint tags, ``fmcluster:blueprint`` included, which Prometheus EC2 service d
 login and compute primaries share the cluster security group, which lets the login node reach the
 exporters (9100, 9400).
 
-Sources (aws-resource-rules.md section 8.1):
+Sources (the AWS::PCS::* resource schemas, botocore pcs, AWS PCS User Guide):
 - Resources and required properties: https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/AWS_PCS.html
 - Cluster security group: inbound all from itself, outbound all to itself and to 0.0.0.0/0 (R3.5),
   CDK spec ``AWS::PCS::Cluster`` ``Networking.SecurityGroupIds``; nodes carry the same group:

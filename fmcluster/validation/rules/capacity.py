@@ -1,4 +1,4 @@
-"""Capacity rules (aws-resource-rules.md sections 1.1, 4 and 5).
+"""Capacity rules (EC2 User Guide placement groups and Capacity Blocks, botocore ec2, aws-parallelcluster validators).
 
 Each rule covers its whole kind: every compute group, every reservation-backed capacity type,
 every instance type the catalog marks (UltraServer sizes, Capacity-Block-only, CPU architecture),

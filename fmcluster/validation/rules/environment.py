@@ -1,6 +1,6 @@
 """Rules on ``software.environment``: obsolete or harmful EFA / NCCL settings.
 
-The tables below are shared/reference/version-matrix.md section 4 ("Obsolete or harmful" and
+The tables below come from aws/aws-ofi-nccl doc/efa-env-var.md and src/platform-aws.cpp ("Obsolete or harmful" and
 "Plugin-managed values"), each entry with its reason and source. One rule covers each kind:
 R-ENV-1 rejects every obsolete/harmful name, R-ENV-2 warns about values aws-ofi-nccl already sets
 per platform, R-NCCL-4 rejects absolute plugin paths on NCCL 2.27.3.
@@ -33,7 +33,7 @@ class EnvFact:
     gdr_only: bool = False
 
 
-#: version-matrix.md section 4, "Obsolete or harmful" table: rejected (R-ENV-1).
+#: Obsolete or harmful settings (aws/aws-ofi-nccl doc/efa-env-var.md): rejected (R-ENV-1).
 OBSOLETE_OR_HARMFUL: dict[str, EnvFact] = {
     "FI_EFA_USE_DEVICE_RDMA": EnvFact(
         "not needed with libfabric >= 1.18 and aws-ofi-nccl >= 1.7.0 (only plugin 1.6.x on p4/p5 needed it)", OFI_ENV),
@@ -63,7 +63,7 @@ OBSOLETE_OR_HARMFUL: dict[str, EnvFact] = {
         gdr_only=True),
 }
 
-#: version-matrix.md section 4, "Plugin-managed values": aws-ofi-nccl sets these per platform when
+#: Plugin-managed values (aws/aws-ofi-nccl src/platform-aws.cpp): aws-ofi-nccl sets these per platform when
 #: unset; a manual value overrides the tuned default (R-ENV-2, warning).
 PLUGIN_MANAGED: dict[str, EnvFact] = {
     "NCCL_P2P_NET_CHUNKSIZE": EnvFact("aws-ofi-nccl sets the tuned value per platform when unset", OFI_PLAT),
@@ -78,7 +78,7 @@ PLUGIN_MANAGED: dict[str, EnvFact] = {
 
 
 #: Loader variables that decide which libraries a job loads: a value here can shadow the pinned NCCL
-#: or the aws-ofi-nccl plugin (version-matrix.md S11 "pip/conda NCCL shadows the pinned NCCL", S2
+#: or the aws-ofi-nccl plugin (NVIDIA/nccl src/init.cc: a pip/conda NCCL shadows the pinned one; aws/aws-ofi-nccl issue #241:
 #: "foreign libfabric"), or hide the pinned CUDA/EFA tools (PATH) (R-ENV-3, warning).
 LOADER_PATHS = {
     "LD_PRELOAD": "preloads libraries into every job and can shadow the pinned NCCL or the aws-ofi-nccl plugin",
@@ -94,7 +94,7 @@ def _lookup(table: dict[str, EnvFact], name: str) -> EnvFact | None:
     return next((f for key, f in table.items() if f.prefix and name.startswith(key)), None)
 
 
-@rule("R-ENV-1", source=f"{OFI_ENV}; shared/reference/version-matrix.md section 4 (obsolete or harmful)")
+@rule("R-ENV-1", source=f"{OFI_ENV} (obsolete or harmful)")
 def obsolete_or_harmful_environment(bp: Blueprint) -> Iterator[Violation]:
     gdr = any(get_instance(g.instance_type).gdr_required and g.efa_enabled for g in bp.compute)
     for name, value in bp.software.environment.items():
@@ -106,7 +106,7 @@ def obsolete_or_harmful_environment(bp: Blueprint) -> Iterator[Violation]:
         )
 
 
-@rule("R-ENV-2", level="warning", source=f"{OFI_PLAT}; {NCCL_MNNVL}; shared/reference/version-matrix.md section 4",
+@rule("R-ENV-2", level="warning", source=f"{OFI_PLAT}; {NCCL_MNNVL}",
       scope="software")
 def plugin_managed_environment(software: SoftwareSpec) -> Iterator[Violation]:
     for name, value in software.environment.items():
@@ -120,7 +120,8 @@ def plugin_managed_environment(software: SoftwareSpec) -> Iterator[Violation]:
             )
 
 
-@rule("R-ENV-3", level="warning", source="shared/reference/version-matrix.md section 3 (S2, S11)", scope="software")
+@rule("R-ENV-3", level="warning", source="NVIDIA/nccl src/init.cc (the version line shows which libnccl loaded); "
+      "aws/aws-ofi-nccl issue #241", scope="software")
 def loader_path_environment(software: SoftwareSpec) -> Iterator[Violation]:
     for name, value in software.environment.items():
         if name in LOADER_PATHS:

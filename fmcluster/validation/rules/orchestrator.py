@@ -206,12 +206,12 @@ def pcs_group_names(rc: ResolvedCluster) -> Iterator[Violation]:
 
 
 PCS_SIZE_DOC = "https://docs.aws.amazon.com/pcs/latest/userguide/working-with_clusters_size.html"
-#: Compute nodes each AWS PCS cluster size manages (aws-resource-rules: AWS PCS cluster sizes).
+#: Compute nodes each AWS PCS cluster size manages (the AWS::PCS::Cluster resource schema, Size).
 PCS_SIZE_MAX_NODES = {"SMALL": 32, "MEDIUM": 512, "LARGE": 2048}
 
 
-@rule("R-PCS-5", source=f"{PCS_SIZE_DOC} (SMALL up to 32 nodes, MEDIUM 512, LARGE 2048); aws-resource-rules: AWS "
-      "PCS cluster sizes", orchestrators=("pcs",))
+@rule("R-PCS-5", source=f"{PCS_SIZE_DOC} (SMALL up to 32 nodes, MEDIUM 512, LARGE 2048); the AWS::PCS::Cluster "
+      "resource schema (Size)", orchestrators=("pcs",))
 def pcs_size_fits_node_count(bp: Blueprint) -> Iterator[Violation]:
     """The PCS cluster size bounds the compute nodes its Slurm controller manages: the sum of every
     group's ``count`` (its maximum) must fit."""
@@ -256,7 +256,7 @@ def pcs_efa_only_refused(orch: OrchestratorSpec) -> Iterator[Violation]:
 #: P-series HyperPod types CloudFormation linting accepts per Region, derived from public pricing
 #: (training-plan-only types such as ml.p5e and ml.p6e-gb200 are absent everywhere). Source: cfn-lint
 #: 1.58.0 ``src/cfnlint/data/schemas/extensions/aws_sagemaker_cluster/instancetype_enum.json``
-#: (aws-resource-rules.md section 1.2: "use as a warning only"). Regions missing here are not checked.
+#: (cfn-lint's per-Region enum, derived from public pricing: a warning only). Regions missing here are not checked.
 HYPERPOD_PRICED_TYPES: dict[str, tuple[str, ...]] = {
     "ap-northeast-1": ("p4d.24xlarge", "p4de.24xlarge", "p5.4xlarge", "p5.48xlarge", "p5en.48xlarge"),
     "ap-northeast-2": ("p4d.24xlarge", "p5.48xlarge", "p5en.48xlarge"),
@@ -283,7 +283,7 @@ HYPERPOD_PRICED_TYPES: dict[str, tuple[str, ...]] = {
 
 @rule("R-HP-4", level="warning",
       source="cfn-lint 1.58.0 extensions/aws_sagemaker_cluster/instancetype_enum.json (per-Region ml.* types from public "
-      "pricing; aws-resource-rules.md section 1.2, warning only)", orchestrators=("hyperpod",))
+      "pricing, warning only)", orchestrators=("hyperpod",))
 def hyperpod_type_in_region(bp: Blueprint) -> Iterator[Violation]:
     if bp.region not in HYPERPOD_PRICED_TYPES:
         return

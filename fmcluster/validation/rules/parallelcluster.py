@@ -4,7 +4,7 @@ ARNs of another Region or partition, managed services a Region does not offer.
 
 Each rule cites the ParallelCluster validator (aws/aws-parallelcluster 3.16.1,
 ``cli/src/pcluster/validators/*.py`` and ``cli/src/pcluster/schemas/*.py``, the code
-``pcluster create-cluster --dryrun`` runs) or the AWS source it checks. ``tests/pcluster_validate.py``
+``pcluster create-cluster --dryrun`` runs) or the AWS source it checks. ``tools/pcluster_validate.py``
 runs ParallelCluster's validators themselves on every generated config, and
 ``tests/test_deploy_pcluster_rules.py`` asserts that fmcluster refuses each case first.
 """

@@ -2,7 +2,7 @@
 against itself, against the instance types of the compute groups, and against the known-good sets.
 
 Every rule reads the *resolved* versions, so overrides go through exactly the same checks as the
-catalog stacks. Facts and their sources: shared/reference/version-matrix.md (rule ids below keep
+catalog stacks. Facts and their sources: the source keys of catalog/data/software.yaml (rule ids below keep
 its numbering where one exists) and catalog/data/software.yaml. A rule reports its problem at the
 YAML key the user set (``software.overrides.<component>``) or, when the value came from the
 stack, at ``software.stack``.
@@ -46,7 +46,7 @@ from fmcluster.resolved.cluster import software_stack
 from fmcluster.resolved.image import blueprint_official_image
 from fmcluster.validation.rules import Violation, rule
 
-VM = "shared/reference/version-matrix.md"
+EFA_RN = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-changelog.html"
 OFI_RN = "https://github.com/aws/aws-ofi-nccl/blob/v1.21.1/RELEASENOTES.md"
 OFI_PLAT = "https://github.com/aws/aws-ofi-nccl/blob/master/src/platform-aws.cpp"
 CUDA_RN = "https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html"
@@ -183,7 +183,7 @@ def combination_untested_warning(bp: Blueprint) -> Iterator[Violation]:
 
 
 # ---- EFA installer bundle --------------------------------------------------------------------
-@rule("R-EFA-1", source=f"{VM} section 1a; catalog/data/software.yaml efa_installer_bundles", scope="software")
+@rule("R-EFA-1", source=f"{EFA_RN}; catalog/data/software.yaml efa_installer_bundles", scope="software")
 def efa_installer_known(software: SoftwareSpec) -> Iterator[Violation]:
     """The rules need the libfabric and aws-ofi-nccl an installer bundles: unknown installers are refused."""
     stack = software_stack(software)
@@ -194,7 +194,7 @@ def efa_installer_known(software: SoftwareSpec) -> Iterator[Violation]:
         )
 
 
-@rule("R-EFA-2", source=f"{VM} section 1a (installers before 1.39 bundle no aws-ofi-nccl)", scope="software")
+@rule("R-EFA-2", source=f"{EFA_RN} (installers before 1.39 bundle no aws-ofi-nccl)", scope="software")
 def plugin_resolves(software: SoftwareSpec) -> Iterator[Violation]:
     stack = software_stack(software)
     if efa_bundle(stack.efa_installer) and stack.aws_ofi_nccl is None:
@@ -204,7 +204,7 @@ def plugin_resolves(software: SoftwareSpec) -> Iterator[Violation]:
         )
 
 
-@rule("R-EFA-3", level="warning", source=f"{VM} section 1a (cells marked ?)", scope="software")
+@rule("R-EFA-3", level="warning", source=f"{EFA_RN} (bundles whose libfabric is not listed)", scope="software")
 def libfabric_known(software: SoftwareSpec) -> Iterator[Violation]:
     stack = software_stack(software)
     if efa_bundle(stack.efa_installer) and stack.libfabric is None:
@@ -243,7 +243,7 @@ def downloads_are_pinned(bp: Blueprint) -> Iterator[Violation]:
 
 
 # ---- driver <-> CUDA <-> GPU -----------------------------------------------------------------
-@rule("R-CUDA-1", source=f"{CUDA_RN} (CUDA Toolkit and Corresponding Driver Versions); {VM} R-CUDA-1",
+@rule("R-CUDA-1", source=f"{CUDA_RN} (CUDA Toolkit and Corresponding Driver Versions)",
       scope="software")
 def driver_meets_cuda_minimum(software: SoftwareSpec) -> Iterator[Violation]:
     stack = software_stack(software)
@@ -259,7 +259,7 @@ def driver_meets_cuda_minimum(software: SoftwareSpec) -> Iterator[Violation]:
         )
 
 
-@rule("R-DRV-1", source=f"{NV_OPEN}; {VM} R-DRV-1")
+@rule("R-DRV-1", source=f"{NV_OPEN}")
 def blackwell_needs_open_modules(bp: Blueprint) -> Iterator[Violation]:
     stack = software_stack(bp.software)
     for i, _g, inst in _groups(bp):
@@ -298,7 +298,7 @@ def gdr_needs_open_modules(bp: Blueprint) -> Iterator[Violation]:
             return
 
 
-@rule("R-DRV-3", source=f"{NCCL_SRC} (Blackwell needs CUDA >= 12.8); {VM} R-DRV-3")
+@rule("R-DRV-3", source=f"{NCCL_SRC} (Blackwell needs CUDA >= 12.8)")
 def blackwell_needs_cuda_12_8(bp: Blueprint) -> Iterator[Violation]:
     stack = software_stack(bp.software)
     for i, _g, inst in _groups(bp):
@@ -308,7 +308,7 @@ def blackwell_needs_cuda_12_8(bp: Blueprint) -> Iterator[Violation]:
             )
 
 
-@rule("R-DRV-4", level="warning", source=f"{VM} R-DRV-4 (B300 sm_103: CUDA >= 12.9, driver >= 580; unverified)")
+@rule("R-DRV-4", level="warning", source="fmcluster: B300 sm_103 needs CUDA >= 12.9 and driver >= 580 (unverified: no primary source found)")
 def b300_floor(bp: Blueprint) -> Iterator[Violation]:
     stack = software_stack(bp.software)
     for i, _g, inst in _groups(bp):
@@ -322,7 +322,8 @@ def b300_floor(bp: Blueprint) -> Iterator[Violation]:
             )
 
 
-@rule("R-DRV-5", level="warning", source=f"{VM} R-DRV-5 (every AWS-built Hopper stack used >= 535)")
+@rule("R-DRV-5", level="warning", source="aws/aws-ofi-nccl doc/efa-env-var.md (p5 needs CUDA >= 12.0, i.e. driver >= 525.60.13); "
+      "aws/aws-parallelcluster CHANGELOG.md (every ParallelCluster Hopper stack since 3.8.0 uses driver >= 535)")
 def hopper_driver_floor(bp: Blueprint) -> Iterator[Violation]:
     stack = software_stack(bp.software)
     for i, _g, inst in _groups(bp):
@@ -342,7 +343,7 @@ def gb200_r595_with_efa(bp: Blueprint) -> Iterator[Violation]:
             )
 
 
-@rule("R-DRV-7", source=f"{EFA_KDRV} (efa 2.17.3: P2P with NVIDIA 580); {VM} R-DRV-7", scope="software")
+@rule("R-DRV-7", source=f"{EFA_KDRV} (efa 2.17.3: P2P with NVIDIA 580)", scope="software")
 def r580_needs_efa_1_43_3(software: SoftwareSpec) -> Iterator[Violation]:
     stack = software_stack(software)
     if stack.driver_branch >= 580 and version_lt(stack.efa_installer, "1.43.3"):
@@ -353,7 +354,7 @@ def r580_needs_efa_1_43_3(software: SoftwareSpec) -> Iterator[Violation]:
 
 
 # ---- Fabric Manager / NVLSM --------------------------------------------------------------------
-@rule("R-FM-1", source=f"{FM_DOC} (Fabric Manager must match the driver); {VM} R-FM-1", scope="software")
+@rule("R-FM-1", source=f"{FM_DOC} (Fabric Manager must match the driver)", scope="software")
 def fabric_manager_equals_driver(software: SoftwareSpec) -> Iterator[Violation]:
     stack = software_stack(software)
     if stack.fabric_manager is not None and stack.fabric_manager != stack.driver:
@@ -363,8 +364,8 @@ def fabric_manager_equals_driver(software: SoftwareSpec) -> Iterator[Violation]:
         )
 
 
-@rule("R-FM-3", source=f"https://github.com/siderolabs/extensions/pull/717; "
-      f"https://github.com/NVIDIA/gpu-driver-container (nvlsm from R550); {VM} R-FM-3")
+@rule("R-FM-3", source="https://github.com/siderolabs/extensions/pull/717; "
+      "https://github.com/NVIDIA/gpu-driver-container (nvlsm from R550)")
 def nvlsm_driver_branch(bp: Blueprint) -> Iterator[Violation]:
     """B200/B300 need nvlsm next to Fabric Manager; fmcluster installs it for every group whose
     instance needs it, from NVIDIA's repository, which carries it for the branches that support
@@ -379,7 +380,7 @@ def nvlsm_driver_branch(bp: Blueprint) -> Iterator[Violation]:
 
 
 # ---- NCCL / GDRCopy vs GPU ---------------------------------------------------------------------
-@rule("R-NCCL-1", source=f"{NCCL_SRC} (v2.25.1-1: Blackwell/SM100 support); {VM} R-NCCL-1")
+@rule("R-NCCL-1", source=f"{NCCL_SRC} (v2.25.1-1: Blackwell/SM100 support)")
 def blackwell_needs_nccl_2_25_1(bp: Blueprint) -> Iterator[Violation]:
     stack = software_stack(bp.software)
     for i, _g, inst in _groups(bp):
@@ -387,7 +388,7 @@ def blackwell_needs_nccl_2_25_1(bp: Blueprint) -> Iterator[Violation]:
             yield where(stack, "nccl"), f"Blackwell needs NCCL 2.25.1 or newer ({_on(i, inst)}), got {stack.nccl}; allowed >= 2.25.1"
 
 
-@rule("R-GDR-1", source=f"{GDR_CL} (2.5.1: Blackwell, CUDA 13.0); {VM} R-GDR-1")
+@rule("R-GDR-1", source=f"{GDR_CL} (2.5.1: Blackwell, CUDA 13.0)")
 def gdrcopy_floor(bp: Blueprint) -> Iterator[Violation]:
     stack = software_stack(bp.software)
     if version_ge(stack.gdrcopy, "2.5.1"):
@@ -498,7 +499,7 @@ def plugin_1_18_0_is_bad(software: SoftwareSpec) -> Iterator[Violation]:
         )
 
 
-@rule("R-OFI-PLAT-1", source=f"{OFI_PLAT}; {VM} section 2.6 (functional minimum per instance type)")
+@rule("R-OFI-PLAT-1", source=f"{OFI_PLAT} (functional minimum per instance type)")
 def plugin_knows_instance_type(bp: Blueprint) -> Iterator[Violation]:
     stack = software_stack(bp.software)
     if not stack.aws_ofi_nccl:
@@ -512,7 +513,7 @@ def plugin_knows_instance_type(bp: Blueprint) -> Iterator[Violation]:
             )
 
 
-@rule("R-OFI-PLAT-2", level="warning", source=f"{OFI_PLAT}; {VM} section 2.6 (tuned minimum per instance type)")
+@rule("R-OFI-PLAT-2", level="warning", source=f"{OFI_PLAT} (tuned minimum per instance type)")
 def plugin_tuned_for_instance_type(bp: Blueprint) -> Iterator[Violation]:
     stack = software_stack(bp.software)
     if not stack.aws_ofi_nccl:

@@ -1,7 +1,7 @@
-"""FSx for Lustre, data repository association and checkpoint rules (aws-resource-rules.md section 6).
+"""FSx for Lustre, data repository association and checkpoint rules (FSx CreateFileSystem API, FSx for Lustre User Guide).
 
 Every rule names its source. Facts marked unverified in the research notes are warnings, not errors.
-Messages follow ``<what is wrong>, got <value>; allowed <values>`` (style-anchors.md section 5 item 7).
+Messages follow ``<what is wrong>, got <value>; allowed <values>`` (README.md).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ THROUGHPUT_TIERS: dict[str, tuple[int, ...]] = {
     "PERSISTENT_2": (125, 250, 500, 1000),
 }
 MAX_DATA_REPOSITORIES = 8
-#: FSx recommends EFA for file systems above this aggregate throughput (MB/s), aws-resource-rules R6.15.
+#: FSx recommends EFA for file systems above this aggregate throughput (MB/s), https://docs.aws.amazon.com/fsx/latest/LustreGuide/efa-file-systems.html.
 EFA_RECOMMENDED_ABOVE_MBPS = 10_000
 #: S3 refuses lifecycle transitions to these classes earlier than this many days after creation.
 IA_MIN_TRANSITION_DAYS = 30
@@ -64,7 +64,7 @@ def lustre_throughput(storage: StorageSpec) -> Iterator[Violation]:
         yield path, f"not used by {fs.deployment_type}, got {value}; allowed null (only PERSISTENT_1/2 take a throughput tier)"
 
 
-@rule("R-FSX-3", source=f"{FSX_EFA}; aws-resource-rules R6.13 (EfaEnabled needs PERSISTENT_2 + metadata configuration)",
+@rule("R-FSX-3", source=f"{FSX_EFA}; Terraform AWS provider docs, efa_enabled (EfaEnabled needs PERSISTENT_2 + metadata configuration)",
       scope="storage")
 def efa_needs_persistent2(storage: StorageSpec) -> Iterator[Violation]:
     """EFA-enabled Lustre needs PERSISTENT_2, a metadata configuration (always added) and Lustre 2.15."""
@@ -129,7 +129,7 @@ def import_path_not_persistent2(storage: StorageSpec) -> Iterator[Violation]:
         )
 
 
-@rule("R-FSX-9", level="warning", source=f"{FSX_EFA} (EFA recommended above 10 GB/s); aws-resource-rules R6.15",
+@rule("R-FSX-9", level="warning", source=f"{FSX_EFA} (EFA recommended above 10 GB/s)",
       scope="storage")
 def efa_below_recommended_throughput(storage: StorageSpec) -> Iterator[Violation]:
     fs = storage.lustre

@@ -919,7 +919,7 @@ check_modules() {
   fi
 }
 
-# ---- NCCL log (section 3 / 3a signatures of version-matrix.md) --------------------------------
+# ---- NCCL log (signatures from NVIDIA/nccl src/plugin/*.cc, src/init.cc) --------------------------
 run_nccl_tests() {
   local bin="${NCCL_TESTS_DIR}/all_reduce_perf" rc
   mkdir -p "${LOG_DIR}" 2>/dev/null || true

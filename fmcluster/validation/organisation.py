@@ -1,0 +1,360 @@
+"""The organisation layer: one file that restricts and extends every blueprint of a fork, without code edits.
+
+``fmcluster.org.yaml`` beside a blueprint (or ``fmcluster --org FILE``, ``cdk ... -c org=FILE``, or the
+``FMCLUSTER_ORG`` environment variable; ``none`` turns discovery off) holds:
+
+- ``allowed``: Regions, compute instance types (exact names or shell-style patterns such as ``p5*``),
+  orchestrators and capacity types. Anything not listed is refused; a list left out allows everything.
+- ``required_tags``: tag key -> regular expression the whole value must match (``.+``: any non-empty value).
+- ``defaults``: a blueprint fragment merged under every blueprint (mappings merge key by key, the blueprint
+  wins; any other value, lists included, is replaced by the blueprint's). Default AMIs per orchestrator are
+  defaults (``orchestrator.parallelcluster.custom_ami``, ``orchestrator.hyperpod.image_id``,
+  ``orchestrator.pcs.ami_id``), and so are default tags.
+- ``software_stacks``: extra known-good stacks, same fields as ``catalog/data/software.yaml``'s stacks (with
+  ``sources`` mapping each component to a URL). They are checked when the file loads (known families,
+  architectures and operating systems; pinned driver, GDRCopy and EFA-installer artifacts) and then by the
+  same software rules as catalog stacks whenever a blueprint uses one. ``fmcluster catalog stacks`` documents
+  them from the data.
+
+Keys starting with ``x-`` (in the organisation file and at the top of a blueprint) are ignored: they hold
+YAML anchors (``x-gpu: &gpu {...}``, then ``<<: *gpu``), the convention of the Compose specification
+(https://github.com/compose-spec/compose-spec/blob/main/spec.md#extension).
+
+A blueprint may name a base blueprint with ``extends: <path relative to it>``: organisation defaults, then
+the base (which may itself extend another, at most :data:`MAX_EXTENDS` deep), then the blueprint.
+
+Every violation is a :class:`Problem` at the blueprint's YAML path with an ``ORG-*`` rule id whose message
+names the organisation file and its rule (``allowed.regions``, ``required_tags.cost-center``); problems in
+the organisation file itself raise :class:`BlueprintError` naming that file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from fmcluster.blueprint.errors import BlueprintError, Problem, format_path
+
+#: File name looked for beside a blueprint.
+ORG_FILE = "fmcluster.org.yaml"
+#: Environment variable naming the organisation file (``none``: no organisation file at all).
+ORG_ENV = "FMCLUSTER_ORG"
+#: Deepest ``extends`` chain.
+MAX_EXTENDS = 5
+#: Prefix of keys that are ignored (YAML anchors).
+EXTENSION_PREFIX = "x-"
+
+Orchestrator = Literal["parallelcluster", "hyperpod", "pcs"]
+CapacityType = Literal["on_demand", "spot", "odcr", "capacity_block", "training_plan"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Allowed(_Strict):
+    """What blueprints may use; a list left out (null) allows everything."""
+
+    regions: list[str] | None = Field(None, description="AWS Regions, e.g. [us-east-1, us-west-2].")
+    instance_types: list[str] | None = Field(
+        None, description="Compute group instance types: names or shell-style patterns (p5*.48xlarge). Head and login "
+                          "node types are not restricted.")
+    orchestrators: list[Orchestrator] | None = Field(None, description="orchestrator.kind values.")
+    capacity_types: list[CapacityType] | None = Field(None, description="compute[].capacity.type values.")
+
+
+class StackSpec(_Strict):
+    """An extra known-good software stack (fields as in catalog/data/software.yaml)."""
+
+    description: str
+    driver: str
+    fabric_manager: str | None = None
+    kernel_modules: Literal["open", "proprietary"] = "open"
+    cuda: str
+    nccl: str
+    efa_installer: str
+    gdrcopy: str
+    families: list[str] = Field(min_length=1)
+    cpu_architectures: list[Literal["x86_64", "arm64"]] = Field(min_length=1)
+    os: list[Literal["ubuntu-22.04", "ubuntu-24.04", "amazon-linux-2023"]] = Field(min_length=1)
+    sources: dict[str, str] = Field(description="Component -> URL or repository path of the source of its version.")
+
+
+class Organisation(_Strict):
+    """An organisation file (``fmcluster.org.yaml``)."""
+
+    name: str | None = Field(None, description="The organisation, for messages.")
+    allowed: Allowed = Field(default_factory=Allowed)
+    required_tags: dict[str, str] = Field(
+        default_factory=dict, description="Tag key -> regular expression the whole value must match (Python re).")
+    defaults: dict[str, Any] = Field(default_factory=dict, description="Blueprint fragment merged under every blueprint.")
+    software_stacks: dict[str, StackSpec] = Field(default_factory=dict, description="Extra known-good software stacks.")
+
+    @field_validator("required_tags")
+    @classmethod
+    def _patterns_compile(cls, v: dict[str, str]) -> dict[str, str]:
+        for key, pattern in v.items():
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                raise ValueError(f"required_tags.{key}: not a regular expression, got {pattern!r} ({e})") from None
+        return v
+
+
+def org_json_schema() -> dict[str, Any]:
+    """JSON Schema of the organisation file (pydantic)."""
+    return Organisation.model_json_schema()
+
+
+# ---- finding and loading -------------------------------------------------------------------------------
+#: Set by ``fmcluster --org FILE`` for the rest of one CLI run (None: discover).
+_cli_org: str | None = None
+
+
+def use_organisation(path: str | None) -> None:
+    """Make ``path`` the organisation file of every load in this process (``None``: back to discovery)."""
+    global _cli_org
+    _cli_org = path
+
+
+def find_organisation(blueprint_file: str | None, explicit: str | Path | None = None) -> Path | None:
+    """The organisation file for a blueprint: ``explicit``, else ``fmcluster --org``, else ``$FMCLUSTER_ORG``, else
+    ``fmcluster.org.yaml`` in the blueprint's folder. ``none`` (any of the three) means no file."""
+    chosen = str(explicit) if explicit is not None else _cli_org or os.environ.get(ORG_ENV) or None
+    if chosen is not None:
+        return None if chosen.strip().lower() in ("", "none") else Path(chosen)
+    if blueprint_file and Path(blueprint_file).is_file():
+        beside = Path(blueprint_file).resolve().parent / ORG_FILE
+        return beside if beside.is_file() else None
+    return None
+
+
+def strip_extensions(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without its top-level ``x-`` keys."""
+    return {k: v for k, v in data.items() if not (isinstance(k, str) and k.startswith(EXTENSION_PREFIX))}
+
+
+def _read_yaml(path: Path, what: str) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise BlueprintError(str(path), [Problem("", f"cannot read the {what} ({e.__class__.__name__}: {e})")]) from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise BlueprintError(str(path), [Problem("", f"not valid YAML: {getattr(e, 'problem', None) or e}",
+                                                  line=mark.line + 1 if mark else None)]) from None
+
+
+def load_organisation(path: Path) -> Organisation:
+    """Parse and check an organisation file; registers its software stacks with the catalog.
+
+    Raises :class:`BlueprintError` (file = the organisation file) with every problem.
+    """
+    raw = _read_yaml(path, "organisation file")
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise BlueprintError(str(path), [Problem("", "the organisation file must be a mapping; allowed keys "
+                                                     "name, allowed, required_tags, defaults, software_stacks")])
+    try:
+        org = Organisation.model_validate(strip_extensions(raw))
+    except ValidationError as e:
+        problems = []
+        for err in e.errors():
+            loc = tuple(err["loc"])
+            msg = err["msg"]
+            if err["type"] == "extra_forbidden":
+                allowed = _allowed_keys(loc[:-1])
+                msg = f"unknown key {loc[-1]!r}; allowed {', '.join(allowed)}{_hint(str(loc[-1]), allowed)}"
+            elif err["type"] == "literal_error":
+                msg = f"invalid value, got {err.get('input')!r}; allowed {err['ctx']['expected']}"
+            problems.append(Problem(format_path(loc), msg))
+        raise BlueprintError(str(path), problems) from None
+    problems = _check_stacks(org)
+    if problems:
+        raise BlueprintError(str(path), problems)
+    from fmcluster.catalog.software import add_overlay_stacks
+
+    refused = add_overlay_stacks({n: s.model_dump() for n, s in org.software_stacks.items()})
+    if refused:
+        raise BlueprintError(str(path), [Problem(f"software_stacks.{n}", "a stack of this name already exists (in the "
+                                                 "catalog or another organisation file); allowed a new name") for n in refused])
+    return org
+
+
+def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
+    """Keys allowed at ``loc`` (the parent of an unknown key) in an organisation file."""
+    models: dict[tuple[Any, ...], type[BaseModel]] = {(): Organisation, ("allowed",): Allowed}
+    model = models.get(tuple(loc), StackSpec)
+    return sorted(model.model_fields)
+
+
+def _hint(value: str, allowed: list[str]) -> str:
+    close = difflib.get_close_matches(value, allowed, n=1, cutoff=0.6)
+    return f" - did you mean {close[0]!r}?" if close else ""
+
+
+def _check_stacks(org: Organisation) -> list[Problem]:
+    """What the catalog's own stacks are held to (tests/test_catalog.py test_stack_integrity): known families,
+    pinned artifacts, a known EFA-installer bundle."""
+    from fmcluster.catalog.instances import get_instance, known_instance_types
+    from fmcluster.catalog.software import (
+        COMPONENTS,
+        driver_artifact,
+        efa_bundle,
+        gdrcopy_artifact,
+        known_efa_installers,
+        parse_version,
+    )
+
+    families = sorted({get_instance(t).family for t in known_instance_types()})
+    out: list[Problem] = []
+    for name, s in org.software_stacks.items():
+        at = f"software_stacks.{name}"
+        for comp in COMPONENTS:
+            value = getattr(s, comp)
+            if value is None:
+                continue
+            try:
+                parse_version(value)
+            except ValueError:
+                out.append(Problem(f"{at}.{comp}", f"not a version, got {value!r}; allowed a dotted version such as 2.27.7"))
+        for fam in s.families:
+            if fam not in families:
+                out.append(Problem(f"{at}.families", f"unknown instance family, got {fam!r}; allowed {', '.join(families)}"
+                                                     f"{_hint(fam, families)}"))
+        for arch in s.cpu_architectures:
+            if driver_artifact(s.driver, arch) is None:
+                out.append(Problem(f"{at}.driver", f"no pinned NVIDIA driver installer (URL + sha256) for {arch}, got "
+                                                   f"{s.driver!r}; allowed a driver the catalog pins (catalog/data/software.yaml "
+                                                   "artifacts.nvidia_driver)"))
+        if gdrcopy_artifact(s.gdrcopy) is None:
+            out.append(Problem(f"{at}.gdrcopy", f"no pinned GDRCopy archive, got {s.gdrcopy!r}; allowed a version the "
+                                                "catalog pins (artifacts.gdrcopy)"))
+        if s.efa_installer not in known_efa_installers() or not efa_bundle(s.efa_installer).get("libfabric"):
+            out.append(Problem(f"{at}.efa_installer", f"unknown EFA installer bundle, got {s.efa_installer!r}; allowed "
+                                                      f"{', '.join(known_efa_installers())}"))
+        missing = [c for c in ("driver", "cuda", "nccl", "efa_installer", "gdrcopy") if c not in s.sources]
+        if missing:
+            out.append(Problem(f"{at}.sources", f"every pinned version needs its source, missing {', '.join(missing)}; "
+                                                "allowed component -> URL or repository path"))
+    return out
+
+
+# ---- merging -------------------------------------------------------------------------------------------
+def merge_under(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    """``top`` over ``base``: mappings merge key by key, any other value (lists included) of ``top`` replaces."""
+    out = dict(base)
+    for k, v in top.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
+            out[k] = merge_under(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def resolve_extends(data: dict[str, Any], file: str) -> tuple[dict[str, Any], list[Problem]]:
+    """``data`` merged over its ``extends`` chain (paths relative to the extending file), without ``extends``."""
+    chain: list[str] = []
+    current, where = data, Path(file).resolve().parent if Path(file).is_file() else Path.cwd()
+    bases: list[dict[str, Any]] = []
+    while "extends" in current:
+        ref = current["extends"]
+        if not isinstance(ref, str) or not ref.strip():
+            return data, [Problem("extends", f"must be the path of a base blueprint, got {ref!r}; allowed e.g. base.yaml")]
+        target = (where / ref).resolve()
+        if str(target) in chain or len(chain) >= MAX_EXTENDS:
+            why = "a cycle" if str(target) in chain else f"more than {MAX_EXTENDS} levels"
+            return data, [Problem("extends", f"the extends chain is {why}, got {' -> '.join([*chain, str(target)])}; "
+                                             f"allowed at most {MAX_EXTENDS} bases, no cycles")]
+        if not target.is_file():
+            return data, [Problem("extends", f"no such base blueprint, got {ref!r} (looked for {target}); allowed a path "
+                                             "relative to the blueprint")]
+        base = _read_yaml(target, "base blueprint")
+        if not isinstance(base, dict):
+            return data, [Problem("extends", f"the base blueprint {ref!r} is not a mapping; allowed a blueprint file")]
+        chain.append(str(target))
+        bases.append(strip_extensions(base))
+        current, where = base, target.parent
+    merged: dict[str, Any] = {}
+    for b in reversed(bases):
+        merged = merge_under(merged, {k: v for k, v in b.items() if k != "extends"})
+    return merge_under(merged, {k: v for k, v in data.items() if k != "extends"}), []
+
+
+# ---- the organisation's rules ---------------------------------------------------------------------------
+def _matches(value: str, patterns: list[str]) -> bool:
+    return any(fnmatch.fnmatchcase(value, p) for p in patterns)
+
+
+def check(org: Organisation, org_file: str, data: Mapping[str, Any]) -> list[Problem]:
+    """Every way the (merged) blueprint ``data`` breaks ``org``'s rules, as path-qualified errors.
+
+    Reads raw values, so it runs whether or not the blueprint's shape is valid (wrong types are left to the
+    shape check). Defaults: ``orchestrator.kind`` parallelcluster, ``capacity.type`` on_demand (the model's).
+    """
+    label = os.path.basename(org_file)
+    out: list[Problem] = []
+
+    def refuse(path: str, rule: str, rule_id: str, got: str, allowed: list[str]) -> None:
+        shown = ", ".join(allowed) if allowed else "nothing"
+        # no did-you-mean: a refused value is a policy decision, not a typo (typos fail the shape check first)
+        out.append(Problem(path, f"not allowed by the organisation ({label}: {rule}), got {got!r}; allowed {shown}",
+                           rule_id=rule_id, source=org_file))
+
+    a = org.allowed
+    region = data.get("region")
+    if a.regions is not None and isinstance(region, str) and region not in a.regions:
+        refuse("region", "allowed.regions", "ORG-REGION", region, a.regions)
+    orch = data.get("orchestrator")
+    kind = orch.get("kind", "parallelcluster") if isinstance(orch, Mapping) else "parallelcluster"
+    if a.orchestrators is not None and isinstance(kind, str) and kind not in a.orchestrators:
+        refuse("orchestrator.kind", "allowed.orchestrators", "ORG-ORCHESTRATOR", kind, list(a.orchestrators))
+    compute = data.get("compute")
+    for i, g in enumerate(compute if isinstance(compute, list) else []):
+        if not isinstance(g, Mapping):
+            continue
+        it = g.get("instance_type")
+        if a.instance_types is not None and isinstance(it, str) and not _matches(it, a.instance_types):
+            refuse(f"compute[{i}].instance_type", "allowed.instance_types", "ORG-INSTANCE-TYPE", it, a.instance_types)
+        cap = g.get("capacity")
+        ctype = cap.get("type", "on_demand") if isinstance(cap, Mapping) else "on_demand"
+        if a.capacity_types is not None and isinstance(ctype, str) and ctype not in a.capacity_types:
+            refuse(f"compute[{i}].capacity.type", "allowed.capacity_types", "ORG-CAPACITY", ctype, list(a.capacity_types))
+    tags = data.get("tags")
+    tags = tags if isinstance(tags, Mapping) else {}
+    for key, pattern in org.required_tags.items():
+        value = tags.get(key)
+        if value is None:
+            out.append(Problem("tags", f"missing tag required by the organisation ({label}: required_tags.{key}), got "
+                                       f"no {key!r} tag; allowed a value matching {pattern}", rule_id="ORG-TAG", source=org_file))
+        elif not re.fullmatch(pattern, str(value)):
+            out.append(Problem(f"tags.{key}", f"tag value not allowed by the organisation ({label}: required_tags.{key}), "
+                                              f"got {value!r}; allowed a value matching {pattern}", rule_id="ORG-TAG",
+                               source=org_file))
+    return out
+
+
+def apply(data: dict[str, Any], file: str, explicit: str | Path | None = None) -> tuple[dict[str, Any], list[Problem], str | None]:
+    """Strip ``x-`` keys, resolve ``extends``, merge the organisation's defaults under the blueprint and check its
+    rules. Returns (merged data, problems, organisation file or None). Raises :class:`BlueprintError` for a bad
+    organisation file."""
+    data = strip_extensions(data)
+    data, problems = resolve_extends(data, file)
+    org_path = find_organisation(file, explicit)
+    if org_path is None:
+        return data, problems, None
+    if not org_path.is_file():
+        raise BlueprintError(str(org_path), [Problem("", f"no such organisation file, got {str(org_path)!r}; allowed a "
+                                                         f"{ORG_FILE} file, or none")])
+    org = load_organisation(org_path)
+    merged = merge_under(strip_extensions(org.defaults), data)
+    return merged, problems + check(org, str(org_path), merged), str(org_path)

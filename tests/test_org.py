@@ -1,0 +1,292 @@
+"""The organisation layer (fmcluster.validation.organisation): allowed Regions / instance types / orchestrators /
+capacity types, required tags, defaults and ``extends``, ``x-`` anchors, overlay software stacks, the org file's
+own errors and schema, and that every command gets it through the loader."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from fmcluster.blueprint import BlueprintError
+from fmcluster.catalog import software
+from fmcluster.cli import app
+from fmcluster.validation import load_blueprint, load_blueprint_with_warnings
+from fmcluster.validation.organisation import ORG_ENV, org_json_schema, use_organisation
+from tests.blueprints import MINIMAL, blueprint, group, to_yaml
+
+ORG: dict[str, Any] = {
+    "name": "acme",
+    "x-gpu-types": ["p5.48xlarge", "p5en.48xlarge"],
+    "allowed": {
+        "regions": ["us-east-1", "us-west-2"],
+        "instance_types": ["p5.48xlarge", "p5e*.48xlarge"],
+        "orchestrators": ["parallelcluster", "pcs"],
+        "capacity_types": ["on_demand", "capacity_block"],
+    },
+    "required_tags": {"cost-center": r"CC-\d{4}", "owner": ".+"},
+    "defaults": {"tags": {"owner": "ml-platform"}, "observability": {"metrics": "none"}},
+}
+#: A stack the organisation adds: the catalog's h100-570-cuda12.8 pins with NCCL 2.27.7 under its own name.
+ACME_STACK: dict[str, Any] = {
+    "description": "ACME's H100 stack",
+    "driver": "570.172.08", "fabric_manager": "570.172.08", "kernel_modules": "open", "cuda": "12.8.1",
+    "nccl": "2.27.7", "efa_installer": "1.43.2", "gdrcopy": "2.5.1",
+    "families": ["p5", "p5en"], "cpu_architectures": ["x86_64"], "os": ["ubuntu-22.04", "ubuntu-24.04"],
+    "sources": {c: "https://wiki.example.com/acme/h100-stack" for c in ("driver", "cuda", "nccl", "efa_installer", "gdrcopy")},
+}
+TAGGED = {"tags": {"cost-center": "CC-1234"}}
+
+
+@pytest.fixture(autouse=True)
+def _clean(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test starts with no overlay stacks and no org from the environment, and leaves none behind."""
+    monkeypatch.delenv(ORG_ENV, raising=False)
+    saved = dict(software._OVERLAY)
+    software._OVERLAY.clear()
+    yield
+    use_organisation(None)  # a CliRunner run with --org leaves it set for the (test) process
+    software._OVERLAY.clear()
+    software._OVERLAY.update(saved)
+
+
+def write(tmp_path: Path, bp: dict[str, Any] | str, org: dict[str, Any] | None = ORG, name: str = "bp.yaml") -> Path:
+    if org is not None:
+        (tmp_path / "fmcluster.org.yaml").write_text(yaml.safe_dump(org, sort_keys=False))
+    f = tmp_path / name
+    f.write_text(bp if isinstance(bp, str) else to_yaml(bp))
+    return f
+
+
+def problems(f: Path, **kw: Any) -> list[tuple[str, int | None, str | None, str]]:
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint(f, **kw)
+    assert exc.value.file == str(f)
+    return [(p.path, p.line, p.rule_id, p.message) for p in exc.value.problems]
+
+
+# ---- the done-when: Region and tag refused, path-qualified, naming the org rule ---------------------------------
+def test_region_not_allowed_and_missing_tag_are_both_reported(tmp_path: Path) -> None:
+    f = write(tmp_path, blueprint({"region": "eu-west-1", "availability_zone": "eu-west-1a"}))
+    got = [p for p in problems(f) if p[2] and p[2].startswith("ORG-")]
+    assert got == [
+        ("region", 2, "ORG-REGION", "not allowed by the organisation (fmcluster.org.yaml: allowed.regions), got 'eu-west-1'; "
+                                    "allowed us-east-1, us-west-2"),
+        ("tags", None, "ORG-TAG", "missing tag required by the organisation (fmcluster.org.yaml: required_tags.cost-center), "
+                                  r"got no 'cost-center' tag; allowed a value matching CC-\d{4}"),
+    ]
+
+
+def test_rendered_error_names_the_blueprint_file_path_and_rule(tmp_path: Path) -> None:
+    f = write(tmp_path, blueprint({"region": "eu-west-1", "availability_zone": "eu-west-1a"}, TAGGED))
+    r = CliRunner().invoke(app, ["validate", str(f)])
+    assert r.exit_code == 1
+    assert r.stderr.splitlines()[0] == f"{f}: 1 error"
+    assert "error: region (line 2): not allowed by the organisation (fmcluster.org.yaml: allowed.regions), got " \
+           "'eu-west-1'; allowed us-east-1, us-west-2 [ORG-REGION]" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("patch", "path", "rule_id", "fragment"),
+    [
+        ({"compute": [group(instance_type="p4d.24xlarge")]}, "compute[0].instance_type", "ORG-INSTANCE-TYPE",
+         "(fmcluster.org.yaml: allowed.instance_types), got 'p4d.24xlarge'; allowed p5.48xlarge, p5e*.48xlarge"),
+        ({"compute": [group(capacity={"type": "spot"})]}, "compute[0].capacity.type", "ORG-CAPACITY",
+         "(fmcluster.org.yaml: allowed.capacity_types), got 'spot'; allowed on_demand, capacity_block"),
+        ({"orchestrator": {"kind": "hyperpod"}}, "orchestrator.kind", "ORG-ORCHESTRATOR",
+         "(fmcluster.org.yaml: allowed.orchestrators), got 'hyperpod'; allowed parallelcluster, pcs"),
+        ({"tags": {"cost-center": "1234"}}, "tags.cost-center", "ORG-TAG",
+         r"tag value not allowed by the organisation (fmcluster.org.yaml: required_tags.cost-center), got '1234'; "
+         r"allowed a value matching CC-\d{4}"),
+    ],
+)
+def test_each_allow_list_and_tag_pattern(tmp_path: Path, patch: dict[str, Any], path: str, rule_id: str, fragment: str) -> None:
+    f = write(tmp_path, blueprint(TAGGED, patch))
+    got = [p for p in problems(f) if p[2] and p[2].startswith("ORG-")]
+    assert len(got) == 1 and got[0][0] == path and got[0][2] == rule_id and fragment in got[0][3], got
+
+
+def test_patterns_admit_matching_types_and_defaults_fill_tags(tmp_path: Path) -> None:
+    f = write(tmp_path, blueprint(TAGGED, {"compute": [group(instance_type="p5en.48xlarge")]}))
+    bp = load_blueprint(f)
+    assert bp.tags == {"owner": "ml-platform", "cost-center": "CC-1234"}  # owner from defaults, merged under
+    assert bp.compute[0].instance_type == "p5en.48xlarge"
+
+
+def test_blueprint_value_wins_over_defaults_and_lists_replace(tmp_path: Path) -> None:
+    org = {**ORG, "defaults": {**ORG["defaults"], "compute": [group(name="fromorg")]}}
+    f = write(tmp_path, blueprint(TAGGED, {"tags": {"owner": "alice"}}), org)
+    bp = load_blueprint(f)
+    assert bp.tags["owner"] == "alice" and [g.name for g in bp.compute] == ["gpu"]
+
+
+def test_shape_errors_and_org_errors_come_together(tmp_path: Path) -> None:
+    f = write(tmp_path, blueprint({"region": "eu-west-1", "availability_zone": "eu-west-1a", "compute": [group(count="two")]}))
+    paths = {p[0] for p in problems(f)}
+    assert {"region", "tags", "compute[0].count"} <= paths
+
+
+# ---- where the org file comes from -------------------------------------------------------------------------
+def test_explicit_env_and_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "orgs").mkdir()
+    (tmp_path / "orgs" / "strict.yaml").write_text(yaml.safe_dump({"allowed": {"regions": ["us-west-2"]}}))
+    f = write(tmp_path, blueprint(TAGGED), org=None)
+    assert load_blueprint(f).region == "us-east-1"  # no org file beside it: nothing applies
+    assert [p[2] for p in problems(f, org=tmp_path / "orgs" / "strict.yaml")] == ["ORG-REGION"]
+    monkeypatch.setenv(ORG_ENV, str(tmp_path / "orgs" / "strict.yaml"))
+    assert [p[2] for p in problems(f)] == ["ORG-REGION"]
+    monkeypatch.setenv(ORG_ENV, "none")
+    write(tmp_path, blueprint(), ORG)  # an org file beside it, but discovery is off
+    assert load_blueprint(f).name == "t-cluster"
+
+
+def test_cli_org_option_applies_to_every_command(tmp_path: Path) -> None:
+    (tmp_path / "strict.yaml").write_text(yaml.safe_dump({"allowed": {"regions": ["us-west-2"]}}))
+    f = write(tmp_path, blueprint(), org=None)
+    runner = CliRunner()
+    for args in (["validate", str(f)], ["render", str(f), "--out", str(tmp_path / "r")], ["plan", str(f), "--cdk-out", "x"]):
+        r = runner.invoke(app, ["--org", str(tmp_path / "strict.yaml"), *args])
+        assert r.exit_code == 1 and "[ORG-REGION]" in r.stderr, (args, r.output)
+    d = runner.invoke(app, ["--org", str(tmp_path / "strict.yaml"), "diff", str(f), str(f)])
+    assert d.exit_code == 2 and "[ORG-REGION]" in d.stderr
+    assert runner.invoke(app, ["validate", str(f)]).exit_code == 0  # the next run without --org: discovery again
+
+
+def test_app_py_takes_org_from_context() -> None:
+    text = (Path(__file__).parent.parent / "app.py").read_text()
+    assert 'try_get_context("org")' in text and "load_blueprint_with_warnings(path, org=" in text
+
+
+# ---- extends and x- anchors ---------------------------------------------------------------------------------------
+def test_extends_and_anchors(tmp_path: Path) -> None:
+    (tmp_path / "base.yaml").write_text(to_yaml({k: v for k, v in MINIMAL.items() if k != "compute"} | TAGGED))
+    text = """extends: base.yaml
+x-gpu: &gpu
+  instance_type: p5.48xlarge
+  count: 2
+name: derived
+compute:
+  - <<: *gpu
+    name: ga
+  - <<: *gpu
+    name: gb
+    count: 4
+"""
+    f = write(tmp_path, text)
+    bp = load_blueprint(f)
+    assert (bp.name, bp.region, [(g.name, g.count) for g in bp.compute]) == ("derived", "us-east-1", [("ga", 2), ("gb", 4)])
+    assert bp.tags["cost-center"] == "CC-1234"
+
+
+@pytest.mark.parametrize(
+    ("extends", "fragment"),
+    [("missing.yaml", "no such base blueprint, got 'missing.yaml'"), ("bp.yaml", "the extends chain is a cycle"), (3, "must be the path")],
+)
+def test_bad_extends(tmp_path: Path, extends: Any, fragment: str) -> None:
+    f = write(tmp_path, {"extends": extends, **blueprint(TAGGED)})
+    got = problems(f)
+    assert any(p[0] == "extends" and p[1] == 1 and fragment in p[3] for p in got), got
+
+
+# ---- overlay software stacks -------------------------------------------------------------------------------------
+def test_org_adds_a_software_stack_used_by_a_blueprint(tmp_path: Path) -> None:
+    f = write(tmp_path, blueprint(TAGGED, {"software": {"image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}, "stack": "acme-h100"}}), {**ORG, "software_stacks": {"acme-h100": ACME_STACK}})
+    res = load_blueprint_with_warnings(f)
+    assert res.blueprint.software.stack == "acme-h100"
+    assert software.get_stack("acme-h100").nccl == "2.27.7"
+    assert software.get_stack("acme-h100").sources["nccl"] == "https://wiki.example.com/acme/h100-stack"
+    # documented from the data: fmcluster catalog stacks lists it, no docs edit
+    r = CliRunner().invoke(app, ["--org", str(tmp_path / "fmcluster.org.yaml"), "catalog", "stacks"])
+    assert r.exit_code == 0, r.output
+    row = next(line for line in r.stdout.splitlines() if line.startswith("| `acme-h100` |"))
+    assert row.endswith("| 2.5.1 | organisation |") and "| 1.43.2 | 2.1.0amzn5.0 | 1.16.3 |" in row
+
+
+def test_overlay_stack_goes_through_the_software_rules(tmp_path: Path) -> None:
+    """A family the stack does not list: the same software rule as for a catalog stack refuses it. (Its NCCL differs
+    from every catalog stack's: a stack with exactly a catalog stack's versions is known-good on that stack's
+    families too.)"""
+    stack = {**ACME_STACK, "families": ["p5en"], "nccl": "2.27.6"}
+    custom = {"image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}}
+    f = write(tmp_path, blueprint(TAGGED, {"software": {**custom, "stack": "acme-h100"}}),
+              {**ORG, "software_stacks": {"acme-h100": stack}})
+    got = problems(f)
+    assert any(p[0] == "software.stack" and p[2] and p[2].startswith("R-SW") for p in got), got
+
+
+@pytest.mark.parametrize(
+    ("change", "path", "fragment"),
+    [
+        ({"driver": "999.1.1"}, "software_stacks.bad.driver", "no pinned NVIDIA driver installer"),
+        ({"gdrcopy": "9.9"}, "software_stacks.bad.gdrcopy", "no pinned GDRCopy archive"),
+        ({"efa_installer": "0.1.0"}, "software_stacks.bad.efa_installer", "unknown EFA installer bundle"),
+        ({"families": ["p9"]}, "software_stacks.bad.families", "unknown instance family, got 'p9'"),
+        ({"sources": {}}, "software_stacks.bad.sources", "missing driver, cuda, nccl, efa_installer, gdrcopy"),
+        ({"cuda": "twelve"}, "software_stacks.bad.cuda", "not a version"),
+    ],
+)
+def test_bad_overlay_stack_is_an_org_file_error(tmp_path: Path, change: dict[str, Any], path: str, fragment: str) -> None:
+    org = {**ORG, "software_stacks": {"bad": {**ACME_STACK, **change}}}
+    f = write(tmp_path, blueprint(TAGGED), org)
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint(f)
+    assert exc.value.file == str(tmp_path / "fmcluster.org.yaml")
+    assert any(p.path == path and fragment in p.message for p in exc.value.problems), exc.value.problems
+
+
+def test_overlay_cannot_redefine_a_catalog_stack(tmp_path: Path) -> None:
+    f = write(tmp_path, blueprint(TAGGED), {**ORG, "software_stacks": {"h100-570-cuda12.8": ACME_STACK}})
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint(f)
+    assert [p.path for p in exc.value.problems] == ["software_stacks.h100-570-cuda12.8"]
+
+
+# ---- the org file's own errors and schema ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("org", "path", "fragment"),
+    [
+        ({"allowd": {}}, "allowd", "unknown key 'allowd'; allowed allowed, defaults, name, required_tags, software_stacks - did you mean 'allowed'?"),
+        ({"allowed": {"region": ["us-east-1"]}}, "allowed.region", "did you mean 'regions'?"),
+        ({"allowed": {"orchestrators": ["slurm"]}}, "allowed.orchestrators[0]", "invalid value, got 'slurm'"),
+        ({"required_tags": {"team": "(unclosed"}}, "required_tags", "not a regular expression"),
+    ],
+)
+def test_bad_org_file(tmp_path: Path, org: dict[str, Any], path: str, fragment: str) -> None:
+    f = write(tmp_path, blueprint(TAGGED), org)
+    r = CliRunner().invoke(app, ["validate", str(f)])
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert r.stderr.splitlines()[0].startswith(str(tmp_path / "fmcluster.org.yaml"))
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint(f)
+    assert any(p.path == path and fragment in p.message for p in exc.value.problems), exc.value.problems
+
+
+def test_org_schema() -> None:
+    schema = org_json_schema()
+    assert schema["additionalProperties"] is False
+    assert set(schema["properties"]) == {"name", "allowed", "required_tags", "defaults", "software_stacks"}
+    r = CliRunner().invoke(app, ["schema", "--org"])
+    assert r.exit_code == 0 and json.loads(r.stdout) == schema
+
+
+def test_example_org_file_validates_the_examples_it_allows() -> None:
+    """docs/organisation.md's example file is real: the default blueprint passes it once tagged."""
+    root = Path(__file__).parent.parent
+    example_org = root / "docs" / "examples" / "fmcluster.org.yaml"
+    data = yaml.safe_load((root / "blueprints" / "default.yaml").read_text())
+    data["tags"] = {**data.get("tags", {}), "cost-center": "CC-0042"}
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "default.yaml"
+        f.write_text(to_yaml(data))
+        assert load_blueprint(f, org=example_org).tags["cost-center"] == "CC-0042"
+        f.write_text(to_yaml({**data, "tags": {}}))
+        with pytest.raises(BlueprintError) as exc:
+            load_blueprint(f, org=example_org)
+        assert [p.rule_id for p in exc.value.problems] == ["ORG-TAG"]
