@@ -195,7 +195,9 @@ def test_bad_extends(tmp_path: Path, extends: Any, fragment: str) -> None:
 
 # ---- overlay software stacks -------------------------------------------------------------------------------------
 def test_org_adds_a_software_stack_used_by_a_blueprint(tmp_path: Path) -> None:
-    f = write(tmp_path, blueprint(TAGGED, {"software": {"image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}, "stack": "acme-h100"}}), {**ORG, "software_stacks": {"acme-h100": ACME_STACK}})
+    custom = {"image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}}
+    f = write(tmp_path, blueprint(TAGGED, {"software": {**custom, "stack": "acme-h100"}}),
+              {**ORG, "software_stacks": {"acme-h100": ACME_STACK}})
     res = load_blueprint_with_warnings(f)
     assert res.blueprint.software.stack == "acme-h100"
     assert software.get_stack("acme-h100").nccl == "2.27.7"
