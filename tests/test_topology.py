@@ -348,3 +348,18 @@ def test_mixed_clusters_in_conf_are_a_tree_with_a_warning() -> None:
     yaml_text, _ = generate(doc, nodes, "yaml")
     parsed = yaml.safe_load(yaml_text)
     assert parsed[1]["block"]["blocks"] == [{"block": "cb-1", "nodes": "nvl-1"}]
+
+
+def test_nodes_without_an_instance_stay_schedulable_on_the_fallback_switch() -> None:
+    """A powered-down cloud node has no instance; topology/tree only places jobs on nodes under a switch
+    (topology.conf.5: "All nodes in the network must be connected to at least one switch"), so it is
+    listed on the fallback switch, without a warning."""
+    doc = {"Instances": [{"InstanceId": "i-00000000000000001", "InstanceType": "p5.48xlarge",
+                          "NetworkNodes": ["nn-1", "nn-2", "nn-3"]}]}
+    text, warnings = generate(doc, "i-00000000000000001 gpu-st-p5-1\ngpu-dy-p5-1\ngpu-dy-p5-2\n", "conf", "tree")
+    assert text.splitlines()[1:] == [
+        "SwitchName=nn-3 Nodes=gpu-st-p5-1", "SwitchName=nn-2 Switches=nn-3", "SwitchName=nn-1 Switches=nn-2",
+        "SwitchName=fmc-no-topology Nodes=gpu-dy-p5-1,gpu-dy-p5-2", "SwitchName=fmc-root Switches=fmc-no-topology,nn-1"]
+    assert warnings == []
+    only_idle, _ = generate({"Instances": []}, "gpu-dy-p5-1\n", "conf", "tree")
+    assert only_idle.splitlines()[1:] == ["SwitchName=fmc-no-topology Nodes=gpu-dy-p5-1"]

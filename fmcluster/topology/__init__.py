@@ -8,15 +8,17 @@ from fmcluster.topology.ec2_slurm import (
     DEFAULT_NVLINK_TYPES,
     FALLBACK_SWITCH,
     InputError,
+    Nodes,
     Topology,
     build,
     generate,
     parse_instances,
     parse_node_map,
+    parse_nodes,
     read_json_or_text,
     render_conf,
     render_yaml,
 )
 
 __all__ = ["DEFAULT_NVLINK_TYPES", "FALLBACK_SWITCH", "InputError", "Topology", "build", "generate", "parse_instances",
-           "parse_node_map", "read_json_or_text", "render_conf", "render_yaml"]
+           "Nodes", "parse_node_map", "parse_nodes", "read_json_or_text", "render_conf", "render_yaml"]

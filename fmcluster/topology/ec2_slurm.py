@@ -20,7 +20,9 @@ shape) and may be null right after launch (eventual consistency, ``DescribeInsta
 documentation).
 
 ``nodes``: the map instance id -> Slurm node name of the cluster's nodes, as a JSON object
-``{"i-0abc...": "gpu-st-p5-1"}`` or as text lines ``<instance-id> <node-name>`` (``#`` comments).
+``{"i-0abc...": "gpu-st-p5-1"}`` or as text lines ``<instance-id> <node-name>`` (``#`` comments); a text
+line ``<node-name>`` alone is a node without an instance now (a powered-down cloud node), placed on the
+fallback switch so topology/tree can still choose it.
 
 Output
 ------
@@ -162,15 +164,33 @@ def _pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
 
 
 def parse_node_map(doc: object, source: str = "nodes") -> tuple[dict[str, str], list[str]]:
-    """Instance id -> Slurm node name, and the warnings about entries left out.
+    """Instance id -> Slurm node name, and the warnings about entries left out (see :func:`parse_nodes`)."""
+    nodes = parse_nodes(doc, source)
+    return nodes.by_instance, nodes.warnings
 
-    ``doc`` is a JSON object or the text of ``<instance-id> <node-name>`` lines. An entry whose instance
-    id or node name is malformed is left out with a warning (it cannot be an instance or a Slurm node);
-    a node name given to two instances keeps the first. Raises :class:`InputError` when ``doc`` is
-    neither kind.
+
+@dataclass
+class Nodes:
+    """The cluster's Slurm nodes: ``by_instance`` (instance id -> node name), ``without_instance`` (nodes
+    with no instance now, e.g. powered-down cloud nodes), ``warnings`` about entries left out."""
+
+    by_instance: dict[str, str]
+    without_instance: list[str]
+    warnings: list[str]
+
+
+def parse_nodes(doc: object, source: str = "nodes") -> Nodes:
+    """The node map: a JSON object ``{instance-id: node-name}``, or text lines ``<instance-id> <node-name>``
+    and ``<node-name>`` (a node without an instance now: it goes to the fallback switch, so Slurm may still
+    pick it, e.g. to power it up; topology/tree places jobs only on nodes under a switch).
+
+    An entry whose instance id or node name is malformed is left out with a warning (it cannot be an
+    instance or a Slurm node); a node name given twice keeps the first. Raises :class:`InputError` when
+    ``doc`` is neither kind.
     """
     warnings: list[str] = []
     pairs: list[tuple[str, object, str]] = []
+    without: list[tuple[str, str]] = []
     if isinstance(doc, dict):
         pairs = [(str(k), v, f"{source}[{k!r}]") for k, v in doc.items()]
     elif isinstance(doc, str):
@@ -179,9 +199,12 @@ def parse_node_map(doc: object, source: str = "nodes") -> tuple[dict[str, str], 
             if not line:
                 continue
             parts = line.split()
+            if len(parts) == 1:
+                without.append((parts[0], f"{source} line {n}"))
+                continue
             if len(parts) != 2:
-                warnings.append(f"{source} line {n}: expected '<instance-id> <node-name>', got {_describe(raw.strip())}; "
-                                "line ignored")
+                warnings.append(f"{source} line {n}: expected '<instance-id> <node-name>' or '<node-name>', got "
+                                f"{_describe(raw.strip())}; line ignored")
                 continue
             pairs.append((parts[0], parts[1], f"{source} line {n}"))
     else:
@@ -208,7 +231,16 @@ def parse_node_map(doc: object, source: str = "nodes") -> tuple[dict[str, str], 
             continue
         owner[name] = instance_id
         result[instance_id] = name
-    return result, warnings
+    idle: list[str] = []
+    for name, where in without:
+        if not NAME_RE.match(name) or name.startswith(RESERVED_PREFIX):
+            warnings.append(f"{where}: not a Slurm node name, got {_describe(name)}; allowed letters, digits, "
+                            f"'_', '.', '-' (at most 64, not starting with {RESERVED_PREFIX!r}); entry ignored")
+        elif name in owner or name in idle:
+            warnings.append(f"{where}: node {name} listed twice; the first kept")
+        else:
+            idle.append(name)
+    return Nodes(result, idle, warnings)
 
 
 def parse_instances(doc: object, source: str = "instances") -> tuple[list[Instance], list[str]]:
@@ -287,13 +319,14 @@ def _parse_instance(item: object, where: str, warnings: list[str]) -> Instance |
 
 # ---- building -----------------------------------------------------------------------------------------
 def build(instances: Sequence[Instance], node_map: dict[str, str],
-          nvlink_types: Iterable[str] = DEFAULT_NVLINK_TYPES) -> Topology:
+          nvlink_types: Iterable[str] = DEFAULT_NVLINK_TYPES, without_instance: Sequence[str] = ()) -> Topology:
     """The tree and block topology of the nodes in ``node_map``.
 
     ``nvlink_types``: instance types whose instances belong to an NVLink domain (UltraServer), named by
     their ``CapacityBlockId``; one of them without it is reported. Every node of ``node_map`` ends up in
     the tree (its network nodes, or :data:`FALLBACK_SWITCH`); every instance of an ``nvlink_types`` type
-    with a ``CapacityBlockId`` in that block.
+    with a ``CapacityBlockId`` in that block. ``without_instance``: nodes known to have no instance now;
+    they go to the fallback switch without a warning.
     """
     topo = Topology()
     nvlink = set(nvlink_types)
@@ -352,6 +385,7 @@ def build(instances: Sequence[Instance], node_map: dict[str, str],
             nodes = []
         topo.switches[nn] = (switches, nodes)
         topo.levels[nn] = level[nn]
+    fallback += without_instance
     if fallback:
         topo.switches[FALLBACK_SWITCH] = ([], sorted(fallback, key=_natural))
         topo.levels[FALLBACK_SWITCH] = 0
@@ -359,7 +393,7 @@ def build(instances: Sequence[Instance], node_map: dict[str, str],
     if len(tops) > 1:
         topo.switches[ROOT_SWITCH] = (tops, [])
         topo.levels[ROOT_SWITCH] = -1
-    topo.tree_nodes = sorted(node_map.values(), key=_natural)
+    topo.tree_nodes = sorted([*node_map.values(), *without_instance], key=_natural)
 
     zones = {i.zone for i in instances if i.instance_id in node_map and i.zone}
     if len(zones) > 1:
@@ -482,13 +516,14 @@ def generate(instances_doc: object, nodes_doc: object, fmt: str = "conf", plugin
         raise InputError(f"format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
     if plugin not in PLUGINS:
         raise InputError(f"plugin: expected one of {', '.join(PLUGINS)}, got {plugin!r}")
-    node_map, warnings = parse_node_map(nodes_doc)
+    nodes = parse_nodes(nodes_doc)
+    warnings = list(nodes.warnings)
     instances, more = parse_instances(instances_doc)
     warnings += more
-    if not node_map:
+    if not nodes.by_instance and not nodes.without_instance:
         raise InputError("nodes: no usable instance-id -> node-name entry" + ("" if not warnings else
                                                                                f" ({len(warnings)} ignored)"))
-    topo = build(instances, node_map, nvlink_types)
+    topo = build(instances, nodes.by_instance, nvlink_types, nodes.without_instance)
     text = render_yaml(topo) if fmt == "yaml" else render_conf(topo, plugin)
     return text, warnings + topo.warnings
 
