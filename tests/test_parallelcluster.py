@@ -101,19 +101,24 @@ def test_image_os_follows_the_software_os(os: str, pc_os: str) -> None:
 def test_head_node_runs_the_observability_script_with_the_node_policy(metrics: str) -> None:
     t, props = cluster({"observability": {"metrics": metrics}})
     head = props["ClusterConfiguration"]["HeadNode"]
-    script = head["CustomActions"]["OnNodeConfigured"]["Script"]["Fn::Sub"]
-    assert head["Iam"]["S3Access"] == [{"BucketName": {"Fn::Sub": "cdk-hnb659fds-assets-${AWS::AccountId}-us-east-1"},
-                                        "KeyName": script.rsplit("/", 1)[1]}]
-    [ssm, policy] = head["Iam"]["AdditionalIamPolicies"]
+    # first in the sequence; the topology installer follows (tests/test_slurm_settings.py)
+    script = head["CustomActions"]["OnNodeConfigured"]["Sequence"][0]["Script"]["Fn::Sub"]
+    assert head["Iam"]["S3Access"][0] == {"BucketName": {"Fn::Sub": "cdk-hnb659fds-assets-${AWS::AccountId}-us-east-1"},
+                                          "KeyName": script.rsplit("/", 1)[1]}
+    [ssm, policy, _topology] = head["Iam"]["AdditionalIamPolicies"]
     assert ssm == {"Policy": {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"}}
     assert "ObservabilityNodePolicy" in policy["Policy"]["Fn::ImportValue"]
 
 
-def test_head_node_has_no_custom_action_without_metrics() -> None:
-    _, props = cluster()
-    assert "CustomActions" not in props["ClusterConfiguration"]["HeadNode"]
-    assert props["ClusterConfiguration"]["HeadNode"]["Iam"] == {"AdditionalIamPolicies": [
-        {"Policy": {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"}}]}
+def test_head_node_runs_only_the_topology_scripts_without_metrics() -> None:
+    t, props = cluster()
+    head = props["ClusterConfiguration"]["HeadNode"]
+    assert set(head["CustomActions"]) == {"OnNodeStart", "OnNodeConfigured"}  # topology placeholder, installer
+    assert "Script" in head["CustomActions"]["OnNodeConfigured"]
+    [topology] = [k for k in resources_of(t, "AWS::IAM::ManagedPolicy") if "TopologyPolicy" in k]
+    assert head["Iam"]["AdditionalIamPolicies"] == [
+        {"Policy": {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"}},
+        {"Policy": {"Ref": topology}}]
 
 
 def test_kms_checkpoint_bucket_adds_the_key_policy_to_every_queue() -> None:
@@ -158,7 +163,8 @@ def test_deletion_policy_is_a_retained_resource_property(default: dict[str, Any]
 
 def test_slurm_settings(default: dict[str, Any]) -> None:
     assert default["ClusterConfiguration"]["Scheduling"]["SlurmSettings"] == {
-        "QueueUpdateStrategy": "DRAIN", "ScaledownIdletime": 10, "EnableMemoryBasedScheduling": False}
+        "QueueUpdateStrategy": "DRAIN", "ScaledownIdletime": 10, "EnableMemoryBasedScheduling": False,
+        "CustomSlurmSettings": [{"TopologyPlugin": "topology/tree"}]}  # tests/test_slurm_settings.py
     (queue,) = default["ClusterConfiguration"]["Scheduling"]["SlurmQueues"]
     assert queue["HealthChecks"] == {"Gpu": {"Enabled": True}}
     assert queue["ComputeSettings"]["LocalStorage"]["RootVolume"] == {"Size": 200, "Encrypted": True, "VolumeType": "gp3"}
@@ -186,7 +192,8 @@ def test_settings_reach_the_config() -> None:
     config = props["ClusterConfiguration"]
     assert props["DeletionPolicy"] == "Delete"
     assert config["Scheduling"]["SlurmSettings"] == {
-        "QueueUpdateStrategy": "TERMINATE", "ScaledownIdletime": 30, "EnableMemoryBasedScheduling": True}
+        "QueueUpdateStrategy": "TERMINATE", "ScaledownIdletime": 30, "EnableMemoryBasedScheduling": True,
+        "CustomSlurmSettings": [{"TopologyPlugin": "topology/tree"}]}
     assert config["Monitoring"]["Logs"]["CloudWatch"]["RetentionInDays"] == 90
     assert config["Monitoring"]["Dashboards"] == {"CloudWatch": {"Enabled": False}}
     assert config["Scheduling"]["SlurmQueues"][0]["HealthChecks"] == {"Gpu": {"Enabled": False}}

@@ -43,6 +43,14 @@ from fmcluster.constructs.capacity import ROOT_VOLUME_GIB, ROOT_VOLUME_TYPE, res
 from fmcluster.constructs.orchestrators.common import acknowledge
 from fmcluster.constructs.storage import CheckpointAccess, LustreMount, checkpoint_statements
 from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
+from fmcluster.templates.topology_scripts import (
+    PARALLELCLUSTER_CLUSTER_TAG,
+    PARALLELCLUSTER_SLURM,
+    TopologyRefresh,
+    parallelcluster_node_names,
+    render_topology_installer,
+    render_topology_placeholder,
+)
 
 PROVIDER_TEMPLATE_URL = (
     "https://${AWS::Region}-aws-parallelcluster.s3.${AWS::Region}.${AWS::URLSuffix}"
@@ -115,6 +123,7 @@ class ParallelClusterCluster(Construct):
         head_policies = [{"Policy": Fn.sub(SSM_CORE_POLICY)}]
         if head_node_policy is not None:
             head_policies.append({"Policy": head_node_policy.managed_policy_arn})
+        self.topology_wired = self._wire_topology(head_node, head_policies, cluster_name, region, groups)
         head_node.setdefault("Iam", {})["AdditionalIamPolicies"] = head_policies
         image: dict[str, Any] = {"Os": OS_NAMES[os]}
         if spec.custom_ami:
@@ -154,6 +163,8 @@ class ParallelClusterCluster(Construct):
             },
             "Tags": [{"Key": k, "Value": v} for k, v in sorted(tags.items())],
         }
+        if self.topology_wired:
+            self.config["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"] = [{"TopologyPlugin": "topology/tree"}]
         if lustre is not None:
             self.config["SharedStorage"] = [{
                 "MountDir": lustre.mount_point, "Name": "fsx", "StorageType": "FsxLustre",
@@ -168,6 +179,55 @@ class ParallelClusterCluster(Construct):
                 "DeletionPolicy": spec.deletion_policy,
             },
         )
+
+    def _wire_topology(self, head_node: dict[str, Any], head_policies: list[dict[str, Any]], cluster_name: str,
+                       region: str, groups: Sequence[ResolvedGroup]) -> bool:
+        """Slurm ``topology/tree`` from EC2 instance topology, kept current by a timer on the head node
+        (:mod:`fmcluster.templates.topology_scripts`); True when wired.
+
+        Not wired when a queue has an UltraServer type (p6e-gb200): ParallelCluster then writes
+        ``topology.conf`` for ``topology/block`` itself (aws-parallelcluster 3.16.1
+        ``pcluster/templates/cluster_stack.py`` passes ``p6egb200_block_sizes`` to the cookbook, whose
+        ``block_topology`` resource runs ``pcluster_topology_generator.py``), and a second writer would fight it.
+        Otherwise: ``TopologyPlugin=topology/tree`` through ``SlurmSettings.CustomSlurmSettings`` (not on
+        ParallelCluster's deny-list, ``pcluster/validators/slurm_settings_validator.py``), a first
+        ``topology.conf`` with every node at ``OnNodeStart`` (before slurmctld starts), the refresh timer at
+        ``OnNodeConfigured`` (after the observability script, when there is one: ``CustomActions`` ``Sequence``,
+        ``pcluster/schemas/cluster_schema.py``), and ``ec2:DescribeInstanceTopology`` /
+        ``ec2:DescribeInstances`` for the head node's role. Those two actions take no resource-level
+        permissions (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonec2.html),
+        hence ``*``.
+        """
+        if any(g.instance.ultraserver_sizes for g in groups):
+            return False
+        nodes = [n for g in groups for n in parallelcluster_node_names(
+            g.name, compute_resource_name(g.spec.instance_type), g.spec.effective_min_count, g.spec.count)]
+        refresh = TopologyRefresh(
+            region=region, tag_key=PARALLELCLUSTER_CLUSTER_TAG, tag_value=cluster_name,
+            slurm_bin=f"{PARALLELCLUSTER_SLURM}/bin", topology_file=f"{PARALLELCLUSTER_SLURM}/etc/topology.conf",
+            orchestrator="AWS ParallelCluster", node_label="head node", plugin="tree")
+        installer = ScriptAsset(self, "TopologyInstaller", text=render_topology_installer(refresh),
+                                file_name="fmcluster-topology-install.sh")
+        placeholder = ScriptAsset(self, "TopologyPlaceholder", text=render_topology_placeholder(
+            refresh.topology_file, nodes), file_name="fmcluster-topology-placeholder.sh")
+        actions = head_node.setdefault("CustomActions", {})
+        configured = actions.get("OnNodeConfigured")
+        if configured is None:
+            actions["OnNodeConfigured"] = {"Script": installer.s3_url}
+        else:
+            actions["OnNodeConfigured"] = {"Sequence": [configured, {"Script": installer.s3_url}]}
+        actions["OnNodeStart"] = {"Script": placeholder.s3_url}
+        s3 = head_node.setdefault("Iam", {}).setdefault("S3Access", [])
+        s3 += [{"BucketName": a.bucket_name, "KeyName": a.object_key} for a in (installer, placeholder)]
+        policy = iam.ManagedPolicy(self, "TopologyPolicy", description="Slurm topology refresh on the head node",
+                                   statements=[iam.PolicyStatement(
+                                       sid="TopologyRead", actions=["ec2:DescribeInstanceTopology", "ec2:DescribeInstances"],
+                                       resources=["*"])])
+        acknowledge(policy, ("AwsSolutions-IAM5[Resource::*]",
+                             "ec2:DescribeInstanceTopology and ec2:DescribeInstances support no resource-level "
+                             "permissions; read-only"))
+        head_policies.append({"Policy": policy.managed_policy_arn})
+        return True
 
     def _checkpoint_policy(self, checkpoints: CheckpointAccess | None) -> iam.ManagedPolicy | None:
         """What ParallelCluster's ``S3Access`` does not grant for the checkpoint prefix, as one managed policy
