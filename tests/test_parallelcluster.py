@@ -12,7 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
+from fmcluster.constructs.orchestrators.parallelcluster import TASK_PROLOG
+from fmcluster.resolved.cluster import NODE_DIR
 from fmcluster.review.pcluster_config import cluster_configurations
+from fmcluster.templates.slurm_hooks import slurm_conf_settings
 from tests.blueprints import blueprint_text
 from tests.conftest import EXAMPLES, ROOT, resources_of, synth_templates
 from tests.orchestrator_support import KINDS, cluster_template, matrix_stacks, matrix_templates, same_blueprint_text
@@ -113,8 +116,8 @@ def test_head_node_runs_the_observability_script_with_the_node_policy(metrics: s
 def test_head_node_runs_only_the_topology_scripts_without_metrics() -> None:
     t, props = cluster()
     head = props["ClusterConfiguration"]["HeadNode"]
-    assert set(head["CustomActions"]) == {"OnNodeStart", "OnNodeConfigured"}  # topology placeholder, installer
-    assert "Script" in head["CustomActions"]["OnNodeConfigured"]
+    assert set(head["CustomActions"]) == {"OnNodeStart", "OnNodeConfigured"}  # topology placeholder, installers
+    assert len(head["CustomActions"]["OnNodeConfigured"]["Sequence"]) == 2  # topology, Slurm hooks
     [topology] = [k for k in resources_of(t, "AWS::IAM::ManagedPolicy") if "TopologyPolicy" in k]
     assert head["Iam"]["AdditionalIamPolicies"] == [
         {"Policy": {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"}},
@@ -164,7 +167,8 @@ def test_deletion_policy_is_a_retained_resource_property(default: dict[str, Any]
 def test_slurm_settings(default: dict[str, Any]) -> None:
     assert default["ClusterConfiguration"]["Scheduling"]["SlurmSettings"] == {
         "QueueUpdateStrategy": "DRAIN", "ScaledownIdletime": 10, "EnableMemoryBasedScheduling": False,
-        "CustomSlurmSettings": [{"TopologyPlugin": "topology/tree"}]}  # tests/test_slurm_settings.py
+        "CustomSlurmSettings": [{"TopologyPlugin": "topology/tree"}, *slurm_conf_settings(NODE_DIR, TASK_PROLOG)]}
+    # (topology and hooks: tests/test_slurm_settings.py)
     (queue,) = default["ClusterConfiguration"]["Scheduling"]["SlurmQueues"]
     assert queue["HealthChecks"] == {"Gpu": {"Enabled": True}}
     assert queue["ComputeSettings"]["LocalStorage"]["RootVolume"] == {"Size": 200, "Encrypted": True, "VolumeType": "gp3"}
@@ -193,7 +197,7 @@ def test_settings_reach_the_config() -> None:
     assert props["DeletionPolicy"] == "Delete"
     assert config["Scheduling"]["SlurmSettings"] == {
         "QueueUpdateStrategy": "TERMINATE", "ScaledownIdletime": 30, "EnableMemoryBasedScheduling": True,
-        "CustomSlurmSettings": [{"TopologyPlugin": "topology/tree"}]}
+        "CustomSlurmSettings": [{"TopologyPlugin": "topology/tree"}, *slurm_conf_settings(NODE_DIR, TASK_PROLOG)]}
     assert config["Monitoring"]["Logs"]["CloudWatch"]["RetentionInDays"] == 90
     assert config["Monitoring"]["Dashboards"] == {"CloudWatch": {"Enabled": False}}
     assert config["Scheduling"]["SlurmQueues"][0]["HealthChecks"] == {"Gpu": {"Enabled": False}}

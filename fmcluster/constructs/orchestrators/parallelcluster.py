@@ -43,6 +43,13 @@ from fmcluster.constructs.capacity import ROOT_VOLUME_GIB, ROOT_VOLUME_TYPE, res
 from fmcluster.constructs.orchestrators.common import acknowledge
 from fmcluster.constructs.storage import CheckpointAccess, LustreMount, checkpoint_statements
 from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
+from fmcluster.resolved.cluster import NODE_DIR
+from fmcluster.templates.slurm_hooks import (
+    IMEX_PROLOG_FLAGS,
+    render_hooks_installer,
+    render_imex_prolog,
+    slurm_conf_settings,
+)
 from fmcluster.templates.topology_scripts import (
     PARALLELCLUSTER_CLUSTER_TAG,
     PARALLELCLUSTER_SLURM,
@@ -57,6 +64,10 @@ PROVIDER_TEMPLATE_URL = (
     "/parallelcluster/{version}/templates/custom_resource/cluster.yaml"
 )
 SSM_CORE_POLICY = "arn:${AWS::Partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"
+#: Where the head node writes fmcluster's Slurm TaskProlog (shared with the compute nodes).
+TASK_PROLOG = "/opt/slurm/etc/fmcluster-task-prolog.sh"
+#: ParallelCluster runs every script of this shared directory as the Slurm prolog (the ParallelCluster IMEX guide).
+IMEX_PROLOG = "/opt/slurm/etc/scripts/prolog.d/91_fmcluster_imex_prolog.sh"
 OS_NAMES = {"ubuntu-22.04": "ubuntu2204", "ubuntu-24.04": "ubuntu2404", "amazon-linux-2023": "alinux2023"}
 
 __all__ = ["ParallelClusterCluster", "capacity_settings", "compute_resource_name"]
@@ -124,6 +135,8 @@ class ParallelClusterCluster(Construct):
         if head_node_policy is not None:
             head_policies.append({"Policy": head_node_policy.managed_policy_arn})
         self.topology_wired = self._wire_topology(head_node, head_policies, cluster_name, region, groups)
+        imex_types = sorted({g.spec.instance_type for g in groups if g.instance.imex})
+        self._wire_slurm_hooks(head_node, imex_types)
         head_node.setdefault("Iam", {})["AdditionalIamPolicies"] = head_policies
         image: dict[str, Any] = {"Os": OS_NAMES[os]}
         if spec.custom_ami:
@@ -163,8 +176,11 @@ class ParallelClusterCluster(Construct):
             },
             "Tags": [{"Key": k, "Value": v} for k, v in sorted(tags.items())],
         }
-        if self.topology_wired:
-            self.config["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"] = [{"TopologyPlugin": "topology/tree"}]
+        custom: list[dict[str, Any]] = [{"TopologyPlugin": "topology/tree"}] if self.topology_wired else []
+        custom += slurm_conf_settings(NODE_DIR, TASK_PROLOG)
+        if imex_types:
+            custom.append({"PrologFlags": IMEX_PROLOG_FLAGS})
+        self.config["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"] = custom
         if lustre is not None:
             self.config["SharedStorage"] = [{
                 "MountDir": lustre.mount_point, "Name": "fsx", "StorageType": "FsxLustre",
@@ -210,15 +226,9 @@ class ParallelClusterCluster(Construct):
                                 file_name="fmcluster-topology-install.sh")
         placeholder = ScriptAsset(self, "TopologyPlaceholder", text=render_topology_placeholder(
             refresh.topology_file, nodes), file_name="fmcluster-topology-placeholder.sh")
-        actions = head_node.setdefault("CustomActions", {})
-        configured = actions.get("OnNodeConfigured")
-        if configured is None:
-            actions["OnNodeConfigured"] = {"Script": installer.s3_url}
-        else:
-            actions["OnNodeConfigured"] = {"Sequence": [configured, {"Script": installer.s3_url}]}
-        actions["OnNodeStart"] = {"Script": placeholder.s3_url}
-        s3 = head_node.setdefault("Iam", {}).setdefault("S3Access", [])
-        s3 += [{"BucketName": a.bucket_name, "KeyName": a.object_key} for a in (installer, placeholder)]
+        self._on_node_configured(head_node, installer)
+        head_node["CustomActions"]["OnNodeStart"] = {"Script": placeholder.s3_url}
+        head_node["Iam"]["S3Access"].append({"BucketName": placeholder.bucket_name, "KeyName": placeholder.object_key})
         policy = iam.ManagedPolicy(self, "TopologyPolicy", description="Slurm topology refresh on the head node",
                                    statements=[iam.PolicyStatement(
                                        sid="TopologyRead", actions=["ec2:DescribeInstanceTopology", "ec2:DescribeInstances"],
@@ -228,6 +238,42 @@ class ParallelClusterCluster(Construct):
                              "permissions; read-only"))
         head_policies.append({"Policy": policy.managed_policy_arn})
         return True
+
+    @staticmethod
+    def _on_node_configured(head_node: dict[str, Any], asset: ScriptAsset) -> None:
+        """Run ``asset`` at the head node's ``OnNodeConfigured``, after the scripts already there (a
+        ``Sequence`` from the second one on), and let the head node read it."""
+        actions = head_node.setdefault("CustomActions", {})
+        configured = actions.get("OnNodeConfigured")
+        step = {"Script": asset.s3_url}
+        if configured is None:
+            actions["OnNodeConfigured"] = step
+        elif "Sequence" in configured:
+            configured["Sequence"].append(step)
+        else:
+            actions["OnNodeConfigured"] = {"Sequence": [configured, step]}
+        head_node.setdefault("Iam", {}).setdefault("S3Access", []).append(
+            {"BucketName": asset.bucket_name, "KeyName": asset.object_key})
+
+    def _wire_slurm_hooks(self, head_node: dict[str, Any], imex_types: Sequence[str]) -> None:
+        """The node check's fast mode as ``HealthCheckProgram`` (draining with the reason) and the job
+        environment as ``TaskProlog`` (:mod:`fmcluster.templates.slurm_hooks`). The TaskProlog is written to
+        ``/opt/slurm/etc`` on the head node, which compute nodes mount over NFS (aws-parallelcluster-cookbook
+        ``aws-parallelcluster-slurm/recipes/config/mount_slurm_dir.rb``); ``HealthCheckProgram``,
+        ``HealthCheckInterval``, ``HealthCheckNodeState`` and ``TaskProlog`` are not on ParallelCluster's
+        deny-list (``Prolog`` and ``Epilog`` are: ParallelCluster owns those).
+
+        With IMEX types (p6e-gb200) the IMEX prolog goes into ParallelCluster's prolog directory
+        ``/opt/slurm/etc/scripts/prolog.d/`` and ``PrologFlags=Alloc,NoHold`` into ``CustomSlurmSettings``, as the
+        ParallelCluster guide "Support NVIDIA-Imex with p6e-gb200 instance"
+        (https://docs.aws.amazon.com/parallelcluster/latest/ug/support-nvidia-imex-p6e-gb200-instance.html) does."""
+        imex_script = render_imex_prolog(NODE_DIR, f"{PARALLELCLUSTER_SLURM}/bin/scontrol", imex_types) if imex_types else ""
+        installer = ScriptAsset(self, "SlurmHooksInstaller", file_name="fmcluster-slurm-hooks-install.sh",
+                                text=render_hooks_installer(
+                                    NODE_DIR, TASK_PROLOG, orchestrator="AWS ParallelCluster", node_label="head node",
+                                    share_note="Compute nodes mount /opt/slurm from the head node over NFS.",
+                                    imex_prolog=IMEX_PROLOG if imex_types else None, imex_script=imex_script))
+        self._on_node_configured(head_node, installer)
 
     def _checkpoint_policy(self, checkpoints: CheckpointAccess | None) -> iam.ManagedPolicy | None:
         """What ParallelCluster's ``S3Access`` does not grant for the checkpoint prefix, as one managed policy
