@@ -181,6 +181,8 @@ class ParallelClusterCluster(Construct):
         if imex_types:
             custom.append({"PrologFlags": IMEX_PROLOG_FLAGS})
         self.config["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"] = custom
+        if spec.login_instance_type:
+            self.config["LoginNodes"] = {"Pools": [self._login_pool(spec, subnet, security_group)]}
         if lustre is not None:
             self.config["SharedStorage"] = [{
                 "MountDir": lustre.mount_point, "Name": "fsx", "StorageType": "FsxLustre",
@@ -238,6 +240,20 @@ class ParallelClusterCluster(Construct):
                              "permissions; read-only"))
         head_policies.append({"Policy": policy.managed_policy_arn})
         return True
+
+    @staticmethod
+    def _login_pool(spec: ParallelClusterSettings, subnet: ec2.ISubnet, sg: ec2.ISecurityGroup) -> dict[str, Any]:
+        """One ``LoginNodes.Pools`` entry (ParallelCluster >= 3.7; ``LoginNodesPoolSchema`` in 3.16.1
+        ``pcluster/schemas/cluster_schema.py``: Name, InstanceType, Count, Networking.SubnetIds required): the
+        head node's subnet and extra security group, SSM Session Manager through the same managed policy. No
+        ``Ssh.KeyName``: "Starting with ParallelCluster 3.15, the KeyName parameter is no longer supported for
+        Login Nodes" (3.16.1 schema; login nodes take the head node's key)."""
+        pool: dict[str, Any] = {
+            "Name": "login", "InstanceType": spec.login_instance_type, "Count": spec.login_count,
+            "Networking": {"SubnetIds": [subnet.subnet_id], "AdditionalSecurityGroups": [sg.security_group_id]},
+            "Iam": {"AdditionalIamPolicies": [{"Policy": Fn.sub(SSM_CORE_POLICY)}]},
+        }
+        return pool
 
     @staticmethod
     def _on_node_configured(head_node: dict[str, Any], asset: ScriptAsset) -> None:
