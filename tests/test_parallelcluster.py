@@ -85,7 +85,8 @@ def test_fsx_is_mounted_as_existing_shared_storage() -> None:
 def test_bootstrap_script_is_on_node_configured_and_readable_object_level() -> None:
     t, props = cluster()
     [q] = props["ClusterConfiguration"]["Scheduling"]["SlurmQueues"]
-    script = q["CustomActions"]["OnNodeConfigured"]["Script"]["Fn::Sub"]
+    # first in the sequence; enroot/pyxis follow (tests/test_slurm_settings.py)
+    script = q["CustomActions"]["OnNodeConfigured"]["Sequence"][0]["Script"]["Fn::Sub"]
     assert script.startswith("s3://cdk-hnb659fds-assets-${AWS::AccountId}-us-east-1/") and script.endswith(".sh")
     access = q["Iam"]["S3Access"]
     assert access[0]["KeyName"] == script.rsplit("/", 1)[1]  # the object, not the bucket
@@ -117,7 +118,7 @@ def test_head_node_runs_only_the_topology_scripts_without_metrics() -> None:
     t, props = cluster()
     head = props["ClusterConfiguration"]["HeadNode"]
     assert set(head["CustomActions"]) == {"OnNodeStart", "OnNodeConfigured"}  # topology placeholder, installers
-    assert len(head["CustomActions"]["OnNodeConfigured"]["Sequence"]) == 2  # topology, Slurm hooks
+    assert len(head["CustomActions"]["OnNodeConfigured"]["Sequence"]) == 3  # topology, Slurm hooks, containers
     [topology] = [k for k in resources_of(t, "AWS::IAM::ManagedPolicy") if "TopologyPolicy" in k]
     assert head["Iam"]["AdditionalIamPolicies"] == [
         {"Policy": {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"}},

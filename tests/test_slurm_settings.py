@@ -24,6 +24,7 @@ from fmcluster.review.pcluster_config import cluster_configurations
 from fmcluster.templates.slurm_hooks import (
     HEALTH_CHECK_INTERVAL_S,
     health_check_program,
+    render_containers,
     render_hooks_installer,
     render_imex_prolog,
     render_task_prolog,
@@ -51,7 +52,7 @@ def test_p5_gets_tree_topology_wired_on_the_head_node() -> None:
     start = actions["OnNodeStart"]["Script"]["Fn::Sub"]
     configured = [s["Script"]["Fn::Sub"] for s in actions["OnNodeConfigured"]["Sequence"]]  # topology, hooks
     keys = {a["KeyName"] for a in config["HeadNode"]["Iam"]["S3Access"]}
-    assert {u.rsplit("/", 1)[1] for u in [start, *configured]} == keys and len(keys) == 3
+    assert {u.rsplit("/", 1)[1] for u in [start, *configured]} == keys and len(keys) == 4  # + hooks, containers
     [policy] = [r for k, r in resources_of(t, "AWS::IAM::ManagedPolicy").items() if "TopologyPolicy" in k]
     assert policy["Properties"]["PolicyDocument"]["Statement"] == [{
         "Action": ["ec2:DescribeInstanceTopology", "ec2:DescribeInstances"], "Effect": "Allow", "Resource": "*",
@@ -72,8 +73,8 @@ def test_with_metrics_the_topology_installer_runs_after_the_observability_script
     _, config = cluster(blueprint_text(P5, {"observability": {"metrics": "self_hosted"}}))
     sequence = config["HeadNode"]["CustomActions"]["OnNodeConfigured"]["Sequence"]
     names = [s["Script"]["Fn::Sub"].rsplit("/", 1)[1] for s in sequence]
-    assert len(names) == 3 and len(set(names)) == 3  # observability, topology installer, Slurm hooks
-    assert len(config["HeadNode"]["Iam"]["S3Access"]) == 4  # and the placeholder
+    assert len(names) == 4 and len(set(names)) == 4  # observability, topology installer, Slurm hooks, containers
+    assert len(config["HeadNode"]["Iam"]["S3Access"]) == 5  # and the placeholder
 
 
 def test_an_ultraserver_queue_leaves_topology_to_parallelcluster() -> None:
@@ -81,7 +82,7 @@ def test_an_ultraserver_queue_leaves_topology_to_parallelcluster() -> None:
     assert config["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"] == [
         *slurm_conf_settings(NODE_DIR, TASK_PROLOG), {"PrologFlags": "Alloc,NoHold"}]  # IMEX per job
     assert "OnNodeStart" not in config["HeadNode"]["CustomActions"]
-    assert "Script" in config["HeadNode"]["CustomActions"]["OnNodeConfigured"]  # the Slurm hooks only
+    assert len(config["HeadNode"]["CustomActions"]["OnNodeConfigured"]["Sequence"]) == 2  # Slurm hooks, containers
 
 
 @pytest.mark.skipif(not PCLUSTER_PY.exists(), reason="make setup creates .venv-pcluster")
@@ -228,6 +229,82 @@ def test_imex_prolog_is_shellcheck_clean(tmp_path: Path) -> None:
 
     f = tmp_path / "imex.sh"
     f.write_text(render_imex_prolog(NODE_DIR, "/opt/slurm/bin/scontrol", ["p6e-gb200.36xlarge"]))
+    res = subprocess.run([str(Path(sys.executable).parent / "shellcheck"), "-s", "bash", str(f)],
+                         capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stdout
+
+
+# ---- containers: enroot + pyxis ---------------------------------------------------------------------------
+ENROOT_EXAMPLE = """ENROOT_LIBRARY_PATH        /usr/lib/enroot
+ENROOT_RUNTIME_PATH        /run/enroot/user-$(id -u)
+ENROOT_CONFIG_PATH         /var/enroot/enroot-config/user-$(id -u)
+ENROOT_CACHE_PATH          /var/enroot/enroot-cache/group-$(id -g)
+ENROOT_DATA_PATH           /run/enroot/enroot-data/user-$(id -u)
+ENROOT_SQUASH_OPTIONS      -noI -noD -noF -noX -no-duplicates
+"""
+
+
+def _examples(root: Path) -> None:
+    """The example files a ParallelCluster official image ships (cookbook PR #2820 layout)."""
+    ex = root / "opt/parallelcluster/examples"
+    for rel, text in (("enroot/enroot.conf", ENROOT_EXAMPLE), ("spank/plugstack.conf", "include /opt/slurm/etc/plugstack.conf.d/*\n"),
+                      ("pyxis/pyxis.conf", "required /usr/local/lib/slurm/spank_pyxis.so runtime_path=/run/pyxis\n")):
+        (ex / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ex / rel).write_text(text)
+
+
+def _containers(tmp_path: Path, head_node: bool, *args: str, examples: bool = True) -> tuple[int, Path]:
+    root = tmp_path / "root"
+    root.mkdir()
+    if examples:
+        _examples(root)
+    script = tmp_path / "containers.sh"
+    script.write_text(render_containers(head_node=head_node, default_dir="/scratch"))
+    res = subprocess.run(["bash", str(script), *args], env={"PATH": "/usr/bin:/bin", "FMC_ROOT": str(root)},
+                         capture_output=True, text=True, check=False)
+    return res.returncode, root
+
+
+def test_compute_nodes_keep_enroot_data_and_cache_on_the_nvme_scratch(tmp_path: Path) -> None:
+    rc, root = _containers(tmp_path, False, "/local/nvme")
+    assert rc == 0
+    conf = dict(line.split(None, 1) for line in (root / "etc/enroot/enroot.conf").read_text().splitlines())
+    assert conf["ENROOT_DATA_PATH"] == "/local/nvme/enroot/data/user-$(id -u)"
+    assert conf["ENROOT_CACHE_PATH"] == "/local/nvme/enroot/cache/group-$(id -g)"
+    assert conf["ENROOT_RUNTIME_PATH"] == "/run/enroot/user-$(id -u)"
+    assert conf["ENROOT_SQUASH_OPTIONS"] == "-noI -noD -noF -noX -no-duplicates"  # the rest as the image ships it
+    assert (root / "local/nvme/enroot/data").is_dir() and oct((root / "local/nvme/enroot").stat().st_mode)[-4:] == "1777"
+    assert not (root / "opt/slurm/etc/plugstack.conf").exists()  # the head node's part
+
+
+def test_head_node_enables_pyxis_in_the_shared_slurm_etc(tmp_path: Path) -> None:
+    rc, root = _containers(tmp_path, True)
+    assert rc == 0
+    assert (root / "opt/slurm/etc/plugstack.conf").read_text() == "include /opt/slurm/etc/plugstack.conf.d/*\n"
+    assert "spank_pyxis.so" in (root / "opt/slurm/etc/plugstack.conf.d/pyxis.conf").read_text()
+
+
+def test_without_the_images_examples_nothing_changes(tmp_path: Path) -> None:
+    rc, root = _containers(tmp_path, True, examples=False)
+    assert rc == 0 and not (root / "etc").exists() and not (root / "opt").exists()
+
+
+def test_every_queue_runs_the_container_setup_after_its_bootstrap() -> None:
+    _, config = cluster(blueprint_text({"compute": [
+        {"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "scratch_path": "/nvme"}]}))
+    [queue] = config["Scheduling"]["SlurmQueues"]
+    first, second = queue["CustomActions"]["OnNodeConfigured"]["Sequence"]
+    assert second["Args"] == ["/nvme"]
+    assert second["Script"]["Fn::Sub"].rsplit("/", 1)[1] == queue["Iam"]["S3Access"][-1]["KeyName"]
+    assert first["Script"]["Fn::Sub"].rsplit("/", 1)[1] == queue["Iam"]["S3Access"][0]["KeyName"]  # the bootstrap
+
+
+@pytest.mark.parametrize("head_node", [True, False])
+def test_container_scripts_are_shellcheck_clean(tmp_path: Path, head_node: bool) -> None:
+    import sys
+
+    f = tmp_path / "c.sh"
+    f.write_text(render_containers(head_node=head_node, default_dir="/scratch"))
     res = subprocess.run([str(Path(sys.executable).parent / "shellcheck"), "-s", "bash", str(f)],
                          capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stdout

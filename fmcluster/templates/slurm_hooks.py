@@ -8,6 +8,8 @@ environment as ``TaskProlog``.
   ``doc/man/man5/slurm.conf.5``).
 - IMEX per job (p6e-gb200): a Slurm prolog that writes the job's nodes as the IMEX domain
   (``fmcluster-imex-nodes``) with ``PrologFlags=Alloc,NoHold``.
+- Containers (ParallelCluster official images): enroot + pyxis enabled from the images' own example
+  configurations, enroot data and cache on the node's local NVMe scratch.
 - ``TaskProlog``: a script that sources the node's job environment file and prints each variable as
   ``export name=value``, the form slurmstepd reads from a task prolog's standard output (SchedMD/slurm
   ``doc/html/prolog_epilog.shtml``), so every task, containers launched by it included, gets it.
@@ -73,3 +75,11 @@ def render_hooks_installer(node_dir: str, task_prolog: str, *, orchestrator: str
         "task_prolog": task_prolog, "task_prolog_script": script, "orchestrator": orchestrator,
         "node_label": node_label, "share_note": share_note, "imex_prolog": imex_prolog,
         "imex_prolog_script": imex_script})
+
+
+def render_containers(*, head_node: bool, default_dir: str) -> str:
+    """The script enabling enroot + pyxis on a ParallelCluster node (``head_node``: also the SPANK plugin
+    configuration in the shared ``/opt/slurm/etc``); its first argument is the scratch directory for enroot's
+    data and cache (default ``default_dir``)."""
+    return render("slurm/fmcluster-containers.sh.j2", {
+        "head_node": head_node, "node_kind": "head node" if head_node else "compute node", "default_dir": default_dir})

@@ -46,6 +46,7 @@ from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
 from fmcluster.resolved.cluster import NODE_DIR
 from fmcluster.templates.slurm_hooks import (
     IMEX_PROLOG_FLAGS,
+    render_containers,
     render_hooks_installer,
     render_imex_prolog,
     slurm_conf_settings,
@@ -176,6 +177,7 @@ class ParallelClusterCluster(Construct):
             },
             "Tags": [{"Key": k, "Value": v} for k, v in sorted(tags.items())],
         }
+        self._wire_containers(head_node, self.config["Scheduling"]["SlurmQueues"], groups)
         custom: list[dict[str, Any]] = [{"TopologyPlugin": "topology/tree"}] if self.topology_wired else []
         custom += slurm_conf_settings(NODE_DIR, TASK_PROLOG)
         if imex_types:
@@ -240,6 +242,24 @@ class ParallelClusterCluster(Construct):
                              "permissions; read-only"))
         head_policies.append({"Policy": policy.managed_policy_arn})
         return True
+
+    def _wire_containers(self, head_node: dict[str, Any], queues: list[dict[str, Any]],
+                         groups: Sequence[ResolvedGroup]) -> None:
+        """enroot + pyxis, installed but disabled on ParallelCluster's official images (aws-parallelcluster-cookbook
+        PR #2820: example configurations in ``/opt/parallelcluster/examples``), enabled as in
+        aws-samples/aws-parallelcluster-post-install-scripts ``pyxis/postinstall.sh``: on the head node the SPANK
+        configuration in the shared ``/opt/slurm/etc``; on every compute node ``/etc/enroot/enroot.conf`` with data
+        and cache on the group's NVMe scratch (``OnNodeConfigured`` after the bootstrap, scratch path as argument)."""
+        head = ScriptAsset(self, "ContainersHeadNode", file_name="fmcluster-containers-head.sh",
+                           text=render_containers(head_node=True, default_dir="/var/lib/fmcluster"))
+        self._on_node_configured(head_node, head)
+        compute = ScriptAsset(self, "ContainersCompute", file_name="fmcluster-containers.sh",
+                              text=render_containers(head_node=False, default_dir="/scratch"))
+        for queue, g in zip(queues, groups, strict=True):
+            bootstrap = queue["CustomActions"]["OnNodeConfigured"]
+            queue["CustomActions"]["OnNodeConfigured"] = {"Sequence": [
+                bootstrap, {"Script": compute.s3_url, "Args": [g.spec.scratch_path]}]}
+            queue["Iam"]["S3Access"].append({"BucketName": compute.bucket_name, "KeyName": compute.object_key})
 
     @staticmethod
     def _login_pool(spec: ParallelClusterSettings, subnet: ec2.ISubnet, sg: ec2.ISecurityGroup) -> dict[str, Any]:
