@@ -308,3 +308,42 @@ def test_container_scripts_are_shellcheck_clean(tmp_path: Path, head_node: bool)
     res = subprocess.run([str(Path(sys.executable).parent / "shellcheck"), "-s", "bash", str(f)],
                          capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stdout
+
+
+# ---- the rendered nccl-tests sbatch -------------------------------------------------------------------------
+def test_nccl_tests_sbatch_runs_one_task_per_gpu_with_the_job_environment(tmp_path: Path) -> None:
+    sbatch = _rendered("nccl-tests.sbatch")
+    directives = [line.split(None, 1)[1] for line in sbatch.splitlines() if line.startswith("#SBATCH")]
+    assert directives == ["--job-name=nccl-all-reduce", "--partition=gpu", "--nodes=2", "--ntasks-per-node=8",
+                          "--gpus-per-node=8", "--exclusive", "--output=nccl-all-reduce-%j.out"]
+    # run it for real: srun is a stub that records its arguments and the environment the tasks would get
+    job_env = tmp_path / "job-env.sh"
+    job_env.write_text(_rendered("job-env.sh"))
+    script = tmp_path / "nccl.sbatch"
+    script.write_text(sbatch.replace(f'source "{NODE_DIR}/etc/job-env.sh"', f'source "{job_env}"'))
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "srun").write_text(f'#!/bin/bash\necho "$*" > {tmp_path}/srun.args\nenv > {tmp_path}/srun.env\n')
+    (stub / "srun").chmod(0o755)
+    res = subprocess.run(["bash", str(script)], env={"PATH": f"{stub}:/usr/bin:/bin"}, capture_output=True, text=True,
+                         check=False)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "srun.args").read_text().split() == [
+        "--mpi=pmix", "--cpu-bind=none", "/opt/nccl-tests/build/all_reduce_perf", "-b", "8", "-e", "16G", "-f", "2",
+        "-g", "1"]
+    env = dict(line.split("=", 1) for line in (tmp_path / "srun.env").read_text().splitlines() if "=" in line)
+    assert env["NCCL_DEBUG"] == "INFO"
+    for line in job_env.read_text().splitlines():
+        if line.startswith("export ") and not line.startswith(("export PATH=", "export LD_LIBRARY_PATH=")):
+            name = line[len("export "):].split("=", 1)[0]
+            assert name in env, name
+
+
+def test_nccl_tests_sbatch_is_shellcheck_clean(tmp_path: Path) -> None:
+    import sys
+
+    f = tmp_path / "nccl.sbatch"
+    f.write_text(_rendered("nccl-tests.sbatch"))
+    res = subprocess.run([str(Path(sys.executable).parent / "shellcheck"), "-s", "bash", str(f)],
+                         capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stdout

@@ -83,3 +83,13 @@ def render_containers(*, head_node: bool, default_dir: str) -> str:
     data and cache (default ``default_dir``)."""
     return render("slurm/fmcluster-containers.sh.j2", {
         "head_node": head_node, "node_kind": "head node" if head_node else "compute node", "default_dir": default_dir})
+
+
+def render_nccl_tests_sbatch(*, blueprint_name: str, group_name: str, instance_type: str, gpus: int, count: int,
+                             node_dir: str, nccl_tests_dir: str = "/opt/nccl-tests/build") -> str:
+    """A ready sbatch for multi-node nccl-tests ``all_reduce_perf`` on one compute group (Slurm partition =
+    group name on every orchestrator): 2 nodes (1 when the group has one), one task per GPU."""
+    return render("slurm/nccl-tests.sbatch.j2", {
+        "blueprint_name": blueprint_name, "group_name": group_name, "instance_type": instance_type, "gpus": gpus,
+        "partition": group_name, "nodes": min(2, count), "job_env": job_env_file(node_dir),
+        "nccl_tests_dir": nccl_tests_dir})
