@@ -64,9 +64,16 @@ def test_p5_gets_tree_topology_wired_on_the_head_node() -> None:
 
 def test_the_placeholder_lists_the_queue_nodes_by_parallelcluster_names() -> None:
     # 2 static and 2 dynamic nodes of queue gpu, compute resource p5-48xlarge
-    text = render_topology_placeholder("/opt/slurm/etc/topology.conf",
-                                       ["gpu-st-p5-48xlarge-[1-2]", "gpu-dy-p5-48xlarge-[1-2]"])
+    text = render_topology_placeholder("/opt/slurm/etc", ["gpu-st-p5-48xlarge-[1-2]", "gpu-dy-p5-48xlarge-[1-2]"])
     assert "SwitchName=fmc-no-topology Nodes=gpu-st-p5-48xlarge-[1-2],gpu-dy-p5-48xlarge-[1-2]" in text
+    assert 'nodes: "gpu-st-p5-48xlarge-[1-2],gpu-dy-p5-48xlarge-[1-2]"' in text
+
+
+def test_the_refresh_owns_topology_yaml_which_parallelcluster_never_deletes() -> None:
+    from fmcluster.constructs.orchestrators import parallelcluster
+
+    source = Path(parallelcluster.__file__).read_text()
+    assert 'topology_file=f"{PARALLELCLUSTER_SLURM}/etc/topology.yaml"' in source and 'format="yaml"' in source
 
 
 def test_with_metrics_the_topology_installer_runs_after_the_observability_script() -> None:

@@ -117,7 +117,7 @@ REFRESH = TopologyRefresh(region="us-east-1", tag_key="parallelcluster:cluster-n
 @pytest.mark.parametrize("name", ["refresh", "installer", "placeholder"])
 def test_scripts_are_shellcheck_clean(tmp_path: Path, name: str) -> None:
     text = {"refresh": REFRESH_SCRIPT.read_text(), "installer": render_topology_installer(REFRESH),
-            "placeholder": render_topology_placeholder("/opt/slurm/etc/topology.conf", ["gpu-st-p5-48xlarge-[1-2]"])}[name]
+            "placeholder": render_topology_placeholder("/opt/slurm/etc", ["gpu-st-p5-48xlarge-[1-2]"])}[name]
     f = tmp_path / f"{name}.sh"
     f.write_text(text)
     res = subprocess.run([str(SHELLCHECK), "-s", "bash", str(f)], capture_output=True, text=True, check=False)
@@ -229,18 +229,25 @@ def test_installer_writes_the_generator_the_settings_and_the_timer(tmp_path: Pat
 
 
 def test_placeholder_lists_every_node_and_keeps_an_existing_file(tmp_path: Path) -> None:
+    import yaml
+
     script = tmp_path / "placeholder.sh"
     names = parallelcluster_node_names("gpu", "p5-48xlarge", 2, 6)
     assert names == ["gpu-st-p5-48xlarge-[1-2]", "gpu-dy-p5-48xlarge-[1-4]"]
-    script.write_text(render_topology_placeholder("/opt/slurm/etc/topology.conf", names))
+    script.write_text(render_topology_placeholder("/opt/slurm/etc", names))
     env = {**os.environ, "FMC_ROOT": str(tmp_path / "root")}
     assert subprocess.run(["bash", str(script)], env=env, check=False).returncode == 0
-    written = tmp_path / "root/opt/slurm/etc/topology.conf"
-    assert written.read_text().splitlines()[1] == (
+    etc = tmp_path / "root/opt/slurm/etc"
+    assert yaml.safe_load((etc / "topology.yaml").read_text()) == [{
+        "topology": "fmc-tree", "cluster_default": True, "tree": {"switches": [
+            {"switch": "fmc-no-topology", "nodes": "gpu-st-p5-48xlarge-[1-2],gpu-dy-p5-48xlarge-[1-4]"}]}}]
+    assert (etc / "topology.conf").read_text().splitlines()[1] == (
         "SwitchName=fmc-no-topology Nodes=gpu-st-p5-48xlarge-[1-2],gpu-dy-p5-48xlarge-[1-4]")
-    written.write_text("SwitchName=refreshed Nodes=gpu-st-p5-48xlarge-1\n")
+    (etc / "topology.yaml").write_text("# refreshed\n")
+    (etc / "topology.conf").unlink()  # ParallelCluster's --cleanup on a queue update
     assert subprocess.run(["bash", str(script)], env=env, check=False).returncode == 0
-    assert written.read_text() == "SwitchName=refreshed Nodes=gpu-st-p5-48xlarge-1\n"
+    assert (etc / "topology.yaml").read_text() == "# refreshed\n"  # kept
+    assert (etc / "topology.conf").exists()  # written again
 
 
 @pytest.mark.parametrize(("mn", "mx", "expected"), [

@@ -3,7 +3,8 @@
 - :func:`render_topology_installer`: installs ``fmcluster/topology/ec2_slurm.py``, the refresh script
   (``templates/topology/fmcluster-topology-refresh.sh``) and a systemd timer; run by the orchestrator on
   the controller node (ParallelCluster: the head node's ``OnNodeConfigured``).
-- :func:`render_topology_placeholder`: writes a first ``topology.conf`` (every node on one switch) before
+- :func:`render_topology_placeholder`: writes a first ``topology.yaml`` and ``topology.conf`` (every node on
+  one switch) before
   slurmctld starts (ParallelCluster: the head node's ``OnNodeStart``, which "runs before any node deployment
   bootstrap action is started", https://docs.aws.amazon.com/parallelcluster/latest/ug/custom-bootstrap-actions-v3.html):
   with ``TopologyPlugin=topology/tree`` slurmctld stops when the file is missing or has no switch
@@ -90,13 +91,14 @@ def render_topology_installer(refresh: TopologyRefresh) -> str:
     })
 
 
-def render_topology_placeholder(topology_file: str, nodes: Sequence[str]) -> str:
-    """The script writing a first tree ``topology_file`` with ``nodes`` (Slurm hostlist expressions) on the
-    fallback switch, unless the file exists. ValueError without nodes (an empty leaf would leave every
-    node outside the tree)."""
+def render_topology_placeholder(slurm_etc: str, nodes: Sequence[str]) -> str:
+    """The script writing a first ``<slurm_etc>/topology.yaml`` and ``<slurm_etc>/topology.conf`` (tree) with
+    ``nodes`` (Slurm hostlist expressions) on the fallback switch, each unless it exists. ValueError without
+    nodes (an empty leaf would leave every node outside the tree)."""
     if not nodes:
         raise ValueError("a placeholder topology needs the cluster's nodes")
-    return render(PLACEHOLDER, {"topology_file": topology_file, "fallback_switch": ec2_slurm.FALLBACK_SWITCH,
+    return render(PLACEHOLDER, {"yaml_file": f"{slurm_etc}/topology.yaml", "conf_file": f"{slurm_etc}/topology.conf",
+                                "fallback_switch": ec2_slurm.FALLBACK_SWITCH, "tree_topology": ec2_slurm.TREE_TOPOLOGY,
                                 "nodes": ",".join(nodes)})
 
 

@@ -209,9 +209,15 @@ class ParallelClusterCluster(Construct):
         ``topology.conf`` for ``topology/block`` itself (aws-parallelcluster 3.16.1
         ``pcluster/templates/cluster_stack.py`` passes ``p6egb200_block_sizes`` to the cookbook, whose
         ``block_topology`` resource runs ``pcluster_topology_generator.py``), and a second writer would fight it.
-        Otherwise: ``TopologyPlugin=topology/tree`` through ``SlurmSettings.CustomSlurmSettings`` (not on
-        ParallelCluster's deny-list, ``pcluster/validators/slurm_settings_validator.py``), a first
-        ``topology.conf`` with every node at ``OnNodeStart`` (before slurmctld starts), the refresh timer at
+        Otherwise the topology is ``/opt/slurm/etc/topology.yaml`` (a tree, Slurm >= 25.05), which slurmctld
+        reads instead of ``topology.conf`` when it exists (SchedMD/slurm ``src/interfaces/topology.c``): on a
+        cluster update that changes queues ParallelCluster deletes ``topology.conf`` when it has no p6e-gb200
+        block sizes (cookbook ``block_topology`` resource, action ``:update``, ``pcluster_topology_generator.py
+        --cleanup``), so that file cannot be ours. ``TopologyPlugin=topology/tree`` through
+        ``SlurmSettings.CustomSlurmSettings`` (not on ParallelCluster's deny-list,
+        ``pcluster/validators/slurm_settings_validator.py``) covers a Slurm that reads ``topology.conf`` only;
+        a first ``topology.yaml`` and ``topology.conf`` with every node at ``OnNodeStart`` (before slurmctld
+        starts), the refresh timer at
         ``OnNodeConfigured`` (after the observability script, when there is one: ``CustomActions`` ``Sequence``,
         ``pcluster/schemas/cluster_schema.py``), and ``ec2:DescribeInstanceTopology`` /
         ``ec2:DescribeInstances`` for the head node's role. Those two actions take no resource-level
@@ -224,12 +230,12 @@ class ParallelClusterCluster(Construct):
             g.name, compute_resource_name(g.spec.instance_type), g.spec.effective_min_count, g.spec.count)]
         refresh = TopologyRefresh(
             region=region, tag_key=PARALLELCLUSTER_CLUSTER_TAG, tag_value=cluster_name,
-            slurm_bin=f"{PARALLELCLUSTER_SLURM}/bin", topology_file=f"{PARALLELCLUSTER_SLURM}/etc/topology.conf",
-            orchestrator="AWS ParallelCluster", node_label="head node", plugin="tree")
+            slurm_bin=f"{PARALLELCLUSTER_SLURM}/bin", topology_file=f"{PARALLELCLUSTER_SLURM}/etc/topology.yaml",
+            orchestrator="AWS ParallelCluster", node_label="head node", format="yaml", plugin="tree")
         installer = ScriptAsset(self, "TopologyInstaller", text=render_topology_installer(refresh),
                                 file_name="fmcluster-topology-install.sh")
         placeholder = ScriptAsset(self, "TopologyPlaceholder", text=render_topology_placeholder(
-            refresh.topology_file, nodes), file_name="fmcluster-topology-placeholder.sh")
+            f"{PARALLELCLUSTER_SLURM}/etc", nodes), file_name="fmcluster-topology-placeholder.sh")
         self._on_node_configured(head_node, installer)
         head_node["CustomActions"]["OnNodeStart"] = {"Script": placeholder.s3_url}
         head_node["Iam"]["S3Access"].append({"BucketName": placeholder.bucket_name, "KeyName": placeholder.object_key})
