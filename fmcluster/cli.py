@@ -408,6 +408,52 @@ def grafana(
     raise typer.Exit(run(file, profile=profile))
 
 
+class TopologyFormat(StrEnum):
+    """The file ``fmcluster topology`` writes: ``topology.conf`` or ``topology.yaml`` (Slurm >= 25.05)."""
+
+    conf = "conf"
+    yaml = "yaml"
+
+
+class TopologyPlugin(StrEnum):
+    """``topology.conf``'s plugin: ``auto`` (block when every node is in an NVLink domain), ``tree``, ``block``."""
+
+    auto = "auto"
+    tree = "tree"
+    block = "block"
+
+
+@app.command()
+def topology(
+    instances: Annotated[Path, typer.Option("--instances", help=(
+        "EC2 DescribeInstanceTopology response (JSON, e.g. `aws ec2 describe-instance-topology` output)."))],
+    nodes: Annotated[Path, typer.Option("--nodes", help=(
+        "Instance id -> Slurm node name: a JSON object, or lines '<instance-id> <node-name>'."))],
+    format: Annotated[TopologyFormat, typer.Option("--format", "-f", help=(
+        "conf: topology.conf (one plugin); yaml: topology.yaml, tree and block together (Slurm >= 25.05)."))
+    ] = TopologyFormat.conf,
+    plugin: Annotated[TopologyPlugin, typer.Option("--plugin", help=(
+        "topology.conf plugin: auto (block when every node is in an NVLink domain), tree or block."))
+    ] = TopologyPlugin.auto,
+) -> None:
+    """Print Slurm topology (tree switches from EC2 network nodes, blocks from NVLink domains) for the
+    nodes of a cluster. Problems in the input are warnings (a node without topology goes to switch
+    fmc-no-topology; an instance not in the node map is ignored); exit 2 when a file cannot be read."""
+    from fmcluster.catalog.instances import get_instance, known_instance_types
+    from fmcluster.topology import InputError, generate, read_json_or_text
+
+    nvlink = [t for t in known_instance_types() if get_instance(t).ultraserver_sizes]
+    try:
+        text, warnings = generate(read_json_or_text(instances), read_json_or_text(nodes), format.value,
+                                  plugin.value, nvlink)
+    except InputError as e:
+        print_error(str(e))
+        raise typer.Exit(2) from None
+    for w in warnings:
+        print_error(w, label="warning")
+    print(text, end="")
+
+
 def main() -> None:
     app()
 

@@ -49,6 +49,7 @@ def print_ok(file: str, warnings: Sequence[Problem]) -> None:
 
 
 def print_error(message: str, label: str = "error") -> None:
-    """One input error that is not a blueprint problem (a bad option, an unusable folder)."""
-    style = STYLE["error"] if label == "error" else f"bold {STYLE['error']}"
+    """One input error that is not a blueprint problem (a bad option, an unusable folder); with
+    ``label="warning"``, one warning about input (``fmcluster topology``)."""
+    style = STYLE["error"] if label == "error" else STYLE["warning"] if label == "warning" else f"bold {STYLE['error']}"
     err.print(f"[{style}]{escape(label)}[/]: {escape(message)}", highlight=False)

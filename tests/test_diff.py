@@ -76,7 +76,10 @@ def test_scale_a_compute_group_replaces_nothing() -> None:
     r = diff_to(SCALED)
     assert r.exit_code == 0
     assert [(c.stack, c.type, c.action, [p.path for p in c.properties]) for c in r.changes] == [
-        ("llm-train-cluster", "Custom::PclusterCluster", "update", ["ClusterConfiguration/Scheduling/SlurmQueues"])]
+        ("llm-train-cluster", "Custom::PclusterCluster", "update", [
+            # the first topology file lists every node (fmcluster-topology-placeholder.sh)
+            "ClusterConfiguration/HeadNode/CustomActions/OnNodeStart/Script/Fn::Sub",
+            "ClusterConfiguration/HeadNode/Iam/S3Access", "ClusterConfiguration/Scheduling/SlurmQueues"])]
 
 
 def test_software_change_changes_no_storage() -> None:

@@ -34,7 +34,7 @@ def test_readme_shows_the_two_commands_and_every_cli_command() -> None:
 
 
 # ---- README: the CLI table names every option of every command --------------------------------------
-@pytest.mark.parametrize("command", ["validate", "plan", "render", "diff", "preflight"])
+@pytest.mark.parametrize("command", ["validate", "plan", "render", "diff", "preflight", "topology"])
 def test_readme_cli_table_names_every_option(command: str) -> None:
     readme = (ROOT / "README.md").read_text()
     [row] = [line for line in readme.splitlines() if line.startswith(f"| `fmcluster {command} ")]

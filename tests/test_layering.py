@@ -1,6 +1,7 @@
 """One-way data flow: lower layers never import upper ones (docs/architecture.md "Data flows one way").
 
-Layer order, lowest first: severity (the words) -> catalog -> acceptance (the fleet gate's judge) -> blueprint (model) -> resolved ->
+Layer order, lowest first: topology (standard library only: the controller node runs it) -> severity (the
+words) -> catalog -> acceptance (the fleet gate's judge) -> blueprint (model) -> resolved ->
 validation (loader, rules) -> output (the one printer) -> templates -> preflight -> constructs -> stacks
 -> review -> cli. A package may import itself and the
 packages below it, never one above. Imports are read with :mod:`ast`, every form counted: ``import a.b``,
@@ -19,8 +20,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "fmcluster"
 
-LAYERS = ("severity", "catalog", "acceptance", "blueprint", "resolved", "validation", "output", "templates", "preflight",
-          "constructs", "stacks", "review", "provision", "cli")
+LAYERS = ("topology", "severity", "catalog", "acceptance", "blueprint", "resolved", "validation", "output", "templates",
+          "preflight", "constructs", "stacks", "review", "provision", "cli")
 RANK = {layer: i for i, layer in enumerate(LAYERS)}
 
 

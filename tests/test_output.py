@@ -209,7 +209,7 @@ def test_count(n: int, word: str, text: str) -> None:
 def test_every_command_is_declared_in_cli_with_the_decorator() -> None:
     commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
     assert sorted(commands) == ["acceptance", "catalog", "diff", "grafana", "plan", "preflight", "render", "schema",
-                                "validate"]
+                                "topology", "validate"]
     assert {c.callback.__module__ for c in commands.values()} == {"fmcluster.cli"}
     tree = ast.parse((PKG / "cli.py").read_text())
     decorated = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)

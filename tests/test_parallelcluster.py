@@ -12,7 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
+from fmcluster.constructs.orchestrators.parallelcluster import TASK_PROLOG
+from fmcluster.resolved.cluster import NODE_DIR
 from fmcluster.review.pcluster_config import cluster_configurations
+from fmcluster.templates.slurm_hooks import slurm_conf_settings
 from tests.blueprints import blueprint_text
 from tests.conftest import EXAMPLES, ROOT, resources_of, synth_templates
 from tests.orchestrator_support import KINDS, cluster_template, matrix_stacks, matrix_templates, same_blueprint_text
@@ -82,7 +85,8 @@ def test_fsx_is_mounted_as_existing_shared_storage() -> None:
 def test_bootstrap_script_is_on_node_configured_and_readable_object_level() -> None:
     t, props = cluster()
     [q] = props["ClusterConfiguration"]["Scheduling"]["SlurmQueues"]
-    script = q["CustomActions"]["OnNodeConfigured"]["Script"]["Fn::Sub"]
+    # first in the sequence; enroot/pyxis follow (tests/test_slurm_settings.py)
+    script = q["CustomActions"]["OnNodeConfigured"]["Sequence"][0]["Script"]["Fn::Sub"]
     assert script.startswith("s3://cdk-hnb659fds-assets-${AWS::AccountId}-us-east-1/") and script.endswith(".sh")
     access = q["Iam"]["S3Access"]
     assert access[0]["KeyName"] == script.rsplit("/", 1)[1]  # the object, not the bucket
@@ -101,19 +105,24 @@ def test_image_os_follows_the_software_os(os: str, pc_os: str) -> None:
 def test_head_node_runs_the_observability_script_with_the_node_policy(metrics: str) -> None:
     t, props = cluster({"observability": {"metrics": metrics}})
     head = props["ClusterConfiguration"]["HeadNode"]
-    script = head["CustomActions"]["OnNodeConfigured"]["Script"]["Fn::Sub"]
-    assert head["Iam"]["S3Access"] == [{"BucketName": {"Fn::Sub": "cdk-hnb659fds-assets-${AWS::AccountId}-us-east-1"},
-                                        "KeyName": script.rsplit("/", 1)[1]}]
-    [ssm, policy] = head["Iam"]["AdditionalIamPolicies"]
+    # first in the sequence; the topology installer follows (tests/test_slurm_settings.py)
+    script = head["CustomActions"]["OnNodeConfigured"]["Sequence"][0]["Script"]["Fn::Sub"]
+    assert head["Iam"]["S3Access"][0] == {"BucketName": {"Fn::Sub": "cdk-hnb659fds-assets-${AWS::AccountId}-us-east-1"},
+                                          "KeyName": script.rsplit("/", 1)[1]}
+    [ssm, policy, _topology] = head["Iam"]["AdditionalIamPolicies"]
     assert ssm == {"Policy": {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"}}
     assert "ObservabilityNodePolicy" in policy["Policy"]["Fn::ImportValue"]
 
 
-def test_head_node_has_no_custom_action_without_metrics() -> None:
-    _, props = cluster()
-    assert "CustomActions" not in props["ClusterConfiguration"]["HeadNode"]
-    assert props["ClusterConfiguration"]["HeadNode"]["Iam"] == {"AdditionalIamPolicies": [
-        {"Policy": {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"}}]}
+def test_head_node_runs_only_the_topology_scripts_without_metrics() -> None:
+    t, props = cluster()
+    head = props["ClusterConfiguration"]["HeadNode"]
+    assert set(head["CustomActions"]) == {"OnNodeStart", "OnNodeConfigured"}  # topology placeholder, installers
+    assert len(head["CustomActions"]["OnNodeConfigured"]["Sequence"]) == 3  # topology, Slurm hooks, containers
+    [topology] = [k for k in resources_of(t, "AWS::IAM::ManagedPolicy") if "TopologyPolicy" in k]
+    assert head["Iam"]["AdditionalIamPolicies"] == [
+        {"Policy": {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"}},
+        {"Policy": {"Ref": topology}}]
 
 
 def test_kms_checkpoint_bucket_adds_the_key_policy_to_every_queue() -> None:
@@ -158,7 +167,9 @@ def test_deletion_policy_is_a_retained_resource_property(default: dict[str, Any]
 
 def test_slurm_settings(default: dict[str, Any]) -> None:
     assert default["ClusterConfiguration"]["Scheduling"]["SlurmSettings"] == {
-        "QueueUpdateStrategy": "DRAIN", "ScaledownIdletime": 10, "EnableMemoryBasedScheduling": False}
+        "QueueUpdateStrategy": "DRAIN", "ScaledownIdletime": 10, "EnableMemoryBasedScheduling": False,
+        "CustomSlurmSettings": [{"TopologyPlugin": "topology/tree"}, *slurm_conf_settings(NODE_DIR, TASK_PROLOG)]}
+    # (topology and hooks: tests/test_slurm_settings.py)
     (queue,) = default["ClusterConfiguration"]["Scheduling"]["SlurmQueues"]
     assert queue["HealthChecks"] == {"Gpu": {"Enabled": True}}
     assert queue["ComputeSettings"]["LocalStorage"]["RootVolume"] == {"Size": 200, "Encrypted": True, "VolumeType": "gp3"}
@@ -186,7 +197,8 @@ def test_settings_reach_the_config() -> None:
     config = props["ClusterConfiguration"]
     assert props["DeletionPolicy"] == "Delete"
     assert config["Scheduling"]["SlurmSettings"] == {
-        "QueueUpdateStrategy": "TERMINATE", "ScaledownIdletime": 30, "EnableMemoryBasedScheduling": True}
+        "QueueUpdateStrategy": "TERMINATE", "ScaledownIdletime": 30, "EnableMemoryBasedScheduling": True,
+        "CustomSlurmSettings": [{"TopologyPlugin": "topology/tree"}, *slurm_conf_settings(NODE_DIR, TASK_PROLOG)]}
     assert config["Monitoring"]["Logs"]["CloudWatch"]["RetentionInDays"] == 90
     assert config["Monitoring"]["Dashboards"] == {"CloudWatch": {"Enabled": False}}
     assert config["Scheduling"]["SlurmQueues"][0]["HealthChecks"] == {"Gpu": {"Enabled": False}}

@@ -143,6 +143,8 @@ WHERE: dict[str, tuple[Callable[[str], dict[str, Any]], str]] = {
     "HyperPodAmiUpdates.schedule": (lambda v: _orch("hyperpod", ami_updates={"schedule": v}),
                                     "orchestrator.hyperpod.ami_updates.schedule"),
     "PcsSettings.login_instance_type": (lambda v: _orch("pcs", login_instance_type=v), "orchestrator.pcs.login_instance_type"),
+    "ParallelClusterSettings.login_instance_type": (lambda v: _orch("parallelcluster", login_instance_type=v),
+                                                    "orchestrator.parallelcluster.login_instance_type"),
     "PcsSettings.ami_id": (lambda v: _orch("pcs", ami_id=v), "orchestrator.pcs.ami_id"),
     "ImageSpec.ami_id": (lambda v: {"software": {"image": {"mode": "custom", "ami_id": v}}}, "software.image.ami_id"),
     "ImageSpec.parent_ami_id": (lambda v: {"software": {"image": {"mode": "bake", "parent_ami_id": v}}},

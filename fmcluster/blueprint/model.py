@@ -743,6 +743,14 @@ class ParallelClusterSettings(Section):
         "come from the observability layer either way. Default: false (basic 5-minute monitoring).",
     )
     gpu_health_checks: bool = Field(True, description="ParallelCluster's DCGM GPU health check in the Slurm prolog. Default: true.")
+    login_instance_type: str | None = Field(
+        None, pattern=INSTANCE_TYPE_PATTERN,
+        description="Instance type of a LoginNodes pool named login (Slurm clients, in the head node's subnet and "
+        "security groups, SSM like the head node); null for none. Default: none.",
+    )
+    login_count: WholeNumber = Field(
+        1, ge=1, le=100, description="Login nodes in the pool when login_instance_type is set. Default: 1.",
+    )
 
     @field_validator("version")
     @classmethod

@@ -19,6 +19,7 @@ from fmcluster.templates.context import blueprint_node_contexts
 from fmcluster.templates.kubernetes import render_kubernetes_manifests
 from fmcluster.templates.node_scripts import render_node_scripts
 from fmcluster.templates.observability import render_observability_files
+from fmcluster.templates.slurm_hooks import render_nccl_tests_sbatch
 
 EXECUTABLE = ("bootstrap.sh", "fmcluster-node-check")
 #: Written into the output folder: the files of the last render (relative paths), removed by the next one.
@@ -31,7 +32,7 @@ class RenderOutError(Exception):
 
 def render_blueprint(bp: Blueprint) -> dict[str, dict[str, str]]:
     """``{folder: {file name: text}}``: one folder per compute group (node scripts, resolved
-    versions), when metrics are on, ``observability/`` (Prometheus config, alert rules,
+    versions, a ready ``nccl-tests.sbatch``), when metrics are on, ``observability/`` (Prometheus config, alert rules,
     dashboards, exporter scripts), on HyperPod EKS ``kubernetes/`` (Kueue queues, job templates, the EFA
     admission policy, the node-check DaemonSet, the Helm install: :mod:`fmcluster.templates.kubernetes`) and, on
     Slurm clusters, ``acceptance/`` (the fleet acceptance gate job per EFA group)."""
@@ -44,6 +45,11 @@ def render_blueprint(bp: Blueprint) -> dict[str, dict[str, str]]:
             f"# resolved versions for {bp.name}/{name} ({ctx.instance_type}, {ctx.os}), stack {ctx.stack_name}\n"
             f"{versions}kernel_modules: {ctx.kernel_modules}\n"
         )
+        group = {g.name: g for g in rc.groups}.get(name)  # HyperPod controller/login contexts have no group
+        if group is not None and group.instance.gpu.count:
+            files["nccl-tests.sbatch"] = render_nccl_tests_sbatch(
+                blueprint_name=bp.name, group_name=name, instance_type=ctx.instance_type, gpus=group.instance.gpu.count,
+                count=group.spec.count, node_dir=rc.node_dir)
         out[name] = files
     for rel, text in render_observability_files(rc).items():
         folder, _, name = rel.rpartition("/")

@@ -43,12 +43,32 @@ from fmcluster.constructs.capacity import ROOT_VOLUME_GIB, ROOT_VOLUME_TYPE, res
 from fmcluster.constructs.orchestrators.common import acknowledge
 from fmcluster.constructs.storage import CheckpointAccess, LustreMount, checkpoint_statements
 from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
+from fmcluster.resolved.cluster import NODE_DIR
+from fmcluster.templates.slurm_hooks import (
+    IMEX_PROLOG_FLAGS,
+    render_containers,
+    render_hooks_installer,
+    render_imex_prolog,
+    slurm_conf_settings,
+)
+from fmcluster.templates.topology_scripts import (
+    PARALLELCLUSTER_CLUSTER_TAG,
+    PARALLELCLUSTER_SLURM,
+    TopologyRefresh,
+    parallelcluster_node_names,
+    render_topology_installer,
+    render_topology_placeholder,
+)
 
 PROVIDER_TEMPLATE_URL = (
     "https://${AWS::Region}-aws-parallelcluster.s3.${AWS::Region}.${AWS::URLSuffix}"
     "/parallelcluster/{version}/templates/custom_resource/cluster.yaml"
 )
 SSM_CORE_POLICY = "arn:${AWS::Partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"
+#: Where the head node writes fmcluster's Slurm TaskProlog (shared with the compute nodes).
+TASK_PROLOG = "/opt/slurm/etc/fmcluster-task-prolog.sh"
+#: ParallelCluster runs every script of this shared directory as the Slurm prolog (the ParallelCluster IMEX guide).
+IMEX_PROLOG = "/opt/slurm/etc/scripts/prolog.d/91_fmcluster_imex_prolog.sh"
 OS_NAMES = {"ubuntu-22.04": "ubuntu2204", "ubuntu-24.04": "ubuntu2404", "amazon-linux-2023": "alinux2023"}
 
 __all__ = ["ParallelClusterCluster", "capacity_settings", "compute_resource_name"]
@@ -116,6 +136,9 @@ class ParallelClusterCluster(Construct):
         head_policies = [{"Policy": Fn.sub(SSM_CORE_POLICY)}]
         if head_node_policy is not None:
             head_policies.append({"Policy": head_node_policy.managed_policy_arn})
+        self.topology_wired = self._wire_topology(head_node, head_policies, cluster_name, region, groups)
+        imex_types = sorted({g.spec.instance_type for g in groups if g.instance.imex})
+        self._wire_slurm_hooks(head_node, imex_types)
         head_node.setdefault("Iam", {})["AdditionalIamPolicies"] = head_policies
         image: dict[str, Any] = {"Os": OS_NAMES[os]}
         if spec.custom_ami:
@@ -155,6 +178,14 @@ class ParallelClusterCluster(Construct):
             },
             "Tags": [{"Key": k, "Value": v} for k, v in sorted(tags.items())],
         }
+        self._wire_containers(head_node, self.config["Scheduling"]["SlurmQueues"], groups)
+        custom: list[dict[str, Any]] = [{"TopologyPlugin": "topology/tree"}] if self.topology_wired else []
+        custom += slurm_conf_settings(NODE_DIR, TASK_PROLOG)
+        if imex_types:
+            custom.append({"PrologFlags": IMEX_PROLOG_FLAGS})
+        self.config["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"] = custom
+        if spec.login_instance_type:
+            self.config["LoginNodes"] = {"Pools": [self._login_pool(spec, subnet, security_group)]}
         if lustre is not None:
             self.config["SharedStorage"] = [{
                 "MountDir": lustre.mount_point, "Name": "fsx", "StorageType": "FsxLustre",
@@ -169,6 +200,123 @@ class ParallelClusterCluster(Construct):
                 "DeletionPolicy": spec.deletion_policy,
             },
         )
+
+    def _wire_topology(self, head_node: dict[str, Any], head_policies: list[dict[str, Any]], cluster_name: str,
+                       region: str, groups: Sequence[ResolvedGroup]) -> bool:
+        """Slurm ``topology/tree`` from EC2 instance topology, kept current by a timer on the head node
+        (:mod:`fmcluster.templates.topology_scripts`); True when wired.
+
+        Not wired when a queue has an UltraServer type (p6e-gb200): ParallelCluster then writes
+        ``topology.conf`` for ``topology/block`` itself (aws-parallelcluster 3.16.1
+        ``pcluster/templates/cluster_stack.py`` passes ``p6egb200_block_sizes`` to the cookbook, whose
+        ``block_topology`` resource runs ``pcluster_topology_generator.py``), and a second writer would fight it.
+        Otherwise the topology is ``/opt/slurm/etc/topology.yaml`` (a tree, Slurm >= 25.05), which slurmctld
+        reads instead of ``topology.conf`` when it exists (SchedMD/slurm ``src/interfaces/topology.c``): on a
+        cluster update that changes queues ParallelCluster deletes ``topology.conf`` when it has no p6e-gb200
+        block sizes (cookbook ``block_topology`` resource, action ``:update``, ``pcluster_topology_generator.py
+        --cleanup``), so that file cannot be ours. ``TopologyPlugin=topology/tree`` through
+        ``SlurmSettings.CustomSlurmSettings`` (not on ParallelCluster's deny-list,
+        ``pcluster/validators/slurm_settings_validator.py``) covers a Slurm that reads ``topology.conf`` only;
+        a first ``topology.yaml`` and ``topology.conf`` with every node at ``OnNodeStart`` (before slurmctld
+        starts), the refresh timer at
+        ``OnNodeConfigured`` (after the observability script, when there is one: ``CustomActions`` ``Sequence``,
+        ``pcluster/schemas/cluster_schema.py``), and ``ec2:DescribeInstanceTopology`` /
+        ``ec2:DescribeInstances`` for the head node's role. Those two actions take no resource-level
+        permissions (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonec2.html),
+        hence ``*``.
+        """
+        if any(g.instance.ultraserver_sizes for g in groups):
+            return False
+        nodes = [n for g in groups for n in parallelcluster_node_names(
+            g.name, compute_resource_name(g.spec.instance_type), g.spec.effective_min_count, g.spec.count)]
+        refresh = TopologyRefresh(
+            region=region, tag_key=PARALLELCLUSTER_CLUSTER_TAG, tag_value=cluster_name,
+            slurm_bin=f"{PARALLELCLUSTER_SLURM}/bin", topology_file=f"{PARALLELCLUSTER_SLURM}/etc/topology.yaml",
+            orchestrator="AWS ParallelCluster", node_label="head node", format="yaml", plugin="tree")
+        installer = ScriptAsset(self, "TopologyInstaller", text=render_topology_installer(refresh),
+                                file_name="fmcluster-topology-install.sh")
+        placeholder = ScriptAsset(self, "TopologyPlaceholder", text=render_topology_placeholder(
+            f"{PARALLELCLUSTER_SLURM}/etc", nodes), file_name="fmcluster-topology-placeholder.sh")
+        self._on_node_configured(head_node, installer)
+        head_node["CustomActions"]["OnNodeStart"] = {"Script": placeholder.s3_url}
+        head_node["Iam"]["S3Access"].append({"BucketName": placeholder.bucket_name, "KeyName": placeholder.object_key})
+        policy = iam.ManagedPolicy(self, "TopologyPolicy", description="Slurm topology refresh on the head node",
+                                   statements=[iam.PolicyStatement(
+                                       sid="TopologyRead", actions=["ec2:DescribeInstanceTopology", "ec2:DescribeInstances"],
+                                       resources=["*"])])
+        acknowledge(policy, ("AwsSolutions-IAM5[Resource::*]",
+                             "ec2:DescribeInstanceTopology and ec2:DescribeInstances support no resource-level "
+                             "permissions; read-only"))
+        head_policies.append({"Policy": policy.managed_policy_arn})
+        return True
+
+    def _wire_containers(self, head_node: dict[str, Any], queues: list[dict[str, Any]],
+                         groups: Sequence[ResolvedGroup]) -> None:
+        """enroot + pyxis, installed but disabled on ParallelCluster's official images (aws-parallelcluster-cookbook
+        PR #2820: example configurations in ``/opt/parallelcluster/examples``), enabled as in
+        aws-samples/aws-parallelcluster-post-install-scripts ``pyxis/postinstall.sh``: on the head node the SPANK
+        configuration in the shared ``/opt/slurm/etc``; on every compute node ``/etc/enroot/enroot.conf`` with data
+        and cache on the group's NVMe scratch (``OnNodeConfigured`` after the bootstrap, scratch path as argument)."""
+        head = ScriptAsset(self, "ContainersHeadNode", file_name="fmcluster-containers-head.sh",
+                           text=render_containers(head_node=True, default_dir="/var/lib/fmcluster"))
+        self._on_node_configured(head_node, head)
+        compute = ScriptAsset(self, "ContainersCompute", file_name="fmcluster-containers.sh",
+                              text=render_containers(head_node=False, default_dir="/scratch"))
+        for queue, g in zip(queues, groups, strict=True):
+            bootstrap = queue["CustomActions"]["OnNodeConfigured"]
+            queue["CustomActions"]["OnNodeConfigured"] = {"Sequence": [
+                bootstrap, {"Script": compute.s3_url, "Args": [g.spec.scratch_path]}]}
+            queue["Iam"]["S3Access"].append({"BucketName": compute.bucket_name, "KeyName": compute.object_key})
+
+    @staticmethod
+    def _login_pool(spec: ParallelClusterSettings, subnet: ec2.ISubnet, sg: ec2.ISecurityGroup) -> dict[str, Any]:
+        """One ``LoginNodes.Pools`` entry (ParallelCluster >= 3.7; ``LoginNodesPoolSchema`` in 3.16.1
+        ``pcluster/schemas/cluster_schema.py``: Name, InstanceType, Count, Networking.SubnetIds required): the
+        head node's subnet and extra security group, SSM Session Manager through the same managed policy. No
+        ``Ssh.KeyName``: "Starting with ParallelCluster 3.15, the KeyName parameter is no longer supported for
+        Login Nodes" (3.16.1 schema; login nodes take the head node's key)."""
+        pool: dict[str, Any] = {
+            "Name": "login", "InstanceType": spec.login_instance_type, "Count": spec.login_count,
+            "Networking": {"SubnetIds": [subnet.subnet_id], "AdditionalSecurityGroups": [sg.security_group_id]},
+            "Iam": {"AdditionalIamPolicies": [{"Policy": Fn.sub(SSM_CORE_POLICY)}]},
+        }
+        return pool
+
+    @staticmethod
+    def _on_node_configured(head_node: dict[str, Any], asset: ScriptAsset) -> None:
+        """Run ``asset`` at the head node's ``OnNodeConfigured``, after the scripts already there (a
+        ``Sequence`` from the second one on), and let the head node read it."""
+        actions = head_node.setdefault("CustomActions", {})
+        configured = actions.get("OnNodeConfigured")
+        step = {"Script": asset.s3_url}
+        if configured is None:
+            actions["OnNodeConfigured"] = step
+        elif "Sequence" in configured:
+            configured["Sequence"].append(step)
+        else:
+            actions["OnNodeConfigured"] = {"Sequence": [configured, step]}
+        head_node.setdefault("Iam", {}).setdefault("S3Access", []).append(
+            {"BucketName": asset.bucket_name, "KeyName": asset.object_key})
+
+    def _wire_slurm_hooks(self, head_node: dict[str, Any], imex_types: Sequence[str]) -> None:
+        """The node check's fast mode as ``HealthCheckProgram`` (draining with the reason) and the job
+        environment as ``TaskProlog`` (:mod:`fmcluster.templates.slurm_hooks`). The TaskProlog is written to
+        ``/opt/slurm/etc`` on the head node, which compute nodes mount over NFS (aws-parallelcluster-cookbook
+        ``aws-parallelcluster-slurm/recipes/config/mount_slurm_dir.rb``); ``HealthCheckProgram``,
+        ``HealthCheckInterval``, ``HealthCheckNodeState`` and ``TaskProlog`` are not on ParallelCluster's
+        deny-list (``Prolog`` and ``Epilog`` are: ParallelCluster owns those).
+
+        With IMEX types (p6e-gb200) the IMEX prolog goes into ParallelCluster's prolog directory
+        ``/opt/slurm/etc/scripts/prolog.d/`` and ``PrologFlags=Alloc,NoHold`` into ``CustomSlurmSettings``, as the
+        ParallelCluster guide "Support NVIDIA-Imex with p6e-gb200 instance"
+        (https://docs.aws.amazon.com/parallelcluster/latest/ug/support-nvidia-imex-p6e-gb200-instance.html) does."""
+        imex_script = render_imex_prolog(NODE_DIR, f"{PARALLELCLUSTER_SLURM}/bin/scontrol", imex_types) if imex_types else ""
+        installer = ScriptAsset(self, "SlurmHooksInstaller", file_name="fmcluster-slurm-hooks-install.sh",
+                                text=render_hooks_installer(
+                                    NODE_DIR, TASK_PROLOG, orchestrator="AWS ParallelCluster", node_label="head node",
+                                    share_note="Compute nodes mount /opt/slurm from the head node over NFS.",
+                                    imex_prolog=IMEX_PROLOG if imex_types else None, imex_script=imex_script))
+        self._on_node_configured(head_node, installer)
 
     def _checkpoint_policy(self, checkpoints: CheckpointAccess | None) -> iam.ManagedPolicy | None:
         """What ParallelCluster's ``S3Access`` does not grant for the checkpoint prefix, as one managed policy

@@ -1,0 +1,95 @@
+"""Slurm hooks fmcluster wires into slurm.conf: the node check as ``HealthCheckProgram`` and the job
+environment as ``TaskProlog``.
+
+- ``HealthCheckProgram``: ``<node_dir>/bin/fmcluster-node-check-health``, the wrapper the node bootstrap
+  installs (``fmcluster-node-check --no-nccl --drain``: the fast checks, and on failure ``scontrol update
+  State=DRAIN Reason="fmcluster-node-check: <first failure>"``); slurmd runs it as root every
+  ``HealthCheckInterval`` seconds on nodes in ``HealthCheckNodeState`` (slurm.conf(5), SchedMD/slurm
+  ``doc/man/man5/slurm.conf.5``).
+- IMEX per job (p6e-gb200): a Slurm prolog that writes the job's nodes as the IMEX domain
+  (``fmcluster-imex-nodes``) with ``PrologFlags=Alloc,NoHold``.
+- Containers (ParallelCluster official images): enroot + pyxis enabled from the images' own example
+  configurations, enroot data and cache on the node's local NVMe scratch.
+- ``TaskProlog``: a script that sources the node's job environment file and prints each variable as
+  ``export name=value``, the form slurmstepd reads from a task prolog's standard output (SchedMD/slurm
+  ``doc/html/prolog_epilog.shtml``), so every task, containers launched by it included, gets it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fmcluster.templates.render import render
+
+#: Seconds between two runs of the node check's fast mode on a node.
+HEALTH_CHECK_INTERVAL_S = 300
+#: Slurm flags the IMEX prolog needs: run at allocation on every node, without holding the job (the AWS
+#: ParallelCluster and AWS PCS IMEX guides; slurm.conf(5) PrologFlags).
+IMEX_PROLOG_FLAGS = "Alloc,NoHold"
+#: Nodes the health check runs on: every state, spread over the interval (slurm.conf(5) HealthCheckNodeState).
+HEALTH_CHECK_NODE_STATE = "ANY,CYCLE"
+
+
+def health_check_program(node_dir: str) -> str:
+    """The health-check wrapper the node bootstrap installs under ``node_dir``."""
+    return f"{node_dir}/bin/fmcluster-node-check-health"
+
+
+def job_env_file(node_dir: str) -> str:
+    """The job environment file the node bootstrap writes under ``node_dir``."""
+    return f"{node_dir}/etc/job-env.sh"
+
+
+def slurm_conf_settings(node_dir: str, task_prolog: str) -> list[dict[str, str | int]]:
+    """``[{name: value}, ...]`` for slurm.conf (ParallelCluster ``CustomSlurmSettings`` form)."""
+    return [
+        {"HealthCheckProgram": health_check_program(node_dir)},
+        {"HealthCheckInterval": HEALTH_CHECK_INTERVAL_S},
+        {"HealthCheckNodeState": HEALTH_CHECK_NODE_STATE},
+        {"TaskProlog": task_prolog},
+    ]
+
+
+def render_task_prolog(node_dir: str) -> str:
+    """The TaskProlog script (bash) for nodes whose job environment is under ``node_dir``."""
+    return render("slurm/fmcluster-task-prolog.sh.j2", {"job_env": job_env_file(node_dir)})
+
+
+def render_imex_prolog(node_dir: str, scontrol: str, instance_types: Sequence[str]) -> str:
+    """The Slurm prolog that sets the job's IMEX domain on NVLink-domain nodes (``instance_types``) through
+    ``<node_dir>/bin/fmcluster-imex-nodes``, which the node bootstrap installs on IMEX nodes."""
+    return render("slurm/fmcluster-imex-prolog.sh.j2", {
+        "imex_nodes": f"{node_dir}/bin/fmcluster-imex-nodes", "scontrol": scontrol,
+        "instance_types": ", ".join(instance_types)})
+
+
+def render_hooks_installer(node_dir: str, task_prolog: str, *, orchestrator: str, node_label: str,
+                           share_note: str, imex_prolog: str | None = None, imex_script: str = "") -> str:
+    """The script that writes the TaskProlog to ``task_prolog`` (and, with ``imex_prolog``, ``imex_script``
+    there) on the controller node (``share_note``: how the files reach the compute nodes)."""
+    script = render_task_prolog(node_dir)
+    for delimiter, text in (("FMC_TASK_PROLOG_EOF", script), ("FMC_IMEX_PROLOG_EOF", imex_script)):
+        if delimiter in text.splitlines():
+            raise ValueError(f"an embedded script contains the installer's heredoc delimiter {delimiter}")
+    return render("slurm/fmcluster-slurm-hooks-install.sh.j2", {
+        "task_prolog": task_prolog, "task_prolog_script": script, "orchestrator": orchestrator,
+        "node_label": node_label, "share_note": share_note, "imex_prolog": imex_prolog,
+        "imex_prolog_script": imex_script})
+
+
+def render_containers(*, head_node: bool, default_dir: str) -> str:
+    """The script enabling enroot + pyxis on a ParallelCluster node (``head_node``: also the SPANK plugin
+    configuration in the shared ``/opt/slurm/etc``); its first argument is the scratch directory for enroot's
+    data and cache (default ``default_dir``)."""
+    return render("slurm/fmcluster-containers.sh.j2", {
+        "head_node": head_node, "node_kind": "head node" if head_node else "compute node", "default_dir": default_dir})
+
+
+def render_nccl_tests_sbatch(*, blueprint_name: str, group_name: str, instance_type: str, gpus: int, count: int,
+                             node_dir: str, nccl_tests_dir: str = "/opt/nccl-tests/build") -> str:
+    """A ready sbatch for multi-node nccl-tests ``all_reduce_perf`` on one compute group (Slurm partition =
+    group name on every orchestrator): 2 nodes (1 when the group has one), one task per GPU."""
+    return render("slurm/nccl-tests.sbatch.j2", {
+        "blueprint_name": blueprint_name, "group_name": group_name, "instance_type": instance_type, "gpus": gpus,
+        "partition": group_name, "nodes": min(2, count), "job_env": job_env_file(node_dir),
+        "nccl_tests_dir": nccl_tests_dir})
