@@ -1,11 +1,11 @@
-# fmcluster job environment for llm-train/gpu (p5.48xlarge), stack h100-570-cuda12.8.
+# fmcluster job environment for llm-train/gpu (p5.48xlarge), stack pcluster-3.16.3.
 # Rendered by fmcluster; installed at /opt/fmcluster/etc/job-env.sh and sourced from /etc/profile.d/fmcluster.sh.
 # Slurm jobs: `source /opt/fmcluster/etc/job-env.sh` (or point TaskProlog at it).
 # shellcheck shell=bash
-export PATH="/usr/local/cuda-12.8/bin:/opt/amazon/efa/bin${PATH:+:${PATH}}"
-export LD_LIBRARY_PATH="/usr/local/cuda-12.8/lib64${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"
-export CUDA_HOME="/usr/local/cuda-12.8"
-# aws-ofi-nccl 1.16.3 sets the tuned per-platform values for p5.48xlarge itself
+export PATH="/usr/local/cuda-13.2/bin:/opt/amazon/efa/bin${PATH:+:${PATH}}"
+export LD_LIBRARY_PATH="/usr/local/cuda-13.2/lib64${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"
+export CUDA_HOME="/usr/local/cuda-13.2"
+# aws-ofi-nccl 1.22.0 sets the tuned per-platform values for p5.48xlarge itself
 # when they are unset (NCCL_BUFFSIZE, NCCL_P2P_NET_CHUNKSIZE, NCCL_NVLS*_CHUNKSIZE, NCCL_NET_FORCE_FLUSH,
 # NCCL_NETDEVS_POLICY, NCCL_TOPO_FILE, FI_EFA_FORK_SAFE, the efa provider filter), so they are not set here.
 # NCCL bootstrap sockets avoid docker/loopback/veth interfaces (ADT-NT)
