@@ -292,3 +292,22 @@ def test_step_matches_golden(step: str) -> None:
 
 def test_no_stale_step_golden_files() -> None:
     assert {p.stem for p in GOLDEN.glob("*.sh")} == set(_steps())
+
+
+# ---- one library, no OS branches ---------------------------------------------------------------
+@pytest.mark.parametrize("os_name", ["ubuntu-22.04", "amazon-linux-2023"])
+def test_bootstrap_and_node_check_share_one_library(os_name: str) -> None:
+    from fmcluster.templates.node_scripts import render_node_lib, render_node_scripts
+    ctx, _ = context("parallelcluster", os_name, "official")
+    lib = render_node_lib(ctx)
+    scripts = render_node_scripts(ctx)
+    assert lib.strip() in scripts["bootstrap.sh"] and lib.strip() in scripts["fmcluster-node-check"]
+    other = "dnf" if os_name.startswith("ubuntu") else "apt"
+    assert f"package manager: {other}" not in scripts["bootstrap.sh"]
+
+
+def test_node_templates_do_not_branch_on_the_os() -> None:
+    templates = ROOT / "fmcluster/templates/node"
+    offenders = [str(p.relative_to(templates)) for p in templates.rglob("*.j2")
+                 if "{% if os" in p.read_text() or "os.startswith" in p.read_text()]
+    assert offenders == []

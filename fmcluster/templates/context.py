@@ -237,6 +237,9 @@ class NodeContext:
     #: mount point of the image's NVMe array ("" for ``none``)
     nvme_array_path: str = ""
     pkg_manager: str = "apt"
+    #: ``ID`` and ``VERSION_ID`` of /etc/os-release the script expects (``ubuntu`` 22.04, ``amzn`` 2023)
+    os_release_id: str = ""
+    os_release_version: str = ""
     #: the per-OS package-manager partial included by the node scripts
     pkg_partial: str = "node/pkg/apt.sh.j2"
     hold_pattern: str = ""
@@ -365,6 +368,8 @@ def node_context(rc: ResolvedCluster, group: ResolvedGroup, *, exporters_script:
         nvme_kind=image.nvme.kind,
         nvme_array_path=nvme_path,
         pkg_manager=manager,
+        os_release_id="ubuntu" if software.os_name.startswith("ubuntu") else "amzn",
+        os_release_version=software.os_name.split("-")[-1],
         pkg_partial=f"node/pkg/{manager}.sh.j2",
         hold_pattern=HOLD_PATTERNS[manager],
         nccl_tests_version=tests.version,
