@@ -18,7 +18,7 @@ import pytest
 from fmcluster.resolved import resolve
 from fmcluster.templates.context import NodeContext, node_context
 from fmcluster.templates.node_scripts import render_node_scripts
-from fmcluster.validation import load_blueprint, load_blueprint_text
+from fmcluster.validation import load_blueprint_text
 from tests.blueprints import blueprint_text, example
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,11 +31,17 @@ _spec.loader.exec_module(harness)
 HAPPY_LOG = harness.HAPPY_LOG.read_text()
 
 
+#: Changed on purpose (issue 11): blueprints/default.yaml now boots ParallelCluster's official image (R595 stack);
+#: the node check's tables keep their pinned h100-570-cuda12.8 stack through a custom image, whose boot check
+#: fails on every difference (no reported-only components).
+PINNED = {"software": {"image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}, "stack": "h100-570-cuda12.8"}}
+
+
 def _context(os_name: str = "ubuntu-22.04", patch: dict[str, Any] | None = None) -> NodeContext:
     if patch is None:
-        bp = load_blueprint(ROOT / "blueprints/default.yaml")
+        bp = load_blueprint_text(blueprint_text(PINNED, base=example("default"))).blueprint
     else:
-        bp = load_blueprint_text(blueprint_text(patch, base=example("default"))).blueprint
+        bp = load_blueprint_text(blueprint_text(PINNED, patch, base=example("default"))).blueprint
     rc = resolve(bp.model_copy(update={"software": bp.software.model_copy(update={"os": os_name})}))
     return node_context(rc, rc.groups[0])
 
@@ -178,10 +184,11 @@ def test_each_listed_fault_fails_only_where_expected(tmp_path: Path, p5: tuple[N
     ctx, script = p5
     log_file = tmp_path / "nccl.log"
     log_file.write_text(HAPPY_LOG)
-    for field_name, value, check in [("drivers", ["570.158.01"] * 8, "driver"), ("ib_devices", 31, "efa-devices"),
-                                     ("efa_installer", "1.42.0", "efa-installer")]:
+    # another driver on the GPUs is also the module in the kernel: both driver checks name it
+    for field_name, value, checks in [("drivers", ["570.158.01"] * 8, {"driver", "driver-loaded"}),
+                                      ("ib_devices", 31, {"efa-devices"}), ("efa_installer", "1.42.0", {"efa-installer"})]:
         node = replace(harness.happy_node(ctx), **{field_name: value})
-        assert run(tmp_path, script, node, "--nccl-log", str(log_file)).failed == {check}
+        assert run(tmp_path, script, node, "--nccl-log", str(log_file)).failed == checks
 
 
 def test_old_nccl_and_plugin_line_formats(tmp_path: Path, p5: tuple[NodeContext, str]) -> None:
@@ -275,3 +282,29 @@ def test_gb200_checks_imex_not_fabric_manager(tmp_path: Path) -> None:
     node.services["nvidia-imex"] = "inactive"
     assert run(tmp_path, script, node, "--nccl-log", str(log_file)).lines["imex"] == (
         "FAIL", "nvidia-imex is inactive, expected active")
+
+
+def test_loaded_module_and_initramfs_are_checked(tmp_path: Path, p5: tuple[NodeContext, str]) -> None:
+    """A driver updated without a reboot (the kernel still runs the old module) and a kernel without an
+    initramfs each fail their own check."""
+    ctx, script = p5
+    r = run(tmp_path, script, replace(harness.happy_node(ctx), loaded_driver="570.158.01"), "--no-nccl")
+    assert r.lines["driver-loaded"] == ("FAIL", "the loaded nvidia module is 570.158.01, the lock needs 570.172.08")
+    assert r.failed == {"driver-loaded"}
+    r = run(tmp_path, script, replace(harness.happy_node(ctx), initramfs=False), "--no-nccl")
+    assert r.lines["initramfs"] == ("FAIL", "/boot/initrd.img-6.8.0-1031-aws missing for the running kernel 6.8.0-1031-aws")
+    assert r.failed == {"initramfs"}
+
+
+def test_reported_only_component_is_a_warning_not_a_failure(tmp_path: Path) -> None:
+    """Official ParallelCluster 3.16.3 image: CUDA and GDRCopy versions are unverified catalog values, so a
+    difference there is reported (WARN) and the node passes."""
+    bp = load_blueprint_text(blueprint_text(base=example("default"))).blueprint
+    rc = resolve(bp)
+    ctx = node_context(rc, rc.groups[0])
+    assert {"cuda", "gdrcopy"} <= set(ctx.reported_only)
+    script = render_node_scripts(ctx)["fmcluster-node-check"]
+    node = replace(harness.happy_node(ctx), cuda_version="13.2.1")
+    r = run(tmp_path, script, node, "--no-nccl")
+    assert r.returncode == 0, r.stdout
+    assert r.lines["cuda"][0] == "WARN" and r.lines["cuda"][1].endswith("(reported only: unverified image value)")

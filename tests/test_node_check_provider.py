@@ -17,7 +17,9 @@ import pytest
 from fmcluster.resolved import resolve
 from fmcluster.templates.context import node_context
 from fmcluster.templates.node_scripts import render_node_scripts
-from fmcluster.validation import load_blueprint
+from fmcluster.validation import load_blueprint_text
+from tests.blueprints import blueprint_text, example
+from tests.test_node_check import PINNED
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("node_check_harness", Path(__file__).parent / "fixtures/node_check/harness.py")
@@ -32,7 +34,9 @@ HAPPY_LINE = "Selected provider is efa, fabric is efa-direct (found 32 nics)"
 
 @pytest.fixture(scope="module")
 def p5() -> tuple[object, str]:
-    rc = resolve(load_blueprint(ROOT / "blueprints/default.yaml"))
+    # the happy log's NCCL 2.27.7 / aws-ofi-nccl 1.16.3 are h100-570-cuda12.8's; default.yaml now boots the official
+    # ParallelCluster image (another stack), so the stack is pinned through a custom image (issue 11)
+    rc = resolve(load_blueprint_text(blueprint_text(PINNED, base=example("default"))).blueprint)
     ctx = node_context(rc, rc.groups[0])
     return ctx, render_node_scripts(ctx)["fmcluster-node-check"]
 

@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
+from fmcluster.blueprint.errors import BlueprintError
 from fmcluster.catalog import get_instance
 from fmcluster.review.render import render_blueprint
 from fmcluster.validation import load_blueprint, load_blueprint_text
-from tests.blueprints import example, merge, to_yaml
+from tests.blueprints import DROP, example, merge, to_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 OSES = ("ubuntu-22.04", "ubuntu-24.04", "amazon-linux-2023")
@@ -43,11 +44,23 @@ def shellcheck() -> str:
 def _with(software: dict[str, Any], group: dict[str, Any], os_name: str) -> dict[str, Any]:
     """blueprints/default.yaml with another stack, OS and compute group."""
     default = example("default")
-    d = merge(default, {"software": {**software, "os": os_name}, "compute": [{**default["compute"][0], **group}]})
+    # a stack other than the official image's is baked (issue 11: official mode runs the image's own stack)
+    d = merge(default, {"software": {"image": {"mode": "bake"}, **software, "os": os_name},
+                        "compute": [{**default["compute"][0], **group}]})
+    if os_name == "ubuntu-24.04":  # the parent ParallelCluster image has no Lustre client there (R-IMG-8)
+        d = merge(d, {"storage": {"lustre": None}})
     if get_instance(d["compute"][0]["instance_type"]).cpu_architecture == "arm64":
         # ParallelCluster needs the head node in the compute nodes' architecture (R-PC-2)
         d = merge(d, {"orchestrator": {"parallelcluster": {"head_node_instance_type": "m7g.4xlarge"}}})
     return d
+
+
+def _valid(data: dict[str, Any]) -> bool:
+    try:
+        load_blueprint_text(to_yaml(data))
+    except BlueprintError:
+        return False
+    return True
 
 
 def _cases() -> list[tuple[str, dict[str, Any]]]:
@@ -56,9 +69,16 @@ def _cases() -> list[tuple[str, dict[str, Any]]]:
         data = example(path.stem)
         for os_name in OSES:
             d = merge(data, {"software": {"os": os_name}})
-            if d.get("orchestrator", {}).get("kind") == "pcs" and os_name != "ubuntu-24.04":
-                # the default PCS AMI is Ubuntu 24.04 (R-PCS-2): another OS needs its own AMI
-                d = merge(d, {"orchestrator": {"pcs": {"ami_id": "ami-0123456789abcdef0"}}})
+            if not _valid(d):
+                # Changed on purpose (issue 11): an OS the example's image does not exist for (or has no Lustre
+                # client on) renders as a custom image of that OS with the family's default stack.
+                d = merge(d, {"software": {"image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"},
+                                           "stack": DROP}})
+                if d.get("orchestrator", {}).get("kind") == "pcs":
+                    # the default PCS AMI is Ubuntu 24.04 (R-PCS-2): another OS needs its own AMI
+                    d = merge(d, {"orchestrator": {"pcs": {"ami_id": "ami-0123456789abcdef0"}}})
+                if not _valid(d):  # ParallelCluster's image has no Lustre client on that OS (R-IMG-8)
+                    d = merge(d, {"storage": {"lustre": None}})
             cases.append((f"{path.stem}-{os_name}", d))
     for name, (software, group, os_name) in SPECIAL.items():
         cases.append((f"{name}-{os_name}", _with(software, group, os_name)))

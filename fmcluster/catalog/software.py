@@ -316,6 +316,24 @@ def aws_ofi_nccl_artifacts() -> list[str]:
 
 
 @dataclass(frozen=True)
+class NcclTestsArtifact:
+    """The pinned nccl-tests source archive (``artifacts.nccl_tests`` in software.yaml)."""
+
+    version: str
+    url: str
+    sha256: str
+    source: str
+
+
+def nccl_tests_artifact() -> NcclTestsArtifact:
+    """The nccl-tests release the boot path (official mode) and the image build compile against the pinned
+    NCCL and CUDA."""
+    d = _raw()["artifacts"]["nccl_tests"]
+    return NcclTestsArtifact(str(d["version"]), d["url"].format(version=d["version"]), d["sha256"],
+                             source_url(d["source"]))
+
+
+@dataclass(frozen=True)
 class Repository:
     url: str
     key_url: str

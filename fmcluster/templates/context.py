@@ -7,6 +7,7 @@ dumb: no lookups, no version arithmetic, no quoting decisions.
 
 from __future__ import annotations
 
+import json
 import shlex
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from fmcluster.catalog.software import (
     gdrcopy_artifact,
     major,
     major_minor,
+    nccl_tests_artifact,
     version_ge,
 )
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
@@ -31,6 +33,32 @@ SCRATCH_LABEL = "fmc-scratch"
 #: NCCL_SOCKET_IFNAME for NCCL's bootstrap connections (aws/aws-ofi-nccl doc/efa-env-var.md,
 #: ADT-NT nccl-tests.Dockerfile).
 NCCL_SOCKET_IFNAME = "^docker,lo,veth"
+#: Where a baked image carries its lock (``image_build_steps`` writes it, the boot path compares it).
+LOCK_PATH = "/opt/fmcluster/lock.json"
+#: Where nccl-tests is built (the node check runs ``<dir>/build/all_reduce_perf``).
+NCCL_TESTS_DIR = "/opt/nccl-tests"
+#: MPI the EFA installer ships (aws-efa-installer installs Open MPI under /opt/amazon/openmpi; EFA user guide
+#: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start-nccl.html builds nccl-tests with it).
+MPI_HOME = "/opt/amazon/openmpi"
+
+#: Named boot-path timeouts in seconds. Their sum with the step estimates stays far below ParallelCluster's
+#: NODE_BOOTSTRAP_TIMEOUT = 2100 s (aws/aws-parallelcluster cli/src/pcluster/constants.py), the only documented
+#: limit; they bound waits that would otherwise hang a node until the orchestrator kills it.
+BOOT_TIMEOUTS_S: dict[str, int] = {
+    # apt/dpkg lock wait (apt.conf DPkg::Lock::Timeout): cloud-init or unattended-upgrades may hold the lock
+    "package_lock": 600,
+    # a Fabric Manager unit reaching "active" after start (NVIDIA Fabric Manager user guide: the service
+    # starts in seconds; 60 s covers a cold start)
+    "fabric_manager_start": 60,
+    # every GPU's "Fabric State: Completed" in nvidia-smi -q (registration with Fabric Manager / NVLSM / IMEX)
+    "fabric_state": 300,
+    # the image's NVMe array (DLAMI assembles it at boot, ParallelCluster before OnNodeConfigured) appearing
+    "nvme_array": 120,
+    # FSx for Lustre mounted by the orchestrator and answering read-only probes
+    "fsx": 600,
+    # the node check's single-node all_reduce_perf through the network plugin
+    "nccl_check": 600,
+}
 
 
 @dataclass(frozen=True)
@@ -95,6 +123,21 @@ def package_plan(os_name: str, driver: str, cuda: str, nccl: str) -> PackagePlan
         gdrcopy_query="gdrcopy",
         gdrcopy_hold=("gdrcopy", "gdrcopy-kmod", "gdrcopy-devel"),
     )
+
+
+#: Extended regular expressions (matched against installed package names) of what the boot path holds once,
+#: after every install: NVIDIA, EFA, kernel and Slurm packages (apt-mark hold / dnf versionlock).
+HOLD_PATTERNS: dict[str, str] = {
+    "apt": "^(nvidia-|libnvidia-|cuda-|libcuda|libnccl|nvlsm|infiniband-diags|gdrdrv|libgdrapi|gdrcopy|efa|libfabric"
+           "|ibverbs|libibverbs|rdma-core|linux-image-|linux-headers-|linux-modules-|linux-aws|slurm|libslurm)",
+    "dnf": "^(nvidia-|libnvidia-|cuda-|libnccl|nvlsm|infiniband-diags|gdrcopy|efa|libfabric|libibverbs|rdma-core"
+           "|kernel|slurm)",
+}
+
+
+def package_manager(os_name: str) -> str:
+    """``apt`` for Ubuntu, ``dnf`` for Amazon Linux 2023: selects ``templates/node/pkg/<manager>.sh.j2``."""
+    return "apt" if os_name.startswith("ubuntu") else "dnf"
 
 
 @dataclass(frozen=True)
@@ -175,6 +218,35 @@ class NodeContext:
     paths: dict[str, str] = field(default_factory=dict)
     #: Exporter install script for this group's nodes (observability); "" when metrics are off.
     exporters_script: str = ""
+    # -- image and boot path (resolved/image.py) --
+    #: ``official`` / ``bake`` / ``custom``
+    image_mode: str = "official"
+    #: component -> version the node must carry (``None``: not needed on this type)
+    lock: dict[str, str | None] = field(default_factory=dict)
+    #: the lock as written to LOCK_PATH in a baked image (sorted keys, one line)
+    lock_json: str = ""
+    #: lock components the boot verification compares (efa components only with EFA; NCCL when not installed at boot)
+    verify_components: tuple[str, ...] = ()
+    #: components whose difference is only reported (unverified official-image values)
+    reported_only: tuple[str, ...] = ()
+    installs_nccl: bool = False
+    installs_nccl_tests: bool = False
+    gpu_services: tuple[str, ...] = ()
+    #: ``parallelcluster-ephemeral`` / ``dlami-raid`` / ``none``
+    nvme_kind: str = "none"
+    #: mount point of the image's NVMe array ("" for ``none``)
+    nvme_array_path: str = ""
+    pkg_manager: str = "apt"
+    #: ``ID`` and ``VERSION_ID`` of /etc/os-release the script expects (``ubuntu`` 22.04, ``amzn`` 2023)
+    os_release_id: str = ""
+    os_release_version: str = ""
+    #: the per-OS package-manager partial included by the node scripts
+    pkg_partial: str = "node/pkg/apt.sh.j2"
+    hold_pattern: str = ""
+    nccl_tests_version: str = ""
+    nccl_tests_url: str = ""
+    nccl_tests_sha256: str = ""
+    timeouts: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -191,6 +263,9 @@ def node_paths(node_dir: str, plugin_override: str | None) -> dict[str, str]:
         "profile_env": PROFILE_ENV_PATH,
         "scratch_label": SCRATCH_LABEL,
         "plugin_prefix": f"{node_dir}/aws-ofi-nccl-{plugin_override}" if plugin_override else "",
+        "lock": LOCK_PATH,
+        "nccl_tests": NCCL_TESTS_DIR,
+        "mpi_home": MPI_HOME,
     }
 
 
@@ -219,6 +294,19 @@ def node_context(rc: ResolvedCluster, group: ResolvedGroup, *, exporters_script:
     efa = efa_installer_artifact(stack.efa_installer)
     repo = cuda_repository(software.os_name, arch)
     efa_enabled = group.spec.efa_enabled
+    image = group.image
+    installs_nccl = any(i.startswith("nccl ") for i in image.installs_at_boot)
+    installs_nccl_tests = "nccl-tests" in image.installs_at_boot
+    tests = nccl_tests_artifact()
+    efa_components = ("efa_installer", "libfabric", "aws_ofi_nccl")
+    verify = tuple(c for c, v in image.lock.items() if v is not None
+                   and not (c in efa_components and not efa_enabled) and not (c == "nccl" and installs_nccl))
+    manager = package_manager(software.os_name)
+    nvme_path = ""
+    if image.nvme.kind == "parallelcluster-ephemeral":
+        nvme_path = group.spec.scratch_path  # ParallelCluster mounts it at EphemeralVolume.MountDir = scratch_path
+    elif image.nvme.kind != "none":
+        nvme_path = image.nvme.path or ""
     return NodeContext(
         blueprint_name=rc.name,
         group_name=group.name,
@@ -269,6 +357,25 @@ def node_context(rc: ResolvedCluster, group: ResolvedGroup, *, exporters_script:
         job_env=job_environment(efa_enabled=efa_enabled, plugin=stack.aws_ofi_nccl, user=dict(software.environment)),
         paths=node_paths(rc.node_dir, stack.plugin_override),
         exporters_script=exporters_script,
+        image_mode=image.mode,
+        lock=dict(image.lock),
+        lock_json=json.dumps(image.lock, sort_keys=True),
+        verify_components=verify,
+        reported_only=tuple(sorted(image.reported_only)),
+        installs_nccl=installs_nccl,
+        installs_nccl_tests=installs_nccl_tests,
+        gpu_services=image.gpu_services,
+        nvme_kind=image.nvme.kind,
+        nvme_array_path=nvme_path,
+        pkg_manager=manager,
+        os_release_id="ubuntu" if software.os_name.startswith("ubuntu") else "amzn",
+        os_release_version=software.os_name.split("-")[-1],
+        pkg_partial=f"node/pkg/{manager}.sh.j2",
+        hold_pattern=HOLD_PATTERNS[manager],
+        nccl_tests_version=tests.version,
+        nccl_tests_url=tests.url,
+        nccl_tests_sha256=tests.sha256,
+        timeouts=dict(BOOT_TIMEOUTS_S),
     )
 
 

@@ -1,28 +1,36 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2034,SC2329  # the lock block lists every pin and the shared library every helper; not every step uses each
 # fmcluster bootstrap for llm-train/gpu (p5.48xlarge, ubuntu-22.04, parallelcluster).
 # Rendered by fmcluster from stack pcluster-3.16.3; do not edit by hand.
 #
-# Installs exactly the pinned versions below and holds them; a node that already has a pinned
-# component (e.g. a Deep Learning AMI) keeps it untouched. Keeps unattended upgrades away from
-# NVIDIA, EFA and kernel packages, builds the local NVMe scratch RAID0, waits for FSx for Lustre,
-# writes the job environment file, installs fmcluster-node-check and finishes by running it.
-# Every step logs what it did; any failure stops the script with a non-zero exit and a message.
+# The boot path configures and verifies; it never installs the NVIDIA driver, Fabric Manager, IMEX, the CUDA
+# toolkit, the EFA installer or GDRCopy (those come with the image: official mode). Steps, in order:
+#   preflight -> verify -> guard_upgrades -> fabric_manager -> fabric_state -> nccl -> nccl_tests -> holds -> scratch -> fsx -> job_env -> node_check -> exporters
+# verify fails closed listing every difference from the lock; holds are taken once, after every install;
+# exporters come last and never fail the node. Step templates: fmcluster/templates/node/steps/.
 # Log: /var/log/fmcluster/bootstrap.log
 set -Eeuo pipefail
 umask 022
 
-# ---- pins ------------------------------------------------------------------------------------
+# ---- node facts, lock and timeouts -------------------------------------------------------------
 readonly FMC_OS_ID="ubuntu"
 readonly FMC_OS_VERSION="22.04"
 readonly FMC_ARCH="x86_64"
-readonly FMC_DRIVER_VERSION="595.112.07"
-readonly FMC_KERNEL_MODULES="open"
-readonly FMC_CUDA_VERSION="13.2.2"
-readonly FMC_CUDA_HOME="/usr/local/cuda-13.2"
-readonly FMC_NCCL_VERSION="2.31.2"
-readonly FMC_EFA_INSTALLER_VERSION="1.51.0"
-readonly FMC_AWS_OFI_NCCL_VERSION="1.22.0"
-readonly FMC_GDRCOPY_VERSION="2.5.1"
+readonly FMC_IMAGE_MODE="official"
+readonly FMC_LOCK_DRIVER="595.112.07"
+readonly FMC_LOCK_KERNEL_MODULES="open"
+readonly FMC_LOCK_FABRIC_MANAGER="595.112.07"
+readonly FMC_LOCK_IMEX=""
+readonly FMC_LOCK_CUDA="13.2.2"
+readonly FMC_LOCK_NCCL="2.31.2"
+readonly FMC_LOCK_EFA_INSTALLER="1.51.0"
+readonly FMC_LOCK_LIBFABRIC="2.7.0amzn2.0"
+readonly FMC_LOCK_AWS_OFI_NCCL="1.22.0"
+readonly FMC_LOCK_GDRCOPY="2.5.1"
+readonly FMC_LOCK_JSON='{"aws_ofi_nccl": "1.22.0", "cuda": "13.2.2", "driver": "595.112.07", "efa_installer": "1.51.0", "fabric_manager": "595.112.07", "gdrcopy": "2.5.1", "imex": null, "kernel_modules": "open", "libfabric": "2.7.0amzn2.0", "nccl": "2.31.2"}'
+readonly FMC_LOCK_FILE="/opt/fmcluster/lock.json"
+readonly FMC_REPORTED_ONLY="cuda gdrcopy kernel_modules"
+readonly FMC_CUDA_PATH="/usr/local/cuda-13.2"
 readonly FMC_EXPECTED_GPUS=8
 readonly FMC_EXPECTED_NVME=8
 readonly FMC_SCRATCH_PATH="/scratch"
@@ -34,17 +42,28 @@ readonly FMC_JOB_ENV="/opt/fmcluster/etc/job-env.sh"
 readonly FMC_PROFILE_ENV="/etc/profile.d/fmcluster.sh"
 readonly FMC_CACHE=/var/cache/fmcluster
 readonly FMC_LOG_DIR=/var/log/fmcluster
+# Named timeouts (seconds; fmcluster/templates/context.py BOOT_TIMEOUTS_S says why each is what it is)
+readonly FMC_TIMEOUT_PACKAGE_LOCK_S=600
+readonly FMC_TIMEOUT_FABRIC_MANAGER_START_S=60
+readonly FMC_TIMEOUT_FABRIC_STATE_S=300
+readonly FMC_TIMEOUT_NVME_ARRAY_S=120
+readonly FMC_TIMEOUT_FSX_S=600
+readonly FMC_TIMEOUT_NCCL_CHECK_S=600
+FMC_LOG_TAG=fmcluster-bootstrap
+# Services the image owns around the GPUs; the boot path starts what is missing and never stops them:
+#   parallelcluster_nvidia nvidia-fabricmanager nvidia-imex nvidia-dcgm
 
-FMC_STEP=start
-log() { printf '%s fmcluster-bootstrap [%s] %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "${FMC_STEP}" "$*"; }
+# ---- fmcluster node library (templates/node/lib.sh.j2) -----------------------------------------
+# Shared by bootstrap.sh, fmcluster-node-check and the image-build steps: logging, retries, pinned
+# downloads, version comparison and the probes that read what a node carries. Functions only (no side
+# effects when sourced). FMC_ROOT (default empty) prefixes every file path; the boot simulation sets it.
+FMC_ROOT="${FMC_ROOT:-}"
+FMC_STEP="${FMC_STEP:-start}"
+FMC_LOG_TAG="${FMC_LOG_TAG:-fmcluster}"
+
+log() { printf '%s %s [%s] %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "${FMC_LOG_TAG}" "${FMC_STEP}" "$*"; }
+warn() { log "WARNING: $*" >&2; }
 die() { log "ERROR: $*" >&2; exit 1; }
-on_error() {
-  local rc=$?
-  log "ERROR: step '${FMC_STEP}' failed (exit ${rc}) at line ${BASH_LINENO[0]}: ${BASH_COMMAND}" >&2
-  exit "${rc}"
-}
-trap on_error ERR
-step() { FMC_STEP="$1"; log "--- $2"; }
 len() { echo "$#"; }
 
 retry() {  # retry ATTEMPTS COMMAND...: exponential backoff from 5 s
@@ -83,9 +102,73 @@ key_fingerprint() {  # key_fingerprint FILE: primary key fingerprint of an armor
   gpg --batch --with-colons --show-keys "$1" 2>/dev/null | awk -F: '/^fpr:/ { print $10; exit }'
 }
 
-# ---- package helpers (ubuntu-22.04) -----------------------------------------------------------------
+# "2.27.7" == "2.27.7-1+cuda12.9": the leading dotted number, ignoring suffixes like "-1", "+cuda12.9", "amzn5.0"
+num() {
+  if [[ $1 =~ ^v?([0-9]+(\.[0-9]+)*) ]]; then printf '%s' "${BASH_REMATCH[1]}"; else printf '%s' "$1"; fi
+}
+same_version() { [[ "$(num "$1")" == "$(num "$2")" ]]; }
+
+# ---- probes: what the node carries -------------------------------------------------------------
+driver_version() {  # first GPU's driver per nvidia-smi, empty without a driver
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' ' || true
+  fi
+}
+
+# /proc/driver/nvidia/version, first line, as printed by the loaded module (NVIDIA open-gpu-kernel-modules nv.c):
+#   NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  595.112.07  Release Build  (...)
+#   NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.172.08  Tue ...
+loaded_driver_version() {
+  awk 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+(\.[0-9]+)*$/) { print $i; exit } }' \
+    "${FMC_ROOT}/proc/driver/nvidia/version" 2>/dev/null || true
+}
+loaded_module_flavor() {  # open / proprietary / none, from the loaded module's banner
+  local line
+  line="$(head -n 1 "${FMC_ROOT}/proc/driver/nvidia/version" 2>/dev/null || true)"
+  if [[ -z ${line} ]]; then echo none; elif [[ ${line} == *"Open Kernel Module"* ]]; then echo open; else echo proprietary; fi
+}
+module_flavor() {  # open / proprietary / none, from the installed module's license ("Dual MIT/GPL" vs "NVIDIA")
+  local license
+  license="$(modinfo -F license nvidia 2>/dev/null | head -n 1 || true)"
+  if [[ -z ${license} ]]; then echo none; elif [[ ${license} == *MIT* ]]; then echo open; else echo proprietary; fi
+}
+
+efa_installer_version() {  # efa_installer_version [FILE]: "# EFA installer version: X" line of the installer's record
+  sed -n 's/^# EFA installer version: *//p' "${1:-${FMC_ROOT}/opt/amazon/efa_installed_packages}" 2>/dev/null | head -n 1 || true
+}
+
+libfabric_version() { fi_info --version 2>/dev/null | sed -n 's/^libfabric:[[:space:]]*//p' | head -n 1 || true; }
+
+plugin_library() {  # plugin_library DIR...: first aws-ofi-nccl library found
+  local dir lib
+  for dir in "$@"; do
+    for lib in "${dir}/libnccl-net-ofi.so" "${dir}/libnccl-net.so"; do
+      if [[ -e ${lib} ]]; then printf '%s' "${lib}"; return 0; fi
+    done
+  done
+  return 0
+}
+plugin_version() {  # plugin_version LIBRARY: the version aws-ofi-nccl logs at init, read from the binary
+  grep -aoE 'NET/OFI Initializing aws-ofi-nccl [0-9][0-9.]*' "$1" 2>/dev/null | head -n 1 | awk '{print $NF}' || true
+}
+
+cuda_version() {  # cuda_version CUDA_HOME: "cuda" version of the toolkit's version.json
+  if [[ -r $1/version.json ]]; then
+    sed -n '/"cuda"[[:space:]]*:/,/}/ s/.*"version"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' "$1/version.json" | head -n 1
+  fi
+  return 0
+}
+
+fabric_states() {  # one "Fabric ... State" value per GPU from nvidia-smi -q
+  nvidia-smi -q 2>/dev/null | awk '
+    /^[[:space:]]*Fabric[[:space:]]*$/ { in_fabric = 1; next }
+    in_fabric && /^[[:space:]]*State[[:space:]]*:/ { sub(/^[^:]*:[[:space:]]*/, ""); print; in_fabric = 0 }' || true
+}
+
+service_active() { [[ "$(systemctl is-active "$1" 2>/dev/null || true)" == active ]]; }
+
+# ---- package manager: apt/dpkg (Ubuntu; templates/node/pkg/apt.sh.j2) ---------------------------
 export DEBIAN_FRONTEND=noninteractive
-readonly FMC_APT_PINS=/etc/apt/preferences.d/fmcluster-pins
 APT=(apt-get -q -y -o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
 FMC_APT_UPDATED=0
 apt_update() {
@@ -94,86 +177,52 @@ apt_update() {
     FMC_APT_UPDATED=1
   fi
 }
-pkg_version() {  # installed version of a package, empty if not installed
+pkg_version() {  # installed version of a package, empty if not installed (dpkg-query exits 1 for unknown names)
   local out
   out="$(dpkg-query -W -f='${Status}|${Version}' "$1" 2>/dev/null)" || return 0
   if [[ ${out%%|*} == "install ok installed" ]]; then printf '%s' "${out#*|}"; fi
   return 0
 }
+pkg_owner() { dpkg -S "$1" 2>/dev/null | cut -d: -f1 || true; }  # package that installed a file, empty if none
+installed_matching() {  # installed_matching ERE: names of installed packages matching ERE, one a line
+  dpkg-query -W -f='${db:Status-Abbrev}|${Package}\n' 2>/dev/null | awk -F'|' '$1 ~ /^ii/ { print $2 }' \
+    | grep -E "$1" || true
+}
 pin_package() {  # pin_package NAME VERSION-GLOB: apt preferences so apt picks exactly this version
-  local name=$1 want=$2
-  touch "${FMC_APT_PINS}"
-  if ! grep -qx "Package: ${name}" "${FMC_APT_PINS}"; then
-    printf 'Package: %s\nPin: version %s\nPin-Priority: 1001\n\n' "${name}" "${want}" >>"${FMC_APT_PINS}"
+  local pins="${FMC_ROOT}/etc/apt/preferences.d/fmcluster-pins"
+  mkdir -p "$(dirname "${pins}")"
+  touch "${pins}"
+  if ! grep -qx "Package: $1" "${pins}"; then
+    printf 'Package: %s\nPin: version %s\nPin-Priority: 1001\n\n' "$1" "$2" >>"${pins}"
   fi
 }
-install_packages() { apt_update; "${APT[@]}" install --allow-downgrades --allow-change-held-packages "$@"; }
 install_spec() { printf '%s' "$1"; }  # apt selects the version through the preferences pin
+install_packages() { apt_update; "${APT[@]}" install --no-install-recommends --allow-downgrades "$@"; }
 hold_packages() { apt-mark hold "$@" >/dev/null; log "held (apt-mark hold): $*"; }
-install_base_tools() {  # no recommends: mdadm would pull in a mail server
-  apt_update
-  "${APT[@]}" install --no-install-recommends ca-certificates curl gnupg tar gzip xz-utils mdadm pciutils kmod \
-    e2fsprogs util-linux udev build-essential dkms pkg-config "linux-headers-$(uname -r)"
+initramfs_path() { printf '%s/boot/initrd.img-%s' "${FMC_ROOT}" "$1"; }  # update-initramfs naming (Debian/Ubuntu)
+nvidia_repo_configured() {
+  grep -rqs 'developer.download.nvidia.com/compute/cuda/repos' "${FMC_ROOT}/etc/apt/sources.list" "${FMC_ROOT}/etc/apt/sources.list.d/"
 }
-
-# ensure_packages LABEL NAME=VERSION-GLOB...: install exactly these versions unless already there, then hold
-ensure_packages() {
-  local label=$1 spec name want have todo=() names=()
-  shift
-  for spec in "$@"; do
-    name=${spec%%=*}
-    want=${spec#*=}
-    names+=("${name}")
-    have="$(pkg_version "${name}")"
-    # shellcheck disable=SC2053  # the pin may be a glob on purpose
-    if [[ -n ${have} && ${have} == ${want} ]]; then
-      log "${label}: ${name} ${have} already installed, left alone"
-    else
-      log "${label}: ${name} ${have:-not installed} -> ${want}"
-      pin_package "${name}" "${want}"
-      todo+=("$(install_spec "${name}" "${want}")")
-    fi
-  done
-  if [[ $(len "${todo[@]}") -gt 0 ]]; then
-    install_packages "${todo[@]}"
-  fi
-  for spec in "$@"; do
-    name=${spec%%=*}
-    want=${spec#*=}
-    have="$(pkg_version "${name}")"
-    # shellcheck disable=SC2053
-    [[ -n ${have} && ${have} == ${want} ]] || die "${label}: ${name} is ${have:-not installed} after install, expected ${want}"
-  done
-  hold_packages "${names[@]}"
+add_nvidia_repo() {  # add_nvidia_repo KEYFILE URL: NVIDIA's signed CUDA repository
+  local keyring="${FMC_ROOT}/usr/share/keyrings/fmcluster-nvidia-cuda.gpg"
+  mkdir -p "$(dirname "${keyring}")" "${FMC_ROOT}/etc/apt/sources.list.d"
+  gpg --batch --yes --dearmor -o "${keyring}" "$1"
+  printf 'deb [signed-by=%s] %s /\n' "/usr/share/keyrings/fmcluster-nvidia-cuda.gpg" "$2" \
+    >"${FMC_ROOT}/etc/apt/sources.list.d/fmcluster-nvidia-cuda.list"
+  FMC_APT_UPDATED=0
 }
+key_matches() { [[ $1 == "$2" ]]; }  # key_matches FINGERPRINT PINNED: the full fingerprint is pinned on Ubuntu
 
-# ---- steps -----------------------------------------------------------------------------------
-preflight() {
-  step preflight "checking OS, architecture and privileges"
-  [[ ${EUID} -eq 0 ]] || die "must run as root (got uid ${EUID})"
-  local id version_id
-  # shellcheck disable=SC1091,SC2153  # ID and VERSION_ID come from /etc/os-release
-  id="$(. /etc/os-release && printf '%s' "${ID}")"
-  # shellcheck disable=SC1091,SC2153
-  version_id="$(. /etc/os-release && printf '%s' "${VERSION_ID}")"
-  [[ ${id} == "${FMC_OS_ID}" && ${version_id} == "${FMC_OS_VERSION}" ]] \
-    || die "this script was rendered for ${FMC_OS_ID} ${FMC_OS_VERSION}, the node runs ${id} ${version_id}"
-  [[ "$(uname -m)" == "${FMC_ARCH}" ]] || die "this script was rendered for ${FMC_ARCH}, the node is $(uname -m)"
-  mkdir -p "${FMC_CACHE}" "${FMC_PREFIX}/bin" "${FMC_PREFIX}/etc"
-  log "p5.48xlarge on ${id} ${version_id} (${FMC_ARCH}), kernel $(uname -r)"
-}
-
-base_tools() {
-  step base-tools "installing download, build and storage tools"
-  install_base_tools
-  log "base tools present"
-}
-
-guard_upgrades() {
-  step upgrades "keeping automatic upgrades away from NVIDIA, EFA and kernel packages"
-  cat >/etc/apt/apt.conf.d/51fmcluster-unattended-upgrades <<'EOF'
-// Written by fmcluster: unattended-upgrades must not touch the pinned GPU/EFA stack or the kernel
-// (a new kernel or driver package breaks DKMS modules, Fabric Manager == driver, and GPUDirect RDMA).
+# unattended-upgrades: Package-Blacklist entries are Python regular expressions matched against the start of
+# the package name (unattended-upgrades README, "Unattended-Upgrade::Package-Blacklist").
+# needrestart: drop-ins in /etc/needrestart/conf.d are Perl; $nrconf{restart} = 'l' only lists services, and
+# override_rc => 0 deselects slurmd (liske/needrestart ex/needrestart.conf). AWS's PCS sample add-cng-p6-b300.yaml
+# (awslabs/awsome-distributed-ai) writes the same override: a slurmd restart kills the node's running jobs.
+guard_upgrades_os() {
+  mkdir -p "${FMC_ROOT}/etc/apt/apt.conf.d" "${FMC_ROOT}/etc/needrestart/conf.d"
+  cat >"${FMC_ROOT}/etc/apt/apt.conf.d/51fmcluster-unattended-upgrades" <<'APTEOF'
+// Written by fmcluster: unattended-upgrades must not touch the GPU/EFA stack, the kernel or Slurm
+// (a new kernel or driver breaks the kernel modules, Fabric Manager == driver, and GPUDirect RDMA).
 Unattended-Upgrade::Package-Blacklist {
     "linux-";
     "nvidia-";
@@ -191,291 +240,268 @@ Unattended-Upgrade::Package-Blacklist {
     "libibverbs";
     "ibverbs";
     "rdma-core";
-    "libnccl-ofi";
     "openmpi";
+    "slurm";
+    "libslurm";
+    "datacenter-gpu-manager";
 };
-EOF
-  local kernel_pkgs=() p
-  for p in "linux-image-$(uname -r)" "linux-headers-$(uname -r)" linux-aws linux-image-aws linux-headers-aws linux-modules-extra-aws; do
-    if [[ -n "$(pkg_version "${p}")" ]]; then kernel_pkgs+=("${p}"); fi
+APTEOF
+  cat >"${FMC_ROOT}/etc/needrestart/conf.d/90-fmcluster.conf" <<'NREOF'
+# Written by fmcluster: never restart slurmd (it would kill the running jobs); only list what needs a restart.
+$nrconf{restart} = 'l';
+$nrconf{override_rc} = { %{ $nrconf{override_rc} // {} }, qr(^slurmd) => 0 };
+NREOF
+  log "unattended-upgrades blacklist and needrestart drop-in written"
+}
+# ---- end of fmcluster node library --------------------------------------------------------------
+
+on_error() {
+  local rc=$?
+  log "ERROR: step '${FMC_STEP}' failed (exit ${rc}) at line ${BASH_LINENO[0]}: ${BASH_COMMAND}" >&2
+  exit "${rc}"
+}
+trap on_error ERR
+step() { FMC_STEP="$1"; log "--- $2"; }
+
+# ---- steps -------------------------------------------------------------------------------------
+step_preflight() {
+  step preflight "checking OS, architecture and privileges"
+  [[ "$(id -u)" -eq 0 ]] || die "must run as root (got uid $(id -u))"
+  local id version_id
+  # shellcheck disable=SC1091,SC2153  # ID and VERSION_ID come from os-release
+  id="$(. "${FMC_ROOT}/etc/os-release" && printf '%s' "${ID}")"
+  # shellcheck disable=SC1091,SC2153
+  version_id="$(. "${FMC_ROOT}/etc/os-release" && printf '%s' "${VERSION_ID}")"
+  [[ ${id} == "${FMC_OS_ID}" && ${version_id} == "${FMC_OS_VERSION}" ]] \
+    || die "this script was rendered for ${FMC_OS_ID} ${FMC_OS_VERSION}, the node runs ${id} ${version_id}"
+  [[ "$(uname -m)" == "${FMC_ARCH}" ]] || die "this script was rendered for ${FMC_ARCH}, the node is $(uname -m)"
+  mkdir -p "${FMC_ROOT}${FMC_CACHE}" "${FMC_ROOT}${FMC_PREFIX}/bin" "${FMC_ROOT}${FMC_PREFIX}/etc"
+  log "p5.48xlarge on ${id} ${version_id} (${FMC_ARCH}), kernel $(uname -r), image mode ${FMC_IMAGE_MODE}"
+}
+
+# Verify the node against the lock, listing EVERY difference before failing. The boot path never installs
+# the driver, Fabric Manager, IMEX, CUDA toolkit, EFA installer or GDRCopy: a node that differs is the wrong
+# image. Official mode: a difference in a component the catalog could not verify is only reported.
+FMC_DIFFS=()
+FMC_REPORTED=()
+lock_differs() {  # lock_differs COMPONENT DETAIL
+  if [[ " ${FMC_REPORTED_ONLY} " == *" $1 "* ]]; then
+    FMC_REPORTED+=("$1: $2")
+  else
+    FMC_DIFFS+=("$1: $2")
+  fi
+}
+lock_compare() {  # lock_compare COMPONENT HAVE WANT [exact]: record a difference (leading dotted number unless exact)
+  local component=$1 have=$2 want=$3 exact=${4:-}
+  if [[ -z ${have} ]]; then
+    lock_differs "${component}" "not found on the image, the lock needs ${want}"
+  elif [[ -n ${exact} && ${have} != "${want}" ]] || ! same_version "${have}" "${want}"; then
+    lock_differs "${component}" "image has ${have}, the lock needs ${want}"
+  else
+    log "${component} ${have} matches the lock"
+  fi
+}
+
+step_verify() {
+  step verify "verifying the image against the lock (${FMC_IMAGE_MODE} mode)"
+  local kernel initramfs
+  kernel="$(uname -r)"
+  lock_compare driver "$(driver_version)" "${FMC_LOCK_DRIVER}" exact
+  if [[ -r ${FMC_ROOT}/proc/driver/nvidia/version ]]; then
+    lock_compare driver-loaded "$(loaded_driver_version)" "${FMC_LOCK_DRIVER}" exact
+  else
+    lock_differs driver-loaded "/proc/driver/nvidia/version missing: the nvidia module is not loaded"
+  fi
+  lock_compare kernel_modules "$(module_flavor | sed 's/^none$//')" "${FMC_LOCK_KERNEL_MODULES}" exact
+  if [[ -r ${FMC_ROOT}/proc/driver/nvidia/version && "$(loaded_module_flavor)" != "${FMC_LOCK_KERNEL_MODULES}" ]]; then
+    lock_differs kernel_modules "the loaded module is $(loaded_module_flavor), the lock needs ${FMC_LOCK_KERNEL_MODULES}"
+  fi
+  lock_compare fabric_manager "$(pkg_version nvidia-fabricmanager)" "${FMC_LOCK_FABRIC_MANAGER}"
+  lock_compare cuda "$(cuda_version "${FMC_ROOT}${FMC_CUDA_PATH}")" "${FMC_LOCK_CUDA}"
+  lock_compare efa_installer "$(efa_installer_version)" "${FMC_LOCK_EFA_INSTALLER}" exact
+  lock_compare libfabric "$(libfabric_version)" "${FMC_LOCK_LIBFABRIC}" exact
+  local plugin
+  plugin="$(plugin_library "${FMC_ROOT}/opt/amazon/ofi-nccl/lib" "${FMC_ROOT}/opt/amazon/ofi-nccl/lib64" "${FMC_ROOT}/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu")"
+  if [[ -z ${plugin} ]]; then
+    lock_differs aws_ofi_nccl "no aws-ofi-nccl library in /opt/amazon/ofi-nccl/lib /opt/amazon/ofi-nccl/lib64 /opt/amazon/ofi-nccl/lib/x86_64-linux-gnu, the lock needs ${FMC_LOCK_AWS_OFI_NCCL}"
+  else
+    lock_compare aws_ofi_nccl "$(plugin_version "${plugin}")" "${FMC_LOCK_AWS_OFI_NCCL}"
+  fi
+  lock_compare gdrcopy "$(pkg_version gdrcopy)" "${FMC_LOCK_GDRCOPY}"
+  initramfs="$(initramfs_path "${kernel}")"
+  if [[ -s ${initramfs} ]]; then
+    log "initramfs for kernel ${kernel} present (${initramfs#"${FMC_ROOT}"})"
+  else
+    FMC_DIFFS+=("initramfs: ${initramfs#"${FMC_ROOT}"} missing for the running kernel ${kernel}")
+  fi
+  local d
+  for d in "${FMC_REPORTED[@]}"; do
+    warn "reported only (unverified image value): ${d}"
   done
-  if [[ $(len "${kernel_pkgs[@]}") -gt 0 ]]; then hold_packages "${kernel_pkgs[@]}"; fi
-  log "unattended-upgrades blacklist written; kernel packages held"
+  if [[ $(len "${FMC_DIFFS[@]}") -gt 0 ]]; then
+    for d in "${FMC_DIFFS[@]}"; do
+      log "DIFFERENCE ${d}" >&2
+    done
+    die "the image differs from the lock in $(len "${FMC_DIFFS[@]}") component(s): $(printf '%s; ' "${FMC_DIFFS[@]}")use the image the lock describes (software.image) or bake one"
+  fi
+  log "image matches the lock (8 component(s) and the initramfs)"
 }
 
-cuda_repository() {
-  step cuda-repo "configuring NVIDIA's signed CUDA repository"
-  if grep -rqs 'developer.download.nvidia.com/compute/cuda/repos' /etc/apt/sources.list /etc/apt/sources.list.d/; then
-    log "an NVIDIA CUDA repository is already configured, left alone"
+step_guard_upgrades() {
+  step guard-upgrades "keeping automatic upgrades and needrestart away from the GPU stack, the kernel and slurmd"
+  guard_upgrades_os
+}
+
+step_fabric_manager() {
+  step fabric-manager "Fabric Manager 595.112.07: started if not running (never stopped)"
+  local unit=nvidia-fabricmanager i
+  if service_active "${unit}"; then
+    log "${unit} already active, left alone"
     return
   fi
-  local key="${FMC_CACHE}/nvidia-cuda.pub" keyring=/usr/share/keyrings/fmcluster-nvidia-cuda.gpg fpr
-  fetch "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/3bf863cc.pub" "${key}"
-  fpr="$(key_fingerprint "${key}")"
-  [[ ${fpr} == "EB693B3035CD5710E231E123A4B469963BF863CC" ]] \
-    || die "NVIDIA repository key fingerprint ${fpr:-unreadable} is not the pinned EB693B3035CD5710E231E123A4B469963BF863CC"
-  gpg --batch --yes --dearmor -o "${keyring}" "${key}"
-  printf 'deb [signed-by=%s] %s /\n' "${keyring}" "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/" >/etc/apt/sources.list.d/fmcluster-nvidia-cuda.list
-  FMC_APT_UPDATED=0
-  log "repository https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/ added, signing key EB693B3035CD5710E231E123A4B469963BF863CC"
-}
-
-installed_driver() {
-  if command -v nvidia-smi >/dev/null 2>&1; then
-    nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' ' || true
-  fi
-}
-
-module_flavor() {
-  local license
-  license="$(modinfo -F license nvidia 2>/dev/null | head -n 1 || true)"
-  if [[ -z ${license} ]]; then echo none; elif [[ ${license} == *MIT* ]]; then echo open; else echo proprietary; fi
-}
-
-nvidia_driver() {
-  step driver "NVIDIA driver ${FMC_DRIVER_VERSION} (${FMC_KERNEL_MODULES} kernel modules)"
-  local have flavor owner
-  have="$(installed_driver)"
-  flavor="$(module_flavor)"
-  if [[ ${have} == "${FMC_DRIVER_VERSION}" && ${flavor} == "${FMC_KERNEL_MODULES}" ]]; then
-    log "driver ${have} with ${flavor} modules already installed, left alone"
-    return
-  fi
-  if [[ -n ${have} ]]; then
-    owner="$(dpkg -S "$(command -v nvidia-smi)" 2>/dev/null | cut -d: -f1 || true)"
-    if [[ -n ${owner} ]]; then
-      die "driver ${have} (${flavor} modules) is installed by package ${owner}; the pin is ${FMC_DRIVER_VERSION} (${FMC_KERNEL_MODULES}). Use an AMI without that driver, or set software.overrides.driver: ${have} after checking it with 'fmcluster validate'"
-    fi
-    log "replacing runfile-installed driver ${have} (${flavor} modules) with ${FMC_DRIVER_VERSION}"
-    local unit mod
-    for unit in nvidia-imex nvidia-fabricmanager nvidia-dcgm dcgm nvidia-persistenced; do
-      systemctl stop "${unit}" >/dev/null 2>&1 || true
-    done
-    for mod in gdrdrv efa_nv_peermem nvidia_peermem nvidia_drm nvidia_modeset nvidia_uvm nvidia; do
-      modprobe -r "${mod}" >/dev/null 2>&1 || true
-    done
-  fi
-  local run="${FMC_CACHE}/NVIDIA-Linux-${FMC_ARCH}-${FMC_DRIVER_VERSION}.run" dkms=()
-  fetch "" "${run}" ""
-  if command -v dkms >/dev/null 2>&1; then dkms=(--dkms); else log "dkms not available: modules built for kernel $(uname -r) only"; fi
-  log "running the NVIDIA installer"
-  sh "${run}" --silent --no-questions --ui=none --disable-nouveau --no-cc-version-check \
-    --kernel-module-type="${FMC_KERNEL_MODULES}" "${dkms[@]}"
-  have="$(installed_driver)"
-  [[ ${have} == "${FMC_DRIVER_VERSION}" ]] || die "after install nvidia-smi reports '${have}', expected ${FMC_DRIVER_VERSION}"
-  flavor="$(module_flavor)"
-  [[ ${flavor} == "${FMC_KERNEL_MODULES}" ]] || die "after install the ${flavor} modules are loaded, expected ${FMC_KERNEL_MODULES}"
-  if ! systemctl list-unit-files nvidia-persistenced.service >/dev/null 2>&1; then
-    cat >/etc/systemd/system/nvidia-persistenced.service <<'EOF'
-[Unit]
-Description=NVIDIA Persistence Daemon (fmcluster)
-Wants=syslog.target
-
-[Service]
-Type=forking
-ExecStart=/usr/bin/nvidia-persistenced --user root --persistence-mode
-ExecStopPost=/bin/rm -rf /var/run/nvidia-persistenced
-
-[Install]
-WantedBy=multi-user.target
-EOF
-    systemctl daemon-reload
-  fi
-  systemctl enable --now nvidia-persistenced
-  log "driver ${have} installed with ${flavor} kernel modules; persistence daemon running"
-}
-
-fabric_manager() {
-  step fabric-manager "Fabric Manager ${FMC_DRIVER_VERSION}"
-  ensure_packages "fabric manager" "nvidia-fabricmanager=595.112.07-1" "libnvidia-nscq=595.112.07-1"
-  systemctl enable nvidia-fabricmanager >/dev/null
-  if [[ "$(systemctl is-active nvidia-fabricmanager || true)" != active ]]; then
-    systemctl restart nvidia-fabricmanager
-  fi
-  local i state
-  for ((i = 1; i <= 30; i++)); do
-    state="$(systemctl is-active nvidia-fabricmanager || true)"
-    [[ ${state} == active ]] && break
+  systemctl enable "${unit}" >/dev/null
+  systemctl start "${unit}"
+  for ((i = 0; i < FMC_TIMEOUT_FABRIC_MANAGER_START_S; i += 2)); do
+    service_active "${unit}" && break
     sleep 2
   done
-  [[ ${state} == active ]] || die "nvidia-fabricmanager is ${state} after 60 s; see journalctl -u nvidia-fabricmanager (a version mismatch logs 'don't match with driver version')"
-  log "Fabric Manager ${FMC_DRIVER_VERSION} active"
+  service_active "${unit}" \
+    || die "${unit} is $(systemctl is-active "${unit}" || true) after ${FMC_TIMEOUT_FABRIC_MANAGER_START_S} s; see journalctl -u ${unit} (a version mismatch logs 'don't match with driver version')"
+  log "${unit} active"
 }
 
-
-wait_fabric_state() {
-  step fabric-state "waiting for GPU fabric registration"
+step_fabric_state() {
+  step fabric-state "waiting up to ${FMC_TIMEOUT_FABRIC_STATE_S} s for GPU fabric registration"
   local i states bad
-  for ((i = 1; i <= 60; i++)); do
-    states="$(nvidia-smi -q 2>/dev/null | awk '/^[[:space:]]*Fabric[[:space:]]*$/ { f = 1; next } f && /^[[:space:]]*State[[:space:]]*:/ { sub(/^[^:]*:[[:space:]]*/, ""); print; f = 0 }' || true)"
+  for ((i = 0; i <= FMC_TIMEOUT_FABRIC_STATE_S; i += 5)); do
+    states="$(fabric_states)"
     bad="$(printf '%s\n' "${states}" | grep -cvx Completed || true)"
     if [[ -n ${states} && ${bad} -eq 0 ]]; then
-      log "fabric state Completed on all GPUs after ${i} check(s)"
+      log "fabric state Completed on all GPUs after ${i} s"
       return
     fi
     sleep 5
   done
-  die "GPU fabric registration did not complete within 300 s (states: $(printf '%s' "${states}" | sort | uniq -c | tr '\n' ' ')); check Fabric Manager"
+  die "GPU fabric registration did not complete within ${FMC_TIMEOUT_FABRIC_STATE_S} s (states: $(printf '%s' "${states}" | sort | uniq -c | tr '\n' ' ')); check Fabric Manager"
 }
 
-cuda_toolkit() {
-  step cuda "CUDA toolkit ${FMC_CUDA_VERSION} at ${FMC_CUDA_HOME}"
-  ensure_packages "cuda" "cuda-toolkit-13-2=13.2.2-1"
-  [[ -x ${FMC_CUDA_HOME}/bin/nvcc ]] || die "${FMC_CUDA_HOME}/bin/nvcc missing after installing CUDA ${FMC_CUDA_VERSION}"
-  log "CUDA ${FMC_CUDA_VERSION} installed at ${FMC_CUDA_HOME}"
-}
-
-nccl() {
-  step nccl "NCCL ${FMC_NCCL_VERSION} (CUDA 13 build)"
-  ensure_packages "nccl" "libnccl2=2.31.2-1+cuda13*" "libnccl-dev=2.31.2-1+cuda13*"
-  ldconfig
-  log "NCCL $(pkg_version libnccl2) installed"
-}
-
-efa() {
-  step efa "EFA installer ${FMC_EFA_INSTALLER_VERSION} (libfabric 2.7.0amzn2.0, aws-ofi-nccl 1.22.0 bundled)"
+# The official image has no NCCL: install the locked NCCL from NVIDIA's signed repository, pinned.
+step_nccl() {
+  step nccl "NCCL ${FMC_LOCK_NCCL} (CUDA 13 build) from NVIDIA's repository"
   local have
-  have="$(sed -n 's/^# EFA installer version: *//p' /opt/amazon/efa_installed_packages 2>/dev/null | head -n 1 || true)"
-  if [[ ${have} == "${FMC_EFA_INSTALLER_VERSION}" ]]; then
-    log "EFA installer ${have} already installed, left alone"
+  have="$(pkg_version libnccl2)"
+  if [[ -n ${have} ]] && same_version "${have}" "${FMC_LOCK_NCCL}"; then
+    log "NCCL ${have} already installed, left alone"
     return
   fi
-  log "EFA installer ${have:-not installed} -> ${FMC_EFA_INSTALLER_VERSION}"
-  local dir="${FMC_CACHE}/efa-${FMC_EFA_INSTALLER_VERSION}" tarball key sig fpr
-  tarball="${dir}/aws-efa-installer-${FMC_EFA_INSTALLER_VERSION}.tar.gz"
-  fetch "https://efa-installer.amazonaws.com/aws-efa-installer-1.51.0.tar.gz" "${tarball}" ""
-  fetch "https://efa-installer.amazonaws.com/aws-efa-installer-1.51.0.tar.gz.sig" "${tarball}.sig"
-  fetch "https://efa-installer.amazonaws.com/aws-efa-installer.key" "${dir}/aws-efa-installer.key"
-  key="${dir}/aws-efa-installer.key"
-  sig="${tarball}.sig"
-  fpr="$(key_fingerprint "${key}")"
-  [[ ${fpr} == "4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC" ]] || die "EFA installer key fingerprint ${fpr:-unreadable} is not the pinned 4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC"
-  local gnupghome
-  gnupghome="$(mktemp -d)"
-  GNUPGHOME="${gnupghome}" gpg --batch --quiet --import "${key}"
-  GNUPGHOME="${gnupghome}" gpg --batch --status-fd 1 --verify "${sig}" "${tarball}" 2>/dev/null \
-    | grep -q "^\[GNUPG:\] VALIDSIG .*4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC\$" \
-    || die "GPG signature of ${tarball} does not verify against key 4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC"
-  rm -rf "${gnupghome}"
-  log "EFA installer signature verified (key 4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC); no public sha256 for this version, the signature is the integrity check"
-  rm -rf "${dir}/aws-efa-installer"
-  tar -xzf "${tarball}" -C "${dir}"
-  apt_update
-  (cd "${dir}/aws-efa-installer" && ./efa_installer.sh -y)
-  have="$(sed -n 's/^# EFA installer version: *//p' /opt/amazon/efa_installed_packages 2>/dev/null | head -n 1 || true)"
-  [[ ${have} == "${FMC_EFA_INSTALLER_VERSION}" ]] || die "after install /opt/amazon/efa_installed_packages says '${have}', expected ${FMC_EFA_INSTALLER_VERSION}"
-  modprobe efa || die "the efa kernel module does not load"
-  log "EFA installer ${have} installed"
-}
-
-
-gdrcopy() {
-  step gdrcopy "GDRCopy ${FMC_GDRCOPY_VERSION}"
-  local have
-  have="$(pkg_version gdrcopy)"
-  if [[ -n ${have} && ${have%%-*} == "${FMC_GDRCOPY_VERSION}" ]]; then
-    log "GDRCopy ${have} already installed, left alone"
+  if nvidia_repo_configured; then
+    log "an NVIDIA CUDA repository is already configured"
   else
-    log "GDRCopy ${have:-not installed} -> ${FMC_GDRCOPY_VERSION} (built from the pinned source archive)"
-    local src="${FMC_CACHE}/gdrcopy-${FMC_GDRCOPY_VERSION}"
-    fetch "https://github.com/NVIDIA/gdrcopy/archive/v2.5.1.tar.gz" "${src}.tar.gz" "c6d5ebb7dabb89d798f27609511735595004da73af28d93ac041bb5290c4cbec"
-    rm -rf "${src}"
-    mkdir -p "${src}"
-    tar -xzf "${src}.tar.gz" -C "${src}" --strip-components=1
-    install_packages devscripts debhelper fakeroot check libsubunit-dev
-    (cd "${src}/packages" && CUDA="${FMC_CUDA_HOME}" ./build-deb-packages.sh)
-    "${APT[@]}" install --allow-downgrades --allow-change-held-packages \
-      "${src}"/packages/gdrdrv-dkms_*.deb "${src}"/packages/libgdrapi_*.deb \
-      "${src}"/packages/gdrcopy-tests_*.deb "${src}"/packages/gdrcopy_*.deb
-    have="$(pkg_version gdrcopy)"
-    [[ ${have%%-*} == "${FMC_GDRCOPY_VERSION}" ]] || die "after install GDRCopy is '${have}', expected ${FMC_GDRCOPY_VERSION}"
+    local key="${FMC_ROOT}${FMC_CACHE}/nvidia-cuda.pub" fpr
+    fetch "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/3bf863cc.pub" "${key}"
+    fpr="$(key_fingerprint "${key}")"
+    key_matches "${fpr}" "EB693B3035CD5710E231E123A4B469963BF863CC" \
+      || die "NVIDIA repository key ${fpr:-unreadable} is not the pinned EB693B3035CD5710E231E123A4B469963BF863CC"
+    add_nvidia_repo "${key}" "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"
+    log "repository https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/ added, signing key EB693B3035CD5710E231E123A4B469963BF863CC"
   fi
-  local held=() p
-  for p in gdrdrv-dkms libgdrapi gdrcopy gdrcopy-tests; do
-    if [[ -n "$(pkg_version "${p}")" ]]; then held+=("${p}"); fi
+  local todo=() spec
+  for spec in "libnccl2=2.31.2-1+cuda13*" "libnccl-dev=2.31.2-1+cuda13*"; do
+    pin_package "${spec%%=*}" "${spec#*=}"
+    todo+=("$(install_spec "${spec%%=*}" "${spec#*=}")")
   done
-  [[ $(len "${held[@]}") -gt 0 ]] || die "no GDRCopy package is installed after the GDRCopy step"
-  hold_packages "${held[@]}"
-  modprobe gdrdrv || die "the gdrdrv kernel module does not load (built against the ${FMC_KERNEL_MODULES} NVIDIA modules?)"
-  log "GDRCopy ${have} installed, gdrdrv loaded"
+  install_packages "${todo[@]}"
+  have="$(pkg_version libnccl2)"
+  # shellcheck disable=SC2053  # the pin is a glob on purpose
+  [[ -n ${have} && ${have} == 2.31.2-1+cuda13* ]] || die "after install NCCL is '${have}', expected 2.31.2-1+cuda13*"
+  ldconfig
+  log "NCCL ${have} installed"
 }
 
-scratch() {
-  step scratch "local NVMe RAID0 at ${FMC_SCRATCH_PATH}"
-  if mountpoint -q "${FMC_SCRATCH_PATH}"; then
-    log "${FMC_SCRATCH_PATH} already mounted from $(findmnt -no SOURCE "${FMC_SCRATCH_PATH}"), left alone"
+# nccl-tests from its pinned source archive, built with MPI against the locked NCCL and CUDA, so the node check
+# can run the single-node all_reduce through the network plugin (NVIDIA/nccl-tests README: make MPI=1
+# MPI_HOME=... CUDA_HOME=... NCCL_HOME=...; binaries in ./build).
+step_nccl_tests() {
+  step nccl-tests "nccl-tests 2.17.6 built against NCCL ${FMC_LOCK_NCCL} and CUDA ${FMC_LOCK_CUDA}"
+  local dir="${FMC_ROOT}/opt/nccl-tests" src="${FMC_ROOT}${FMC_CACHE}/nccl-tests-2.17.6.tar.gz"
+  if [[ -x ${dir}/build/all_reduce_perf && "$(cat "${dir}/.fmcluster-version" 2>/dev/null || true)" == "2.17.6" ]]; then
+    log "nccl-tests 2.17.6 already built at /opt/nccl-tests, left alone"
     return
   fi
-  local target=""
-  if [[ -e /dev/disk/by-label/${FMC_SCRATCH_LABEL} ]]; then
-    target="/dev/disk/by-label/${FMC_SCRATCH_LABEL}"
-    log "found the existing scratch file system ${target}"
-  else
-    local devs=() d used=()
-    mapfile -t devs < <(lsblk -dpno NAME,MODEL | awk '/Amazon EC2 NVMe Instance Storage/ { print $1 }')
-    [[ $(len "${devs[@]}") -gt 0 ]] || die "no instance-store NVMe device found; p5.48xlarge has ${FMC_EXPECTED_NVME}"
-    if [[ $(len "${devs[@]}") -ne ${FMC_EXPECTED_NVME} ]]; then
-      log "found $(len "${devs[@]}") instance-store NVMe device(s), the catalog says ${FMC_EXPECTED_NVME}; using those present"
-    fi
-    for d in "${devs[@]}"; do
-      if [[ -n "$(lsblk -no FSTYPE,MOUNTPOINT "${d}" | tr -d '[:space:]')" ]]; then used+=("${d}"); fi
-    done
-    if [[ $(len "${used[@]}") -gt 0 ]]; then
-      if [[ -e /dev/md/fmcluster-scratch ]]; then
-        target=/dev/md/fmcluster-scratch
-        log "RAID0 /dev/md/fmcluster-scratch already assembled"
-      else
-        die "instance store ${used[*]} already in use ($(lsblk -no NAME,FSTYPE,MOUNTPOINT "${used[0]}" | tr '\n' ' ')); the orchestrator may mount it elsewhere: set compute[].scratch_path to that mount point"
-      fi
-    elif [[ $(len "${devs[@]}") -eq 1 ]]; then
-      target="${devs[0]}"
-      log "one NVMe device: no RAID, file system directly on ${target}"
-    else
-      log "creating RAID0 over $(len "${devs[@]}") devices: ${devs[*]}"
-      mdadm --create /dev/md/fmcluster-scratch --run --level=0 --raid-devices="$(len "${devs[@]}")" \
-        --name=fmcluster-scratch "${devs[@]}"
-      udevadm settle
-      target=/dev/md/fmcluster-scratch
-    fi
-    if [[ -z "$(blkid -o value -s TYPE "${target}" || true)" ]]; then
-      mkfs.ext4 -q -F -L "${FMC_SCRATCH_LABEL}" -m 0 -E nodiscard,lazy_itable_init=1 "${target}"
-      log "ext4 file system ${FMC_SCRATCH_LABEL} created on ${target}"
-    fi
+  if ! command -v make >/dev/null 2>&1 || ! command -v g++ >/dev/null 2>&1; then
+    install_packages make g++
   fi
-  mkdir -p "${FMC_SCRATCH_PATH}"
-  if ! grep -q "^LABEL=${FMC_SCRATCH_LABEL} " /etc/fstab; then
-    printf 'LABEL=%s %s ext4 defaults,noatime,nofail,x-systemd.device-timeout=10s 0 2\n' \
-      "${FMC_SCRATCH_LABEL}" "${FMC_SCRATCH_PATH}" >>/etc/fstab
-  fi
-  mount "${FMC_SCRATCH_PATH}"
-  chmod 1777 "${FMC_SCRATCH_PATH}"
-  log "${FMC_SCRATCH_PATH} mounted ($(df -h --output=size "${FMC_SCRATCH_PATH}" | tail -n 1 | tr -d ' '))"
+  fetch "https://github.com/NVIDIA/nccl-tests/archive/v2.17.6.tar.gz" "${src}" "38974e70342150ede0e3fb8fd24bfe60ccbde90fa20241716ba8bb338e6b61a0"
+  rm -rf "${dir}"
+  mkdir -p "${dir}"
+  tar -xzf "${src}" -C "${dir}" --strip-components=1
+  make -C "${dir}" -j "$(nproc)" MPI=1 MPI_HOME="${FMC_ROOT}/opt/amazon/openmpi" CUDA_HOME="${FMC_ROOT}${FMC_CUDA_PATH}" \
+    NCCL_HOME="${FMC_ROOT}/usr"
+  [[ -x ${dir}/build/all_reduce_perf ]] || die "nccl-tests build left no /opt/nccl-tests/build/all_reduce_perf"
+  printf '%s\n' "2.17.6" >"${dir}/.fmcluster-version"
+  log "nccl-tests 2.17.6 built at /opt/nccl-tests/build"
 }
 
-wait_fsx() {
-  if [[ -z ${FMC_FSX_MOUNT_POINT} ]]; then
-    step fsx "no FSx for Lustre in this blueprint"
+# Holds once, after every install of the boot path: later steps never fight a hold taken too early.
+step_holds() {
+  step holds "holding NVIDIA, EFA, kernel and Slurm packages (apt-mark hold)"
+  local pkgs=()
+  mapfile -t pkgs < <(installed_matching '^(nvidia-|libnvidia-|cuda-|libcuda|libnccl|nvlsm|infiniband-diags|gdrdrv|libgdrapi|gdrcopy|efa|libfabric|ibverbs|libibverbs|rdma-core|linux-image-|linux-headers-|linux-modules-|linux-aws|slurm|libslurm)')
+  if [[ $(len "${pkgs[@]}") -eq 0 ]]; then
+    log "no NVIDIA, EFA, kernel or Slurm package installed through the package manager: nothing to hold"
     return
   fi
-  step fsx "waiting for FSx for Lustre at ${FMC_FSX_MOUNT_POINT} (read-only probes)"
-  local i tries=60 delay=10
-  for ((i = 1; i <= tries; i++)); do
-    if mountpoint -q "${FMC_FSX_MOUNT_POINT}" \
-      && [[ "$(findmnt -no FSTYPE "${FMC_FSX_MOUNT_POINT}")" == lustre ]] \
-      && timeout 20 stat -f "${FMC_FSX_MOUNT_POINT}" >/dev/null 2>&1 \
-      && timeout 20 ls "${FMC_FSX_MOUNT_POINT}" >/dev/null 2>&1; then
-      log "${FMC_FSX_MOUNT_POINT} is mounted (lustre) and readable after ${i} probe(s)"
+  hold_packages "${pkgs[@]}"
+}
+
+# Local NVMe scratch at the blueprint's scratch_path. Reuse first: a mount already there, or the array the image
+# assembles itself (parallelcluster-ephemeral at /scratch), bound to scratch_path;
+# a RAID0 is built only when the image handles no NVMe and nothing is assembled.
+step_scratch() {
+  step scratch "local NVMe scratch at ${FMC_SCRATCH_PATH}"
+  local scratch="${FMC_ROOT}${FMC_SCRATCH_PATH}"
+  if mountpoint -q "${scratch}"; then
+    log "${FMC_SCRATCH_PATH} already mounted from $(findmnt -no SOURCE "${scratch}"), reused"
+    return
+  fi
+  local array="${FMC_ROOT}/scratch" i
+  for ((i = 0; i < FMC_TIMEOUT_NVME_ARRAY_S; i += 5)); do
+    mountpoint -q "${array}" && break
+    sleep 5
+  done
+  mountpoint -q "${array}" \
+    || die "the image's NVMe array (parallelcluster-ephemeral) is not mounted at /scratch after ${FMC_TIMEOUT_NVME_ARRAY_S} s"
+  mkdir -p "${scratch}"
+  if ! grep -qs "^/scratch ${FMC_SCRATCH_PATH} none bind" "${FMC_ROOT}/etc/fstab"; then
+    printf '%s %s none bind,nofail 0 0\n' "/scratch" "${FMC_SCRATCH_PATH}" >>"${FMC_ROOT}/etc/fstab"
+  fi
+  mount --bind "${array}" "${scratch}"
+  chmod 1777 "${scratch}"
+  log "${FMC_SCRATCH_PATH} bound to the image's NVMe array at /scratch ($(findmnt -no SOURCE "${array}"))"
+}
+
+step_fsx() {
+  step fsx "waiting up to ${FMC_TIMEOUT_FSX_S} s for FSx for Lustre at ${FMC_FSX_MOUNT_POINT} (read-only probes)"
+  local i fsx="${FMC_ROOT}${FMC_FSX_MOUNT_POINT}"
+  for ((i = 0; i <= FMC_TIMEOUT_FSX_S; i += 10)); do
+    if mountpoint -q "${fsx}" \
+      && [[ "$(findmnt -no FSTYPE "${fsx}")" == lustre ]] \
+      && timeout 20 stat -f "${fsx}" >/dev/null 2>&1 \
+      && timeout 20 ls "${fsx}" >/dev/null 2>&1; then
+      log "${FMC_FSX_MOUNT_POINT} is mounted (lustre) and readable after ${i} s"
       return
     fi
-    log "${FMC_FSX_MOUNT_POINT} not usable yet (${i}/${tries})"
-    sleep "${delay}"
+    log "${FMC_FSX_MOUNT_POINT} not usable yet (${i} s)"
+    sleep 10
   done
-  die "FSx for Lustre is not usable at ${FMC_FSX_MOUNT_POINT} after $((tries * delay)) s (not mounted as lustre, or not readable); check the orchestrator's shared-storage mount and the file system's security group (TCP 988 and 1018-1023)"
+  die "FSx for Lustre is not usable at ${FMC_FSX_MOUNT_POINT} after ${FMC_TIMEOUT_FSX_S} s (not mounted as lustre, or not readable); check the orchestrator's shared-storage mount and the file system's security group (TCP 988 and 1018-1023)"
 }
 
-job_environment() {
+step_job_env() {
   step job-env "job environment file ${FMC_JOB_ENV}"
-  cat >"${FMC_JOB_ENV}.tmp" <<'FMCLUSTER_JOB_ENV_EOF'
+  local env="${FMC_ROOT}${FMC_JOB_ENV}" profile="${FMC_ROOT}${FMC_PROFILE_ENV}"
+  mkdir -p "$(dirname "${env}")" "$(dirname "${profile}")"
+  cat >"${env}.tmp" <<'FMCLUSTER_JOB_ENV_EOF'
 # fmcluster job environment for llm-train/gpu (p5.48xlarge), stack pcluster-3.16.3.
 # Rendered by fmcluster; installed at /opt/fmcluster/etc/job-env.sh and sourced from /etc/profile.d/fmcluster.sh.
 # Slurm jobs: `source /opt/fmcluster/etc/job-env.sh` (or point TaskProlog at it).
@@ -492,17 +518,19 @@ export NCCL_SOCKET_IFNAME='^docker,lo,veth'
 export NCCL_NET_PLUGIN=ofi
 # end of fmcluster job environment
 FMCLUSTER_JOB_ENV_EOF
-  mv -f "${FMC_JOB_ENV}.tmp" "${FMC_JOB_ENV}"
-  chmod 0644 "${FMC_JOB_ENV}"
-  printf '# fmcluster: job environment for login shells\n# shellcheck disable=SC1091\n. %s\n' "${FMC_JOB_ENV}" >"${FMC_PROFILE_ENV}"
-  chmod 0644 "${FMC_PROFILE_ENV}"
+  mv -f "${env}.tmp" "${env}"
+  chmod 0644 "${env}"
+  printf '# fmcluster: job environment for login shells\n# shellcheck disable=SC1091\n. %s\n' "${FMC_JOB_ENV}" >"${profile}"
+  chmod 0644 "${profile}"
   log "written ${FMC_JOB_ENV} and ${FMC_PROFILE_ENV}"
 }
 
-node_check() {
-  step node-check "installing and running fmcluster-node-check"
-  cat >"${FMC_NODE_CHECK}.tmp" <<'FMCLUSTER_NODE_CHECK_EOF'
+step_node_check() {
+  step node-check "installing and running fmcluster-node-check (full mode)"
+  local check="${FMC_ROOT}${FMC_NODE_CHECK}"
+  cat >"${check}.tmp" <<'FMCLUSTER_NODE_CHECK_EOF'
 #!/usr/bin/env bash
+# shellcheck disable=SC2329  # the shared library defines helpers this script does not call
 # fmcluster-node-check for llm-train/gpu (p5.48xlarge, ubuntu-22.04), stack pcluster-3.16.3.
 # Rendered by fmcluster; do not edit by hand. Checks this node against its pinned versions and
 # catalog facts, one line per check:   PASS|FAIL|SKIP <check>: <detail>
@@ -516,7 +544,8 @@ node_check() {
 #
 # Probe locations can be overridden (the test harness points them at a temporary tree):
 #   FMC_SYSFS_INFINIBAND, FMC_EFA_INSTALLED_PACKAGES, FMC_CUDA_HOME, FMC_OFI_NCCL_LIB_DIRS,
-#   FMC_NCCL_TESTS_DIR, FMC_LOG_DIR, FMC_JOB_ENV
+#   FMC_NCCL_TESTS_DIR, FMC_LOG_DIR, FMC_JOB_ENV; FMC_ROOT prefixes /proc and /boot.
+# A component in REPORTED_ONLY (an unverified official-image value) that differs is a WARN, not a FAIL.
 set -uo pipefail
 
 readonly PIN_DRIVER="595.112.07"
@@ -536,6 +565,7 @@ readonly NEEDS_FABRIC_STATE=1
 readonly NEEDS_NVLSM=0
 readonly NEEDS_IMEX=0
 readonly GDR_REQUIRED=1
+readonly REPORTED_ONLY="cuda gdrcopy kernel_modules"
 
 SYS_IB="${FMC_SYSFS_INFINIBAND:-/sys/class/infiniband}"
 EFA_PACKAGES_FILE="${FMC_EFA_INSTALLED_PACKAGES:-/opt/amazon/efa_installed_packages}"
@@ -560,7 +590,209 @@ Usage: fmcluster-node-check [--json] [--nccl-log FILE] [--no-nccl] [--drain]
 Exit: 0 all checks passed or were skipped, 1 a check failed, 2 the check could not run.
 USAGE
 }
+
+FMC_LOG_TAG=fmcluster-node-check
+# ---- fmcluster node library (templates/node/lib.sh.j2) -----------------------------------------
+# Shared by bootstrap.sh, fmcluster-node-check and the image-build steps: logging, retries, pinned
+# downloads, version comparison and the probes that read what a node carries. Functions only (no side
+# effects when sourced). FMC_ROOT (default empty) prefixes every file path; the boot simulation sets it.
+FMC_ROOT="${FMC_ROOT:-}"
+FMC_STEP="${FMC_STEP:-start}"
+FMC_LOG_TAG="${FMC_LOG_TAG:-fmcluster}"
+
+log() { printf '%s %s [%s] %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "${FMC_LOG_TAG}" "${FMC_STEP}" "$*"; }
+warn() { log "WARNING: $*" >&2; }
+die() { log "ERROR: $*" >&2; exit 1; }
 len() { echo "$#"; }
+
+retry() {  # retry ATTEMPTS COMMAND...: exponential backoff from 5 s
+  local attempts=$1 n=1 delay=5
+  shift
+  until "$@"; do
+    if [[ ${n} -ge ${attempts} ]]; then
+      log "giving up after ${n} attempts: $*"
+      return 1
+    fi
+    log "attempt ${n}/${attempts} failed, retrying in ${delay} s: $*"
+    sleep "${delay}"
+    n=$((n + 1))
+    delay=$((delay * 2))
+  done
+}
+
+fetch() {  # fetch URL DEST [SHA256]: download with retries; verify sha256 when given
+  local url=$1 dest=$2 sha=${3:-}
+  mkdir -p "$(dirname "${dest}")"
+  if [[ -n ${sha} && -f ${dest} ]] && printf '%s  %s\n' "${sha}" "${dest}" | sha256sum --check --status; then
+    log "${dest} already downloaded, sha256 verified"
+    return 0
+  fi
+  log "downloading ${url}"
+  retry 5 curl -fsSL --connect-timeout 20 -o "${dest}.part" "${url}"
+  mv -f "${dest}.part" "${dest}"
+  if [[ -n ${sha} ]]; then
+    printf '%s  %s\n' "${sha}" "${dest}" | sha256sum --check --status \
+      || die "sha256 mismatch for ${url}: expected ${sha}, got $(sha256sum "${dest}" | cut -d' ' -f1)"
+    log "sha256 verified: ${sha}"
+  fi
+}
+
+key_fingerprint() {  # key_fingerprint FILE: primary key fingerprint of an armored/binary public key
+  gpg --batch --with-colons --show-keys "$1" 2>/dev/null | awk -F: '/^fpr:/ { print $10; exit }'
+}
+
+# "2.27.7" == "2.27.7-1+cuda12.9": the leading dotted number, ignoring suffixes like "-1", "+cuda12.9", "amzn5.0"
+num() {
+  if [[ $1 =~ ^v?([0-9]+(\.[0-9]+)*) ]]; then printf '%s' "${BASH_REMATCH[1]}"; else printf '%s' "$1"; fi
+}
+same_version() { [[ "$(num "$1")" == "$(num "$2")" ]]; }
+
+# ---- probes: what the node carries -------------------------------------------------------------
+driver_version() {  # first GPU's driver per nvidia-smi, empty without a driver
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' ' || true
+  fi
+}
+
+# /proc/driver/nvidia/version, first line, as printed by the loaded module (NVIDIA open-gpu-kernel-modules nv.c):
+#   NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  595.112.07  Release Build  (...)
+#   NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.172.08  Tue ...
+loaded_driver_version() {
+  awk 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+(\.[0-9]+)*$/) { print $i; exit } }' \
+    "${FMC_ROOT}/proc/driver/nvidia/version" 2>/dev/null || true
+}
+loaded_module_flavor() {  # open / proprietary / none, from the loaded module's banner
+  local line
+  line="$(head -n 1 "${FMC_ROOT}/proc/driver/nvidia/version" 2>/dev/null || true)"
+  if [[ -z ${line} ]]; then echo none; elif [[ ${line} == *"Open Kernel Module"* ]]; then echo open; else echo proprietary; fi
+}
+module_flavor() {  # open / proprietary / none, from the installed module's license ("Dual MIT/GPL" vs "NVIDIA")
+  local license
+  license="$(modinfo -F license nvidia 2>/dev/null | head -n 1 || true)"
+  if [[ -z ${license} ]]; then echo none; elif [[ ${license} == *MIT* ]]; then echo open; else echo proprietary; fi
+}
+
+efa_installer_version() {  # efa_installer_version [FILE]: "# EFA installer version: X" line of the installer's record
+  sed -n 's/^# EFA installer version: *//p' "${1:-${FMC_ROOT}/opt/amazon/efa_installed_packages}" 2>/dev/null | head -n 1 || true
+}
+
+libfabric_version() { fi_info --version 2>/dev/null | sed -n 's/^libfabric:[[:space:]]*//p' | head -n 1 || true; }
+
+plugin_library() {  # plugin_library DIR...: first aws-ofi-nccl library found
+  local dir lib
+  for dir in "$@"; do
+    for lib in "${dir}/libnccl-net-ofi.so" "${dir}/libnccl-net.so"; do
+      if [[ -e ${lib} ]]; then printf '%s' "${lib}"; return 0; fi
+    done
+  done
+  return 0
+}
+plugin_version() {  # plugin_version LIBRARY: the version aws-ofi-nccl logs at init, read from the binary
+  grep -aoE 'NET/OFI Initializing aws-ofi-nccl [0-9][0-9.]*' "$1" 2>/dev/null | head -n 1 | awk '{print $NF}' || true
+}
+
+cuda_version() {  # cuda_version CUDA_HOME: "cuda" version of the toolkit's version.json
+  if [[ -r $1/version.json ]]; then
+    sed -n '/"cuda"[[:space:]]*:/,/}/ s/.*"version"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' "$1/version.json" | head -n 1
+  fi
+  return 0
+}
+
+fabric_states() {  # one "Fabric ... State" value per GPU from nvidia-smi -q
+  nvidia-smi -q 2>/dev/null | awk '
+    /^[[:space:]]*Fabric[[:space:]]*$/ { in_fabric = 1; next }
+    in_fabric && /^[[:space:]]*State[[:space:]]*:/ { sub(/^[^:]*:[[:space:]]*/, ""); print; in_fabric = 0 }' || true
+}
+
+service_active() { [[ "$(systemctl is-active "$1" 2>/dev/null || true)" == active ]]; }
+
+# ---- package manager: apt/dpkg (Ubuntu; templates/node/pkg/apt.sh.j2) ---------------------------
+export DEBIAN_FRONTEND=noninteractive
+APT=(apt-get -q -y -o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
+FMC_APT_UPDATED=0
+apt_update() {
+  if [[ ${FMC_APT_UPDATED} -eq 0 ]]; then
+    retry 5 "${APT[@]}" update
+    FMC_APT_UPDATED=1
+  fi
+}
+pkg_version() {  # installed version of a package, empty if not installed (dpkg-query exits 1 for unknown names)
+  local out
+  out="$(dpkg-query -W -f='${Status}|${Version}' "$1" 2>/dev/null)" || return 0
+  if [[ ${out%%|*} == "install ok installed" ]]; then printf '%s' "${out#*|}"; fi
+  return 0
+}
+pkg_owner() { dpkg -S "$1" 2>/dev/null | cut -d: -f1 || true; }  # package that installed a file, empty if none
+installed_matching() {  # installed_matching ERE: names of installed packages matching ERE, one a line
+  dpkg-query -W -f='${db:Status-Abbrev}|${Package}\n' 2>/dev/null | awk -F'|' '$1 ~ /^ii/ { print $2 }' \
+    | grep -E "$1" || true
+}
+pin_package() {  # pin_package NAME VERSION-GLOB: apt preferences so apt picks exactly this version
+  local pins="${FMC_ROOT}/etc/apt/preferences.d/fmcluster-pins"
+  mkdir -p "$(dirname "${pins}")"
+  touch "${pins}"
+  if ! grep -qx "Package: $1" "${pins}"; then
+    printf 'Package: %s\nPin: version %s\nPin-Priority: 1001\n\n' "$1" "$2" >>"${pins}"
+  fi
+}
+install_spec() { printf '%s' "$1"; }  # apt selects the version through the preferences pin
+install_packages() { apt_update; "${APT[@]}" install --no-install-recommends --allow-downgrades "$@"; }
+hold_packages() { apt-mark hold "$@" >/dev/null; log "held (apt-mark hold): $*"; }
+initramfs_path() { printf '%s/boot/initrd.img-%s' "${FMC_ROOT}" "$1"; }  # update-initramfs naming (Debian/Ubuntu)
+nvidia_repo_configured() {
+  grep -rqs 'developer.download.nvidia.com/compute/cuda/repos' "${FMC_ROOT}/etc/apt/sources.list" "${FMC_ROOT}/etc/apt/sources.list.d/"
+}
+add_nvidia_repo() {  # add_nvidia_repo KEYFILE URL: NVIDIA's signed CUDA repository
+  local keyring="${FMC_ROOT}/usr/share/keyrings/fmcluster-nvidia-cuda.gpg"
+  mkdir -p "$(dirname "${keyring}")" "${FMC_ROOT}/etc/apt/sources.list.d"
+  gpg --batch --yes --dearmor -o "${keyring}" "$1"
+  printf 'deb [signed-by=%s] %s /\n' "/usr/share/keyrings/fmcluster-nvidia-cuda.gpg" "$2" \
+    >"${FMC_ROOT}/etc/apt/sources.list.d/fmcluster-nvidia-cuda.list"
+  FMC_APT_UPDATED=0
+}
+key_matches() { [[ $1 == "$2" ]]; }  # key_matches FINGERPRINT PINNED: the full fingerprint is pinned on Ubuntu
+
+# unattended-upgrades: Package-Blacklist entries are Python regular expressions matched against the start of
+# the package name (unattended-upgrades README, "Unattended-Upgrade::Package-Blacklist").
+# needrestart: drop-ins in /etc/needrestart/conf.d are Perl; $nrconf{restart} = 'l' only lists services, and
+# override_rc => 0 deselects slurmd (liske/needrestart ex/needrestart.conf). AWS's PCS sample add-cng-p6-b300.yaml
+# (awslabs/awsome-distributed-ai) writes the same override: a slurmd restart kills the node's running jobs.
+guard_upgrades_os() {
+  mkdir -p "${FMC_ROOT}/etc/apt/apt.conf.d" "${FMC_ROOT}/etc/needrestart/conf.d"
+  cat >"${FMC_ROOT}/etc/apt/apt.conf.d/51fmcluster-unattended-upgrades" <<'APTEOF'
+// Written by fmcluster: unattended-upgrades must not touch the GPU/EFA stack, the kernel or Slurm
+// (a new kernel or driver breaks the kernel modules, Fabric Manager == driver, and GPUDirect RDMA).
+Unattended-Upgrade::Package-Blacklist {
+    "linux-";
+    "nvidia-";
+    "libnvidia-";
+    "cuda-";
+    "libcuda";
+    "libnccl";
+    "nvlsm";
+    "infiniband-diags";
+    "gdrdrv";
+    "libgdrapi";
+    "gdrcopy";
+    "efa";
+    "libfabric";
+    "libibverbs";
+    "ibverbs";
+    "rdma-core";
+    "openmpi";
+    "slurm";
+    "libslurm";
+    "datacenter-gpu-manager";
+};
+APTEOF
+  cat >"${FMC_ROOT}/etc/needrestart/conf.d/90-fmcluster.conf" <<'NREOF'
+# Written by fmcluster: never restart slurmd (it would kill the running jobs); only list what needs a restart.
+$nrconf{restart} = 'l';
+$nrconf{override_rc} = { %{ $nrconf{override_rc} // {} }, qr(^slurmd) => 0 };
+NREOF
+  log "unattended-upgrades blacklist and needrestart drop-in written"
+}
+# ---- end of fmcluster node library --------------------------------------------------------------
 
 while (($#)); do
   case "$1" in
@@ -600,7 +832,13 @@ record() {
   fi
 }
 pass() { record "$1" PASS "$2"; }
-fail() { record "$1" FAIL "$2"; }
+fail() {  # a reported-only lock component (check name with - for _) is a WARN
+  if [[ " ${REPORTED_ONLY} " == *" ${1//-/_} "* ]]; then
+    record "$1" WARN "$2 (reported only: unverified image value)"
+  else
+    record "$1" FAIL "$2"
+  fi
+}
 skip() { record "$1" SKIP "$2"; }
 
 cannot_run() {
@@ -612,18 +850,6 @@ cannot_run() {
   exit 2
 }
 
-# "2.27.7" == "2.27.7", ignoring suffixes like "-1", "+cuda12.9", "-aws", "amzn5.0"
-num() {
-  if [[ $1 =~ ^v?([0-9]+(\.[0-9]+)*) ]]; then printf '%s' "${BASH_REMATCH[1]}"; else printf '%s' "$1"; fi
-}
-same_version() { [[ "$(num "$1")" == "$(num "$2")" ]]; }
-
-pkg_version() {
-  local out
-  out="$(dpkg-query -W -f='${Status}|${Version}' "$1" 2>/dev/null)" || return 0
-  [[ ${out%%|*} == "install ok installed" ]] && printf '%s' "${out#*|}"
-  return 0
-}
 
 # ---- preconditions ---------------------------------------------------------------------------
 command -v nvidia-smi >/dev/null 2>&1 || cannot_run "nvidia-smi not found on PATH: no NVIDIA driver installed"
@@ -657,18 +883,42 @@ check_driver() {
 }
 
 check_kernel_modules() {
-  local license flavor
-  license="$(modinfo -F license nvidia 2>/dev/null | head -n 1)"
-  if [[ -z ${license} ]]; then
+  local flavor loaded
+  flavor="$(module_flavor)"  # open modules are "Dual MIT/GPL", the proprietary ones "NVIDIA"
+  if [[ ${flavor} == none ]]; then
     fail kernel-modules "modinfo cannot find the nvidia module"
     return
   fi
-  # open modules are "Dual MIT/GPL", the proprietary ones "NVIDIA"
-  if [[ ${license} == *MIT* ]]; then flavor=open; else flavor=proprietary; fi
-  if [[ ${flavor} == "${PIN_KERNEL_MODULES}" ]]; then
-    pass kernel-modules "${flavor} NVIDIA kernel modules"
-  else
+  loaded="$(loaded_module_flavor)"
+  if [[ ${flavor} != "${PIN_KERNEL_MODULES}" ]]; then
     fail kernel-modules "${flavor} NVIDIA kernel modules loaded, expected ${PIN_KERNEL_MODULES}"
+  elif [[ ${loaded} != "${flavor}" ]]; then
+    fail kernel-modules "the loaded module is ${loaded} (/proc/driver/nvidia/version), the installed one ${flavor}: reboot or reload"
+  else
+    pass kernel-modules "${flavor} NVIDIA kernel modules"
+  fi
+}
+
+check_loaded_driver() {  # the module in the kernel is the locked driver (a driver update without reboot differs)
+  local have
+  have="$(loaded_driver_version)"
+  if [[ -z ${have} ]]; then
+    fail driver-loaded "/proc/driver/nvidia/version unreadable: the nvidia module is not loaded"
+  elif [[ ${have} != "${PIN_DRIVER}" ]]; then
+    fail driver-loaded "the loaded nvidia module is ${have}, the lock needs ${PIN_DRIVER}"
+  else
+    pass driver-loaded "nvidia module ${have} loaded"
+  fi
+}
+
+check_initramfs() {  # an initramfs for the running kernel (a kernel update without one does not boot)
+  local kernel path
+  kernel="$(uname -r)"
+  path="$(initramfs_path "${kernel}")"
+  if [[ -s ${path} ]]; then
+    pass initramfs "${path#"${FMC_ROOT}"} present for kernel ${kernel}"
+  else
+    fail initramfs "${path#"${FMC_ROOT}"} missing for the running kernel ${kernel}"
   fi
 }
 
@@ -701,9 +951,7 @@ check_fabric_state() {
     return
   fi
   local states=() s not_completed=0
-  mapfile -t states < <(nvidia-smi -q 2>/dev/null | awk '
-    /^[[:space:]]*Fabric[[:space:]]*$/ { in_fabric = 1; next }
-    in_fabric && /^[[:space:]]*State[[:space:]]*:/ { sub(/^[^:]*:[[:space:]]*/, ""); print; in_fabric = 0 }')
+  mapfile -t states < <(fabric_states)
   for s in "${states[@]}"; do
     [[ ${s} == Completed ]] || not_completed=$((not_completed + 1))
   done
@@ -793,7 +1041,7 @@ check_efa_installer() {
     return
   fi
   local have
-  have="$(sed -n 's/^# EFA installer version: *//p' "${EFA_PACKAGES_FILE}" 2>/dev/null | head -n 1)"
+  have="$(efa_installer_version "${EFA_PACKAGES_FILE}")"
   if [[ -z ${have} ]]; then
     fail efa-installer "${EFA_PACKAGES_FILE} missing or without a version, expected ${PIN_EFA_INSTALLER}"
   elif [[ ${have} != "${PIN_EFA_INSTALLER}" ]]; then
@@ -809,7 +1057,7 @@ check_libfabric() {
     return
   fi
   local have
-  have="$(fi_info --version 2>/dev/null | sed -n 's/^libfabric:[[:space:]]*//p' | head -n 1)"
+  have="$(libfabric_version)"
   if [[ -z ${have} ]]; then
     fail libfabric "fi_info --version gave no libfabric version"
   elif [[ -z ${PIN_LIBFABRIC} ]]; then
@@ -867,18 +1115,14 @@ check_aws_ofi_nccl() {
     skip aws-ofi-nccl "EFA disabled for this group"
     return
   fi
-  local dir lib="" have=""
-  for dir in ${OFI_LIB_DIRS}; do
-    for lib in "${dir}/libnccl-net-ofi.so" "${dir}/libnccl-net.so"; do
-      [[ -e ${lib} ]] && break 2
-    done
-    lib=""
-  done
+  local lib="" have=""
+  # shellcheck disable=SC2086  # a space-separated directory list
+  lib="$(plugin_library ${OFI_LIB_DIRS})"
   if [[ -z ${lib} ]]; then
     fail aws-ofi-nccl "plugin library not found in ${OFI_LIB_DIRS}"
     return
   fi
-  have="$(grep -aoE 'NET/OFI Initializing aws-ofi-nccl [0-9][0-9.]*' "${lib}" 2>/dev/null | head -n 1 | awk '{print $NF}')"
+  have="$(plugin_version "${lib}")"
   if [[ -z ${have} ]]; then
     fail aws-ofi-nccl "${lib} carries no aws-ofi-nccl version string"
   elif ! same_version "${have}" "${PIN_AWS_OFI_NCCL}"; then
@@ -1034,7 +1278,9 @@ check_nccl_log() {
 
 # ---- run -------------------------------------------------------------------------------------
 check_driver
+check_loaded_driver
 check_kernel_modules
+check_initramfs
 check_modules
 check_fabric_manager
 check_fabric_state
@@ -1092,23 +1338,26 @@ if [[ ${failed} -gt 0 ]]; then
 fi
 exit 0
 FMCLUSTER_NODE_CHECK_EOF
-  mv -f "${FMC_NODE_CHECK}.tmp" "${FMC_NODE_CHECK}"
-  chmod 0755 "${FMC_NODE_CHECK}"
-  ln -sf "${FMC_NODE_CHECK}" /usr/local/bin/fmcluster-node-check
+  mv -f "${check}.tmp" "${check}"
+  chmod 0755 "${check}"
+  mkdir -p "${FMC_ROOT}/usr/local/bin"
+  ln -sf "${FMC_NODE_CHECK}" "${FMC_ROOT}/usr/local/bin/fmcluster-node-check"
   printf '#!/bin/sh\n# Slurm HealthCheckProgram: cheap checks only, drain the node on failure.\nexec %s --no-nccl --drain\n' \
-    "${FMC_NODE_CHECK}" >"${FMC_PREFIX}/bin/fmcluster-node-check-health"
-  chmod 0755 "${FMC_PREFIX}/bin/fmcluster-node-check-health"
+    "${FMC_NODE_CHECK}" >"${FMC_ROOT}${FMC_PREFIX}/bin/fmcluster-node-check-health"
+  chmod 0755 "${FMC_ROOT}${FMC_PREFIX}/bin/fmcluster-node-check-health"
   log "installed ${FMC_NODE_CHECK} (health-check wrapper: ${FMC_PREFIX}/bin/fmcluster-node-check-health)"
-  if "${FMC_NODE_CHECK}"; then
+  if "${check}"; then
     log "node check passed"
   else
     die "node check failed (exit $?); the lines above name each failed check"
   fi
 }
 
-exporters() {
-  step exporters "installing the pinned metric exporters (DCGM, node, EFA counters)"
-  cat >"${FMC_PREFIX}/bin/fmcluster-exporters.sh.tmp" <<'FMCLUSTER_EXPORTERS_SH'
+# Monitoring never fails the node: an exporter problem is logged and the boot completes.
+step_exporters() {
+  step exporters "installing the metric exporters (non-fatal)"
+  local script="${FMC_ROOT}${FMC_PREFIX}/bin/fmcluster-exporters.sh" rc=0
+  cat >"${script}.tmp" <<'FMCLUSTER_EXPORTERS_SH'
 #!/usr/bin/env bash
 # shellcheck disable=SC2329  # install steps are invoked indirectly, through run_step
 # fmcluster metrics exporters for llm-train: compute node of group gpu (p5.48xlarge).
@@ -1515,36 +1764,35 @@ run_step dcgm_exporter install_dcgm_exporter
 report_state
 exit 0
 FMCLUSTER_EXPORTERS_SH
-  mv -f "${FMC_PREFIX}/bin/fmcluster-exporters.sh.tmp" "${FMC_PREFIX}/bin/fmcluster-exporters.sh"
-  chmod 0755 "${FMC_PREFIX}/bin/fmcluster-exporters.sh"
-  "${FMC_PREFIX}/bin/fmcluster-exporters.sh" || die "exporter installation failed (exit $?); see the lines above"
-  log "exporters installed"
+  mv -f "${script}.tmp" "${script}"
+  chmod 0755 "${script}"
+  "${script}" || rc=$?
+  if [[ ${rc} -ne 0 ]]; then
+    warn "exporter installation failed (exit ${rc}); the node stays up without metrics, see the lines above"
+  else
+    log "exporters installed"
+  fi
 }
 
 main() {
-  preflight
-  mkdir -p "${FMC_LOG_DIR}"
-  log "pins: driver=${FMC_DRIVER_VERSION} (${FMC_KERNEL_MODULES}) cuda=${FMC_CUDA_VERSION} nccl=${FMC_NCCL_VERSION} efa=${FMC_EFA_INSTALLER_VERSION} aws-ofi-nccl=${FMC_AWS_OFI_NCCL_VERSION} gdrcopy=${FMC_GDRCOPY_VERSION} gpus=${FMC_EXPECTED_GPUS}"
-  base_tools
-  guard_upgrades
-  cuda_repository
-  nvidia_driver
-  fabric_manager
-  wait_fabric_state
-  cuda_toolkit
-  nccl
-  efa
-  gdrcopy
-  scratch
-  wait_fsx
-  job_environment
-  node_check
-  exporters
+  step_preflight
+  step_verify
+  step_guard_upgrades
+  step_fabric_manager
+  step_fabric_state
+  step_nccl
+  step_nccl_tests
+  step_holds
+  step_scratch
+  step_fsx
+  step_job_env
+  step_node_check
+  step_exporters
   step finished "bootstrap complete"
 }
 
-if [[ ${EUID} -eq 0 ]]; then
-  mkdir -p "${FMC_LOG_DIR}"
-  exec > >(tee -a "${FMC_LOG_DIR}/bootstrap.log") 2>&1
+if [[ "$(id -u)" -eq 0 ]]; then
+  mkdir -p "${FMC_ROOT}${FMC_LOG_DIR}"
+  exec > >(tee -a "${FMC_ROOT}${FMC_LOG_DIR}/bootstrap.log") 2>&1
 fi
 main "$@"
