@@ -15,9 +15,13 @@ step_nccl_tests() {
   rm -rf "${dir}"
   mkdir -p "${dir}"
   tar -xzf "${src}" -C "${dir}" --strip-components=1
-  make -C "${dir}" -j "$(nproc)" MPI=1 MPI_HOME="${FMC_ROOT}/opt/amazon/openmpi" CUDA_HOME="${FMC_ROOT}${FMC_CUDA_PATH}" \
-    NCCL_HOME="${FMC_ROOT}/usr"
-  [[ -x ${dir}/build/all_reduce_perf ]] || die "nccl-tests build left no /opt/nccl-tests/build/all_reduce_perf"
+  # A failed build must not fail the node (ParallelCluster would shut it down): it is reported, and the node check
+  # then says its NCCL run was skipped.
+  if ! make -C "${dir}" -j "$(nproc)" MPI=1 MPI_HOME="${FMC_ROOT}/opt/amazon/openmpi" CUDA_HOME="${FMC_ROOT}${FMC_CUDA_PATH}" \
+    NCCL_HOME="${FMC_ROOT}/usr" || [[ ! -x ${dir}/build/all_reduce_perf ]]; then
+    warn "nccl-tests build failed: the node check cannot run its single-node NCCL check through the network plugin"
+    return 0
+  fi
   printf '%s\n' "2.17.6" >"${dir}/.fmcluster-version"
   log "nccl-tests 2.17.6 built at /opt/nccl-tests/build"
 }

@@ -20,6 +20,8 @@ step_node_check() {
 #   FMC_NCCL_TESTS_DIR, FMC_LOG_DIR, FMC_JOB_ENV; FMC_ROOT prefixes /proc and /boot.
 # A component in REPORTED_ONLY (an unverified official-image value) that differs is a WARN, not a FAIL.
 set -uo pipefail
+# fi_info and Open MPI are on PATH only in login shells (/etc/profile.d/zippy_efa.sh); Slurm's HealthCheckProgram is not one.
+export PATH="/opt/amazon/efa/bin:/opt/amazon/openmpi/bin:${PATH}"
 
 readonly PIN_DRIVER="595.112.07"
 readonly PIN_KERNEL_MODULES="open"
@@ -38,7 +40,7 @@ readonly NEEDS_FABRIC_STATE=1
 readonly NEEDS_NVLSM=0
 readonly NEEDS_IMEX=0
 readonly GDR_REQUIRED=1
-readonly REPORTED_ONLY="cuda gdrcopy"
+readonly REPORTED_ONLY="cuda gdrcopy kernel_modules"
 
 SYS_IB="${FMC_SYSFS_INFINIBAND:-/sys/class/infiniband}"
 EFA_PACKAGES_FILE="${FMC_EFA_INSTALLED_PACKAGES:-/opt/amazon/efa_installed_packages}"
@@ -636,7 +638,7 @@ check_modules() {
   fi
 }
 
-# ---- NCCL log (section 3 / 3a signatures of version-matrix.md) --------------------------------
+# ---- NCCL log (signatures from NVIDIA/nccl src/plugin/*.cc, src/init.cc) --------------------------
 run_nccl_tests() {
   local bin="${NCCL_TESTS_DIR}/all_reduce_perf" rc
   mkdir -p "${LOG_DIR}" 2>/dev/null || true
