@@ -70,6 +70,9 @@ class ResolvedImage:
             values in official mode); empty in bake and custom modes.
         installs_at_boot: what the boot path still installs, e.g. ``("nccl 2.31.2", "nccl-tests")``; never a
             component of :data:`fmcluster.catalog.images.GPU_STACK`.
+        bake_installs: bake mode: lock components the image build installs because its parent does not carry
+            them at the locked version (``driver``, ``fabric_manager``, ``imex``, ``cuda``, ``nccl``,
+            ``efa_installer``, ``gdrcopy``); empty in the other modes. Only these need pinned downloads (R-ART-1).
         boot_steps: the boot path's steps with estimated seconds, in order.
         limit: the orchestrator's boot limit (:class:`fmcluster.catalog.images.BootLimit`).
         nvme: how the image handles the instance-store NVMe (reuse it when it has an array).
@@ -82,6 +85,7 @@ class ResolvedImage:
     lock: dict[str, str | None]
     reported_only: frozenset[str]
     installs_at_boot: tuple[str, ...]
+    bake_installs: tuple[str, ...]
     boot_steps: tuple[BootStep, ...]
     limit: BootLimit
     nvme: NvmeHandling
@@ -149,6 +153,17 @@ def _installs_at_boot(mode: str, manifest: ImageManifest | None, lock: dict[str,
     return tuple(out)
 
 
+#: Lock components an image build can install, in install order.
+BUILDABLE = ("driver", "fabric_manager", "imex", "cuda", "nccl", "efa_installer", "gdrcopy")
+
+
+def _bake_installs(mode: str, manifest: ImageManifest | None, lock: dict[str, str | None]) -> tuple[str, ...]:
+    if mode != "bake":
+        return ()
+    shipped = manifest.components if manifest is not None else {}
+    return tuple(c for c in BUILDABLE if lock.get(c) and shipped.get(c) != lock.get(c))
+
+
 def _steps(installs: tuple[str, ...], inst: InstanceSpec, nvme: NvmeHandling, fsx: bool) -> tuple[BootStep, ...]:
     names = ["verify", "guard-upgrades"]
     if inst.fabric_manager:
@@ -190,6 +205,7 @@ def resolve_image(bp: Blueprint, inst: InstanceSpec, stack: SoftwareStack | None
         lock=lock,
         reported_only=reported,
         installs_at_boot=installs,
+        bake_installs=_bake_installs(spec.mode, manifest, lock),
         boot_steps=_steps(installs, inst, nvme, bp.storage.lustre is not None),
         limit=boot_limit(orchestrator_key(bp)),
         nvme=nvme,

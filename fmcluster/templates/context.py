@@ -286,7 +286,8 @@ def node_context(rc: ResolvedCluster, group: ResolvedGroup, *, exporters_script:
     arch = inst.cpu_architecture
     drv = driver_artifact(stack.driver, arch)
     gdr = gdrcopy_artifact(stack.gdrcopy)
-    if group.image.mode == "bake" and (drv is None or gdr is None):
+    builds = group.image.bake_installs
+    if ("driver" in builds and drv is None) or ("gdrcopy" in builds and gdr is None):
         raise ValueError(f"no pinned download for driver {stack.driver} ({arch}) or GDRCopy {stack.gdrcopy} (rule R-ART-1)")
     plugin = aws_ofi_nccl_artifact(stack.plugin_override) if stack.plugin_override else None
     if stack.plugin_override and plugin is None:

@@ -224,7 +224,8 @@ def downloads_are_pinned(bp: Blueprint) -> Iterator[Violation]:
     stack = software_stack(bp.software)
     parent = blueprint_official_image(bp)
     shipped = parent.components if parent is not None else {}
-    # An architecture the stack is not built for is R-CAP-7's finding; do not report it twice.
+    # An architecture the stack is not built for is R-CAP-7's finding; do not report it twice. (The same test as
+    # ResolvedImage.bake_installs, which needs the resolved groups; this rule runs on partially valid blueprints too.)
     for arch in sorted({inst.cpu_architecture for _i, _g, inst in _groups(bp)} & set(stack.cpu_architectures)):
         if shipped.get("driver") != stack.driver and driver_artifact(stack.driver, arch) is None:
             yield where(stack, "driver"), (
