@@ -32,16 +32,20 @@ BLUEPRINT_TAG = "fmcluster:blueprint"
 @dataclass(frozen=True)
 class StackNames:
     """CloudFormation stack names of one blueprint (``<name>-network`` ...); ``observability`` is
-    ``None`` when ``observability.metrics`` is ``none``."""
+    ``None`` when ``observability.metrics`` is ``none``; ``image`` (``<name>-image``, the baked AMIs) is ``None``
+    unless ``software.image.mode`` is ``bake``."""
 
     network: str
     storage: str
     cluster: str
     observability: str | None
+    image: str | None = None
 
     def all(self) -> list[str]:
-        """Every stack, in the order ``fmcluster plan`` lists them (network, storage, observability, cluster)."""
-        return [self.network, self.storage, *([self.observability] if self.observability else []), self.cluster]
+        """Every stack, in the order ``fmcluster plan`` lists them (network, storage, observability, image,
+        cluster)."""
+        return [self.network, self.storage, *([self.observability] if self.observability else []),
+                *([self.image] if self.image else []), self.cluster]
 
 
 @dataclass(frozen=True)
@@ -149,6 +153,7 @@ def stack_names(bp: Blueprint) -> StackNames:
     return StackNames(
         network=f"{bp.name}-network", storage=f"{bp.name}-storage", cluster=f"{bp.name}-cluster",
         observability=f"{bp.name}-observability" if bp.observability.enabled else None,
+        image=f"{bp.name}-image" if bp.software.image.mode == "bake" else None,
     )
 
 

@@ -13,6 +13,7 @@ from constructs import Construct
 
 from fmcluster.blueprint.model import OrchestratorSpec
 from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
+from fmcluster.constructs.image import NodeImages
 from fmcluster.constructs.orchestrators.common import HEAD_NODE_SCRIPT
 from fmcluster.constructs.orchestrators.parallelcluster import ParallelClusterCluster
 from fmcluster.constructs.storage import CheckpointAccess, LustreMount
@@ -109,6 +110,10 @@ class ClusterStack(Stack):
     The script becomes an S3 asset (``HeadNodeScript``) or travels as text with the lifecycle scripts, per
     ``profile.head_node_script_delivery``; a profile without head-node delivery (HyperPod EKS) gets
     neither script nor policy. Default: none (no metrics layer).
+
+    ``images`` (:class:`fmcluster.constructs.image.NodeImages`): the AMI of each compute group (bake: the
+    ``<name>-image`` stack's, read from its SSM parameter at deploy; custom: ``software.image.ami_id``). Default:
+    the orchestrator's official image everywhere.
     """
 
     def __init__(
@@ -131,6 +136,7 @@ class ClusterStack(Stack):
         vpc: ec2.IVpc | None = None,
         head_node_script: str | None = None,
         head_node_policy: iam.IManagedPolicy | None = None,
+        images: NodeImages | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
@@ -157,5 +163,6 @@ class ClusterStack(Stack):
             "cluster_name": cluster_name, "groups": groups, "subnet": subnet, "security_group": security_group,
             "lustre": lustre, "checkpoints": checkpoints, "tags": tags,
             "head_node_policy": head_node_policy if profile.head_node_script_delivery is not None else None,
+            "images": images,
         }
         self.orchestrator: OrchestratorConstruct = ORCHESTRATOR_BUILDERS[profile.kind](self, parts, shared)
