@@ -57,8 +57,8 @@ def _cases() -> list[tuple[str, dict[str, Any]]]:
         for os_name in OSES:
             d = merge(data, {"software": {"os": os_name}})
             if d.get("orchestrator", {}).get("kind") == "pcs" and os_name != "ubuntu-24.04":
-                # the default PCS AMI is Ubuntu 24.04 (R-PCS-2): another OS needs its own AMI
-                d = merge(d, {"orchestrator": {"pcs": {"ami_id": "ami-0123456789abcdef0"}}})
+                # the PCS-ready DLAMI is Ubuntu 24.04 (R-IMG-3): another OS needs its own (custom) AMI
+                d = merge(d, {"software": {"image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}}})
             cases.append((f"{path.stem}-{os_name}", d))
     for name, (software, group, os_name) in SPECIAL.items():
         cases.append((f"{name}-{os_name}", _with(software, group, os_name)))
