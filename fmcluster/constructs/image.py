@@ -130,6 +130,18 @@ def component_yaml(document: Mapping[str, Any]) -> str:
     return yaml.safe_dump(dict(document), sort_keys=False, default_flow_style=False, width=1000)
 
 
+def parallelcluster_ami_tags(version: str, os_tag: str) -> dict[str, str]:
+    """The tags ParallelCluster's validators read on a custom AMI, as ``pcluster build-image`` sets them:
+    ``parallelcluster:version`` (CustomAmiTagValidator: missing is a warning, another version an error, and with it
+    ``parallelcluster:build_status`` must be present), ``parallelcluster:os`` (AmiOsCompatibleValidator compares it with
+    ``Image.Os``) and ``parallelcluster:build_status: available`` (the value ``pcluster`` filters its images on).
+    Source: aws-parallelcluster 3.16.1 ``cli/src/pcluster/validators/cluster_validators.py`` ``CustomAmiTagValidator``,
+    ``validators/ec2_validators.py`` ``AmiOsCompatibleValidator``, ``constants.py`` and ``aws/ec2.py``. True of a baked
+    AMI: its parent is that version's official AMI (``Build.ParentImage`` rule) and the tags are applied only when
+    the build succeeds."""
+    return {"parallelcluster:version": version, "parallelcluster:os": os_tag, "parallelcluster:build_status": "available"}
+
+
 @dataclass(frozen=True)
 class NodeImages:
     """The AMIs the orchestrator construct puts on its node groups.
@@ -183,9 +195,10 @@ class ImageBuild(Construct):
         self, scope: Construct, id: str, *, cluster_name: str, orchestrator: str, os: str,
         targets: Sequence[BakeTarget], steps: Mapping[str, Sequence[ImageBuildStep]],
         parents: Mapping[str, ParentImage], vpc: ec2.IVpc, subnet: ec2.ISubnet, tags: Mapping[str, str],
-        encrypted: bool = False,
+        ami_tags: Mapping[str, str] | None = None, encrypted: bool = False,
     ) -> None:
         super().__init__(scope, id)
+        self._ami_tags = dict(ami_tags or {})
         if encrypted and orchestrator == "hyperpod":
             raise ValueError("SageMaker HyperPod needs an unencrypted custom AMI; encrypted=True is refused")
         self.role = iam.Role(
@@ -263,7 +276,7 @@ class ImageBuild(Construct):
                         for c in components.values()],
             block_device_mappings=[block], working_directory="/tmp",
             description=f"fmcluster {cluster_name}: compute group(s) {groups} ({target.arch}, {os})",
-            ami_tags={**tags, "fmcluster:image": target.key, "fmcluster:recipe-version": recipe_version},
+            ami_tags={**tags, **self._ami_tags, "fmcluster:image": target.key, "fmcluster:recipe-version": recipe_version},
             tags=dict(tags),
         )
         image = imagebuilder.CfnImage(

@@ -13,8 +13,9 @@ from typing import Any
 from aws_cdk import App, Environment, Stack, Tags
 
 from fmcluster.blueprint.model import Blueprint
-from fmcluster.constructs.image import NodeImages
+from fmcluster.constructs.image import NodeImages, parallelcluster_ami_tags
 from fmcluster.constructs.network import Placement
+from fmcluster.constructs.orchestrators.parallelcluster import OS_NAMES
 from fmcluster.resolved import BLUEPRINT_TAG, ResolvedCluster, resolve
 from fmcluster.resolved.bake import bake_targets, parent_image
 from fmcluster.stacks.cluster_stack import ClusterStack
@@ -75,6 +76,7 @@ def _image_stack(app: App, rc: ResolvedCluster, env: Environment, net: Any) -> I
     """The ``<name>-image`` stack when some group bakes (parents read from the CDK context: ``cdk.context.json``)."""
     if rc.stacks.image is None:
         return None
+    bp = rc.blueprint
     targets = bake_targets(rc)
     parents = {}
     for t in targets:
@@ -85,6 +87,8 @@ def _image_stack(app: App, rc: ResolvedCluster, env: Environment, net: Any) -> I
         os=rc.blueprint.software.os_name, targets=targets,
         steps={t.key: image_build_steps(rc, t.groups[0]) for t in targets}, parents=parents,
         vpc=net.vpc, subnet=net.gpu_subnet, tags=rc.tags,
+        ami_tags=parallelcluster_ami_tags(bp.orchestrator.parallelcluster.version, OS_NAMES[bp.software.os_name])
+        if bp.orchestrator.kind == "parallelcluster" else None,
         description=f"fmcluster {rc.name}: baked AMIs (EC2 Image Builder) of the bake-mode compute groups",
     )
 

@@ -23,11 +23,11 @@ class ImageStack(Stack):
     def __init__(self, scope: Construct, id: str, *, cluster_name: str, orchestrator: str, os: str,
                  targets: Sequence[BakeTarget], steps: Mapping[str, Sequence[ImageBuildStep]],
                  parents: Mapping[str, ParentImage], vpc: ec2.IVpc, subnet: ec2.ISubnet, tags: Mapping[str, str],
-                 **kwargs: Any) -> None:
+                 ami_tags: Mapping[str, str] | None = None, **kwargs: Any) -> None:
         super().__init__(scope, id, **kwargs)
         self.build = ImageBuild(
             self, "Images", cluster_name=cluster_name, orchestrator=orchestrator, os=os, targets=targets,
-            steps=steps, parents=parents, vpc=vpc, subnet=subnet, tags=tags,
+            steps=steps, parents=parents, vpc=vpc, subnet=subnet, tags=tags, ami_tags=ami_tags,
         )
         self.group_amis: dict[str, str] = dict(self.build.group_amis)
         for key, built in self.build.images.items():
