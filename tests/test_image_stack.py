@@ -173,11 +173,15 @@ def test_build_instance_role_is_least_privilege() -> None:
 @pytest.mark.parametrize("orchestrator", ORCHESTRATORS)
 def test_teardown_keeps_amis_and_their_parameters(orchestrator: str) -> None:
     """AMIs are not data, but a node group (or a rollback) may still launch one: CloudFormation never deregisters
-    them, on stack deletion or image replacement (no DeletionSettings: Image Builder keeps the AMI)."""
+    them, on stack deletion or image replacement (no DeletionSettings: deleting the Image Builder image resource
+    leaves the AMI), and the parameters naming them are retained; the image resource, recipe and components are
+    deleted with the stack (nothing retained points at them)."""
     _, img = image_template(orchestrator)
-    for typ in ("AWS::ImageBuilder::Image", "AWS::SSM::Parameter"):
+    for res in resources_of(img, "AWS::SSM::Parameter").values():
+        assert (res.get("DeletionPolicy"), res.get("UpdateReplacePolicy")) == ("Retain", "Retain")
+    for typ in ("AWS::ImageBuilder::Image", "AWS::ImageBuilder::ImageRecipe", "AWS::ImageBuilder::Component"):
         for res in resources_of(img, typ).values():
-            assert (res.get("DeletionPolicy"), res.get("UpdateReplacePolicy")) == ("Retain", "Retain")
+            assert res.get("DeletionPolicy", "Delete") == "Delete"
     for res in resources_of(img, "AWS::ImageBuilder::Image").values():
         assert "DeletionSettings" not in res["Properties"]
 
@@ -501,3 +505,17 @@ def test_diff_reports_an_image_change_as_node_replacement(tmp_path: Path) -> Non
                 if c.construct_path.endswith("/Login") and NODE_REPLACEMENT in c.note]
     assert {c.type for c in report.changes if c.action == "add"} >= {"AWS::ImageBuilder::Image",
                                                                       "AWS::ImageBuilder::ImageRecipe"}
+
+
+def test_hyperpod_refuses_an_encrypted_image() -> None:
+    """HyperPod takes only an unencrypted custom AMI (ClusterInstanceGroupSpecification.ImageId)."""
+    import aws_cdk as cdk
+    from aws_cdk import aws_ec2 as ec2
+
+    from fmcluster.constructs.image import ImageBuild
+
+    stack = cdk.Stack(cdk.App(), "s", env=cdk.Environment(region="us-east-1"))
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=1)
+    with pytest.raises(ValueError, match="HyperPod needs an unencrypted custom AMI"):
+        ImageBuild(stack, "Images", cluster_name="c", orchestrator="hyperpod", os="ubuntu-22.04", targets=[],
+                   steps={}, parents={}, vpc=vpc, subnet=vpc.private_subnets[0], tags={}, encrypted=True)

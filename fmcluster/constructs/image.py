@@ -24,13 +24,16 @@ Decisions (docs/decisions.md, "Baking an image"):
   https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/intrinsic-function-reference-importvalue.html),
   so a rebuilt image would fail the image stack's update. The parameter name carries the recipe version, so the
   cluster stack's template changes with the image (``fmcluster diff`` shows it) and a rollback still resolves the
-  old name: parameters and AMIs are RETAINED.
-- Teardown: ``AWS::ImageBuilder::Image`` has ``DeletionPolicy``/``UpdateReplacePolicy: Retain`` and no
-  ``DeletionSettings``, so deleting the stack or replacing an image never deregisters an AMI a node group may still
-  launch ("If you specify the Retain option in the DeletionPolicy or UpdateReplacePolicy, Image Builder does not
-  delete the underlying resources",
-  https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-properties-imagebuilder-image-deletionsettings.html).
-  Old AMIs (tagged ``fmcluster:blueprint``) are deregistered by hand once no node uses them (docs/software.md).
+  old name: parameters are RETAINED and AMIs stay registered (see Teardown).
+- Teardown: ``AWS::ImageBuilder::Image`` has no ``DeletionSettings`` (the property that makes Image Builder delete
+  "its AMIs, snapshots" with the resource,
+  https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-properties-imagebuilder-image-deletionsettings.html),
+  and deleting the image resource "does not delete any EC2 AMIs" (DeleteImage,
+  https://docs.aws.amazon.com/imagebuilder/latest/APIReference/API_DeleteImage.html): deleting the stack or
+  replacing an image never deregisters an AMI a node group may still launch, while the image resource, recipe and
+  components go with the stack. The SSM parameters are retained (a rollback of the cluster stack resolves the old
+  name). Old AMIs (tagged ``fmcluster:blueprint``) are deregistered by hand once no node uses them
+  (docs/software.md).
 - Encryption: the AMI's root snapshot is NOT encrypted: SageMaker HyperPod requires "The custom AMI must be
   unencrypted" and owned by the same account (botocore sagemaker ``ClusterInstanceGroupSpecification.ImageId``;
   https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterInstanceGroupSpecification.html), and the
@@ -286,8 +289,10 @@ class ImageBuild(Construct):
                 image_tests_enabled=True, timeout_minutes=TEST_TIMEOUT_MINUTES),
             enhanced_image_metadata_enabled=True, tags=dict(tags),
         )
-        # An AMI a node group may still launch (or a rollback return to) is never deregistered by CloudFormation.
-        image.apply_removal_policy(RemovalPolicy.RETAIN)
+        # No DeletionSettings: deleting or replacing the Image Builder image resource leaves its AMI registered
+        # (DeleteImage "does not delete any EC2 AMIs ... created during the image build process",
+        # https://docs.aws.amazon.com/imagebuilder/latest/APIReference/API_DeleteImage.html), so a node group or a
+        # rollback never points at a deregistered AMI, and the recipe and components it uses can be deleted.
         name = f"{PARAMETER_PREFIX}/{cluster_name}/image/{target.key}/{recipe_version}"
         parameter = ssm.StringParameter(
             scope, "AmiParameter", parameter_name=name, string_value=image.attr_image_id,

@@ -1,6 +1,6 @@
 """``<name>-image``: the AMIs of the compute groups in bake mode (EC2 Image Builder), created only when a group
-bakes. Nothing in it holds data: AMIs and their SSM parameters are retained on deletion and replacement so no
-node group or rollback ever points at a deregistered AMI (``fmcluster.constructs.image``)."""
+bakes. Nothing in it holds data; AMIs stay registered and their SSM parameters are retained on deletion and
+replacement, so no node group or rollback ever points at a deregistered AMI (``fmcluster.constructs.image``)."""
 
 from __future__ import annotations
 
