@@ -5,6 +5,7 @@ one home (``software.image``); ``fmcluster diff`` reporting an image change as a
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from functools import cache
 from pathlib import Path
@@ -142,6 +143,10 @@ def test_image_stack_resources_and_parent(orchestrator: str) -> None:
         "hyperpod": HP_PARENT,
     }[orchestrator]
     components = resources_of(img, "AWS::ImageBuilder::Component")
+    # botocore imagebuilder ResourceName (component, recipe and infrastructure names)
+    resource_name = re.compile(r"^[-_A-Za-z-0-9][-_A-Za-z0-9 ]{1,126}[-_A-Za-z-0-9]$")
+    for res in [*components.values(), recipe, *resources_of(img, "AWS::ImageBuilder::InfrastructureConfiguration").values()]:
+        assert resource_name.match(res["Properties"]["Name"]), res["Properties"]["Name"]
     names = [c["Properties"]["Name"].rsplit("-", 1)[-1] for c in components.values()]
     assert names[-1] == "lock" and any(n.endswith("driver") for n in names)
     # the recipe runs every component, in the stack's order

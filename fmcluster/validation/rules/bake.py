@@ -31,7 +31,7 @@ def parallelcluster_parent_same_version(bp: Blueprint) -> Iterator[Violation]:
     if image.mode == "bake" and image.parent_ami_id is not None:
         version = bp.orchestrator.parallelcluster.version
         yield "software.image.parent_ami_id", (
-            f"the parent AMI must be ParallelCluster {version}'s official AMI for {bp.software.os_name}, got "
-            f"{image.parent_ami_id!r}, which fmcluster cannot inspect offline; allowed that AMI (leave "
-            "parent_ami_id unset and run 'fmcluster image lookup' to have fmcluster find it)"
+            f"the parent AMI must be ParallelCluster {version}'s official AMI for {bp.software.os_name}, "
+            f"got {image.parent_ami_id!r}, which fmcluster cannot inspect offline; "
+            "allowed that AMI (leave parent_ami_id unset and run 'fmcluster image lookup' to have fmcluster find it)"
         )

@@ -214,9 +214,9 @@ def pcs_custom_ami_agent(bp: Blueprint) -> Iterator[Violation]:
     image = bp.software.image
     if image.mode == "custom":
         yield "software.image.ami_id", (
-            f"a custom AMI on AWS PCS must carry the PCS agent 1.5.0-1 or later and Slurm (node lifecycle actions "
-            f"need it), got {image.ami_id!r}, which fmcluster cannot inspect offline; allowed an AMI built from the "
-            "PCS-ready DLAMI (or use mode bake, which builds from it)"
+            "a custom AMI on AWS PCS must carry the PCS agent 1.5.0-1 or later and Slurm (node lifecycle actions need it), "
+            f"got {image.ami_id!r}, which fmcluster cannot inspect offline; "
+            "allowed an AMI built from the PCS-ready DLAMI (or use mode bake, which builds from it)"
         )
 
 
