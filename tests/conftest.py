@@ -46,14 +46,31 @@ def resources_of(template: dict[str, Any], type_: str) -> dict[str, dict[str, An
     return {k: v for k, v in template["Resources"].items() if v["Type"] == type_}
 
 
+#: Stand-in for the AMI ``fmcluster image lookup`` caches in cdk.context.json (bake mode on ParallelCluster). Tests
+#: cannot look it up; synthesis without it is an error by design (tests/test_image_stack.py).
+TEST_PARENT_AMI = "ami-0a1b2c3d4e5f60718"
+
+
+def lookup_context(blueprint: Path) -> dict[str, str]:
+    """The cdk.context.json entries ``fmcluster image lookup`` would write for ``blueprint``, with
+    :data:`TEST_PARENT_AMI` as every AMI (empty unless it bakes on ParallelCluster without a pinned parent)."""
+    from fmcluster.preflight.image_lookup import lookups
+    from fmcluster.resolved import resolve
+    from fmcluster.validation import load_blueprint
+
+    return {lk.context_key: TEST_PARENT_AMI for lk in lookups(resolve(load_blueprint(blueprint)))}
+
+
 @cache
 def cli_synth(blueprint: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    """``npx cdk synth`` of one blueprint into its own folder (the path users take)."""
+    """``npx cdk synth`` of one blueprint into its own folder (the path users take), with the parent AMI lookups
+    a bake blueprint needs given as context (:func:`lookup_context`)."""
     import tempfile
 
     out = Path(tempfile.mkdtemp(prefix=f"cdkout-{blueprint.stem}-"))
+    looked_up = [arg for k, v in lookup_context(blueprint).items() for arg in ("-c", f"{k}={v}")]
     proc = subprocess.run(
-        ["npx", "cdk", "synth", "--quiet", "-c", f"blueprint={blueprint}", "-o", str(out)],
+        ["npx", "cdk", "synth", "--quiet", "-c", f"blueprint={blueprint}", *looked_up, "-o", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
         env={**os.environ, "PATH": f"{ROOT / '.venv' / 'bin'}:{ROOT / 'node_modules' / '.bin'}:{os.environ['PATH']}"},
     )

@@ -105,10 +105,10 @@ ERRORS = [
         id="login type on eks",
     ),
     pytest.param(
-        hp(image_id="ami-12345"),
-        ("orchestrator.hyperpod.image_id", "invalid format, got 'ami-12345'; allowed ami- followed by 8 to 17 hex "
-         "digits, or default", None),
-        id="image id too short",
+        merge(hp(), {"software": {"image": {"mode": "custom", "ami_id": "ami-12345"}}}),
+        ("software.image.ami_id", "invalid format, got 'ami-12345'; allowed ami- followed by 8 or 17 hex digits",
+         None),
+        id="custom AMI id too short",
     ),
     pytest.param(
         hp(ami_updates={"schedule": "cron(0 4 * * SUN *)"}),
@@ -134,10 +134,11 @@ ERRORS = [
     pytest.param(
         merge({"compute": [{"name": "gb", "instance_type": "p6e-gb200.36xlarge", "count": 18,
                             "capacity": {"type": "training_plan", "arn": PLAN}}],
-               "software": {"os": "ubuntu-24.04"}}, hp(image_id="ami-0123456789abcdef0")),
-        ("orchestrator.hyperpod.image_id", "one AMI for instance groups of different CPU architectures (compute gb "
-         "arm64, controller x86_64, login x86_64), got 'ami-0123456789abcdef0'; allowed default (HyperPod picks per "
-         "group) or groups of one architecture", "R-HP-9"),
+               "software": {"os": "ubuntu-24.04", "image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}}},
+              hp()),
+        ("software.image.ami_id", "one AMI for instance groups of different CPU architectures (compute gb "
+         "arm64, controller x86_64, login x86_64), got 'ami-0123456789abcdef0'; allowed mode official or bake (one "
+         "image per group) or groups of one architecture", "R-HP-9"),
         id="one custom AMI for arm64 workers and an x86 controller",
     ),
     pytest.param(
@@ -180,8 +181,8 @@ WARNINGS = [
                  id="longest name that fits in ap-southeast-2"),
     pytest.param(merge({"name": "train-" + "b" * 24}, HP), [], id="longest name that fits in us-east-1"),
     pytest.param(
-        hp(image_id="default", ami_updates={"schedule": "cron(0 4 ? * SUN *)"}, auto_patch={"strategy": "WhenIdle"}),
-        [], id="image, AMI update and auto patch settings"),
+        hp(ami_updates={"schedule": "cron(0 4 ? * SUN *)"}, auto_patch={"strategy": "WhenIdle"}),
+        [], id="AMI update and auto patch settings"),
 ]
 
 
@@ -255,7 +256,8 @@ SLURM_ALL = merge(
         {"name": "gpu", "instance_type": "p5.48xlarge", "count": 2},
         {"name": "spot", "instance_type": "p5.48xlarge", "count": 2, "capacity": {"type": "spot"}},
     ]},
-    hp(image_id="ami-0123456789abcdef0", node_recovery="None", deep_health_checks=["InstanceStress"],
+    {"software": {"image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}}},
+    hp(node_recovery="None", deep_health_checks=["InstanceStress"],
        ami_updates={"schedule": "cron(0 4 ? * SUN *)", "max_batch_percent": 25, "wait_interval_seconds": 300},
        auto_patch={"strategy": "WhenAllIdle"}),
     {"name": "a" * 30, "observability": {"metrics": "managed"}},

@@ -38,8 +38,8 @@ def group(**kw: Any) -> dict[str, Any]:
 
 
 HP = {"orchestrator": {"kind": "hyperpod"}}
-PCS = {"orchestrator": {"kind": "pcs", "pcs": {"ami_id": "ami-0123456789abcdef0", "efa_interface_type": "efa"}},
-       "software": {"os": "ubuntu-24.04"}}
+PCS = {"orchestrator": {"kind": "pcs", "pcs": {"efa_interface_type": "efa"}},
+       "software": {"os": "ubuntu-24.04", "image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}}}
 HEAD_400 = {"compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 400}]}
 
 #: Bad ParallelCluster blueprints: ParallelCluster's validators refuse each (tests/test_pcluster_validators.py).

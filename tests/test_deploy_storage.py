@@ -95,7 +95,11 @@ def teardown_violations(templates: Templates) -> list[str]:
     out = []
     for stack, lid in sorted(kept):
         res = templates[stack]["Resources"][lid]
-        for target in refs(res.get("Properties", {}), stack, exports):
+        props = dict(res.get("Properties", {}))
+        if res["Type"] == "AWS::SSM::Parameter":
+            # a parameter stores a copy of its value (the image stack's AMI id): nothing stays in use
+            props.pop("Value", None)
+        for target in refs(props, stack, exports):
             if target[1] in templates[target[0]]["Resources"] and target not in kept:
                 out.append(f"{stack}/{lid} ({res['Type']}) -> {target[0]}/{target[1]} "
                            f"({templates[target[0]]['Resources'][target[1]]['Type']}) is deleted")

@@ -13,7 +13,7 @@ import pytest
 
 from fmcluster.resolved import resolve
 from fmcluster.templates.context import node_context
-from fmcluster.templates.image_build import image_build_steps
+from fmcluster.templates.image_build import install_scripts
 from fmcluster.templates.node_scripts import render_node_scripts
 from fmcluster.validation import load_blueprint, load_blueprint_text
 from tests.blueprints import example, merge, to_yaml
@@ -46,7 +46,7 @@ CASES = {
 def test_components_in_install_order_and_shellcheck_clean(case: str, tmp_path: Path) -> None:
     make_rc, names = CASES[case]
     rc = make_rc()
-    steps = image_build_steps(rc, rc.groups[0])
+    steps = install_scripts(rc, rc.groups[0])
     assert [n for n, _ in steps] == names
     paths = []
     for name, text in steps:
@@ -61,7 +61,7 @@ def test_components_in_install_order_and_shellcheck_clean(case: str, tmp_path: P
 def test_lock_component_writes_the_lock_the_boot_path_compares(tmp_path: Path) -> None:
     rc = resolve(load_blueprint(ROOT / "blueprints/p6-b200.yaml"))
     g = rc.groups[0]
-    script = dict(image_build_steps(rc, g))["lock"]
+    script = dict(install_scripts(rc, g))["lock"]
     (tmp_path / "lock.sh").write_text(script)
     proc = subprocess.run(["bash", str(tmp_path / "lock.sh")], env={"PATH": "/usr/bin:/bin", "FMC_ROOT": str(tmp_path)},
                           capture_output=True, text=True, check=False)
@@ -75,6 +75,6 @@ def test_lock_component_writes_the_lock_the_boot_path_compares(tmp_path: Path) -
 def test_driver_component_is_the_pinned_runfile_with_its_sha256() -> None:
     rc = resolve(load_blueprint(ROOT / "blueprints/p6-b200.yaml"))
     ctx = node_context(rc, rc.groups[0])
-    driver = dict(image_build_steps(rc, rc.groups[0]))["driver"]
+    driver = dict(install_scripts(rc, rc.groups[0]))["driver"]
     assert f'fetch "{ctx.driver_url}" "${{run}}" "{ctx.driver_sha256}"' in driver
     assert '--kernel-module-type="${FMC_LOCK_KERNEL_MODULES}"' in driver

@@ -43,6 +43,7 @@ def _warnings(patch: dict[str, Any], *, image_rules: bool = False) -> list[tuple
          ("compute[0].name", "too short for a PCS compute node group, got 'gp'; allowed 3-25 characters", "R-PCS-1")),
         ({**U24, "compute": [{"name": "login", "instance_type": "p5.48xlarge", "count": 2}], "orchestrator": {"kind": "pcs"}},
          ("compute[0].name", "name reserved for the PCS login node group, got 'login'; allowed any other name", "R-PCS-1")),
+        # the PCS-ready DLAMI's OS is R-IMG-3's now (R-PCS-2 warns about custom AMIs, tests/test_image_stack.py)
         ({"software": {"os": "ubuntu-22.04"}, "orchestrator": {"kind": "pcs"}},
          # changed on purpose (issue 11): the image rules own the OS check (R-PCS-2 is gone)
          ("software.os", "AWS PCS-ready Deep Learning AMI (Base, Ubuntu 24.04) does not exist for this OS, got 'ubuntu-22.04'; "
@@ -80,7 +81,12 @@ def test_rule_errors(patch: dict[str, Any], expected: tuple[str, str, str]) -> N
         # changed on purpose (issue 11): the floating PCS-ready DLAMI is the image rules' finding (R-PCS-4 is gone,
         # tests/test_image.py); PCS itself has nothing to say
         ({**U24, "orchestrator": {"kind": "pcs"}}, []),
-        ({**U24, "orchestrator": {"kind": "pcs", "pcs": {"efa_interface_type": "efa"}}}, []),
+        ({**U24, "orchestrator": {"kind": "pcs", "pcs": {"efa_interface_type": "efa"}},
+          "software": {"os": "ubuntu-24.04", "image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}}}, [
+            ("software.image.ami_id", "a custom AMI on AWS PCS must carry the PCS agent 1.5.0-1 or later and Slurm (node "
+             "lifecycle actions need it), got 'ami-0123456789abcdef0', which fmcluster cannot inspect offline; allowed "
+             "an AMI built from the PCS-ready DLAMI (or use mode bake, which builds from it)", "R-PCS-2"),
+        ]),
         ({"compute": [{"name": "gpu", "instance_type": "p5e.48xlarge", "count": 2}], "orchestrator": {"kind": "hyperpod"}}, [
             ("compute[0].instance_type",
              "ml.p5e.48xlarge has no public HyperPod price in us-east-1, and cfn-lint reports E3644 for it, got "

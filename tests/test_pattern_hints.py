@@ -92,6 +92,9 @@ WHERE: dict[str, tuple[Callable[[str], dict[str, Any]], str]] = {
     "NetworkSpec.gpu_subnet_id": (lambda v: {"network": {"gpu_subnet_id": v}}, "network.gpu_subnet_id"),
     **{f"SoftwareOverrides.{c}": (_override(c), f"software.overrides.{c}")
        for c in ("driver", "fabric_manager", "cuda", "nccl", "efa_installer", "gdrcopy", "aws_ofi_nccl")},
+    "ImageSpec.ami_id": (lambda v: {"software": {"image": {"mode": "custom", "ami_id": v}}}, "software.image.ami_id"),
+    "ImageSpec.parent_ami_id": (lambda v: {"software": {"image": {"mode": "bake", "parent_ami_id": v}}},
+                                "software.image.parent_ami_id"),
     "SoftwareSpec.environment{key}": (lambda v: {"software": {"environment": {v: "1"}}}, "software.environment"),
     "SoftwareSpec.environment{value}": (lambda v: {"software": {"environment": {"NCCL_DEBUG": v}}},
                                         "software.environment.NCCL_DEBUG"),
@@ -121,8 +124,6 @@ WHERE: dict[str, tuple[Callable[[str], dict[str, Any]], str]] = {
     "CheckpointSpec.kms_key_arn": (lambda v: _checkpoints(kms_key_arn=v), "storage.checkpoints.kms_key_arn"),
     "ParallelClusterSettings.head_node_instance_type": (
         lambda v: _orch("parallelcluster", head_node_instance_type=v), "orchestrator.parallelcluster.head_node_instance_type"),
-    "ParallelClusterSettings.custom_ami": (lambda v: _orch("parallelcluster", custom_ami=v),
-                                           "orchestrator.parallelcluster.custom_ami"),
     "HyperPodSettings.eks_cluster_arn": (lambda v: _orch("hyperpod", eks_cluster_arn=v), "orchestrator.hyperpod.eks_cluster_arn"),
     "HyperPodEksSettings.admin_role_arn": (lambda v: _orch("hyperpod", orchestration="eks", eks={"admin_role_arn": v}),
                                            "orchestrator.hyperpod.eks.admin_role_arn"),
@@ -139,16 +140,11 @@ WHERE: dict[str, tuple[Callable[[str], dict[str, Any]], str]] = {
                                                   "orchestrator.hyperpod.controller_instance_type"),
     "HyperPodSettings.login_instance_type": (lambda v: _orch("hyperpod", login_instance_type=v),
                                              "orchestrator.hyperpod.login_instance_type"),
-    "HyperPodSettings.image_id": (lambda v: _orch("hyperpod", image_id=v), "orchestrator.hyperpod.image_id"),
     "HyperPodAmiUpdates.schedule": (lambda v: _orch("hyperpod", ami_updates={"schedule": v}),
                                     "orchestrator.hyperpod.ami_updates.schedule"),
     "PcsSettings.login_instance_type": (lambda v: _orch("pcs", login_instance_type=v), "orchestrator.pcs.login_instance_type"),
     "ParallelClusterSettings.login_instance_type": (lambda v: _orch("parallelcluster", login_instance_type=v),
                                                     "orchestrator.parallelcluster.login_instance_type"),
-    "PcsSettings.ami_id": (lambda v: _orch("pcs", ami_id=v), "orchestrator.pcs.ami_id"),
-    "ImageSpec.ami_id": (lambda v: {"software": {"image": {"mode": "custom", "ami_id": v}}}, "software.image.ami_id"),
-    "ImageSpec.parent_ami_id": (lambda v: {"software": {"image": {"mode": "bake", "parent_ami_id": v}}},
-                                "software.image.parent_ami_id"),
     "ObservabilitySpec.alert_email": (lambda v: {"observability": {"alert_email": v}}, "observability.alert_email"),
     "ObservabilitySpec.alert_topic_arn": (lambda v: {"observability": {"alert_topic_arn": v}},
                                           "observability.alert_topic_arn"),
@@ -159,7 +155,7 @@ def test_the_walk_finds_the_patterned_fields() -> None:
     # every nested kind of place: top level, sections, union members, list items, dict keys and values
     found = {where for where, _ in FIELD_PATTERNS}
     assert {"Blueprint.name", "Blueprint.tags{key}", "Blueprint.tags{value}", "OdcrCapacity.reservation_id",
-            "DataRepository.s3_uri", "SoftwareSpec.environment{key}", "PcsSettings.ami_id"} <= found
+            "DataRepository.s3_uri", "SoftwareSpec.environment{key}", "ImageSpec.ami_id"} <= found
     assert len(FIELD_PATTERNS) >= 40
 
 

@@ -182,7 +182,7 @@ def test_mime_wrapper_round_trips() -> None:
     ("ami-0123456789abcdef0", "p5.48xlarge", "ami-0123456789abcdef0"),
 ])
 def test_ami(ami_id: str | None, instance_type: str, expected: str) -> None:
-    assert pcs_ami(PcsSettings(ami_id=ami_id), instance_type) == expected
+    assert pcs_ami(ami_id, instance_type) == expected
 
 
 @pytest.mark.parametrize("version", PCS_SLURM_VERSIONS)

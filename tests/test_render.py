@@ -70,14 +70,11 @@ def _cases() -> list[tuple[str, dict[str, Any]]]:
         for os_name in OSES:
             d = merge(data, {"software": {"os": os_name}})
             if not _valid(d):
-                # Changed on purpose (issue 11): an OS the example's image does not exist for (or has no Lustre
-                # client on) renders as a custom image of that OS with the family's default stack.
+                # Changed on purpose (issue 11): an OS the example's image does not exist for renders as a custom
+                # image of that OS with the family's default stack.
                 d = merge(d, {"software": {"image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"},
                                            "stack": DROP}})
-                if d.get("orchestrator", {}).get("kind") == "pcs":
-                    # the default PCS AMI is Ubuntu 24.04 (R-PCS-2): another OS needs its own AMI
-                    d = merge(d, {"orchestrator": {"pcs": {"ami_id": "ami-0123456789abcdef0"}}})
-                if not _valid(d):  # ParallelCluster's image has no Lustre client on that OS (R-IMG-8)
+                if not _valid(d):  # the image has no Lustre client on that OS
                     d = merge(d, {"storage": {"lustre": None}})
             cases.append((f"{path.stem}-{os_name}", d))
     for name, (software, group, os_name) in SPECIAL.items():

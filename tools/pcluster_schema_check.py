@@ -1,8 +1,8 @@
 """Load generated ParallelCluster configs with ParallelCluster's own schema.
 
 Runs in the separate ``.venv-pcluster`` (aws-parallelcluster pins CDK v1 and cannot share the main
-venv). CloudFormation intrinsics in the generated config are replaced by well-formed placeholder
-ids first, because they only resolve at deploy time. Loading a config with a capacity reservation makes
+venv). CloudFormation intrinsics and dynamic references (``{{resolve:ssm:...}}``) in the generated config are
+replaced by well-formed placeholder ids first, because they only resolve at deploy time. Loading a config with a capacity reservation makes
 ParallelCluster call DescribeCapacityReservations (``SlurmClusterConfig.__init__``); that call is answered
 offline with the reservation the config declares, and any other request is refused before it leaves the
 machine (``tools/pcluster_validate.py`` runs the validators as well, from the synthesized templates).
@@ -29,6 +29,7 @@ PLACEHOLDERS = {
     "Name": "fmcluster-placement-group",
     "Id": "fmcluster-placement-group",
     "Policy": "arn:aws:iam::123456789012:policy/fmcluster-node",
+    "CustomAmi": "ami-0123456789abcdef0",
 }
 
 
@@ -39,6 +40,9 @@ def _resolve(node, key=None):
         return {k: _resolve(v, k) for k, v in node.items()}
     if isinstance(node, list):
         return [_resolve(v, key) for v in node]
+    if isinstance(node, str) and node.startswith("{{resolve:") and node.endswith("}}"):
+        # a CloudFormation dynamic reference (bake mode's AMI from SSM): resolved at deploy, like an intrinsic
+        return PLACEHOLDERS.get(key, "placeholder")
     return node
 
 

@@ -54,6 +54,20 @@ class Stacks:
                 if name is not None:
                     self.exports[self.value(stack, name)] = (stack, out["Value"])
 
+    def baked_images(self) -> dict[str, dict[str, Any]]:
+        """AMI id (as :meth:`value` maps the cluster stack's ``{{resolve:ssm:<name>}}``) -> the image stack's recipe
+        for it (``AmiTags``, ``BlockDeviceMappings``), through its SSM parameter and AWS::ImageBuilder::Image."""
+        out = {}
+        for stack, _, param in self.resources("AWS::SSM::Parameter"):
+            props = param.get("Properties", {})
+            value = props.get("Value")
+            if not (isinstance(value, dict) and value.get("Fn::GetAtt", [None, None])[1] == "ImageId"):
+                continue
+            image = self.templates[stack]["Resources"][value["Fn::GetAtt"][0]]["Properties"]
+            recipe = self.templates[stack]["Resources"][image["ImageRecipeArn"]["Fn::GetAtt"][0]]["Properties"]
+            out[f"ami-{_hex(props['Name'], n=17)}"] = recipe
+        return out
+
     def resources(self, type_: str) -> list[tuple[str, str, dict[str, Any]]]:
         return [(s, lid, r) for s, t in self.templates.items() for lid, r in t.get("Resources", {}).items()
                 if r.get("Type") == type_]
@@ -101,6 +115,9 @@ class Stacks:
         """``node`` with every intrinsic evaluated in ``stack``."""
         if isinstance(node, list):
             return [self.value(stack, v) for v in node]
+        if isinstance(node, str) and node.startswith("{{resolve:ssm:") and node.endswith("}}"):
+            # a dynamic reference (bake mode's AMI id in SSM) resolves at deploy: a well-formed AMI id per name
+            return f"ami-{_hex(node[len('{{resolve:ssm:'):-2], n=17)}"
         if not isinstance(node, dict):
             return node
         if len(node) == 1:
@@ -322,13 +339,22 @@ class Aws:
         name = (names[0] if names else "aws-parallelcluster-custom").rstrip("*")
         arch = "arm64" if "arm64" in name else "x86_64"
         os_tag = self.config.get("Image", {}).get("Os", "ubuntu2404")
-        return {"Images": [{
-            "ImageId": i, "Name": name, "State": "available", "Architecture": arch, "CreationDate": "2026-01-01T00:00:00.000Z",
-            "RootDeviceName": "/dev/sda1", "RootDeviceType": "ebs", "VirtualizationType": "hvm", "OwnerId": "247102896272",
-            "BlockDeviceMappings": [{"DeviceName": "/dev/sda1", "Ebs": {"VolumeSize": 40, "SnapshotId": f"snap-{_hex(i)}",
-                                                                     "VolumeType": "gp3", "Encrypted": False}}],
-            "Tags": [{"Key": "parallelcluster:os", "Value": os_tag}],
-        } for i in ids]}
+        baked = self.s.baked_images()  # a baked AMI answers with its recipe's tags and root volume
+
+        def image(i: str) -> dict[str, Any]:
+            recipe = baked.get(i)
+            tags = recipe.get("AmiTags", {}) if recipe else {"parallelcluster:os": os_tag}
+            size = recipe["BlockDeviceMappings"][0]["Ebs"]["VolumeSize"] if recipe else 40
+            return {
+                "ImageId": i, "Name": f"fmcluster-{i}" if recipe else name, "State": "available", "Architecture": arch,
+                "CreationDate": "2026-01-01T00:00:00.000Z", "RootDeviceName": "/dev/sda1", "RootDeviceType": "ebs",
+                "VirtualizationType": "hvm", "OwnerId": ACCOUNT if recipe else "247102896272",
+                "BlockDeviceMappings": [{"DeviceName": "/dev/sda1", "Ebs": {
+                    "VolumeSize": size, "SnapshotId": f"snap-{_hex(i)}", "VolumeType": "gp3", "Encrypted": False}}],
+                "Tags": [{"Key": k, "Value": str(v)} for k, v in tags.items()],
+            }
+
+        return {"Images": [image(i) for i in ids]}
 
 
     def ec2_DescribeCapacityReservations(self, p: dict[str, Any]) -> dict[str, Any]:

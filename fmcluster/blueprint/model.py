@@ -72,9 +72,6 @@ INSTANCE_TYPE_PATTERN = (r"^[a-z][a-z0-9-]*\.(nano|micro|small|medium|large|xlar
                          r"(-[1-9][0-9]*xl)?)$")
 HYPERPOD_TYPE_PATTERN = (r"^ml\.[a-z][a-z0-9-]*\.(nano|micro|small|medium|large|xlarge|[1-9][0-9]*xlarge|metal"
                          r"(-[1-9][0-9]*xl)?)$")
-#: ``ImageId`` of a HyperPod instance group: an AMI id or ``default`` (botocore sagemaker service-2.json ``ImageId``
-#: pattern ``(ami-[0-9a-fA-F]{8,17}|default)``, 7-21 characters; CloudFormation schema AWS::SageMaker::Cluster ImageId).
-HYPERPOD_IMAGE_ID_PATTERN = r"^(ami-[0-9a-fA-F]{8,17}|default)$"
 #: ``ScheduledUpdateConfig.ScheduleExpression`` (CloudFormation schema AWS::SageMaker::Cluster ScheduledUpdateConfig,
 #: cfn-lint 1.58.0): cron(minute hour day-of-month month day-of-week year).
 HYPERPOD_CRON_PATTERN = (
@@ -92,7 +89,6 @@ PATTERN_HINTS = {
     BUCKET_OR_CREATE_PATTERN: "'create' or an S3 bucket name (3-63 lowercase letters, digits, dots and hyphens)",
     INSTANCE_TYPE_PATTERN: "an EC2 instance type such as m7i.4xlarge",
     HYPERPOD_TYPE_PATTERN: "a SageMaker instance type such as ml.m5.4xlarge",
-    HYPERPOD_IMAGE_ID_PATTERN: "ami- followed by 8 to 17 hex digits, or default",
     HYPERPOD_CRON_PATTERN: "a cron expression cron(minute hour day-of-month month day-of-week year) such as "
     "cron(0 4 ? * SUN *)",
     r"^/[\w./-]+$": "an absolute path such as /fsx (letters, digits, _, ., - and /)",
@@ -136,6 +132,19 @@ def _whole_number_input(v: Any) -> Any:
 #: An integer field of the blueprint: YAML reads ``true``/``yes``/``on`` as booleans and quoted numbers as
 #: text, which pydantic's lax mode would turn into 1 and 4 (``count: true`` would be one node); both are refused.
 WholeNumber = Annotated[int, BeforeValidator(_whole_number_input)]
+
+
+#: Keys that moved to another place in the blueprint: key path -> where it lives now. The loader reports an old
+#: key with this text instead of "unknown key" (one home per fact: the node image is ``software.image``).
+MOVED_KEYS: Final[dict[tuple[str, ...], str]] = {
+    ("orchestrator", "parallelcluster", "custom_ami"):
+        "software.image (software.image: {mode: custom, ami_id: <your AMI>})",
+    ("orchestrator", "pcs", "ami_id"):
+        "software.image (software.image: {mode: custom, ami_id: <your AMI>})",
+    ("orchestrator", "hyperpod", "image_id"):
+        "software.image (image_id: default is software.image.mode: official, the default; an AMI id is "
+        "software.image: {mode: custom, ami_id: <your AMI>})",
+}
 
 
 class Section(BaseModel):
@@ -713,7 +722,6 @@ class ParallelClusterSettings(Section):
         f"{DEFAULT_HEAD_NODE_ROOT_GIB} GiB.",
     )
     ssh_key_name: str | None = Field(None, description="EC2 key pair for the head node. Default: none (use SSM Session Manager).")
-    custom_ami: str | None = Field(None, pattern=r"^ami-[0-9a-f]{8,17}$", description="Default: the official ParallelCluster AMI.")
     deletion_policy: Literal["Retain", "Delete"] = Field(
         "Retain",
         description="What deleting the Custom::PclusterCluster resource does to the cluster. Retain keeps the "
@@ -925,12 +933,6 @@ class HyperPodSettings(Section):
         description="InstanceGroups[].NetworkInterface.InterfaceType of EFA worker groups; efa-only uses no subnet "
         "IPv4 address per EFA. Default: efa-only.",
     )
-    image_id: str | None = Field(
-        None, pattern=HYPERPOD_IMAGE_ID_PATTERN,
-        description="InstanceGroups[].ImageId of every instance group: a HyperPod public AMI or your own AMI "
-        "(ami-<hex>; unencrypted, same account), or default (latest HyperPod image). Default: not set (HyperPod's "
-        "default image).",
-    )
     ami_updates: HyperPodAmiUpdates | None = Field(
         None, description="ScheduledUpdateConfig of every instance group. Default: none (update with "
         "UpdateClusterSoftware when you choose).",
@@ -953,11 +955,6 @@ class PcsSettings(Section):
     )
     login_instance_type: str = Field(
         DEFAULT_PCS_LOGIN_TYPE, pattern=INSTANCE_TYPE_PATTERN, description=f"Default: {DEFAULT_PCS_LOGIN_TYPE}."
-    )
-    ami_id: str | None = Field(
-        None, pattern=r"^ami-[0-9a-f]{8,17}$",
-        description="AMI of every node group (must carry the PCS agent). Default: the PCS-ready DLAMI (Ubuntu 24.04) "
-        "resolved from its public SSM parameter at deploy time (floats to the latest image).",
     )
     efa_interface_type: EfaInterfaceType = Field(
         "efa",

@@ -195,3 +195,22 @@ def boot_limit(orchestrator: str) -> BootLimit:
     d = _raw()["boot_limits"][orchestrator]
     return BootLimit(limit_s=None if d["limit_s"] is None else int(d["limit_s"]),
                      source=image_source_url(d["source"]), note=str(d["note"]))
+
+
+#: Name part of ParallelCluster's official AMIs per OS: ``aws-parallelcluster-<version>-<part>-<arch>*``, owner
+#: ``amazon``, state ``available``; the newest non-deprecated image wins. Source: aws/aws-parallelcluster 3.16.1
+#: ``cli/src/pcluster/constants.py`` ``OS_TO_IMAGE_NAME_PART_MAP`` and ``cli/src/pcluster/aws/ec2.py``
+#: ``get_official_image_id`` / ``_find_valid_official_image`` (read from the installed package).
+PARALLELCLUSTER_AMI_NAME_PART = {
+    "ubuntu-22.04": "ubuntu-2204-lts-hvm",
+    "ubuntu-24.04": "ubuntu-2404-lts-hvm",
+    "amazon-linux-2023": "amzn2023-hvm",
+}
+#: Owner alias of ParallelCluster's official AMIs (``Owners`` of DescribeImages; same source).
+PARALLELCLUSTER_AMI_OWNER = "amazon"
+
+
+def parallelcluster_ami_name_filter(version: str, os_name: str, arch: str) -> str:
+    """DescribeImages ``name`` filter of ParallelCluster ``version``'s official AMI for ``os_name`` (fmcluster OS
+    name, e.g. ``ubuntu-22.04``) and ``arch`` (``x86_64`` / ``arm64``). Raises ``KeyError`` for an OS without one."""
+    return f"aws-parallelcluster-{version}-{PARALLELCLUSTER_AMI_NAME_PART[os_name]}-{arch}*"

@@ -33,7 +33,8 @@ BLUEPRINT_TAG = "fmcluster:blueprint"
 @dataclass(frozen=True)
 class StackNames:
     """CloudFormation stack names of one blueprint (``<name>-network`` ...); ``observability`` is
-    ``None`` when ``observability.metrics`` is ``none``."""
+    ``None`` when ``observability.metrics`` is ``none``; ``image`` (``<name>-image``, the baked AMIs) is ``None``
+    unless ``software.image.mode`` is ``bake``."""
 
     network: str
     storage: str
@@ -41,11 +42,14 @@ class StackNames:
     observability: str | None
     #: ``<name>-eks``: the EKS cluster fmcluster creates for HyperPod EKS orchestration, else ``None``.
     eks: str | None = None
+    #: ``<name>-image``: the EC2 Image Builder stack of bake mode, else ``None``.
+    image: str | None = None
 
     def all(self) -> list[str]:
-        """Every stack, in the order ``fmcluster plan`` lists them (network, storage, observability, eks, cluster)."""
+        """Every stack, in the order ``fmcluster plan`` lists them (network, storage, observability, image, eks,
+        cluster)."""
         return [self.network, self.storage, *([self.observability] if self.observability else []),
-                *([self.eks] if self.eks else []), self.cluster]
+                *([self.image] if self.image else []), *([self.eks] if self.eks else []), self.cluster]
 
 
 @dataclass(frozen=True)
@@ -156,6 +160,7 @@ def stack_names(bp: Blueprint) -> StackNames:
         network=f"{bp.name}-network", storage=f"{bp.name}-storage", cluster=f"{bp.name}-cluster",
         observability=f"{bp.name}-observability" if bp.observability.enabled else None,
         eks=f"{bp.name}-eks" if (plan := eks_plan(bp)) is not None and plan.creates_cluster else None,
+        image=f"{bp.name}-image" if bp.software.image.mode == "bake" else None,
     )
 
 

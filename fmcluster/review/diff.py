@@ -32,6 +32,10 @@ An export that another stack imports in OLD and whose value changes in NEW (its 
 or the expression changes) or that NEW no longer has is an error ("UPDATE FAILS") naming the export
 and every importing stack: the exporting stack is deployed first and its update fails and rolls back.
 
+Node images: a change of the AMI a node group boots (``software.image`` mode, the ``<name>-image`` stack's image,
+a custom AMI id) is reported as a node replacement (:data:`NODE_REPLACEMENT`, a warning) on the resource that
+launches the nodes, even where CloudFormation updates that resource in place.
+
 Updates CloudFormation cannot apply: an in-place update that lowers a property that can only grow
 (:data:`NON_DECREASING`, a small sourced table, e.g. FSx ``StorageCapacity``) is an error too
 ("UPDATE FAILS"): the service rejects it and the stack update fails and rolls back.
@@ -133,6 +137,11 @@ def synth_blueprint(path: str | Path, context: Mapping[str, Any] | None = None) 
     raw = read_json(cdk_json, "CDK settings file") if cdk_json else {}
     base = dict(raw.get("context") or {}) if isinstance(raw, dict) else {}
     base.pop("blueprint", None)
+    # Cached lookups (``fmcluster image lookup``) live in cdk.context.json next to cdk.json, as the CDK CLI reads them.
+    cached = cdk_json.parent / "cdk.context.json" if cdk_json else None
+    if cached is not None and cached.is_file():
+        extra = read_json(cached, "CDK context file")
+        base.update(extra if isinstance(extra, dict) else {})
     return _synth(bp, {**base, **dict(context or {})}, source=str(path))
 
 
@@ -425,6 +434,11 @@ def diff_assemblies(old: Assembly, new: Assembly) -> DiffReport:
             level, note = "warning", f"{policy}: a later stack deletion deletes the data"
         if policy and not note:
             note = policy
+        moved_images = _node_image_changes(typ, old_norm(dict(old_res[key].get("Properties", {})), key[0]),
+                                           new_norm(dict(res.get("Properties", {})), key[0]))
+        if moved_images:
+            level = "warning" if level == "info" else level
+            note = "; ".join(x for x in (note, NODE_REPLACEMENT + ", ".join(moved_images)) if x)
         changes.append(ResourceChange(key[0], key[1], typ, action, level, _cdk_path(res), stateful, props, causes, note=note))
 
     for key in sorted(retyped):
@@ -472,6 +486,44 @@ def diff_assemblies(old: Assembly, new: Assembly) -> DiffReport:
     order = {"error": 0, "warning": 1, "info": 2}
     changes.sort(key=lambda c: (order[c.level], not c.stateful, c.stack, c.construct_path, c.logical_id))
     return DiffReport(old.source, new.source, changes)
+
+
+#: Note of a change to the AMI nodes boot (``software.image``: mode, image stack, AMI id): CloudFormation updates the
+#: resource in place, but the orchestrator relaunches the nodes from the new image (ParallelCluster per
+#: ``QueueUpdateStrategy``, PCS node groups and HyperPod instance groups by replacing instances): running jobs on
+#: those nodes end. docs/software.md "Upgrading".
+NODE_REPLACEMENT = "node replacement: nodes relaunch from a new image: "
+
+
+def _node_images(type_: str, props: Any) -> dict[str, Any]:
+    """Node group -> the image setting its nodes boot, for the resource types that launch nodes."""
+    if not isinstance(props, dict):
+        return {}
+    if type_ == "AWS::PCS::ComputeNodeGroup":
+        return {str(props.get("Name", "?")): props.get("AmiId")}
+    if type_ == "Custom::PclusterCluster":
+        cfg = props.get("ClusterConfiguration")
+        if not isinstance(cfg, dict):
+            return {}
+        out: dict[str, Any] = {"head node and defaults": cfg.get("Image")}
+        queues = (cfg.get("Scheduling") or {}).get("SlurmQueues") if isinstance(cfg.get("Scheduling"), dict) else None
+        for q in queues if isinstance(queues, list) else []:
+            if isinstance(q, dict):
+                out[f"queue {q.get('Name', '?')}"] = q.get("Image")
+        return out
+    if type_ == "AWS::SageMaker::Cluster":
+        groups = props.get("InstanceGroups")
+        return {f"instance group {g.get('InstanceGroupName', '?')}": g.get("ImageId")
+                for g in (groups if isinstance(groups, list) else []) if isinstance(g, dict)}
+    return {}
+
+
+def _node_image_changes(type_: str, old_props: Any, new_props: Any) -> list[str]:
+    """``<group> (<old> -> <new>)`` for every node group (present on both sides) whose image changes."""
+    old, new = _node_images(type_, old_props), _node_images(type_, new_props)
+    return [f"{k} ({_short(old[k] if old[k] is not None else 'official image')} -> "
+            f"{_short(new[k] if new[k] is not None else 'official image')})"
+            for k in sorted(old.keys() & new.keys()) if old[k] != new[k]]
 
 
 #: ``ResourceChange.type`` of a change to a stack output's export (not a resource).

@@ -8,17 +8,23 @@ needs no credentials and makes no lookups: the AZ comes from the blueprint, neve
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from aws_cdk import App, Environment, Stack, Tags
 
 from fmcluster.blueprint.model import Blueprint
+from fmcluster.constructs.image import NodeImages, parallelcluster_ami_tags
 from fmcluster.constructs.network import Placement
-from fmcluster.resolved import BLUEPRINT_TAG, resolve
+from fmcluster.constructs.orchestrators.parallelcluster import OS_NAMES
+from fmcluster.resolved import BLUEPRINT_TAG, ResolvedCluster, resolve
+from fmcluster.resolved.bake import bake_targets, parent_image
 from fmcluster.stacks.cluster_stack import ClusterStack
+from fmcluster.stacks.image_stack import ImageStack
 from fmcluster.stacks.network_stack import NetworkStack
 from fmcluster.stacks.observability_stack import ObservabilityStack
 from fmcluster.stacks.storage_stack import StorageStack
 from fmcluster.templates.context import blueprint_node_contexts
+from fmcluster.templates.image_build import image_build_steps
 from fmcluster.templates.observability import observability_context, render_alert_rules
 from fmcluster.templates.observability.exporters import exporter_context, render_exporter_script
 
@@ -49,10 +55,43 @@ class ClusterStacks:
     cluster: ClusterStack
     observability: ObservabilityStack | None = None
     eks: Stack | None = None
+    image: ImageStack | None = None
 
     def all(self) -> list[Stack]:
         return [self.network, self.storage, self.cluster, *([self.observability] if self.observability else []),
-                *([self.eks] if self.eks else [])]
+                *([self.eks] if self.eks else []), *([self.image] if self.image else [])]
+
+
+def node_images(rc: ResolvedCluster, image: ImageStack | None) -> NodeImages:
+    """The AMI per compute group: the image stack's in bake mode, ``software.image.ami_id`` everywhere in custom
+    mode, none (the official image) in official mode."""
+    spec = rc.blueprint.software.image
+    if spec.mode == "custom" and spec.ami_id:
+        return NodeImages({g.name: spec.ami_id for g in rc.groups}, others=spec.ami_id)
+    if spec.mode == "bake" and image is not None:
+        return NodeImages(dict(image.group_amis))
+    return NodeImages({})
+
+
+def _image_stack(app: App, rc: ResolvedCluster, env: Environment, net: Any) -> ImageStack | None:
+    """The ``<name>-image`` stack when some group bakes (parents read from the CDK context: ``cdk.context.json``)."""
+    if rc.stacks.image is None:
+        return None
+    bp = rc.blueprint
+    targets = bake_targets(rc)
+    parents = {}
+    for t in targets:
+        key = parent_image(rc, t.manifest, t.arch).context_key  # the cdk.context.json key, if it is a lookup
+        parents[t.key] = parent_image(rc, t.manifest, t.arch, {key: app.node.try_get_context(key)} if key else None)
+    return ImageStack(
+        app, rc.stacks.image, env=env, cluster_name=rc.name, orchestrator=rc.blueprint.orchestrator.kind,
+        os=rc.blueprint.software.os_name, targets=targets,
+        steps={t.key: image_build_steps(rc, t.groups[0]) for t in targets}, parents=parents,
+        vpc=net.vpc, subnet=net.gpu_subnet, tags=rc.tags,
+        ami_tags=parallelcluster_ami_tags(bp.orchestrator.parallelcluster.version, OS_NAMES[bp.software.os_name])
+        if bp.orchestrator.kind == "parallelcluster" else None,
+        description=f"fmcluster {rc.name}: baked AMIs (EC2 Image Builder) of the bake-mode compute groups",
+    )
 
 
 def _flag(app: App, name: str) -> bool:
@@ -61,8 +100,9 @@ def _flag(app: App, name: str) -> bool:
 
 
 def build_app(app: App, bp: Blueprint) -> ClusterStacks:
-    """Add the network, storage, observability (when ``observability.metrics`` is not ``none``), EKS (HyperPod EKS
-    with an EKS cluster fmcluster creates) and cluster stacks of ``bp`` (a validated blueprint) to ``app``; returns them.
+    """Add the network, storage, observability (when ``observability.metrics`` is not ``none``), image (when
+    ``software.image.mode`` is ``bake``), EKS (HyperPod EKS with an EKS cluster fmcluster creates) and cluster
+    stacks of ``bp`` (a validated blueprint) to ``app``; returns them.
 
     Resolves ``bp`` once (:func:`fmcluster.resolved.resolve`) and hands each stack its blueprint section
     plus what the resolved cluster derived: stack names, tags, placement-group names, the resolved
@@ -115,6 +155,7 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
         )
         Tags.of(eks_stack).add("fmcluster:stack", "eks")
         eks_cluster = eks_stack.control_plane
+    image = _image_stack(app, rc, env, net)
     cluster = ClusterStack(
         app, rc.stacks.cluster, env=env, profile=rc.profile, orchestrator=bp.orchestrator, cluster_name=bp.name,
         os=bp.software.os_name, groups=rc.groups, node_contexts=blueprint_node_contexts(rc), vpc=net.vpc,
@@ -124,7 +165,12 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
         head_node_script=render_exporter_script(exporter_context(rc, role="head")) if observability else None,
         head_node_policy=observability.observability.node_policy if observability else None,
         eks_plan=rc.eks, eks_cluster_arn=eks_cluster.cluster_arn if eks_cluster else None,
+        images=node_images(rc, image),
     )
+    if image is not None:
+        # The AMI travels as an SSM parameter (no export), so the order is explicit: images before nodes.
+        cluster.add_stack_dependency(image)
+        Tags.of(image).add("fmcluster:stack", "image")
     for stack, role in ((network, "network"), (storage, "storage"), (cluster, "cluster")):
         Tags.of(stack).add("fmcluster:stack", role)
     for k, v in rc.tags.items():
@@ -132,4 +178,4 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
         # on every resource; the blueprint's tags stay off REPLACE_ON_TAG_CHANGE types.
         exclude = [] if k == BLUEPRINT_TAG else list(REPLACE_ON_TAG_CHANGE)
         Tags.of(app).add(k, v, exclude_resource_types=exclude)
-    return ClusterStacks(network, storage, cluster, observability, eks=eks_stack)
+    return ClusterStacks(network, storage, cluster, observability, eks=eks_stack, image=image)

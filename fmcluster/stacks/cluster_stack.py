@@ -13,6 +13,7 @@ from constructs import Construct
 
 from fmcluster.blueprint.model import OrchestratorSpec
 from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
+from fmcluster.constructs.image import NodeImages
 from fmcluster.constructs.orchestrators.common import HEAD_NODE_SCRIPT
 from fmcluster.constructs.orchestrators.parallelcluster import ParallelClusterCluster
 from fmcluster.constructs.storage import CheckpointAccess, LustreMount
@@ -128,6 +129,9 @@ class ClusterStack(Stack):
     HyperPod EKS: ``eks_plan`` (the resolved EKS side) adds the add-ons that need nodes after the HyperPod cluster;
     ``eks_cluster_arn`` is the ARN of the EKS cluster the ``<name>-eks`` stack creates (a cross-stack token).
     Default: none (an imported cluster's ARN comes from the blueprint).
+    ``images`` (:class:`fmcluster.constructs.image.NodeImages`): the AMI of each compute group (bake: the
+    ``<name>-image`` stack's, read from its SSM parameter at deploy; custom: ``software.image.ami_id``). Default:
+    the orchestrator's official image everywhere.
     """
 
     def __init__(
@@ -152,6 +156,7 @@ class ClusterStack(Stack):
         head_node_policy: iam.IManagedPolicy | None = None,
         eks_plan: EksPlan | None = None,
         eks_cluster_arn: str | None = None,
+        images: NodeImages | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
@@ -179,6 +184,7 @@ class ClusterStack(Stack):
             "cluster_name": cluster_name, "groups": groups, "subnet": subnet, "security_group": security_group,
             "lustre": lustre, "checkpoints": checkpoints, "tags": tags,
             "head_node_policy": head_node_policy if profile.head_node_script_delivery is not None else None,
+            "images": images,
         }
         access_outputs.cluster_name(self, cluster_name)
         self.orchestrator: OrchestratorConstruct = ORCHESTRATOR_BUILDERS[profile.kind](self, parts, shared)

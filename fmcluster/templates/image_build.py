@@ -1,22 +1,132 @@
-"""Install scripts for building an image from the lock (``software.image.mode: bake``).
+"""What a bake image build runs: one :class:`ImageBuildStep` per component, in order.
 
-:func:`image_build_steps` renders one standalone bash script per component, in install order, from the same
-templates, shared node library and per-OS package-manager partial the boot path uses
-(``templates/node/install/<component>.sh.j2``; nccl-tests and the holds reuse the boot steps). The EC2 Image
-Builder stack (``<name>-image``) wraps each script as one component; the boot path of a baked node then only
-verifies and configures.
+The ``<name>-image`` stack (``fmcluster.constructs.image``) turns every step into one EC2 Image Builder component
+(``build``, ``validate`` and ``test`` phases of ``ExecuteBash``). The ``build`` script of each step is rendered by
+:func:`install_scripts` from the same templates, shared node library and per-OS package-manager partial the boot
+path uses (``templates/node/install/<component>.sh.j2``; nccl-tests and the holds reuse the boot steps).
 
-Order: CUDA repository, driver, Fabric Manager (+ nvlsm), IMEX, CUDA toolkit, NCCL, EFA installer, aws-ofi-nccl
-from source (when overridden), GDRCopy, nccl-tests, the lock file (``/opt/fmcluster/lock.json``), holds (once,
-after every install).
+``validate`` re-runs the same script: every install script leaves a component that is already at the locked
+version alone and fails when it cannot reach it, so a second run is the check. ``test`` (on an instance launched
+from the new AMI) checks the lock file the boot path compares (:data:`LOCK_PATH`). The build instance has no GPU
+(``fmcluster.constructs.image.BUILD_INSTANCE_TYPES``); the GPU checks run at boot, in the node check.
+
+Only what the parent image lacks at the locked version is built (``ResolvedImage.bake_installs``): a bake of the
+parent's own stack adds NCCL, nccl-tests, the lock and the holds.
 """
 
 from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
 
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
 from fmcluster.templates.context import node_context
 from fmcluster.templates.node_scripts import script_data
 from fmcluster.templates.render import render
+
+#: Where the image records the lock it was built from (read by the boot check).
+LOCK_PATH = "/opt/fmcluster/lock.json"
+#: Component names: lowercase letters, digits and hyphens (they become Image Builder component names and
+#: step names; Image Builder names allow ``[-_A-Za-z-0-9][-_A-Za-z0-9 ]{1,126}[-_A-Za-z-0-9]``, botocore imagebuilder
+#: ``ResourceName``).
+COMPONENT_NAME = re.compile(r"^[a-z][a-z0-9-]{1,40}$")
+#: Seconds each step may run before Image Builder fails it (``timeoutSeconds`` of its ExecuteBash steps).
+#: Estimates on a 16-vCPU build instance: the driver's DKMS build and the CUDA toolkit dominate.
+STEP_TIMEOUT_S: dict[str, int] = {
+    "cuda-repo": 600,
+    "driver": 3600,
+    "fabric-manager": 900,
+    "imex": 900,
+    "cuda": 3600,
+    "nccl": 1800,
+    "efa": 1800,
+    "aws-ofi-nccl": 1800,
+    "gdrcopy": 1800,
+    "nccl-tests": 1800,
+    "lock": 300,
+    "holds": 300,
+}
+#: Steps whose scripts are still placeholders (none: every step is rendered from the install templates).
+PLACEHOLDER_COMPONENTS: frozenset[str] = frozenset()
+#: ``ResolvedImage.bake_installs`` component -> the install step that builds it.
+_STEP_OF = {"driver": "driver", "fabric_manager": "fabric-manager", "imex": "imex", "cuda": "cuda", "nccl": "nccl",
+            "efa_installer": "efa", "gdrcopy": "gdrcopy"}
+
+
+@dataclass(frozen=True)
+class ImageBuildStep:
+    """One image build step, one Image Builder component.
+
+    Attributes:
+        component: name, :data:`COMPONENT_NAME` (e.g. ``nvidia-driver``); unique in a group's list.
+        build: bash run as root on the build instance (``build`` phase); must exit non-zero on failure.
+        validate: bash check on the build instance after every build phase (``validate`` phase).
+        test: bash check on an instance launched from the new AMI (``test`` phase); no GPU there.
+        timeout_s: seconds each phase's step may run (``timeoutSeconds``).
+        summary: what the step installs, e.g. ``NVIDIA driver 580.95.05 (open kernel modules)``.
+    """
+
+    component: str
+    build: str
+    validate: str
+    test: str
+    timeout_s: int
+    summary: str
+
+
+def group_lock(group: ResolvedGroup) -> dict[str, str | None]:
+    """The lock the image of ``group`` is built from: ``ResolvedImage.lock`` (component -> version)."""
+    return dict(group.image.lock)
+
+
+def _lock_step(rc: ResolvedCluster, group: ResolvedGroup) -> ImageBuildStep:
+    doc = {"blueprint": rc.name, "group": group.name, "stack": rc.blueprint.software.stack_name,
+           "os": rc.blueprint.software.os_name, "lock": group_lock(group)}
+    text = json.dumps(doc, indent=2, sort_keys=True)
+    if "FMCLUSTER_LOCK_EOF" in text:
+        raise ValueError("lock contains its heredoc delimiter FMCLUSTER_LOCK_EOF")
+    build = (
+        "#!/bin/bash\n"
+        "set -euo pipefail\n"
+        f"install -d -m 0755 {LOCK_PATH.rsplit('/', 1)[0]}\n"
+        f"cat > {LOCK_PATH} <<'FMCLUSTER_LOCK_EOF'\n{text}\nFMCLUSTER_LOCK_EOF\n"
+        f"chmod 0644 {LOCK_PATH}\n"
+    )
+    check = (
+        "#!/bin/bash\n"
+        "set -euo pipefail\n"
+        f"test -s {LOCK_PATH} || {{ echo 'fmcluster: {LOCK_PATH} is missing or empty' >&2; exit 1; }}\n"
+        f"grep -q '\"group\": \"{group.name}\"' {LOCK_PATH} || "
+        f"{{ echo 'fmcluster: {LOCK_PATH} is not the lock of group {group.name}' >&2; exit 1; }}\n"
+    )
+    return ImageBuildStep("lock", build, check, check, STEP_TIMEOUT_S["lock"], f"write the lock to {LOCK_PATH}")
+
+
+def image_build_steps(rc: ResolvedCluster, group: ResolvedGroup) -> list[ImageBuildStep]:
+    """The build steps of ``group``'s image, in install order (see :func:`install_scripts`), limited to what the
+    parent lacks at the locked version (``group.image.bake_installs``) plus nccl-tests, the lock and the holds."""
+    wanted = {_STEP_OF[c] for c in group.image.bake_installs}
+    if wanted & {"fabric-manager", "imex", "cuda", "nccl"}:
+        wanted.add("cuda-repo")
+    if rc.software is not None and rc.software.plugin_override:
+        wanted.add("aws-ofi-nccl")
+    wanted |= {"nccl-tests", "lock", "holds"}
+    lock_check = _lock_step(rc, group).test
+    steps: list[ImageBuildStep] = []
+    for component, script in install_scripts(rc, group):
+        if component not in wanted:
+            continue
+        test = lock_check if component == "lock" else script
+        steps.append(ImageBuildStep(component, script, script, test, STEP_TIMEOUT_S[component],
+                                    f"{component} from the lock ({rc.blueprint.software.stack_name})"))
+    return steps
+
+
+def placeholder_steps(steps: list[ImageBuildStep]) -> list[str]:
+    """Components of ``steps`` that are still placeholders (their build exits 1)."""
+    return [s.component for s in steps if s.component in PLACEHOLDER_COMPONENTS]
+
 
 #: component -> (template, function it defines); the boot steps' templates define ``step_<name>``.
 _TEMPLATES: dict[str, tuple[str, str]] = {
@@ -35,7 +145,7 @@ _TEMPLATES: dict[str, tuple[str, str]] = {
 }
 
 
-def image_build_steps(rc: ResolvedCluster, group: ResolvedGroup) -> list[tuple[str, str]]:
+def install_scripts(rc: ResolvedCluster, group: ResolvedGroup) -> list[tuple[str, str]]:
     """``[(component, rendered bash script), ...]`` in install order for ``group`` of ``rc``.
 
     Components: ``cuda-repo``, ``driver``, ``fabric-manager`` (types with NVSwitch; with nvlsm on NVLink5),

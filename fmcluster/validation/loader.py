@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from fmcluster.blueprint.errors import BlueprintError, Problem, format_path
-from fmcluster.blueprint.model import PATTERN_HINTS, Blueprint
+from fmcluster.blueprint.model import MOVED_KEYS, PATTERN_HINTS, Blueprint
 from fmcluster.validation import organisation
 from fmcluster.validation.rules import run_rules, run_rules_best_effort
 
@@ -256,7 +256,9 @@ def _convert(err: Any, data: Any, lines: dict[tuple[Any, ...], int]) -> Problem:
     loc = _real_loc(tuple(err["loc"]), data)
     typ, ctx, value = err["type"], err.get("ctx") or {}, err.get("input")
     path = format_path(loc)
-    if typ == "extra_forbidden":
+    if typ == "extra_forbidden" and tuple(p for p in loc if isinstance(p, str)) in MOVED_KEYS:
+        msg = f"{loc[-1]!r} has moved to {MOVED_KEYS[tuple(p for p in loc if isinstance(p, str))]}"
+    elif typ == "extra_forbidden":
         allowed = sorted({f for m in _models_at(loc[:-1], data) for f in m.model_fields})
         key = loc[-1] if loc else value
         msg = f"unknown key {key!r}; allowed {', '.join(allowed)}{_hint(key, allowed)}"

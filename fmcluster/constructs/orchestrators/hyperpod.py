@@ -65,6 +65,7 @@ from constructs import Construct
 
 from fmcluster.blueprint.model import HyperPodSettings
 from fmcluster.constructs.capacity import hyperpod_training_plan
+from fmcluster.constructs.image import NodeImages
 from fmcluster.constructs.orchestrators.common import (
     HEAD_NODE_PATH,
     HEAD_NODE_SCRIPT,
@@ -181,8 +182,10 @@ class HyperPodCluster(Construct):
         head_node_script: str | None = None,
         head_node_policy: iam.IManagedPolicy | None = None,
         eks_cluster_arn: str | None = None,
+        images: NodeImages | None = None,
     ) -> None:
         super().__init__(scope, id)
+        self.images = images or NodeImages({})
         stack = Stack.of(self)
         slurm = spec.orchestration == "slurm"
         # EKS: the cluster the <name>-eks stack creates (a token), else the blueprint's existing cluster.
@@ -313,8 +316,12 @@ class HyperPodCluster(Construct):
             # Extended mode: HyperPod sets up Slurm and FSx, then runs our script (see the module docstring).
             "LifeCycleConfig": {"SourceS3Uri": uri, "OnInitComplete": ON_INIT_COMPLETE},
         }
-        if spec.image_id is not None:
-            ig["ImageId"] = spec.image_id
+        # ImageId with a custom AMI (bake: the image stack's AMI; custom: software.image.ami_id); unset = HyperPod's
+        # default image. A custom AMI must be unencrypted and owned by this account (ClusterInstanceGroupSpecification
+        # ImageId: https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterInstanceGroupSpecification.html).
+        ami = self.images.for_group(rg.name) if rg is not None else self.images.others
+        if ami is not None:
+            ig["ImageId"] = ami
         if spec.ami_updates is not None:
             ig["ScheduledUpdateConfig"] = {
                 "ScheduleExpression": spec.ami_updates.schedule,

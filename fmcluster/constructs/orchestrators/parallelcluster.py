@@ -40,6 +40,7 @@ from constructs import Construct
 from fmcluster.blueprint.model import ComputeGroup, ParallelClusterSettings
 from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.constructs.capacity import ROOT_VOLUME_GIB, ROOT_VOLUME_TYPE, reservation_target
+from fmcluster.constructs.image import NodeImages
 from fmcluster.constructs.orchestrators.common import acknowledge
 from fmcluster.constructs.storage import CheckpointAccess, LustreMount, checkpoint_statements
 from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
@@ -107,9 +108,12 @@ class ParallelClusterCluster(Construct):
         placement_groups: Mapping[str, ec2.PlacementGroup], bootstraps: Mapping[str, NodeBootstrap],
         lustre: LustreMount | None, checkpoints: CheckpointAccess | None, tags: Mapping[str, str],
         head_node_script: ScriptAsset | None = None, head_node_policy: iam.IManagedPolicy | None = None,
+        images: NodeImages | None = None,
     ) -> None:
         """``head_node_script`` runs as the head node's OnNodeConfigured (e.g. the Prometheus agent and
-        Slurm exporter of the observability layer); ``head_node_policy`` is attached to its role."""
+        Slurm exporter of the observability layer); ``head_node_policy`` is attached to its role. ``images``:
+        each listed queue's ``Image.CustomAmi`` (bake and custom modes; the head node keeps the official AMI,
+        see :class:`fmcluster.constructs.image.NodeImages`). Default: every node on the official AMI."""
         super().__init__(scope, id)
         key_policy = self._checkpoint_policy(checkpoints)
         self.provider = cfn.CfnStack(
@@ -141,8 +145,7 @@ class ParallelClusterCluster(Construct):
         self._wire_slurm_hooks(head_node, imex_types)
         head_node.setdefault("Iam", {})["AdditionalIamPolicies"] = head_policies
         image: dict[str, Any] = {"Os": OS_NAMES[os]}
-        if spec.custom_ami:
-            image["CustomAmi"] = spec.custom_ami
+        amis = images or NodeImages({})
         for g in groups:
             if not profile.accepts(g.spec.capacity.type):
                 Annotations.of(self).add_error(
@@ -163,7 +166,7 @@ class ParallelClusterCluster(Construct):
                 "SlurmQueues": [
                     self._queue(g.spec, capacity_settings(g.spec, profile), subnet, security_group,
                                 placement_groups[g.name] if g.placement_group else None, bootstraps[g.name],
-                                checkpoints, spec.gpu_health_checks, key_policy)
+                                checkpoints, spec.gpu_health_checks, key_policy, amis.for_group(g.name))
                     for g in groups
                 ],
             },
@@ -347,7 +350,7 @@ class ParallelClusterCluster(Construct):
     def _queue(
         g: ComputeGroup, capacity: tuple[str, dict[str, str] | None], subnet: ec2.ISubnet, sg: ec2.ISecurityGroup,
         pg: ec2.PlacementGroup | None, bootstrap: NodeBootstrap, checkpoints: CheckpointAccess | None,
-        gpu_health_checks: bool, key_policy: iam.ManagedPolicy | None = None,
+        gpu_health_checks: bool, key_policy: iam.ManagedPolicy | None = None, ami: str | None = None,
     ) -> dict[str, Any]:
         capacity_type, target = capacity
         resource: dict[str, Any] = {
@@ -384,4 +387,5 @@ class ParallelClusterCluster(Construct):
             "Iam": {"S3Access": s3_access,
                     **({"AdditionalIamPolicies": [{"Policy": key_policy.managed_policy_arn}]} if key_policy else {})},
             "HealthChecks": {"Gpu": {"Enabled": gpu_health_checks}},
+            **({"Image": {"CustomAmi": ami}} if ami else {}),
         }

@@ -51,8 +51,8 @@ Sources (the AWS::PCS::* resource schemas, botocore pcs, AWS PCS User Guide):
   ``data/pcs/2023-02-10/service-2.json`` ``NodeLifecycleStages`` / ``NodeLifecycleScript`` / ``ScriptSource``,
   PCS user guide https://docs.aws.amazon.com/pcs/latest/userguide/cng-node-lifecycle-actions.html and
   https://docs.aws.amazon.com/pcs/latest/userguide/cng-node-lifecycle-actions-configure.html (requires PCS
-  agent 1.5.0-1 or later: the PCS-ready DLAMI default floats to the latest; a pinned ``ami_id`` must carry it,
-  unverified by fmcluster).
+  agent 1.5.0-1 or later: the PCS-ready DLAMI default floats to the latest; a custom AMI (``software.image.ami_id``) must carry it,
+  unverified by fmcluster; rule R-PCS-2 warns for a custom AMI).
 - Slurm commands on PCS nodes live in ``/opt/aws/pcs/scheduler/slurm-<version>/bin``
   (``OrchestratorProfile.slurm_bin_dir``, the cluster's version):
   https://docs.aws.amazon.com/pcs/latest/userguide/multi-cluster-login-script-prerequisites.html
@@ -74,6 +74,7 @@ from fmcluster.catalog import cpu_architecture_of
 from fmcluster.catalog.networking import InterfaceSlot
 from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.constructs.capacity import NodeLaunchTemplate
+from fmcluster.constructs.image import NodeImages
 from fmcluster.constructs.network import explicit_egress_only
 from fmcluster.constructs.orchestrators.common import (
     HEAD_NODE_PATH,
@@ -216,10 +217,11 @@ def lifecycle_actions(
     )
 
 
-def pcs_ami(spec: PcsSettings, instance_type: str) -> str:
-    """The pinned AMI, or the PCS-ready DLAMI resolved from SSM at deploy time for the type's CPU."""
-    if spec.ami_id:
-        return spec.ami_id
+def pcs_ami(ami: str | None, instance_type: str) -> str:
+    """``ami`` (bake mode's image reference or custom mode's AMI id) when given, else the PCS-ready DLAMI resolved
+    from SSM at deploy time for the type's CPU."""
+    if ami:
+        return ami
     arch = cpu_architecture_of(instance_type) or "x86_64"
     return "{{resolve:ssm:" + PCS_AMI_PARAMETER.format(arch=arch) + "}}"
 
@@ -241,7 +243,8 @@ class PcsCluster(Construct):
 
     ``head_node_script`` (an S3 asset) runs on the login node once Slurm answers and ``head_node_policy``
     is attached to the node role (shared by all node groups). Default: no head-node script and no extra
-    policy.
+    policy. ``images`` (:class:`fmcluster.constructs.image.NodeImages`): the AMI per compute group and of the login
+    group; default: the PCS-ready DLAMI everywhere.
     """
 
     def __init__(
@@ -264,8 +267,10 @@ class PcsCluster(Construct):
         tags: Mapping[str, str],
         head_node_script: ScriptAsset | None = None,
         head_node_policy: iam.IManagedPolicy | None = None,
+        images: NodeImages | None = None,
     ) -> None:
         super().__init__(scope, id)
+        amis = images or NodeImages({})
         region = Stack.of(self).region
         self.security_group = self._cluster_security_group(vpc)
         self.cluster = pcs.CfnCluster(
@@ -332,7 +337,7 @@ class PcsCluster(Construct):
             max_count=1,
             purchase="ONDEMAND",
             lt=login_lt,
-            ami=pcs_ami(spec, spec.login_instance_type),
+            ami=pcs_ami(amis.others, spec.login_instance_type),
             subnet=subnet,
             tags=tags,
             lifecycle=lifecycle_actions(bootstrap=None, lustre_script=self.lustre_script, lustre=lustre),
@@ -366,7 +371,7 @@ class PcsCluster(Construct):
                 max_count=g.spec.count,
                 purchase=purchase,
                 lt=lt,
-                ami=pcs_ami(spec, g.spec.instance_type),
+                ami=pcs_ami(amis.for_group(g.name), g.spec.instance_type),
                 subnet=subnet,
                 tags=tags,
                 lifecycle=lifecycle_actions(bootstrap=bootstraps[g.name], lustre_script=self.lustre_script,

@@ -171,12 +171,12 @@ def eks_lustre_not_mounted(rc: ResolvedCluster) -> Iterator[Violation]:
 @rule("R-HP-9", scope="cluster", orchestrators=("hyperpod",),
       source="botocore sagemaker service-2.json ClusterInstanceGroupSpecification.ImageId (one AMI per instance group); "
       "an AMI has one architecture (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ComponentsAMIs.html); "
-      "fmcluster applies orchestrator.hyperpod.image_id to every instance group")
+      "fmcluster applies software.image.ami_id (custom mode) to every instance group")
 def hyperpod_image_one_architecture(rc: ResolvedCluster) -> Iterator[Violation]:
-    """One AMI id on every instance group needs every group to share a CPU architecture (``default`` lets HyperPod
-    pick per group)."""
-    hp = rc.blueprint.orchestrator.hyperpod
-    if hp.image_id is None or hp.image_id == "default":
+    """One custom AMI on every instance group needs every group to share a CPU architecture (official and bake
+    modes pick per group)."""
+    hp, image = rc.blueprint.orchestrator.hyperpod, rc.blueprint.software.image
+    if image.mode != "custom":
         return
     archs = {f"compute {g.name}": g.instance.cpu_architecture for g in rc.groups}
     if hp.orchestration == "slurm":
@@ -186,9 +186,9 @@ def hyperpod_image_one_architecture(rc: ResolvedCluster) -> Iterator[Violation]:
                 archs[label] = arch
     if len(set(archs.values())) > 1:
         mix = ", ".join(f"{k} {v}" for k, v in archs.items())
-        yield "orchestrator.hyperpod.image_id", (
-            f"one AMI for instance groups of different CPU architectures ({mix}), got {hp.image_id!r}; "
-            "allowed default (HyperPod picks per group) or groups of one architecture"
+        yield "software.image.ami_id", (
+            f"one AMI for instance groups of different CPU architectures ({mix}), got {image.ami_id!r}; "
+            "allowed mode official or bake (one image per group) or groups of one architecture"
         )
 
 
@@ -203,6 +203,21 @@ def pcs_group_names(rc: ResolvedCluster) -> Iterator[Violation]:
             yield f"{g.path}.name", f"too short for a PCS compute node group, got {g.name!r}; allowed 3-25 characters"
         elif g.name in rc.profile.reserved_group_names:
             yield f"{g.path}.name", f"name reserved for the PCS login node group, got {g.name!r}; allowed any other name"
+
+
+@rule("R-PCS-2", level="warning", orchestrators=("pcs",),
+      source="https://docs.aws.amazon.com/pcs/latest/userguide/working-with_ami_pcs-ready-dlami.html (PCS-ready "
+      "images carry the PCS agent and Slurm); https://docs.aws.amazon.com/pcs/latest/userguide/cng-node-lifecycle-actions.html (node "
+      "lifecycle actions need PCS agent 1.5.0-1 or later); the OS of official and bake modes is R-IMG-3's")
+def pcs_custom_ami_agent(bp: Blueprint) -> Iterator[Violation]:
+    """A custom AMI on PCS must be PCS-ready: fmcluster cannot check its agent offline, so this only warns."""
+    image = bp.software.image
+    if image.mode == "custom":
+        yield "software.image.ami_id", (
+            "a custom AMI on AWS PCS must carry the PCS agent 1.5.0-1 or later and Slurm (node lifecycle actions need it), "
+            f"got {image.ami_id!r}, which fmcluster cannot inspect offline; "
+            "allowed an AMI built from the PCS-ready DLAMI (or use mode bake, which builds from it)"
+        )
 
 
 PCS_SIZE_DOC = "https://docs.aws.amazon.com/pcs/latest/userguide/working-with_clusters_size.html"
