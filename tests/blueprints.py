@@ -74,9 +74,10 @@ MINIMAL: Final[dict[str, Any]] = {
 
 #: MINIMAL with ``software.stack`` set to the stack the rule messages name (``h100-570-cuda12.8``,
 #: today also the catalog default), so a new catalog default does not rewrite the message tables. Pinning a
-#: stack other than the official image's means building an image from it: ``software.image.mode: bake``.
+#: stack other than the official image's means building an image from it: ``software.image.mode: bake``, from a
+#: pinned parent AMI (HyperPod has no public parameter for its image, R-BAKE-1; no lookup context needed).
 PINNED_STACK: Final[dict[str, Any]] = merge(
-    MINIMAL, {"software": {"image": {"mode": "bake"}, "stack": "h100-570-cuda12.8"}})
+    MINIMAL, {"software": {"image": {"mode": "bake", "parent_ami_id": "ami-0123456789abcdef0"}, "stack": "h100-570-cuda12.8"}})
 
 #: PINNED_STACK placed by ``availability_zone_id`` (use1-az6) instead of an AZ name: capacity
 #: reservations are bound to AZ IDs, and the capacity rules (R-CAP-*, R-AZ-3) read them.

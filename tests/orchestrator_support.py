@@ -62,7 +62,8 @@ def matrix_blueprint(kind: str, stack: str) -> str:
     patch: dict[str, Any] = {
         "name": f"m-{kind[:3]}-{stack.split('-')[0]}",
         # ParallelCluster's Ubuntu 24.04 image has no Lustre client (R-IMG-8): its baked images use 22.04
-        "software": {"image": {"mode": "bake"}, "stack": stack,
+        # a pinned parent: HyperPod has no public parameter for its image (R-BAKE-1)
+        "software": {"image": {"mode": "bake", "parent_ami_id": "ami-0123456789abcdef0"}, "stack": stack,
                      "os": "ubuntu-22.04" if kind == "parallelcluster" else "ubuntu-24.04"},
         "compute": [_group(kind, t) for t in types],
         "orchestrator": {"kind": kind},

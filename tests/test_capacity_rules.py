@@ -38,7 +38,7 @@ def load(
 
 
 def _image_rule(rule_id: str | None) -> bool:
-    return (rule_id or "").startswith("R-IMG-")
+    return (rule_id or "").startswith(("R-IMG-", "R-BAKE-"))
 
 
 def test_base_is_valid() -> None:

@@ -148,7 +148,10 @@ def test_image_stack_resources_and_parent(orchestrator: str) -> None:
     for res in [*components.values(), recipe, *resources_of(img, "AWS::ImageBuilder::InfrastructureConfiguration").values()]:
         assert resource_name.match(res["Properties"]["Name"]), res["Properties"]["Name"]
     names = [c["Properties"]["Name"].rsplit("-", 1)[-1] for c in components.values()]
-    assert names[-1] == "lock" and any(n.endswith("driver") for n in names)
+    # the parent's own stack is baked: only what it lacks (NCCL, nccl-tests), the lock, then the holds
+    full = [c["Properties"]["Name"] for c in components.values()]
+    assert names[-2:] == ["lock", "holds"] and any(n.endswith("nccl-tests") for n in full)
+    assert not any(n.endswith("driver") for n in full)
     # the recipe runs every component, in the stack's order
     arns = [c["ComponentArn"]["Fn::GetAtt"][0] for c in recipe["Properties"]["Components"]]
     assert arns == list(components)
@@ -269,39 +272,29 @@ def test_the_schema_rejects_what_the_service_rejects() -> None:
     assert not _unique_phase_names({"phases": [{"name": "build"}, {"name": "build"}]})
 
 
-def test_lock_component_writes_the_groups_lock_and_runs_under_bash(tmp_path: Path) -> None:
-    """The real step (not a placeholder): its build writes the lock, its test accepts it; run for real with the
-    lock path moved into tmp_path."""
+def test_build_steps_keep_their_script_and_validate_by_running_it_again() -> None:
+    """Integrated with the boot path's install templates (issue 11): the build phase writes the component's install
+    script into the image and runs it; validate runs it again; the lock step's test checks the lock file. The lock
+    component itself is run for real in tests/test_image_build.py."""
     from fmcluster.resolved import resolve
-    from fmcluster.templates.image_build import LOCK_PATH, image_build_steps, placeholder_steps
+    from fmcluster.templates.image_build import BUILD_SCRIPT_DIR, LOCK_PATH, image_build_steps, placeholder_steps
     from fmcluster.validation import load_blueprint
 
     rc = resolve(load_blueprint(ROOT / "blueprints" / "p6-b300.yaml"))
     steps = image_build_steps(rc, rc.groups[0])
-    lock = steps[-1]
-    assert lock.component == "lock" and "lock" not in placeholder_steps(steps)
-    target = tmp_path / "opt" / "lock.json"
-    build = lock.build.replace(LOCK_PATH, str(target)).replace("/opt/fmcluster", str(tmp_path / "opt"))
-    test = lock.test.replace(LOCK_PATH, str(target))
-    assert subprocess.run(["bash", "-c", build], capture_output=True).returncode == 0
-    data = json.loads(target.read_text())
-    assert data["group"] == "b300" and data["lock"] == {k: v for k, v in rc.groups[0].image.lock.items()}
-    assert subprocess.run(["bash", "-c", test], capture_output=True).returncode == 0
-    target.write_text('{"group": "other"}')
-    assert subprocess.run(["bash", "-c", test], capture_output=True).returncode == 1
-
-
-def test_placeholder_steps_fail_the_build_loudly() -> None:
-    from fmcluster.resolved import resolve
-    from fmcluster.templates.image_build import image_build_steps, placeholder_steps
-    from fmcluster.validation import load_blueprint
-
-    rc = resolve(load_blueprint(ROOT / "blueprints" / "p6-b300.yaml"))
-    steps = image_build_steps(rc, rc.groups[0])
-    for s in steps:
-        if s.component in placeholder_steps(steps):
-            run = subprocess.run(["bash", "-c", s.build], capture_output=True, text=True)
-            assert run.returncode == 1 and "placeholder" in run.stderr
+    assert placeholder_steps(steps) == []
+    # first the shared library every install script sources, then the components
+    assert steps[0].component == "library" and f"cat > {BUILD_SCRIPT_DIR}/lib.sh <<" in steps[0].build
+    for st in steps[1:]:
+        path = f"{BUILD_SCRIPT_DIR}/{st.component}.sh"
+        assert f"cat > {path} <<" in st.build and st.build.rstrip().endswith(f"exec {path}")
+        assert f'source "{BUILD_SCRIPT_DIR}/lib.sh"' in st.build
+        assert st.validate.rstrip().endswith(f"exec {path}")
+    for st in steps:
+        assert len(st.build) + len(st.validate) + len(st.test) <= 16000, st.component
+    (lock,) = [st for st in steps if st.component == "lock"]
+    assert LOCK_PATH in lock.test and "exec" not in lock.test
+    assert subprocess.run(["bash", "-n", "-c", lock.build], capture_output=True).returncode == 0
 
 
 def test_content_version_follows_content() -> None:

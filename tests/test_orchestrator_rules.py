@@ -23,7 +23,7 @@ def _errors(patch: dict[str, Any]) -> list[tuple[str, str, str | None]]:
 def _warnings(patch: dict[str, Any], *, image_rules: bool = False) -> list[tuple[str, str, str | None]]:
     """Warnings of ``patch``; the image rules (R-IMG-*, tests/test_image.py) only when asked for."""
     return [(p.path, p.message, p.rule_id) for p in load_blueprint_text(blueprint_text(patch)).warnings
-            if image_rules or not (p.rule_id or "").startswith("R-IMG-")]
+            if image_rules or not (p.rule_id or "").startswith(("R-IMG-", "R-BAKE-"))]
 
 
 @pytest.mark.parametrize(

@@ -128,9 +128,23 @@ def component_document(step: ImageBuildStep, *, description: str) -> dict[str, A
     }
 
 
+class _LiteralDumper(yaml.SafeDumper):
+    """Multi-line strings (the scripts) as literal blocks: a quoted scalar would double every line break and push
+    a component past Image Builder's 16,000-character inline limit."""
+
+
+def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value and not any(line != line.rstrip() for line in value.split("\n")) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_LiteralDumper.add_representer(str, _str_representer)
+
+
 def component_yaml(document: Mapping[str, Any]) -> str:
-    """``document`` as the YAML text Image Builder receives (block style, key order kept)."""
-    return yaml.safe_dump(dict(document), sort_keys=False, default_flow_style=False, width=1000)
+    """``document`` as the YAML text Image Builder receives (block style, scripts as literal blocks, key order
+    kept)."""
+    return yaml.dump(dict(document), Dumper=_LiteralDumper, sort_keys=False, default_flow_style=False, width=1000)
 
 
 def parallelcluster_ami_tags(version: str, os_tag: str) -> dict[str, str]:

@@ -25,6 +25,9 @@ from fmcluster.templates.context import node_context
 from fmcluster.templates.node_scripts import script_data
 from fmcluster.templates.render import render
 
+#: Where the image keeps its install scripts (run by the build and validate phases).
+BUILD_SCRIPT_DIR = "/opt/fmcluster/image-build"
+_EOF = "FMCLUSTER_INSTALL_SCRIPT_EOF"
 #: Where the image records the lock it was built from (read by the boot check).
 LOCK_PATH = "/opt/fmcluster/lock.json"
 #: Component names: lowercase letters, digits and hyphens (they become Image Builder component names and
@@ -34,6 +37,7 @@ COMPONENT_NAME = re.compile(r"^[a-z][a-z0-9-]{1,40}$")
 #: Seconds each step may run before Image Builder fails it (``timeoutSeconds`` of its ExecuteBash steps).
 #: Estimates on a 16-vCPU build instance: the driver's DKMS build and the CUDA toolkit dominate.
 STEP_TIMEOUT_S: dict[str, int] = {
+    "library": 300,
     "cuda-repo": 600,
     "driver": 3600,
     "fabric-manager": 900,
@@ -75,6 +79,16 @@ class ImageBuildStep:
     summary: str
 
 
+def _file_step(component: str, path: str, text: str) -> ImageBuildStep:
+    """A step that writes ``text`` to ``path`` in the image; validate and test check that it is there."""
+    if f"\n{_EOF}\n" in text:
+        raise ValueError(f"{component} contains its heredoc delimiter {_EOF}")
+    build = (f"#!/bin/bash\nset -euo pipefail\ninstall -d -m 0755 {BUILD_SCRIPT_DIR}\n"
+             f"cat > {path} <<'{_EOF}'\n{text}\n{_EOF}\nchmod 0644 {path}\n")
+    check = f"#!/bin/bash\nset -euo pipefail\ntest -s {path} || {{ echo 'fmcluster: {path} is missing' >&2; exit 1; }}\n"
+    return ImageBuildStep(component, build, check, check, STEP_TIMEOUT_S[component], f"write {path}")
+
+
 def group_lock(group: ResolvedGroup) -> dict[str, str | None]:
     """The lock the image of ``group`` is built from: ``ResolvedImage.lock`` (component -> version)."""
     return dict(group.image.lock)
@@ -113,12 +127,22 @@ def image_build_steps(rc: ResolvedCluster, group: ResolvedGroup) -> list[ImageBu
         wanted.add("aws-ofi-nccl")
     wanted |= {"nccl-tests", "lock", "holds"}
     lock_check = _lock_step(rc, group).test
-    steps: list[ImageBuildStep] = []
-    for component, script in install_scripts(rc, group):
+    library = f"{BUILD_SCRIPT_DIR}/lib.sh"
+    steps: list[ImageBuildStep] = [_file_step("library", library, library_script(rc, group))]
+    for component, script in install_scripts(rc, group, library_path=library):
         if component not in wanted:
             continue
-        test = lock_check if component == "lock" else script
-        steps.append(ImageBuildStep(component, script, script, test, STEP_TIMEOUT_S[component],
+        # The build phase keeps the script in the image and runs it; validate runs it again (a no-op at the locked
+        # version, a failure when it cannot reach it); test checks the lock file on an instance of the new AMI.
+        # One copy per document keeps each component under Image Builder's 16,000-character inline limit.
+        path = f"{BUILD_SCRIPT_DIR}/{component}.sh"
+        if f"\n{_EOF}\n" in script:
+            raise ValueError(f"install script {component} contains its heredoc delimiter {_EOF}")
+        build = (f"#!/bin/bash\nset -euo pipefail\ninstall -d -m 0755 {BUILD_SCRIPT_DIR}\n"
+                 f"cat > {path} <<'{_EOF}'\n{script}\n{_EOF}\nchmod 0755 {path}\nexec {path}\n")
+        validate = f"#!/bin/bash\nset -euo pipefail\nexec {path}\n"
+        test = lock_check if component == "lock" else validate
+        steps.append(ImageBuildStep(component, build, validate, test, STEP_TIMEOUT_S[component],
                                     f"{component} from the lock ({rc.blueprint.software.stack_name})"))
     return steps
 
@@ -145,13 +169,19 @@ _TEMPLATES: dict[str, tuple[str, str]] = {
 }
 
 
-def install_scripts(rc: ResolvedCluster, group: ResolvedGroup) -> list[tuple[str, str]]:
+def library_script(rc: ResolvedCluster, group: ResolvedGroup) -> str:
+    """The shared node library (log, retry, fetch, package helpers of the node's OS) as one file to source."""
+    return render("node/install/_library.sh.j2", script_data(node_context(rc, group)))
+
+
+def install_scripts(rc: ResolvedCluster, group: ResolvedGroup, *, library_path: str | None = None) -> list[tuple[str, str]]:
     """``[(component, rendered bash script), ...]`` in install order for ``group`` of ``rc``.
 
     Components: ``cuda-repo``, ``driver``, ``fabric-manager`` (types with NVSwitch; with nvlsm on NVLink5),
     ``imex`` (NVLink-domain types), ``cuda``, ``nccl``, ``efa`` (when the group uses EFA), ``aws-ofi-nccl``
-    (only with ``software.overrides.aws_ofi_nccl``), ``gdrcopy``, ``nccl-tests``, ``lock``, ``holds``. Each
-    script is self-contained (``#!/usr/bin/env bash``, the shared library inlined) and idempotent (a component
+    (only with ``software.overrides.aws_ofi_nccl``), ``gdrcopy``, ``nccl-tests``, ``lock``, ``holds``. With
+    ``library_path`` each script sources the shared node library from there (:func:`library_script`) instead of
+    inlining it. Otherwise each script is self-contained (``#!/usr/bin/env bash``, the shared library inlined) and idempotent (a component
     already at the locked version is left alone).
 
     Raises ``ValueError`` (from :func:`fmcluster.templates.context.node_context`) when a download is not pinned
@@ -169,7 +199,7 @@ def install_scripts(rc: ResolvedCluster, group: ResolvedGroup) -> list[tuple[str
     if ctx.plugin_from_source:
         names.append("aws-ofi-nccl")
     names += ["gdrcopy", "nccl-tests", "lock", "holds"]
-    data = script_data(ctx)
+    data = {**script_data(ctx), "library_path": library_path}
     out: list[tuple[str, str]] = []
     for name in names:
         template, function = _TEMPLATES[name]
