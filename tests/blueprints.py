@@ -99,9 +99,9 @@ PCS_EFA: Final[dict[str, Any]] = merge(
 
 #: Four p5.48xlarge on ParallelCluster with FSx (4800 GiB, PERSISTENT_2) linked to s3://fm-datasets
 #: and checkpoints in the existing bucket fm-checkpoints: the resources preflight looks up in a (fake)
-#: account, which the preflight tests create.
+#: account, which the preflight tests create. The official image (no bake parent to warn about), like a first blueprint.
 ACCOUNT: Final[dict[str, Any]] = merge(
-    PINNED_STACK,
+    MINIMAL,
     {
         "compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 4}],
         "storage": {

@@ -79,8 +79,10 @@ def matrix_templates(kind: str, stack: str) -> dict[str, dict[str, Any]]:
 
 
 def same_blueprint_text(kind: str) -> str:
-    """blueprints/hyperpod-p5.yaml with only ``orchestrator`` replaced by ``{kind: <kind>}``."""
-    return blueprint_text({"orchestrator": {"kind": kind, "hyperpod": DROP}}, base=example("hyperpod-p5"))
+    """blueprints/hyperpod-p5.yaml with ``orchestrator`` replaced by ``{kind: <kind>}`` and ``software.os`` left to
+    each orchestrator's official image (the PCS-ready DLAMI exists for Ubuntu 24.04 only, R-IMG-3)."""
+    return blueprint_text({"orchestrator": {"kind": kind, "hyperpod": DROP}, "software": {"os": DROP}},
+                          base=example("hyperpod-p5"))
 
 
 def matrix_cases() -> list[tuple[str, str]]:

@@ -42,8 +42,11 @@ ORCHESTRATORS: dict[str, tuple[str, dict[str, Any], tuple[str, ...]]] = {
     "parallelcluster": ("default", {}, ("ubuntu-22.04", "ubuntu-24.04", "amazon-linux-2023")),
     "pcs": ("pcs-p5en", {}, ("ubuntu-24.04",)),
     "hyperpod-slurm": ("hyperpod-p5", {}, ("ubuntu-22.04", "ubuntu-24.04")),
+    # an existing EKS cluster lives in an existing VPC (R-EKS-2)
     "hyperpod-eks": ("hyperpod-p5", {"orchestrator": {"hyperpod": EKS}, "storage": {"lustre": None},
-                                     "observability": {"metrics": "none"}}, ("amazon-linux-2023",)),
+                                     "observability": {"metrics": "none"},
+                                     "network": {"vpc_id": "vpc-0123456789abcdef0",
+                                                 "gpu_subnet_id": "subnet-0123456789abcdef0"}}, ("amazon-linux-2023",)),
 }
 MODES = ("official", "bake", "custom")
 CASES = [(o, os_name, m) for o, (_, _, oses) in ORCHESTRATORS.items() for os_name in oses for m in MODES]
@@ -52,6 +55,8 @@ CASES = [(o, os_name, m) for o, (_, _, oses) in ORCHESTRATORS.items() for os_nam
 def blueprint_data(orchestrator: str, os_name: str, mode: str) -> dict[str, Any]:
     name, patch, _ = ORCHESTRATORS[orchestrator]
     image: dict[str, Any] = {"mode": mode, **({"ami_id": AMI} if mode == "custom" else {})}
+    if mode == "bake" and orchestrator.startswith("hyperpod"):
+        image["parent_ami_id"] = AMI  # HyperPod publishes no parameter for its image (R-BAKE-1)
     d = merge(example(name), patch, {"software": {"os": os_name, "image": image}})
     if mode != "official":
         d = merge(d, {"software": {"stack": DROP}})  # bake and custom take the family's catalog default

@@ -264,7 +264,7 @@ def test_amazon_linux_rendering_uses_rpm(tmp_path: Path) -> None:
 
 def test_gb200_checks_imex_not_fabric_manager(tmp_path: Path) -> None:
     ctx = _context("ubuntu-24.04", {
-        "software": {"image": {"mode": "bake"}, "stack": "gb200-580-cuda13.0", "os": "ubuntu-24.04"},
+        "software": {"stack": "gb200-580-cuda13.0", "os": "ubuntu-24.04"},
         "compute": [{"name": "gpu", "instance_type": "p6e-gb200.36xlarge", "count": 9,
                      "capacity": {"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"}}],
         "orchestrator": {"parallelcluster": {"head_node_instance_type": "m7g.4xlarge"}},  # same arch as compute (R-PC-2)

@@ -157,7 +157,9 @@ def test_self_hosted_head_node_runs_alertmanager_behind_prometheus() -> None:
 def test_hyperpod_eks_creates_no_workspaces() -> None:
     text = blueprint_text(
         {"observability": {"metrics": "managed"},
-         "orchestrator": {"kind": "hyperpod", "hyperpod": {"orchestration": "eks", "eks_cluster_arn": EKS_ARN}}}
+         "orchestrator": {"kind": "hyperpod", "hyperpod": {"orchestration": "eks", "eks_cluster_arn": EKS_ARN}},
+         # an existing EKS cluster lives in an existing VPC (R-EKS-2)
+         "network": {"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"}}
     )
     tpl = synth_templates(text)["t-cluster-observability"]
     types = {r["Type"] for r in tpl["Resources"].values()}

@@ -37,7 +37,9 @@ def cluster(patch: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[s
 
 
 def test_provider_is_a_nested_stack_pinned_to_the_blueprint_version() -> None:
-    t, props = cluster({"orchestrator": {"parallelcluster": {"version": "3.15.0"}}})
+    # 3.15.0 has no image manifest (R-IMG-2): its official AMI can only be used as a custom image
+    t, props = cluster({"orchestrator": {"parallelcluster": {"version": "3.15.0"}},
+                        "software": {"image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}}})
     [provider] = resources_of(t, "AWS::CloudFormation::Stack").items()
     url = provider[1]["Properties"]["TemplateURL"]["Fn::Sub"]
     assert url == ("https://${AWS::Region}-aws-parallelcluster.s3.${AWS::Region}.${AWS::URLSuffix}"

@@ -125,7 +125,8 @@ def _rendered(name: str) -> str:
 def test_the_health_check_program_is_the_wrapper_the_bootstrap_installs() -> None:
     bootstrap = _rendered("bootstrap.sh")
     assert f'readonly FMC_PREFIX="{NODE_DIR}"' in bootstrap
-    assert '"${FMC_PREFIX}/bin/fmcluster-node-check-health"' in bootstrap and "--no-nccl --drain" in bootstrap
+    # FMC_ROOT is empty on a node (the boot simulation's sandbox prefix)
+    assert '"${FMC_ROOT}${FMC_PREFIX}/bin/fmcluster-node-check-health"' in bootstrap and "--no-nccl --drain" in bootstrap
     assert health_check_program(NODE_DIR) == f"{NODE_DIR}/bin/fmcluster-node-check-health"
 
 

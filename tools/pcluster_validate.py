@@ -24,6 +24,7 @@ Exit 0 when no failure is an ERROR and every call was answered.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import os
 import re
@@ -32,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 ACCOUNT = "123456789012"
+#: The pcluster package this harness runs in (.venv-pcluster).
+PCLUSTER_VERSION = importlib.metadata.version("aws-parallelcluster")
 ROOT = Path(__file__).resolve().parent.parent
 INSTANCE_TYPES = ROOT / "tests" / "fixtures" / "pcluster" / "instance_types.json"
 
@@ -343,7 +346,12 @@ class Aws:
 
         def image(i: str) -> dict[str, Any]:
             recipe = baked.get(i)
-            tags = recipe.get("AmiTags", {}) if recipe else {"parallelcluster:os": os_tag}
+            tags = dict(recipe.get("AmiTags", {})) if recipe else {"parallelcluster:os": os_tag}
+            if "parallelcluster:version" in tags:
+                # The image is built for the blueprint's ParallelCluster version, whose CLI validates it on a real
+                # deploy; this harness runs the installed pcluster package (3.16.1 from PyPI; 3.16.3 is not
+                # published there), so the version tag is compared with that one instead.
+                tags["parallelcluster:version"] = PCLUSTER_VERSION
             size = recipe["BlockDeviceMappings"][0]["Ebs"]["VolumeSize"] if recipe else 40
             return {
                 "ImageId": i, "Name": f"fmcluster-{i}" if recipe else name, "State": "available", "Architecture": arch,
