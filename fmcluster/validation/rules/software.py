@@ -42,8 +42,8 @@ from fmcluster.catalog.software import (
     version_ge,
     version_lt,
 )
+from fmcluster.resolved import ResolvedCluster
 from fmcluster.resolved.cluster import software_stack
-from fmcluster.resolved.image import blueprint_official_image
 from fmcluster.validation.rules import Violation, rule
 
 EFA_RN = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-changelog.html"
@@ -215,28 +215,28 @@ def libfabric_known(software: SoftwareSpec) -> Iterator[Violation]:
 
 
 # ---- pinned downloads ------------------------------------------------------------------------
-@rule("R-ART-1", source="catalog/data/software.yaml artifacts (every download is pinned by version and sha256)")
-def downloads_are_pinned(bp: Blueprint) -> Iterator[Violation]:
-    # Only an image build downloads the driver, GDRCopy and aws-ofi-nccl, and only what its parent (the official
-    # image) does not already carry at that version; official and custom images carry everything.
-    if bp.software.image.mode != "bake":
+@rule("R-ART-1", source="catalog/data/software.yaml artifacts (every download is pinned by version and sha256)",
+      scope="cluster")
+def downloads_are_pinned(rc: ResolvedCluster) -> Iterator[Violation]:
+    """Only an image build downloads, and only what its parent lacks at the locked version
+    (``ResolvedImage.bake_installs``); official and custom images carry everything."""
+    stack = rc.software
+    if stack is None:
         return
-    stack = software_stack(bp.software)
-    parent = blueprint_official_image(bp)
-    shipped = parent.components if parent is not None else {}
-    # An architecture the stack is not built for is R-CAP-7's finding; do not report it twice. (The same test as
-    # ResolvedImage.bake_installs, which needs the resolved groups; this rule runs on partially valid blueprints too.)
-    for arch in sorted({inst.cpu_architecture for _i, _g, inst in _groups(bp)} & set(stack.cpu_architectures)):
-        if shipped.get("driver") != stack.driver and driver_artifact(stack.driver, arch) is None:
+    baking = [g for g in rc.groups if g.image.mode == "bake"]
+    # An architecture the stack is not built for is R-CAP-7's finding; do not report it twice.
+    archs = {g.instance.cpu_architecture for g in baking if "driver" in g.image.bake_installs}
+    for arch in sorted(archs & set(stack.cpu_architectures)):
+        if driver_artifact(stack.driver, arch) is None:
             yield where(stack, "driver"), (
                 f"no pinned NVIDIA driver installer (URL + sha256) for {arch}, got driver {stack.driver}; "
                 f"allowed {', '.join(driver_artifacts(arch)) or 'none'}"
             )
-    if shipped.get("gdrcopy") != stack.gdrcopy and gdrcopy_artifact(stack.gdrcopy) is None:
+    if any("gdrcopy" in g.image.bake_installs for g in baking) and gdrcopy_artifact(stack.gdrcopy) is None:
         yield where(stack, "gdrcopy"), (
             f"no pinned GDRCopy source archive (URL + sha256), got {stack.gdrcopy}; allowed {', '.join(gdrcopy_artifacts())}"
         )
-    if stack.plugin_override and aws_ofi_nccl_artifact(stack.plugin_override) is None:
+    if baking and stack.plugin_override and aws_ofi_nccl_artifact(stack.plugin_override) is None:
         yield "software.overrides.aws_ofi_nccl", (
             f"no pinned aws-ofi-nccl source archive (URL + sha256), got {stack.plugin_override}; "
             f"allowed {', '.join(aws_ofi_nccl_artifacts())}"
