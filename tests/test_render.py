@@ -116,8 +116,15 @@ def test_bash_syntax(rendered: dict[str, Path]) -> None:
         assert proc.returncode == 0, f"{label}: {proc.stderr}"
 
 
-def test_shellcheck_clean(rendered: dict[str, Path]) -> None:
-    paths = sorted({str(p) for p in rendered.values()})
+SHELLCHECK_CHUNKS = 2
+
+
+@pytest.mark.spread
+@pytest.mark.parametrize("chunk", range(SHELLCHECK_CHUNKS))
+def test_shellcheck_clean(rendered: dict[str, Path], chunk: int) -> None:
+    """Every distinct rendered script, in chunks that xdist runs on different workers."""
+    paths = sorted({str(p) for p in rendered.values()})[chunk::SHELLCHECK_CHUNKS]
+    assert paths
     proc = subprocess.run([shellcheck(), "--shell=bash", "--format=gcc", *paths], capture_output=True, text=True,
                           check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
