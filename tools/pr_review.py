@@ -24,12 +24,15 @@ import re
 import subprocess
 import sys
 import tarfile
+from concurrent.futures import ThreadPoolExecutor
 from io import BytesIO
 from pathlib import Path
 
 ROOT = Path.cwd()
 BLUEPRINTS = "blueprints"
 ORG_FILE = "fmcluster.org.yaml"
+#: At most this many ``cdk synth`` at once (each is a Python and a Node process of up to ~1 GiB).
+SYNTH_PARALLEL = 4
 
 
 def _venv_bin(name: str) -> str:
@@ -102,21 +105,31 @@ def _base_file(out: Path, path: str) -> Path | None:
 
 
 def synth(out: Path) -> int:
+    """Synthesize the head and base version of every valid changed blueprint, several at once (one ``cdk synth``
+    per CPU, at most :data:`SYNTH_PARALLEL`), reporting failures in blueprint order."""
     invalid = _invalid(out)
+    jobs: list[tuple[Path, str, str, Path]] = []
     for folder in _folders(out):
         path = (folder / "path").read_text()
         if path in invalid:
             continue
         sides = [("head", Path(path))] + ([("base", b)] if (b := _base_file(out, path)) else [])
-        for side, bp in sides:
-            res = _run(["npx", "cdk", "synth", "--quiet", "-c", f"blueprint={bp}", "-o", str(folder / f"{side}.out")])
-            if side == "head":
-                (folder / "synth.rc").write_text(str(res.returncode))
-                (folder / "synth.log").write_text(res.stdout + res.stderr)
-            if res.returncode != 0:
-                print(f"::error file={path},title=fmcluster synth::{side} version does not synthesize (cdk-nag or CDK); "
-                      "see the job log", file=sys.stdout)
-                print(res.stderr, file=sys.stderr)
+        jobs += [(folder, path, side, bp) for side, bp in sides]
+
+    def one(job: tuple[Path, str, str, Path]) -> subprocess.CompletedProcess[str]:
+        folder, _, side, bp = job
+        return _run(["npx", "cdk", "synth", "--quiet", "-c", f"blueprint={bp}", "-o", str(folder / f"{side}.out")])
+
+    with ThreadPoolExecutor(max_workers=max(1, min(SYNTH_PARALLEL, os.cpu_count() or 1))) as pool:
+        results = list(pool.map(one, jobs))
+    for (folder, path, side, _), res in zip(jobs, results, strict=True):
+        if side == "head":
+            (folder / "synth.rc").write_text(str(res.returncode))
+            (folder / "synth.log").write_text(res.stdout + res.stderr)
+        if res.returncode != 0:
+            print(f"::error file={path},title=fmcluster synth::{side} version does not synthesize (cdk-nag or CDK); "
+                  "see the job log", file=sys.stdout)
+            print(res.stderr, file=sys.stderr)
     return 0
 
 
