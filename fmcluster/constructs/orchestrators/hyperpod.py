@@ -60,7 +60,8 @@ slurm.conf is edited in place the same way by AWS's own HyperPod lifecycle sampl
 nodes read it configless. Each compute group's ``OnInitComplete`` first installs the TaskProlog and the IMEX prolog
 on the node (``fmcluster-slurm-hooks-install.sh``). Not verified: whether HyperPod rewrites slurm.conf on a later
 cluster update (``SlurmConfigStrategy: Managed`` is documented for partitions), which would drop these keys until the
-controller's script runs again.
+controller's script runs again; and whether slurmd can start a task on a compute node before that node's
+``OnInitComplete`` has installed the TaskProlog (HyperPod starts Slurm before the script runs).
 """
 
 from __future__ import annotations
