@@ -141,6 +141,25 @@ def test_pcs_without_imex_types_sets_no_custom_setting() -> None:
     assert pcs.HOOKS_SCRIPT_NAME in names
 
 
+def test_pcs_warns_that_it_does_not_enable_network_topology_on_multi_node_efa_queues() -> None:
+    import aws_cdk as cdk
+
+    from fmcluster.stacks.build import build_app
+    from fmcluster.validation import load_blueprint_text
+    from tests.blueprints import blueprint_text
+    from tests.conftest import cdk_context
+
+    text = blueprint_text({"orchestrator": {"kind": "pcs"}, "software": {"os": "ubuntu-24.04"}, "compute": [
+        {"name": "train", "instance_type": "p5.48xlarge", "count": 4},
+        {"name": "single", "instance_type": "p5.48xlarge", "count": 1},
+        {"name": "noefa", "instance_type": "p5.48xlarge", "count": 2, "efa": False}]})
+    stacks = build_app(cdk.App(context=cdk_context()), load_blueprint_text(text).blueprint)
+    queues = stacks.cluster.orchestrator.queues  # type: ignore[attr-defined]
+    warned = {name: [m.data for m in q.node.metadata if m.type == "aws:cdk:warning"] for name, q in queues.items()}
+    assert {n: len(w) for n, w in warned.items()} == {"train": 1, "single": 0, "noefa": 0}
+    assert "queue train: fmcluster does not enable PCS network topology-aware scheduling" in str(warned["train"][0])
+
+
 def test_hyperpod_groups_run_their_hooks_first() -> None:
     scripts = hyperpod_scripts()
     assert sorted(scripts["controller"]) == [hyperpod.SLURM_CONF_SCRIPT, "on_init_complete.sh"]

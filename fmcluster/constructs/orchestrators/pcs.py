@@ -118,6 +118,9 @@ LUSTRE_SCRIPT_NAME = "fmcluster mount Lustre"
 BOOTSTRAP_SCRIPT_NAME = "fmcluster bootstrap"
 LUSTRE_SCRIPT_FILE = "mount-lustre.sh"
 HOOKS_SCRIPT_NAME = "fmcluster slurm hooks"
+#: Synth warning id: a multi-node EFA queue without network topology-aware scheduling (UltraServer node groups on a
+#: Capacity Block get PCS's own topology plugin).
+TOPOLOGY_WARNING = "fmcluster:pcsTopologyNotEnabled"
 HOOKS_SCRIPT_FILE = "fmcluster-slurm-hooks.sh"
 #: Where every compute node gets the IMEX prolog, the cluster's ``Prolog`` custom setting (a node-local path: the PCS
 #: guide wants the script "available on all compute nodes at the path configured in the cluster's Slurm Prolog").
@@ -432,6 +435,12 @@ class PcsCluster(Construct):
                 ],
                 tags=dict(tags),
             )
+            if g.efa_devices and g.spec.count > 1 and not g.instance.ultraserver_sizes:
+                Annotations.of(self.queues[g.name]).add_warning_v2(TOPOLOGY_WARNING, (
+                    f"queue {g.name}: fmcluster does not enable PCS network topology-aware scheduling (no "
+                    "AWS::PCS::Queue property or documented queue custom setting sets it); enable it on the queue "
+                    "after deploy for multi-node EFA jobs (docs/topology.md, "
+                    "https://docs.aws.amazon.com/pcs/latest/userguide/network-topology.html)"))
 
     def _slurm_hooks(self, profile: OrchestratorProfile) -> ScriptAsset:
         """The compute nodes' Slurm hooks lifecycle script: the health timer and, with IMEX types, the IMEX prolog
