@@ -28,6 +28,7 @@ from fmcluster.catalog import get_instance
 from fmcluster.constructs.orchestrators.common import start_after_slurm
 from fmcluster.constructs.orchestrators.pcs import (
     BOOTSTRAP_SCRIPT_NAME,
+    HOOKS_SCRIPT_NAME,
     LUSTRE_MOUNT_SCRIPT,
     LUSTRE_SCRIPT_NAME,
     lifecycle_actions,
@@ -320,7 +321,8 @@ def test_node_setup_runs_as_lifecycle_actions(mixed: tuple[Path, dict[str, Any]]
     groups = {r["Properties"]["Name"]: r["Properties"] for r in resources_of(tpl, "AWS::PCS::ComputeNodeGroup").values()}
     for name, ng in groups.items():
         scripts = ng["NodeLifecycleActions"]["Stages"]["NodeBootstrapped"]
-        expected = [LUSTRE_SCRIPT_NAME] if name == "login" else [LUSTRE_SCRIPT_NAME, BOOTSTRAP_SCRIPT_NAME]
+        expected = [LUSTRE_SCRIPT_NAME] if name == "login" else [LUSTRE_SCRIPT_NAME, BOOTSTRAP_SCRIPT_NAME,
+                                                                   HOOKS_SCRIPT_NAME]  # + Slurm hooks (issue 13)
         assert [s["Name"] for s in scripts] == expected, name
         assert list(ng["NodeLifecycleActions"]["Stages"]) == ["NodeBootstrapped"]
         for s in scripts:
@@ -331,6 +333,8 @@ def test_node_setup_runs_as_lifecycle_actions(mixed: tuple[Path, dict[str, Any]]
             assert s["ScriptSource"]["Checksum"] == hashlib.sha256(body).hexdigest(), (name, s["Name"])
             if s["Name"] == BOOTSTRAP_SCRIPT_NAME:
                 assert f"fmcluster bootstrap for t-cluster/{name} (" in body.decode()
+            elif s["Name"] == HOOKS_SCRIPT_NAME:
+                assert "fmcluster-health.timer" in body.decode() and s["ExecutionPolicy"] == "EVERY_BOOT"
             else:
                 assert body.decode() == LUSTRE_MOUNT_SCRIPT
                 assert s["Arguments"][2] == "/fsx" and "DNSName" in json.dumps(s["Arguments"][0])

@@ -135,7 +135,8 @@ def test_lifecycle_scripts_per_group() -> None:
     # lifecycle files per group: on_init_complete everywhere, node scripts only on the GPU group
     # (the example has metrics: the controller also gets the head-node script, see test_controller_runs_...)
     assert {n: sorted(f) for n, f in hp.scripts.items() if n != "gpu"} == {
-        "controller": ["head-node.sh", "on_init_complete.sh"], "login": ["on_init_complete.sh"]}
+        "controller": ["fmcluster-slurm-conf.sh", "head-node.sh", "on_init_complete.sh"],  # + Slurm hooks (issue 13)
+        "login": ["on_init_complete.sh"]}
     assert {"on_init_complete.sh", "bootstrap.sh"} <= set(hp.scripts["gpu"])  # plus whatever else render_node_scripts adds
     assert 'bash "${here}/bootstrap.sh"' in hp.scripts["gpu"]["on_init_complete.sh"]
     assert "bootstrap.sh" not in hp.scripts["controller"]["on_init_complete.sh"]

@@ -81,10 +81,10 @@ def test_node_role_and_instance_profile(two_groups: dict[str, Any]) -> None:
     assert statements["PcsNodeRegistration"]["Action"] == "pcs:RegisterComputeNodeGroupInstance"
     assert statements["LustreEfaDiscovery"]["Action"] == "fsx:DescribeFileSystems"
     assert statements["CheckpointPrefixList"]["Condition"] == {"StringLike": {"s3:prefix": ["checkpoints/*"]}}
-    # bootstrap objects (two groups) and the Lustre mount lifecycle script: exact keys, no wildcard
+    # bootstrap objects (two groups), the Lustre mount and the Slurm hooks lifecycle scripts: exact keys, no wildcard
     (read,) = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Action"] == "s3:GetObject"]
     keys = Resolver(two_groups, "us-east-1")(read["Resource"])
-    assert len(keys) == 3 and all(k.endswith(".sh") and "*" not in k for k in keys)
+    assert len(keys) == 4 and all(k.endswith(".sh") and "*" not in k for k in keys)
     (profile,) = _by_type(two_groups, "AWS::IAM::InstanceProfile").values()
     assert profile["Properties"]["Roles"] == [{"Ref": role_id}]
     for ng in _by_type(two_groups, "AWS::PCS::ComputeNodeGroup").values():
@@ -274,7 +274,7 @@ def test_no_head_node_script_or_node_policy_without_metrics() -> None:
     _, role = _node_role(tpl)
     assert [json.dumps(a) for a in role["ManagedPolicyArns"]] == [json.dumps(role["ManagedPolicyArns"][0])]
     assert "AmazonSSMManagedInstanceCore" in json.dumps(role["ManagedPolicyArns"][0])
-    assert len(_object_reads(tpl)) == 2  # the h200 bootstrap and the Lustre mount lifecycle script
+    assert len(_object_reads(tpl)) == 3  # the h200 bootstrap, the Lustre mount and the Slurm hooks lifecycle scripts
 
 
 @pytest.mark.parametrize("text", [TWO_GROUPS, EXAMPLE], ids=["two-groups", "example"])

@@ -217,6 +217,8 @@ def test_declared_precedence() -> None:
         "R-IMG-8": ("R-IMG-2",),
         "R-IMG-10": ("R-IMG-2",),
         "R-IMG-11": ("R-IMG-2",),
+        # a p6e-gb200 group on capacity the IMEX wiring does not take: R-CAP-6 names the capacity precisely
+        "R-IMEX-1": ("R-CAP-6",),
     }
 
 

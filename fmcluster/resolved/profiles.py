@@ -17,11 +17,17 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
-from fmcluster.blueprint.model import OrchestratorSpec
+from fmcluster.blueprint.model import PCS_SLURM_VERSIONS, OrchestratorSpec
 
 ProfileKey = Literal["parallelcluster", "hyperpod-slurm", "hyperpod-eks", "pcs"]
 Delivery = Literal["s3_asset", "lifecycle"]
 Discovery = Literal["ec2", "slurm"]
+#: How the per-job IMEX prolog reaches Slurm (:class:`ImexWiring`).
+ImexMethod = Literal["prolog_dir", "cluster_prolog", "controller_slurm_conf"]
+#: How the node check's fast mode runs as a Slurm health check: ``HealthCheckProgram`` in slurm.conf (ParallelCluster
+#: ``CustomSlurmSettings``; HyperPod through the controller's lifecycle script) or a systemd timer on every compute
+#: node (PCS, whose custom settings do not take ``HealthCheckProgram``).
+HealthCheckMethod = Literal["slurm_conf", "node_timer"]
 
 #: EFA interface type ParallelCluster puts on compute nodes, per supported version. 3.16.1: ENA primary
 #: plus ``efa-only`` on every EFA card (aws-parallelcluster 3.16.1 ``pcluster/templates/queues_stack.py``,
@@ -55,6 +61,44 @@ HYPERPOD_CAPACITY: Mapping[str, str] = MappingProxyType({
 HYPERPOD_CONTROLLER_GROUP = "controller"
 HYPERPOD_LOGIN_GROUP = "login"
 PCS_LOGIN_GROUP = "login"
+
+
+@dataclass(frozen=True)
+class ImexWiring:
+    """Whether and how an orchestrator sets the IMEX domain per job on NVLink-domain types (catalog ``imex: true``,
+    p6e-gb200): the one place rule R-IMEX-1 and the orchestrator constructs read.
+
+    Attributes:
+        method: ``prolog_dir`` (a script in ParallelCluster's shared prolog directory plus ``PrologFlags``),
+            ``cluster_prolog`` (the PCS cluster's ``Prolog`` custom setting), ``controller_slurm_conf`` (the HyperPod
+            controller's lifecycle script adds ``Prolog`` and ``PrologFlags`` to slurm.conf), or ``None`` when this
+            orchestrator, as configured, cannot wire it.
+        capacity_types: capacity types with which it can be wired; empty: every type the profile accepts.
+        blocked_by: YAML path of the setting that stops it (``method`` ``None``), e.g. ``orchestrator.pcs.slurm_version``.
+        reason: why it cannot be wired (``method`` ``None``), or the condition on ``capacity_types``.
+        allowed: the values of ``blocked_by`` with which it can be wired, as a message's "allowed" part.
+        source: the primary source of the method or of the reason.
+    """
+
+    method: ImexMethod | None
+    source: str
+    capacity_types: tuple[str, ...] = ()
+    blocked_by: str = ""
+    reason: str = ""
+    allowed: str = ""
+
+    def wires(self, capacity_type: str) -> bool:
+        """True when a group of ``capacity_type`` gets IMEX per job."""
+        return self.method is not None and (not self.capacity_types or capacity_type in self.capacity_types)
+
+
+#: The ParallelCluster guide: a prolog in /opt/slurm/etc/scripts/prolog.d with PrologFlags=Alloc,NoHold.
+PCLUSTER_IMEX_DOC = "https://docs.aws.amazon.com/parallelcluster/latest/ug/support-nvidia-imex-p6e-gb200-instance.html"
+#: The PCS guide "Configure UltraServer instances": a Slurm prolog at the cluster's Prolog setting; prerequisites
+#: "A AWS PCS cluster with Slurm 25.05 or later" and "A compute node group using UltraServer instances with a Capacity
+#: Block".
+PCS_IMEX_DOC = "https://docs.aws.amazon.com/pcs/latest/userguide/capacity-blocks-nvidia-imex.html"
+PCS_IMEX_MIN_SLURM = "25.05"
 
 
 @dataclass(frozen=True)
@@ -102,6 +146,11 @@ class OrchestratorProfile:
         user_data_embed_limit_bytes: node scripts up to this size are embedded in user data, larger ones
             are downloaded (PCS: EC2's 16 KB raw limit minus headroom for the MIME wrapper); ``None`` when
             fmcluster writes no user data.
+        imex: whether and how IMEX is set per job on NVLink-domain types (:class:`ImexWiring`). Default: cannot.
+        health_check: how the node check's fast mode runs as a draining health check (:data:`HealthCheckMethod`),
+            or ``None`` where there is no Slurm (HyperPod EKS). Default ``None``.
+        task_prolog: the job environment is applied as a Slurm ``TaskProlog``. False on PCS (not a PCS custom
+            setting) and HyperPod EKS (no Slurm). Default False.
     """
 
     key: ProfileKey
@@ -124,6 +173,11 @@ class OrchestratorProfile:
     user_data_embed_limit_bytes: int | None = None
     slurm_bin_dir: str | None = None
     notes: tuple[str, ...] = field(default=())
+    imex: ImexWiring = ImexWiring(None, source="fmcluster", blocked_by="orchestrator.kind",
+                                  reason="fmcluster has no per-job IMEX wiring for this orchestrator",
+                                  allowed="parallelcluster, hyperpod (orchestration slurm) or pcs")
+    health_check: HealthCheckMethod | None = None
+    task_prolog: bool = False
 
     def accepts(self, capacity_type: str) -> bool:
         return capacity_type in self.capacity_types
@@ -145,6 +199,7 @@ def _parallelcluster(orch: OrchestratorSpec) -> OrchestratorProfile:
         # ParallelCluster's NameValidator refuses the queue name "default" (rule R-PC-3).
         reserved_group_names=("default",), capacity_types=EC2_PURCHASE_OPTIONS,
         node_bootstrap_delivery="s3_asset", head_node_script_delivery="s3_asset", default_node_discovery="ec2",
+        imex=ImexWiring("prolog_dir", source=PCLUSTER_IMEX_DOC), health_check="slurm_conf", task_prolog=True,
     )
 
 
@@ -161,6 +216,14 @@ def _hyperpod(orch: OrchestratorSpec) -> OrchestratorProfile:
             node_bootstrap_delivery="lifecycle", head_node_script_delivery=None, default_node_discovery="slurm",
             places_nodes_itself=True, ec2_capacity=False, needs_vpc=True, lustre_on_nodes=False,
             notes=("HyperPod on EKS: pods take VPC CNI addresses from this subnet; they are not counted",),
+            # No Slurm, so no prolog: on Kubernetes the IMEX domain comes from the NVIDIA DRA driver's ComputeDomain
+            # (EKS >= 1.33 with DRA), which fmcluster does not install.
+            imex=ImexWiring(
+                None, blocked_by="orchestrator.hyperpod.orchestration", allowed="slurm",
+                source="https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-nvidia-ultraserver.html (P6e-GB200 on "
+                "EKS needs dynamic resource allocation, Kubernetes >= 1.33, and the NVIDIA DRA driver)",
+                reason="HyperPod on EKS has no Slurm prolog to set the IMEX domain, and fmcluster does not install "
+                "the NVIDIA DRA driver whose ComputeDomain sets it on Kubernetes"),
         )
     management = ("controller node", *(("login node",) if hp.login_instance_type else ()))
     return OrchestratorProfile(
@@ -170,6 +233,11 @@ def _hyperpod(orch: OrchestratorSpec) -> OrchestratorProfile:
         management=management, reserved_group_names=(HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP),
         capacity_types=HYPERPOD_CAPACITY, node_bootstrap_delivery="lifecycle", head_node_script_delivery="lifecycle",
         default_node_discovery="slurm", places_nodes_itself=True, ec2_capacity=False, needs_vpc=True,
+        # HyperPod's SlurmConfig has no prolog key (NodeType, PartitionNames: botocore sagemaker ClusterSlurmConfig),
+        # so the controller's OnInitComplete script adds Prolog and PrologFlags to slurm.conf and reconfigures.
+        imex=ImexWiring("controller_slurm_conf", source="botocore sagemaker service-2.json ClusterSlurmConfig "
+                        "(NodeType, PartitionNames only); SchedMD/slurm doc/man/man5/slurm.conf.5 (Prolog, PrologFlags)"),
+        health_check="slurm_conf", task_prolog=True,
     )
 
 
@@ -180,6 +248,19 @@ PCS_USER_DATA_EMBED_LIMIT_BYTES = 12 * 1024
 #: AWS PCS Slurm installer packages: /opt/aws/pcs/scheduler/slurm-version"
 #: (https://docs.aws.amazon.com/pcs/latest/userguide/multi-cluster-login-script-prerequisites.html).
 PCS_SLURM_DIR = "/opt/aws/pcs/scheduler/slurm-{version}"
+
+
+def _pcs_imex(slurm_version: str) -> ImexWiring:
+    """The PCS IMEX guide's prolog needs Slurm >= 25.05 and UltraServers from a Capacity Block (:data:`PCS_IMEX_DOC`)."""
+    def key(v: str) -> tuple[int, ...]:
+        return tuple(map(int, v.split(".")))
+
+    if key(slurm_version) < key(PCS_IMEX_MIN_SLURM):
+        return ImexWiring(None, source=PCS_IMEX_DOC, blocked_by="orchestrator.pcs.slurm_version",
+                          reason=f"the AWS PCS IMEX prolog needs Slurm {PCS_IMEX_MIN_SLURM} or later",
+                          allowed=", ".join(v for v in PCS_SLURM_VERSIONS if key(v) >= key(PCS_IMEX_MIN_SLURM)))
+    return ImexWiring("cluster_prolog", source=PCS_IMEX_DOC, capacity_types=("capacity_block",),
+                      reason="the AWS PCS IMEX prolog is documented for UltraServer node groups on a Capacity Block")
 
 
 def _pcs(orch: OrchestratorSpec) -> OrchestratorProfile:
@@ -194,6 +275,7 @@ def _pcs(orch: OrchestratorSpec) -> OrchestratorProfile:
         needs_vpc=True,
         user_data_embed_limit_bytes=PCS_USER_DATA_EMBED_LIMIT_BYTES,
         slurm_bin_dir=PCS_SLURM_DIR.format(version=orch.pcs.slurm_version) + "/bin",
+        imex=_pcs_imex(orch.pcs.slurm_version), health_check="node_timer", task_prolog=False,
     )
 
 

@@ -13,11 +13,15 @@ environment as ``TaskProlog``.
 - ``TaskProlog``: a script that sources the node's job environment file and prints each variable as
   ``export name=value``, the form slurmstepd reads from a task prolog's standard output (SchedMD/slurm
   ``doc/html/prolog_epilog.shtml``), so every task, containers launched by it included, gets it.
+- Where slurm.conf is not ours to pass settings to (SageMaker HyperPod: ``SlurmConfig`` has no such keys), the
+  controller's lifecycle script edits it (:func:`render_slurm_conf_editor`); where the orchestrator does not take
+  ``HealthCheckProgram`` (AWS PCS custom settings), a systemd timer on every compute node runs the same wrapper
+  (:func:`render_health_timer`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from fmcluster.templates.render import render
 
@@ -48,6 +52,34 @@ def slurm_conf_settings(node_dir: str, task_prolog: str) -> list[dict[str, str |
         {"HealthCheckNodeState": HEALTH_CHECK_NODE_STATE},
         {"TaskProlog": task_prolog},
     ]
+
+
+def render_slurm_conf_editor(*, slurm_conf: str, scontrol: str, settings: Sequence[Mapping[str, str | int]],
+                             orchestrator: str, node_label: str, why: str, prolog: str | None = None,
+                             prolog_flags: str = IMEX_PROLOG_FLAGS) -> str:
+    """The idempotent script that puts ``settings`` (:func:`slurm_conf_settings` form, ``[{name: value}]``) and, with
+    ``prolog``, ``Prolog=<prolog>`` and the ``prolog_flags`` (merged into the flags already set) into ``slurm_conf``
+    and runs ``scontrol reconfigure`` when something changed. Fails (exit 1) when slurm.conf is missing, has another
+    ``Prolog``, or slurmctld refuses the new file (the previous one is put back)."""
+    pairs = [(name, str(value)) for item in settings for name, value in item.items()]
+    return render("slurm/fmcluster-slurm-conf.sh.j2", {
+        "slurm_conf": slurm_conf, "scontrol": scontrol, "settings": pairs, "orchestrator": orchestrator,
+        "node_label": node_label, "why": why, "prolog": prolog, "prolog_flags": prolog_flags})
+
+
+def render_health_timer(*, node_dir: str, slurm_bin_dir: str, orchestrator: str, why: str,
+                        imex_prolog: str | None = None, imex_script: str = "",
+                        interval_s: int = HEALTH_CHECK_INTERVAL_S) -> str:
+    """The compute-node script that installs ``fmcluster-health.timer`` (every ``interval_s`` seconds: the
+    :func:`health_check_program` wrapper under this node's Slurm node name, found with ``<slurm_bin_dir>/scontrol``)
+    and, with ``imex_prolog``, writes ``imex_script`` there. Raises ValueError when ``imex_script`` contains the
+    heredoc delimiter."""
+    if "FMC_IMEX_PROLOG_EOF" in imex_script.splitlines():
+        raise ValueError("the IMEX prolog contains the installer's heredoc delimiter FMC_IMEX_PROLOG_EOF")
+    return render("slurm/fmcluster-health-timer.sh.j2", {
+        "node_dir": node_dir, "slurm_bin_dir": slurm_bin_dir, "orchestrator": orchestrator, "why": why,
+        "health_program": health_check_program(node_dir), "interval_s": interval_s, "imex_prolog": imex_prolog,
+        "imex_prolog_script": imex_script})
 
 
 def render_task_prolog(node_dir: str) -> str:

@@ -46,6 +46,22 @@ Sources (botocore sagemaker CreateCluster, the AWS::SageMaker::Cluster resource 
   EKS orchestration additions (CNI, ECR, pod identity):
   aws/sagemaker-hyperpod-cluster-setup ``eks/cloudformation/sagemaker-iam-role-template.yaml``.
 - ``fsx:DescribeFileSystems`` for Lustre over EFA: see ``common.fsx_describe_statement``.
+
+Slurm hooks (Slurm orchestration; :mod:`fmcluster.templates.slurm_hooks`): ``SlurmConfig`` takes only ``NodeType``
+and ``PartitionNames`` (botocore sagemaker service-2.json ``ClusterSlurmConfig``), so the controller's
+``OnInitComplete`` runs ``fmcluster-slurm-conf.sh``, which adds ``HealthCheckProgram`` (the node check's fast mode,
+draining with the reason), ``HealthCheckInterval``, ``HealthCheckNodeState`` and ``TaskProlog`` (the job environment)
+to ``/opt/slurm/etc/slurm.conf`` and, with p6e-gb200 groups (``OrchestratorProfile.imex``), ``Prolog`` (the per-job
+IMEX prolog, as a glob over ``/opt/fmcluster/slurm/prolog.d/``) with ``PrologFlags=Alloc,NoHold`` merged into the flags
+already there, then ``scontrol reconfigure``. HyperPod's Slurm lives in ``/opt/slurm`` and its controller's
+slurm.conf is edited in place the same way by AWS's own HyperPod lifecycle samples
+(aws-samples/awsome-distributed-training ``1.architectures/5.sagemaker-hyperpod/LifecycleScripts/base-config/``
+``setup_rds_accounting.sh``, ``utils/pam_adopt_cgroup_wheel.sh``: ``PrologFlags=Contain`` then a restart); compute
+nodes read it configless. Each compute group's ``OnInitComplete`` first installs the TaskProlog and the IMEX prolog
+on the node (``fmcluster-slurm-hooks-install.sh``). Not verified: whether HyperPod rewrites slurm.conf on a later
+cluster update (``SlurmConfigStrategy: Managed`` is documented for partitions), which would drop these keys until the
+controller's script runs again; and whether slurmd can start a task on a compute node before that node's
+``OnInitComplete`` has installed the TaskProlog (HyperPod starts Slurm before the script runs).
 """
 
 from __future__ import annotations
@@ -76,10 +92,16 @@ from fmcluster.constructs.orchestrators.common import (
     start_after_slurm,
 )
 from fmcluster.constructs.storage import CheckpointAccess, LustreMount
-from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
+from fmcluster.resolved import NODE_DIR, OrchestratorProfile, ResolvedGroup
 from fmcluster.resolved.profiles import HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP
 from fmcluster.templates.context import NodeContext
 from fmcluster.templates.node_scripts import ENTRY_POINT, render_node_scripts
+from fmcluster.templates.slurm_hooks import (
+    render_hooks_installer,
+    render_imex_prolog,
+    render_slurm_conf_editor,
+    slurm_conf_settings,
+)
 
 LIFECYCLE_PREFIX = "lifecycle"
 #: The lifecycle script of every instance group, named by ``LifeCycleConfig.OnInitComplete``.
@@ -94,6 +116,17 @@ ACCOUNT_ID_LENGTH = 12
 #: keep Slurm state, container images and logs there. GPU groups use their instance-store NVMe instead.
 EBS_VOLUME_GIB = 500
 SLURM_CONFIG_STRATEGY = "Managed"
+#: HyperPod's Slurm (the AWS HyperPod lifecycle samples edit /opt/slurm/etc/slurm.conf and call /opt/slurm/sbin daemons).
+HYPERPOD_SLURM = "/opt/slurm"
+#: Slurm hooks on each HyperPod compute node's own disk (installed by its OnInitComplete; fmcluster does not rely on a
+#: file system shared with the controller).
+TASK_PROLOG = f"{NODE_DIR}/slurm/fmcluster-task-prolog.sh"
+IMEX_PROLOG = f"{NODE_DIR}/slurm/prolog.d/91_fmcluster_imex_prolog.sh"
+#: slurm.conf ``Prolog`` as a glob ("A glob pattern (See glob(7)) may also be used to specify more than one program",
+#: SchedMD/slurm doc/man/man5/slurm.conf.5), over the directory compute nodes fill at OnInitComplete.
+PROLOG_GLOB = f"{NODE_DIR}/slurm/prolog.d/*"
+SLURM_CONF_SCRIPT = "fmcluster-slurm-conf.sh"
+HOOKS_INSTALL_SCRIPT = "fmcluster-slurm-hooks-install.sh"
 
 
 def lifecycle_bucket_name_length(cluster_name: str, region: str) -> int:
@@ -117,14 +150,17 @@ def lifecycle_bucket_name(cluster_name: str, region: str) -> str:
     return f"{BUCKET_PREFIX}{cluster_name}-{Aws.ACCOUNT_ID}-{region}"
 
 
-def on_init_complete_script(*, group: str, role: str, runs_bootstrap: bool, starts_head_node: bool = False) -> str:
+def on_init_complete_script(*, group: str, role: str, runs_bootstrap: bool, starts_head_node: bool = False,
+                            hooks: Sequence[str] = ()) -> str:
     """The ``OnInitComplete`` script of one instance group (HyperPod runs it as root from the group's prefix,
     after it configured Slurm and mounted FSx for Lustre from the cluster request; HyperPod's own
     configuration is under ``/opt/ml/config/``). It neither starts Slurm nor mounts anything.
 
     ``runs_bootstrap``: run the group's ``bootstrap.sh`` (GPU groups). ``starts_head_node``: copy ``head-node.sh``
     from the group's folder to ``/opt/fmcluster`` and start it once Slurm answers. Default: off (no head-node
-    script). A non-zero exit fails the node's creation.
+    script). ``hooks``: scripts of the group's folder run first (the Slurm hooks: on the controller the slurm.conf
+    editor, on compute nodes the TaskProlog/IMEX prolog installer). Default: none. A non-zero exit fails the node's
+    creation.
     """
     lines = [
         "#!/usr/bin/env bash",
@@ -132,9 +168,11 @@ def on_init_complete_script(*, group: str, role: str, runs_bootstrap: bool, star
         "# Rendered by fmcluster. HyperPod has configured Slurm and mounted FSx for Lustre from the cluster request",
         "# before this runs (its own configuration is under /opt/ml/config/); this script starts and mounts nothing.",
         "set -euo pipefail",
-        *(['here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"'] if runs_bootstrap or starts_head_node else []),
+        *(['here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"'] if runs_bootstrap or starts_head_node or hooks
+          else []),
         'log() { printf \'%s fmcluster-on-init-complete: %s\\n\' "$(date -u +%FT%TZ)" "$*"; }',
         f'log "instance group {group}, role {role}"',
+        *(f'bash "${{here}}/{hook}"' for hook in hooks),
     ]
     if runs_bootstrap:
         lines += [f'bash "${{here}}/{ENTRY_POINT}"']
@@ -217,17 +255,25 @@ class HyperPodCluster(Construct):
                 topology.append((HYPERPOD_LOGIN_GROUP, "Login", None))
         topology += [(g.name, "Compute", g) for g in groups]
 
+        # IMEX per job on the groups the profile wires (R-IMEX-1 refuses the others): one fact, OrchestratorProfile.imex
+        self.imex_types = sorted({g.spec.instance_type for g in groups
+                                  if slurm and g.instance.imex and profile.imex.wires(g.spec.capacity.type)})
+        hooks = self._slurm_hooks() if slurm else {}
         self.scripts: dict[str, dict[str, str]] = {}
         for name, node_type, g in topology:
             files = dict(render_node_scripts(node_contexts[name])) if g is not None else {}
             head = head_node_script if slurm and name == HYPERPOD_CONTROLLER_GROUP else None
             if head is not None:
                 files[HEAD_NODE_SCRIPT] = head
+            hook = hooks.get(node_type)
+            if hook is not None:
+                files[hook[0]] = hook[1]
             files[ON_INIT_COMPLETE] = on_init_complete_script(
                 group=name,
                 role=node_type.lower(),
                 runs_bootstrap=g is not None,
                 starts_head_node=head is not None,
+                hooks=(hook[0],) if hook is not None else (),
             )
             self.scripts[name] = files
 
@@ -299,6 +345,23 @@ class HyperPodCluster(Construct):
             self.cluster.node.add_dependency(policy)
 
     # -- pieces -------------------------------------------------------------------------------
+    def _slurm_hooks(self) -> dict[str, tuple[str, str]]:
+        """Instance-group node type -> (file name, script) of the Slurm hooks (see the module docstring): the
+        controller's slurm.conf editor and every compute group's TaskProlog / IMEX prolog installer."""
+        imex = bool(self.imex_types)
+        editor = render_slurm_conf_editor(
+            slurm_conf=f"{HYPERPOD_SLURM}/etc/slurm.conf", scontrol=f"{HYPERPOD_SLURM}/bin/scontrol",
+            settings=slurm_conf_settings(NODE_DIR, TASK_PROLOG), orchestrator="SageMaker HyperPod",
+            node_label="controller", prolog=PROLOG_GLOB if imex else None,
+            why="HyperPod's SlurmConfig has no keys for these (NodeType and PartitionNames only), so its controller's "
+                "OnInitComplete edits slurm.conf.")
+        installer = render_hooks_installer(
+            NODE_DIR, TASK_PROLOG, orchestrator="SageMaker HyperPod", node_label="compute node",
+            share_note="Every compute node installs its own copy (OnInitComplete, before the node bootstrap).",
+            imex_prolog=IMEX_PROLOG if imex else None,
+            imex_script=render_imex_prolog(NODE_DIR, f"{HYPERPOD_SLURM}/bin/scontrol", self.imex_types) if imex else "")
+        return {"Controller": (SLURM_CONF_SCRIPT, editor), "Compute": (HOOKS_INSTALL_SCRIPT, installer)}
+
     def _instance_group(
         self,
         spec: HyperPodSettings,

@@ -56,6 +56,22 @@ Sources (the AWS::PCS::* resource schemas, botocore pcs, AWS PCS User Guide):
 - Slurm commands on PCS nodes live in ``/opt/aws/pcs/scheduler/slurm-<version>/bin``
   (``OrchestratorProfile.slurm_bin_dir``, the cluster's version):
   https://docs.aws.amazon.com/pcs/latest/userguide/multi-cluster-login-script-prerequisites.html
+- Slurm hooks (:mod:`fmcluster.templates.slurm_hooks`): PCS takes only the custom Slurm settings it documents, for
+  clusters ``Prolog``, ``Epilog``, ``SelectTypeParameters`` (and ``AccountingStorageEnforce``), for compute node groups
+  ``Weight`` and ``RealMemory`` (CloudFormation resource schemas AWS::PCS::Cluster / ComputeNodeGroup
+  ``SlurmCustomSetting.ParameterName``, cfn-lint 1.58.0; https://docs.aws.amazon.com/pcs/latest/APIReference/API_SlurmCustomSetting.html,
+  https://docs.aws.amazon.com/pcs/latest/userguide/slurm-custom-settings.html). ``HealthCheckProgram``, ``TaskProlog``,
+  ``PrologFlags`` and ``TopologyPlugin`` are not among them, so: the node check's fast mode runs from a systemd timer on
+  every compute node (lifecycle script ``fmcluster slurm hooks``, every boot), draining a failing node with the reason;
+  the job environment is not a TaskProlog (jobs source ``<node dir>/etc/job-env.sh``, as the rendered nccl-tests sbatch
+  does); with p6e-gb200 groups on a Capacity Block (``OrchestratorProfile.imex``) the cluster's ``Prolog`` is the IMEX
+  prolog, which that lifecycle script installs on every compute node before slurmd starts, as the PCS guide
+  "Configure UltraServer instances" does (https://docs.aws.amazon.com/pcs/latest/userguide/capacity-blocks-nvidia-imex.html:
+  Slurm 25.05 or later, Capacity Block, the prolog at the cluster's Prolog path on all compute nodes; PCS selects the
+  UltraServer topology plugin itself). Network topology-aware scheduling (https://docs.aws.amazon.com/pcs/latest/userguide/network-topology.html)
+  is enabled per queue; no property of AWS::PCS::Queue in the installed schemas (aws-cdk-lib 2.275, cfn-lint 1.58.0,
+  botocore 1.44.8) sets it and the queue custom-setting key is not documented there, so fmcluster does not set it
+  (docs/topology.md).
 """
 
 from __future__ import annotations
@@ -89,6 +105,7 @@ from fmcluster.constructs.storage import CheckpointAccess, LustreMount
 from fmcluster.resolved import NODE_DIR, OrchestratorProfile, ResolvedGroup
 from fmcluster.resolved.profiles import PCS_LOGIN_GROUP
 from fmcluster.templates.node_scripts import ENTRY_POINT
+from fmcluster.templates.slurm_hooks import render_health_timer, render_imex_prolog
 
 PCS_AMI_PARAMETER = "/aws/service/pcs/ami/dlami-base-ubuntu2404/{arch}/latest/ami-id"
 ROLE_NAME_PREFIX = "AWSPCS"
@@ -100,6 +117,14 @@ SPOT_ALLOCATION_STRATEGY = "capacity-optimized"
 LUSTRE_SCRIPT_NAME = "fmcluster mount Lustre"
 BOOTSTRAP_SCRIPT_NAME = "fmcluster bootstrap"
 LUSTRE_SCRIPT_FILE = "mount-lustre.sh"
+HOOKS_SCRIPT_NAME = "fmcluster slurm hooks"
+#: Synth warning id: a multi-node EFA queue without network topology-aware scheduling (UltraServer node groups on a
+#: Capacity Block get PCS's own topology plugin).
+TOPOLOGY_WARNING = "fmcluster:pcsTopologyNotEnabled"
+HOOKS_SCRIPT_FILE = "fmcluster-slurm-hooks.sh"
+#: Where every compute node gets the IMEX prolog, the cluster's ``Prolog`` custom setting (a node-local path: the PCS
+#: guide wants the script "available on all compute nodes at the path configured in the cluster's Slurm Prolog").
+IMEX_PROLOG = f"{NODE_DIR}/slurm/91_fmcluster_imex_prolog.sh"
 #: A failed setup script terminates the node (PCS replaces it); botocore pcs ``OnError`` enum.
 ON_ERROR = "TERMINATE"
 #: The Lustre mount, as a static lifecycle script (an S3 asset cannot hold deploy-time tokens): arguments
@@ -185,13 +210,14 @@ def node_shell_script(
 
 
 def lifecycle_actions(
-    *, bootstrap: ScriptAsset | None, lustre_script: ScriptAsset | None, lustre: LustreMount | None
+    *, bootstrap: ScriptAsset | None, lustre_script: ScriptAsset | None, lustre: LustreMount | None,
+    hooks: ScriptAsset | None = None,
 ) -> pcs.CfnComputeNodeGroup.NodeLifecycleActionsProperty | None:
     """``NodeLifecycleActions`` of a node group: in the ``NodeBootstrapped`` stage (before ``slurmd``), the
     Lustre mount (``lustre_script`` with the file system's DNS name, mount name and mount point as
     arguments; every boot) when both ``lustre_script`` and ``lustre`` are given, then ``bootstrap`` (first
-    boot). Each script comes from its S3 asset with its SHA-256 checksum and ``OnError: TERMINATE``.
-    ``None`` when there is nothing to run."""
+    boot), then ``hooks`` (the Slurm hooks: health timer, IMEX prolog; every boot; default none). Each script comes
+    from its S3 asset with its SHA-256 checksum and ``OnError: TERMINATE``. ``None`` when there is nothing to run."""
     scripts = []
     if lustre_script is not None and lustre is not None:
         scripts.append(pcs.CfnComputeNodeGroup.NodeLifecycleScriptProperty(
@@ -209,6 +235,14 @@ def lifecycle_actions(
                 script_location=bootstrap.s3_url, checksum=bootstrap.sha256),
             on_error=ON_ERROR,
             execution_policy="FIRST_BOOT_ONLY",
+        ))
+    if hooks is not None:
+        scripts.append(pcs.CfnComputeNodeGroup.NodeLifecycleScriptProperty(
+            name=HOOKS_SCRIPT_NAME,
+            script_source=pcs.CfnComputeNodeGroup.ScriptSourceProperty(
+                script_location=hooks.s3_url, checksum=hooks.sha256),
+            on_error=ON_ERROR,
+            execution_policy="EVERY_BOOT",
         ))
     if not scripts:
         return None
@@ -272,6 +306,11 @@ class PcsCluster(Construct):
         super().__init__(scope, id)
         amis = images or NodeImages({})
         region = Stack.of(self).region
+        # IMEX per job on the groups the profile wires (R-IMEX-1 refuses the others): one fact, OrchestratorProfile.imex
+        self.imex_types = sorted({g.spec.instance_type for g in groups
+                                  if g.instance.imex and profile.imex.wires(g.spec.capacity.type)})
+        #: The cluster's ``SlurmCustomSettings`` (only keys PCS documents for clusters; see the module docstring).
+        self.slurm_custom_settings = [{"ParameterName": "Prolog", "ParameterValue": IMEX_PROLOG}] if self.imex_types else []
         self.security_group = self._cluster_security_group(vpc)
         self.cluster = pcs.CfnCluster(
             self,
@@ -285,6 +324,11 @@ class PcsCluster(Construct):
             ),
             slurm_configuration=pcs.CfnCluster.SlurmConfigurationProperty(
                 scale_down_idle_time_in_seconds=spec.scaledown_idle_seconds,
+                slurm_custom_settings=[
+                    pcs.CfnCluster.SlurmCustomSettingProperty(parameter_name=c["ParameterName"],
+                                                              parameter_value=c["ParameterValue"])
+                    for c in self.slurm_custom_settings
+                ] or None,
             ),
             tags=dict(tags),
         )
@@ -299,6 +343,8 @@ class PcsCluster(Construct):
             self.lustre_script = ScriptAsset(self, "LustreMountScript", text=LUSTRE_MOUNT_SCRIPT,
                                              file_name=LUSTRE_SCRIPT_FILE)
             self.lustre_script.grant_read(self.role)
+        self.hooks_script = self._slurm_hooks(profile)
+        self.hooks_script.grant_read(self.role)
 
         self.launch_templates: dict[str, NodeLaunchTemplate] = {}
         self.node_groups: dict[str, pcs.CfnComputeNodeGroup] = {}
@@ -375,7 +421,7 @@ class PcsCluster(Construct):
                 subnet=subnet,
                 tags=tags,
                 lifecycle=lifecycle_actions(bootstrap=bootstraps[g.name], lustre_script=self.lustre_script,
-                                            lustre=lustre),
+                                            lustre=lustre, hooks=self.hooks_script),
             )
             self.launch_templates[g.name] = lt
             self.node_groups[g.name] = ng
@@ -389,6 +435,23 @@ class PcsCluster(Construct):
                 ],
                 tags=dict(tags),
             )
+            if g.efa_devices and g.spec.count > 1 and not g.instance.ultraserver_sizes:
+                Annotations.of(self.queues[g.name]).add_warning_v2(TOPOLOGY_WARNING, (
+                    f"queue {g.name}: fmcluster does not enable PCS network topology-aware scheduling (no "
+                    "AWS::PCS::Queue property or documented queue custom setting sets it); enable it on the queue "
+                    "after deploy for multi-node EFA jobs (docs/topology.md, "
+                    "https://docs.aws.amazon.com/pcs/latest/userguide/network-topology.html)"))
+
+    def _slurm_hooks(self, profile: OrchestratorProfile) -> ScriptAsset:
+        """The compute nodes' Slurm hooks lifecycle script: the health timer and, with IMEX types, the IMEX prolog
+        at :data:`IMEX_PROLOG` (on every compute node group: the cluster's ``Prolog`` runs on every node, and the
+        prolog does nothing on nodes without ``fmcluster-imex-nodes``)."""
+        slurm_bin = profile.slurm_bin_dir or ""
+        return ScriptAsset(self, "SlurmHooksScript", file_name=HOOKS_SCRIPT_FILE, text=render_health_timer(
+            node_dir=NODE_DIR, slurm_bin_dir=slurm_bin, orchestrator="AWS PCS",
+            why="AWS PCS custom Slurm settings do not take HealthCheckProgram, so a timer runs the check on each node.",
+            imex_prolog=IMEX_PROLOG if self.imex_types else None,
+            imex_script=render_imex_prolog(NODE_DIR, f"{slurm_bin}/scontrol", self.imex_types) if self.imex_types else ""))
 
     def _cluster_security_group(self, vpc: ec2.IVpc) -> ec2.SecurityGroup:
         sg = ec2.SecurityGroup(

@@ -76,6 +76,7 @@ def _load_rule_modules() -> None:
         eks,
         environment,
         image,
+        imex,
         network,
         observability,
         orchestrator,

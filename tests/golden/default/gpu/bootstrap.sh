@@ -1340,8 +1340,12 @@ else
 fi
 
 if [[ ${failed} -gt 0 ]]; then
+  # slurmd and systemd timers run this without a login PATH: add the Slurm command directories of ParallelCluster and
+  # HyperPod (/opt/slurm/bin) and PCS (/opt/aws/pcs/scheduler/slurm-<version>/bin). The node is SLURMD_NODENAME when
+  # the caller knows it (the PCS health timer), else the short host name.
+  PATH="${PATH}:/opt/slurm/bin$(printf ':%s' /opt/aws/pcs/scheduler/slurm-*/bin)"
   if [[ ${DRAIN} -eq 1 ]] && command -v scontrol >/dev/null 2>&1; then
-    scontrol update NodeName="$(hostname -s)" State=DRAIN Reason="fmcluster-node-check: ${first_failure:0:200}" || true
+    scontrol update NodeName="${SLURMD_NODENAME:-$(hostname -s)}" State=DRAIN Reason="fmcluster-node-check: ${first_failure:0:200}" || true
   fi
   exit 1
 fi
