@@ -217,6 +217,8 @@ def test_declared_precedence() -> None:
         "R-IMG-8": ("R-IMG-2",),
         "R-IMG-10": ("R-IMG-2",),
         "R-IMG-11": ("R-IMG-2",),
+        # the container's CUDA below its family's driver minimum: the error, not the warning that echoes it
+        "R-CTR-3": ("R-CTR-2",),
     }
 
 

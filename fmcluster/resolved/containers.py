@@ -53,6 +53,17 @@ class ResolvedContainer:
         return self.catalog is None or self.catalog.bundles_plugin is not True
 
 
+def enroot_uri(uri: str) -> str:
+    """The form ``srun --container-image`` (pyxis/enroot) takes: ``registry#path:tag`` when the first path component
+    names a registry host (has a ``.`` or ``:``, or is ``localhost``), else unchanged (Docker Hub): ``nvcr.io/nvidia/
+    pytorch:26.08-py3`` -> ``nvcr.io#nvidia/pytorch:26.08-py3`` (NVIDIA/enroot doc/cmd/import.md
+    ``docker://[USER@][REGISTRY#]IMAGE[:TAG]``; https://github.com/NVIDIA/pyxis/blob/master/tests/docker_image.bats). Already-converted URIs pass."""
+    if "#" in uri or "/" not in uri:
+        return uri
+    host, rest = uri.split("/", 1)
+    return f"{host}#{rest}" if ("." in host or ":" in host or host == "localhost") else uri
+
+
 def resolve_containers(bp: Blueprint) -> tuple[ResolvedContainer, ...]:
     """Every ``software.containers`` entry of ``bp``, in order."""
     names = [g.name for g in bp.compute]

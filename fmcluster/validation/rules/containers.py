@@ -64,8 +64,8 @@ def image_in_catalog(rc: ResolvedCluster) -> Iterator[Violation]:
     for c in rc.containers:
         if c.catalog is None:
             yield f"{c.path}.image", (
-                f"not in the container catalog, so its CUDA, NCCL and aws-ofi-nccl cannot be checked against the "
-                f"host, got {c.spec.image!r}; allowed any image (checked: {', '.join(known_container_images())}); "
+                "not in the container catalog, so its CUDA, NCCL and aws-ofi-nccl cannot be checked against the host, "
+                f"got {c.spec.image!r}; allowed any image (checked: {', '.join(known_container_images())}); "
                 f"jobs bind-mount the host's {' and '.join(HOST_EFA_DIRS)}")
 
 
@@ -100,9 +100,9 @@ def cuda_needs_host_driver(rc: ResolvedCluster) -> Iterator[Violation]:
         gap = _family_gap(img, g)
         if gap and img.verified("cuda") and not _host_unverified(g, "driver"):
             yield f"{c.path}.image", (
-                f"CUDA {img.cuda} in {img.key} needs an NVIDIA driver >= {gap[1]} (CUDA {major(img.cuda or '0')}.x "
-                f"minor version compatibility), got host driver {gap[0]} {_on(g)}; allowed an image built with an older CUDA "
-                "family, or a software stack with a newer driver")
+                f"CUDA {img.cuda} in {img.key} needs an NVIDIA driver >= {gap[1]} "
+                f"(CUDA {major(img.cuda or '0')}.x minor version compatibility), got host driver {gap[0]} {_on(g)}; "
+                "allowed an image built with an older CUDA family, or a software stack with a newer driver")
 
 
 @rule("R-CTR-3", level="warning", source=f"{CUDA_COMPAT}; {CUDA_RN} (toolkit minimum drivers)", scope="cluster",
@@ -128,9 +128,9 @@ def cuda_minor_version_compat(rc: ResolvedCluster) -> Iterator[Violation]:
         exact = cuda_min_driver(img.cuda)
         if exact is not None and version_lt(driver, exact):
             yield f"{c.path}.image", (
-                f"CUDA {img.cuda} in {img.key} runs on host driver {driver} {_on(g)} only under minor version "
-                f"compatibility (limited features, no PTX JIT of newer PTX), got driver {driver}; allowed a driver "
-                f">= {exact} for the full feature set")
+                f"CUDA {img.cuda} in {img.key} runs on host driver {driver} {_on(g)} only under minor version compatibility "
+                f"(limited features, no PTX JIT of newer PTX), got driver {driver}; "
+                f"allowed a driver >= {exact} for the full feature set")
 
 
 @rule("R-CTR-4", level="warning", source=f"{CUDA_FWD} (the forward-compatibility package is for drivers older than "
@@ -144,9 +144,9 @@ def cuda_compat_on_newer_driver(rc: ResolvedCluster) -> Iterator[Violation]:
         compat = cuda_min_driver(img.cuda) if img.cuda else None
         if img.cuda_compat and driver and compat and major(driver) > major(compat):
             yield f"{c.path}.image", (
-                f"{img.key} carries CUDA forward-compatibility libraries for driver R{major(compat)}, older than the host "
-                f"driver {driver} {_on(g)}, got cuda_compat true; allowed them only off the loader path: run it "
-                "without --container-entrypoint (the rendered job does)")
+                f"{img.key} carries CUDA forward-compatibility libraries for driver R{major(compat)}, "
+                f"older than the host driver {driver} {_on(g)}, got cuda_compat true; "
+                "allowed them only off the loader path: run it without --container-entrypoint (the rendered job does)")
 
 
 # ---- NCCL over EFA ---------------------------------------------------------------------------------------------
@@ -171,8 +171,9 @@ def image_without_plugin_reaches_host_plugin(rc: ResolvedCluster) -> Iterator[Vi
             default = f" (its NCCL_NET_PLUGIN default is {img.nccl_net_plugin_default})" if img.nccl_net_plugin_default else ""
             yield f"{c.path}.image", (
                 f"{img.key} carries no aws-ofi-nccl{default}, and the host's plugin cannot be selected by name {_on(g)}, "
-                f"got host aws-ofi-nccl {host or 'unknown'}; allowed a host aws-ofi-nccl >= {PLUGIN_SHORT_NAME_SINCE} "
-                "or an image that carries the plugin (NCCL would fall back to sockets)")
+                f"got host aws-ofi-nccl {host or 'unknown'}; "
+                f"allowed a host aws-ofi-nccl >= {PLUGIN_SHORT_NAME_SINCE} or an image that carries the plugin "
+                "(NCCL would fall back to sockets)")
 
 
 @rule("R-CTR-6", level="warning", source=f"{OFI_RN} (NCCL version each release is tested with)", scope="cluster")
@@ -185,8 +186,8 @@ def plugin_tested_with_image_nccl(rc: ResolvedCluster) -> Iterator[Violation]:
         plugin, origin = _plugin_for(c, img, g)
         if img.bundles_plugin is None:
             yield f"{c.path}.image", (
-                f"whether {img.key} carries aws-ofi-nccl is unknown {_on(g)}, got aws_ofi_nccl null; allowed a catalog "
-                f"value (the rendered job bind-mounts the host's {' and '.join(HOST_EFA_DIRS)})")
+                f"whether {img.key} carries aws-ofi-nccl is unknown {_on(g)}, got aws_ofi_nccl null; "
+                f"allowed a catalog value (the rendered job bind-mounts the host's {' and '.join(HOST_EFA_DIRS)})")
         if img.nccl is None or plugin is None:
             yield f"{c.path}.image", (
                 f"NCCL {img.nccl or 'unknown'} of {img.key} cannot be checked against {origin} aws-ofi-nccl "
@@ -205,8 +206,8 @@ def image_plugin_known_bad(rc: ResolvedCluster) -> Iterator[Violation]:
     for c, img, g in _pairs(rc):
         if g.spec.efa_enabled and img.plugin_version and same_version(img.plugin_version, "1.18.0"):
             yield f"{c.path}.image", (
-                f"{img.key} carries aws-ofi-nccl 1.18.0, which hangs large inter-node NCCL broadcasts {_on(g)}, got "
-                "aws-ofi-nccl 1.18.0; allowed an image with aws-ofi-nccl >= 1.20.0 (EFA installer >= 1.49.0)")
+                f"{img.key} carries aws-ofi-nccl 1.18.0, which hangs large inter-node NCCL broadcasts {_on(g)}, "
+                "got aws-ofi-nccl 1.18.0; allowed an image with aws-ofi-nccl >= 1.20.0 (EFA installer >= 1.49.0)")
 
 
 # ---- architecture and runtime --------------------------------------------------------------------------------
