@@ -330,3 +330,18 @@ def test_the_rendered_files_are_listed_in_the_blueprint_render() -> None:
     directives = [line.split(None, 1)[1] for line in files["fsdp-train.sbatch"].splitlines() if line.startswith("#SBATCH")]
     assert directives == ["--job-name=fsdp-train", "--partition=gpu", "--nodes=2", "--ntasks-per-node=8",
                           "--gpus-per-node=8", "--exclusive", "--output=fsdp-train-%j.out"]
+
+
+def test_hyperpod_eks_pods_need_an_image_with_its_own_plugin_and_get_no_sbatch() -> None:
+    from fmcluster.review.render import render_blueprint
+    from tests.blueprints import example
+
+    text = blueprint_text(containers({"name": "ngc", "image": NGC}), base=example("hyperpod-eks"))
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint_text(text)
+    assert [(p.path, p.message, p.rule_id) for p in exc.value.errors if (p.rule_id or "").startswith("R-CTR")] == [
+        ("software.containers[0].image", f"{NGC} carries no aws-ofi-nccl and HyperPod EKS pods get none from the host "
+         "on compute[0] (gpu, p5.48xlarge), got aws_ofi_nccl false; allowed an image that carries the plugin (NCCL would "
+         "fall back to sockets)", "R-CTR-12")]
+    rendered = render_blueprint(load_blueprint_text(blueprint_text(base=example("hyperpod-eks"))).blueprint)
+    assert "fsdp-train.sbatch" not in rendered["gpu"]  # no Slurm: the Kubernetes job templates instead

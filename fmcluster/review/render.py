@@ -14,7 +14,7 @@ from pathlib import Path
 
 from fmcluster.blueprint import Blueprint
 from fmcluster.resolved import resolve
-from fmcluster.templates.acceptance import render_acceptance_files
+from fmcluster.templates.acceptance import SLURM_PROFILES, render_acceptance_files
 from fmcluster.templates.context import blueprint_node_contexts
 from fmcluster.templates.first_job import render_fsdp_job
 from fmcluster.templates.kubernetes import render_kubernetes_manifests
@@ -52,7 +52,8 @@ def render_blueprint(bp: Blueprint) -> dict[str, dict[str, str]]:
             files["nccl-tests.sbatch"] = render_nccl_tests_sbatch(
                 blueprint_name=bp.name, group_name=name, instance_type=ctx.instance_type, gpus=group.instance.gpu.count,
                 count=group.spec.count, node_dir=rc.node_dir)
-            files.update(render_fsdp_job(rc, group, ctx))  # example FSDP job in a container (docs/first-job.md)
+            if rc.profile.key in SLURM_PROFILES:  # example FSDP job in a container (docs/first-job.md)
+                files.update(render_fsdp_job(rc, group, ctx))
         out[name] = files
     for rel, text in render_observability_files(rc).items():
         folder, _, name = rel.rpartition("/")

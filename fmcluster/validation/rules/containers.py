@@ -32,6 +32,8 @@ CUDA_RN = "https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html"
 OFI_RN = "https://github.com/aws/aws-ofi-nccl/blob/v1.21.1/RELEASENOTES.md"
 MB_5033 = "https://github.com/NVIDIA-NeMo/Megatron-Bridge/pull/5033"
 CATALOG = "catalog/data/containers.yaml"
+#: Orchestrators whose jobs start containers with pyxis/enroot (the rendered job bind-mounts the host's EFA stack).
+SLURM = ("parallelcluster", "hyperpod-slurm", "pcs")
 
 
 def _pairs(rc: ResolvedCluster) -> Iterator[tuple[ResolvedContainer, ContainerImage, ResolvedGroup]]:
@@ -158,7 +160,8 @@ def _plugin_for(c: ResolvedContainer, img: ContainerImage, g: ResolvedGroup) -> 
 
 
 @rule("R-CTR-5", source=f"{MB_5033} (NGC PyTorch images: no aws-ofi-nccl, NCCL_NET_PLUGIN=spcx); "
-      f"{OFI_RN} (1.15.0: libnccl-net-ofi.so, NCCL_NET_PLUGIN=ofi)", scope="cluster")
+      f"{OFI_RN} (1.15.0: libnccl-net-ofi.so, NCCL_NET_PLUGIN=ofi)", scope="cluster",
+      orchestrators=SLURM)
 def image_without_plugin_reaches_host_plugin(rc: ResolvedCluster) -> Iterator[Violation]:
     """An image without aws-ofi-nccl on an EFA group uses the host's, bind-mounted with libfabric, and selected
     with ``NCCL_NET_PLUGIN=ofi`` over the image's own default (NGC: ``spcx``). That short name exists from
@@ -176,7 +179,8 @@ def image_without_plugin_reaches_host_plugin(rc: ResolvedCluster) -> Iterator[Vi
                 "(NCCL would fall back to sockets)")
 
 
-@rule("R-CTR-6", level="warning", source=f"{OFI_RN} (NCCL version each release is tested with)", scope="cluster")
+@rule("R-CTR-6", level="warning", source=f"{OFI_RN} (NCCL version each release is tested with)", scope="cluster",
+      orchestrators=SLURM)
 def plugin_tested_with_image_nccl(rc: ResolvedCluster) -> Iterator[Violation]:
     """The aws-ofi-nccl the container's NCCL loads (its own or the host's) should have been tested with an NCCL at
     least as new; unknown NCCL, plugin or bundling cannot be checked."""
@@ -210,6 +214,18 @@ def image_plugin_known_bad(rc: ResolvedCluster) -> Iterator[Violation]:
                 "got aws-ofi-nccl 1.18.0; allowed an image with aws-ofi-nccl >= 1.20.0 (EFA installer >= 1.49.0)")
 
 
+@rule("R-CTR-12", source=f"{MB_5033}; https://github.com/NVIDIA-NeMo/RL/issues/1973 (no plugin on the loader path: "
+      "NCCL falls back to sockets on EFA)", scope="cluster", orchestrators=("hyperpod-eks",))
+def pod_image_carries_plugin(rc: ResolvedCluster) -> Iterator[Violation]:
+    """On HyperPod EKS a pod sees only its image's libraries (nothing of the host's EFA stack is mounted), so an
+    image on an EFA group must carry aws-ofi-nccl itself."""
+    for c, img, g in _pairs(rc):
+        if g.spec.efa_enabled and img.bundles_plugin is False:
+            yield f"{c.path}.image", (
+                f"{img.key} carries no aws-ofi-nccl and HyperPod EKS pods get none from the host {_on(g)}, "
+                "got aws_ofi_nccl false; allowed an image that carries the plugin (NCCL would fall back to sockets)")
+
+
 # ---- architecture and runtime --------------------------------------------------------------------------------
 @rule("R-CTR-8", source=f"{CATALOG} (architectures each tag is published for)", scope="cluster")
 def image_architecture(rc: ResolvedCluster) -> Iterator[Violation]:
@@ -231,7 +247,8 @@ def image_architecture_unverified(rc: ResolvedCluster) -> Iterator[Violation]:
 
 
 @rule("R-CTR-11", level="warning", source="catalog/data/images.yaml (enroot_pyxis per official image); "
-      "https://docs.aws.amazon.com/parallelcluster/latest/ug/support-container-pyxis.html", scope="cluster")
+      "https://docs.aws.amazon.com/parallelcluster/latest/ug/support-container-pyxis.html", scope="cluster",
+      orchestrators=SLURM)
 def runtime_on_image(rc: ResolvedCluster) -> Iterator[Violation]:
     """Containers need enroot and pyxis on the nodes: fmcluster enables them on ParallelCluster's official images;
     an image that ships none (the PCS-ready DLAMI, per the catalog) or whose state is unverified is reported."""
