@@ -178,7 +178,8 @@ def _run(rc: ResolvedCluster) -> list[tuple[str, str]]:
     out = []
     for fn in (rules.cuda_needs_host_driver, rules.cuda_minor_version_compat, rules.cuda_compat_on_newer_driver,
                rules.image_without_plugin_reaches_host_plugin, rules.plugin_tested_with_image_nccl,
-               rules.image_plugin_known_bad, rules.image_architecture, rules.image_architecture_unverified):
+               rules.image_plugin_has_efa_provider, rules.image_plugin_known_bad, rules.image_architecture,
+               rules.image_architecture_unverified):
         out += [(fn.rule_id, msg) for _, msg in fn(rc)]  # type: ignore[attr-defined]
     return out
 
@@ -235,6 +236,16 @@ def test_a_known_bad_plugin_in_the_image_is_an_error() -> None:
     assert _run(rc) == [
         ("R-CTR-7", f"{DLC} carries aws-ofi-nccl 1.18.0, which hangs large inter-node NCCL broadcasts {ON}, got "
                     "aws-ofi-nccl 1.18.0; allowed an image with aws-ofi-nccl >= 1.20.0 (EFA installer >= 1.49.0)")]
+
+
+def test_an_image_with_its_plugin_but_no_efa_libfabric_is_an_error() -> None:
+    rc = _cluster(DLC, host={"driver": "580.173.02"})
+    img = dataclasses.replace(get_container_image(DLC), efa_userspace=False)
+    [c] = rc.containers
+    rc = dataclasses.replace(rc, containers=(dataclasses.replace(c, catalog=img),))
+    assert _run(rc) == [
+        ("R-CTR-13", f"{DLC} carries aws-ofi-nccl 1.16.3 without an EFA libfabric {ON}, got efa_userspace false; allowed "
+                     "an image built with the EFA installer (libfabric with the efa provider)")]
 
 
 def test_an_image_nccl_newer_than_the_plugin_was_tested_with_warns() -> None:

@@ -204,6 +204,19 @@ def plugin_tested_with_image_nccl(rc: ResolvedCluster) -> Iterator[Violation]:
                 f"got NCCL {img.nccl}; allowed NCCL <= {tested} or a newer plugin")
 
 
+@rule("R-CTR-13", source="https://github.com/aws/aws-ofi-nccl/blob/master/src/nccl_ofi_net.cpp ('EFA provider "
+      "requires at least libfabric version 1.22.0'; the plugin selects the efa provider of its libfabric)",
+      scope="cluster", orchestrators=SLURM)
+def image_plugin_has_efa_provider(rc: ResolvedCluster) -> Iterator[Violation]:
+    """An image that brings its own aws-ofi-nccl keeps its own libfabric (the host's is not mounted): on an EFA
+    group that libfabric must have the efa provider (the EFA installer's ``/opt/amazon/efa``)."""
+    for c, img, g in _pairs(rc):
+        if g.spec.efa_enabled and img.bundles_plugin and img.efa_userspace is False and img.verified("efa_userspace"):
+            yield f"{c.path}.image", (
+                f"{img.key} carries aws-ofi-nccl {img.plugin_version or ''} without an EFA libfabric {_on(g)}, "
+                "got efa_userspace false; allowed an image built with the EFA installer (libfabric with the efa provider)")
+
+
 @rule("R-CTR-7", source="https://github.com/aws/deep-learning-containers/pull/6668 (aws-ofi-nccl 1.18.0 broadcast "
       "hang, fixed in 1.20.0)", scope="cluster")
 def image_plugin_known_bad(rc: ResolvedCluster) -> Iterator[Violation]:
