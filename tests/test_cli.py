@@ -96,7 +96,8 @@ def test_render_writes_every_script_of_every_group(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["render", str(ROOT / "blueprints/default.yaml"), "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in (tmp_path / "gpu").iterdir()) == [
-        "bootstrap.sh", "fmcluster-node-check", "job-env.sh", "nccl-tests.sbatch", "versions.txt"]
+        "bootstrap.sh", "fmcluster-node-check", "fsdp-train.py", "fsdp-train.sbatch", "job-env.sh", "nccl-tests.sbatch",
+        "versions.txt"]
     assert (tmp_path / "gpu/bootstrap.sh").stat().st_mode & 0o111
     versions = (tmp_path / "gpu/versions.txt").read_text()
     assert "aws_ofi_nccl: 1.22.0\n" in versions and "libfabric: 2.7.0amzn2.0\n" in versions

@@ -219,6 +219,8 @@ def test_declared_precedence() -> None:
         "R-IMG-11": ("R-IMG-2",),
         # a p6e-gb200 group on capacity the IMEX wiring does not take: R-CAP-6 names the capacity precisely
         "R-IMEX-1": ("R-CAP-6",),
+        # the container's CUDA below its family's driver minimum: the error, not the warning that echoes it
+        "R-CTR-3": ("R-CTR-2",),
     }
 
 

@@ -258,6 +258,28 @@ class ImageSpec(Section):
         return self
 
 
+#: A container image reference: a catalog key (``fmcluster catalog`` data ``containers.yaml``) or a registry URI
+#: with a tag or digest (``registry/path:tag``, ``registry/path@sha256:...``; enroot's ``registry#path:tag`` too).
+CONTAINER_IMAGE_PATTERN = r"^[a-z0-9][a-z0-9._-]*$|^[A-Za-z0-9][A-Za-z0-9._/#-]*(:[A-Za-z0-9._-]+|@sha256:[0-9a-f]{64})$"
+PATTERN_HINTS[CONTAINER_IMAGE_PATTERN] = ("a catalog image key such as dlc-pytorch-2.9-cu130-ubuntu22.04 or a registry URI "
+                                          "with a tag, such as nvcr.io/nvidia/pytorch:26.08-py3")
+
+
+class ContainerSpec(Section):
+    """A container image jobs run in (enroot + pyxis: ``srun --container-image``). Checked against the host's
+    driver and EFA stack by rules R-CTR-* when the catalog knows it (docs/containers.md)."""
+
+    name: str = Field(pattern=GROUP_NAME_PATTERN, description="Name of the image in fmcluster's output (2-25 chars).")
+    image: str = Field(
+        pattern=CONTAINER_IMAGE_PATTERN, max_length=512,
+        description="Catalog image key or a registry URI with a tag or digest. An image the catalog does not know "
+        "is accepted with a warning (it cannot be checked).",
+    )
+    groups: list[Annotated[str, StringConstraints(pattern=GROUP_NAME_PATTERN)]] | None = Field(
+        None, description="Compute groups that run it. Default: every compute group.",
+    )
+
+
 class SoftwareSpec(Section):
     """ML software stack: which image the nodes boot, the known-good set of versions (the lock) and checked
     overrides."""
@@ -283,6 +305,20 @@ class SoftwareSpec(Section):
         description="Extra environment for jobs (written to the job environment file after fmcluster's own "
         "settings). Obsolete or harmful EFA/NCCL settings are rejected. Default: none.",
     )
+    containers: list[ContainerSpec] = Field(
+        default_factory=list,
+        description="Container images jobs run in, checked against the host stack; the first one of a group is the "
+        "image of its rendered example training job. Default: none (the example job uses the catalog's example image).",
+    )
+
+    @field_validator("containers")
+    @classmethod
+    def _unique_container_names(cls, v: list[ContainerSpec]) -> list[ContainerSpec]:
+        names = [c.name for c in v]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"container names must be unique, got {', '.join(dupes)} more than once; allowed each name once")
+        return v
 
     @property
     def stack_name(self) -> str:

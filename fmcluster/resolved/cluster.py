@@ -19,6 +19,7 @@ from fmcluster.blueprint.model import Blueprint, ComputeGroup, SoftwareSpec
 from fmcluster.catalog import InstanceSpec, get_instance
 from fmcluster.catalog.networking import InterfaceSlot, describe_layout, interface_layout
 from fmcluster.catalog.software import SoftwareStack, get_stack
+from fmcluster.resolved.containers import ResolvedContainer, resolve_containers
 from fmcluster.resolved.eks import EksPlan, eks_plan
 from fmcluster.resolved.image import ResolvedImage, resolve_image
 from fmcluster.resolved.profiles import OrchestratorProfile, profile_for
@@ -111,6 +112,7 @@ class ResolvedCluster:
         node_dir: where fmcluster keeps its files on nodes (:data:`NODE_DIR`).
         tags: tags on every resource: ``fmcluster:blueprint`` plus the blueprint's tags.
         eks: the EKS side of HyperPod EKS orchestration (:func:`fmcluster.resolved.eks.eks_plan`), else ``None``.
+        containers: the blueprint's container images (:mod:`fmcluster.resolved.containers`).
     """
 
     blueprint: Blueprint
@@ -123,6 +125,7 @@ class ResolvedCluster:
     node_dir: str
     tags: dict[str, str]
     eks: EksPlan | None = None
+    containers: tuple[ResolvedContainer, ...] = ()
 
     @property
     def name(self) -> str:
@@ -222,4 +225,5 @@ def resolve(bp: Blueprint) -> ResolvedCluster:
         node_dir=NODE_DIR,
         tags={BLUEPRINT_TAG: bp.name, **bp.tags},
         eks=eks_plan(bp),
+        containers=resolve_containers(bp),
     )

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from fmcluster.blueprint import Blueprint
 from fmcluster.resolved import resolve
-from fmcluster.templates.acceptance import render_acceptance_files
+from fmcluster.templates.acceptance import SLURM_PROFILES, render_acceptance_files
 from fmcluster.templates.context import blueprint_node_contexts
+from fmcluster.templates.first_job import render_fsdp_job
 from fmcluster.templates.kubernetes import render_kubernetes_manifests
 from fmcluster.templates.node_scripts import render_node_scripts
 from fmcluster.templates.observability import render_observability_files
@@ -32,7 +33,8 @@ class RenderOutError(Exception):
 
 def render_blueprint(bp: Blueprint) -> dict[str, dict[str, str]]:
     """``{folder: {file name: text}}``: one folder per compute group (node scripts, resolved
-    versions, a ready ``nccl-tests.sbatch``), when metrics are on, ``observability/`` (Prometheus config, alert rules,
+    versions, a ready ``nccl-tests.sbatch``, the example FSDP job ``fsdp-train.sbatch`` + ``fsdp-train.py``), when
+    metrics are on, ``observability/`` (Prometheus config, alert rules,
     dashboards, exporter scripts), on HyperPod EKS ``kubernetes/`` (Kueue queues, job templates, the EFA
     admission policy, the node-check DaemonSet, the Helm install: :mod:`fmcluster.templates.kubernetes`) and, on
     Slurm clusters, ``acceptance/`` (the fleet acceptance gate job per EFA group)."""
@@ -50,6 +52,8 @@ def render_blueprint(bp: Blueprint) -> dict[str, dict[str, str]]:
             files["nccl-tests.sbatch"] = render_nccl_tests_sbatch(
                 blueprint_name=bp.name, group_name=name, instance_type=ctx.instance_type, gpus=group.instance.gpu.count,
                 count=group.spec.count, node_dir=rc.node_dir)
+            if rc.profile.key in SLURM_PROFILES:  # example FSDP job in a container (docs/first-job.md)
+                files.update(render_fsdp_job(rc, group, ctx))
         out[name] = files
     for rel, text in render_observability_files(rc).items():
         folder, _, name = rel.rpartition("/")

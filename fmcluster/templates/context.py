@@ -12,6 +12,7 @@ import shlex
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from fmcluster.catalog.containers import PLUGIN_SHORT_NAME_SINCE
 from fmcluster.catalog.software import (
     BLACKWELL_FAMILIES,
     HOPPER_FAMILIES,
@@ -158,7 +159,7 @@ def job_environment(*, efa_enabled: bool, plugin: str | None, user: dict[str, st
     if efa_enabled:
         out.append(EnvVar("NCCL_SOCKET_IFNAME", NCCL_SOCKET_IFNAME, shlex.quote(NCCL_SOCKET_IFNAME),
                           "NCCL bootstrap sockets avoid docker/loopback/veth interfaces (ADT-NT)"))
-        if plugin and version_ge(plugin, "1.15.0"):
+        if plugin and version_ge(plugin, PLUGIN_SHORT_NAME_SINCE):
             out.append(EnvVar("NCCL_NET_PLUGIN", "ofi", "ofi",
                               "short name of aws-ofi-nccl >= 1.15.0 (libnccl-net-ofi.so); stops NGC images' "
                               "NCCL_NET_PLUGIN default from leaving NCCL on sockets (S13, R-NAME-1)"))

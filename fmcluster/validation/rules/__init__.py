@@ -73,6 +73,7 @@ def _load_rule_modules() -> None:
         bake,
         capacity,
         compute,
+        containers,
         eks,
         environment,
         image,

@@ -1,0 +1,92 @@
+"""The blueprint's container images (``software.containers``), resolved once against the container catalog.
+
+A :class:`ResolvedContainer` says which catalog image a declaration names (``None``: the catalog does not know it,
+rule R-CTR-1 warns), which compute groups run it (default every group) and which group names it lists that the
+blueprint does not have (rule R-CTR-9). How a job reaches the host's EFA stack from the image
+(:attr:`ResolvedContainer.mounts_host_plugin`) is decided here once: the rules and the rendered example job read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fmcluster.blueprint.model import Blueprint, ContainerSpec
+from fmcluster.catalog.containers import ContainerImage, default_example_image, find_container_image
+
+#: Host directories of the EFA installer's libfabric and aws-ofi-nccl (aws-efa-installer; the DLC Dockerfiles
+#: put the same paths on LD_LIBRARY_PATH: aws/deep-learning-containers docker/pytorch/Dockerfile.cuda).
+HOST_EFA_DIRS = ("/opt/amazon/efa", "/opt/amazon/ofi-nccl")
+
+
+@dataclass(frozen=True)
+class ResolvedContainer:
+    """One ``software.containers`` entry.
+
+    Attributes:
+        spec: the blueprint entry.
+        index: its position (YAML path ``software.containers[index]``).
+        catalog: the catalog image it names, or ``None`` when the catalog does not know it.
+        groups: names of the compute groups that run it (the blueprint's, in blueprint order).
+        unknown_groups: names in ``spec.groups`` that are not compute groups.
+    """
+
+    spec: ContainerSpec
+    index: int
+    catalog: ContainerImage | None
+    groups: tuple[str, ...]
+    unknown_groups: tuple[str, ...]
+
+    @property
+    def path(self) -> str:
+        return f"software.containers[{self.index}]"
+
+    @property
+    def image(self) -> str:
+        """The URI ``srun --container-image`` takes (the catalog's for a catalog key)."""
+        return self.catalog.image if self.catalog is not None else self.spec.image
+
+    @property
+    def mounts_host_plugin(self) -> bool:
+        """True when jobs must reach the host's aws-ofi-nccl and libfabric (:data:`HOST_EFA_DIRS` bind-mounted):
+        the image carries no plugin, or the catalog does not say whether it does. An image with its own plugin
+        keeps it (its plugin is built against its own libfabric)."""
+        return self.catalog is None or self.catalog.bundles_plugin is not True
+
+
+def enroot_uri(uri: str) -> str:
+    """The form ``srun --container-image`` (pyxis/enroot) takes: ``registry#path:tag`` when the first path component
+    names a registry host (has a ``.`` or ``:``, or is ``localhost``), else unchanged (Docker Hub): ``nvcr.io/nvidia/
+    pytorch:26.08-py3`` -> ``nvcr.io#nvidia/pytorch:26.08-py3`` (NVIDIA/enroot doc/cmd/import.md
+    ``docker://[USER@][REGISTRY#]IMAGE[:TAG]``; https://github.com/NVIDIA/pyxis/blob/master/tests/docker_image.bats). Already-converted URIs pass."""
+    if "#" in uri or "/" not in uri:
+        return uri
+    host, rest = uri.split("/", 1)
+    return f"{host}#{rest}" if ("." in host or ":" in host or host == "localhost") else uri
+
+
+def resolve_containers(bp: Blueprint) -> tuple[ResolvedContainer, ...]:
+    """Every ``software.containers`` entry of ``bp``, in order."""
+    names = [g.name for g in bp.compute]
+    out = []
+    for i, spec in enumerate(bp.software.containers):
+        listed = spec.groups if spec.groups is not None else names
+        out.append(ResolvedContainer(
+            spec=spec, index=i, catalog=find_container_image(spec.image),
+            groups=tuple(n for n in names if n in listed),
+            unknown_groups=tuple(n for n in listed if n not in names)))
+    return tuple(out)
+
+
+def group_container(containers: tuple[ResolvedContainer, ...], group: str) -> ResolvedContainer | None:
+    """The first declared container that ``group`` runs, or ``None``."""
+    return next((c for c in containers if group in c.groups), None)
+
+
+def example_image(containers: tuple[ResolvedContainer, ...], group: str) -> tuple[str, ContainerImage | None]:
+    """``(URI, catalog image or None)`` of the image the rendered example training job of ``group`` uses: the
+    group's first declared container, else the catalog's example image."""
+    declared = group_container(containers, group)
+    if declared is not None:
+        return declared.image, declared.catalog
+    default = default_example_image()
+    return default.image, default

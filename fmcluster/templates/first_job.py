@@ -1,0 +1,58 @@
+"""The example FSDP training job in a container, rendered per compute group next to ``nccl-tests.sbatch``
+(docs/first-job.md): ``fsdp-train.sbatch`` (srun + pyxis ``--container-image``) and ``fsdp-train.py``.
+
+One home per fact: the image is the group's first ``software.containers`` entry or the catalog's example image
+(:func:`fmcluster.resolved.containers.example_image`); whether the job bind-mounts the host's EFA stack is
+:attr:`fmcluster.resolved.containers.ResolvedContainer.mounts_host_plugin`; the NCCL/EFA variables are the job
+environment's (:func:`fmcluster.templates.context.job_environment`), which the job sources and names in pyxis
+``--container-env`` so an image's own values (NGC: ``NCCL_NET_PLUGIN=spcx``) do not win.
+"""
+
+from __future__ import annotations
+
+from fmcluster.catalog.containers import PLUGIN_SHORT_NAME_SINCE, ContainerImage
+from fmcluster.catalog.software import version_lt
+from fmcluster.resolved import ResolvedCluster, ResolvedGroup
+from fmcluster.resolved.containers import HOST_EFA_DIRS, enroot_uri, example_image, group_container
+from fmcluster.templates.context import NodeContext
+from fmcluster.templates.render import render
+from fmcluster.templates.slurm_hooks import job_env_file
+
+SBATCH = "fsdp-train.sbatch"
+SCRIPT = "fsdp-train.py"
+#: Library folders of the host's aws-ofi-nccl and libfabric inside the container when they are bind-mounted: the EFA
+#: installer's prefixes (lib, lib64 on RPM systems; the plugin under lib/<arch>-linux-gnu on some builds).
+HOST_LIBRARY_PATH = ("/opt/amazon/ofi-nccl/lib:/opt/amazon/ofi-nccl/lib64:/opt/amazon/ofi-nccl/lib/$(uname -m)-linux-gnu"
+                     ":/opt/amazon/efa/lib:/opt/amazon/efa/lib64")
+
+
+def container_env_names(ctx: NodeContext, catalog: ContainerImage | None, mounts_host: bool) -> list[str]:
+    """Variables the job passes with ``--container-env``: ``NCCL_DEBUG`` and the job environment's, without
+    ``NCCL_NET_PLUGIN`` when the image's own aws-ofi-nccl is older than the release that answers to ``ofi``."""
+    names = ["NCCL_DEBUG", *(v.name for v in ctx.job_env)]
+    own = catalog.plugin_version if (catalog is not None and not mounts_host) else None
+    if own is not None and version_lt(own, PLUGIN_SHORT_NAME_SINCE):
+        names.remove("NCCL_NET_PLUGIN") if "NCCL_NET_PLUGIN" in names else None
+    return list(dict.fromkeys(names))
+
+
+def render_fsdp_job(rc: ResolvedCluster, group: ResolvedGroup, ctx: NodeContext) -> dict[str, str]:
+    """``{file name: text}`` of the example FSDP job of ``group`` (2 nodes, 1 when the group has one)."""
+    image, catalog = example_image(rc.containers, group.name)
+    declared = group_container(rc.containers, group.name)
+    mounts_host = declared.mounts_host_plugin if declared is not None else (catalog is None or catalog.bundles_plugin is not True)
+    mounts_host = mounts_host and group.spec.efa_enabled
+    if declared is not None:
+        note = f"software.containers {declared.spec.name!r}" + (f" = catalog {catalog.key}" if catalog else " (not in the catalog)")
+    else:
+        note = f"the catalog's example image {catalog.key if catalog else image} (declare software.containers to choose)"
+    if mounts_host:
+        note += "; carries no aws-ofi-nccl of its own: the host's plugin and libfabric are bind-mounted read-only"
+    sbatch = render("slurm/fsdp-train.sbatch.j2", {
+        "blueprint_name": rc.name, "group_name": group.name, "instance_type": group.instance.name,
+        "gpus": group.instance.gpu.count, "partition": group.name, "nodes": min(2, group.spec.count),
+        "job_env": job_env_file(rc.node_dir), "image": enroot_uri(image), "image_note": note,
+        "host_mounts": HOST_EFA_DIRS if mounts_host else (), "host_library_path": HOST_LIBRARY_PATH,
+        "container_env": ",".join(container_env_names(ctx, catalog, mounts_host)),
+    })
+    return {SBATCH: sbatch, SCRIPT: render("slurm/fsdp-train.py.j2", {})}

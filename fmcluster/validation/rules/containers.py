@@ -1,0 +1,282 @@
+"""Container images (``software.containers``) against the host they run on: the image's CUDA against the host
+driver, its NCCL against the aws-ofi-nccl that will carry it over EFA (its own, or the host's that the rendered job
+mounts), its CPU architecture against the group's, and enroot/pyxis on the orchestrator's image.
+
+Host versions are the group's image lock (:attr:`fmcluster.resolved.ResolvedGroup.image`, one home per fact);
+container facts come from ``catalog/data/containers.yaml`` through :attr:`fmcluster.resolved.ResolvedCluster.containers`.
+A value the catalog marks unverified, a host value the boot check only reports, or an image the catalog does not
+know is a warning, never an error.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+
+from fmcluster.catalog.containers import PLUGIN_SHORT_NAME_SINCE, ContainerImage, cuda_family_min_driver
+from fmcluster.catalog.software import (
+    compare_versions,
+    cuda_min_driver,
+    major,
+    plugin_max_tested_nccl,
+    same_version,
+    version_lt,
+)
+from fmcluster.resolved import ResolvedCluster, ResolvedGroup
+from fmcluster.resolved.containers import HOST_EFA_DIRS, ResolvedContainer
+from fmcluster.validation.rules import Violation, rule
+
+CUDA_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
+CUDA_FWD = "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html"
+CUDA_RN = "https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html"
+OFI_RN = "https://github.com/aws/aws-ofi-nccl/blob/v1.21.1/RELEASENOTES.md"
+MB_5033 = "https://github.com/NVIDIA-NeMo/Megatron-Bridge/pull/5033"
+CATALOG = "catalog/data/containers.yaml"
+#: Orchestrators whose jobs start containers with pyxis/enroot (the rendered job bind-mounts the host's EFA stack).
+SLURM = ("parallelcluster", "hyperpod-slurm", "pcs")
+
+
+def _pairs(rc: ResolvedCluster) -> Iterator[tuple[ResolvedContainer, ContainerImage, ResolvedGroup]]:
+    """(container, its catalog image, a group that runs it) for every catalog-known container."""
+    for c in rc.containers:
+        if c.catalog is None:
+            continue
+        for name in c.groups:
+            yield c, c.catalog, rc.group(name)
+
+
+def _host(g: ResolvedGroup, component: str) -> str | None:
+    return g.image.lock.get(component)
+
+
+def _host_unverified(g: ResolvedGroup, component: str) -> bool:
+    return component in g.image.reported_only
+
+
+def _on(g: ResolvedGroup) -> str:
+    return f"on {g.path} ({g.name}, {g.instance.name})"
+
+
+# ---- which image ---------------------------------------------------------------------------------------------
+@rule("R-CTR-1", level="warning", source=CATALOG, scope="cluster")
+def image_in_catalog(rc: ResolvedCluster) -> Iterator[Violation]:
+    """An image the catalog does not know cannot be checked against the host: a warning, not an error."""
+    from fmcluster.catalog.containers import known_container_images
+
+    for c in rc.containers:
+        if c.catalog is None:
+            yield f"{c.path}.image", (
+                "not in the container catalog, so its CUDA, NCCL and aws-ofi-nccl cannot be checked against the host, "
+                f"got {c.spec.image!r}; allowed any image (checked: {', '.join(known_container_images())}); "
+                f"jobs bind-mount the host's {' and '.join(HOST_EFA_DIRS)}")
+
+
+@rule("R-CTR-9", source="software.containers[].groups (compute group names)", scope="cluster")
+def groups_exist(rc: ResolvedCluster) -> Iterator[Violation]:
+    names = [g.name for g in rc.groups]
+    for c in rc.containers:
+        for n in c.unknown_groups:
+            close = difflib.get_close_matches(n, names, n=1, cutoff=0.6)
+            yield f"{c.path}.groups", (f"not a compute group, got {n!r}; allowed {', '.join(names)}"
+                                       + (f" - did you mean {close[0]!r}?" if close else ""))
+
+
+# ---- CUDA against the host driver ----------------------------------------------------------------------------
+def _family_gap(img: ContainerImage, g: ResolvedGroup) -> tuple[str, str] | None:
+    """(host driver, family minimum) when the host driver is below the image's CUDA family minimum."""
+    driver = _host(g, "driver")
+    floor = cuda_family_min_driver(img.cuda) if img.cuda else None
+    if driver is None or floor is None or not version_lt(driver, floor):
+        return None
+    return driver, floor
+
+
+@rule("R-CTR-2", source=f"{CUDA_COMPAT} (Table 1: CUDA 13.x needs driver >= 580, 12.x >= 525); {CUDA_FWD}",
+      scope="cluster")
+def cuda_needs_host_driver(rc: ResolvedCluster) -> Iterator[Violation]:
+    """The image's CUDA major release family needs a driver at or above its minimum; below it only the CUDA
+    forward-compatibility package would help, and the rendered jobs run without the image's entrypoint that
+    would enable it (pyxis ``--no-container-entrypoint`` by default). Verified values only (R-CTR-3 warns
+    for the rest)."""
+    for c, img, g in _pairs(rc):
+        gap = _family_gap(img, g)
+        if gap and img.verified("cuda") and not _host_unverified(g, "driver"):
+            yield f"{c.path}.image", (
+                f"CUDA {img.cuda} in {img.key} needs an NVIDIA driver >= {gap[1]} "
+                f"(CUDA {major(img.cuda or '0')}.x minor version compatibility), got host driver {gap[0]} {_on(g)}; "
+                "allowed an image built with an older CUDA family, or a software stack with a newer driver")
+
+
+@rule("R-CTR-3", level="warning", source=f"{CUDA_COMPAT}; {CUDA_RN} (toolkit minimum drivers)", scope="cluster",
+      suppressed_by=("R-CTR-2",))
+def cuda_minor_version_compat(rc: ResolvedCluster) -> Iterator[Violation]:
+    """Warns (a) where R-CTR-2's check rests on an unverified image or host value, (b) where the host driver
+    meets the family minimum but not the toolkit's own minimum: the image runs under minor version
+    compatibility, without features that need the newer driver (PTX JIT of newer PTX), and (c) where the
+    image's CUDA is unknown."""
+    for c, img, g in _pairs(rc):
+        driver = _host(g, "driver")
+        if img.cuda is None:
+            yield f"{c.path}.image", f"CUDA of {img.key} is unknown, so the host driver cannot be checked, got cuda null; allowed a catalog value"
+            continue
+        if driver is None:
+            continue
+        gap = _family_gap(img, g)
+        if gap:
+            yield f"{c.path}.image", (
+                f"CUDA {img.cuda} in {img.key} needs an NVIDIA driver >= {gap[1]}, got host driver {gap[0]} {_on(g)} "
+                "(unverified image or host value); allowed an image whose CUDA family the driver supports")
+            continue
+        exact = cuda_min_driver(img.cuda)
+        if exact is not None and version_lt(driver, exact):
+            yield f"{c.path}.image", (
+                f"CUDA {img.cuda} in {img.key} runs on host driver {driver} {_on(g)} only under minor version compatibility "
+                f"(limited features, no PTX JIT of newer PTX), got driver {driver}; "
+                f"allowed a driver >= {exact} for the full feature set")
+
+
+@rule("R-CTR-4", level="warning", source=f"{CUDA_FWD} (the forward-compatibility package is for drivers older than "
+      "the toolkit's); awsome-distributed-training nccl-tests.Dockerfile (cuda-compat purged)", scope="cluster")
+def cuda_compat_on_newer_driver(rc: ResolvedCluster) -> Iterator[Violation]:
+    """An image that carries ``cuda-compat`` libraries built from an older driver than the host's fails CUDA
+    initialisation (errors 803/804) if they reach the loader path (the image's entrypoint adds them): the
+    rendered job runs without the entrypoint; a job started with ``--container-entrypoint`` may not."""
+    for c, img, g in _pairs(rc):
+        driver = _host(g, "driver")
+        compat = cuda_min_driver(img.cuda) if img.cuda else None
+        if img.cuda_compat and driver and compat and major(driver) > major(compat):
+            yield f"{c.path}.image", (
+                f"{img.key} carries CUDA forward-compatibility libraries for driver R{major(compat)}, "
+                f"older than the host driver {driver} {_on(g)}, got cuda_compat true; "
+                "allowed them only off the loader path: run it without --container-entrypoint (the rendered job does)")
+
+
+# ---- NCCL over EFA ---------------------------------------------------------------------------------------------
+def _plugin_for(c: ResolvedContainer, img: ContainerImage, g: ResolvedGroup) -> tuple[str | None, str]:
+    """(the aws-ofi-nccl version the container's NCCL will load, where it comes from)."""
+    if c.mounts_host_plugin:
+        return _host(g, "aws_ofi_nccl"), "the host's (bind-mounted by the rendered job)"
+    return img.plugin_version, "the image's own"
+
+
+@rule("R-CTR-5", source=f"{MB_5033} (NGC PyTorch images: no aws-ofi-nccl, NCCL_NET_PLUGIN=spcx); "
+      f"{OFI_RN} (1.15.0: libnccl-net-ofi.so, NCCL_NET_PLUGIN=ofi)", scope="cluster",
+      orchestrators=SLURM)
+def image_without_plugin_reaches_host_plugin(rc: ResolvedCluster) -> Iterator[Violation]:
+    """An image without aws-ofi-nccl on an EFA group uses the host's, bind-mounted with libfabric, and selected
+    with ``NCCL_NET_PLUGIN=ofi`` over the image's own default (NGC: ``spcx``). That short name exists from
+    aws-ofi-nccl 1.15.0; with an older or unknown host plugin NCCL stays on sockets."""
+    for c, img, g in _pairs(rc):
+        if not g.spec.efa_enabled or img.bundles_plugin is not False or not img.verified("aws_ofi_nccl"):
+            continue
+        host = _host(g, "aws_ofi_nccl")
+        if host is None or version_lt(host, PLUGIN_SHORT_NAME_SINCE):
+            default = f" (its NCCL_NET_PLUGIN default is {img.nccl_net_plugin_default})" if img.nccl_net_plugin_default else ""
+            yield f"{c.path}.image", (
+                f"{img.key} carries no aws-ofi-nccl{default}, and the host's plugin cannot be selected by name {_on(g)}, "
+                f"got host aws-ofi-nccl {host or 'unknown'}; "
+                f"allowed a host aws-ofi-nccl >= {PLUGIN_SHORT_NAME_SINCE} or an image that carries the plugin "
+                "(NCCL would fall back to sockets)")
+
+
+@rule("R-CTR-6", level="warning", source=f"{OFI_RN} (NCCL version each release is tested with)", scope="cluster",
+      orchestrators=SLURM)
+def plugin_tested_with_image_nccl(rc: ResolvedCluster) -> Iterator[Violation]:
+    """The aws-ofi-nccl the container's NCCL loads (its own or the host's) should have been tested with an NCCL at
+    least as new; unknown NCCL, plugin or bundling cannot be checked."""
+    for c, img, g in _pairs(rc):
+        if not g.spec.efa_enabled:
+            continue
+        plugin, origin = _plugin_for(c, img, g)
+        if img.bundles_plugin is None:
+            yield f"{c.path}.image", (
+                f"whether {img.key} carries aws-ofi-nccl is unknown {_on(g)}, got aws_ofi_nccl null; "
+                f"allowed a catalog value (the rendered job bind-mounts the host's {' and '.join(HOST_EFA_DIRS)})")
+        if img.nccl is None or plugin is None:
+            yield f"{c.path}.image", (
+                f"NCCL {img.nccl or 'unknown'} of {img.key} cannot be checked against {origin} aws-ofi-nccl "
+                f"{plugin or 'unknown'} {_on(g)}, got an unknown version; allowed catalog values for both")
+            continue
+        tested = plugin_max_tested_nccl(plugin)
+        if tested is not None and compare_versions(img.nccl, tested) > 0:
+            yield f"{c.path}.image", (
+                f"NCCL {img.nccl} of {img.key} is newer than {origin} aws-ofi-nccl {plugin} was tested with {_on(g)}, "
+                f"got NCCL {img.nccl}; allowed NCCL <= {tested} or a newer plugin")
+
+
+@rule("R-CTR-13", source="https://github.com/aws/aws-ofi-nccl/blob/master/src/nccl_ofi_net.cpp ('EFA provider "
+      "requires at least libfabric version 1.22.0'; the plugin selects the efa provider of its libfabric)",
+      scope="cluster", orchestrators=SLURM)
+def image_plugin_has_efa_provider(rc: ResolvedCluster) -> Iterator[Violation]:
+    """An image that brings its own aws-ofi-nccl keeps its own libfabric (the host's is not mounted): on an EFA
+    group that libfabric must have the efa provider (the EFA installer's ``/opt/amazon/efa``)."""
+    for c, img, g in _pairs(rc):
+        if g.spec.efa_enabled and img.bundles_plugin and img.efa_userspace is False and img.verified("efa_userspace"):
+            yield f"{c.path}.image", (
+                f"{img.key} carries aws-ofi-nccl {img.plugin_version or ''} without an EFA libfabric {_on(g)}, "
+                "got efa_userspace false; allowed an image built with the EFA installer (libfabric with the efa provider)")
+
+
+@rule("R-CTR-7", source="https://github.com/aws/deep-learning-containers/pull/6668 (aws-ofi-nccl 1.18.0 broadcast "
+      "hang, fixed in 1.20.0)", scope="cluster")
+def image_plugin_known_bad(rc: ResolvedCluster) -> Iterator[Violation]:
+    for c, img, g in _pairs(rc):
+        if g.spec.efa_enabled and img.plugin_version and same_version(img.plugin_version, "1.18.0"):
+            yield f"{c.path}.image", (
+                f"{img.key} carries aws-ofi-nccl 1.18.0, which hangs large inter-node NCCL broadcasts {_on(g)}, "
+                "got aws-ofi-nccl 1.18.0; allowed an image with aws-ofi-nccl >= 1.20.0 (EFA installer >= 1.49.0)")
+
+
+@rule("R-CTR-12", source=f"{MB_5033}; https://github.com/NVIDIA-NeMo/RL/issues/1973 (no plugin on the loader path: "
+      "NCCL falls back to sockets on EFA)", scope="cluster", orchestrators=("hyperpod-eks",))
+def pod_image_carries_plugin(rc: ResolvedCluster) -> Iterator[Violation]:
+    """On HyperPod EKS a pod sees only its image's libraries (nothing of the host's EFA stack is mounted), so an
+    image on an EFA group must carry aws-ofi-nccl itself."""
+    for c, img, g in _pairs(rc):
+        if g.spec.efa_enabled and img.bundles_plugin is False:
+            yield f"{c.path}.image", (
+                f"{img.key} carries no aws-ofi-nccl and HyperPod EKS pods get none from the host {_on(g)}, "
+                "got aws_ofi_nccl false; allowed an image that carries the plugin (NCCL would fall back to sockets)")
+
+
+# ---- architecture and runtime --------------------------------------------------------------------------------
+@rule("R-CTR-8", source=f"{CATALOG} (architectures each tag is published for)", scope="cluster")
+def image_architecture(rc: ResolvedCluster) -> Iterator[Violation]:
+    for c, img, g in _pairs(rc):
+        arch = g.instance.cpu_architecture
+        if arch not in img.cpu_architectures and img.verified("cpu_architectures"):
+            yield f"{c.path}.image", (f"{img.key} is not published for {arch} {_on(g)}, got "
+                                      f"{', '.join(img.cpu_architectures)}; allowed an image for {arch}")
+
+
+@rule("R-CTR-10", level="warning", source=f"{CATALOG} (architectures each tag is published for; unverified)",
+      scope="cluster")
+def image_architecture_unverified(rc: ResolvedCluster) -> Iterator[Violation]:
+    for c, img, g in _pairs(rc):
+        arch = g.instance.cpu_architecture
+        if arch not in img.cpu_architectures and not img.verified("cpu_architectures"):
+            yield f"{c.path}.image", (f"{img.key} may not be published for {arch} {_on(g)} (unverified), got "
+                                      f"{', '.join(img.cpu_architectures)}; allowed an image for {arch}")
+
+
+@rule("R-CTR-11", level="warning", source="catalog/data/images.yaml (enroot_pyxis per official image); "
+      "https://docs.aws.amazon.com/parallelcluster/latest/ug/support-container-pyxis.html", scope="cluster",
+      orchestrators=SLURM)
+def runtime_on_image(rc: ResolvedCluster) -> Iterator[Violation]:
+    """Containers need enroot and pyxis on the nodes: fmcluster enables them on ParallelCluster's official images;
+    an image that ships none (the PCS-ready DLAMI, per the catalog) or whose state is unverified is reported."""
+    for c in rc.containers:
+        for name in c.groups:
+            g = rc.group(name)
+            manifest = g.image.manifest
+            if manifest is None or g.image.mode == "custom":
+                continue
+            state = manifest.components.get("enroot_pyxis")
+            if state is None:
+                yield f"{c.path}", (f"{manifest.title} ships no enroot/pyxis and fmcluster installs none there {_on(g)}, "
+                                    f"got {c.spec.name!r}; allowed containers on images with enroot and pyxis "
+                                    "(install them in a custom or baked image)")
+            elif not manifest.is_verified("enroot_pyxis"):
+                yield f"{c.path}", (f"enroot/pyxis on {manifest.title} is unverified ({state}) {_on(g)}, got "
+                                    f"{c.spec.name!r}; allowed any, check `srun --container-image` once the cluster is up")
+
