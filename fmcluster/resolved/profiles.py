@@ -102,6 +102,9 @@ class OrchestratorProfile:
         user_data_embed_limit_bytes: node scripts up to this size are embedded in user data, larger ones
             are downloaded (PCS: EC2's 16 KB raw limit minus headroom for the MIME wrapper); ``None`` when
             fmcluster writes no user data.
+        slurm_accounting: how ``orchestrator.slurm.accounting`` is wired (:mod:`fmcluster.resolved.accounting`):
+            ``database`` (ParallelCluster ``SlurmSettings.Database`` against a database fmcluster creates),
+            ``managed`` (AWS PCS runs it) or ``None`` (not wired: HyperPod, R-ACCT-1). Default ``None``.
     """
 
     key: ProfileKey
@@ -124,6 +127,7 @@ class OrchestratorProfile:
     user_data_embed_limit_bytes: int | None = None
     slurm_bin_dir: str | None = None
     notes: tuple[str, ...] = field(default=())
+    slurm_accounting: Literal["database", "managed"] | None = None
 
     def accepts(self, capacity_type: str) -> bool:
         return capacity_type in self.capacity_types
@@ -145,6 +149,7 @@ def _parallelcluster(orch: OrchestratorSpec) -> OrchestratorProfile:
         # ParallelCluster's NameValidator refuses the queue name "default" (rule R-PC-3).
         reserved_group_names=("default",), capacity_types=EC2_PURCHASE_OPTIONS,
         node_bootstrap_delivery="s3_asset", head_node_script_delivery="s3_asset", default_node_discovery="ec2",
+        slurm_accounting="database",
     )
 
 
@@ -194,6 +199,7 @@ def _pcs(orch: OrchestratorSpec) -> OrchestratorProfile:
         needs_vpc=True,
         user_data_embed_limit_bytes=PCS_USER_DATA_EMBED_LIMIT_BYTES,
         slurm_bin_dir=PCS_SLURM_DIR.format(version=orch.pcs.slurm_version) + "/bin",
+        slurm_accounting="managed",
     )
 
 
