@@ -31,10 +31,11 @@ def hyperpod_accounting(rc: ResolvedCluster) -> Iterator[Violation]:
         )
         return
     yield f"{ACCT}.enabled", (
-        "Slurm accounting is not wired on SageMaker HyperPod yet, got true; allowed false. HyperPod already runs "
-        "slurmdbd with MariaDB on the controller; an external database (Orchestrator.Slurm.AccountingDatabase) needs "
-        "NodeProvisioningMode Continuous, which fmcluster does not set for HyperPod Slurm, and cannot be detached "
-        "again. Use orchestrator.kind parallelcluster or pcs for accounting fmcluster manages"
+        "Slurm accounting is not wired on SageMaker HyperPod yet, got true; allowed false. "
+        "HyperPod already runs slurmdbd with MariaDB on the controller; "
+        "an external database (Orchestrator.Slurm.AccountingDatabase) needs NodeProvisioningMode Continuous, "
+        "which fmcluster does not set for HyperPod Slurm, and cannot be detached again. "
+        "Use orchestrator.kind parallelcluster or pcs for accounting fmcluster manages"
     )
 
 
@@ -52,19 +53,19 @@ def database_subnets(rc: ResolvedCluster) -> Iterator[Violation]:
         if len(set(s.subnet_ids)) < 2:
             yield subnets_path, (
                 "the accounting database needs subnets in two Availability Zones, "
-                f"got {len(set(s.subnet_ids))} subnet(s) with an imported VPC; allowed at least two subnet ids in "
-                "different AZs of network.vpc_id"
+                f"got {len(set(s.subnet_ids))} subnet(s) with an imported VPC; "
+                "allowed at least two subnet ids in different AZs of network.vpc_id"
             )
         if s.second_availability_zone is not None:
             yield az_path, (
-                f"ignored with an imported VPC, got {s.second_availability_zone!r}; allowed nothing (name the "
-                f"subnets in {subnets_path})"
+                f"ignored with an imported VPC, got {s.second_availability_zone!r}; allowed nothing "
+                f"(name the subnets in {subnets_path})"
             )
         return
     if s.subnet_ids:
         yield subnets_path, (
-            f"subnets of an imported VPC, got {', '.join(s.subnet_ids)} with a new VPC; allowed nothing (fmcluster "
-            f"creates the database subnets; name their second AZ in {az_path})"
+            f"subnets of an imported VPC, got {', '.join(s.subnet_ids)} with a new VPC; allowed nothing "
+            f"(fmcluster creates the database subnets; name their second AZ in {az_path})"
         )
     az = s.second_availability_zone
     by_id = bp.availability_zone_id is not None
@@ -93,8 +94,8 @@ def capacity_range(orch: OrchestratorSpec) -> Iterator[Violation]:
     s = orch.slurm.accounting
     if s.enabled and s.min_capacity_acu > s.max_capacity_acu:
         yield f"{ACCT}.min_capacity_acu", (
-            f"above max_capacity_acu ({s.max_capacity_acu:g}), got {s.min_capacity_acu:g}; allowed "
-            f"0.5-{s.max_capacity_acu:g} ACU"
+            f"above max_capacity_acu ({s.max_capacity_acu:g}), got {s.min_capacity_acu:g}; "
+            f"allowed 0.5-{s.max_capacity_acu:g} ACU"
         )
 
 
