@@ -27,8 +27,9 @@ aws/aws-parallelcluster 3.16.1 ``cli/src/pcluster/templates/cdk_builder_utils.py
 
 Why Aurora MySQL 3: ParallelCluster "supports Slurm accounting for Slurm supported MySQL database servers"
 (https://docs.aws.amazon.com/parallelcluster/latest/ug/slurm-accounting-v3.html), AWS tests it with Aurora MySQL 3
-(the template above), and RDS for MySQL 8.0 left standard support in 2026 (8.4 changes the default authentication
-plugin, which fmcluster could not verify against the head node's slurmdbd). The 3.10 line is the newest Aurora MySQL 3
+(the template above). RDS for MySQL was not chosen: its 8.0 line leaves RDS standard support in 2026 (the release
+calendar of "Supported MySQL major versions on Amazon RDS"; the date was not re-checked here), and whether the head
+node's slurmdbd client handles 8.4's authentication defaults could not be verified. The 3.10 line is the newest Aurora MySQL 3
 patch line aws-cdk-lib 2.275.0 names (``AuroraMysqlEngineVersion.VER_3_10_4``, 8.0.mysql_aurora.3.10.4); whether AWS still lists it as a
 long-term-support release when you deploy is not checked here.
 """
