@@ -178,3 +178,32 @@ def test_pcs_accounting_property_is_left_out_when_off() -> None:
     assert pcs_accounting(None) is None and pcs_accounting(SlurmAccountingSpec()) is None
     on = pcs_accounting(SlurmAccountingSpec(enabled=True))
     assert on is not None and (on.mode, on.default_purge_time_in_days) == ("STANDARD", -1)
+
+
+def test_imported_vpc_uses_the_named_subnets_and_creates_none() -> None:
+    """The stack alone (no cluster): an imported VPC's two subnets form the subnet group; placement by AZ ID leaves
+    the writer's AZ to RDS (RDS takes AZ names only)."""
+    import aws_cdk as cdk
+    from aws_cdk import aws_ec2 as ec2
+    from aws_cdk.assertions import Template
+
+    from fmcluster.blueprint.model import SlurmAccountingSpec
+    from fmcluster.constructs.network import Placement
+    from fmcluster.stacks.accounting_stack import AccountingStack
+    from tests.conftest import cdk_context
+
+    app = cdk.App(context=cdk_context())
+    net = cdk.Stack(app, "net", env=cdk.Environment(region="us-east-1"))
+    # as fmcluster.constructs.network imports a VPC: its one GPU subnet as the private subnet
+    vpc = ec2.Vpc.from_vpc_attributes(net, "Vpc", vpc_id="vpc-0123456789abcdef0", availability_zones=["use1-az6"],
+                                      private_subnet_ids=["subnet-0123456789abcdef0"])
+    ids = ["subnet-0123456789abcdef1", "subnet-0123456789abcdef2"]
+    stack = AccountingStack(app, "acct", env=cdk.Environment(region="us-east-1"),
+                            spec=SlurmAccountingSpec(enabled=True, subnet_ids=ids), vpc=vpc,
+                            placement=Placement(az="use1-az6", az_is_id=True), subnet_cidrs=None, cluster_name="c")
+    tpl = Template.from_stack(stack).to_json()
+    assert resources_of(tpl, "AWS::EC2::Subnet") == {}
+    [group] = resources_of(tpl, "AWS::RDS::DBSubnetGroup").values()
+    assert group["Properties"]["SubnetIds"] == ids
+    [writer] = resources_of(tpl, "AWS::RDS::DBInstance").values()
+    assert "AvailabilityZone" not in writer["Properties"]
