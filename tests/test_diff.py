@@ -22,6 +22,7 @@ from fmcluster.review.diff import (
     _values_at,
     create_only,
     diff_assemblies,
+    is_stateful,
     render_json,
     render_markdown,
     render_text,
@@ -528,3 +529,41 @@ def test_cli_fsx_capacity_decrease_on_blueprints(tmp_path: Path) -> None:
     assert r.exit_code == 1, r.stdout
     assert "1 error" in r.stdout.splitlines()[0]
     assert "StorageCapacity: 4800 -> 2400 [cannot decrease" in r.stdout
+
+
+# ---- the Slurm accounting database (docs/accounting.md) ---------------------------------------------
+def _db(props: dict[str, Any]) -> dict[str, Any]:
+    return res("AWS::RDS::DBCluster", props, DeletionPolicy="Retain", UpdateReplacePolicy="Retain")
+
+
+def test_replacing_the_accounting_database_cluster_is_an_error() -> None:
+    base = {"Engine": "aurora-mysql", "MasterUsername": "clusteradmin", "StorageEncrypted": True}
+    old = Assembly.from_templates({"a": tpl({"Db": _db(base)})})
+    new = Assembly.from_templates({"a": tpl({"Db": _db({**base, "MasterUsername": "slurm"})})})
+    report = diff_assemblies(old, new)
+    [c] = report.changes
+    # the registry schema lists MasterUsername as conditionally create-only ("may replace"): an error on a database
+    assert (c.action, c.level, c.stateful, c.causes) == ("may-replace", "error", True, ["MasterUsername"])
+    assert c.note == ("CloudFormation creates a new, empty database cluster; the old one is kept but orphaned "
+                      "(UpdateReplacePolicy Retain): the cluster loses its data")
+    assert report.exit_code == 1
+
+
+def test_scaling_the_accounting_database_updates_in_place() -> None:
+    base = {"Engine": "aurora-mysql", "ServerlessV2ScalingConfiguration": {"MinCapacity": 0.5, "MaxCapacity": 4}}
+    old = Assembly.from_templates({"a": tpl({"Db": _db(base)})})
+    new = Assembly.from_templates({"a": tpl({"Db": _db(
+        {**base, "ServerlessV2ScalingConfiguration": {"MinCapacity": 0.5, "MaxCapacity": 8}})})})
+    [c] = diff_assemblies(old, new).changes
+    assert (c.action, c.level, c.stateful) == ("update", "info", True)
+
+
+def test_aurora_members_are_not_stateful_but_standalone_db_instances_are() -> None:
+    assert is_stateful({"Type": "AWS::RDS::DBCluster", "Properties": {}})
+    assert not is_stateful({"Type": "AWS::RDS::DBInstance", "Properties": {"DBClusterIdentifier": {"Ref": "Db"}}})
+    assert is_stateful({"Type": "AWS::RDS::DBInstance", "Properties": {"Engine": "mysql"}})
+    member = res("AWS::RDS::DBInstance", {"DBClusterIdentifier": "db", "AvailabilityZone": "us-east-1a"})
+    moved = res("AWS::RDS::DBInstance", {"DBClusterIdentifier": "db", "AvailabilityZone": "us-east-1b"})
+    [c] = diff_assemblies(Assembly.from_templates({"s": tpl({"W": member})}),
+                          Assembly.from_templates({"s": tpl({"W": moved})})).changes
+    assert (c.action, c.level, c.stateful) == ("may-replace", "warning", False)

@@ -134,6 +134,12 @@ WHERE: dict[str, tuple[Callable[[str], dict[str, Any]], str]] = {
     "HyperPodSettings.eks_cluster_arn": (lambda v: _orch("hyperpod", eks_cluster_arn=v), "orchestrator.hyperpod.eks_cluster_arn"),
     "HyperPodEksSettings.admin_role_arn": (lambda v: _orch("hyperpod", orchestration="eks", eks={"admin_role_arn": v}),
                                            "orchestrator.hyperpod.eks.admin_role_arn"),
+    "SlurmAccountingSpec.second_availability_zone": (
+        lambda v: {"orchestrator": {"slurm": {"accounting": {"second_availability_zone": v}}}},
+        "orchestrator.slurm.accounting.second_availability_zone"),
+    "SlurmAccountingSpec.subnet_ids": (
+        lambda v: {"orchestrator": {"slurm": {"accounting": {"subnet_ids": [v]}}}},
+        "orchestrator.slurm.accounting.subnet_ids"),
     "HyperPodEksSettings.control_plane_availability_zone": (
         lambda v: _orch("hyperpod", orchestration="eks", eks={"control_plane_availability_zone": v}),
         "orchestrator.hyperpod.eks.control_plane_availability_zone"),

@@ -437,11 +437,16 @@ def nag_synth(text: str, allow_destruction: bool) -> Path:
 
 
 def cfn_lint_errors(templates: list[Path], region: str) -> list[dict[str, Any]]:
+    """cfn-lint's errors on ``templates``. Runs the venv's ``cfn-lint`` script: cfn-lint 1.x has no ``__main__``, so
+    ``python -m cfnlint`` printed nothing and every template looked clean. Exit code 1 (cfn-lint failed to run) or
+    output that is not a JSON list fails the caller's test instead of passing it."""
     proc = subprocess.run(
-        [sys.executable, "-m", "cfnlint", "--regions", region, "--format", "json", "--", *map(str, templates)],
+        [str(Path(sys.executable).parent / "cfn-lint"), "--regions", region, "--format", "json", "--",
+         *map(str, templates)],
         capture_output=True, text=True, timeout=300,
     )
-    return [m for m in json.loads(proc.stdout or "[]") if m["Level"] == "Error"]
+    assert proc.returncode != 1 and proc.stdout.lstrip().startswith("["), proc.stderr[-2000:]
+    return [m for m in json.loads(proc.stdout) if m["Level"] == "Error"]
 
 
 EFA = (ROOT / "blueprints" / "efa-lustre.yaml").read_text()
@@ -464,3 +469,10 @@ def test_synthesizes_clean(text: str, allow: bool) -> None:
     storage = json.loads(templates[0].read_text())["Resources"]
     auto_delete = [r for r in storage.values() if r["Type"] == "Custom::S3AutoDeleteObjects"]
     assert len(auto_delete) == (2 if allow else 0)
+
+
+def test_cfn_lint_helper_reports_errors(tmp_path: Path) -> None:
+    """cfn_lint_errors really runs cfn-lint (``python -m cfnlint`` printed nothing on cfn-lint 1.x)."""
+    bad = tmp_path / "bad.template.json"
+    bad.write_text(json.dumps({"Resources": {"B": {"Type": "AWS::S3::Bucket", "Properties": {"NoSuchProperty": 1}}}}))
+    assert [m["Rule"]["Id"] for m in cfn_lint_errors([bad], "us-east-1")] == ["E3002"]

@@ -94,6 +94,8 @@ class Stacks:
             return f"{stack}-{lid}"
         if t == "AWS::KMS::Key":
             return f"{_hex(stack, lid, n=8)}-0000-0000-0000-{_hex(stack, lid, n=12)}"
+        if t == "AWS::SecretsManager::Secret":  # Ref of a secret is its ARN (name + 6 random characters)
+            return f"arn:aws:secretsmanager:{self.region}:{ACCOUNT}:secret:{stack}-{lid}-{_hex(stack, lid, n=6)}"
         return f"{stack}-{lid}"
 
     def attribute(self, stack: str, lid: str, attr: str) -> Any:
@@ -110,6 +112,8 @@ class Stacks:
             return f"arn:aws:{service}::{ACCOUNT}:role/{pid}"
         if attr == "DNSName":
             return f"{pid}.fsx.{self.region}.amazonaws.com"
+        if t == "AWS::RDS::DBCluster" and attr == "Endpoint.Address":
+            return f"{pid}.cluster-{_hex(pid, n=12)}.{self.region}.rds.amazonaws.com".lower()
         if attr == "LustreMountName":
             return _hex(stack, lid, n=8)
         return f"{pid}.{attr}"
@@ -316,6 +320,14 @@ class Aws:
         return {"InstanceTypeOfferings": [
             {"InstanceType": t, "LocationType": "availability-zone", "Location": z}
             for t in (wanted or sorted(self.offered)) if t in self.offered for z in zones]}
+
+    def secretsmanager_DescribeSecret(self, p: dict[str, Any]) -> dict[str, Any]:
+        """A secret of the templates exists (PasswordSecretArnValidator of SlurmSettings.Database); others do not."""
+        arns = {self.s.physical_id(st, lid) for st, lid, _ in self.s.resources("AWS::SecretsManager::Secret")}
+        arn = p["SecretId"]
+        if arn not in arns:
+            raise _Error("ResourceNotFoundException", "Secrets Manager can't find the specified secret.")
+        return {"ARN": arn, "Name": arn.split(":secret:", 1)[1][:-7]}
 
     def iam_GetPolicy(self, p: dict[str, Any]) -> dict[str, Any]:
         arns = {self.s.physical_id(st, lid) for st, lid, _ in self.s.resources("AWS::IAM::ManagedPolicy")}

@@ -1012,6 +1012,73 @@ class PcsSettings(Section):
         return v
 
 
+# ---- Slurm accounting (orchestrator.slurm.accounting; docs/accounting.md) ---------------------
+DEFAULT_ACCOUNTING_MIN_ACU = 0.5
+DEFAULT_ACCOUNTING_MAX_ACU = 4.0
+DEFAULT_ACCOUNTING_BACKUP_DAYS = 7
+SUBNET_ID_PATTERN = r"^subnet-[0-9a-f]{8,17}$"
+
+
+class SlurmAccountingSpec(Section):
+    """Slurm accounting (slurmdbd: ``sacct``, ``sreport``, fair share, QOS limits). Off by default.
+
+    AWS ParallelCluster: ``Scheduling.SlurmSettings.Database`` against an Aurora MySQL 3 (MySQL 8.0-compatible)
+    Serverless v2 cluster fmcluster creates in its own retained stack ``<name>-accounting``
+    (https://docs.aws.amazon.com/parallelcluster/latest/ug/Scheduling-v3.html#Scheduling-v3-SlurmSettings-Database).
+    AWS PCS: PCS-managed accounting (``SlurmConfiguration.Accounting``, Mode STANDARD; no database of yours,
+    https://docs.aws.amazon.com/pcs/latest/userguide/slurm-accounting.html). SageMaker HyperPod: not wired yet
+    (R-ACCT-1). docs/accounting.md.
+    """
+
+    enabled: bool = Field(False, description="Turn Slurm accounting on. Default: false.")
+    min_capacity_acu: float = Field(
+        DEFAULT_ACCOUNTING_MIN_ACU, ge=0.5, le=256, multiple_of=0.5,
+        description=f"ParallelCluster: smallest Aurora Serverless v2 capacity in ACUs (1 ACU ~ 2 GiB memory). "
+        f"Default: {DEFAULT_ACCOUNTING_MIN_ACU}.",
+    )
+    max_capacity_acu: float = Field(
+        DEFAULT_ACCOUNTING_MAX_ACU, ge=1, le=256, multiple_of=0.5,
+        description=f"ParallelCluster: largest Aurora Serverless v2 capacity in ACUs. Default: "
+        f"{DEFAULT_ACCOUNTING_MAX_ACU:g} (AWS's ParallelCluster accounting template uses 1-4).",
+    )
+    backup_retention_days: WholeNumber = Field(
+        DEFAULT_ACCOUNTING_BACKUP_DAYS, ge=1, le=35,
+        description=f"ParallelCluster: days of automated Aurora backups (point-in-time restore). Default: "
+        f"{DEFAULT_ACCOUNTING_BACKUP_DAYS}.",
+    )
+    second_availability_zone: str | None = Field(
+        None, pattern=AZ_NAME_OR_ID_PATTERN,
+        description="ParallelCluster in a new VPC: a second AZ (name, or AZ ID when the blueprint uses "
+        "availability_zone_id) for the database subnet group, which needs subnets in two AZs; the database runs in "
+        "the cluster's AZ. Default: not set (required then, R-ACCT-2).",
+    )
+    subnet_ids: list[Annotated[str, StringConstraints(pattern=SUBNET_ID_PATTERN)]] = Field(
+        default_factory=list, max_length=16,
+        description="ParallelCluster in an imported VPC (network.vpc_id): database subnets in at least two AZs. "
+        "Default: none (required then, R-ACCT-2).",
+    )
+    purge_after_days: WholeNumber = Field(
+        -1, ge=-1, le=10000,
+        description="AWS PCS: DefaultPurgeTimeInDays, how long accounting records are kept (-1: as long as the "
+        "cluster exists; 0 is not allowed). Default: -1.",
+    )
+
+    @field_validator("purge_after_days")
+    @classmethod
+    def _purge_not_zero(cls, v: int) -> int:
+        if v == 0:
+            raise ValueError("0 is not allowed (AWS PCS DefaultPurgeTimeInDays), got 0; allowed -1 (keep) or 1-10000")
+        return v
+
+
+class SlurmSpec(Section):
+    """Slurm settings every Slurm orchestrator shares (ParallelCluster, PCS, HyperPod Slurm)."""
+
+    accounting: SlurmAccountingSpec = Field(
+        default_factory=SlurmAccountingSpec, description="Slurm accounting. Default: off (docs/accounting.md).",
+    )
+
+
 class OrchestratorSpec(Section):
     """Which orchestrator runs the compute groups, and its settings (only the chosen one's are used)."""
 
@@ -1019,6 +1086,7 @@ class OrchestratorSpec(Section):
     parallelcluster: ParallelClusterSettings = Field(default_factory=ParallelClusterSettings)
     hyperpod: HyperPodSettings = Field(default_factory=HyperPodSettings)
     pcs: PcsSettings = Field(default_factory=PcsSettings)
+    slurm: SlurmSpec = Field(default_factory=SlurmSpec, description="Slurm settings shared by the Slurm orchestrators.")
 
 
 # ---- observability ---------------------------------------------------------------------------

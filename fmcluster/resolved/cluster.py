@@ -19,6 +19,7 @@ from fmcluster.blueprint.model import Blueprint, ComputeGroup, SoftwareSpec
 from fmcluster.catalog import InstanceSpec, get_instance
 from fmcluster.catalog.networking import InterfaceSlot, describe_layout, interface_layout
 from fmcluster.catalog.software import SoftwareStack, get_stack
+from fmcluster.resolved.accounting import AccountingPlan, accounting_plan
 from fmcluster.resolved.containers import ResolvedContainer, resolve_containers
 from fmcluster.resolved.eks import EksPlan, eks_plan
 from fmcluster.resolved.image import ResolvedImage, resolve_image
@@ -45,11 +46,14 @@ class StackNames:
     eks: str | None = None
     #: ``<name>-image``: the EC2 Image Builder stack of bake mode, else ``None``.
     image: str | None = None
+    #: ``<name>-accounting``: the Slurm accounting database (ParallelCluster with accounting on), else ``None``.
+    accounting: str | None = None
 
     def all(self) -> list[str]:
-        """Every stack, in the order ``fmcluster plan`` lists them (network, storage, observability, image, eks,
-        cluster)."""
-        return [self.network, self.storage, *([self.observability] if self.observability else []),
+        """Every stack, in the order ``fmcluster plan`` lists them (network, storage, accounting, observability, image,
+        eks, cluster)."""
+        return [self.network, self.storage, *([self.accounting] if self.accounting else []),
+                *([self.observability] if self.observability else []),
                 *([self.image] if self.image else []), *([self.eks] if self.eks else []), self.cluster]
 
 
@@ -113,6 +117,7 @@ class ResolvedCluster:
         tags: tags on every resource: ``fmcluster:blueprint`` plus the blueprint's tags.
         eks: the EKS side of HyperPod EKS orchestration (:func:`fmcluster.resolved.eks.eks_plan`), else ``None``.
         containers: the blueprint's container images (:mod:`fmcluster.resolved.containers`).
+        accounting: Slurm accounting (:func:`fmcluster.resolved.accounting.accounting_plan`).
     """
 
     blueprint: Blueprint
@@ -126,6 +131,7 @@ class ResolvedCluster:
     tags: dict[str, str]
     eks: EksPlan | None = None
     containers: tuple[ResolvedContainer, ...] = ()
+    accounting: AccountingPlan | None = None
 
     @property
     def name(self) -> str:
@@ -158,12 +164,13 @@ def observability_parameter_name(blueprint_name: str) -> str:
     return f"/fmcluster/{blueprint_name}/observability"
 
 
-def stack_names(bp: Blueprint) -> StackNames:
+def stack_names(bp: Blueprint, profile: OrchestratorProfile | None = None) -> StackNames:
     return StackNames(
         network=f"{bp.name}-network", storage=f"{bp.name}-storage", cluster=f"{bp.name}-cluster",
         observability=f"{bp.name}-observability" if bp.observability.enabled else None,
         eks=f"{bp.name}-eks" if (plan := eks_plan(bp)) is not None and plan.creates_cluster else None,
         image=f"{bp.name}-image" if bp.software.image.mode == "bake" else None,
+        accounting=accounting_plan(bp, profile or profile_for(bp.orchestrator)).stack,
     )
 
 
@@ -219,11 +226,12 @@ def resolve(bp: Blueprint) -> ResolvedCluster:
         profile=profile,
         groups=tuple(resolve_group(i, g, profile, bp, software) for i, g in enumerate(bp.compute)),
         software=software,
-        stacks=stack_names(bp),
+        stacks=stack_names(bp, profile),
         subnet=subnet_usage(bp, profile=profile),
         observability_parameter=observability_parameter_name(bp.name),
         node_dir=NODE_DIR,
         tags={BLUEPRINT_TAG: bp.name, **bp.tags},
         eks=eks_plan(bp),
         containers=resolve_containers(bp),
+        accounting=accounting_plan(bp, profile),
     )

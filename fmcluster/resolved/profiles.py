@@ -151,6 +151,9 @@ class OrchestratorProfile:
             or ``None`` where there is no Slurm (HyperPod EKS). Default ``None``.
         task_prolog: the job environment is applied as a Slurm ``TaskProlog``. False on PCS (not a PCS custom
             setting) and HyperPod EKS (no Slurm). Default False.
+        slurm_accounting: how ``orchestrator.slurm.accounting`` is wired (:mod:`fmcluster.resolved.accounting`):
+            ``database`` (ParallelCluster ``SlurmSettings.Database`` against a database fmcluster creates),
+            ``managed`` (AWS PCS runs it) or ``None`` (not wired: HyperPod, R-ACCT-1). Default ``None``.
     """
 
     key: ProfileKey
@@ -178,6 +181,7 @@ class OrchestratorProfile:
                                   allowed="parallelcluster, hyperpod (orchestration slurm) or pcs")
     health_check: HealthCheckMethod | None = None
     task_prolog: bool = False
+    slurm_accounting: Literal["database", "managed"] | None = None
 
     def accepts(self, capacity_type: str) -> bool:
         return capacity_type in self.capacity_types
@@ -200,6 +204,7 @@ def _parallelcluster(orch: OrchestratorSpec) -> OrchestratorProfile:
         reserved_group_names=("default",), capacity_types=EC2_PURCHASE_OPTIONS,
         node_bootstrap_delivery="s3_asset", head_node_script_delivery="s3_asset", default_node_discovery="ec2",
         imex=ImexWiring("prolog_dir", source=PCLUSTER_IMEX_DOC), health_check="slurm_conf", task_prolog=True,
+        slurm_accounting="database",
     )
 
 
@@ -276,6 +281,7 @@ def _pcs(orch: OrchestratorSpec) -> OrchestratorProfile:
         user_data_embed_limit_bytes=PCS_USER_DATA_EMBED_LIMIT_BYTES,
         slurm_bin_dir=PCS_SLURM_DIR.format(version=orch.pcs.slurm_version) + "/bin",
         imex=_pcs_imex(orch.pcs.slurm_version), health_check="node_timer", task_prolog=False,
+        slurm_accounting="managed",
     )
 
 

@@ -58,8 +58,22 @@ from fmcluster.severity import ChangeLevel, count
 #: Context the CDK CLI passes to apps; in-process synthesis sets it too so templates match ``cdk synth``.
 CLI_CONTEXT = {"aws:cdk:enable-path-metadata": True, "aws:cdk:enable-asset-metadata": True}
 
-#: Resource types that hold data: replacing or moving one loses (or orphans) the data.
-STATEFUL_TYPES = ("AWS::FSx::FileSystem", "AWS::FSx::DataRepositoryAssociation", "AWS::S3::Bucket")
+#: Resource types that hold data: replacing or moving one loses (or orphans) the data. The Slurm accounting database
+#: (``<name>-accounting``) is an ``AWS::RDS::DBCluster``: Aurora keeps the data in the cluster volume, so its
+#: instances are not stateful; a standalone ``AWS::RDS::DBInstance`` (no ``DBClusterIdentifier``) holds its own
+#: storage and is (:func:`is_stateful`).
+STATEFUL_TYPES = ("AWS::FSx::FileSystem", "AWS::FSx::DataRepositoryAssociation", "AWS::S3::Bucket",
+                  "AWS::RDS::DBCluster")
+#: Stateful unless it is an Aurora cluster member (``DBClusterIdentifier`` set).
+_STANDALONE_STATEFUL = ("AWS::RDS::DBInstance",)
+
+
+def is_stateful(resource: Mapping[str, Any]) -> bool:
+    """Whether replacing or moving this template resource loses (or orphans) data (:data:`STATEFUL_TYPES`)."""
+    typ = resource.get("Type")
+    if typ in STATEFUL_TYPES:
+        return True
+    return typ in _STANDALONE_STATEFUL and "DBClusterIdentifier" not in resource.get("Properties", {})
 
 #: Create-only properties the registry schema does not list. Each entry keeps its source; an entry is
 #: used only while the schema is silent about it (neither the property nor a parent is create-only).
@@ -413,7 +427,7 @@ def diff_assemblies(old: Assembly, new: Assembly) -> DiffReport:
         if not props and not policy:
             continue
         typ = res["Type"]
-        stateful = typ in STATEFUL_TYPES
+        stateful = is_stateful(res)
         action: Action = "replace" if replaces else "may-replace" if may else "update"
         causes = [p.path for p in props if p.replaces or p.conditional]
         level: ChangeLevel = "info"
@@ -443,7 +457,7 @@ def diff_assemblies(old: Assembly, new: Assembly) -> DiffReport:
 
     for key in sorted(retyped):
         o, n = old_res[key], new_res[key]
-        stateful = o["Type"] in STATEFUL_TYPES or n["Type"] in STATEFUL_TYPES
+        stateful = is_stateful(o) or is_stateful(n)
         changes.append(ResourceChange(
             key[0], key[1], n["Type"], "replace", "error" if stateful else "info", _cdk_path(n), stateful,
             [PropertyChange("Type", o["Type"], n["Type"], True, source="resource type")], ["Type"],
@@ -468,7 +482,7 @@ def diff_assemblies(old: Assembly, new: Assembly) -> DiffReport:
         if key in moved_old:
             continue
         r = old_res[key]
-        stateful = r["Type"] in STATEFUL_TYPES
+        stateful = is_stateful(r)
         retained = r.get("DeletionPolicy") in ("Retain", "RetainExceptOnCreate", "Snapshot")
         removal_level: ChangeLevel = ("warning" if retained else "error") if stateful else "info"
         changes.append(ResourceChange(
@@ -479,7 +493,7 @@ def diff_assemblies(old: Assembly, new: Assembly) -> DiffReport:
         if key in moved_new:
             continue
         r = new_res[key]
-        changes.append(ResourceChange(key[0], key[1], r["Type"], "add", "info", _cdk_path(r), r["Type"] in STATEFUL_TYPES))
+        changes.append(ResourceChange(key[0], key[1], r["Type"], "add", "info", _cdk_path(r), is_stateful(r)))
 
     changes.extend(_export_changes(old, new, old_norm, new_norm))
 
@@ -595,7 +609,8 @@ def _export_changes(old: Assembly, new: Assembly, old_norm: _Normalizer, new_nor
 
 def _what(type_: str) -> str:
     return {"AWS::FSx::FileSystem": "file system", "AWS::FSx::DataRepositoryAssociation": "data repository association",
-            "AWS::S3::Bucket": "bucket"}.get(type_, type_)
+            "AWS::S3::Bucket": "bucket", "AWS::RDS::DBCluster": "database cluster",
+            "AWS::RDS::DBInstance": "database"}.get(type_, type_)
 
 
 def _number(value: Any) -> float | None:
@@ -669,8 +684,8 @@ def _pair_moves(removed: list[tuple[str, str]], added: list[tuple[str, str]], ol
     stacks), when exactly one candidate is left on each side.
     """
     pairs: list[tuple[tuple[str, str], tuple[str, str]]] = []
-    rem = [k for k in removed if old_res[k]["Type"] in STATEFUL_TYPES]
-    add = [k for k in added if new_res[k]["Type"] in STATEFUL_TYPES]
+    rem = [k for k in removed if is_stateful(old_res[k])]
+    add = [k for k in added if is_stateful(new_res[k])]
 
     def take(match: Iterable[tuple[tuple[str, str], tuple[str, str]]]) -> None:
         for o, n in match:

@@ -121,6 +121,8 @@ class Plan:
     observability_endpoints: list[dict[str, str]] = field(default_factory=list)
     #: USD per hour per group and cluster, with the price table's date (fmcluster.review.cost.CostEstimate.as_dict)
     cost: dict[str, Any] = field(default_factory=dict)
+    #: Slurm accounting (fmcluster.resolved.accounting.AccountingPlan.summary); None (and left out of JSON) when off
+    accounting: dict[str, str] | None = None
 
     @property
     def gpus_total(self) -> int:
@@ -129,6 +131,8 @@ class Plan:
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["gpus_total"] = self.gpus_total
+        if d["accounting"] is None:
+            del d["accounting"]
         return d
 
 
@@ -192,6 +196,7 @@ def build_plan(rc: ResolvedCluster, stacks: dict[str, int] | None = None, checkp
         name=bp.name, region=bp.region, availability_zone=bp.az_label, orchestrator=rc.profile.kind,
         compute=compute, storage=storage, checkpoints=checkpoints, software=software, stacks=stacks or {},
         observability=bp.observability.metrics, cost=estimate(rc).as_dict(),
+        accounting=rc.accounting.summary() if rc.accounting is not None else None,
     )
 
 
@@ -292,6 +297,10 @@ def _rows(plan: Plan) -> list[tuple[str, list[str], list[list[str]]]]:
     if plan.observability_endpoints:
         sections.append((f"Observability ({plan.observability})", ["endpoint", "address", "access"],
                          [[e["name"], e["address"], e["access"]] for e in plan.observability_endpoints]))
+    if plan.accounting:
+        a = plan.accounting
+        sections.append(("Slurm accounting", ["route", "stack", "database", "data"],
+                         [[a["route"], a["stack"] or "-", a["database"], a["data"]]]))
     if plan.stacks:
         sections.append(("Stacks", ["stack", "resources"], [[k, str(v)] for k, v in plan.stacks.items()]))
     if plan.cost:

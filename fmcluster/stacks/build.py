@@ -18,6 +18,7 @@ from fmcluster.constructs.network import Placement
 from fmcluster.constructs.orchestrators.parallelcluster import OS_NAMES
 from fmcluster.resolved import BLUEPRINT_TAG, ResolvedCluster, resolve
 from fmcluster.resolved.bake import bake_targets, parent_image
+from fmcluster.stacks.accounting_stack import AccountingStack
 from fmcluster.stacks.cluster_stack import ClusterStack
 from fmcluster.stacks.image_stack import ImageStack
 from fmcluster.stacks.network_stack import NetworkStack
@@ -56,10 +57,12 @@ class ClusterStacks:
     observability: ObservabilityStack | None = None
     eks: Stack | None = None
     image: ImageStack | None = None
+    accounting: AccountingStack | None = None
 
     def all(self) -> list[Stack]:
         return [self.network, self.storage, self.cluster, *([self.observability] if self.observability else []),
-                *([self.eks] if self.eks else []), *([self.image] if self.image else [])]
+                *([self.eks] if self.eks else []), *([self.image] if self.image else []),
+                *([self.accounting] if self.accounting else [])]
 
 
 def node_images(rc: ResolvedCluster, image: ImageStack | None) -> NodeImages:
@@ -92,6 +95,24 @@ def _image_stack(app: App, rc: ResolvedCluster, env: Environment, net: Any) -> I
         if bp.orchestrator.kind == "parallelcluster" else None,
         description=f"fmcluster {rc.name}: baked AMIs (EC2 Image Builder) of the bake-mode compute groups",
     )
+
+
+def _accounting_stack(app: App, rc: ResolvedCluster, env: Environment, net: Any,
+                      placement: Placement) -> AccountingStack | None:
+    """The ``<name>-accounting`` stack when the orchestrator's accounting route is a database fmcluster creates
+    (ParallelCluster with ``orchestrator.slurm.accounting.enabled``; docs/accounting.md)."""
+    plan = rc.accounting
+    if plan is None or plan.stack is None:
+        return None
+    stack = AccountingStack(
+        app, plan.stack, env=env, spec=plan.spec, vpc=net.vpc, placement=placement, subnet_cidrs=plan.subnet_cidrs,
+        cluster_name=rc.name,
+        description=f"fmcluster {rc.name}: Slurm accounting database (Aurora MySQL, retained)",
+    )
+    # The retained database keeps its network interfaces in the VPC, so the VPC stays too (docs/accounting.md).
+    net.retain_gpu_subnet()
+    Tags.of(stack).add("fmcluster:stack", "accounting")
+    return stack
 
 
 def _flag(app: App, name: str) -> bool:
@@ -133,6 +154,7 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
     if st.file_system_retained:
         # Teardown with retained data (docs/storage.md): the retained file system keeps its ENIs in the GPU subnet.
         net.retain_gpu_subnet()
+    accounting = _accounting_stack(app, rc, env, net, placement)
     observability = None
     if rc.stacks.observability is not None:
         observability = ObservabilityStack(
@@ -166,6 +188,7 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
         head_node_policy=observability.observability.node_policy if observability else None,
         eks_plan=rc.eks, eks_cluster_arn=eks_cluster.cluster_arn if eks_cluster else None,
         images=node_images(rc, image),
+        accounting_database=accounting.database if accounting else None,
     )
     if image is not None:
         # The AMI travels as an SSM parameter (no export), so the order is explicit: images before nodes.
@@ -178,4 +201,4 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
         # on every resource; the blueprint's tags stay off REPLACE_ON_TAG_CHANGE types.
         exclude = [] if k == BLUEPRINT_TAG else list(REPLACE_ON_TAG_CHANGE)
         Tags.of(app).add(k, v, exclude_resource_types=exclude)
-    return ClusterStacks(network, storage, cluster, observability, eks=eks_stack, image=image)
+    return ClusterStacks(network, storage, cluster, observability, eks=eks_stack, image=image, accounting=accounting)

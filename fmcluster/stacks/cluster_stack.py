@@ -12,6 +12,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fmcluster.blueprint.model import OrchestratorSpec
+from fmcluster.constructs.accounting import SlurmAccountingDatabase
 from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.constructs.image import NodeImages
 from fmcluster.constructs.orchestrators.common import HEAD_NODE_SCRIPT
@@ -51,6 +52,7 @@ class _Parts:
     head_node_text: str | None
     eks_plan: EksPlan | None = None
     eks_cluster_arn: str | None = None
+    accounting_database: SlurmAccountingDatabase | None = None
 
     def require_vpc(self) -> ec2.IVpc:
         """The VPC (ClusterStack refuses a ``needs_vpc`` profile without one before building anything)."""
@@ -62,7 +64,7 @@ def _parallelcluster(stack: ClusterStack, parts: _Parts, shared: dict[str, Any])
     pc = ParallelClusterCluster(
         stack, "ParallelCluster", spec=parts.orchestrator.parallelcluster, profile=parts.profile, region=stack.region,
         os=parts.os, placement_groups=parts.placement_groups, bootstraps=parts.bootstraps,
-        head_node_script=parts.head_node_asset, **shared,
+        head_node_script=parts.head_node_asset, accounting=parts.accounting_database, **shared,
     )
     access_outputs.parallelcluster(stack, pc.resource, region=stack.region)
     return pc
@@ -93,7 +95,7 @@ def _pcs(stack: ClusterStack, parts: _Parts, shared: dict[str, Any]) -> Orchestr
     pcs = PcsCluster(
         stack, "Pcs", spec=parts.orchestrator.pcs, profile=parts.profile, os=parts.os, vpc=parts.require_vpc(),
         placement_groups=parts.placement_groups, bootstraps=parts.bootstraps, head_node_script=parts.head_node_asset,
-        **shared,
+        accounting=parts.orchestrator.slurm.accounting, **shared,
     )
     CfnOutput(stack, "PcsClusterId", value=pcs.cluster.attr_id)
     access_outputs.pcs(stack, pcs.node_groups[PCS_LOGIN_GROUP], region=stack.region)
@@ -132,6 +134,8 @@ class ClusterStack(Stack):
     ``images`` (:class:`fmcluster.constructs.image.NodeImages`): the AMI of each compute group (bake: the
     ``<name>-image`` stack's, read from its SSM parameter at deploy; custom: ``software.image.ami_id``). Default:
     the orchestrator's official image everywhere.
+    ``accounting_database``: the ``<name>-accounting`` stack's database (ParallelCluster with Slurm accounting,
+    :mod:`fmcluster.constructs.accounting`). Default: none.
     """
 
     def __init__(
@@ -157,6 +161,7 @@ class ClusterStack(Stack):
         eks_plan: EksPlan | None = None,
         eks_cluster_arn: str | None = None,
         images: NodeImages | None = None,
+        accounting_database: SlurmAccountingDatabase | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
@@ -177,7 +182,7 @@ class ClusterStack(Stack):
                 if head_node_script is not None and delivery == "s3_asset" else None
             ),
             head_node_text=head_node_script if delivery == "lifecycle" else None,
-            eks_plan=eks_plan, eks_cluster_arn=eks_cluster_arn,
+            eks_plan=eks_plan, eks_cluster_arn=eks_cluster_arn, accounting_database=accounting_database,
         )
         # What every orchestrator construct receives; each builder adds only what differs.
         shared: dict[str, Any] = {

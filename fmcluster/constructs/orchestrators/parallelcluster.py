@@ -38,6 +38,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fmcluster.blueprint.model import ComputeGroup, ParallelClusterSettings
+from fmcluster.constructs.accounting import SlurmAccountingDatabase, database_uri
 from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.constructs.capacity import ROOT_VOLUME_GIB, ROOT_VOLUME_TYPE, reservation_target
 from fmcluster.constructs.image import NodeImages
@@ -108,9 +109,12 @@ class ParallelClusterCluster(Construct):
         placement_groups: Mapping[str, ec2.PlacementGroup], bootstraps: Mapping[str, NodeBootstrap],
         lustre: LustreMount | None, checkpoints: CheckpointAccess | None, tags: Mapping[str, str],
         head_node_script: ScriptAsset | None = None, head_node_policy: iam.IManagedPolicy | None = None,
-        images: NodeImages | None = None,
+        images: NodeImages | None = None, accounting: SlurmAccountingDatabase | None = None,
     ) -> None:
-        """``head_node_script`` runs as the head node's OnNodeConfigured (e.g. the Prometheus agent and
+        """``accounting``: the Slurm accounting database (``<name>-accounting`` stack) wired as
+        ``SlurmSettings.Database`` (:meth:`_wire_accounting`). Default: no accounting.
+
+        ``head_node_script`` runs as the head node's OnNodeConfigured (e.g. the Prometheus agent and
         Slurm exporter of the observability layer); ``head_node_policy`` is attached to its role. ``images``:
         each listed queue's ``Image.CustomAmi`` (bake and custom modes; the head node keeps the official AMI,
         see :class:`fmcluster.constructs.image.NodeImages`). Default: every node on the official AMI."""
@@ -189,6 +193,8 @@ class ParallelClusterCluster(Construct):
         if imex_types:
             custom.append({"PrologFlags": IMEX_PROLOG_FLAGS})
         self.config["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"] = custom
+        if accounting is not None:
+            self._wire_accounting(head_node, self.config["Scheduling"]["SlurmSettings"], accounting)
         if spec.login_instance_type:
             self.config["LoginNodes"] = {"Pools": [self._login_pool(spec, subnet, security_group)]}
         if lustre is not None:
@@ -205,6 +211,20 @@ class ParallelClusterCluster(Construct):
                 "DeletionPolicy": spec.deletion_policy,
             },
         )
+
+    @staticmethod
+    def _wire_accounting(head_node: dict[str, Any], slurm_settings: dict[str, Any],
+                         db: SlurmAccountingDatabase) -> None:
+        """Slurm accounting: ``SlurmSettings.Database`` (``Uri`` ``host:port`` without a scheme, ``UserName``,
+        ``PasswordSecretArn`` of the secret holding the plain password; ParallelCluster >= 3.3.0) and the database's
+        client security group on the head node, the only group the database accepts MySQL from. Source:
+        https://docs.aws.amazon.com/parallelcluster/latest/ug/Scheduling-v3.html#Scheduling-v3-SlurmSettings-Database;
+        ParallelCluster's head node role gets ``secretsmanager:GetSecretValue`` on the secret itself
+        (:mod:`fmcluster.constructs.accounting`). No ``DatabaseName``: ParallelCluster then names the database after the
+        cluster, so one database server could hold several clusters."""
+        slurm_settings["Database"] = {"Uri": database_uri(db), "UserName": db.user_name,
+                                      "PasswordSecretArn": db.secret.secret_arn}
+        head_node["Networking"]["AdditionalSecurityGroups"].append(db.client_security_group.security_group_id)
 
     def _wire_topology(self, head_node: dict[str, Any], head_policies: list[dict[str, Any]], cluster_name: str,
                        region: str, groups: Sequence[ResolvedGroup]) -> bool:

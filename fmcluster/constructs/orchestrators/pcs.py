@@ -85,7 +85,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_pcs as pcs
 from constructs import Construct
 
-from fmcluster.blueprint.model import PcsSettings
+from fmcluster.blueprint.model import PcsSettings, SlurmAccountingSpec
 from fmcluster.catalog import cpu_architecture_of
 from fmcluster.catalog.networking import InterfaceSlot
 from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
@@ -260,6 +260,18 @@ def pcs_ami(ami: str | None, instance_type: str) -> str:
     return "{{resolve:ssm:" + PCS_AMI_PARAMETER.format(arch=arch) + "}}"
 
 
+def pcs_accounting(spec: SlurmAccountingSpec | None) -> pcs.CfnCluster.AccountingProperty | None:
+    """``SlurmConfiguration.Accounting`` of an AWS PCS cluster: ``Mode: STANDARD`` and ``DefaultPurgeTimeInDays`` from
+    ``purge_after_days`` (-1 keeps records as long as the cluster exists; 0 is invalid) when accounting is enabled,
+    else ``None`` (the property is left out: PCS's default mode is NONE). PCS creates and runs the accounting
+    database itself, for Slurm 24.11 or later (every version fmcluster allows): "AWS PCS creates and manages the
+    accounting database for your cluster" (https://docs.aws.amazon.com/pcs/latest/userguide/slurm-accounting.html;
+    https://docs.aws.amazon.com/pcs/latest/APIReference/API_Accounting.html). Enabling it adds PCS charges."""
+    if spec is None or not spec.enabled:
+        return None
+    return pcs.CfnCluster.AccountingProperty(mode="STANDARD", default_purge_time_in_days=spec.purge_after_days)
+
+
 class PcsCluster(Construct):
     """A PCS cluster with a login node group and one compute node group + queue per compute group.
 
@@ -269,6 +281,8 @@ class PcsCluster(Construct):
     with ``lustre`` every node group first runs the ``mount-lustre.sh`` lifecycle script
     (:func:`lifecycle_actions`); ``placement_groups`` maps
     the name of every group whose ``placement_group`` flag is set to its placement group.
+    ``accounting`` (``orchestrator.slurm.accounting``): PCS-managed Slurm accounting when enabled
+    (:func:`pcs_accounting`). Default: off.
 
     Attributes: ``cluster`` (CfnCluster), ``security_group`` (cluster group), ``role`` (node role,
     name starts with ``AWSPCS``), ``instance_profile``, ``lustre_script`` (the mount script's asset, or
@@ -302,6 +316,7 @@ class PcsCluster(Construct):
         head_node_script: ScriptAsset | None = None,
         head_node_policy: iam.IManagedPolicy | None = None,
         images: NodeImages | None = None,
+        accounting: SlurmAccountingSpec | None = None,
     ) -> None:
         super().__init__(scope, id)
         amis = images or NodeImages({})
@@ -329,6 +344,7 @@ class PcsCluster(Construct):
                                                               parameter_value=c["ParameterValue"])
                     for c in self.slurm_custom_settings
                 ] or None,
+                accounting=pcs_accounting(accounting),
             ),
             tags=dict(tags),
         )

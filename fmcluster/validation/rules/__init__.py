@@ -70,6 +70,7 @@ def rule(
 
 def _load_rule_modules() -> None:
     from fmcluster.validation.rules import (  # noqa: F401  (registration side effect)
+        accounting,
         bake,
         capacity,
         compute,
