@@ -118,8 +118,19 @@ def synth_with_nag(blueprint_text: str) -> Path:
     app = cdk.App(outdir=str(out), context=cdk_context())
     build_app(app, bp)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
-    app.synth()
+    errors = synthesis_errors(app.synth())
+    assert errors == [], errors  # the CDK CLI refuses to deploy an assembly with error annotations
     return out
+
+
+def synthesis_errors(assembly: Any) -> list[str]:
+    """The error annotations of every stack in a cloud assembly (``Annotations.add_error`` and the CDK's own, such
+    as an RDS cluster given fewer than two subnets), as ``path: message``: ``cdk synth`` and ``cdk deploy`` stop on
+    them, in-process ``app.synth()`` does not."""
+    import aws_cdk.cx_api as cx_api
+
+    return [f"{m.id}: {m.entry.data}" for stack in assembly.stacks_recursively for m in stack.messages
+            if m.level == cx_api.SynthesisMessageLevel.ERROR]
 
 
 @cache

@@ -66,9 +66,9 @@ def test_database_is_retained_encrypted_and_backed_up() -> None:
     [writer] = resources_of(tpl, "AWS::RDS::DBInstance").values()
     assert (writer["Properties"]["DBInstanceClass"], writer["Properties"]["PubliclyAccessible"],
             writer["Properties"]["AvailabilityZone"]) == ("db.serverless", False, "us-east-1a")
-    # everything a kept database needs stays with it: its secret, subnets, subnet group and security groups
+    # everything a kept database needs stays with it: its secret, subnets, subnet group, parameter group and security groups
     kept = {"AWS::RDS::DBCluster", "AWS::RDS::DBInstance", "AWS::SecretsManager::Secret", "AWS::EC2::Subnet",
-            "AWS::RDS::DBSubnetGroup", "AWS::EC2::SecurityGroup"}
+            "AWS::RDS::DBSubnetGroup", "AWS::EC2::SecurityGroup", "AWS::RDS::DBClusterParameterGroup"}
     for lid, r in tpl["Resources"].items():
         if r["Type"] in kept:
             assert (r.get("DeletionPolicy"), r.get("UpdateReplacePolicy")) == ("Retain", "Retain"), lid

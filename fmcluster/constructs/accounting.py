@@ -8,7 +8,7 @@ string of a Secrets Manager secret, cluster parameters ``require_secure_transpor
 ``innodb_lock_wait_timeout=900``) and made safe to keep data in:
 
 - retained: ``DeletionPolicy``/``UpdateReplacePolicy`` Retain on the cluster, its writer, the secret (the password of
-  a kept database), the subnet group, the database security group and the subnets fmcluster created (a kept
+  a kept database), the cluster parameter group, the subnet group, the database security group and the subnets fmcluster created (a kept
   database keeps its network interfaces there), plus deletion protection;
 - storage encrypted (``StorageEncrypted``), automated backups for ``backup_retention_days``;
 - credentials: a generated 32-character alphanumeric password (no characters that need quoting in
@@ -111,6 +111,13 @@ class SlurmAccountingDatabase(Construct):
             "(Scheduling-v3 SlurmSettings/Database/PasswordSecretArn); rotation would cut accounting off.",
         ))
 
+        # Kept with the database: deleting a parameter group that a (kept) cluster still uses fails
+        # (InvalidDBParameterGroupState, https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_DeleteDBClusterParameterGroup.html).
+        parameter_group = rds.ParameterGroup(
+            self, "ClusterParameterGroup", engine=rds.DatabaseClusterEngine.aurora_mysql(version=ENGINE_VERSION),
+            description=f"fmcluster {cluster_name}: Slurm accounting database cluster parameters",
+            parameters=dict(CLUSTER_PARAMETERS), removal_policy=RemovalPolicy.RETAIN,
+        )
         writer_az = None if placement.az_is_id else placement.az
         self.cluster = rds.DatabaseCluster(
             self, "Cluster",
@@ -119,9 +126,12 @@ class SlurmAccountingDatabase(Construct):
             writer=rds.ClusterInstance.serverless_v2("Writer", availability_zone=writer_az,
                                                      auto_minor_version_upgrade=True, publicly_accessible=False),
             serverless_v2_min_capacity=spec.min_capacity_acu, serverless_v2_max_capacity=spec.max_capacity_acu,
-            vpc=vpc, subnet_group=rds.SubnetGroup.from_subnet_group_name(self, "SubnetGroupRef", subnet_group.ref),
+            # the subnets are named too: DatabaseCluster checks that its subnet selection has two, even with a subnet group
+            vpc=vpc, vpc_subnets=ec2.SubnetSelection(subnets=[
+                ec2.Subnet.from_subnet_id(self, f"SubnetRef{i + 1}", sid) for i, sid in enumerate(self.subnet_ids)]),
+            subnet_group=rds.SubnetGroup.from_subnet_group_name(self, "SubnetGroupRef", subnet_group.ref),
             security_groups=[self.security_group], port=DATABASE_PORT,
-            parameters=dict(CLUSTER_PARAMETERS),
+            parameter_group=parameter_group,
             storage_encrypted=True, deletion_protection=True, copy_tags_to_snapshot=True,
             backup=rds.BackupProps(retention=Duration.days(spec.backup_retention_days)),
             removal_policy=RemovalPolicy.RETAIN,
