@@ -26,20 +26,35 @@ def cdk_context() -> dict[str, Any]:
 
 @cache
 def synth_templates(blueprint_text: str, extra_context: tuple[tuple[str, Any], ...] = ()) -> dict[str, dict[str, Any]]:
-    """Synthesize in-process (no nag) and return stack name -> template JSON."""
+    """Synthesize in-process (no nag) and return stack name -> template JSON. The parent AMI lookups a bake
+    blueprint needs are given as context (:data:`TEST_PARENT_AMI`, as :func:`cli_synth` does) unless
+    ``extra_context`` sets them; an error annotation fails (:func:`assert_no_synthesis_errors`)."""
     import tempfile
 
     import aws_cdk as cdk
 
+    from fmcluster.preflight.image_lookup import lookups
+    from fmcluster.resolved import resolve
     from fmcluster.stacks.build import build_app
     from fmcluster.validation import load_blueprint_text
 
     bp = load_blueprint_text(blueprint_text).blueprint
+    looked_up = {lk.context_key: TEST_PARENT_AMI for lk in lookups(resolve(bp))}
     out = tempfile.mkdtemp(prefix="fmcluster-test-")
-    app = cdk.App(outdir=out, context={**cdk_context(), **dict(extra_context)})
+    app = cdk.App(outdir=out, context={**cdk_context(), **looked_up, **dict(extra_context)})
     stacks = build_app(app, bp)
-    app.synth()
+    assert_no_synthesis_errors(app.synth())
     return {s.stack_name: json.loads((Path(out) / f"{s.stack_name}.template.json").read_text()) for s in stacks.all()}
+
+
+def assert_no_synthesis_errors(assembly: Any) -> None:
+    """Fail on any error annotation in the assembly (``Annotations.add_error``, or the CDK's own such as an RDS cluster
+    with one subnet): ``cdk synth``/``cdk deploy`` stop on them, in-process ``app.synth()`` does not."""
+    import aws_cdk.cx_api as cx_api
+
+    errors = [f"{m.id}: {m.entry.data}" for stack in assembly.stacks_recursively for m in stack.messages
+              if m.level == cx_api.SynthesisMessageLevel.ERROR]
+    assert errors == [], errors
 
 
 def resources_of(template: dict[str, Any], type_: str) -> dict[str, dict[str, Any]]:

@@ -17,7 +17,7 @@ from fmcluster.catalog import get_instance, known_instance_types
 from fmcluster.catalog.images import bakeable_stacks
 from fmcluster.catalog.software import get_stack
 from tests.blueprints import DROP, blueprint_text, example
-from tests.conftest import cdk_context, synth_templates
+from tests.conftest import TEST_PARENT_AMI, assert_no_synthesis_errors, cdk_context, synth_templates
 
 KINDS = ("parallelcluster", "hyperpod", "pcs")
 TRAINING_PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/gb200-plan"
@@ -118,19 +118,9 @@ def synth_with_nag(blueprint_text: str) -> Path:
     app = cdk.App(outdir=str(out), context=cdk_context())
     build_app(app, bp)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
-    errors = synthesis_errors(app.synth())
-    assert errors == [], errors  # the CDK CLI refuses to deploy an assembly with error annotations
+    assert_no_synthesis_errors(app.synth())
     return out
 
-
-def synthesis_errors(assembly: Any) -> list[str]:
-    """The error annotations of every stack in a cloud assembly (``Annotations.add_error`` and the CDK's own, such
-    as an RDS cluster given fewer than two subnets), as ``path: message``: ``cdk synth`` and ``cdk deploy`` stop on
-    them, in-process ``app.synth()`` does not."""
-    import aws_cdk.cx_api as cx_api
-
-    return [f"{m.id}: {m.entry.data}" for stack in assembly.stacks_recursively for m in stack.messages
-            if m.level == cx_api.SynthesisMessageLevel.ERROR]
 
 
 @cache
@@ -139,13 +129,17 @@ def synth_to_folder(blueprint_text: str) -> tuple[Path, dict[str, dict[str, Any]
     stack name -> template JSON."""
     import aws_cdk as cdk
 
+    from fmcluster.preflight.image_lookup import lookups
+    from fmcluster.resolved import resolve
     from fmcluster.stacks.build import build_app
     from fmcluster.validation import load_blueprint_text
 
+    bp = load_blueprint_text(blueprint_text).blueprint
     out = Path(tempfile.mkdtemp(prefix="fmcluster-assets-"))
-    app = cdk.App(outdir=str(out), context=cdk_context())
-    stacks = build_app(app, load_blueprint_text(blueprint_text).blueprint)
-    app.synth()
+    looked_up = {lk.context_key: TEST_PARENT_AMI for lk in lookups(resolve(bp))}  # as cli_synth gives them
+    app = cdk.App(outdir=str(out), context={**cdk_context(), **looked_up})
+    stacks = build_app(app, bp)
+    assert_no_synthesis_errors(app.synth())
     return out, {s.stack_name: json.loads((out / f"{s.stack_name}.template.json").read_text()) for s in stacks.all()}
 
 

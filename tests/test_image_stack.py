@@ -18,7 +18,7 @@ import yaml
 from fmcluster.blueprint import BlueprintError
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import DROP, blueprint_text, example, merge, to_yaml
-from tests.conftest import ROOT, resources_of, synth_templates
+from tests.conftest import ROOT, assert_no_synthesis_errors, resources_of, synth_templates
 
 PC_PARENT = "ami-0a1b2c3d4e5f60718"
 HP_PARENT = "ami-0fedcba9876543210"
@@ -427,7 +427,7 @@ def test_image_stack_passes_cfn_lint_and_cdk_nag(orchestrator: str) -> None:
     app = cdk.App(outdir=str(out), context={**cdk_context(), **dict(ctx)})
     stacks = build_app(app, bp)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
-    app.synth()
+    assert_no_synthesis_errors(app.synth())
     assert nag_report(out) == []
     assert stacks.image is not None
     lint = subprocess.run([str(ROOT / ".venv/bin/cfn-lint"), "--regions", bp.region, "--format", "parseable", "--",

@@ -28,7 +28,7 @@ from fmcluster.templates.observability.prometheus import scrape_jobs
 from fmcluster.templates.observability.rules import alert_groups
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import blueprint_text
-from tests.conftest import resources_of, synth_templates
+from tests.conftest import assert_no_synthesis_errors, resources_of, synth_templates
 
 EMAIL = "oncall@example.com"
 TOPIC = "arn:aws:sns:us-east-1:123456789012:team-alerts"
@@ -191,7 +191,7 @@ def test_endpoint_and_email_synthesize_clean_with_nag_and_cfn_lint(tmp_path: Pat
     app = cdk.App(outdir=str(tmp_path), context=cdk_context())
     stacks = build_app(app, bp)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
-    app.synth()
+    assert_no_synthesis_errors(app.synth())
     tpl = json.loads((tmp_path / "t-cluster-observability.template.json").read_text())
     (ep,) = resources_of(tpl, "AWS::EC2::VPCEndpoint").values()
     assert ep["Properties"]["ServiceName"] == "com.amazonaws.us-east-1.aps-workspaces"
