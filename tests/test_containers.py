@@ -355,4 +355,5 @@ def test_hyperpod_eks_pods_need_an_image_with_its_own_plugin_and_get_no_sbatch()
          "on compute[0] (gpu, p5.48xlarge), got aws_ofi_nccl false; allowed an image that carries the plugin (NCCL would "
          "fall back to sockets)", "R-CTR-12")]
     rendered = render_blueprint(load_blueprint_text(blueprint_text(base=example("hyperpod-eks"))).blueprint)
-    assert "fsdp-train.sbatch" not in rendered["gpu"]  # no Slurm: the Kubernetes job templates instead
+    # no Slurm: the Kubernetes job templates instead of either sbatch
+    assert not {"fsdp-train.sbatch", "nccl-tests.sbatch"} & set(rendered["gpu"]) and rendered["kubernetes/jobs"]

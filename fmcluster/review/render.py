@@ -33,7 +33,8 @@ class RenderOutError(Exception):
 
 def render_blueprint(bp: Blueprint) -> dict[str, dict[str, str]]:
     """``{folder: {file name: text}}``: one folder per compute group (node scripts, resolved
-    versions, a ready ``nccl-tests.sbatch``, the example FSDP job ``fsdp-train.sbatch`` + ``fsdp-train.py``), when
+    versions and, on Slurm clusters, a ready ``nccl-tests.sbatch`` and the example FSDP job ``fsdp-train.sbatch`` +
+    ``fsdp-train.py``), when
     metrics are on, ``observability/`` (Prometheus config, alert rules,
     dashboards, exporter scripts), on HyperPod EKS ``kubernetes/`` (Kueue queues, job templates, the EFA
     admission policy, the node-check DaemonSet, the Helm install: :mod:`fmcluster.templates.kubernetes`) and, on
@@ -48,12 +49,13 @@ def render_blueprint(bp: Blueprint) -> dict[str, dict[str, str]]:
             f"{versions}kernel_modules: {ctx.kernel_modules}\n"
         )
         group = {g.name: g for g in rc.groups}.get(name)  # HyperPod controller/login contexts have no group
-        if group is not None and group.instance.gpu.count:
+        # Slurm jobs (HyperPod EKS has the MPIJob/PyTorchJob manifests under kubernetes/ instead): nccl-tests and
+        # the example FSDP job in a container (docs/first-job.md)
+        if group is not None and group.instance.gpu.count and rc.profile.key in SLURM_PROFILES:
             files["nccl-tests.sbatch"] = render_nccl_tests_sbatch(
                 blueprint_name=bp.name, group_name=name, instance_type=ctx.instance_type, gpus=group.instance.gpu.count,
                 count=group.spec.count, node_dir=rc.node_dir)
-            if rc.profile.key in SLURM_PROFILES:  # example FSDP job in a container (docs/first-job.md)
-                files.update(render_fsdp_job(rc, group, ctx))
+            files.update(render_fsdp_job(rc, group, ctx))
         out[name] = files
     for rel, text in render_observability_files(rc).items():
         folder, _, name = rel.rpartition("/")
