@@ -40,10 +40,10 @@ HYPERPOD = {"orchestrator": {"kind": "hyperpod"}}
 
 ERRORS: list[tuple[str, list[dict[str, Any]], list[tuple[str, str, str]]]] = [
     ("no-second-az", [accounting()], [(f"{ACCT}.second_availability_zone",
-     "the accounting database's subnet group needs two Availability Zones, got none besides us-east-1a; allowed an AZ "
+     "the accounting database subnets need two Availability Zones, got none besides us-east-1a; allowed an AZ "
      "name of us-east-1 such as us-east-1b other than us-east-1a", "R-ACCT-2")]),
     ("same-az", [accounting(second_availability_zone="us-east-1a")], [(f"{ACCT}.second_availability_zone",
-     "same AZ as the cluster, got 'us-east-1a'; allowed an AZ name of us-east-1 such as us-east-1b other than "
+     "same AZ as the GPU subnet, got 'us-east-1a'; allowed an AZ name of us-east-1 such as us-east-1b other than "
      "us-east-1a", "R-ACCT-2")]),
     ("other-region", [accounting(second_availability_zone="us-west-2b")], [(f"{ACCT}.second_availability_zone",
      "not an AZ name of us-east-1 such as us-east-1b, got 'us-west-2b'; allowed an AZ name of us-east-1 such as "
@@ -53,13 +53,13 @@ ERRORS: list[tuple[str, list[dict[str, Any]], list[tuple[str, str, str]]]] = [
      "us-east-1b other than us-east-1a", "R-ACCT-2")]),
     ("subnets-in-new-vpc", [accounting(second_availability_zone="us-east-1b", subnet_ids=["subnet-0123456789abcdef1"])],
      [(f"{ACCT}.subnet_ids", "subnets of an imported VPC, got subnet-0123456789abcdef1 with a new VPC; allowed nothing "
-       f"(fmcluster creates the database subnets; name their second AZ in {ACCT}.second_availability_zone)", "R-ACCT-2")]),
+       f"(fmcluster creates the accounting database subnets; name their second AZ in {ACCT}.second_availability_zone)", "R-ACCT-2")]),
     ("vpc-full", [ON, {"network": {"vpc_cidr": "10.0.0.0/20", "gpu_subnet_prefix_length": 21}}],
      [("network.vpc_cidr", "no room for the two /28 accounting database subnets after the public /24 and the /21 GPU "
        "subnet, got 10.0.0.0/20; allowed a larger VPC or a smaller network.gpu_subnet_prefix_length", "R-ACCT-2")]),
     ("imported-one-subnet", [IMPORTED_VPC, accounting(subnet_ids=["subnet-0123456789abcdef1"] * 2,
                                                       second_availability_zone="us-east-1b")],
-     [(f"{ACCT}.subnet_ids", "the accounting database needs subnets in two Availability Zones, got 1 subnet(s) with an "
+     [(f"{ACCT}.subnet_ids", "the accounting database subnets need two Availability Zones, got 1 subnet(s) with an "
        "imported VPC; allowed at least two subnet ids in different AZs of network.vpc_id", "R-ACCT-2"),
       (f"{ACCT}.second_availability_zone", "ignored with an imported VPC, got 'us-east-1b'; allowed nothing (name the "
        f"subnets in {ACCT}.subnet_ids)", "R-ACCT-2")]),

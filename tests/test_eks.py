@@ -60,7 +60,7 @@ def _problems(*patches: dict[str, Any], base: dict[str, Any]) -> list[tuple[str,
      [(EKS, f"settings for a cluster fmcluster creates are ignored with an existing cluster, got eks_cluster_arn {ARN}; "
        f"allowed one of eks_cluster_arn or {EKS}", "R-EKS-2")]),
     (_eks(admin_role_arn=ADMIN),
-     [(f"{EKS}.control_plane_availability_zone", "EKS needs control-plane subnets in two Availability Zones, got none "
+     [(f"{EKS}.control_plane_availability_zone", "the EKS control-plane subnets need two Availability Zones, got none "
        "besides us-east-1a; allowed an AZ name of us-east-1 such as us-east-1b other than us-east-1a", "R-EKS-3")]),
     (_eks(admin_role_arn=ADMIN, control_plane_availability_zone="us-east-1a"),
      [(f"{EKS}.control_plane_availability_zone", "same AZ as the GPU subnet, got 'us-east-1a'; allowed an AZ name of "
@@ -72,7 +72,7 @@ def _problems(*patches: dict[str, Any], base: dict[str, Any]) -> list[tuple[str,
      [(f"{EKS}.control_plane_availability_zone", "not an AZ name of us-east-1 such as us-east-1b, got 'us-west-2b'; "
        "allowed an AZ name of us-east-1 such as us-east-1b other than us-east-1a", "R-EKS-3")]),
     ({**_eks(admin_role_arn=ADMIN, control_plane_subnet_ids=["subnet-0123456789abcdef1"]), "network": NET},
-     [(f"{EKS}.control_plane_subnet_ids", "EKS needs control-plane subnets in two Availability Zones, got 1 subnet(s) "
+     [(f"{EKS}.control_plane_subnet_ids", "the EKS control-plane subnets need two Availability Zones, got 1 subnet(s) "
        "with an imported VPC; allowed at least two subnet ids in different AZs of network.vpc_id", "R-EKS-3")]),
     ({**CREATE_OK, "network": {"vpc_cidr": "10.0.0.0/20", "gpu_subnet_prefix_length": 21}},
      [("network.vpc_cidr", "no room for the two /28 EKS control-plane subnets after the public /24 and the /21 GPU "

@@ -8,23 +8,22 @@ wired: SageMaker HyperPod, rule R-ACCT-1). Constructs, the plan and the rules re
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 from typing import Literal
 
 from fmcluster.blueprint.model import Blueprint, SlurmAccountingSpec
 from fmcluster.resolved.profiles import OrchestratorProfile
+from fmcluster.resolved.subnet import tail_subnet_pair
 
-#: Size of each database subnet fmcluster adds to a new VPC. An RDS DB subnet group needs "at least two subnets in
-#: at least two Availability Zones" (https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/USER_VPC.WorkingWithRDSInstanceinaVPC.html);
-#: a /28 (11 usable addresses) is the smallest subnet AWS allows and holds the Aurora writer's interface with room
-#: for the ones RDS adds during maintenance.
-DATABASE_SUBNET_PREFIX = 28
+# Why /28 for each database subnet fmcluster adds to a new VPC. An RDS DB subnet group needs "at least two subnets in
+# at least two Availability Zones" (https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/USER_VPC.WorkingWithRDSInstanceinaVPC.html);
+# a /28 (11 usable addresses) is the smallest subnet AWS allows and holds the Aurora writer's interface with room
+# for the ones RDS adds during maintenance.
+# (fmcluster.resolved.subnet.tail_subnet_pair).
+
 #: How many /28 blocks from the end of the VPC the database subnets start: the last two /28 blocks belong to the EKS
 #: control-plane subnets (:func:`fmcluster.resolved.eks.control_plane_cidrs`), so the database takes the two before.
 _BLOCKS_FROM_END = 4
-#: The public /24 and the GPU subnet CDK allocates first (fmcluster.resolved.subnet.vpc_holds).
-_PUBLIC_PREFIX = 24
 #: ``Scheduling.SlurmSettings.Database.UserName`` and the Aurora master user: the default user name of AWS's
 #: ParallelCluster accounting template (aws/aws-parallelcluster cloudformation/database/serverless-database.yaml).
 DATABASE_USER = "clusteradmin"
@@ -43,18 +42,7 @@ def database_subnet_cidrs(vpc_cidr: str, gpu_prefix: int) -> tuple[str, str] | N
     ``second_availability_zone``): the 4th- and 3rd-last /28 blocks of ``vpc_cidr``, after CDK's public /24 and the
     ``/gpu_prefix`` GPU subnet (allocated from the start of the VPC, each aligned to its size) and before the EKS
     control-plane blocks. ``None`` when they would overlap the public or GPU subnet (the VPC is full, R-ACCT-2)."""
-    net = ipaddress.IPv4Network(vpc_cidr)
-    offset = 0
-    for prefix in (_PUBLIC_PREFIX, gpu_prefix):
-        size = 2 ** (32 - prefix)
-        offset = -(-offset // size) * size + size
-    block = 2 ** (32 - DATABASE_SUBNET_PREFIX)
-    first = net.num_addresses - _BLOCKS_FROM_END * block
-    if first < offset:
-        return None
-    base = int(net.network_address)
-    return (str(ipaddress.IPv4Network((base + first, DATABASE_SUBNET_PREFIX))),
-            str(ipaddress.IPv4Network((base + first + block, DATABASE_SUBNET_PREFIX))))
+    return tail_subnet_pair(vpc_cidr, gpu_prefix, blocks_from_end=_BLOCKS_FROM_END)
 
 
 @dataclass(frozen=True)

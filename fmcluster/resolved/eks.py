@@ -7,38 +7,25 @@ instead of re-deriving these facts. Sources are in :mod:`fmcluster.catalog.eks`.
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 
 from fmcluster.blueprint.model import Blueprint, HyperPodEksSettings
 from fmcluster.catalog import eks as cat
+from fmcluster.resolved.subnet import tail_subnet_pair
 
-#: Size of each EKS control-plane subnet fmcluster adds to a new VPC. EKS needs "at least two subnets that are in
-#: different Availability Zones" (https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html) with free
-#: addresses for up to 4 control-plane ENIs each during upgrades; a /28 (16 addresses, 11 usable) is the
-#: smallest subnet AWS allows and the size the EKS user guide recommends for dedicated control-plane subnets.
-CONTROL_PLANE_PREFIX = 28
-#: The public /24 and the GPU subnet CDK allocates first (fmcluster.resolved.subnet.vpc_holds).
-_PUBLIC_PREFIX = 24
+# Why /28 for each EKS control-plane subnet fmcluster adds to a new VPC. EKS needs "at least two subnets that are in
+# different Availability Zones" (https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html) with free
+# addresses for up to 4 control-plane ENIs each during upgrades; a /28 (16 addresses, 11 usable) is the
+# smallest subnet AWS allows and the size the EKS user guide recommends for dedicated control-plane subnets.
+# (fmcluster.resolved.subnet.tail_subnet_pair).
+
 
 
 def control_plane_cidrs(vpc_cidr: str, gpu_prefix: int) -> tuple[str, str] | None:
     """The two /28 control-plane subnets fmcluster adds to a new VPC: the last two /28 blocks of ``vpc_cidr``,
     after CDK's public /24 and ``/gpu_prefix`` GPU subnet (allocated from the start of the VPC, each aligned to
     its size). ``None`` when they would overlap those (the VPC is full; rule R-EKS-3 reports it)."""
-    net = ipaddress.IPv4Network(vpc_cidr)
-    offset = 0
-    for prefix in (_PUBLIC_PREFIX, gpu_prefix):
-        size = 2 ** (32 - prefix)
-        offset = -(-offset // size) * size + size
-    block = 2 ** (32 - CONTROL_PLANE_PREFIX)
-    first = net.num_addresses - 2 * block
-    if first < offset:
-        return None
-    base = int(net.network_address)
-    a = ipaddress.IPv4Network((base + first, CONTROL_PLANE_PREFIX))
-    b = ipaddress.IPv4Network((base + first + block, CONTROL_PLANE_PREFIX))
-    return str(a), str(b)
+    return tail_subnet_pair(vpc_cidr, gpu_prefix, blocks_from_end=2)
 
 
 @dataclass(frozen=True)

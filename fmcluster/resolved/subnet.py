@@ -19,6 +19,7 @@ What is counted (docs/capacity.md "Subnet sizing"):
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import asdict, dataclass
 
 from fmcluster.blueprint.model import Blueprint
@@ -52,11 +53,33 @@ def vpc_holds(vpc_prefix: int, gpu_prefix: int) -> bool:
     address aligned to its own size, and fails at synth ("1 of /N exceeds remaining space of ...")
     when one does not fit: aws-cdk-lib ``aws-ec2/lib/network-util.ts`` ``NetworkBuilder.addSubnets``.
     """
+    return _allocated(gpu_prefix) <= 2 ** (32 - vpc_prefix)
+
+
+def _allocated(gpu_prefix: int) -> int:
+    """Addresses from the start of a new VPC up to the end of its ``/gpu_prefix`` GPU subnet (CDK's allocation:
+    the public /24 first, each subnet aligned to its own size; :func:`vpc_holds`)."""
     offset = 0
     for prefix in (PUBLIC_SUBNET_PREFIX, gpu_prefix):
         size = 2 ** (32 - prefix)
         offset = -(-offset // size) * size + size
-    return offset <= 2 ** (32 - vpc_prefix)
+    return offset
+
+
+def tail_subnet_pair(vpc_cidr: str, gpu_prefix: int, *, blocks_from_end: int) -> tuple[str, str] | None:
+    """Two adjacent /28 subnets (AWS's smallest) that fmcluster adds to a new VPC in a second AZ's pair: the
+    ``blocks_from_end``-th and the next /28 block counted from the end of ``vpc_cidr`` (2: the last two). ``None``
+    when they would overlap the public /24 or the ``/gpu_prefix`` GPU subnet CDK allocates from the start (the VPC
+    is full). Users: the EKS control-plane subnets (last two blocks) and the Slurm accounting database subnets (the
+    two before)."""
+    net = ipaddress.IPv4Network(vpc_cidr)
+    block = 2 ** (32 - MAX_PREFIX)
+    first = net.num_addresses - blocks_from_end * block
+    if first < _allocated(gpu_prefix):
+        return None
+    base = int(net.network_address)
+    return (str(ipaddress.IPv4Network((base + first, MAX_PREFIX))),
+            str(ipaddress.IPv4Network((base + first + block, MAX_PREFIX))))
 
 
 def largest_gpu_subnet(vpc_prefix: int) -> int | None:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from fmcluster.blueprint.model import OrchestratorSpec
 from fmcluster.resolved import ResolvedCluster
 from fmcluster.validation.rules import Violation, rule
+from fmcluster.validation.rules.subnet import second_az_subnet_problems
 
 ACCT = "orchestrator.slurm.accounting"
 PCLUSTER_DB = "https://docs.aws.amazon.com/parallelcluster/latest/ug/Scheduling-v3.html#Scheduling-v3-SlurmSettings-Database"
@@ -47,44 +48,11 @@ def database_subnets(rc: ResolvedCluster) -> Iterator[Violation]:
     plan = rc.accounting
     if plan is None or not plan.creates_database:
         return
-    bp, s = rc.blueprint, plan.spec
-    az_path, subnets_path = f"{ACCT}.second_availability_zone", f"{ACCT}.subnet_ids"
-    if bp.network.vpc_id is not None:
-        if len(set(s.subnet_ids)) < 2:
-            yield subnets_path, (
-                "the accounting database needs subnets in two Availability Zones, "
-                f"got {len(set(s.subnet_ids))} subnet(s) with an imported VPC; "
-                "allowed at least two subnet ids in different AZs of network.vpc_id"
-            )
-        if s.second_availability_zone is not None:
-            yield az_path, (
-                f"ignored with an imported VPC, got {s.second_availability_zone!r}; allowed nothing "
-                f"(name the subnets in {subnets_path})"
-            )
-        return
-    if s.subnet_ids:
-        yield subnets_path, (
-            f"subnets of an imported VPC, got {', '.join(s.subnet_ids)} with a new VPC; allowed nothing "
-            f"(fmcluster creates the database subnets; name their second AZ in {az_path})"
-        )
-    az = s.second_availability_zone
-    by_id = bp.availability_zone_id is not None
-    form = "an AZ ID such as use1-az4" if by_id else f"an AZ name of {bp.region} such as {bp.region}b"
-    if az is None:
-        yield az_path, (
-            f"the accounting database's subnet group needs two Availability Zones, got none besides {bp.az_label}; "
-            f"allowed {form} other than {bp.az_label}"
-        )
-    elif az == bp.az_label:
-        yield az_path, f"same AZ as the cluster, got {az!r}; allowed {form} other than {bp.az_label}"
-    elif by_id != ("-az" in az) or (not by_id and not az.startswith(bp.region)):
-        yield az_path, f"not {form}, got {az!r}; allowed {form} other than {bp.az_label}"
-    if plan.subnet_cidrs is None:
-        gpu = f"/{bp.network.gpu_subnet_prefix_length}"
-        yield "network.vpc_cidr", (
-            f"no room for the two /28 accounting database subnets after the public /24 and the {gpu} GPU subnet, "
-            f"got {bp.network.vpc_cidr}; allowed a larger VPC or a smaller network.gpu_subnet_prefix_length"
-        )
+    s = plan.spec
+    yield from second_az_subnet_problems(
+        rc.blueprint, what="accounting database subnets", az=s.second_availability_zone,
+        az_path=f"{ACCT}.second_availability_zone", subnet_ids=s.subnet_ids, subnets_path=f"{ACCT}.subnet_ids",
+        cidrs=plan.subnet_cidrs)
 
 
 @rule("R-ACCT-3", scope="orchestrator", source="Aurora Serverless v2 ServerlessV2ScalingConfiguration (MinCapacity <= MaxCapacity), "

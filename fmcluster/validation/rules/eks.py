@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from fmcluster.catalog import eks as cat
 from fmcluster.resolved import ResolvedCluster
 from fmcluster.validation.rules import Violation, rule
+from fmcluster.validation.rules.subnet import second_az_subnet_problems
 
 EKS = "orchestrator.hyperpod.eks"
 NETWORK_REQS = "https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html"
@@ -66,47 +67,15 @@ def imported_cluster_same_region_and_vpc(rc: ResolvedCluster) -> Iterator[Violat
       source=f"{NETWORK_REQS} (at least two subnets in different Availability Zones); fmcluster adds two /28 subnets "
       "at the end of a new VPC (fmcluster.resolved.eks.control_plane_cidrs)")
 def control_plane_subnets(rc: ResolvedCluster) -> Iterator[Violation]:
+    """HyperPod EKS: the EKS cluster fmcluster creates has control-plane subnets in two AZs."""
     plan = rc.eks
     if plan is None or not plan.creates_cluster:
         return
-    bp, s = rc.blueprint, plan.settings
-    az_path, subnets_path = f"{EKS}.control_plane_availability_zone", f"{EKS}.control_plane_subnet_ids"
-    if bp.network.vpc_id is not None:
-        if len(set(s.control_plane_subnet_ids)) < 2:
-            yield subnets_path, (
-                "EKS needs control-plane subnets in two Availability Zones, "
-                f"got {len(set(s.control_plane_subnet_ids))} subnet(s) with an imported VPC; "
-                "allowed at least two subnet ids in different AZs of network.vpc_id"
-            )
-        if s.control_plane_availability_zone is not None:
-            yield az_path, (
-                f"ignored with an imported VPC, got {s.control_plane_availability_zone!r}; allowed nothing "
-                f"(name the subnets in {subnets_path})"
-            )
-        return
-    if s.control_plane_subnet_ids:
-        yield subnets_path, (
-            f"subnets of an imported VPC, got {', '.join(s.control_plane_subnet_ids)} with a new VPC; allowed nothing "
-            f"(fmcluster creates the control-plane subnets; name their second AZ in {az_path})"
-        )
-    az = s.control_plane_availability_zone
-    by_id = bp.availability_zone_id is not None
-    form = "an AZ ID such as use1-az4" if by_id else f"an AZ name of {bp.region} such as {bp.region}b"
-    if az is None:
-        yield az_path, (
-            f"EKS needs control-plane subnets in two Availability Zones, got none besides {bp.az_label}; "
-            f"allowed {form} other than {bp.az_label}"
-        )
-    elif az == bp.az_label:
-        yield az_path, f"same AZ as the GPU subnet, got {az!r}; allowed {form} other than {bp.az_label}"
-    elif by_id != ("-az" in az) or (not by_id and not az.startswith(bp.region)):
-        yield az_path, f"not {form}, got {az!r}; allowed {form} other than {bp.az_label}"
-    if plan.control_plane_cidrs is None:
-        gpu = f"/{bp.network.gpu_subnet_prefix_length}"
-        yield "network.vpc_cidr", (
-            f"no room for the two /28 EKS control-plane subnets after the public /24 and the {gpu} GPU subnet, "
-            f"got {bp.network.vpc_cidr}; allowed a larger VPC or a smaller network.gpu_subnet_prefix_length"
-        )
+    s = plan.settings
+    yield from second_az_subnet_problems(
+        rc.blueprint, what="EKS control-plane subnets", az=s.control_plane_availability_zone,
+        az_path=f"{EKS}.control_plane_availability_zone", subnet_ids=s.control_plane_subnet_ids,
+        subnets_path=f"{EKS}.control_plane_subnet_ids", cidrs=plan.control_plane_cidrs)
 
 
 @rule("R-EKS-4", level="warning", scope="cluster", orchestrators=("hyperpod-eks",),

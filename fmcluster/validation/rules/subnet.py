@@ -10,9 +10,9 @@ small and the blueprint chooses ``efa`` where its orchestrator lets it choose
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
-from fmcluster.blueprint.model import NetworkSpec
+from fmcluster.blueprint.model import Blueprint, NetworkSpec
 from fmcluster.catalog.networking import SUBNET_SIZING_DOC, subnet_size
 from fmcluster.resolved import ResolvedCluster
 from fmcluster.resolved.subnet import (
@@ -128,4 +128,43 @@ def gpu_subnet_headroom(rc: ResolvedCluster) -> Iterator[Violation]:
             f"({usage.required} required + {usage.recommended - usage.required} for replacement nodes, FSx and endpoints), "
             f"got /{usage.prefix_length} ({usage.subnet_addresses} addresses); "
             f"allowed {_fix(usage, usage.recommended_prefix_length, vpc_prefix, _efa_only(rc, usage, headroom=True))}"
+        )
+
+
+def second_az_subnet_problems(bp: Blueprint, *, what: str, az: str | None, az_path: str, subnet_ids: Sequence[str],
+                              subnets_path: str, cidrs: tuple[str, str] | None) -> Iterator[Violation]:
+    """The problems of a pair of subnets in two AZs that fmcluster adds to a new VPC (``az``: the second AZ, at
+    ``az_path``; ``cidrs``: :func:`fmcluster.resolved.subnet.tail_subnet_pair`, ``None`` when the VPC is full) or
+    that an imported VPC names (``subnet_ids`` at ``subnets_path``). ``what`` names the subnets in messages
+    (e.g. ``EKS control-plane subnets``). Rules R-EKS-3 and R-ACCT-2."""
+    if bp.network.vpc_id is not None:
+        if len(set(subnet_ids)) < 2:
+            yield subnets_path, (
+                f"the {what} need two Availability Zones, got {len(set(subnet_ids))} subnet(s) with an imported VPC; "
+                "allowed at least two subnet ids in different AZs of network.vpc_id"
+            )
+        if az is not None:
+            yield az_path, f"ignored with an imported VPC, got {az!r}; allowed nothing (name the subnets in {subnets_path})"
+        return
+    if subnet_ids:
+        yield subnets_path, (
+            f"subnets of an imported VPC, got {', '.join(subnet_ids)} with a new VPC; allowed nothing "
+            f"(fmcluster creates the {what}; name their second AZ in {az_path})"
+        )
+    by_id = bp.availability_zone_id is not None
+    form = "an AZ ID such as use1-az4" if by_id else f"an AZ name of {bp.region} such as {bp.region}b"
+    if az is None:
+        yield az_path, (
+            f"the {what} need two Availability Zones, got none besides {bp.az_label}; allowed {form} other than "
+            f"{bp.az_label}"
+        )
+    elif az == bp.az_label:
+        yield az_path, f"same AZ as the GPU subnet, got {az!r}; allowed {form} other than {bp.az_label}"
+    elif by_id != ("-az" in az) or (not by_id and not az.startswith(bp.region)):
+        yield az_path, f"not {form}, got {az!r}; allowed {form} other than {bp.az_label}"
+    if cidrs is None:
+        gpu = f"/{bp.network.gpu_subnet_prefix_length}"
+        yield "network.vpc_cidr", (
+            f"no room for the two /28 {what} after the public /24 and the {gpu} GPU subnet, "
+            f"got {bp.network.vpc_cidr}; allowed a larger VPC or a smaller network.gpu_subnet_prefix_length"
         )
