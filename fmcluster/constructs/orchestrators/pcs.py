@@ -209,6 +209,18 @@ def node_shell_script(
     return "\n".join(lines) + "\n"
 
 
+def _lifecycle_script(name: str, asset: ScriptAsset, execution_policy: str,
+                      arguments: Sequence[str] | None = None) -> pcs.CfnComputeNodeGroup.NodeLifecycleScriptProperty:
+    """One lifecycle script from its S3 asset with its SHA-256 checksum and ``OnError: TERMINATE``."""
+    return pcs.CfnComputeNodeGroup.NodeLifecycleScriptProperty(
+        name=name,
+        script_source=pcs.CfnComputeNodeGroup.ScriptSourceProperty(script_location=asset.s3_url, checksum=asset.sha256),
+        arguments=list(arguments) if arguments is not None else None,
+        on_error=ON_ERROR,
+        execution_policy=execution_policy,
+    )
+
+
 def lifecycle_actions(
     *, bootstrap: ScriptAsset | None, lustre_script: ScriptAsset | None, lustre: LustreMount | None,
     hooks: ScriptAsset | None = None,
@@ -220,30 +232,12 @@ def lifecycle_actions(
     from its S3 asset with its SHA-256 checksum and ``OnError: TERMINATE``. ``None`` when there is nothing to run."""
     scripts = []
     if lustre_script is not None and lustre is not None:
-        scripts.append(pcs.CfnComputeNodeGroup.NodeLifecycleScriptProperty(
-            name=LUSTRE_SCRIPT_NAME,
-            script_source=pcs.CfnComputeNodeGroup.ScriptSourceProperty(
-                script_location=lustre_script.s3_url, checksum=lustre_script.sha256),
-            arguments=[lustre.dns_name, lustre.mount_name, lustre.mount_point],
-            on_error=ON_ERROR,
-            execution_policy="EVERY_BOOT",
-        ))
+        scripts.append(_lifecycle_script(LUSTRE_SCRIPT_NAME, lustre_script, "EVERY_BOOT",
+                                         arguments=[lustre.dns_name, lustre.mount_name, lustre.mount_point]))
     if bootstrap is not None:
-        scripts.append(pcs.CfnComputeNodeGroup.NodeLifecycleScriptProperty(
-            name=BOOTSTRAP_SCRIPT_NAME,
-            script_source=pcs.CfnComputeNodeGroup.ScriptSourceProperty(
-                script_location=bootstrap.s3_url, checksum=bootstrap.sha256),
-            on_error=ON_ERROR,
-            execution_policy="FIRST_BOOT_ONLY",
-        ))
+        scripts.append(_lifecycle_script(BOOTSTRAP_SCRIPT_NAME, bootstrap, "FIRST_BOOT_ONLY"))
     if hooks is not None:
-        scripts.append(pcs.CfnComputeNodeGroup.NodeLifecycleScriptProperty(
-            name=HOOKS_SCRIPT_NAME,
-            script_source=pcs.CfnComputeNodeGroup.ScriptSourceProperty(
-                script_location=hooks.s3_url, checksum=hooks.sha256),
-            on_error=ON_ERROR,
-            execution_policy="EVERY_BOOT",
-        ))
+        scripts.append(_lifecycle_script(HOOKS_SCRIPT_NAME, hooks, "EVERY_BOOT"))
     if not scripts:
         return None
     return pcs.CfnComputeNodeGroup.NodeLifecycleActionsProperty(
