@@ -275,6 +275,32 @@ def test_fsdp_sbatch_is_shellcheck_clean_and_the_script_compiles(tmp_path: Path,
     compile(files["fsdp-train.py"], "fsdp-train.py", "exec")
 
 
+def test_fsdp_script_counts_each_parameter_once(tmp_path: Path) -> None:
+    # After fully_shard the parameters are DTensors, whose numel() is the whole tensor's
+    # (https://docs.pytorch.org/docs/stable/distributed.tensor.html: the logical tensor's shape): the count is their sum,
+    # whatever the world size. The script's own count expression, run on parameters that report their global size.
+    import ast
+
+    tree = ast.parse(_render()["fsdp-train.py"])
+    [count] = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign)
+               and [getattr(t, "id", None) for t in n.targets] == ["params"]]
+
+    class Param:
+        def __init__(self, n: int) -> None:
+            self.n = n
+
+        def numel(self) -> int:
+            return self.n
+
+    class Model:
+        def parameters(self) -> list[Param]:
+            return [Param(32000 * 2048), Param(2048), Param(2048 * 2048)]
+
+    for world in (1, 8, 16):
+        value = eval(compile(ast.Expression(count), "fsdp-train.py", "eval"), {"model": Model(), "world": world})
+        assert value == 32000 * 2048 + 2048 + 2048 * 2048
+
+
 def _run_sbatch(tmp_path: Path, files: dict[str, str], *, with_script: bool = True) -> tuple[subprocess.CompletedProcess[str], Path]:
     """Run the sbatch under bash with stub srun (records args and environment) and scontrol (``show hostnames``
     prints one host per line, as scontrol(1) documents); the job environment is the rendered one."""
