@@ -275,7 +275,34 @@ def test_fsdp_sbatch_is_shellcheck_clean_and_the_script_compiles(tmp_path: Path,
     compile(files["fsdp-train.py"], "fsdp-train.py", "exec")
 
 
-def _run_sbatch(tmp_path: Path, files: dict[str, str], *, with_script: bool = True) -> tuple[subprocess.CompletedProcess[str], Path]:
+def test_fsdp_script_counts_each_parameter_once(tmp_path: Path) -> None:
+    # After fully_shard the parameters are DTensors, whose numel() is the whole tensor's
+    # (https://docs.pytorch.org/docs/stable/distributed.tensor.html: the logical tensor's shape): the count is their sum,
+    # whatever the world size. The script's own count expression, run on parameters that report their global size.
+    import ast
+
+    tree = ast.parse(_render()["fsdp-train.py"])
+    [count] = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign)
+               and [getattr(t, "id", None) for t in n.targets] == ["params"]]
+
+    class Param:
+        def __init__(self, n: int) -> None:
+            self.n = n
+
+        def numel(self) -> int:
+            return self.n
+
+    class Model:
+        def parameters(self) -> list[Param]:
+            return [Param(32000 * 2048), Param(2048), Param(2048 * 2048)]
+
+    for world in (1, 8, 16):
+        value = eval(compile(ast.Expression(count), "fsdp-train.py", "eval"), {"model": Model(), "world": world})
+        assert value == 32000 * 2048 + 2048 + 2048 * 2048
+
+
+def _run_sbatch(tmp_path: Path, files: dict[str, str], *, with_script: bool = True,
+                extra_env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], Path]:
     """Run the sbatch under bash with stub srun (records args and environment) and scontrol (``show hostnames``
     prints one host per line, as scontrol(1) documents); the job environment is the rendered one."""
     job_env = tmp_path / "job-env.sh"
@@ -294,8 +321,19 @@ def _run_sbatch(tmp_path: Path, files: dict[str, str], *, with_script: bool = Tr
                                    'gpu-st-p5-48xlarge-2;; *) exit 1;; esac\n')
     for s in ("srun", "scontrol"):
         (stub / s).chmod(0o755)
-    env = {"PATH": f"{stub}:/usr/bin:/bin", "SLURM_JOB_NODELIST": "gpu-st-p5-48xlarge-[1-2]", "SLURM_SUBMIT_DIR": str(work)}
+    env = {"PATH": f"{stub}:/usr/bin:/bin", "SLURM_JOB_NODELIST": "gpu-st-p5-48xlarge-[1-2]", "SLURM_SUBMIT_DIR": str(work),
+           **(extra_env or {})}
     return subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, check=False), work
+
+
+def test_fsdp_job_runs_from_a_squashfs_saved_on_shared_storage(tmp_path: Path) -> None:
+    # docs/first-job.md "Pulling the image": FMC_IMAGE=/fsx/images/<name>.sqsh; pyxis takes a squashfs path as
+    # --container-image (NVIDIA/pyxis README), so no node pulls from the registry.
+    res, _ = _run_sbatch(tmp_path, _render(), extra_env={"FMC_IMAGE": "/fsx/images/pytorch-training-2.9.0.sqsh"})
+    assert res.returncode == 0, res.stderr
+    args = (tmp_path / "srun.args").read_text().splitlines()
+    assert [a for a in args if a.startswith("--container-image=")] == [
+        "--container-image=/fsx/images/pytorch-training-2.9.0.sqsh"]
 
 
 def test_fsdp_job_with_an_image_that_has_its_plugin_passes_the_job_environment(tmp_path: Path) -> None:

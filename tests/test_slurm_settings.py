@@ -11,6 +11,7 @@ in ParallelCluster's own schema (tools/pcluster_schema_check.py in .venv-pcluste
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -278,11 +279,38 @@ def test_compute_nodes_keep_enroot_data_and_cache_on_the_nvme_scratch(tmp_path: 
     assert rc == 0
     conf = dict(line.split(None, 1) for line in (root / "etc/enroot/enroot.conf").read_text().splitlines())
     assert conf["ENROOT_DATA_PATH"] == "/local/nvme/enroot/data/user-$(id -u)"
-    assert conf["ENROOT_CACHE_PATH"] == "/local/nvme/enroot/cache/group-$(id -g)"
+    assert conf["ENROOT_CACHE_PATH"] == "/local/nvme/enroot/cache/user-$(id -u)"
     assert conf["ENROOT_RUNTIME_PATH"] == "/run/enroot/user-$(id -u)"
     assert conf["ENROOT_SQUASH_OPTIONS"] == "-noI -noD -noF -noX -no-duplicates"  # the rest as the image ships it
     assert (root / "local/nvme/enroot/data").is_dir() and oct((root / "local/nvme/enroot").stat().st_mode)[-4:] == "1777"
     assert not (root / "opt/slurm/etc/plugstack.conf").exists()  # the head node's part
+
+
+@pytest.mark.parametrize("head_node", [True, False])
+def test_enroot_and_pyxis_runtime_dirs_exist_now_and_at_every_boot(tmp_path: Path, head_node: bool) -> None:
+    # enroot makes its per-user dirs as the calling user: (umask 077 && mkdir -p "${ENROOT_CACHE_PATH}"
+    # "${ENROOT_DATA_PATH}" "${ENROOT_RUNTIME_PATH}") (NVIDIA/enroot enroot.in); ParallelCluster creates none
+    # (aws-parallelcluster-cookbook PR #2820). So every parent is 1777 and /run survives reboots via tmpfiles.d.
+    rc, root = _containers(tmp_path, head_node, "/local/nvme")
+    assert rc == 0
+    modes = {d: oct((root / d).stat().st_mode)[-4:] for d in
+             ("run/enroot", "run/pyxis", "local/nvme/enroot", "local/nvme/enroot/data", "local/nvme/enroot/cache")}
+    assert modes == {"run/enroot": "1777", "run/pyxis": "0755", "local/nvme/enroot": "1777",
+                     "local/nvme/enroot/data": "1777", "local/nvme/enroot/cache": "1777"}
+    tmpfiles = (root / "etc/tmpfiles.d/fmcluster-enroot.conf").read_text().splitlines()
+    assert [line.split() for line in tmpfiles if not line.startswith("#")] == [
+        ["d", "/run/enroot", "1777", "root", "root", "-"], ["d", "/run/pyxis", "0755", "root", "root", "-"]]
+    conf = dict(line.split(None, 1) for line in (root / "etc/enroot/enroot.conf").read_text().splitlines())
+    # each enroot path is the user's own directory directly under one of those 1777 parents
+    for key, parent in (("ENROOT_RUNTIME_PATH", "/run/enroot"), ("ENROOT_DATA_PATH", "/local/nvme/enroot/data"),
+                        ("ENROOT_CACHE_PATH", "/local/nvme/enroot/cache")):
+        assert conf[key] == f"{parent}/user-$(id -u)", key
+    # enroot's own creation line, as this user, under the fake root: every directory is made, 0700, owned by us
+    paths = [f'{root}{conf[k].replace("$(id -u)", str(os.getuid()))}'
+             for k in ("ENROOT_CACHE_PATH", "ENROOT_DATA_PATH", "ENROOT_RUNTIME_PATH")]
+    made = subprocess.run(["bash", "-c", '(umask 077 && mkdir -p "$@")', "enroot", *paths], check=False)
+    assert made.returncode == 0
+    assert all(oct(Path(p).stat().st_mode)[-3:] == "700" and Path(p).stat().st_uid == os.getuid() for p in paths)
 
 
 def test_head_node_enables_pyxis_in_the_shared_slurm_etc(tmp_path: Path) -> None:

@@ -190,9 +190,23 @@ EDITOR = render_slurm_conf_editor(
 
 
 @pytest.mark.parametrize(("conf", "expected_tail", "log"), [
-    pytest.param("ClusterName=c\nPrologFlags=Contain\n",
+    pytest.param("ClusterName=c\n",
                  [("ClusterName", "c"), *HEALTH_KEYS, ("TaskProlog", "/x/task-prolog.sh"), ("Prolog", "/x/prolog.d/*"),
-                  ("PrologFlags", "Contain,Alloc,NoHold")], "", id="flags merged (HyperPod samples set Contain)"),
+                  ("PrologFlags", "Alloc,NoHold")], "", id="no flags yet"),
+    # slurmctld: fatal("PrologFlags invalid combination: NoHold cannot be combined with Contain and/or X11")
+    # (SchedMD/slurm src/common/read_config.c); Contain, X11 and RunInJob set Alloc and Contain (prolog_str2flags).
+    pytest.param("ClusterName=c\nPrologFlags=Contain\n",
+                 [("ClusterName", "c"), ("PrologFlags", "Contain"), *HEALTH_KEYS, ("TaskProlog", "/x/task-prolog.sh"),
+                  ("Prolog", "/x/prolog.d/*")], "NoHold not added", id="Contain kept alone (HyperPod samples set it)"),
+    pytest.param("ClusterName=c\nPrologFlags=X11,Serial\n",
+                 [("ClusterName", "c"), ("PrologFlags", "X11,Serial"), *HEALTH_KEYS,
+                  ("TaskProlog", "/x/task-prolog.sh"), ("Prolog", "/x/prolog.d/*")], "NoHold not added", id="X11"),
+    pytest.param("ClusterName=c\nPrologFlags=runinjob\n",
+                 [("ClusterName", "c"), ("PrologFlags", "runinjob"), *HEALTH_KEYS,
+                  ("TaskProlog", "/x/task-prolog.sh"), ("Prolog", "/x/prolog.d/*")], "NoHold not added", id="RunInJob"),
+    pytest.param("ClusterName=c\nPrologFlags=DeferBatch\n",
+                 [("ClusterName", "c"), *HEALTH_KEYS, ("TaskProlog", "/x/task-prolog.sh"), ("Prolog", "/x/prolog.d/*"),
+                  ("PrologFlags", "DeferBatch,NoHold")], "", id="DeferBatch sets Alloc"),
     pytest.param("ClusterName=c\nhealthcheckinterval=60  # ours\nPrologFlags=alloc", [
         ("ClusterName", "c"), ("HealthCheckProgram", HEALTH), ("HealthCheckNodeState", "ANY,CYCLE"),
         ("TaskProlog", "/x/task-prolog.sh"), ("Prolog", "/x/prolog.d/*"), ("HealthCheckInterval", "300"),
@@ -213,11 +227,19 @@ def test_editor_sets_every_key_and_reconfigures_once(tmp_path: Path, conf: str, 
     assert (tmp_path / "scontrol.log").read_text().splitlines() == ["reconfigure"]  # not reconfigured again
 
 
-def test_editor_never_replaces_another_prolog(tmp_path: Path) -> None:
-    conf = "ClusterName=c\nProlog=/opt/site/prolog.sh\n"
+def test_editor_keeps_the_sites_prolog_lines_and_adds_ours_once(tmp_path: Path) -> None:
+    # slurm.conf(5) Prolog: "It is possible to configure multiple prolog scripts by including this option on
+    # multiple lines."
+    conf = "ClusterName=c\nProlog=/opt/site/prolog.sh\nprolog = /opt/site/prolog.d/*  # site\n"
     res, new, calls = apply_editor(tmp_path, EDITOR, conf)
-    assert (res.returncode, new, calls) == (1, conf, [])
-    assert "already has Prolog=/opt/site/prolog.sh" in res.stderr
+    assert res.returncode == 0, res.stderr
+    assert [v for k, v in conf_pairs(new) if k.strip().lower() == "prolog"] == [
+        "/opt/site/prolog.sh", " /opt/site/prolog.d/*  # site", "/x/prolog.d/*"]
+    assert new.startswith(conf) and calls == ["reconfigure"]
+    assert "keeping the Prolog line(s) already there (/opt/site/prolog.sh /opt/site/prolog.d/*)" in res.stderr
+    again = run(tmp_path / "editor.sh", env={"FMC_ROOT": str(tmp_path / "root"), "FMC_SCONTROL": str(tmp_path / "scontrol")})
+    assert again.returncode == 0 and "unchanged" in again.stderr
+    assert (tmp_path / "root/opt/slurm/etc/slurm.conf").read_text() == new
 
 
 def test_editor_puts_the_previous_file_back_when_slurmctld_refuses(tmp_path: Path) -> None:

@@ -28,7 +28,11 @@ from fmcluster.templates.render import render
 #: Seconds between two runs of the node check's fast mode on a node.
 HEALTH_CHECK_INTERVAL_S = 300
 #: Slurm flags the IMEX prolog needs: run at allocation on every node, without holding the job (the AWS
-#: ParallelCluster and AWS PCS IMEX guides; slurm.conf(5) PrologFlags).
+#: ParallelCluster and AWS PCS IMEX guides; slurm.conf(5) PrologFlags). NoHold cannot go with Contain, X11 or RunInJob
+#: (slurmctld fatal "PrologFlags invalid combination", SchedMD/slurm src/common/read_config.c): ParallelCluster's own
+#: slurm.conf sets no PrologFlags (aws-parallelcluster-cookbook cookbooks/aws-parallelcluster-slurm/templates/default/
+#: slurm/slurm.conf.erb: Prolog=<install_dir>/etc/scripts/prolog.d/* only) and fmcluster passes no other, so these
+#: go to its CustomSlurmSettings as they are; the HyperPod editor merges them with the site's flags.
 IMEX_PROLOG_FLAGS = "Alloc,NoHold"
 #: Nodes the health check runs on: every state, spread over the interval (slurm.conf(5) HealthCheckNodeState).
 HEALTH_CHECK_NODE_STATE = "ANY,CYCLE"
@@ -58,9 +62,10 @@ def render_slurm_conf_editor(*, slurm_conf: str, scontrol: str, settings: Sequen
                              orchestrator: str, node_label: str, why: str, prolog: str | None = None,
                              prolog_flags: str = IMEX_PROLOG_FLAGS) -> str:
     """The idempotent script that puts ``settings`` (:func:`slurm_conf_settings` form, ``[{name: value}]``) and, with
-    ``prolog``, ``Prolog=<prolog>`` and the ``prolog_flags`` (merged into the flags already set) into ``slurm_conf``
-    and runs ``scontrol reconfigure`` when something changed. Fails (exit 1) when slurm.conf is missing, has another
-    ``Prolog``, or slurmctld refuses the new file (the previous one is put back)."""
+    ``prolog``, a ``Prolog=<prolog>`` line (beside any already there) and the ``prolog_flags`` (merged into the flags
+    already set, leaving out ``NoHold`` beside ``Contain``/``X11``/``RunInJob`` and ``Alloc`` where another flag sets
+    it) into ``slurm_conf`` and runs ``scontrol reconfigure`` when something changed. Fails (exit 1) when slurm.conf is
+    missing or slurmctld refuses the new file (the previous one is put back)."""
     pairs = [(name, str(value)) for item in settings for name, value in item.items()]
     return render("slurm/fmcluster-slurm-conf.sh.j2", {
         "slurm_conf": slurm_conf, "scontrol": scontrol, "settings": pairs, "orchestrator": orchestrator,

@@ -52,8 +52,9 @@ and ``PartitionNames`` (botocore sagemaker service-2.json ``ClusterSlurmConfig``
 ``OnInitComplete`` runs ``fmcluster-slurm-conf.sh``, which adds ``HealthCheckProgram`` (the node check's fast mode,
 draining with the reason), ``HealthCheckInterval``, ``HealthCheckNodeState`` and ``TaskProlog`` (the job environment)
 to ``/opt/slurm/etc/slurm.conf`` and, with p6e-gb200 groups (``OrchestratorProfile.imex``), ``Prolog`` (the per-job
-IMEX prolog, as a glob over ``/opt/fmcluster/slurm/prolog.d/``) with ``PrologFlags=Alloc,NoHold`` merged into the flags
-already there, then ``scontrol reconfigure``. HyperPod's Slurm lives in ``/opt/slurm`` and its controller's
+IMEX prolog, as a glob over ``/opt/fmcluster/slurm/prolog.d/``, one more ``Prolog`` line beside the site's) with
+``PrologFlags=Alloc,NoHold`` merged into the flags already there (no ``NoHold`` beside ``Contain``/``X11``/``RunInJob``,
+which slurmctld refuses), then ``scontrol reconfigure``. HyperPod's Slurm lives in ``/opt/slurm`` and its controller's
 slurm.conf is edited in place the same way by AWS's own HyperPod lifecycle samples
 (aws-samples/awsome-distributed-training ``1.architectures/5.sagemaker-hyperpod/LifecycleScripts/base-config/``
 ``setup_rds_accounting.sh``, ``utils/pam_adopt_cgroup_wheel.sh``: ``PrologFlags=Contain`` then a restart); compute

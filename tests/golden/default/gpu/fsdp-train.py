@@ -33,7 +33,9 @@ def main() -> None:
         fully_shard(block, mp_policy=policy)
     fully_shard(model, mp_policy=policy)
     optim = torch.optim.AdamW(model.parameters(), lr=3e-4)
-    params = sum(p.numel() for p in model.parameters()) * world  # sharded: each rank holds 1/world
+    # fully_shard turns each parameter into a DTensor sharded on dim 0, whose numel() is that of the whole (logical)
+    # tensor, not of this rank's shard (https://docs.pytorch.org/docs/stable/distributed.tensor.html)
+    params = sum(p.numel() for p in model.parameters())
     if rank == 0:
         print(f"fmcluster-fsdp: torch {torch.__version__}, NCCL {'.'.join(map(str, torch.cuda.nccl.version()))}, "
               f"world size {world}, ~{params / 1e6:.0f}M parameters", flush=True)
