@@ -51,6 +51,10 @@ ERRORS: list[tuple[str, list[dict[str, Any]], list[tuple[str, str, str]]]] = [
     ("id-for-name", [accounting(second_availability_zone="use1-az4")], [(f"{ACCT}.second_availability_zone",
      "not an AZ name of us-east-1 such as us-east-1b, got 'use1-az4'; allowed an AZ name of us-east-1 such as "
      "us-east-1b other than us-east-1a", "R-ACCT-2")]),
+    ("id-of-other-region", [{"availability_zone": DROP, "availability_zone_id": "use1-az6"},
+                            accounting(second_availability_zone="use2-az1")], [(f"{ACCT}.second_availability_zone",
+     "not an AZ ID of us-east-1 such as use1-az4, got 'use2-az1'; allowed an AZ ID of us-east-1 such as use1-az4 "
+     "other than use1-az6", "R-ACCT-2")]),
     ("subnets-in-new-vpc", [accounting(second_availability_zone="us-east-1b", subnet_ids=["subnet-0123456789abcdef1"])],
      [(f"{ACCT}.subnet_ids", "subnets of an imported VPC, got subnet-0123456789abcdef1 with a new VPC; allowed nothing "
        f"(fmcluster creates the accounting database subnets; name their second AZ in {ACCT}.second_availability_zone)", "R-ACCT-2")]),

@@ -26,6 +26,7 @@ from fmcluster.resolved.subnet import (
     vpc_holds,
 )
 from fmcluster.validation.rules import Violation, rule
+from fmcluster.validation.rules.capacity import az_id_prefix
 
 
 def _efa_only(rc: ResolvedCluster, usage: SubnetUsage, *, headroom: bool) -> tuple[str, str] | None:
@@ -152,7 +153,8 @@ def second_az_subnet_problems(bp: Blueprint, *, what: str, az: str | None, az_pa
             f"(fmcluster creates the {what}; name their second AZ in {az_path})"
         )
     by_id = bp.availability_zone_id is not None
-    form = "an AZ ID such as use1-az4" if by_id else f"an AZ name of {bp.region} such as {bp.region}b"
+    form = (f"an AZ ID of {bp.region} such as {az_id_prefix(bp.region)}-az4" if by_id
+            else f"an AZ name of {bp.region} such as {bp.region}b")
     if az is None:
         yield az_path, (
             f"the {what} need two Availability Zones, got none besides {bp.az_label}; allowed {form} other than "
@@ -160,7 +162,8 @@ def second_az_subnet_problems(bp: Blueprint, *, what: str, az: str | None, az_pa
         )
     elif az == bp.az_label:
         yield az_path, f"same AZ as the GPU subnet, got {az!r}; allowed {form} other than {bp.az_label}"
-    elif by_id != ("-az" in az) or (not by_id and not az.startswith(bp.region)):
+    elif by_id != ("-az" in az) or (not by_id and az[:-1] != bp.region) or (
+            by_id and az.split("-")[0] != az_id_prefix(bp.region)):
         yield az_path, f"not {form}, got {az!r}; allowed {form} other than {bp.az_label}"
     if cidrs is None:
         gpu = f"/{bp.network.gpu_subnet_prefix_length}"
