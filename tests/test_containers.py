@@ -156,9 +156,10 @@ def test_an_image_reference_without_a_tag_is_refused_with_the_allowed_forms() ->
 def test_pcs_image_without_enroot_is_reported() -> None:
     found = _problems(containers({"name": "ab", "image": DLC}), {"orchestrator": {"kind": "pcs"}})
     ctr11 = [p for p in found if p[2] == "R-CTR-11"]
-    assert ctr11 == [("software.containers[0]", "AWS PCS-ready Deep Learning AMI (Base, Ubuntu 24.04) ships no "
-                      "enroot/pyxis and fmcluster installs none there on compute[0] (gpu, p5.48xlarge), got 'ab'; allowed "
-                      "containers on images with enroot and pyxis (install them in a custom or baked image)",
+    assert ctr11 == [("software.containers[0]", "AWS PCS-ready Deep Learning AMI (Base, Ubuntu 24.04) is not known to "
+                      "ship enroot/pyxis and fmcluster installs none there on compute[0] (gpu, p5.48xlarge), got 'ab'; "
+                      "allowed containers on images with enroot and pyxis (software.image.mode: custom with an image "
+                      "that has them; a bake does not add them)",
                       "R-CTR-11", "warning")]
 
 
@@ -379,6 +380,18 @@ def test_the_rendered_files_are_listed_in_the_blueprint_render() -> None:
     directives = [line.split(None, 1)[1] for line in files["fsdp-train.sbatch"].splitlines() if line.startswith("#SBATCH")]
     assert directives == ["--job-name=fsdp-train", "--partition=gpu", "--nodes=2", "--ntasks-per-node=8",
                           "--gpus-per-node=8", "--exclusive", "--output=fsdp-train-%j.out"]
+
+
+def test_an_unknown_image_on_hyperpod_eks_says_pods_get_nothing_of_the_host() -> None:
+    from tests.blueprints import example
+
+    loaded = load_blueprint_text(blueprint_text(containers({"name": "own", "image": "ghcr.io/me/train:1.0"}),
+                                                base=example("hyperpod-eks")))
+    assert [w.message for w in loaded.warnings if w.rule_id == "R-CTR-1"] == [
+        "not in the container catalog, so its CUDA, NCCL and aws-ofi-nccl cannot be checked against the host, got "
+        "'ghcr.io/me/train:1.0'; allowed any image (checked: dlc-pytorch-2.9-cu130-ubuntu22.04, dlc-pytorch-2.12-cu130-"
+        "al2023, ngc-pytorch-25.12, ngc-pytorch-26.08); HyperPod EKS pods get nothing of the host's EFA stack, so the "
+        "image must carry aws-ofi-nccl"]
 
 
 def test_hyperpod_eks_pods_need_an_image_with_its_own_plugin_and_get_no_sbatch() -> None:

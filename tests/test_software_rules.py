@@ -105,7 +105,8 @@ FAILING = [
     # changed on purpose (issue 11): an error with EFA on (NVIDIA/aicr #2383), no longer a warning
     ("R-DRV-6", [GB200, sw(driver="595.58.03")], "error", "software.overrides.driver",
      "R595 breaks the EFA GPUDirect path on Grace-Blackwell (compute[0] is p6e-gb200.36xlarge, EFA on), got 595.58.03; "
-     "allowed R580 (stack gb200-580-cuda13.0 with software.image.mode: bake)"),
+     "allowed R580 (stack gb200-580-cuda13.0 in your own image, software.image.mode: custom: the official images ship "
+     "R595, and a bake over them would downgrade the parent, R-IMG-11)"),
     ("R-DRV-7", [H100_580, sw(efa_installer="1.43.2")], "error", "software.overrides.efa_installer",
      "driver 580.173.02 needs the EFA kernel driver >= 2.17.3 for GPU P2P, got EFA installer 1.43.2; allowed >= 1.43.3"),
     ("R-FM-1", [sw(fabric_manager="570.158.01")], "error", "software.overrides.fabric_manager",

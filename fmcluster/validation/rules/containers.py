@@ -68,7 +68,8 @@ def image_in_catalog(rc: ResolvedCluster) -> Iterator[Violation]:
             yield f"{c.path}.image", (
                 "not in the container catalog, so its CUDA, NCCL and aws-ofi-nccl cannot be checked against the host, "
                 f"got {c.spec.image!r}; allowed any image (checked: {', '.join(known_container_images())}); "
-                f"jobs bind-mount the host's {' and '.join(HOST_EFA_DIRS)}")
+                + ("HyperPod EKS pods get nothing of the host's EFA stack, so the image must carry aws-ofi-nccl"
+                   if rc.profile.key == "hyperpod-eks" else f"jobs bind-mount the host's {' and '.join(HOST_EFA_DIRS)}"))
 
 
 @rule("R-CTR-9", source="software.containers[].groups (compute group names)", scope="cluster")
@@ -273,9 +274,10 @@ def runtime_on_image(rc: ResolvedCluster) -> Iterator[Violation]:
                 continue
             state = manifest.components.get("enroot_pyxis")
             if state is None:
-                yield f"{c.path}", (f"{manifest.title} ships no enroot/pyxis and fmcluster installs none there {_on(g)}, "
-                                    f"got {c.spec.name!r}; allowed containers on images with enroot and pyxis "
-                                    "(install them in a custom or baked image)")
+                yield f"{c.path}", (f"{manifest.title} is not known to ship enroot/pyxis and fmcluster installs none "
+                                    f"there {_on(g)}, got {c.spec.name!r}; allowed containers on images with enroot "
+                                    "and pyxis (software.image.mode: custom with an image that has them; a bake "
+                                    "does not add them)")
             elif not manifest.is_verified("enroot_pyxis"):
                 yield f"{c.path}", (f"enroot/pyxis on {manifest.title} is unverified ({state}) {_on(g)}, got "
                                     f"{c.spec.name!r}; allowed any, check `srun --container-image` once the cluster is up")
