@@ -54,12 +54,17 @@ def _root(
     use_organisation(org)
 
 
-def _load_or_exit(file: Path) -> Blueprint:
-    """The blueprint, after printing its warnings; its problems and exit 1 when it is invalid."""
+def _load_or_exit(file: Path, *, as_json: bool = False) -> Blueprint:
+    """The blueprint, after printing its warnings; its problems and exit 1 when it is invalid. With ``as_json``
+    the problems of an invalid blueprint also go to standard output as ``validate --json``'s report of the file
+    (``{"file", "valid": false, "problems": [...]}``), so machine-readable callers get JSON either way."""
     try:
         result = load_blueprint_with_warnings(file)
     except BlueprintError as e:
         print_problems(e.file, e.problems)
+        if as_json:
+            print(json.dumps({"file": str(file), "valid": False, "problems": [p.as_dict() for p in e.problems]},
+                             indent=2))
         raise typer.Exit(1) from None
     print_problems(str(file), result.warnings)
     return result.blueprint
@@ -130,14 +135,14 @@ def plan(
         synth_resource_counts,
     )
 
-    rc = resolve(_load_or_exit(file))
+    format = _format(format, as_json)
+    rc = resolve(_load_or_exit(file, as_json=format is OutputFormat.json))
     try:
         counts = assembly_resource_counts(cdk_out, rc) if cdk_out else synth_resource_counts(rc)
     except AssemblyError as e:
         print_error(str(e))
         raise typer.Exit(1) from None
     result = build_plan(rc, counts, checkpoint_gib=checkpoint_gib)
-    format = _format(format, as_json)
     if format is OutputFormat.json:
         print(render_json(result))
     elif format is OutputFormat.markdown:

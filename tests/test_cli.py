@@ -34,6 +34,17 @@ def test_validate_never_tracebacks(tmp_path: Path, content: str) -> None:
     assert "Traceback" not in res.output and res.exception is None or isinstance(res.exception, SystemExit)
 
 
+@pytest.mark.parametrize("args", [("--json",), ("--format", "json")])
+def test_plan_json_of_an_invalid_blueprint_is_validates_report(tmp_path: Path, args: tuple[str, ...]) -> None:
+    f = tmp_path / "bad.yaml"
+    f.write_text(blueprint_text({"compute": [{"name": "gpu", "instance_type": "p5.48xlarg", "count": 2}]}))
+    res = CliRunner().invoke(app, ["plan", str(f), *args])
+    assert res.exit_code == 1
+    report = json.loads(res.stdout[res.stdout.index("{"):])
+    assert (report["file"], report["valid"]) == (str(f), False)
+    assert [(p["path"], p["level"]) for p in report["problems"]] == [("compute[0].instance_type", "error")]
+
+
 def test_validate_three_mistakes_prints_three_path_qualified_errors(tmp_path: Path) -> None:
     f = tmp_path / "bad.yaml"
     f.write_text(blueprint_text({"region": "us-east-1", "availability_zone": "us-west-2a",
