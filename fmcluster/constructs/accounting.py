@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Annotations, Duration, RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_rds as rds
 from aws_cdk import aws_secretsmanager as secretsmanager
@@ -127,8 +127,7 @@ class SlurmAccountingDatabase(Construct):
                                                      auto_minor_version_upgrade=True, publicly_accessible=False),
             serverless_v2_min_capacity=spec.min_capacity_acu, serverless_v2_max_capacity=spec.max_capacity_acu,
             # the subnets are named too: DatabaseCluster checks that its subnet selection has two, even with a subnet group
-            vpc=vpc, vpc_subnets=ec2.SubnetSelection(subnets=[
-                ec2.Subnet.from_subnet_id(self, f"SubnetRef{i + 1}", sid) for i, sid in enumerate(self.subnet_ids)]),
+            vpc=vpc, vpc_subnets=ec2.SubnetSelection(subnets=self._subnet_refs()),
             subnet_group=rds.SubnetGroup.from_subnet_group_name(self, "SubnetGroupRef", subnet_group.ref),
             security_groups=[self.security_group], port=DATABASE_PORT,
             parameter_group=parameter_group,
@@ -145,6 +144,16 @@ class SlurmAccountingDatabase(Construct):
                 "The writer runs in the blueprint's AZ, next to the head node, by design (nodes are bound to that zone).",
             ))
         acknowledge(self.cluster, *_NAG_REASONS)
+
+    def _subnet_refs(self) -> list[ec2.ISubnet]:
+        """The database subnets as ``ISubnet`` for the cluster's subnet selection (nothing reads their route table)."""
+        refs = []
+        for i, sid in enumerate(self.subnet_ids):
+            ref = ec2.Subnet.from_subnet_id(self, f"SubnetRef{i + 1}", sid)
+            Annotations.of(ref).acknowledge_warning(
+                "@aws-cdk/aws-ec2:noSubnetRouteTableId", "the database subnets' route table is never read")
+            refs.append(ref)
+        return refs
 
     def _subnets(self, spec: SlurmAccountingSpec, vpc: ec2.IVpc, placement: Placement,
                  cidrs: Sequence[str] | None, cluster_name: str) -> list[str]:
