@@ -129,11 +129,13 @@ def plan(
         render_rich,
         synth_resource_counts,
     )
+    from fmcluster.review.synth import SynthesisError, project_context
 
     rc = resolve(_load_or_exit(file))
     try:
-        counts = assembly_resource_counts(cdk_out, rc) if cdk_out else synth_resource_counts(rc)
-    except AssemblyError as e:
+        counts = (assembly_resource_counts(cdk_out, rc) if cdk_out
+                  else synth_resource_counts(rc, project_context(file), source=str(file)))
+    except (AssemblyError, SynthesisError) as e:  # a synthesis error annotation: cdk synth refuses it too
         print_error(str(e))
         raise typer.Exit(1) from None
     result = build_plan(rc, counts, checkpoint_gib=checkpoint_gib)
@@ -220,6 +222,7 @@ def diff(
         render_markdown,
         render_text,
     )
+    from fmcluster.review.synth import SynthesisError
 
     try:
         ctx = parse_context(context or [])
@@ -227,7 +230,7 @@ def diff(
     except BlueprintError as e:
         print_problems(e.file, e.problems)
         raise typer.Exit(DIFF_INPUT_ERROR) from None
-    except (AssemblyError, DiffInputError) as e:
+    except (AssemblyError, DiffInputError, SynthesisError) as e:
         print_error(str(e))
         raise typer.Exit(DIFF_INPUT_ERROR) from None
     report = relabel(report, old_label or str(old), new_label or str(new))
@@ -475,7 +478,7 @@ def image_lookup(
     from fmcluster.preflight import clients as clients_module
     from fmcluster.preflight.image_lookup import CONTEXT_FILE, LookupError_, lookups, newest_official_image, write_context
     from fmcluster.resolved import resolve
-    from fmcluster.review.diff import find_cdk_json
+    from fmcluster.review.synth import find_cdk_json
 
     bp = _load_or_exit(file)
     needed = lookups(resolve(bp))
