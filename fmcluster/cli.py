@@ -209,7 +209,8 @@ def diff(
     """Say, for every resource that changes between OLD and NEW, whether CloudFormation updates it in
     place or replaces it. Exit 0 when the change is safe, 1 when a stateful resource (FSx, data
     repository association, S3 bucket) would be replaced or moved or an update cannot apply, 2 for bad
-    input (an invalid blueprint, a folder that is not a cloud assembly, a bad option)."""
+    input (an invalid blueprint, one whose synthesis has errors, a folder that is not a cloud assembly, a bad
+    option)."""
     from fmcluster.review.assembly import AssemblyError
     from fmcluster.review.diff import (
         DIFF_INPUT_ERROR,
