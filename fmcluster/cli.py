@@ -134,12 +134,14 @@ def plan(
         render_rich,
         synth_resource_counts,
     )
+    from fmcluster.review.synth import SynthesisError, project_context
 
     format = _format(format, as_json)
     rc = resolve(_load_or_exit(file, as_json=format is OutputFormat.json))
     try:
-        counts = assembly_resource_counts(cdk_out, rc) if cdk_out else synth_resource_counts(rc)
-    except AssemblyError as e:
+        counts = (assembly_resource_counts(cdk_out, rc) if cdk_out
+                  else synth_resource_counts(rc, project_context(file), source=str(file)))
+    except (AssemblyError, SynthesisError) as e:  # a synthesis error annotation: cdk synth refuses it too
         print_error(str(e))
         raise typer.Exit(1) from None
     result = build_plan(rc, counts, checkpoint_gib=checkpoint_gib)
@@ -212,7 +214,8 @@ def diff(
     """Say, for every resource that changes between OLD and NEW, whether CloudFormation updates it in
     place or replaces it. Exit 0 when the change is safe, 1 when a stateful resource (FSx, data
     repository association, S3 bucket) would be replaced or moved or an update cannot apply, 2 for bad
-    input (an invalid blueprint, a folder that is not a cloud assembly, a bad option)."""
+    input (an invalid blueprint, one whose synthesis has errors, a folder that is not a cloud assembly, a bad
+    option)."""
     from fmcluster.review.assembly import AssemblyError
     from fmcluster.review.diff import (
         DIFF_INPUT_ERROR,
@@ -225,6 +228,7 @@ def diff(
         render_markdown,
         render_text,
     )
+    from fmcluster.review.synth import SynthesisError
 
     try:
         ctx = parse_context(context or [])
@@ -232,7 +236,7 @@ def diff(
     except BlueprintError as e:
         print_problems(e.file, e.problems)
         raise typer.Exit(DIFF_INPUT_ERROR) from None
-    except (AssemblyError, DiffInputError) as e:
+    except (AssemblyError, DiffInputError, SynthesisError) as e:
         print_error(str(e))
         raise typer.Exit(DIFF_INPUT_ERROR) from None
     report = relabel(report, old_label or str(old), new_label or str(new))
@@ -480,7 +484,7 @@ def image_lookup(
     from fmcluster.preflight import clients as clients_module
     from fmcluster.preflight.image_lookup import CONTEXT_FILE, LookupError_, lookups, newest_official_image, write_context
     from fmcluster.resolved import resolve
-    from fmcluster.review.diff import find_cdk_json
+    from fmcluster.review.synth import find_cdk_json
 
     bp = _load_or_exit(file)
     needed = lookups(resolve(bp))

@@ -162,7 +162,11 @@ def test_rename_the_blueprint_moves_every_stateful_resource() -> None:
     assert fs.level == "error"
     assert fs.causes[0] == f"stack: {STORAGE}/{FS} -> llm-train-2-storage/{FS}"
     assert "SubnetIds" in fs.causes  # the new stack's file system also sits in a new subnet
-    assert "kept but orphaned" in fs.note
+    # changed on purpose (issue S4 item 2): the old stacks leave the app, so cdk deploy leaves the old file system running
+    assert fs.note == f"a new, empty file system is created; the old one is left running in stack {STORAGE}, which leaves the app"
+    assert {c.stack for c in r.changes if c.action == "leave"} == {STORAGE, "llm-train-network", "llm-train-cluster",
+                                                                  "llm-train-observability"}
+    assert [c for c in r.changes if c.action == "remove"] == []
     # stateless resources of the old stacks are removed, the new ones added, without errors
     assert {c.level for c in r.changes if c.action in ("add", "remove")} == {"info"}
 
@@ -567,3 +571,128 @@ def test_aurora_members_are_not_stateful_but_standalone_db_instances_are() -> No
     [c] = diff_assemblies(Assembly.from_templates({"s": tpl({"W": member})}),
                           Assembly.from_templates({"s": tpl({"W": moved})})).changes
     assert (c.action, c.level, c.stateful) == ("may-replace", "warning", False)
+
+
+# ---- replacements that must reuse an identity the old resource still holds (issue S4 item 1) -----------------------
+def _subnet(az: str, cidr: str = "10.0.1.0/24", vpc: Any = None) -> dict[str, Any]:
+    return res("AWS::EC2::Subnet", {"VpcId": vpc or {"Ref": "Vpc"}, "AvailabilityZone": az, "CidrBlock": cidr},
+               "s/Subnet2", DeletionPolicy="Retain", UpdateReplacePolicy="Retain")
+
+
+def _vpc(cidr: str = "10.0.0.0/16") -> dict[str, Any]:
+    return res("AWS::EC2::VPC", {"CidrBlock": cidr})
+
+
+@pytest.mark.parametrize(("old", "new", "expected"), [
+    # the AZ moves, the CIDR stays in the same VPC: CreateSubnet of the replacement conflicts with the old subnet
+    ({"Vpc": _vpc(), "Subnet2": _subnet("us-east-1b")}, {"Vpc": _vpc(), "Subnet2": _subnet("us-east-1c")},
+     ("fail", "error", ["AvailabilityZone", "CidrBlock"])),
+    # a new CIDR too: the replacement takes a free range
+    ({"Vpc": _vpc(), "Subnet2": _subnet("us-east-1b")}, {"Vpc": _vpc(), "Subnet2": _subnet("us-east-1c", "10.0.2.0/24")},
+     ("replace", "info", ["AvailabilityZone", "CidrBlock"])),
+    # the VPC is replaced as well: the new subnet lands in the new VPC, where the CIDR is free
+    ({"Vpc": _vpc(), "Subnet2": _subnet("us-east-1b")}, {"Vpc": _vpc("10.1.0.0/16"), "Subnet2": _subnet("us-east-1b", "10.0.1.0/24")},
+     ("replace", "info", ["VpcId"])),
+])
+def test_subnet_replacement_that_keeps_its_cidr_fails(old: dict[str, Any], new: dict[str, Any],
+                                                      expected: tuple[str, str, list[str]]) -> None:
+    report = diff_assemblies(Assembly.from_templates({"s": tpl(old)}), Assembly.from_templates({"s": tpl(new)}))
+    c = report.by_id("Subnet2")
+    assert (c.action, c.level, c.causes) == expected
+    assert report.exit_code == (1 if expected[1] == "error" else 0)
+    if c.action == "fail":
+        held = next(p for p in c.properties if p.path == "CidrBlock")
+        assert (held.old, held.new, held.fails) == ("10.0.1.0/24", "10.0.1.0/24", True)
+        assert "API_CreateSubnet.html" in held.source
+        assert "UPDATE FAILS" in render_text(report) and "needs the CidrBlock the old one still holds" in c.note
+
+
+def test_custom_named_replacement_fails_and_a_new_name_is_fine() -> None:
+    from fmcluster.review.diff import custom_names
+
+    assert custom_names("us-east-1", "AWS::IAM::Role") == ("RoleName",)  # writable primaryIdentifier in the schema
+    assert custom_names("us-east-1", "AWS::EC2::Subnet") == ()  # SubnetId is read-only: no custom name
+    assert custom_names("us-east-1", "AWS::EC2::SecurityGroup") == ("GroupName",)  # supplement
+
+    def role(name: str | None, path: str) -> dict[str, Any]:
+        return res("AWS::IAM::Role", {"AssumeRolePolicyDocument": {}, "Path": path, **({"RoleName": name} if name else {})})
+
+    def verdict(old: dict[str, Any], new: dict[str, Any]) -> tuple[str, str, list[str]]:
+        c = diff_assemblies(Assembly.from_templates({"s": tpl({"R": old})}),
+                            Assembly.from_templates({"s": tpl({"R": new})})).by_id("R")
+        return c.action, c.level, c.causes
+
+    assert verdict(role("ops", "/a/"), role("ops", "/b/")) == ("fail", "error", ["Path", "RoleName"])
+    assert verdict(role("ops", "/a/"), role("ops2", "/b/")) == ("replace", "info", ["Path", "RoleName"])
+    assert verdict(role(None, "/a/"), role(None, "/b/")) == ("replace", "info", ["Path"])
+    sg = {"GroupName": "head", "VpcId": "vpc-1"}
+    c = diff_assemblies(
+        Assembly.from_templates({"s": tpl({"G": res("AWS::EC2::SecurityGroup", {**sg, "GroupDescription": "a"})})}),
+        Assembly.from_templates({"s": tpl({"G": res("AWS::EC2::SecurityGroup", {**sg, "GroupDescription": "b"})})})).by_id("G")
+    assert (c.action, c.causes) == ("fail", ["GroupDescription", "GroupName"])
+    assert "aws-properties-name.html" in next(p.source for p in c.properties if p.path == "GroupName")
+    # a type CloudFormation replaces delete-first (schema replacementStrategy delete_then_create) holds nothing
+    assert custom_names("us-east-1", "AWS::Logs::Integration") == ("IntegrationName",)
+    integration = {"IntegrationName": "ops", "ResourceConfig": {}}
+    c = diff_assemblies(
+        Assembly.from_templates({"s": tpl({"T": res("AWS::Logs::Integration", {**integration, "IntegrationType": "A"})})}),
+        Assembly.from_templates({"s": tpl({"T": res("AWS::Logs::Integration", {**integration, "IntegrationType": "B"})})})).by_id("T")
+    assert (c.action, c.level, c.causes) == ("replace", "info", ["IntegrationType"])
+
+
+# ---- a stack that leaves the app (issue S4 item 2) ---------------------------------------------------------------
+def test_a_stack_that_leaves_the_app_is_one_warning_without_removals_or_export_errors() -> None:
+    export = {"Db": {"Value": {"Ref": "Db"}, "Export": {"Name": "acct:Db"}}}
+    old = Assembly.from_templates({
+        "c-accounting": tpl({"Db": _db({"Engine": "aurora-mysql"}), "Sg": res("AWS::EC2::SecurityGroup", {"GroupDescription": "x"})},
+                            export),
+        "c-cluster": tpl({"Head": res("AWS::SSM::Parameter", {"Type": "String", "Value": {"Fn::ImportValue": "acct:Db"}})}),
+    }, source="old.yaml")
+    new = Assembly.from_templates({"c-cluster": tpl({"Head": res("AWS::SSM::Parameter", {"Type": "String", "Value": "none"})})})
+    report = diff_assemblies(old, new)
+    assert [(c.stack, c.action, c.level) for c in report.changes] == [
+        ("c-accounting", "leave", "warning"), ("c-cluster", "update", "info")]
+    assert report.exit_code == 0
+    leave = report.changes[0]
+    assert leave.note == ("stack c-accounting leaves the app: cdk deploy leaves it running (2 resources, still billed); "
+                          "delete it with `npx cdk destroy c-accounting -c blueprint=old.yaml` once nothing needs it; "
+                          "its retained resources stay")
+    assert render_text(report).splitlines()[1] == "WARNING LEAVES THE APP     " + leave.note
+
+
+ACCOUNTING_B = {"orchestrator": {"slurm": {"accounting": {"enabled": True, "second_availability_zone": "us-east-1b"}}}}
+ACCOUNTING_C = {"orchestrator": {"slurm": {"accounting": {"enabled": True, "second_availability_zone": "us-east-1c"}}}}
+
+
+@pytest.mark.synth
+def test_blueprint_accounting_second_az_change_fails_and_turning_accounting_off_leaves_the_stack() -> None:
+    from tests.blueprints import MINIMAL, blueprint
+
+    with_b = assembly(blueprint(ACCOUNTING_B))
+    moved = diff_assemblies(with_b, assembly(blueprint(ACCOUNTING_C)))
+    [fails] = [c for c in moved.changes if c.action == "fail"]
+    assert (fails.stack, fails.type, fails.level) == ("t-cluster-accounting", "AWS::EC2::Subnet", "error")
+    assert fails.name.endswith("Subnet2") and fails.causes == ["AvailabilityZone", "CidrBlock"]
+    assert moved.exit_code == 1
+
+    off = diff_assemblies(with_b, assembly(MINIMAL))
+    accounting = [c for c in off.changes if c.stack == "t-cluster-accounting"]
+    assert [(c.action, c.level) for c in accounting] == [("leave", "warning")]
+    assert [c for c in off.changes if c.action in ("remove", "fail")] == []
+    assert off.exit_code == 0
+
+
+@pytest.mark.synth
+def test_cli_diff_and_plan_refuse_a_blueprint_with_synthesis_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fmcluster.cli import app
+
+    bake = tmp_path / "p6-b200.yaml"  # bake mode on ParallelCluster: the parent AMI lookup is not cached here
+    bake.write_text((Path(__file__).parent.parent / "blueprints" / "p6-b200.yaml").read_text())
+    monkeypatch.chdir(tmp_path)  # no cdk.json / cdk.context.json above the blueprint or the working directory
+    r = run(str(bake), str(bake))
+    assert r.exit_code == 2, r.stdout
+    assert f"{bake}: synthesis failed with 1 error(s)" in r.stderr
+    assert "is not in cdk.context.json" in r.stderr and "run 'fmcluster image lookup" in r.stderr
+    assert "Traceback" not in r.stderr + r.stdout
+    plan = CliRunner().invoke(app, ["plan", str(bake)])
+    assert plan.exit_code == 1 and "run 'fmcluster image lookup" in plan.stderr

@@ -36,6 +36,14 @@ Node images: a change of the AMI a node group boots (``software.image`` mode, th
 a custom AMI id) is reported as a node replacement (:data:`NODE_REPLACEMENT`, a warning) on the resource that
 launches the nodes, even where CloudFormation updates that resource in place.
 
+Replacements CloudFormation cannot carry out: it creates the replacement before deleting the old resource, so a
+replacement whose new resource needs an identity the old one still holds fails (:func:`replacement_conflicts`: a
+subnet keeping its CIDR block in the same VPC, a custom-named resource keeping its name). An error ("UPDATE FAILS")
+naming the create-only property that replaces and the property whose value is held.
+
+Stacks that leave the app (in OLD, not in NEW): ``cdk deploy`` never deletes them, so their resources are not
+removed and their exports stay; one warning per stack ("LEAVES THE APP") says how to delete it.
+
 Updates CloudFormation cannot apply: an in-place update that lowers a property that can only grow
 (:data:`NON_DECREASING`, a small sourced table, e.g. FSx ``StorageCapacity``) is an error too
 ("UPDATE FAILS"): the service rejects it and the stack update fails and rolls back.
@@ -52,7 +60,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from fmcluster.review.assembly import Assembly, read_json
+from fmcluster.review.assembly import Assembly
+from fmcluster.review.synth import project_context, synthesize
 from fmcluster.severity import ChangeLevel, count
 
 #: Context the CDK CLI passes to apps; in-process synthesis sets it too so templates match ``cdk synth``.
@@ -105,10 +114,81 @@ NON_DECREASING: dict[str, dict[str, str]] = {
                 "(https://docs.aws.amazon.com/ebs/latest/userguide/ebs-modify-volume.html)",
     },
 }
+#: Replacements CloudFormation cannot carry out because the new resource must take an identity the old one still
+#: holds. CloudFormation replaces by creating the new resource first and deleting the old one afterwards (kept when
+#: its policy is Retain) (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/using-cfn-updating-stacks-update-behaviors.html,
+#: "Replacement"). Type -> (identity property paths, scope property paths, reason): the replacement fails when every
+#: identity property is set and unchanged and every scope property is unchanged (a new VPC is a new scope).
+REPLACEMENT_CONFLICTS: dict[str, tuple[tuple[str, ...], tuple[str, ...], str]] = {
+    "AWS::EC2::Subnet": (("CidrBlock",), ("VpcId",),
+                         "the replacement subnet is created with the same CIDR block in the same VPC while the old subnet "
+                         "still holds it; subnets of a VPC must not overlap, so CreateSubnet fails "
+                         "(https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateSubnet.html)"),
+    "AWS::EC2::Subnet#ipv6": (("Ipv6CidrBlock",), ("VpcId",),
+                              "the replacement subnet is created with the same IPv6 CIDR block in the same VPC while the "
+                              "old subnet still holds it (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateSubnet.html)"),
+}
+CUSTOM_NAME_SOURCE = ("CloudFormation cannot replace a custom-named resource: \"You can't perform an update that causes a "
+                      "custom-named resource to be replaced. If you must replace the resource, specify a new name.\" "
+                      "(https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-properties-name.html)")
+#: Name properties the registry schema does not mark as the (writable) primary identifier; used with the schema's
+#: writable ``primaryIdentifier`` (e.g. S3 ``BucketName``, IAM ``RoleName``, RDS ``DBClusterIdentifier``).
+NAME_SUPPLEMENT: dict[str, str] = {
+    "AWS::EC2::SecurityGroup": "GroupName",  # unique within the VPC (CreateSecurityGroup)
+    "AWS::EC2::LaunchTemplate": "LaunchTemplateName",  # unique per account and Region (CreateLaunchTemplate)
+}
+
+
+@cache
+def _schema(region: str, type_: str) -> Mapping[str, Any]:
+    """The registry schema of ``type_`` (cfn-lint), or ``{}`` for an unknown type."""
+    try:
+        from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
+
+        return PROVIDER_SCHEMA_MANAGER.get_resource_schema(region, type_).schema
+    except Exception:  # noqa: BLE001 - unknown type or cfn-lint missing: no schema
+        return {}
+
+
+@cache
+def custom_names(region: str, type_: str) -> tuple[str, ...]:
+    """Property paths that name ``type_``'s resource (its physical id): the registry schema's ``primaryIdentifier``
+    properties that are not read-only (set in the template, so a custom name), plus :data:`NAME_SUPPLEMENT`."""
+    schema = _schema(region, type_)
+    read_only = set(schema.get("readOnlyProperties") or [])
+    ids = [p for p in schema.get("primaryIdentifier") or [] if p not in read_only and p.startswith("/properties/")]
+    names = [p.removeprefix("/properties/") for p in ids] if len(ids) == 1 else []  # composite ids are not names
+    if type_ in NAME_SUPPLEMENT and NAME_SUPPLEMENT[type_] not in names:
+        names.append(NAME_SUPPLEMENT[type_])
+    return tuple(names)
+
+
+def replacement_conflicts(region: str, type_: str, old_props: Mapping[str, Any], new_props: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
+    """Property path -> (value, reason) for every identity a replacement of this resource would reuse while the old
+    resource still holds it (:data:`REPLACEMENT_CONFLICTS`, custom names from :func:`custom_names`). ``old_props`` and
+    ``new_props`` are normalized (a reference to a replaced resource differs on the NEW side). Empty for a type whose
+    schema says ``replacementStrategy: delete_then_create`` (CloudFormation deletes the old one first:
+    https://docs.aws.amazon.com/cloudformation-cli/latest/userguide/resource-type-schema.html)."""
+    out: dict[str, tuple[str, str]] = {}
+    if _schema(region, type_).get("replacementStrategy") == "delete_then_create":
+        return out
+    rules = [v for k, v in REPLACEMENT_CONFLICTS.items() if k.split("#", 1)[0] == type_]
+    rules += [((name,), (), CUSTOM_NAME_SOURCE) for name in custom_names(region, type_)]
+    for identity, scope, reason in rules:
+        values = [_get(old_props, p) for p in identity]
+        if any(v is _MISSING for v in values) or any(_get(new_props, p) != v for p, v in zip(identity, values, strict=True)):
+            continue
+        if any(_get(old_props, p) != _get(new_props, p) for p in scope):
+            continue
+        for p, v in zip(identity, values, strict=True):
+            out[p] = (_short(v), reason)
+    return out
+
+
 SCHEMA_SOURCE = "registry schema createOnlyProperties (cfn-lint)"
 CONDITIONAL_SOURCE = "registry schema conditionalCreateOnlyProperties (cfn-lint): may replace"
 
-Action = Literal["add", "remove", "update", "replace", "may-replace", "move", "fail"]
+Action = Literal["add", "remove", "update", "replace", "may-replace", "move", "fail", "leave"]
 _MISSING = object()
 
 
@@ -128,48 +208,21 @@ class DiffInputError(Exception):
 
 
 # ---- inputs: cdk.out folders (fmcluster.review.assembly) or blueprints synthesized in-process ----------
-def find_cdk_json(*starts: Path) -> Path | None:
-    """The nearest ``cdk.json`` at or above any of ``starts`` (first one found wins)."""
-    for start in starts:
-        for d in [start, *start.parents]:
-            if (d / "cdk.json").is_file():
-                return d / "cdk.json"
-    return None
-
-
 def synth_blueprint(path: str | Path, context: Mapping[str, Any] | None = None) -> Assembly:
     """Load, validate and synthesize a blueprint in-process into a temp dir (no CLI, no credentials).
 
-    Context: the ``cdk.json`` next to (or above) the blueprint, else the one above the working
-    directory, plus ``context``. Raises :class:`fmcluster.blueprint.BlueprintError` for bad input.
+    Context: :func:`fmcluster.review.synth.project_context` (``cdk.json`` and ``cdk.context.json``) plus ``context``.
+    Raises :class:`fmcluster.blueprint.BlueprintError` for bad input and
+    :class:`fmcluster.review.synth.SynthesisError` when the app has error annotations (``cdk synth`` refuses it).
     """
     from fmcluster.validation import load_blueprint
 
     org = (context or {}).get("org")
     bp = load_blueprint(path, org=org if isinstance(org, str) else None)  # -c org=FILE, as for cdk synth (app.py)
-    cdk_json = find_cdk_json(Path(path).resolve().parent, Path.cwd())
-    raw = read_json(cdk_json, "CDK settings file") if cdk_json else {}
-    base = dict(raw.get("context") or {}) if isinstance(raw, dict) else {}
-    base.pop("blueprint", None)
-    # Cached lookups (``fmcluster image lookup``) live in cdk.context.json next to cdk.json, as the CDK CLI reads them.
-    cached = cdk_json.parent / "cdk.context.json" if cdk_json else None
-    if cached is not None and cached.is_file():
-        extra = read_json(cached, "CDK context file")
-        base.update(extra if isinstance(extra, dict) else {})
-    return _synth(bp, {**base, **dict(context or {})}, source=str(path))
-
-
-def _synth(bp: Any, context: Mapping[str, Any], source: str) -> Assembly:
-    import aws_cdk as cdk
-
-    from fmcluster.stacks.build import build_app
-
     out = tempfile.mkdtemp(prefix="fmcluster-diff-")
-    app = cdk.App(outdir=out, context={**CLI_CONTEXT, **dict(context)})
-    build_app(app, bp)
-    app.synth()
+    synthesize(bp, out, {**CLI_CONTEXT, **project_context(path), **dict(context or {})}, source=str(path))
     assembly = Assembly.from_dir(out)
-    return Assembly(assembly.stacks, bp.region, source)
+    return Assembly(assembly.stacks, bp.region, str(path))
 
 
 def load_side(path: str | Path, context: Mapping[str, Any] | None = None) -> Assembly:
@@ -399,6 +452,8 @@ def diff_assemblies(old: Assembly, new: Assembly) -> DiffReport:
     new_res = {(s, lid): r for s, lid, r in new.resources()}
     matched = {k for k in old_res.keys() & new_res.keys() if old_res[k].get("Type") == new_res[k].get("Type")}
     retyped = {k for k in old_res.keys() & new_res.keys() if k not in matched}
+    # A stack in OLD that NEW's app no longer has: cdk deploy never touches it (its resources are not removed).
+    gone = [s for s in old.stacks if s not in new.stacks]
     removed = [k for k in old_res if k not in new_res]
     added = [k for k in new_res if k not in old_res]
     moves = _pair_moves(removed, added, old_res, new_res)
@@ -433,7 +488,17 @@ def diff_assemblies(old: Assembly, new: Assembly) -> DiffReport:
         level: ChangeLevel = "info"
         note = ""
         blocked = {} if replaces else _decreases(typ, old_res[key].get("Properties", {}), res.get("Properties", {}))
-        if blocked:
+        conflicts = replacement_conflicts(region, typ, old_norm(dict(old_res[key].get("Properties", {})), key[0]),
+                                          new_norm(dict(res.get("Properties", {})), key[0])) if replaces else {}
+        if conflicts:
+            held = [PropertyChange(p, v, v, fails=True, source=reason) for p, (v, reason) in conflicts.items()]
+            props = [p for p in props if p.path not in conflicts] + held
+            action, level = "fail", "error"
+            causes = [p.path for p in props if p.replaces and not p.conditional] + list(conflicts)
+            note = ("CloudFormation replaces by creating the new resource before deleting the old one, and the new one "
+                    f"needs the {', '.join(conflicts)} the old one still holds: the stack update fails and rolls back "
+                    "(change that value too, or avoid the replacement)")
+        elif blocked:
             props = [replace(p, fails=True, source=blocked[p.path]) if p.path in blocked else p for p in props]
             action, level, causes = "fail", "error", [p.path for p in props if p.fails]
             note = "CloudFormation cannot apply this update: the service rejects it; the stack update fails and rolls back"
@@ -470,16 +535,17 @@ def diff_assemblies(old: Assembly, new: Assembly) -> DiffReport:
         co = create_only(region, n["Type"])
         props = _property_changes(co, o.get("Properties", {}), n.get("Properties", {}), o_key, n_key, old_norm, new_norm)
         where = "stack" if o_key[0] != n_key[0] else "logical id"
+        old_fate = (f"left running in stack {o_key[0]}, which leaves the app" if o_key[0] in gone else
+                f"{'kept but orphaned' if o.get('DeletionPolicy') == 'Retain' else 'DELETED'} (DeletionPolicy "
+                f"{o.get('DeletionPolicy', 'Delete')})")
         cause = (f"{where}: {o_key[0]}/{o_key[1]} -> {n_key[0]}/{n_key[1]}")
         changes.append(ResourceChange(
             n_key[0], n_key[1], n["Type"], "move", "error", _cdk_path(n), True, props,
             [cause] + [p.path for p in props if p.replaces], moved_from=f"{o_key[0]}/{o_key[1]}",
-            note=f"a new, empty {_what(n['Type'])} is created; the old one is "
-                 f"{'kept but orphaned' if o.get('DeletionPolicy') == 'Retain' else 'DELETED'} (DeletionPolicy "
-                 f"{o.get('DeletionPolicy', 'Delete')})"))
+            note=f"a new, empty {_what(n['Type'])} is created; the old one is {old_fate}"))
 
     for key in removed:
-        if key in moved_old:
+        if key in moved_old or key[0] in gone:
             continue
         r = old_res[key]
         stateful = is_stateful(r)
@@ -495,7 +561,8 @@ def diff_assemblies(old: Assembly, new: Assembly) -> DiffReport:
         r = new_res[key]
         changes.append(ResourceChange(key[0], key[1], r["Type"], "add", "info", _cdk_path(r), is_stateful(r)))
 
-    changes.extend(_export_changes(old, new, old_norm, new_norm))
+    changes.extend(_stack_leaves(stack, old) for stack in gone)
+    changes.extend(_export_changes(old, new, old_norm, new_norm, set(gone)))
 
     order = {"error": 0, "warning": 1, "info": 2}
     changes.sort(key=lambda c: (order[c.level], not c.stateful, c.stack, c.construct_path, c.logical_id))
@@ -581,13 +648,35 @@ def _export_outputs(assembly: Assembly) -> dict[str, tuple[str, str, Any]]:
     return out
 
 
-def _export_changes(old: Assembly, new: Assembly, old_norm: _Normalizer, new_norm: _Normalizer) -> list[ResourceChange]:
-    """An error for every export that another stack imports in ``old`` and that ``new`` changes or drops."""
+#: ``ResourceChange.type`` of a stack that leaves the app (in OLD, not in NEW).
+STACK_TYPE = "AWS::CloudFormation::Stack"
+
+
+def _stack_leaves(stack: str, old: Assembly) -> ResourceChange:
+    """One warning for a stack that OLD has and NEW does not. ``cdk deploy`` deploys the stacks of the app it runs
+    (``--all``: all of them) and never deletes a stack the app no longer has; only ``cdk destroy STACK`` (with an app
+    that still has it) deletes it (https://docs.aws.amazon.com/cdk/v2/guide/ref-cli-cmd-destroy.html). Its resources
+    keep running (and billing); its exports stay, so its importers' updates that drop the import succeed."""
+    source = old.source if old.source.endswith((".yaml", ".yml")) else "<OLD blueprint>"
+    n = sum(1 for _ in old.stacks[stack].get("Resources", {}))
+    return ResourceChange(
+        stack, stack, STACK_TYPE, "leave", "warning", stack, False,
+        note=f"stack {stack} leaves the app: cdk deploy leaves it running ({n} resource{'' if n == 1 else 's'}, still billed); "
+             f"delete it with `npx cdk destroy {stack} -c blueprint={source}` once nothing needs it; "
+             "its retained resources stay")
+
+
+def _export_changes(old: Assembly, new: Assembly, old_norm: _Normalizer, new_norm: _Normalizer,
+                    gone: set[str] | None = None) -> list[ResourceChange]:
+    """An error for every export that another stack imports in ``old`` and that ``new`` changes or drops, except
+    exports of stacks in ``gone`` (they leave the app: not deployed, their exports stay)."""
     used = importers(old)
     old_out, new_out = _export_outputs(old), _export_outputs(new)
     changes = []
     for name in sorted(used):
         stack, lid, value = old_out[name]
+        if stack in (gone or set()):
+            continue
         a = old_norm(value, stack)
         if name in new_out:
             n_stack, n_lid, n_value = new_out[name]
@@ -708,7 +797,8 @@ def _pair_moves(removed: list[tuple[str, str]], added: list[tuple[str, str]], ol
 
 # ---- rendering --------------------------------------------------------------------------------
 ACTION_WORDS = {"add": "ADD", "remove": "REMOVE", "update": "UPDATE in place", "replace": "REPLACE",
-                "may-replace": "MAY REPLACE", "move": "MOVE (new resource)", "fail": "UPDATE FAILS"}
+                "may-replace": "MAY REPLACE", "move": "MOVE (new resource)", "fail": "UPDATE FAILS",
+                "leave": "LEAVES THE APP"}
 
 
 def _headline(report: DiffReport) -> str:
@@ -735,6 +825,9 @@ def render_text(report: DiffReport, *, verbose: bool = False) -> str:
     for c in report.changes:
         if c.level == "info" and not verbose and c.action in ("update", "add") and not c.stateful:
             continue
+        if c.action == "leave":
+            lines.append(f"{c.level.upper():7} {ACTION_WORDS[c.action]:18} {c.note}")
+            continue
         lines.append(f"{c.level.upper():7} {ACTION_WORDS[c.action]:18} {c.stack}/{c.name} ({c.type}, {c.logical_id})")
         text = _cause_text(c)
         if text:
@@ -757,7 +850,8 @@ def render_markdown(report: DiffReport) -> str:
         cause = _cause_text(c).replace("|", "\\|")
         if c.note and c.action in ("replace", "move", "fail"):
             cause += f"<br>{c.note}"
-        lines.append(f"| {c.level} | {ACTION_WORDS[c.action]} | {c.stack} | `{c.name}` | {c.type} | {cause} |")
+        name = "" if c.action == "leave" else f"`{c.name}`"
+        lines.append(f"| {c.level} | {ACTION_WORDS[c.action]} | {c.stack} | {name} | {c.type} | {cause} |")
     return "\n".join(lines) + "\n"
 
 

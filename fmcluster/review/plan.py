@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import tempfile
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -218,17 +219,15 @@ def assembly_resource_counts(assembly_dir: str | Path, rc: ResolvedCluster) -> d
     return {n: assembly.resource_count(n) for n in wanted}
 
 
-def synth_resource_counts(rc: ResolvedCluster) -> dict[str, int]:
-    """Synthesize ``rc``'s blueprint in-process (no CLI, no credentials) and count resources per stack
-    (as :func:`assembly_resource_counts`), ordered by stack name."""
-    import aws_cdk as cdk
-
-    from fmcluster.stacks.build import build_app
+def synth_resource_counts(rc: ResolvedCluster, context: Mapping[str, Any] | None = None, source: str = "") -> dict[str, int]:
+    """Synthesize ``rc``'s blueprint in-process (no CLI, no credentials) with ``context`` (e.g.
+    :func:`fmcluster.review.synth.project_context`) and count resources per stack (as
+    :func:`assembly_resource_counts`), ordered by stack name. Raises :class:`fmcluster.review.synth.SynthesisError`
+    (naming ``source``, default the cluster name) when the app has error annotations (``cdk synth`` refuses it)."""
+    from fmcluster.review.synth import synthesize
 
     with tempfile.TemporaryDirectory(prefix="fmcluster-plan-") as out:
-        app = cdk.App(outdir=out)
-        build_app(app, rc.blueprint)
-        app.synth()
+        synthesize(rc.blueprint, out, dict(context or {}), source or rc.name)
         return dict(sorted(assembly_resource_counts(out, rc).items()))
 
 

@@ -1,0 +1,76 @@
+"""In-process synthesis for the review commands (``fmcluster diff`` of blueprints, ``fmcluster plan``): the same
+context ``cdk synth`` gives the app and the same refusal of error annotations.
+
+``cdk synth`` / ``cdk deploy`` stop when the cloud assembly carries an error annotation
+(``Annotations.of(scope).addError``, e.g. a ParallelCluster bake blueprint whose parent AMI lookup is not in
+``cdk.context.json``); ``app.synth()`` in-process only records them. :func:`synthesize` collects the messages of level
+``error`` (``aws_cdk.cx_api.SynthesisMessageLevel.ERROR`` over ``CloudAssembly.stacks_recursively[*].messages``,
+https://docs.aws.amazon.com/cdk/api/v2/python/aws_cdk.cx_api/SynthesisMessageLevel.html) and raises
+:class:`SynthesisError` with every one of them (construct path + message).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from fmcluster.review.assembly import read_json
+
+
+class SynthesisError(Exception):
+    """The app synthesized with error annotations; :attr:`messages` holds ``<construct path>: <message>`` for each,
+    in assembly order. ``str()`` is one line per message after a heading naming ``source``."""
+
+    def __init__(self, source: str, messages: list[str]) -> None:
+        self.source = source
+        self.messages = messages
+        super().__init__(f"{source}: synthesis failed with {len(messages)} error(s) (cdk synth refuses it too):\n"
+                         + "\n".join(f"  {m}" for m in messages))
+
+
+def synthesis_errors(assembly: Any) -> list[str]:
+    """``<construct path>: <message>`` of every error annotation in a ``cx_api.CloudAssembly``."""
+    import aws_cdk.cx_api as cx_api
+
+    return [f"{m.id}: {m.entry.data}" for stack in assembly.stacks_recursively for m in stack.messages
+            if m.level == cx_api.SynthesisMessageLevel.ERROR]
+
+
+def synthesize(bp: Any, outdir: str, context: Mapping[str, Any], source: str) -> None:
+    """Build ``bp``'s app (:func:`fmcluster.stacks.build.build_app`) with ``context`` and synthesize it into
+    ``outdir``. Raises :class:`SynthesisError` (naming ``source``) when the assembly has error annotations."""
+    import aws_cdk as cdk
+
+    from fmcluster.stacks.build import build_app
+
+    app = cdk.App(outdir=outdir, context=dict(context))
+    build_app(app, bp)
+    errors = synthesis_errors(app.synth())
+    if errors:
+        raise SynthesisError(source, errors)
+
+
+def find_cdk_json(*starts: Path) -> Path | None:
+    """The nearest ``cdk.json`` at or above any of ``starts`` (first one found wins)."""
+    for start in starts:
+        for d in [start, *start.parents]:
+            if (d / "cdk.json").is_file():
+                return d / "cdk.json"
+    return None
+
+
+def project_context(blueprint: str | Path) -> dict[str, Any]:
+    """The context ``cdk synth`` would give the app for ``blueprint``: the ``context`` of the ``cdk.json`` next to
+    (or above) the blueprint, else the one above the working directory, without its ``blueprint`` key, updated with
+    the cached lookups in the ``cdk.context.json`` beside it (``fmcluster image lookup`` writes them there, where the
+    CDK CLI reads them). Raises :class:`fmcluster.review.assembly.AssemblyError` for a file that is not JSON."""
+    cdk_json = find_cdk_json(Path(blueprint).resolve().parent, Path.cwd())
+    raw = read_json(cdk_json, "CDK settings file") if cdk_json else {}
+    base = dict(raw.get("context") or {}) if isinstance(raw, dict) else {}
+    base.pop("blueprint", None)
+    cached = cdk_json.parent / "cdk.context.json" if cdk_json else None
+    if cached is not None and cached.is_file():
+        extra = read_json(cached, "CDK context file")
+        base.update(extra if isinstance(extra, dict) else {})
+    return base
