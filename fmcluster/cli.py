@@ -444,8 +444,8 @@ def topology(
 
     nvlink = [t for t in known_instance_types() if get_instance(t).ultraserver_sizes]
     try:
-        text, warnings = generate(read_json_or_text(instances), read_json_or_text(nodes), format.value,
-                                  plugin.value, nvlink)
+        text, warnings = generate(read_json_or_text(instances, json_required=True), read_json_or_text(nodes),
+                                  format.value, plugin.value, nvlink)
     except InputError as e:
         print_error(str(e))
         raise typer.Exit(2) from None
