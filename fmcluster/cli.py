@@ -442,19 +442,21 @@ def topology(
         "conf: topology.conf (one plugin); yaml: topology.yaml, tree and block together (Slurm >= 25.05)."))
     ] = TopologyFormat.conf,
     plugin: Annotated[TopologyPlugin, typer.Option("--plugin", help=(
-        "topology.conf plugin: auto (block when every node is in an NVLink domain), tree or block."))
+        "auto (conf: block when every node is in an NVLink domain), tree or block (conf without NVLink domains: "
+        "the tree, with a warning); with --format yaml, tree leaves the block topology out."))
     ] = TopologyPlugin.auto,
 ) -> None:
     """Print Slurm topology (tree switches from EC2 network nodes, blocks from NVLink domains) for the
     nodes of a cluster. Problems in the input are warnings (a node without topology goes to switch
-    fmc-no-topology; an instance not in the node map is ignored); exit 2 when a file cannot be read."""
+    fmc-no-topology; an instance not in the node map is ignored); exit 2 when a file cannot be read or
+    --instances is not valid JSON."""
     from fmcluster.catalog.instances import get_instance, known_instance_types
     from fmcluster.topology import InputError, generate, read_json_or_text
 
     nvlink = [t for t in known_instance_types() if get_instance(t).ultraserver_sizes]
     try:
-        text, warnings = generate(read_json_or_text(instances), read_json_or_text(nodes), format.value,
-                                  plugin.value, nvlink)
+        text, warnings = generate(read_json_or_text(instances, json_required=True), read_json_or_text(nodes),
+                                  format.value, plugin.value, nvlink)
     except InputError as e:
         print_error(str(e))
         raise typer.Exit(2) from None

@@ -169,7 +169,8 @@ def _write(tmp: Path, name: str, content: str | bytes) -> Path:
 
 BAD_INPUTS = [
     ("missing instances file", None, '{"i-0a00000000000000a": "n1"}', "cannot read"),
-    ("instances not JSON", "not json at all", '{"i-0a00000000000000a": "n1"}', "expected a DescribeInstanceTopology"),
+    ("instances not JSON", "not json at all", '{"i-0a00000000000000a": "n1"}',
+     "not valid JSON: Expecting value at line 1 column 1"),
     ("instances a JSON string", '"x"', '{"i-0a00000000000000a": "n1"}', "expected a DescribeInstanceTopology"),
     ("Instances not a list", '{"Instances": {"a": 1}}', '{"i-0a00000000000000a": "n1"}', "expected a list"),
     ("no Instances key", '{"NextToken": "x"}', '{"i-0a00000000000000a": "n1"}', "expected a list"),

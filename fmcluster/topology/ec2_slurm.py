@@ -22,7 +22,7 @@ documentation).
 ``nodes``: the map instance id -> Slurm node name of the cluster's nodes, as a JSON object
 ``{"i-0abc...": "gpu-st-p5-1"}`` or as text lines ``<instance-id> <node-name>`` (``#`` comments); a text
 line ``<node-name>`` alone is a node without an instance now (a powered-down cloud node), placed on the
-fallback switch so topology/tree can still choose it.
+fallback switch so topology/tree can still choose it; a line with an instance id alone is ignored with a warning.
 
 Output
 ------
@@ -34,15 +34,18 @@ Output
   domain (UltraServer), ordered so that neighbouring blocks share network nodes (Slurm aggregates
   consecutive blocks into higher-level blocks), and ``BlockSizes=<base>`` where base is the smallest
   block's node count (slurmctld exits with "children count lower than bblock_node_cnt" when a block is
-  smaller than the base; SchedMD/slurm ``src/plugins/topology/block/block_record.c``).
+  smaller than the base; SchedMD/slurm ``src/plugins/topology/block/block_record.c``). Without any NVLink
+  domain the tree is written instead, with a warning (slurmctld: "No blocks configured", same file).
 - ``topology.yaml`` (Slurm >= 25.05, several plugins at once): a tree topology ``fmc-tree``
-  (``cluster_default: true``, every node) and, when there are NVLink domains, a block topology
-  ``fmc-block`` (the domain nodes) for the partitions of those nodes (``PartitionName=... Topology=fmc-block``).
+  (``cluster_default: true``, every node) and, when there are NVLink domains and the plugin is not
+  ``tree``, a block topology ``fmc-block`` (the domain nodes) for the partitions of those nodes
+  (``PartitionName=... Topology=fmc-block``).
 
 Syntax: SchedMD/slurm ``doc/man/man5/topology.conf.5`` and ``doc/man/man5/topology.yaml.5``.
 
 Bad input never raises (except :class:`InputError` for input that is not JSON / text of the right
-kind at all) and never drops a node of the map: an instance without usable topology goes to the
+kind at all, or an ``--instances`` file that is not valid JSON) and never drops a node of the map from a tree:
+an instance without usable topology goes to the
 fallback switch ``fmc-no-topology`` with a warning (a node without an NVLink domain is left out of the
 blocks with a warning: a one-node block would stop slurmctld or shrink the base block size); an
 instance missing from the map is ignored with a warning.
@@ -67,6 +70,12 @@ FALLBACK_SWITCH = "fmc-no-topology"
 #: written; slurmctld logs "blocks lack access to N nodes" (SchedMD/slurm block_record.c).
 _NOT_IN_BLOCK = ("left out of the blocks until a refresh finds its domain (a one-node block would shrink the planning "
                  "base block size; slurmctld logs 'blocks lack access to N nodes')")
+#: What topology/block does with a node in no block (SchedMD/slurm src/plugins/topology/block/block_record.c and
+#: topology_block.c topology_p_eval_nodes): slurmctld warns and still starts; the node takes only jobs whose
+#: candidate nodes include no block node.
+_OUTSIDE_BLOCKS = ("slurmctld logs 'blocks lack access to N nodes' and gives them only jobs whose candidate nodes "
+                   "include no block node (a partition or constraint of their own); use --plugin tree, or --format "
+                   "yaml (Slurm >= 25.05) for tree and block together")
 TREE_TOPOLOGY = "fmc-tree"
 BLOCK_TOPOLOGY = "fmc-block"
 
@@ -74,6 +83,8 @@ BLOCK_TOPOLOGY = "fmc-block"
 #: than 64 characters" (topology.conf.5).
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 INSTANCE_ID_RE = re.compile(r"^i-[0-9a-f]{8,17}$")
+#: A token shaped like an instance id (any case, any length): never taken as a Slurm node name.
+_INSTANCE_ID_LIKE = re.compile(r"^i-[0-9a-fA-F]{8,}$")
 
 #: Warnings that list instances name at most this many.
 LIST_LIMIT = 10
@@ -136,15 +147,19 @@ def _describe(value: object) -> str:
 
 
 # ---- reading ------------------------------------------------------------------------------------------
-def read_json_or_text(path: Path) -> object:
-    """The parsed JSON of ``path``, or its text when it is not JSON. :class:`InputError` if unreadable."""
+def read_json_or_text(path: Path, json_required: bool = False) -> object:
+    """The parsed JSON of ``path``, or its text when it is not JSON. :class:`InputError` if unreadable, or,
+    with ``json_required`` or a text starting with ``{``/``[``, when it is not valid JSON (the parser's message,
+    line and column)."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"{path}: cannot read: {e}") from None
     try:
         return json.loads(text, object_pairs_hook=_pairs)
-    except json.JSONDecodeError:
+    except json.JSONDecodeError as e:
+        if json_required or text.lstrip().startswith(("{", "[")):  # a node map line never starts so
+            raise InputError(f"{path}: not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
         return text
     except _DuplicateKeyError as e:
         raise InputError(f"{path}: duplicate key {e.args[0]!r} in a JSON object") from None
@@ -199,6 +214,11 @@ def parse_nodes(doc: object, source: str = "nodes") -> Nodes:
             if not line:
                 continue
             parts = line.split()
+            if len(parts) == 1 and _INSTANCE_ID_LIKE.match(parts[0]):
+                warnings.append(f"{source} line {n}: an instance id without a node name, got {_describe(parts[0])}; "
+                                "expected '<instance-id> <node-name>' (or '<node-name>' alone for a node without an "
+                                "instance); line ignored")
+                continue
             if len(parts) == 1:
                 without.append((parts[0], f"{source} line {n}"))
                 continue
@@ -457,8 +477,15 @@ def choose_plugin(topo: Topology, plugin: str = "auto") -> str:
     """``tree`` or ``block`` for a ``topology.conf`` (one plugin per file).
 
     ``auto``: ``block`` when every node is in an NVLink domain, else ``tree`` (with a warning when some
-    are: both need ``topology.yaml``, Slurm >= 25.05).
+    are: both need ``topology.yaml``, Slurm >= 25.05). ``block`` without any NVLink domain is ``tree``
+    with a warning: a topology/block file without a block stops slurmctld ("No blocks configured",
+    SchedMD/slurm ``src/plugins/topology/block/block_record.c``) and would leave every node out.
     """
+    if plugin == "block" and not topo.blocks:
+        topo.warnings.append(f"--plugin block: none of the {len(topo.tree_nodes)} node(s) is in an NVLink domain "
+                             "(slurmctld refuses topology/block without a block: 'No blocks configured'), so this is "
+                             "the tree; set TopologyPlugin=topology/tree for it")
+        return "tree"
     if plugin in ("tree", "block"):
         return plugin
     if topo.blocks and len(topo.domain_nodes) == len(topo.tree_nodes):
@@ -482,7 +509,8 @@ def render_conf(topo: Topology, plugin: str = "auto") -> str:
         blocked = {*topo.domain_nodes, *topo.no_domain_nodes}  # the latter reported already
         leftover = [n for n in topo.tree_nodes if n not in blocked]
         if leftover:
-            topo.warnings.append(f"{len(leftover)} node(s) in no NVLink domain: {_listed(leftover)}; {_NOT_IN_BLOCK}")
+            topo.warnings.append(f"{len(leftover)} node(s) in no NVLink domain: {_listed(leftover)}; not in any block "
+                                 f"of this file: {_OUTSIDE_BLOCKS}")
         for name, nodes in topo.blocks.items():
             lines.append(f"BlockName={name} Nodes={','.join(nodes)}")
         if topo.block_size:
@@ -494,14 +522,19 @@ def render_conf(topo: Topology, plugin: str = "auto") -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_yaml(topo: Topology) -> str:
-    """``topology.yaml`` (Slurm >= 25.05): ``fmc-tree`` (cluster default) and, with NVLink domains, ``fmc-block``."""
+def render_yaml(topo: Topology, plugin: str = "auto") -> str:
+    """``topology.yaml`` (Slurm >= 25.05): ``fmc-tree`` (cluster default) and, with NVLink domains and ``plugin``
+    ``auto`` or ``block``, ``fmc-block``; ``plugin`` ``tree``: ``fmc-tree`` only. ``block`` without NVLink
+    domains is reported (the file is then the tree only)."""
     lines = _header("topology.yaml")
     lines += [f"- topology: {TREE_TOPOLOGY}", "  cluster_default: true", "  tree:", "    switches:"]
     for name, (switches, nodes) in topo.switches.items():
         lines.append(f'    - switch: "{name}"')
         lines.append(f'      children: "{",".join(switches)}"' if switches else f'      nodes: "{",".join(nodes)}"')
-    if topo.blocks:
+    if plugin == "block" and not topo.blocks:
+        topo.warnings.append(f"--plugin block: none of the {len(topo.tree_nodes)} node(s) is in an NVLink domain; "
+                             f"topology.yaml has the tree {TREE_TOPOLOGY} only")
+    if topo.blocks and plugin != "tree":
         lines += [f"- topology: {BLOCK_TOPOLOGY}", "  cluster_default: false", "  block:",
                   "    block_sizes:", f"      - {topo.block_size}", "    blocks:"]
         for name, nodes in topo.blocks.items():
@@ -524,7 +557,7 @@ def generate(instances_doc: object, nodes_doc: object, fmt: str = "conf", plugin
         raise InputError("nodes: no usable instance-id -> node-name entry" + ("" if not warnings else
                                                                                f" ({len(warnings)} ignored)"))
     topo = build(instances, nodes.by_instance, nvlink_types, nodes.without_instance)
-    text = render_yaml(topo) if fmt == "yaml" else render_conf(topo, plugin)
+    text = render_yaml(topo, plugin) if fmt == "yaml" else render_conf(topo, plugin)
     return text, warnings + topo.warnings
 
 
@@ -543,8 +576,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="write here (atomically) instead of stdout")
     args = parser.parse_args(argv)
     try:
-        text, warnings = generate(read_json_or_text(args.instances), read_json_or_text(args.nodes), args.format,
-                                  args.plugin, [t for t in args.nvlink_types.split(",") if t])
+        text, warnings = generate(read_json_or_text(args.instances, json_required=True),
+                                  read_json_or_text(args.nodes), args.format, args.plugin, [t for t in args.nvlink_types.split(",") if t])
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
