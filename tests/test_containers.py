@@ -157,7 +157,7 @@ def test_pcs_image_without_enroot_is_reported() -> None:
     found = _problems(containers({"name": "ab", "image": DLC}), {"orchestrator": {"kind": "pcs"}})
     ctr11 = [p for p in found if p[2] == "R-CTR-11"]
     assert ctr11 == [("software.containers[0]", "AWS PCS-ready Deep Learning AMI (Base, Ubuntu 24.04) is not known to "
-                      "ship enroot/pyxis and fmcluster installs none there on compute[0] (gpu, p5.48xlarge), got 'ab'; "
+                      "ship enroot/pyxis, and fmcluster installs none there on compute[0] (gpu, p5.48xlarge), got 'ab'; "
                       "allowed containers on images with enroot and pyxis (software.image.mode: custom with an image "
                       "that has them; a bake does not add them)",
                       "R-CTR-11", "warning")]

@@ -274,10 +274,10 @@ def runtime_on_image(rc: ResolvedCluster) -> Iterator[Violation]:
                 continue
             state = manifest.components.get("enroot_pyxis")
             if state is None:
-                yield f"{c.path}", (f"{manifest.title} is not known to ship enroot/pyxis and fmcluster installs none "
-                                    f"there {_on(g)}, got {c.spec.name!r}; allowed containers on images with enroot "
-                                    "and pyxis (software.image.mode: custom with an image that has them; a bake "
-                                    "does not add them)")
+                yield f"{c.path}", (f"{manifest.title} is not known to ship enroot/pyxis, "
+                                    f"and fmcluster installs none there {_on(g)}, got {c.spec.name!r}; "
+                                    "allowed containers on images with enroot and pyxis "
+                                    "(software.image.mode: custom with an image that has them; a bake does not add them)")
             elif not manifest.is_verified("enroot_pyxis"):
                 yield f"{c.path}", (f"enroot/pyxis on {manifest.title} is unverified ({state}) {_on(g)}, got "
                                     f"{c.spec.name!r}; allowed any, check `srun --container-image` once the cluster is up")

@@ -340,8 +340,8 @@ def gb200_r595_with_efa(bp: Blueprint) -> Iterator[Violation]:
         if inst.family in GRACE_BLACKWELL_FAMILIES and g.efa_enabled and stack.driver_branch >= 595:
             yield where(stack, "driver"), (
                 f"R595 breaks the EFA GPUDirect path on Grace-Blackwell ({_on(i, inst)}, EFA on), got {stack.driver}; "
-                "allowed R580 (stack gb200-580-cuda13.0 in your own image, software.image.mode: custom: the "
-                "official images ship R595, and a bake over them would downgrade the parent, R-IMG-11)"
+                "allowed R580 (stack gb200-580-cuda13.0 in your own image, software.image.mode: custom: "
+                "the official images ship R595, and a bake over them would downgrade the parent, R-IMG-11)"
             )
 
 
