@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from fmcluster.blueprint import Blueprint, BlueprintError
+from fmcluster.blueprint.errors import Problem
 from fmcluster.output import OutputFormat, out, print_error, print_ok, print_problems
 from fmcluster.validation import load_blueprint_with_warnings
 
@@ -54,6 +56,11 @@ def _root(
     use_organisation(org)
 
 
+def _file_report(file: Path, valid: bool, problems: Sequence[Problem]) -> dict[str, Any]:
+    """``validate --json``'s report of one file: ``{"file", "valid", "problems": [Problem.as_dict(), ...]}``."""
+    return {"file": str(file), "valid": valid, "problems": [p.as_dict() for p in problems]}
+
+
 def _load_or_exit(file: Path, *, as_json: bool = False) -> Blueprint:
     """The blueprint, after printing its warnings; its problems and exit 1 when it is invalid. With ``as_json``
     the problems of an invalid blueprint also go to standard output as ``validate --json``'s report of the file
@@ -63,8 +70,7 @@ def _load_or_exit(file: Path, *, as_json: bool = False) -> Blueprint:
     except BlueprintError as e:
         print_problems(e.file, e.problems)
         if as_json:
-            print(json.dumps({"file": str(file), "valid": False, "problems": [p.as_dict() for p in e.problems]},
-                             indent=2))
+            print(json.dumps(_file_report(file, False, e.problems), indent=2))
         raise typer.Exit(1) from None
     print_problems(str(file), result.warnings)
     return result.blueprint
@@ -90,12 +96,12 @@ def validate(
     for f in files:
         try:
             res = load_blueprint_with_warnings(f)
-            report.append({"file": str(f), "valid": True, "problems": [w.as_dict() for w in res.warnings]})
+            report.append(_file_report(f, True, res.warnings))
             if not as_json:
                 print_ok(str(f), res.warnings)
         except BlueprintError as e:
             failed = True
-            report.append({"file": str(f), "valid": False, "problems": [p.as_dict() for p in e.problems]})
+            report.append(_file_report(f, False, e.problems))
             if not as_json:
                 print_problems(e.file, e.problems)
     if as_json:
