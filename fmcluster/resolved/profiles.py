@@ -20,6 +20,8 @@ from typing import Literal
 from fmcluster.blueprint.model import PCS_SLURM_VERSIONS, OrchestratorSpec
 
 ProfileKey = Literal["parallelcluster", "hyperpod-slurm", "hyperpod-eks", "pcs"]
+#: The profiles whose jobs run under Slurm (:attr:`OrchestratorProfile.runs_slurm`).
+SLURM_PROFILES: tuple[ProfileKey, ...] = ("parallelcluster", "hyperpod-slurm", "pcs")
 Delivery = Literal["s3_asset", "lifecycle"]
 Discovery = Literal["ec2", "slurm"]
 #: How the per-job IMEX prolog reaches Slurm (:class:`ImexWiring`).
@@ -185,6 +187,11 @@ class OrchestratorProfile:
 
     def accepts(self, capacity_type: str) -> bool:
         return capacity_type in self.capacity_types
+
+    @property
+    def runs_slurm(self) -> bool:
+        """Whether jobs run under Slurm (sbatch, pyxis containers, prologs): every profile but HyperPod EKS."""
+        return self.key in SLURM_PROFILES
 
     def capacity_term(self, capacity_type: str) -> str | None:
         """The orchestrator's name for a capacity type (``None``: not accepted)."""

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from fmcluster.blueprint import Blueprint
 from fmcluster.resolved import resolve
-from fmcluster.templates.acceptance import SLURM_PROFILES, render_acceptance_files
+from fmcluster.templates.acceptance import render_acceptance_files
 from fmcluster.templates.context import blueprint_node_contexts
 from fmcluster.templates.first_job import render_fsdp_job
 from fmcluster.templates.kubernetes import render_kubernetes_manifests
@@ -51,7 +51,7 @@ def render_blueprint(bp: Blueprint) -> dict[str, dict[str, str]]:
         group = {g.name: g for g in rc.groups}.get(name)  # HyperPod controller/login contexts have no group
         # Slurm jobs (HyperPod EKS has the MPIJob/PyTorchJob manifests under kubernetes/ instead): nccl-tests and
         # the example FSDP job in a container (docs/first-job.md)
-        if group is not None and group.instance.gpu.count and rc.profile.key in SLURM_PROFILES:
+        if group is not None and group.instance.gpu.count and rc.profile.runs_slurm:
             files["nccl-tests.sbatch"] = render_nccl_tests_sbatch(
                 blueprint_name=bp.name, group_name=name, instance_type=ctx.instance_type, gpus=group.instance.gpu.count,
                 count=group.spec.count, node_dir=rc.node_dir)

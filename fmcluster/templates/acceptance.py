@@ -25,8 +25,6 @@ from fmcluster.templates.render import render
 FOLDER = "acceptance"
 #: Heredoc delimiter of the embedded files; an embedded file must not contain it on a line of its own.
 BUNDLE_EOF = "FMCLUSTER_ACCEPTANCE_EOF"
-#: Orchestrator profiles with Slurm (the gate is a Slurm job).
-SLURM_PROFILES = ("parallelcluster", "hyperpod-slurm", "pcs")
 
 
 def gate_file_name(group: str) -> str:
@@ -85,6 +83,6 @@ def render_gate(rc: ResolvedCluster, group: ResolvedGroup) -> str:
 def render_acceptance_files(rc: ResolvedCluster) -> dict[str, str]:
     """``acceptance/<gate file>`` -> text for every EFA group of a Slurm cluster; empty otherwise (HyperPod
     EKS; groups with EFA off, where NCCL uses sockets by design and no floor applies)."""
-    if rc.profile.key not in SLURM_PROFILES:
+    if not rc.profile.runs_slurm:
         return {}
     return {f"{FOLDER}/{gate_file_name(g.name)}": render_gate(rc, g) for g in rc.groups if g.efa_devices > 0}

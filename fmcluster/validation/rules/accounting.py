@@ -25,7 +25,7 @@ def hyperpod_accounting(rc: ResolvedCluster) -> Iterator[Violation]:
     spec = rc.blueprint.orchestrator.slurm.accounting
     if not spec.enabled:
         return
-    if rc.profile.key == "hyperpod-eks":
+    if not rc.profile.runs_slurm:
         yield f"{ACCT}.enabled", (
             "Slurm accounting on HyperPod EKS orchestration, got true; allowed false (the cluster runs Kubernetes, "
             "not Slurm)"

@@ -68,8 +68,8 @@ def image_in_catalog(rc: ResolvedCluster) -> Iterator[Violation]:
             yield f"{c.path}.image", (
                 "not in the container catalog, so its CUDA, NCCL and aws-ofi-nccl cannot be checked against the host, "
                 f"got {c.spec.image!r}; allowed any image (checked: {', '.join(known_container_images())}); "
-                + ("HyperPod EKS pods get nothing of the host's EFA stack, so the image must carry aws-ofi-nccl"
-                   if rc.profile.key == "hyperpod-eks" else f"jobs bind-mount the host's {' and '.join(HOST_EFA_DIRS)}"))
+                + (f"jobs bind-mount the host's {' and '.join(HOST_EFA_DIRS)}" if rc.profile.runs_slurm
+                   else "HyperPod EKS pods get nothing of the host's EFA stack, so the image must carry aws-ofi-nccl"))
 
 
 @rule("R-CTR-9", source="software.containers[].groups (compute group names)", scope="cluster")
