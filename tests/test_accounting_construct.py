@@ -173,7 +173,7 @@ def test_pcs_managed_accounting_and_no_database() -> None:
 
 def test_pcs_accounting_property_is_left_out_when_off() -> None:
     from fmcluster.blueprint.model import SlurmAccountingSpec
-    from fmcluster.constructs.orchestrators.pcs import pcs_accounting
+    from fmcluster.orchestrators.pcs.construct import pcs_accounting
 
     assert pcs_accounting(None) is None and pcs_accounting(SlurmAccountingSpec()) is None
     on = pcs_accounting(SlurmAccountingSpec(enabled=True))

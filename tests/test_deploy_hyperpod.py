@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from fmcluster.blueprint import BlueprintError
-from fmcluster.constructs.orchestrators.hyperpod import (
+from fmcluster.orchestrators.hyperpod.construct import (
     MAX_BUCKET_NAME,
     lifecycle_bucket_name,
     lifecycle_bucket_name_length,
@@ -205,7 +205,7 @@ def _regions() -> list[str]:
 def test_bucket_rule_matches_construct_in_every_region(region: str) -> None:
     """Whole kind: every Region botocore knows and every allowed name length (3-32). The rule accepts exactly
     the names whose bucket fits 63 characters, and the construct builds those without shortening."""
-    from fmcluster.validation.rules.orchestrator import hyperpod_lifecycle_bucket_fits
+    from fmcluster.orchestrators.hyperpod.rules import hyperpod_lifecycle_bucket_fits
 
     class _Bp:
         def __init__(self, name: str) -> None:

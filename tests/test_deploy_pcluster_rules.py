@@ -14,7 +14,7 @@ import pytest
 
 from fmcluster.blueprint import BlueprintError
 from fmcluster.validation import load_blueprint_text
-from fmcluster.validation.rules.parallelcluster import PCLUSTER_RESERVED_MOUNT_DIRS
+from fmcluster.validation.rules.reserved_and_regional import PCLUSTER_RESERVED_MOUNT_DIRS
 from tests.blueprints import blueprint_text
 
 KEY = "1234abcd-12ab-34cd-56ef-1234567890ab"

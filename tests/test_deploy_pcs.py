@@ -25,8 +25,9 @@ import pytest
 from fmcluster.blueprint import BlueprintError
 from fmcluster.blueprint.model import PCS_SLURM_VERSIONS, OrchestratorSpec, PcsSettings
 from fmcluster.catalog import get_instance
-from fmcluster.constructs.orchestrators.common import start_after_slurm
-from fmcluster.constructs.orchestrators.pcs import (
+from fmcluster.constructs.orchestrator import start_after_slurm
+from fmcluster.constructs.storage import LustreMount
+from fmcluster.orchestrators.pcs.construct import (
     BOOTSTRAP_SCRIPT_NAME,
     HOOKS_SCRIPT_NAME,
     LUSTRE_MOUNT_SCRIPT,
@@ -34,7 +35,6 @@ from fmcluster.constructs.orchestrators.pcs import (
     lifecycle_actions,
     node_shell_script,
 )
-from fmcluster.constructs.storage import LustreMount
 from fmcluster.resolved import profile_for, resolve
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import blueprint_text
@@ -152,7 +152,7 @@ def _waiter_body(lines: str) -> str:
 def test_head_node_launcher_ignores_other_slurm_versions_on_the_image(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """An image with Slurm 24.11 (answers) and 25.11 (the cluster's, answers later): the waiter waits for 25.11."""
-    from fmcluster.constructs.orchestrators import common
+    from fmcluster.constructs import orchestrator as common
 
     log = tmp_path / "head-node.log"
     monkeypatch.setattr(common, "HEAD_NODE_LOG", str(log))

@@ -11,8 +11,8 @@ import pytest
 
 from fmcluster.blueprint import BlueprintError
 from fmcluster.catalog import eks as cat
+from fmcluster.orchestrators.hyperpod_eks.plan import control_plane_cidrs
 from fmcluster.resolved import resolve
-from fmcluster.resolved.eks import control_plane_cidrs
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import DROP, blueprint_text, example, merge
 from tests.conftest import resources_of, synth_templates

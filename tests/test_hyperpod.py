@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from fmcluster.catalog import get_instance, known_instance_types
-from fmcluster.constructs.orchestrators.hyperpod import lifecycle_bucket_name, on_init_complete_script
+from fmcluster.orchestrators.hyperpod.construct import lifecycle_bucket_name, on_init_complete_script
 from tests import blueprints
 from tests.blueprints import DROP, blueprint_text
 from tests.conftest import ROOT, resources_of, synth_templates

@@ -13,7 +13,7 @@ from fmcluster.blueprint.model import ComputeGroup, OrchestratorSpec
 from fmcluster.catalog import get_instance, known_instance_types
 from fmcluster.catalog.networking import InterfaceSlot, describe_layout, interface_layout, ipv4_per_node
 from fmcluster.constructs.capacity import launch_template_market, reservation_target
-from fmcluster.constructs.orchestrators.parallelcluster import capacity_settings
+from fmcluster.orchestrators.parallelcluster.construct import capacity_settings
 from fmcluster.resolved import profile_for
 from fmcluster.resolved.cluster import smt_off_cpu_options
 from tests.conftest import ROOT, resources_of

@@ -4,7 +4,13 @@ Layer order, lowest first: topology (standard library only: the controller node 
 words) -> catalog -> acceptance (the fleet gate's judge) -> blueprint (model) -> resolved ->
 validation (loader, rules) -> output (the one printer) -> templates -> preflight -> constructs -> stacks
 -> review -> cli. A package may import itself and the
-packages below it, never one above. Imports are read with :mod:`ast`, every form counted: ``import a.b``,
+packages below it, never one above.
+
+Orchestrator slices (``fmcluster/orchestrators/<slice>/``, docs/architecture.md "Slices") cut across the layers: each
+module of a slice has a role, named by its file (:data:`ROLES`), and the role is its layer (a slice's ``rules.py`` is
+a validation module, its ``construct.py`` a constructs module). A slice imports only the core and the slices it
+declares in its ``__init__.py`` (``USES``); the core reaches a slice only through the registry, except for the
+imports :data:`CORE_TO_SLICE` still lists (each one a debt to remove: the list may only shrink). Imports are read with :mod:`ast`, every form counted: ``import a.b``,
 ``from a import b`` (names ``a`` and ``a.b``), relative imports (resolved against the file's package),
 parenthesised multi-line imports and imports inside functions (lazy imports are still imports).
 """
@@ -23,6 +29,25 @@ PKG = ROOT / "fmcluster"
 LAYERS = ("topology", "severity", "catalog", "acceptance", "blueprint", "resolved", "validation", "output", "templates",
           "preflight", "constructs", "stacks", "review", "provision", "cli")
 RANK = {layer: i for i, layer in enumerate(LAYERS)}
+
+#: The layer of each role a module of ``fmcluster/orchestrators/`` plays, by its file name's first word:
+#: ``profile``/``registry``/``plan`` resolve, ``rules`` validate, ``construct``/``addons`` build constructs,
+#: ``stack*`` wire stacks, ``review`` reads synthesized output.
+ROLES = {"profile": "resolved", "registry": "resolved", "plan": "resolved", "rules": "validation",
+         "construct": "constructs", "addons": "constructs", "stack": "stacks", "review": "review"}
+SLICES = PKG / "orchestrators"
+#: Core modules that still import a slice directly (not through the registry). Each is a debt: remove the import
+#: and its line; never add one (docs/decisions.md).
+CORE_TO_SLICE = {
+    "fmcluster.resolved.cluster": {"fmcluster.orchestrators.hyperpod_eks.plan"},
+    "fmcluster.stacks.build": {"fmcluster.orchestrators.hyperpod_eks.stack_eks",
+                               "fmcluster.orchestrators.parallelcluster.construct"},
+    "fmcluster.stacks.cluster_stack": {"fmcluster.orchestrators.hyperpod_eks.plan"},
+    "fmcluster.stacks.orchestrator_inputs": {"fmcluster.orchestrators.hyperpod_eks.plan"},
+    "fmcluster.templates.kubernetes": {"fmcluster.orchestrators.hyperpod_eks.plan"},
+    "fmcluster.validation.rules.imex": {"fmcluster.orchestrators.parallelcluster.profile",
+                                        "fmcluster.orchestrators.pcs.profile"},
+}
 
 
 # ---- the import parser -----------------------------------------------------------------------------
@@ -65,11 +90,29 @@ def within(name: str, prefix: str) -> bool:
     return name == prefix or name.startswith(prefix + ".")
 
 
+def role_of(module: str) -> str | None:
+    """The role of a module of ``fmcluster.orchestrators`` (its file name's first word, :data:`ROLES`), or ``None``
+    for a package (a slice's ``__init__``) or a name that is not such a module."""
+    parts = module.split(".")
+    if parts[:2] != ["fmcluster", "orchestrators"] or len(parts) < 3:
+        return None
+    if (SLICES / parts[2]).is_dir():  # fmcluster.orchestrators.<slice>.<module>[.<name>]
+        stem = parts[3] if len(parts) > 3 else ""
+    else:  # fmcluster.orchestrators.<module>[.<name>]
+        stem = parts[2]
+    role = stem.split("_")[0]
+    return role if role in ROLES else None
+
+
 def layer_of(module: str) -> str | None:
-    """The layer of a dotted name inside ``fmcluster`` (``None``: the root package or outside fmcluster)."""
+    """The layer of a dotted name inside ``fmcluster`` (``None``: the root package, outside fmcluster, or a slice's
+    package itself); a module of ``fmcluster.orchestrators`` has its role's layer."""
     parts = module.split(".")
     if parts[0] != "fmcluster" or len(parts) < 2:
         return None
+    if parts[1] == "orchestrators":
+        role = role_of(module)
+        return ROLES[role] if role else None
     return parts[1] if parts[1] in RANK else None
 
 
@@ -141,18 +184,20 @@ def layer_violations() -> set[str]:
 
 
 def banned_imports() -> set[str]:
-    """The specific bans, on top of the layer order."""
+    """The specific bans, on top of the layer order (a slice module is judged by its role's layer)."""
     bad = set()
     for path, module, names in package_files():
+        layer = layer_of(module)
         for name in names:
-            if within(module, "fmcluster.constructs") and within(name, "fmcluster.validation"):
+            if layer == "constructs" and within(name, "fmcluster.validation"):
                 bad.add(f"{rel(path)}: {name} (constructs never import fmcluster.validation)")
-            if within(module, "fmcluster.review") and within(name, "fmcluster.constructs"):
+            if layer == "review" and layer_of(name) == "constructs":
                 bad.add(f"{rel(path)}: {name} (review never imports constructs)")
             if module == "fmcluster.review.plan" and within(name, "fmcluster.review.diff"):
                 bad.add(f"{rel(path)}: {name} (the plan reads cdk.out through review.assembly, not review.diff)")
-            if within(name, "fmcluster.validation.rules") and not within(module, "fmcluster.validation"):
-                bad.add(f"{rel(path)}: {name} (only fmcluster.validation runs the rules)")
+            if (within(name, "fmcluster.validation.rules") and not within(module, "fmcluster.validation")
+                    and role_of(module) != "rules"):
+                bad.add(f"{rel(path)}: {name} (only fmcluster.validation and the slices' rules modules use the rules)")
     return bad
 
 
@@ -174,7 +219,69 @@ def test_nothing_outside_validation_imports_the_rules_tools_and_app_included() -
 def test_every_package_has_a_layer() -> None:
     packages = {p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     modules = {p.stem for p in PKG.glob("*.py") if p.name != "__init__.py"}
-    assert packages | modules == set(LAYERS)
+    assert packages | modules == {*LAYERS, "orchestrators"}
+
+
+# ---- orchestrator slices ------------------------------------------------------------------------------
+def slice_of(module: str) -> str | None:
+    """The slice a dotted name belongs to (``fmcluster.orchestrators.pcs.rules`` -> ``pcs``), or ``None``."""
+    parts = module.split(".")
+    if parts[:2] != ["fmcluster", "orchestrators"] or len(parts) < 3 or not (SLICES / parts[2]).is_dir():
+        return None
+    return parts[2]
+
+
+def declared_uses(slice_name: str) -> set[str]:
+    """The slices ``fmcluster/orchestrators/<slice_name>/__init__.py`` declares in ``USES``."""
+    tree = ast.parse((SLICES / slice_name / "__init__.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "USES" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+def test_every_slice_module_has_a_role() -> None:
+    """A module of a slice is named for its role, so its layer is known (a new kind of module needs a ROLES row)."""
+    unknown = [rel(p) for p in sorted(SLICES.rglob("*.py")) if p.name != "__init__.py" and role_of(module_name(p)[0]) is None]
+    assert unknown == []
+
+
+def test_a_slice_imports_only_the_core_and_the_slices_it_declares() -> None:
+    bad = set()
+    for path, module, names in package_files():
+        own = slice_of(module)
+        if own is None:
+            continue
+        allowed = {own, *declared_uses(own)}
+        bad |= {f"{rel(path)}: {n}" for n in names if slice_of(n) is not None and slice_of(n) not in allowed}
+    assert sorted(bad) == []
+
+
+def test_the_core_reaches_slices_only_through_the_registry() -> None:
+    """Outside ``fmcluster/orchestrators/`` a slice is imported through the registry; :data:`CORE_TO_SLICE` lists the
+    imports that remain (equality: a removed import must leave the list, a new one fails)."""
+    found: dict[str, set[str]] = {}
+    for _path, module, names in package_files():
+        if within(module, "fmcluster.orchestrators"):
+            continue
+        hits = {".".join(n.split(".")[:4]) for n in names if slice_of(n) is not None and n.count(".") >= 3}
+        if hits:
+            found[module] = hits
+    assert found == CORE_TO_SLICE
+
+
+@pytest.mark.parametrize(("module", "layer"), [
+    ("fmcluster.orchestrators.pcs.rules", "validation"),
+    ("fmcluster.orchestrators.pcs.construct", "constructs"),
+    ("fmcluster.orchestrators.hyperpod_eks.stack_eks", "stacks"),
+    ("fmcluster.orchestrators.hyperpod_eks.stack_eks.EksStack", "stacks"),
+    ("fmcluster.orchestrators.registry", "resolved"),
+    ("fmcluster.orchestrators.profile.OrchestratorProfile", "resolved"),
+    ("fmcluster.orchestrators.pcs", None),
+    ("fmcluster.orchestrators", None),
+])
+def test_layer_of_a_slice_module_is_its_role(module: str, layer: str | None) -> None:
+    assert layer_of(module) == layer
 
 
 # ---- constructs never receive the whole Blueprint ------------------------------------------------------
@@ -222,8 +329,10 @@ def test_blueprint_check_catches_every_form(source: str, caught: bool) -> None:
 
 def test_constructs_never_receive_the_whole_blueprint() -> None:
     offenders = {}
-    for path in sorted((PKG / "constructs").rglob("*.py")):
+    for path in sorted([*(PKG / "constructs").rglob("*.py"), *SLICES.rglob("*.py")]):
         module, is_package = module_name(path)
+        if layer_of(module) != "constructs":
+            continue
         uses = blueprint_uses(path.read_text(), module, is_package)
         if uses:
             offenders[rel(path)] = uses

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from fmcluster.review.pcluster_config import cluster_configurations
+from fmcluster.orchestrators.parallelcluster.review import cluster_configurations
 from tests.blueprints import blueprint_text
 from tests.conftest import ROOT, resources_of, synth_templates
 from tests.orchestrator_support import cluster_template

@@ -176,7 +176,7 @@ def test_construct_refuses_metrics_none_and_validates_timeout() -> None:
 def _waiter(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, wait_s: int) -> tuple[Path, Path]:
     """The waiter script ``start_after_slurm`` writes, with a short wait, a local log and a ``sinfo``
     candidate under ``tmp_path`` (a glob, as PCS's ``slurm-*`` folders)."""
-    from fmcluster.constructs.orchestrators import common
+    from fmcluster.constructs import orchestrator as common
 
     log = tmp_path / "head-node.log"
     monkeypatch.setattr(common, "HEAD_NODE_LOG", str(log))
@@ -231,7 +231,7 @@ def test_head_node_script_starts_once_slurm_answers(
 
 
 def test_head_node_launcher_passes_shellcheck(tmp_path: Path) -> None:
-    from fmcluster.constructs.orchestrators.common import start_after_slurm
+    from fmcluster.constructs.orchestrator import start_after_slurm
 
     shellcheck = Path(sys.executable).parent / "shellcheck"
     if not shellcheck.exists():

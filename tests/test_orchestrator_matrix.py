@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from fmcluster.catalog import get_instance
+from fmcluster.orchestrators.hyperpod.rules import HYPERPOD_PRICED_TYPES
 from fmcluster.resolved import resolve
 from fmcluster.review.plan import build_plan
 from fmcluster.validation import load_blueprint_text
-from fmcluster.validation.rules.orchestrator import HYPERPOD_PRICED_TYPES
 from tests import blueprints
 from tests.blueprints import blueprint_text
 from tests.conftest import ROOT, resources_of, synth_templates

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from fmcluster.constructs.orchestrators.parallelcluster import TASK_PROLOG
+from fmcluster.orchestrators.parallelcluster.construct import TASK_PROLOG
+from fmcluster.orchestrators.parallelcluster.review import cluster_configurations
 from fmcluster.resolved.cluster import NODE_DIR
-from fmcluster.review.pcluster_config import cluster_configurations
 from fmcluster.templates.slurm_hooks import slurm_conf_settings
 from tests.blueprints import blueprint_text
 from tests.conftest import EXAMPLES, ROOT, resources_of, synth_templates

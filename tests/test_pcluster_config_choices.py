@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fmcluster.review.pcluster_config import cluster_configurations
+from fmcluster.orchestrators.parallelcluster.review import cluster_configurations
 from tests.blueprints import blueprint_text
 from tests.conftest import synth_templates
 

@@ -152,7 +152,7 @@ def test_schema_check_answers_reservation_lookups_offline(tmp_path: Path) -> Non
     """Loading a config with a capacity reservation makes ParallelCluster call DescribeCapacityReservations; the
     schema check answers it offline (before, the call went to AWS and, offline, aborted the check)."""
     text = (ROOT / "blueprints" / "p5en-capacity-block.yaml").read_text()
-    from fmcluster.review.pcluster_config import cluster_configurations
+    from fmcluster.orchestrators.parallelcluster.review import cluster_configurations
 
     [config] = [c for t in synth_templates(text).values() for c in cluster_configurations(t).values()]
     path = tmp_path / "cb.pcluster-config.yaml"

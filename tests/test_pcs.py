@@ -12,8 +12,8 @@ import pytest
 
 from fmcluster.blueprint import BlueprintError
 from fmcluster.blueprint.model import PCS_SLURM_VERSIONS, PcsSettings
-from fmcluster.constructs.orchestrators.pcs import mime_user_data, node_shell_script, pcs_ami
-from fmcluster.resolved.profiles import PCS_USER_DATA_EMBED_LIMIT_BYTES
+from fmcluster.orchestrators.pcs.construct import mime_user_data, node_shell_script, pcs_ami
+from fmcluster.orchestrators.pcs.profile import PCS_USER_DATA_EMBED_LIMIT_BYTES
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import blueprint_text, example
 from tests.conftest import ROOT, resources_of, synth_templates

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 import yaml
 
-from fmcluster.constructs.orchestrators.parallelcluster import IMEX_PROLOG, TASK_PROLOG
+from fmcluster.orchestrators.parallelcluster.construct import IMEX_PROLOG, TASK_PROLOG
+from fmcluster.orchestrators.parallelcluster.review import cluster_configurations
 from fmcluster.resolved.cluster import NODE_DIR
-from fmcluster.review.pcluster_config import cluster_configurations
 from fmcluster.templates.slurm_hooks import (
     HEALTH_CHECK_INTERVAL_S,
     health_check_program,
@@ -71,7 +71,7 @@ def test_the_placeholder_lists_the_queue_nodes_by_parallelcluster_names() -> Non
 
 
 def test_the_refresh_owns_topology_yaml_which_parallelcluster_never_deletes() -> None:
-    from fmcluster.constructs.orchestrators import parallelcluster
+    from fmcluster.orchestrators.parallelcluster import construct as parallelcluster
 
     source = Path(parallelcluster.__file__).read_text()
     assert 'topology_file=f"{PARALLELCLUSTER_SLURM}/etc/topology.yaml"' in source and 'format="yaml"' in source

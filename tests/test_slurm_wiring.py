@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
-from fmcluster.constructs.orchestrators import hyperpod, pcs
-from fmcluster.constructs.orchestrators.parallelcluster import TASK_PROLOG as PC_TASK_PROLOG
+from fmcluster.orchestrators.hyperpod import construct as hyperpod
+from fmcluster.orchestrators.parallelcluster.construct import TASK_PROLOG as PC_TASK_PROLOG
+from fmcluster.orchestrators.pcs import construct as pcs
 from fmcluster.resolved import NODE_DIR
 from fmcluster.templates.slurm_hooks import (
     HEALTH_CHECK_INTERVAL_S,

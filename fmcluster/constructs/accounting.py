@@ -46,7 +46,7 @@ from constructs import Construct
 
 from fmcluster.blueprint.model import SlurmAccountingSpec
 from fmcluster.constructs.network import Placement, explicit_egress_only
-from fmcluster.constructs.orchestrators.common import acknowledge
+from fmcluster.constructs.orchestrator import acknowledge
 from fmcluster.resolved.accounting import AURORA_MYSQL_MAJOR, AURORA_MYSQL_VERSION, DATABASE_PORT, DATABASE_USER
 
 #: The Aurora MySQL engine (see the module docstring; the version string lives in fmcluster.resolved.accounting).

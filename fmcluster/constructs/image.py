@@ -73,7 +73,7 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from fmcluster.constructs.capacity import ROOT_DEVICE, ROOT_VOLUME_GIB
-from fmcluster.constructs.orchestrators.common import acknowledge
+from fmcluster.constructs.orchestrator import acknowledge
 from fmcluster.resolved.bake import BakeTarget, ParentImage
 from fmcluster.templates.image_build import ImageBuildStep, placeholder_steps
 

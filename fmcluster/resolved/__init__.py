@@ -2,6 +2,8 @@
 per-orchestrator profiles. Sits above the blueprint model and the catalog, below the rules,
 templates, constructs, stacks, review and the CLI."""
 
+from fmcluster.orchestrators.profile import OrchestratorProfile
+from fmcluster.orchestrators.registry import profile_for
 from fmcluster.resolved.cluster import (
     BLUEPRINT_TAG,
     NODE_DIR,
@@ -10,7 +12,6 @@ from fmcluster.resolved.cluster import (
     StackNames,
     resolve,
 )
-from fmcluster.resolved.profiles import OrchestratorProfile, profile_for
 from fmcluster.resolved.subnet import SubnetUsage, subnet_usage
 
 __all__ = [

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from fmcluster.blueprint.model import Blueprint, SlurmAccountingSpec
-from fmcluster.resolved.profiles import OrchestratorProfile
+from fmcluster.orchestrators.profile import OrchestratorProfile
 from fmcluster.resolved.subnet import tail_subnet_pair
 
 # Why /28 for each database subnet fmcluster adds to a new VPC. An RDS DB subnet group needs "at least two subnets in
@@ -22,7 +22,7 @@ from fmcluster.resolved.subnet import tail_subnet_pair
 # (fmcluster.resolved.subnet.tail_subnet_pair).
 
 #: How many /28 blocks from the end of the VPC the database subnets start: the last two /28 blocks belong to the EKS
-#: control-plane subnets (:func:`fmcluster.resolved.eks.control_plane_cidrs`), so the database takes the two before.
+#: control-plane subnets (:func:`fmcluster.orchestrators.hyperpod_eks.plan.control_plane_cidrs`), so the database takes the two before.
 _BLOCKS_FROM_END = 4
 #: ``Scheduling.SlurmSettings.Database.UserName`` and the Aurora master user: the default user name of AWS's
 #: ParallelCluster accounting template (aws/aws-parallelcluster cloudformation/database/serverless-database.yaml).

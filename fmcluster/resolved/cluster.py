@@ -19,11 +19,12 @@ from fmcluster.blueprint.model import Blueprint, ComputeGroup, SoftwareSpec
 from fmcluster.catalog import InstanceSpec, get_instance
 from fmcluster.catalog.networking import InterfaceSlot, describe_layout, interface_layout
 from fmcluster.catalog.software import SoftwareStack, get_stack
+from fmcluster.orchestrators.hyperpod_eks.plan import EksPlan, eks_plan
+from fmcluster.orchestrators.profile import OrchestratorProfile
+from fmcluster.orchestrators.registry import profile_for
 from fmcluster.resolved.accounting import AccountingPlan, accounting_plan
 from fmcluster.resolved.containers import ResolvedContainer, resolve_containers
-from fmcluster.resolved.eks import EksPlan, eks_plan
 from fmcluster.resolved.image import ResolvedImage, resolve_image
-from fmcluster.resolved.profiles import OrchestratorProfile, profile_for
 from fmcluster.resolved.subnet import SubnetUsage, subnet_usage
 
 #: Where fmcluster puts its own files on a node (scripts, job environment, observability).
@@ -106,7 +107,7 @@ class ResolvedCluster:
 
     Attributes:
         blueprint: the validated blueprint it was resolved from.
-        profile: the orchestrator's profile (:mod:`fmcluster.resolved.profiles`).
+        profile: the orchestrator's profile (:mod:`fmcluster.orchestrators.profile`).
         groups: one :class:`ResolvedGroup` per compute group, in blueprint order.
         software: the catalog stack with ``software.overrides`` applied, or ``None`` when the stack name
             is unknown (the model reports that).
@@ -115,7 +116,7 @@ class ResolvedCluster:
         observability_parameter: SSM parameter (String, JSON) nodes read at boot for the metrics layer.
         node_dir: where fmcluster keeps its files on nodes (:data:`NODE_DIR`).
         tags: tags on every resource: ``fmcluster:blueprint`` plus the blueprint's tags.
-        eks: the EKS side of HyperPod EKS orchestration (:func:`fmcluster.resolved.eks.eks_plan`), else ``None``.
+        eks: the EKS side of HyperPod EKS orchestration (:func:`fmcluster.orchestrators.hyperpod_eks.plan.eks_plan`), else ``None``.
         containers: the blueprint's container images (:mod:`fmcluster.resolved.containers`).
         accounting: Slurm accounting (:func:`fmcluster.resolved.accounting.accounting_plan`).
     """

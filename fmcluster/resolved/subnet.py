@@ -34,7 +34,8 @@ from fmcluster.catalog.networking import (
     longest_prefix_for,
     subnet_size,
 )
-from fmcluster.resolved.profiles import OrchestratorProfile, profile_for
+from fmcluster.orchestrators.profile import OrchestratorProfile
+from fmcluster.orchestrators.registry import profile_for
 
 #: Shortest prefix the model allows for the GPU subnet (NetworkSpec.gpu_subnet_prefix_length ge=16).
 MIN_PREFIX = 16

@@ -15,7 +15,7 @@ from aws_cdk import App, Environment, Stack, Tags
 from fmcluster.blueprint.model import Blueprint
 from fmcluster.constructs.image import NodeImages, parallelcluster_ami_tags
 from fmcluster.constructs.network import Placement
-from fmcluster.constructs.orchestrators.parallelcluster import OS_NAMES
+from fmcluster.orchestrators.parallelcluster.construct import OS_NAMES
 from fmcluster.resolved import BLUEPRINT_TAG, ResolvedCluster, resolve
 from fmcluster.resolved.bake import bake_targets, parent_image
 from fmcluster.stacks.accounting_stack import AccountingStack
@@ -168,7 +168,7 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
     eks_cluster = None
     eks_stack = None
     if rc.stacks.eks is not None and rc.eks is not None:
-        from fmcluster.stacks.eks_stack import EksStack
+        from fmcluster.orchestrators.hyperpod_eks.stack_eks import EksStack
 
         eks_stack = EksStack(
             app, rc.stacks.eks, env=env, plan=rc.eks, vpc=net.vpc, gpu_subnet=net.gpu_subnet,

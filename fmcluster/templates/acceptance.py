@@ -61,7 +61,7 @@ def render_gate(rc: ResolvedCluster, group: ResolvedGroup) -> str:
         "blueprint_name": rc.name,
         "group_name": group.name,
         # the Slurm partition of a compute group is the group's name on all three: ParallelCluster queue Name,
-        # HyperPod SlurmConfig partition, PCS queue (fmcluster/constructs/orchestrators/*.py)
+        # HyperPod SlurmConfig partition, PCS queue (fmcluster/orchestrators/*/construct.py)
         "partition": group.name,
         "instance_type": group.instance.name,
         "orchestrator": rc.profile.key,

@@ -36,8 +36,8 @@ from typing import Any
 import yaml
 
 from fmcluster.catalog import eks as cat
+from fmcluster.orchestrators.hyperpod_eks.plan import EksPlan
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
-from fmcluster.resolved.eks import EksPlan
 from fmcluster.templates.context import EnvVar, NodeContext, blueprint_node_contexts
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"

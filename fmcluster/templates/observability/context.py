@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from fmcluster.blueprint.model import LustreSpec, ObservabilitySpec
+from fmcluster.orchestrators.profile import Discovery, OrchestratorProfile
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
-from fmcluster.resolved.profiles import Discovery, OrchestratorProfile
 
 MetricsMode = Literal["managed", "self_hosted"]
 

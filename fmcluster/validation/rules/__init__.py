@@ -6,7 +6,8 @@ A rule is a generator decorated with :func:`rule`; it yields ``(yaml_path, messa
 facts) or the name of a top-level section (``"storage"``, ``"compute"``, ...), whose rules also run
 when another section of the blueprint failed its shape check. ``orchestrators`` limits a rule to
 the clusters whose orchestrator profile matches (a profile key such as ``hyperpod-eks`` or an
-``orchestrator.kind`` such as ``hyperpod``); the rule body then never branches on the orchestrator.
+``orchestrator.kind`` such as ``hyperpod``, both from :mod:`fmcluster.orchestrators.registry`: any other
+name is an error when the rule is defined); the rule body then never branches on the orchestrator.
 Rules never raise; they report.
 
 Precedence is declared, not computed inside a rule: ``suppressed_by=("R-X-1", ...)`` says the rule
@@ -18,11 +19,13 @@ precedence, so chains behave as if each rule had checked the others itself.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from fmcluster.blueprint.errors import Level, Problem
+from fmcluster.orchestrators.registry import RULE_TARGETS
 
 Violation = tuple[str, str]
 RuleFn = Callable[[Any], Iterable[Violation]]
@@ -61,6 +64,10 @@ def rule(
             raise ValueError(f"duplicate rule id {id}")
         if id in suppressed_by:
             raise ValueError(f"rule {id} cannot be suppressed by itself")
+        unknown = sorted(set(orchestrators) - RULE_TARGETS)
+        if unknown:
+            raise ValueError(f"rule {id}: orchestrators {', '.join(unknown)} not in the registry; allowed "
+                             f"{', '.join(sorted(RULE_TARGETS))} (fmcluster.orchestrators.registry)")
         REGISTRY.append(Rule(id, level, source, scope, fn, tuple(orchestrators), tuple(suppressed_by)))
         fn.rule_id = id  # type: ignore[attr-defined]
         return fn
@@ -68,25 +75,38 @@ def rule(
     return deco
 
 
+#: Every module that registers rules, in the order their rules run and report (problems on the same YAML line keep
+#: this order). Each orchestrator's own rules live in its slice (``fmcluster/orchestrators/<key>/rules.py``).
+RULE_MODULES = (
+    "fmcluster.validation.rules.capacity",
+    "fmcluster.validation.rules.subnet",
+    "fmcluster.validation.rules.accounting",
+    "fmcluster.validation.rules.bake",
+    "fmcluster.validation.rules.compute",
+    "fmcluster.validation.rules.containers",
+    "fmcluster.orchestrators.hyperpod_eks.rules",
+    "fmcluster.validation.rules.environment",
+    "fmcluster.validation.rules.image",
+    "fmcluster.validation.rules.imex",
+    "fmcluster.validation.rules.network",
+    "fmcluster.validation.rules.observability",
+    "fmcluster.validation.rules.orchestrator",
+    "fmcluster.orchestrators.parallelcluster.rules",
+    "fmcluster.orchestrators.hyperpod.rules",
+    "fmcluster.orchestrators.pcs.rules",
+    "fmcluster.validation.rules.reserved_and_regional",
+    "fmcluster.validation.rules.software",
+    "fmcluster.validation.rules.storage",
+)
+
+
 def _load_rule_modules() -> None:
-    from fmcluster.validation.rules import (  # noqa: F401  (registration side effect)
-        accounting,
-        bake,
-        capacity,
-        compute,
-        containers,
-        eks,
-        environment,
-        image,
-        imex,
-        network,
-        observability,
-        orchestrator,
-        parallelcluster,
-        software,
-        storage,
-        subnet,
-    )
+    """Import every :data:`RULE_MODULES` module (registration is their import's side effect) and put
+    :data:`REGISTRY` in their order (a module that imports another registers that one's rules first)."""
+    for module in RULE_MODULES:
+        importlib.import_module(module)
+    order = {m: i for i, m in enumerate(RULE_MODULES)}
+    REGISTRY.sort(key=lambda r: order.get(r.fn.__module__, len(order)))
 
 
 def _subject(r: Rule, bp: Any, resolved: Callable[[], Any]) -> Any:

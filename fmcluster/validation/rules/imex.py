@@ -1,7 +1,7 @@
 """IMEX rules: NVLink-domain types (catalog ``imex: true``, p6e-gb200) need the IMEX domain set per job.
 
 Whether an orchestrator can do it, and with which capacity, is one fact of its profile
-(:class:`fmcluster.resolved.profiles.ImexWiring`), which the orchestrator constructs read as well: this rule never
+(:class:`fmcluster.orchestrators.profile.ImexWiring`), which the orchestrator constructs read as well: this rule never
 decides it itself. A blueprint whose GB200 group would come up without per-job IMEX is an error, not an ``ok``:
 multi-node NVLink (MNNVL) then fails or NCCL falls back silently (NVIDIA IMEX guide).
 """
@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from fmcluster.orchestrators.parallelcluster.profile import PCLUSTER_IMEX_DOC
+from fmcluster.orchestrators.pcs.profile import PCS_IMEX_DOC
 from fmcluster.resolved import ResolvedCluster
-from fmcluster.resolved.profiles import PCLUSTER_IMEX_DOC, PCS_IMEX_DOC
 from fmcluster.validation.rules import Violation, rule
 
 IMEX_GUIDE = "https://docs.nvidia.com/multi-node-nvlink-systems/imex-guide/deployment.html"

@@ -11,8 +11,8 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fmcluster.constructs.network import Placement
-from fmcluster.constructs.orchestrators.eks import EksControlPlane
-from fmcluster.resolved.eks import EksPlan
+from fmcluster.orchestrators.hyperpod_eks.addons import EksControlPlane
+from fmcluster.orchestrators.hyperpod_eks.plan import EksPlan
 
 
 class EksStack(Stack):

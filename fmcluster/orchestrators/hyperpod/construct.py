@@ -18,7 +18,7 @@ role gets the observability node policy. All instance groups share that one exec
 groups get the policy as well.
 
 EKS joins worker groups (no controller/login) to an existing EKS cluster or to the one the ``<name>-eks`` stack
-creates (:mod:`fmcluster.constructs.orchestrators.eks`), also with ``OnInitComplete``.
+creates (:mod:`fmcluster.orchestrators.hyperpod_eks.addons`), also with ``OnInitComplete``.
 
 Sources (botocore sagemaker CreateCluster, the AWS::SageMaker::Cluster resource schema):
 - API-driven Slurm configuration (``SlurmConfig``, ``Orchestrator.Slurm.SlurmConfigStrategy``,
@@ -83,7 +83,7 @@ from constructs import Construct
 from fmcluster.blueprint.model import HyperPodSettings
 from fmcluster.constructs.capacity import hyperpod_training_plan
 from fmcluster.constructs.image import NodeImages
-from fmcluster.constructs.orchestrators.common import (
+from fmcluster.constructs.orchestrator import (
     HEAD_NODE_PATH,
     HEAD_NODE_SCRIPT,
     acknowledge,
@@ -93,8 +93,8 @@ from fmcluster.constructs.orchestrators.common import (
     start_after_slurm,
 )
 from fmcluster.constructs.storage import CheckpointAccess, LustreMount
+from fmcluster.orchestrators.hyperpod.profile import HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP
 from fmcluster.resolved import NODE_DIR, OrchestratorProfile, ResolvedGroup
-from fmcluster.resolved.profiles import HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP
 from fmcluster.templates.context import NodeContext
 from fmcluster.templates.node_scripts import ENTRY_POINT, render_node_scripts
 from fmcluster.templates.slurm_hooks import (

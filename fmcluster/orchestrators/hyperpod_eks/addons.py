@@ -37,8 +37,8 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct
 
 from fmcluster.catalog import eks as cat
-from fmcluster.constructs.orchestrators.common import acknowledge
-from fmcluster.resolved.eks import EksPlan
+from fmcluster.constructs.orchestrator import acknowledge
+from fmcluster.orchestrators.hyperpod_eks.plan import EksPlan
 
 CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
 LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")

@@ -92,7 +92,7 @@ from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.constructs.capacity import NodeLaunchTemplate
 from fmcluster.constructs.image import NodeImages
 from fmcluster.constructs.network import explicit_egress_only
-from fmcluster.constructs.orchestrators.common import (
+from fmcluster.constructs.orchestrator import (
     HEAD_NODE_PATH,
     acknowledge,
     acknowledge_wildcards,
@@ -102,8 +102,8 @@ from fmcluster.constructs.orchestrators.common import (
     start_after_slurm,
 )
 from fmcluster.constructs.storage import CheckpointAccess, LustreMount
+from fmcluster.orchestrators.pcs.profile import PCS_LOGIN_GROUP
 from fmcluster.resolved import NODE_DIR, OrchestratorProfile, ResolvedGroup
-from fmcluster.resolved.profiles import PCS_LOGIN_GROUP
 from fmcluster.templates.node_scripts import ENTRY_POINT
 from fmcluster.templates.slurm_hooks import render_health_timer, render_imex_prolog
 

@@ -1,6 +1,6 @@
-"""Rules for what AWS ParallelCluster's own create-time validation refuses, and the same kinds of
-deploy-time refusal on every orchestrator: reserved names, reserved directories, reserved tag keys,
-ARNs of another Region or partition, managed services a Region does not offer.
+"""Deploy-time refusals on every orchestrator, of the kinds AWS ParallelCluster's own create-time validation
+refuses: reserved directories, reserved tag keys, ARNs of another Region or partition, managed services a Region
+does not offer (ParallelCluster's own reserved names are its slice's rules, ``fmcluster/orchestrators/parallelcluster/rules.py``).
 
 Each rule cites the ParallelCluster validator (aws/aws-parallelcluster 3.16.1,
 ``cli/src/pcluster/validators/*.py`` and ``cli/src/pcluster/schemas/*.py``, the code
@@ -33,35 +33,6 @@ PCLUSTER_RESERVED_MOUNT_DIRS = (
 PSEUDO_FS_ROOTS = ("/proc", "/sys", "/dev")
 #: fmcluster's own reserved tag key prefix (``fmcluster:blueprint``, ``fmcluster:stack``).
 FMCLUSTER_TAG_PREFIX = "fmcluster:"
-#: ParallelCluster's reserved tag key prefix (``PCLUSTER_PREFIX`` in ``pcluster/constants.py``).
-PCLUSTER_TAG_PREFIX = "parallelcluster:"
-
-
-# ---- ParallelCluster -------------------------------------------------------------------------
-@rule("R-PC-3", source=f"{PCLUSTER_VALIDATORS} NameValidator (queue names: 'default' is forbidden, "
-      "'It is forbidden to use 'default' as a name.', FailureLevel.ERROR)", scope="cluster",
-      orchestrators=("parallelcluster",))
-def pcluster_reserved_queue_names(rc: ResolvedCluster) -> Iterator[Violation]:
-    """ParallelCluster's NameValidator refuses the queue name ``default`` (Slurm's default partition
-    keyword). Every compute group is one queue named after it. The names come from the profile."""
-    for g in rc.groups:
-        if g.name in rc.profile.reserved_group_names:
-            yield f"{g.path}.name", (
-                f"name reserved by ParallelCluster (its NameValidator refuses a queue named {g.name!r}), got {g.name!r}; "
-                "allowed any other name, e.g. 'gpu'"
-            )
-
-
-@rule("R-PC-4", source="aws/aws-parallelcluster 3.16.1 cli/src/pcluster/schemas/common_schema.py validate_no_reserved_tag "
-      "(\"The tag key prefix 'parallelcluster:' is reserved and cannot be used.\"), applied to the cluster's Tags",
-      orchestrators=("parallelcluster",))
-def pcluster_reserved_tags(bp: Blueprint) -> Iterator[Violation]:
-    for key in bp.tags:
-        if key.startswith(PCLUSTER_TAG_PREFIX):
-            yield f"tags.{key}", (
-                f"tag key prefix {PCLUSTER_TAG_PREFIX!r} is reserved by ParallelCluster, got {key!r}; "
-                f"allowed a key not starting with {PCLUSTER_TAG_PREFIX}"
-            )
 
 
 # ---- every orchestrator ----------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """HyperPod EKS rules: the EKS cluster fmcluster creates or imports, its version compatibility and EFA requests.
 
-Facts and their sources live in :mod:`fmcluster.catalog.eks`; the derived plan in :mod:`fmcluster.resolved.eks`.
+Facts and their sources live in :mod:`fmcluster.catalog.eks`; the derived plan in :mod:`fmcluster.orchestrators.hyperpod_eks.plan`.
 Messages follow ``<what is wrong>, got <value>; allowed <values>``.
 """
 
@@ -65,7 +65,7 @@ def imported_cluster_same_region_and_vpc(rc: ResolvedCluster) -> Iterator[Violat
 
 @rule("R-EKS-3", scope="cluster", orchestrators=("hyperpod-eks",),
       source=f"{NETWORK_REQS} (at least two subnets in different Availability Zones); fmcluster adds two /28 subnets "
-      "at the end of a new VPC (fmcluster.resolved.eks.control_plane_cidrs)")
+      "at the end of a new VPC (fmcluster.orchestrators.hyperpod_eks.plan.control_plane_cidrs)")
 def control_plane_subnets(rc: ResolvedCluster) -> Iterator[Violation]:
     """HyperPod EKS: the EKS cluster fmcluster creates has control-plane subnets in two AZs."""
     plan = rc.eks

@@ -42,7 +42,7 @@ from fmcluster.constructs.accounting import SlurmAccountingDatabase, database_ur
 from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.constructs.capacity import ROOT_VOLUME_GIB, ROOT_VOLUME_TYPE, reservation_target
 from fmcluster.constructs.image import NodeImages
-from fmcluster.constructs.orchestrators.common import acknowledge
+from fmcluster.constructs.orchestrator import acknowledge
 from fmcluster.constructs.storage import CheckpointAccess, LustreMount, checkpoint_statements
 from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
 from fmcluster.resolved.cluster import NODE_DIR

@@ -1,1 +1,0 @@
-"""Orchestrator constructs: ParallelCluster, SageMaker HyperPod, AWS PCS."""

@@ -1,0 +1,22 @@
+"""What SageMaker HyperPod's two orchestrations (Slurm, EKS) share in their profiles. Sources per fact."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+#: HyperPod instance groups: on-demand, Spot (``InstanceGroups[].CapacityRequirements.Spot``, an empty object) or a
+#: SageMaker training plan (``InstanceGroups[].TrainingPlanArn``); no EC2 reservation target. Sources: botocore
+#: sagemaker service-2.json ClusterInstanceGroupSpecification (CapacityRequirements, TrainingPlanArn) and
+#: ClusterCapacityRequirements (Spot, OnDemand: empty structures); CloudFormation resource schema
+#: AWS::SageMaker::Cluster ClusterCapacityRequirements (cfn-lint 1.58.0 schemas, schema_date 2026-10-20);
+#: https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-spot.html.
+HYPERPOD_CAPACITY: Mapping[str, str] = MappingProxyType({
+    "on_demand": "ON_DEMAND",
+    "spot": "CapacityRequirements.Spot",
+    "training_plan": "TrainingPlanArn",
+})
+
+#: Names fmcluster gives the HyperPod Slurm controller and login instance groups.
+HYPERPOD_CONTROLLER_GROUP = "controller"
+HYPERPOD_LOGIN_GROUP = "login"

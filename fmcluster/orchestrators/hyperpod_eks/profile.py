@@ -1,0 +1,41 @@
+"""The SageMaker HyperPod EKS profile (:class:`fmcluster.orchestrators.profile.OrchestratorProfile`). Sources per fact."""
+
+from __future__ import annotations
+
+from fmcluster.blueprint.model import OrchestratorSpec
+from fmcluster.orchestrators.hyperpod.profile import HYPERPOD_CAPACITY
+from fmcluster.orchestrators.profile import ImexWiring, OrchestratorProfile
+
+KEY = "hyperpod-eks"
+
+
+def selects(orch: OrchestratorSpec) -> bool:
+    """``orchestrator.kind: hyperpod`` with ``hyperpod.orchestration: eks``."""
+    return orch.kind == "hyperpod" and orch.hyperpod.orchestration == "eks"
+
+
+def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
+    """The profile of a HyperPod EKS blueprint.
+
+    No controller or login instance group on EKS (the construct creates only worker groups, the control plane is the
+    EKS cluster's): no management node in the subnet and no head node.
+    """
+    hp = orch.hyperpod
+    return OrchestratorProfile(
+        key=KEY, kind="hyperpod", settings_path="orchestrator.hyperpod",
+        efa_interface_type=hp.efa_interface_type,
+        efa_interface_type_setting="orchestrator.hyperpod.efa_interface_type", head_node_label=None,
+        management=(), reserved_group_names=(), capacity_types=HYPERPOD_CAPACITY,
+        node_bootstrap_delivery="lifecycle", head_node_script_delivery=None, default_node_discovery="slurm",
+        places_nodes_itself=True, ec2_capacity=False, needs_vpc=True, lustre_on_nodes=False,
+        notes=("HyperPod on EKS: pods take VPC CNI addresses from this subnet; they are not counted",),
+        # No Slurm, so no prolog: on Kubernetes the IMEX domain comes from the NVIDIA DRA driver's ComputeDomain
+        # (EKS >= 1.33 with DRA), which fmcluster does not install.
+        imex=ImexWiring(
+            None, blocked_by="orchestrator.hyperpod.orchestration", allowed="slurm",
+            source="https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-nvidia-ultraserver.html (P6e-GB200 on "
+            "EKS needs dynamic resource allocation, Kubernetes >= 1.33, and the NVIDIA DRA driver)",
+            reason="HyperPod on EKS has no Slurm prolog to set the IMEX domain, and fmcluster does not install "
+            "the NVIDIA DRA driver whose ComputeDomain sets it on Kubernetes"),
+        runs_slurm=False,
+    )

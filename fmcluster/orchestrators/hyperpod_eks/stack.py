@@ -1,0 +1,23 @@
+"""SageMaker HyperPod EKS in ``<name>-cluster``: the shared HyperPod construct and outputs
+(:mod:`fmcluster.orchestrators.hyperpod.stack`), plus the EKS add-ons that need nodes (``EksAddons``)."""
+
+from __future__ import annotations
+
+from aws_cdk import Stack
+
+from fmcluster.orchestrators.hyperpod import stack as hyperpod
+from fmcluster.orchestrators.hyperpod.construct import HyperPodCluster
+from fmcluster.orchestrators.hyperpod_eks.addons import EksWorkloadAddons
+from fmcluster.stacks.orchestrator_inputs import OrchestratorInputs
+
+
+def build(stack: Stack, inputs: OrchestratorInputs) -> HyperPodCluster:
+    """The ``HyperPod`` construct, the node add-ons installed after it (when the EKS plan has any) and the outputs."""
+    plan = inputs.eks_plan
+
+    def addons(hp: HyperPodCluster) -> None:
+        if plan is not None and plan.addons_after_nodes:
+            EksWorkloadAddons(stack, "EksAddons", plan=plan, cluster_name=plan.cluster_name, after=[hp.cluster],
+                              tags=inputs.tags)
+
+    return hyperpod.build(stack, inputs, after_cluster=addons)

@@ -1,0 +1,1 @@
+"""AWS ParallelCluster: profile, rules, construct, stack wiring and outputs, ClusterConfiguration review."""

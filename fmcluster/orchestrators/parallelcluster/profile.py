@@ -1,0 +1,37 @@
+"""The AWS ParallelCluster profile (:class:`fmcluster.orchestrators.profile.OrchestratorProfile`). Sources per fact."""
+
+from __future__ import annotations
+
+from fmcluster.blueprint.model import OrchestratorSpec
+from fmcluster.orchestrators.profile import EC2_PURCHASE_OPTIONS, ImexWiring, OrchestratorProfile
+
+KEY = "parallelcluster"
+
+#: EFA interface type ParallelCluster puts on compute nodes, per supported version. 3.16.1: ENA primary
+#: plus ``efa-only`` on every EFA card (aws-parallelcluster 3.16.1 ``pcluster/templates/queues_stack.py``,
+#: read from the installed package; aws/aws-parallelcluster PR #7262). 3.15.0 shipped after that change
+#: was merged (2026-03-03) and is assumed to match (unverified); 3.16.3 is a patch release of 3.16 and is
+#: assumed to keep 3.16.1's launch templates (its package is not on PyPI here to read; unverified).
+PCLUSTER_EFA_INTERFACE_TYPE = {"3.15.0": "efa-only", "3.16.1": "efa-only", "3.16.3": "efa-only"}
+
+#: The ParallelCluster guide: a prolog in /opt/slurm/etc/scripts/prolog.d with PrologFlags=Alloc,NoHold.
+PCLUSTER_IMEX_DOC = "https://docs.aws.amazon.com/parallelcluster/latest/ug/support-nvidia-imex-p6e-gb200-instance.html"
+
+
+def selects(orch: OrchestratorSpec) -> bool:
+    """``orchestrator.kind: parallelcluster``."""
+    return orch.kind == "parallelcluster"
+
+
+def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
+    """The profile of a ParallelCluster blueprint (the EFA interface type follows ``parallelcluster.version``)."""
+    return OrchestratorProfile(
+        key=KEY, kind="parallelcluster", settings_path="orchestrator.parallelcluster",
+        efa_interface_type=PCLUSTER_EFA_INTERFACE_TYPE[orch.parallelcluster.version], efa_interface_type_setting=None,
+        head_node_label="head node", management=("head node",),
+        # ParallelCluster's NameValidator refuses the queue name "default" (rule R-PC-3).
+        reserved_group_names=("default",), capacity_types=EC2_PURCHASE_OPTIONS,
+        node_bootstrap_delivery="s3_asset", head_node_script_delivery="s3_asset", default_node_discovery="ec2",
+        imex=ImexWiring("prolog_dir", source=PCLUSTER_IMEX_DOC), health_check="slurm_conf", task_prolog=True,
+        slurm_accounting="database",
+    )

@@ -1,0 +1,97 @@
+"""AWS ParallelCluster rules: what its own create-time validation refuses (each rule cites the validator,
+aws/aws-parallelcluster 3.16.1 ``cli/src/pcluster/validators/*.py``; ``tools/pcluster_validate.py`` runs the validators
+themselves on every generated config, and ``tests/test_deploy_pcluster_rules.py`` asserts that fmcluster refuses each
+case first)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from fmcluster.blueprint.model import Blueprint
+from fmcluster.catalog import cpu_architecture_of, get_instance, memory_gib_of
+from fmcluster.resolved import ResolvedCluster
+from fmcluster.validation.rules import Violation, rule
+from fmcluster.validation.rules.reserved_and_regional import PCLUSTER_VALIDATORS
+
+#: ParallelCluster's reserved tag key prefix (``PCLUSTER_PREFIX`` in ``pcluster/constants.py``).
+PCLUSTER_TAG_PREFIX = "parallelcluster:"
+
+
+PCLUSTER_HEAD_MEMORY = ("aws/aws-parallelcluster 3.16.1 cli/src/pcluster/validators/cluster_validators.py "
+                        "HeadNodeMemorySizeValidator (required GiB = min(nodes/25 + 0.6, 16), FailureLevel.ERROR)")
+
+
+def _head_node_memory_needed(bp: Blueprint) -> tuple[str, float | None, int, float]:
+    head = bp.orchestrator.parallelcluster.head_node_instance_type
+    nodes = sum(g.count for g in bp.compute)
+    return head, memory_gib_of(head), nodes, min(nodes / 25 + 0.6, 16.0)
+
+
+@rule("R-PC-1", source=f"{PCLUSTER_HEAD_MEMORY}; memory of m/c/r types from their documented GiB per vCPU "
+      "(fmcluster.catalog.memory_gib_of)", orchestrators=("parallelcluster",))
+def head_node_memory(bp: Blueprint) -> Iterator[Violation]:
+    """ParallelCluster refuses (an error) a head node with less than nodes/25 + 0.6 GiB (capped at 16 GiB),
+    nodes being the sum of every queue's MaxCount. Checked where the head node's memory is known (m, c and
+    r types of generation 5 and later); R-PC-5 warns when it is not."""
+    head, memory, nodes, required = _head_node_memory_needed(bp)
+    if memory is not None and memory < required:
+        yield "orchestrator.parallelcluster.head_node_instance_type", (
+            f"head node too small for {nodes} compute nodes, got {head} ({memory:g} GiB); "
+            f"allowed a type with at least {required:.1f} GiB of memory"
+        )
+
+
+@rule("R-PC-5", level="warning", source=f"{PCLUSTER_HEAD_MEMORY}; fmcluster knows the memory of m/c/r types only",
+      orchestrators=("parallelcluster",))
+def head_node_memory_unknown(bp: Blueprint) -> Iterator[Violation]:
+    head, memory, nodes, required = _head_node_memory_needed(bp)
+    if memory is None:
+        yield "orchestrator.parallelcluster.head_node_instance_type", (
+            f"memory of {head} unknown to fmcluster, "
+            f"so ParallelCluster's head-node memory check (an error) was not run, got {head}; "
+            f"allowed a type with at least {required:.1f} GiB of memory for {nodes} compute nodes "
+            "- an m, c or r type (generation 5+) is checked"
+        )
+
+
+@rule("R-PC-2", source="https://docs.aws.amazon.com/parallelcluster/latest/ug/HeadNode-v3.html (InstanceType: the "
+      "head node architecture must be the same as the Slurm InstanceType architecture)", orchestrators=("parallelcluster",),
+      suppressed_by=("R-CAP-9",))
+def head_node_architecture(bp: Blueprint) -> Iterator[Violation]:
+    """Suppressed when the compute groups mix architectures: no head node can fit, R-CAP-9 reports the mix."""
+    head = bp.orchestrator.parallelcluster.head_node_instance_type
+    head_arch = cpu_architecture_of(head)
+    for i, g in enumerate(bp.compute):
+        arch = get_instance(g.instance_type).cpu_architecture
+        if head_arch is not None and arch != head_arch:
+            yield "orchestrator.parallelcluster.head_node_instance_type", (
+                f"head node architecture differs from compute[{i}] ({g.instance_type} is {arch}), got {head} "
+                f"({head_arch}); allowed an {arch} head node type, e.g. {'m7g.4xlarge' if arch == 'arm64' else 'm7i.4xlarge'}"
+            )
+            return
+
+
+@rule("R-PC-3", source=f"{PCLUSTER_VALIDATORS} NameValidator (queue names: 'default' is forbidden, "
+      "'It is forbidden to use 'default' as a name.', FailureLevel.ERROR)", scope="cluster",
+      orchestrators=("parallelcluster",))
+def pcluster_reserved_queue_names(rc: ResolvedCluster) -> Iterator[Violation]:
+    """ParallelCluster's NameValidator refuses the queue name ``default`` (Slurm's default partition
+    keyword). Every compute group is one queue named after it. The names come from the profile."""
+    for g in rc.groups:
+        if g.name in rc.profile.reserved_group_names:
+            yield f"{g.path}.name", (
+                f"name reserved by ParallelCluster (its NameValidator refuses a queue named {g.name!r}), got {g.name!r}; "
+                "allowed any other name, e.g. 'gpu'"
+            )
+
+
+@rule("R-PC-4", source="aws/aws-parallelcluster 3.16.1 cli/src/pcluster/schemas/common_schema.py validate_no_reserved_tag "
+      "(\"The tag key prefix 'parallelcluster:' is reserved and cannot be used.\"), applied to the cluster's Tags",
+      orchestrators=("parallelcluster",))
+def pcluster_reserved_tags(bp: Blueprint) -> Iterator[Violation]:
+    for key in bp.tags:
+        if key.startswith(PCLUSTER_TAG_PREFIX):
+            yield f"tags.{key}", (
+                f"tag key prefix {PCLUSTER_TAG_PREFIX!r} is reserved by ParallelCluster, got {key!r}; "
+                f"allowed a key not starting with {PCLUSTER_TAG_PREFIX}"
+            )

@@ -1,0 +1,45 @@
+"""AWS ParallelCluster in ``<name>-cluster``: its construct and the outputs that say how to reach the head node.
+
+The ``Custom::PclusterCluster`` resource returns the ``pcluster describe-cluster`` result flattened to dotted keys as
+its ``Fn::GetAtt`` attributes (``headNode.publicIpAddress`` in the documented example;
+https://docs.aws.amazon.com/parallelcluster/latest/ug/cfn-cluster-resource.html, and the provider's
+``flatten``/``update_response`` in aws/aws-parallelcluster ``cloudformation/custom_resource/cluster.yaml``). The head
+node sits in the private GPU subnet, so there is no public address: the outputs are ``headNode.instanceId`` and
+``headNode.privateIpAddress`` (fields of describe-cluster's ``headNode``), and an SSM Session Manager command (the head
+node role gets AmazonSSMManagedInstanceCore, :mod:`fmcluster.orchestrators.parallelcluster.construct`).
+"""
+
+from __future__ import annotations
+
+from aws_cdk import CfnOutput, CfnResource, Fn, Stack
+
+from fmcluster.orchestrators.parallelcluster.construct import ParallelClusterCluster
+from fmcluster.stacks.access_outputs import OUTPUT_CONNECT
+from fmcluster.stacks.orchestrator_inputs import OrchestratorInputs
+
+OUTPUT_HEAD_NODE_ID = "HeadNodeInstanceId"
+OUTPUT_HEAD_NODE_IP = "HeadNodePrivateIp"
+
+
+def build(stack: Stack, inputs: OrchestratorInputs) -> ParallelClusterCluster:
+    """The ``ParallelCluster`` construct and its access outputs."""
+    pc = ParallelClusterCluster(
+        stack, "ParallelCluster", spec=inputs.orchestrator.parallelcluster, profile=inputs.profile, region=stack.region,
+        os=inputs.os, placement_groups=inputs.placement_groups, bootstraps=inputs.bootstraps,
+        head_node_script=inputs.head_node_asset, accounting=inputs.accounting_database,
+        cluster_name=inputs.cluster_name, groups=inputs.groups, subnet=inputs.subnet,
+        security_group=inputs.security_group, lustre=inputs.lustre, checkpoints=inputs.checkpoints, tags=inputs.tags,
+        head_node_policy=inputs.head_node_policy, images=inputs.images,
+    )
+    _access_outputs(stack, pc.resource, region=stack.region)
+    return pc
+
+
+def _access_outputs(stack: Stack, resource: CfnResource, *, region: str) -> None:
+    """Head-node instance id, private IP and the Session Manager command, from the custom resource's attributes."""
+    instance_id = resource.get_att("headNode.instanceId").to_string()
+    CfnOutput(stack, OUTPUT_HEAD_NODE_ID, value=instance_id, description="Head node EC2 instance id")
+    CfnOutput(stack, OUTPUT_HEAD_NODE_IP, value=resource.get_att("headNode.privateIpAddress").to_string(),
+              description="Head node private IPv4 address (in the GPU subnet; no public address)")
+    CfnOutput(stack, OUTPUT_CONNECT, value=Fn.join("", ["aws ssm start-session --region ", region, " --target ", instance_id]),
+              description="Shell on the head node through SSM Session Manager")

@@ -1,0 +1,1 @@
+"""AWS PCS: profile, rules, construct, stack wiring and outputs."""

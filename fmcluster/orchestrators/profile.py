@@ -1,0 +1,165 @@
+"""The orchestrator profile: the shape of everything fmcluster knows about one orchestrator.
+
+A profile holds the facts that rules, constructs, templates, the plan and preflight would otherwise branch
+on (``kind == "hyperpod"`` and friends): the EFA interface type nodes get and where a blueprint
+chooses it, the management nodes, the node that runs Prometheus, reserved group names, the
+capacity types the orchestrator accepts and how it spells each, how node and head-node scripts
+travel, the metrics-discovery default and size limits. This module names no orchestrator: each one's
+profile is built in its own slice (``fmcluster/orchestrators/<key>/profile.py``) and found through the
+registry (:mod:`fmcluster.orchestrators.registry`, :func:`profile_for`).
+
+Sources are given per field below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal
+
+Delivery = Literal["s3_asset", "lifecycle"]
+Discovery = Literal["ec2", "slurm"]
+#: How the per-job IMEX prolog reaches Slurm (:class:`ImexWiring`).
+ImexMethod = Literal["prolog_dir", "cluster_prolog", "controller_slurm_conf"]
+#: How the node check's fast mode runs as a Slurm health check: ``HealthCheckProgram`` in slurm.conf (ParallelCluster
+#: ``CustomSlurmSettings``; HyperPod through the controller's lifecycle script) or a systemd timer on every compute
+#: node (PCS, whose custom settings do not take ``HealthCheckProgram``).
+HealthCheckMethod = Literal["slurm_conf", "node_timer"]
+
+#: ParallelCluster ``SlurmQueues[].CapacityType`` and AWS PCS ``ComputeNodeGroup.PurchaseOption`` per
+#: capacity type; ODCR is on-demand with a reservation target (aws/aws-parallelcluster cli/src/pcluster/config/common.py CapacityType;
+#: botocore ``pcs`` ``PurchaseOption`` enum). The two orchestrators spell them the same.
+EC2_PURCHASE_OPTIONS: Mapping[str, str] = MappingProxyType({
+    "on_demand": "ONDEMAND",
+    "spot": "SPOT",
+    "odcr": "ONDEMAND",
+    "capacity_block": "CAPACITY_BLOCK",
+})
+
+
+@dataclass(frozen=True)
+class ImexWiring:
+    """Whether and how an orchestrator sets the IMEX domain per job on NVLink-domain types (catalog ``imex: true``,
+    p6e-gb200): the one place rule R-IMEX-1 and the orchestrator constructs read.
+
+    Attributes:
+        method: ``prolog_dir`` (a script in ParallelCluster's shared prolog directory plus ``PrologFlags``),
+            ``cluster_prolog`` (the PCS cluster's ``Prolog`` custom setting), ``controller_slurm_conf`` (the HyperPod
+            controller's lifecycle script adds ``Prolog`` and ``PrologFlags`` to slurm.conf), or ``None`` when this
+            orchestrator, as configured, cannot wire it.
+        capacity_types: capacity types with which it can be wired; empty: every type the profile accepts.
+        blocked_by: YAML path of the setting that stops it (``method`` ``None``), e.g. ``orchestrator.pcs.slurm_version``.
+        reason: why it cannot be wired (``method`` ``None``), or the condition on ``capacity_types``.
+        allowed: the values of ``blocked_by`` with which it can be wired, as a message's "allowed" part.
+        source: the primary source of the method or of the reason.
+    """
+
+    method: ImexMethod | None
+    source: str
+    capacity_types: tuple[str, ...] = ()
+    blocked_by: str = ""
+    reason: str = ""
+    allowed: str = ""
+
+    def wires(self, capacity_type: str) -> bool:
+        """True when a group of ``capacity_type`` gets IMEX per job."""
+        return self.method is not None and (not self.capacity_types or capacity_type in self.capacity_types)
+
+
+@dataclass(frozen=True)
+class OrchestratorProfile:
+    """What one orchestrator is and does, as fmcluster uses it.
+
+    Attributes:
+        key: the registry key of the orchestrator (:data:`fmcluster.orchestrators.registry.ORCHESTRATORS`).
+        kind: the blueprint's ``orchestrator.kind`` value.
+        settings_path: YAML path of the orchestrator's settings section, e.g. ``orchestrator.pcs``.
+        efa_interface_type: interface type of the nodes' EFA interfaces (``efa`` or ``efa-only``):
+            ParallelCluster chooses it itself per version (:data:`PCLUSTER_EFA_INTERFACE_TYPE`), HyperPod
+            and PCS take the blueprint's setting.
+        efa_interface_type_setting: YAML path where a blueprint chooses the EFA interface type, or
+            ``None`` when it has no choice to advise (ParallelCluster renders its own launch templates; PCS
+            accepts only ``efa``, R-PCS-3).
+        efa_only_caveat: appended to ``efa-only`` advice. Default: nothing.
+        head_node_label: the node that runs the controller side and Prometheus, as users call it; ``None`` where
+            fmcluster runs no such node (HyperPod EKS: the EKS control plane is AWS's, R-OBS-3).
+        management: management node labels, one subnet address each (ParallelCluster head node; PCS login
+            node; HyperPod Slurm controller and, when configured, login; none on HyperPod EKS).
+        reserved_group_names: compute group names the orchestrator construct uses itself.
+        capacity_types: accepted ``capacity.type`` values, in preference order, mapped to the orchestrator's
+            own term; a type that is absent is refused by the capacity rules.
+        node_bootstrap_delivery: how node scripts reach nodes: an S3 asset (ParallelCluster, PCS) or the
+            HyperPod lifecycle-script folder.
+        head_node_script_delivery: how the head-node (observability) script travels, or ``None`` where
+            there is no node of fmcluster's to run it (HyperPod EKS).
+        default_node_discovery: what ``observability.node_discovery: auto`` means (HyperPod nodes are not
+            EC2 instances of the account, so EC2 discovery cannot find them).
+        places_nodes_itself: True when the orchestrator has no placement-group setting (HyperPod).
+        ec2_capacity: True when nodes are EC2 instances of the account, so EC2 instance-type offerings and
+            EC2 vCPU quotas apply (preflight checks them); False for HyperPod, whose instances SageMaker
+            runs (its "ml.<type> for cluster usage" quotas apply; botocore sagemaker service-2.json
+            ClusterInstanceGroupSpecification). Default True.
+        needs_vpc: the construct creates resources in the VPC itself (HyperPod, PCS).
+        lustre_on_nodes: FSx for Lustre is mounted on the nodes by the time the node scripts run, so they wait
+            for it (ParallelCluster SharedStorage, HyperPod Slurm FsxLustreConfig, PCS user data). False for
+            HyperPod EKS: fmcluster asks HyperPod for no host mount there (pods use the FSx CSI driver), and a
+            wait would fail every node. Default True.
+        slurm_bin_dir: directory of the cluster's Slurm client commands on its nodes, or ``None`` when
+            fmcluster does not know it (node scripts then look on PATH and in the usual places). PCS:
+            ``/opt/aws/pcs/scheduler/slurm-<orchestrator.pcs.slurm_version>/bin`` (:data:`PCS_SLURM_DIR`),
+            so a node whose image carries several Slurm versions uses the cluster's. Default ``None``.
+        user_data_embed_limit_bytes: node scripts up to this size are embedded in user data, larger ones
+            are downloaded (PCS: EC2's 16 KB raw limit minus headroom for the MIME wrapper); ``None`` when
+            fmcluster writes no user data.
+        imex: whether and how IMEX is set per job on NVLink-domain types (:class:`ImexWiring`). Default: cannot.
+        health_check: how the node check's fast mode runs as a draining health check (:data:`HealthCheckMethod`),
+            or ``None`` where there is no Slurm (HyperPod EKS). Default ``None``.
+        task_prolog: the job environment is applied as a Slurm ``TaskProlog``. False on PCS (not a PCS custom
+            setting) and HyperPod EKS (no Slurm). Default False.
+        slurm_accounting: how ``orchestrator.slurm.accounting`` is wired (:mod:`fmcluster.resolved.accounting`):
+            ``database`` (ParallelCluster ``SlurmSettings.Database`` against a database fmcluster creates),
+            ``managed`` (AWS PCS runs it) or ``None`` (not wired: HyperPod, R-ACCT-1). Default ``None``.
+        runs_slurm: whether jobs run under Slurm (sbatch, pyxis containers, prologs). Default True (False: HyperPod EKS).
+    """
+
+    key: str
+    kind: str
+    settings_path: str
+    efa_interface_type: str
+    efa_interface_type_setting: str | None
+    head_node_label: str | None
+    management: tuple[str, ...]
+    reserved_group_names: tuple[str, ...]
+    capacity_types: Mapping[str, str]
+    node_bootstrap_delivery: Delivery
+    head_node_script_delivery: Delivery | None
+    default_node_discovery: Discovery
+    places_nodes_itself: bool = False
+    ec2_capacity: bool = True
+    needs_vpc: bool = False
+    lustre_on_nodes: bool = True
+    efa_only_caveat: str = ""
+    user_data_embed_limit_bytes: int | None = None
+    slurm_bin_dir: str | None = None
+    notes: tuple[str, ...] = field(default=())
+    imex: ImexWiring = ImexWiring(None, source="fmcluster", blocked_by="orchestrator.kind",
+                                  reason="fmcluster has no per-job IMEX wiring for this orchestrator",
+                                  allowed="an orchestrator whose profile wires IMEX")
+    health_check: HealthCheckMethod | None = None
+    task_prolog: bool = False
+    slurm_accounting: Literal["database", "managed"] | None = None
+    runs_slurm: bool = True
+
+    def accepts(self, capacity_type: str) -> bool:
+        return capacity_type in self.capacity_types
+
+    def capacity_term(self, capacity_type: str) -> str | None:
+        """The orchestrator's name for a capacity type (``None``: not accepted)."""
+        return self.capacity_types.get(capacity_type)
+
+    def management_nodes(self) -> tuple[tuple[str, int], ...]:
+        """(label, subnet addresses) per management node: one address each."""
+        return tuple((label, 1) for label in self.management)
+
+

@@ -1,0 +1,76 @@
+"""What every orchestrator's stack wiring receives from ``<name>-cluster`` (:class:`OrchestratorInputs`): the typed
+contract between :class:`fmcluster.stacks.cluster_stack.ClusterStack` and the slices' ``stack.py`` builders."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+
+from fmcluster.blueprint.model import OrchestratorSpec
+from fmcluster.constructs.accounting import SlurmAccountingDatabase
+from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
+from fmcluster.constructs.image import NodeImages
+from fmcluster.constructs.storage import CheckpointAccess, LustreMount
+from fmcluster.orchestrators.profile import OrchestratorProfile
+from fmcluster.resolved import ResolvedGroup
+from fmcluster.templates.context import NodeContext
+
+if TYPE_CHECKING:
+    from fmcluster.orchestrators.hyperpod_eks.plan import EksPlan
+
+
+@dataclass(frozen=True)
+class OrchestratorInputs:
+    """Everything the orchestrator construct of a cluster is built from.
+
+    Attributes:
+        orchestrator: the blueprint's orchestrator section (a construct takes its kind's settings).
+        profile: the orchestrator's profile.
+        cluster_name: the blueprint name.
+        os: the blueprint's ``software.os`` name.
+        groups: the resolved compute groups.
+        node_contexts: render context per compute group (HyperPod also: controller/login groups).
+        subnet, security_group: the GPU subnet and the EFA security group.
+        vpc: the VPC (``None`` only for profiles without ``needs_vpc``; :meth:`require_vpc`).
+        placement_groups: cluster placement group per EFA group name.
+        lustre, checkpoints: the file system mount and the checkpoint bucket access, or ``None``.
+        tags: the blueprint's tags.
+        bootstraps: the per-group S3 bootstrap assets (profiles delivering by ``s3_asset``), else empty.
+        head_node_asset: the head-node script as an S3 asset (``s3_asset`` delivery), else ``None``.
+        head_node_text: the head-node script as text (``lifecycle`` delivery), else ``None``.
+        head_node_policy: the observability policy of the node that runs Prometheus, or ``None``.
+        images: the AMI per compute group (:class:`fmcluster.constructs.image.NodeImages`), or ``None``.
+        eks_plan, eks_cluster_arn: HyperPod EKS: the resolved EKS side and the created cluster's ARN, or ``None``.
+        accounting_database: the Slurm accounting database (ParallelCluster), or ``None``.
+    """
+
+    orchestrator: OrchestratorSpec
+    profile: OrchestratorProfile
+    cluster_name: str
+    os: str
+    groups: Sequence[ResolvedGroup]
+    node_contexts: Mapping[str, NodeContext]
+    subnet: ec2.ISubnet
+    security_group: ec2.ISecurityGroup
+    vpc: ec2.IVpc | None
+    placement_groups: Mapping[str, ec2.PlacementGroup]
+    lustre: LustreMount | None
+    checkpoints: CheckpointAccess | None
+    tags: Mapping[str, str]
+    bootstraps: Mapping[str, NodeBootstrap]
+    head_node_asset: ScriptAsset | None
+    head_node_text: str | None
+    head_node_policy: iam.IManagedPolicy | None
+    images: NodeImages | None
+    eks_plan: EksPlan | None = None
+    eks_cluster_arn: str | None = None
+    accounting_database: SlurmAccountingDatabase | None = None
+
+    def require_vpc(self) -> ec2.IVpc:
+        """The VPC (ClusterStack refuses a ``needs_vpc`` profile without one before building anything)."""
+        assert self.vpc is not None
+        return self.vpc

@@ -1,0 +1,73 @@
+"""The orchestrator registry (fmcluster/orchestrators/registry.py): every row is a whole slice, every example
+blueprint finds its row, and a rule limited to an unknown orchestrator is refused when it is defined."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+from fmcluster.orchestrators.registry import KINDS, ORCHESTRATORS, RULE_TARGETS, profile_for
+from fmcluster.validation import load_blueprint
+from fmcluster.validation.rules import REGISTRY, RULE_MODULES, _load_rule_modules, rule
+
+ROOT = Path(__file__).resolve().parent.parent
+SLICES = ROOT / "fmcluster" / "orchestrators"
+#: The example blueprint of each orchestrator.
+EXAMPLE = {"parallelcluster": "default", "pcs": "pcs-p5en", "hyperpod-slurm": "hyperpod-p5", "hyperpod-eks": "hyperpod-eks"}
+
+
+def test_every_orchestrator_has_an_example() -> None:
+    assert set(EXAMPLE) == set(ORCHESTRATORS)
+
+
+@pytest.mark.parametrize("key", sorted(ORCHESTRATORS))
+def test_row_provides_every_part(key: str) -> None:
+    """A row's slice has its profile (with the row's key and kind), its stack wiring with ``build``, and rules the
+    rule runner loads (its own ``rules.py`` or a shared slice's it declares in ``USES``)."""
+    row = ORCHESTRATORS[key]
+    prof = row.profile(load_blueprint(ROOT / "blueprints" / f"{EXAMPLE[key]}.yaml").orchestrator)
+    assert (prof.key, prof.kind) == (key, row.kind)
+    assert callable(importlib.import_module(row.stack_module).build)
+    package = row.stack_module.rpartition(".")[0]
+    uses = getattr(importlib.import_module(package), "USES", ())
+    rule_modules = {f"{package}.rules", *(f"fmcluster.orchestrators.{u}.rules" for u in uses)}
+    assert rule_modules & set(RULE_MODULES), f"no rules module of {key} is in RULE_MODULES"
+    _load_rule_modules()
+    assert any(r.applies_to(prof) and r.orchestrators for r in REGISTRY), f"no rule limited to {key} runs for it"
+
+
+@pytest.mark.parametrize("key", sorted(ORCHESTRATORS))
+def test_example_selects_exactly_its_row(key: str) -> None:
+    orch = load_blueprint(ROOT / "blueprints" / f"{EXAMPLE[key]}.yaml").orchestrator
+    assert [k for k, r in ORCHESTRATORS.items() if r.selects(orch)] == [key]
+    assert profile_for(orch).key == key
+
+
+def test_every_slice_folder_is_registered_or_shared() -> None:
+    folders = {p.name for p in SLICES.iterdir() if (p / "__init__.py").exists()}
+    registered = {r.stack_module.split(".")[2] for r in ORCHESTRATORS.values()}
+    shared = {u for f in folders for u in getattr(importlib.import_module(f"fmcluster.orchestrators.{f}"), "USES", ())}
+    assert folders == registered | shared
+
+
+def test_kinds_are_the_models_kinds() -> None:
+    from typing import get_args
+
+    from fmcluster.blueprint.model import OrchestratorSpec
+
+    assert set(KINDS) == set(get_args(OrchestratorSpec.model_fields["kind"].annotation))
+
+
+@pytest.mark.parametrize("targets", [("pc",), ("hyperpod-slrum",), ("parallelcluster", "PCS")])
+def test_a_rule_for_an_unknown_orchestrator_is_refused_at_definition(targets: tuple[str, ...]) -> None:
+    before = len(REGISTRY)
+    with pytest.raises(ValueError, match="not in the registry"):
+        rule("R-TEST-1", source="test", orchestrators=targets)(lambda bp: iter(()))
+    assert len(REGISTRY) == before
+
+
+def test_every_registered_rule_names_registered_orchestrators() -> None:
+    _load_rule_modules()
+    assert {o for r in REGISTRY for o in r.orchestrators} <= RULE_TARGETS
