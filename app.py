@@ -23,7 +23,7 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 import aws_cdk as cdk  # noqa: E402
 from cdk_nag import AwsSolutionsChecks  # noqa: E402
 
-from fmcluster.review.pcluster_config import write_pcluster_configs  # noqa: E402
+from fmcluster.orchestrators.parallelcluster.review import write_pcluster_configs  # noqa: E402
 from fmcluster.stacks.build import build_app  # noqa: E402
 from fmcluster.validation import BlueprintError, load_blueprint_with_warnings  # noqa: E402
 

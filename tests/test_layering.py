@@ -10,8 +10,10 @@ Orchestrator slices (``fmcluster/orchestrators/<slice>/``, docs/architecture.md 
 module of a slice has a role, named by its file (:data:`ROLES`), and the role is its layer (a slice's ``rules.py`` is
 a validation module, its ``construct.py`` a constructs module). A slice imports only the core and the slices it
 declares in its ``__init__.py`` (``USES``); the core reaches a slice only through the registry, except for the
-imports :data:`CORE_TO_SLICE` still lists (each one a debt to remove: the list may only shrink). Imports are read with :mod:`ast`, every form counted: ``import a.b``,
-``from a import b`` (names ``a`` and ``a.b``), relative imports (resolved against the file's package),
+imports :data:`CORE_TO_SLICE` still lists (each one a debt to remove: the list may only shrink).
+
+Imports are read with :mod:`ast`, every form counted: ``import a.b``, ``from a import b`` (names ``a`` and ``a.b``),
+relative imports (resolved against the file's package),
 parenthesised multi-line imports and imports inside functions (lazy imports are still imports).
 """
 
