@@ -13,7 +13,7 @@ Per blueprint ``B`` (every ``blueprints/*.yaml`` plus :data:`VARIANTS`) it write
 - ``render/``: ``fmcluster render``.
 
 and ``OUT_DIR/diff/<old>--<new>.{txt,json,md}`` for :data:`DIFFS`, ``OUT_DIR/schema.json`` and ``OUT_DIR/org-schema.json``.
-Outputs that carry a temporary path have it replaced by ``<tmp>``.
+Outputs that carry a temporary path have it replaced by ``<tmp>``, the checkout's path by ``<root>``.
 """
 
 from __future__ import annotations
@@ -86,6 +86,7 @@ def blueprint_files(work: Path) -> dict[str, Path]:
 
 
 def scrub(text: str, *tmps: Path) -> str:
+    text = text.replace(str(ROOT), "<root>")
     for t in tmps:
         text = text.replace(str(t), "<tmp>")
     return re.sub(r"/tmp/[A-Za-z0-9_.-]+", "<tmp>", text)
