@@ -514,6 +514,6 @@ def test_hyperpod_refuses_an_encrypted_image() -> None:
 
     stack = cdk.Stack(cdk.App(), "s", env=cdk.Environment(region="us-east-1"))
     vpc = ec2.Vpc(stack, "Vpc", max_azs=1)
-    with pytest.raises(ValueError, match="HyperPod needs an unencrypted custom AMI"):
-        ImageBuild(stack, "Images", cluster_name="c", orchestrator="hyperpod", os="ubuntu-22.04", targets=[],
-                   steps={}, parents={}, vpc=vpc, subnet=vpc.private_subnets[0], tags={}, encrypted=True)
+    with pytest.raises(ValueError, match="needs an unencrypted custom AMI"):
+        ImageBuild(stack, "Images", cluster_name="c", os="ubuntu-22.04", targets=[], steps={}, parents={}, vpc=vpc,
+                   subnet=vpc.private_subnets[0], tags={}, encrypted=True, encryption_allowed=False)

@@ -1079,10 +1079,14 @@ class SlurmSpec(Section):
     )
 
 
+#: Every ``orchestrator.kind`` (the registry, ``fmcluster.orchestrators.registry``, has one row or more per kind).
+OrchestratorKind = Literal["parallelcluster", "hyperpod", "pcs"]
+
+
 class OrchestratorSpec(Section):
     """Which orchestrator runs the compute groups, and its settings (only the chosen one's are used)."""
 
-    kind: Literal["parallelcluster", "hyperpod", "pcs"] = Field("parallelcluster", description="Default: parallelcluster.")
+    kind: OrchestratorKind = Field("parallelcluster", description="Default: parallelcluster.")
     parallelcluster: ParallelClusterSettings = Field(default_factory=ParallelClusterSettings)
     hyperpod: HyperPodSettings = Field(default_factory=HyperPodSettings)
     pcs: PcsSettings = Field(default_factory=PcsSettings)

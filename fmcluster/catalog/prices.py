@@ -100,13 +100,14 @@ def amp() -> tuple[Price, int, int]:
 
 
 def not_in_table_reason(kind: str) -> str:
-    """Why a purchase option has no price (the comment the table keeps for it)."""
+    """Why a purchase option (or ``sagemaker``: instances SageMaker runs, ``OrchestratorProfile.ec2_capacity`` False)
+    has no price (the comment the table keeps for it)."""
     return {
         "capacity_block": "Capacity Block fees follow supply and demand and are quoted at purchase "
                           "(aws ec2 describe-capacity-block-offerings; https://aws.amazon.com/ec2/capacityblocks/pricing/)",
         "training_plan": "training plans are priced per offering (aws sagemaker search-training-plan-offerings)",
         "spot": "Spot prices change with supply and demand (aws ec2 describe-spot-price-history)",
-        "hyperpod": "SageMaker HyperPod ml.* prices differ from EC2's and are not in the table (https://aws.amazon.com/sagemaker/pricing/)",
+        "sagemaker": "SageMaker HyperPod ml.* prices differ from EC2's and are not in the table (https://aws.amazon.com/sagemaker/pricing/)",
     }[kind]
 
 

@@ -147,18 +147,6 @@ def component_yaml(document: Mapping[str, Any]) -> str:
     return yaml.dump(dict(document), Dumper=_LiteralDumper, sort_keys=False, default_flow_style=False, width=1000)
 
 
-def parallelcluster_ami_tags(version: str, os_tag: str) -> dict[str, str]:
-    """The tags ParallelCluster's validators read on a custom AMI, as ``pcluster build-image`` sets them:
-    ``parallelcluster:version`` (CustomAmiTagValidator: missing is a warning, another version an error, and with it
-    ``parallelcluster:build_status`` must be present), ``parallelcluster:os`` (AmiOsCompatibleValidator compares it with
-    ``Image.Os``) and ``parallelcluster:build_status: available`` (the value ``pcluster`` filters its images on).
-    Source: aws-parallelcluster 3.16.1 ``cli/src/pcluster/validators/cluster_validators.py`` ``CustomAmiTagValidator``,
-    ``validators/ec2_validators.py`` ``AmiOsCompatibleValidator``, ``constants.py`` and ``aws/ec2.py``. True of a baked
-    AMI: its parent is that version's official AMI (``Build.ParentImage`` rule) and the tags are applied only when
-    the build succeeds."""
-    return {"parallelcluster:version": version, "parallelcluster:os": os_tag, "parallelcluster:build_status": "available"}
-
-
 @dataclass(frozen=True)
 class NodeImages:
     """The AMIs the orchestrator construct puts on its node groups.
@@ -200,7 +188,8 @@ class ImageBuild(Construct):
     ``targets`` are the images (:func:`fmcluster.resolved.bake.bake_targets`), ``steps`` the build steps per target
     key, ``parents`` the parent image per target key. ``os`` is ``software.os``; the build runs in ``subnet`` (the
     GPU subnet; it needs outbound access to the package repositories and to SSM) of ``vpc``. ``encrypted`` must stay
-    False for HyperPod (``orchestrator`` ``hyperpod``). A parent without a value (ParallelCluster lookup not cached)
+    False when ``encryption_allowed`` is False (the orchestrator refuses an encrypted custom AMI: HyperPod). A parent
+    without a value (ParallelCluster lookup not cached)
     or a document over the inline limit is a synth error; placeholder steps are a synth warning.
 
     Attributes: ``role``, ``instance_profile``, ``security_group``, ``infrastructure`` (arch ->
@@ -209,15 +198,15 @@ class ImageBuild(Construct):
     """
 
     def __init__(
-        self, scope: Construct, id: str, *, cluster_name: str, orchestrator: str, os: str,
+        self, scope: Construct, id: str, *, cluster_name: str, os: str,
         targets: Sequence[BakeTarget], steps: Mapping[str, Sequence[ImageBuildStep]],
         parents: Mapping[str, ParentImage], vpc: ec2.IVpc, subnet: ec2.ISubnet, tags: Mapping[str, str],
-        ami_tags: Mapping[str, str] | None = None, encrypted: bool = False,
+        ami_tags: Mapping[str, str] | None = None, encrypted: bool = False, encryption_allowed: bool = True,
     ) -> None:
         super().__init__(scope, id)
         self._ami_tags = dict(ami_tags or {})
-        if encrypted and orchestrator == "hyperpod":
-            raise ValueError("SageMaker HyperPod needs an unencrypted custom AMI; encrypted=True is refused")
+        if encrypted and not encryption_allowed:
+            raise ValueError("the orchestrator needs an unencrypted custom AMI (SageMaker HyperPod); encrypted=True is refused")
         self.role = iam.Role(
             self, "BuildInstanceRole", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
             description=f"fmcluster {cluster_name}: EC2 Image Builder build and test instances",

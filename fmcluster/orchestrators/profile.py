@@ -13,7 +13,7 @@ Sources are given per field below.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
@@ -121,6 +121,16 @@ class OrchestratorProfile:
             ``database`` (ParallelCluster ``SlurmSettings.Database`` against a database fmcluster creates),
             ``managed`` (AWS PCS runs it) or ``None`` (not wired: HyperPod, R-ACCT-1). Default ``None``.
         runs_slurm: whether jobs run under Slurm (sbatch, pyxis containers, prologs). Default True (False: HyperPod EKS).
+        orchestrator_version: the orchestrator release whose official image the nodes boot (the catalog's official
+            image is looked up by ``key`` and this), or ``None`` for a managed service. Default ``None``.
+        baked_ami_tags: the tags a baked AMI gets so the orchestrator accepts it, from the blueprint's ``software.os``
+            name, or ``None`` when it needs none. Default ``None``.
+        encrypted_custom_ami: whether the orchestrator accepts a custom AMI with an encrypted root snapshot. Default
+            True.
+        management_instance_types: (label, EC2 instance type) of each management node billed as an EC2 instance,
+            for the cost estimate (ParallelCluster head node, PCS login node). Default: none.
+        cluster_fee: (item, quantity, why it is not priced) of a per-cluster service fee the price table lacks, for the
+            cost estimate (AWS PCS by cluster size), or ``None``. Default ``None``.
     """
 
     key: str
@@ -150,6 +160,11 @@ class OrchestratorProfile:
     task_prolog: bool = False
     slurm_accounting: Literal["database", "managed"] | None = None
     runs_slurm: bool = True
+    orchestrator_version: str | None = None
+    baked_ami_tags: Callable[[str], Mapping[str, str]] | None = None
+    encrypted_custom_ami: bool = True
+    management_instance_types: tuple[tuple[str, str], ...] = ()
+    cluster_fee: tuple[str, str, str] | None = None
 
     def accepts(self, capacity_type: str) -> bool:
         return capacity_type in self.capacity_types

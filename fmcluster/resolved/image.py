@@ -20,6 +20,7 @@ from fmcluster.blueprint.model import Blueprint
 from fmcluster.catalog import InstanceSpec
 from fmcluster.catalog.images import BootLimit, ImageManifest, NvmeHandling, boot_limit, official_image
 from fmcluster.catalog.software import SoftwareStack
+from fmcluster.orchestrators.registry import profile_for
 
 #: Seconds each boot step is estimated to take (see module docstring for the method).
 STEP_SECONDS: dict[str, int] = {
@@ -112,16 +113,11 @@ class ResolvedImage:
         return title
 
 
-def orchestrator_key(bp: Blueprint) -> str:
-    """Profile key of the blueprint's orchestrator (``hyperpod-slurm`` / ``hyperpod-eks`` for HyperPod)."""
-    orch = bp.orchestrator
-    return orch.kind if orch.kind != "hyperpod" else f"hyperpod-{orch.hyperpod.orchestration}"
-
-
 def blueprint_official_image(bp: Blueprint) -> ImageManifest | None:
-    """The orchestrator's official image for the blueprint (per version on ParallelCluster)."""
-    orch = bp.orchestrator
-    return official_image(orchestrator_key(bp), orch.parallelcluster.version if orch.kind == "parallelcluster" else None)
+    """The orchestrator's official image for the blueprint: the catalog's image of its profile key and
+    ``orchestrator_version`` (ParallelCluster: per version)."""
+    profile = profile_for(bp.orchestrator)
+    return official_image(profile.key, profile.orchestrator_version)
 
 
 def node_lock(stack: SoftwareStack, inst: InstanceSpec) -> dict[str, str | None]:
@@ -207,7 +203,7 @@ def resolve_image(bp: Blueprint, inst: InstanceSpec, stack: SoftwareStack | None
         installs_at_boot=installs,
         bake_installs=_bake_installs(spec.mode, manifest, lock),
         boot_steps=_steps(installs, inst, nvme, bp.storage.lustre is not None),
-        limit=boot_limit(orchestrator_key(bp)),
+        limit=boot_limit(profile_for(bp.orchestrator).key),
         nvme=nvme,
         gpu_services=manifest.gpu_services if (manifest is not None and spec.mode != "custom") else (),
     )

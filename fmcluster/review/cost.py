@@ -95,14 +95,14 @@ def estimate(rc: ResolvedCluster) -> CostEstimate:
     region = bp.region
     hpm = prices.hours_per_month()
     est = CostEstimate(prices.table_date())
-    hyperpod = rc.profile.kind == "hyperpod"
+    sagemaker = not rc.profile.ec2_capacity  # instances SageMaker runs: ml.* prices, not EC2's
     for rg in rc.groups:
         g = rg.spec
         ctype = g.capacity.type
         item = f"compute {rg.name}"
-        if hyperpod:
+        if sagemaker:
             est.lines.append(CostLine(item, "group", f"{g.count} x ml.{g.instance_type}", None,
-                                      f"unknown: {prices.not_in_table_reason('hyperpod')}", group=rg.name))
+                                      f"unknown: {prices.not_in_table_reason('sagemaker')}", group=rg.name))
         elif ctype in ("on_demand", "odcr"):
             line = _instances(item, "group", region, g.instance_type, g.count, rg.name)
             if ctype == "odcr" and line.usd_per_hour is not None:
@@ -113,16 +113,14 @@ def estimate(rc: ResolvedCluster) -> CostEstimate:
         else:
             est.lines.append(CostLine(item, "group", f"{g.count} x {g.instance_type} ({ctype})", None,
                                       f"unknown: {prices.not_in_table_reason(ctype)}", group=rg.name))
-    orch = bp.orchestrator
-    if rc.profile.kind == "parallelcluster":
-        est.lines.append(_instances("head node", "cluster", region, orch.parallelcluster.head_node_instance_type, 1))
-    elif rc.profile.kind == "pcs":
-        est.lines.append(_instances("login node", "cluster", region, orch.pcs.login_instance_type, 1))
-        est.lines.append(CostLine("PCS cluster fee", "cluster", f"size {orch.pcs.size}", None,
-                                  "unknown: AWS PCS charges per cluster-hour by size (https://aws.amazon.com/pcs/pricing/); not in the table"))
-    elif rc.profile.management:
+    for label, instance_type in rc.profile.management_instance_types:
+        est.lines.append(_instances(label, "cluster", region, instance_type, 1))
+    if rc.profile.cluster_fee is not None:
+        item, quantity, why = rc.profile.cluster_fee
+        est.lines.append(CostLine(item, "cluster", quantity, None, f"unknown: {why}"))
+    if sagemaker and rc.profile.management:
         est.lines.append(CostLine("management nodes", "cluster", ", ".join(rc.profile.management), None,
-                                  f"unknown: {prices.not_in_table_reason('hyperpod')}"))
+                                  f"unknown: {prices.not_in_table_reason('sagemaker')}"))
     fs = bp.storage.lustre
     if fs is not None:
         p = prices.fsx_lustre(region, fs.deployment_type, fs.throughput_tier)

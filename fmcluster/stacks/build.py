@@ -13,9 +13,8 @@ from typing import Any
 from aws_cdk import App, Environment, Stack, Tags
 
 from fmcluster.blueprint.model import Blueprint
-from fmcluster.constructs.image import NodeImages, parallelcluster_ami_tags
+from fmcluster.constructs.image import NodeImages
 from fmcluster.constructs.network import Placement
-from fmcluster.orchestrators.parallelcluster.construct import OS_NAMES
 from fmcluster.resolved import BLUEPRINT_TAG, ResolvedCluster, resolve
 from fmcluster.resolved.bake import bake_targets, parent_image
 from fmcluster.stacks.accounting_stack import AccountingStack
@@ -87,12 +86,11 @@ def _image_stack(app: App, rc: ResolvedCluster, env: Environment, net: Any) -> I
         key = parent_image(rc, t.manifest, t.arch).context_key  # the cdk.context.json key, if it is a lookup
         parents[t.key] = parent_image(rc, t.manifest, t.arch, {key: app.node.try_get_context(key)} if key else None)
     return ImageStack(
-        app, rc.stacks.image, env=env, cluster_name=rc.name, orchestrator=rc.blueprint.orchestrator.kind,
-        os=rc.blueprint.software.os_name, targets=targets,
+        app, rc.stacks.image, env=env, cluster_name=rc.name, os=rc.blueprint.software.os_name, targets=targets,
         steps={t.key: image_build_steps(rc, t.groups[0]) for t in targets}, parents=parents,
         vpc=net.vpc, subnet=net.gpu_subnet, tags=rc.tags,
-        ami_tags=parallelcluster_ami_tags(bp.orchestrator.parallelcluster.version, OS_NAMES[bp.software.os_name])
-        if bp.orchestrator.kind == "parallelcluster" else None,
+        ami_tags=rc.profile.baked_ami_tags(bp.software.os_name) if rc.profile.baked_ami_tags else None,
+        encryption_allowed=rc.profile.encrypted_custom_ami,
         description=f"fmcluster {rc.name}: baked AMIs (EC2 Image Builder) of the bake-mode compute groups",
     )
 

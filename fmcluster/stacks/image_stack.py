@@ -20,14 +20,15 @@ class ImageStack(Stack):
     """One :class:`fmcluster.constructs.image.ImageBuild` (``Images``) and an output per image with the SSM
     parameter that carries its AMI id. ``group_amis``: compute group name -> the AMI reference its nodes boot."""
 
-    def __init__(self, scope: Construct, id: str, *, cluster_name: str, orchestrator: str, os: str,
+    def __init__(self, scope: Construct, id: str, *, cluster_name: str, os: str,
                  targets: Sequence[BakeTarget], steps: Mapping[str, Sequence[ImageBuildStep]],
                  parents: Mapping[str, ParentImage], vpc: ec2.IVpc, subnet: ec2.ISubnet, tags: Mapping[str, str],
-                 ami_tags: Mapping[str, str] | None = None, **kwargs: Any) -> None:
+                 ami_tags: Mapping[str, str] | None = None, encryption_allowed: bool = True, **kwargs: Any) -> None:
         super().__init__(scope, id, **kwargs)
         self.build = ImageBuild(
-            self, "Images", cluster_name=cluster_name, orchestrator=orchestrator, os=os, targets=targets,
+            self, "Images", cluster_name=cluster_name, os=os, targets=targets,
             steps=steps, parents=parents, vpc=vpc, subnet=subnet, tags=tags, ami_tags=ami_tags,
+            encryption_allowed=encryption_allowed,
         )
         self.group_amis: dict[str, str] = dict(self.build.group_amis)
         for key, built in self.build.images.items():

@@ -42,6 +42,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from fmcluster.blueprint.errors import BlueprintError, Problem, format_path
+from fmcluster.blueprint.model import OrchestratorKind, OrchestratorSpec
 
 #: File name looked for beside a blueprint.
 ORG_FILE = "fmcluster.org.yaml"
@@ -52,7 +53,8 @@ MAX_EXTENDS = 5
 #: Prefix of keys that are ignored (YAML anchors).
 EXTENSION_PREFIX = "x-"
 
-Orchestrator = Literal["parallelcluster", "hyperpod", "pcs"]
+#: An ``orchestrator.kind`` value (the blueprint model's type of the field).
+Orchestrator = OrchestratorKind
 CapacityType = Literal["on_demand", "spot", "odcr", "capacity_block", "training_plan"]
 
 
@@ -315,7 +317,8 @@ def check(org: Organisation, org_file: str, data: Mapping[str, Any]) -> list[Pro
     if a.regions is not None and isinstance(region, str) and region not in a.regions:
         refuse("region", "allowed.regions", "ORG-REGION", region, a.regions)
     orch = data.get("orchestrator")
-    kind = orch.get("kind", "parallelcluster") if isinstance(orch, Mapping) else "parallelcluster"
+    default_kind = OrchestratorSpec.model_fields["kind"].default
+    kind = orch.get("kind", default_kind) if isinstance(orch, Mapping) else default_kind
     if a.orchestrators is not None and isinstance(kind, str) and kind not in a.orchestrators:
         refuse("orchestrator.kind", "allowed.orchestrators", "ORG-ORCHESTRATOR", kind, list(a.orchestrators))
     compute = data.get("compute")

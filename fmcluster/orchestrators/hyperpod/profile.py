@@ -17,6 +17,10 @@ HYPERPOD_CAPACITY: Mapping[str, str] = MappingProxyType({
     "training_plan": "TrainingPlanArn",
 })
 
+#: A HyperPod custom AMI "must be unencrypted" and owned by the account (botocore sagemaker
+#: ``ClusterInstanceGroupSpecification.ImageId``): ``OrchestratorProfile.encrypted_custom_ami`` is False for both
+#: orchestrations.
+
 #: Names fmcluster gives the HyperPod Slurm controller and login instance groups.
 HYPERPOD_CONTROLLER_GROUP = "controller"
 HYPERPOD_LOGIN_GROUP = "login"

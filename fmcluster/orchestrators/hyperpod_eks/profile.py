@@ -37,5 +37,5 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
             "EKS needs dynamic resource allocation, Kubernetes >= 1.33, and the NVIDIA DRA driver)",
             reason="HyperPod on EKS has no Slurm prolog to set the IMEX domain, and fmcluster does not install "
             "the NVIDIA DRA driver whose ComputeDomain sets it on Kubernetes"),
-        runs_slurm=False,
+        runs_slurm=False, encrypted_custom_ami=False,
     )

@@ -29,5 +29,5 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
         # so the controller's OnInitComplete script adds Prolog and PrologFlags to slurm.conf and reconfigures.
         imex=ImexWiring("controller_slurm_conf", source="botocore sagemaker service-2.json ClusterSlurmConfig "
                         "(NodeType, PartitionNames only); SchedMD/slurm doc/man/man5/slurm.conf.5 (Prolog, PrologFlags)"),
-        health_check="slurm_conf", task_prolog=True,
+        health_check="slurm_conf", task_prolog=True, encrypted_custom_ami=False,
     )

@@ -44,6 +44,7 @@ from fmcluster.constructs.capacity import ROOT_VOLUME_GIB, ROOT_VOLUME_TYPE, res
 from fmcluster.constructs.image import NodeImages
 from fmcluster.constructs.orchestrator import acknowledge
 from fmcluster.constructs.storage import CheckpointAccess, LustreMount, checkpoint_statements
+from fmcluster.orchestrators.parallelcluster.profile import OS_NAMES
 from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
 from fmcluster.resolved.cluster import NODE_DIR
 from fmcluster.templates.slurm_hooks import (
@@ -71,7 +72,6 @@ SSM_CORE_POLICY = "arn:${AWS::Partition}:iam::aws:policy/AmazonSSMManagedInstanc
 TASK_PROLOG = "/opt/slurm/etc/fmcluster-task-prolog.sh"
 #: ParallelCluster runs every script of this shared directory as the Slurm prolog (the ParallelCluster IMEX guide).
 IMEX_PROLOG = "/opt/slurm/etc/scripts/prolog.d/91_fmcluster_imex_prolog.sh"
-OS_NAMES = {"ubuntu-22.04": "ubuntu2204", "ubuntu-24.04": "ubuntu2404", "amazon-linux-2023": "alinux2023"}
 
 __all__ = ["ParallelClusterCluster", "capacity_settings", "compute_resource_name"]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from fmcluster.blueprint.model import OrchestratorSpec
 from fmcluster.orchestrators.profile import EC2_PURCHASE_OPTIONS, ImexWiring, OrchestratorProfile
 
@@ -16,6 +18,23 @@ PCLUSTER_EFA_INTERFACE_TYPE = {"3.15.0": "efa-only", "3.16.1": "efa-only", "3.16
 
 #: The ParallelCluster guide: a prolog in /opt/slurm/etc/scripts/prolog.d with PrologFlags=Alloc,NoHold.
 PCLUSTER_IMEX_DOC = "https://docs.aws.amazon.com/parallelcluster/latest/ug/support-nvidia-imex-p6e-gb200-instance.html"
+
+
+#: ParallelCluster's ``Image.Os`` name of each ``software.os``.
+OS_NAMES = {"ubuntu-22.04": "ubuntu2204", "ubuntu-24.04": "ubuntu2404", "amazon-linux-2023": "alinux2023"}
+
+
+def parallelcluster_ami_tags(version: str, os: str) -> dict[str, str]:
+    """The tags ParallelCluster's validators read on a custom AMI of ``software.os`` ``os``, as ``pcluster build-image``
+    sets them: ``parallelcluster:version`` (CustomAmiTagValidator: missing is a warning, another version an error, and
+    with it ``parallelcluster:build_status`` must be present), ``parallelcluster:os`` (AmiOsCompatibleValidator compares
+    it with ``Image.Os``) and ``parallelcluster:build_status: available`` (the value ``pcluster`` filters its images on).
+    Source: aws-parallelcluster 3.16.1 ``cli/src/pcluster/validators/cluster_validators.py`` ``CustomAmiTagValidator``,
+    ``validators/ec2_validators.py`` ``AmiOsCompatibleValidator``, ``constants.py`` and ``aws/ec2.py``. True of a baked
+    AMI: its parent is that version's official AMI (``Build.ParentImage`` rule) and the tags are applied only when
+    the build succeeds."""
+    return {"parallelcluster:version": version, "parallelcluster:os": OS_NAMES[os],
+            "parallelcluster:build_status": "available"}
 
 
 def selects(orch: OrchestratorSpec) -> bool:
@@ -33,5 +52,7 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
         reserved_group_names=("default",), capacity_types=EC2_PURCHASE_OPTIONS,
         node_bootstrap_delivery="s3_asset", head_node_script_delivery="s3_asset", default_node_discovery="ec2",
         imex=ImexWiring("prolog_dir", source=PCLUSTER_IMEX_DOC), health_check="slurm_conf", task_prolog=True,
-        slurm_accounting="database",
+        slurm_accounting="database", orchestrator_version=orch.parallelcluster.version,
+        baked_ami_tags=partial(parallelcluster_ami_tags, orch.parallelcluster.version),
+        management_instance_types=(("head node", orch.parallelcluster.head_node_instance_type),),
     )

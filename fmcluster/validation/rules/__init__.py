@@ -7,7 +7,8 @@ facts) or the name of a top-level section (``"storage"``, ``"compute"``, ...), w
 when another section of the blueprint failed its shape check. ``orchestrators`` limits a rule to
 the clusters whose orchestrator profile matches (a profile key such as ``hyperpod-eks`` or an
 ``orchestrator.kind`` such as ``hyperpod``, both from :mod:`fmcluster.orchestrators.registry`: any other
-name is an error when the rule is defined); the rule body then never branches on the orchestrator.
+name is an error when the rule is defined); ``requires`` names a true/false fact of the profile the rule needs
+(``requires="runs_slurm"``). The rule body then never branches on the orchestrator.
 Rules never raise; they report.
 
 Precedence is declared, not computed inside a rule: ``suppressed_by=("R-X-1", ...)`` says the rule
@@ -21,11 +22,15 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from fmcluster.blueprint.errors import Level, Problem
+from fmcluster.orchestrators.profile import OrchestratorProfile
 from fmcluster.orchestrators.registry import RULE_TARGETS
+
+#: Field name -> annotation of every orchestrator profile fact (``requires=`` takes a ``bool`` one).
+PROFILE_FACTS = {f.name: str(f.type) for f in fields(OrchestratorProfile)}
 
 Violation = tuple[str, str]
 RuleFn = Callable[[Any], Iterable[Violation]]
@@ -40,9 +45,12 @@ class Rule:
     fn: RuleFn
     orchestrators: tuple[str, ...] = ()
     suppressed_by: tuple[str, ...] = ()
+    requires: str | None = None
 
     def applies_to(self, profile: Any) -> bool:
         """Whether the rule runs for a cluster of this :class:`OrchestratorProfile` (all when unrestricted)."""
+        if self.requires is not None and not getattr(profile, self.requires):
+            return False
         return not self.orchestrators or profile.key in self.orchestrators or profile.kind in self.orchestrators
 
     def check(self, subject: Any) -> Iterator[Problem]:
@@ -55,7 +63,7 @@ REGISTRY: list[Rule] = []
 
 def rule(
     id: str, *, level: Level = "error", source: str, scope: str = "blueprint", orchestrators: tuple[str, ...] = (),
-    suppressed_by: tuple[str, ...] = (),
+    suppressed_by: tuple[str, ...] = (), requires: str | None = None,
 ) -> Callable[[RuleFn], RuleFn]:
     """Register a rule function (see module docstring)."""
 
@@ -68,7 +76,10 @@ def rule(
         if unknown:
             raise ValueError(f"rule {id}: orchestrators {', '.join(unknown)} not in the registry; allowed "
                              f"{', '.join(sorted(RULE_TARGETS))} (fmcluster.orchestrators.registry)")
-        REGISTRY.append(Rule(id, level, source, scope, fn, tuple(orchestrators), tuple(suppressed_by)))
+        if requires is not None and PROFILE_FACTS.get(requires) != "bool":
+            raise ValueError(f"rule {id}: requires={requires!r} is not a true/false fact of the orchestrator profile; "
+                             f"allowed {', '.join(sorted(k for k, t in PROFILE_FACTS.items() if t == 'bool'))}")
+        REGISTRY.append(Rule(id, level, source, scope, fn, tuple(orchestrators), tuple(suppressed_by), requires))
         fn.rule_id = id  # type: ignore[attr-defined]
         return fn
 

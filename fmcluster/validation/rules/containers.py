@@ -32,8 +32,6 @@ CUDA_RN = "https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html"
 OFI_RN = "https://github.com/aws/aws-ofi-nccl/blob/v1.21.1/RELEASENOTES.md"
 MB_5033 = "https://github.com/NVIDIA-NeMo/Megatron-Bridge/pull/5033"
 CATALOG = "catalog/data/containers.yaml"
-#: Orchestrators whose jobs start containers with pyxis/enroot (the rendered job bind-mounts the host's EFA stack).
-SLURM = ("parallelcluster", "hyperpod-slurm", "pcs")
 
 
 def _pairs(rc: ResolvedCluster) -> Iterator[tuple[ResolvedContainer, ContainerImage, ResolvedGroup]]:
@@ -162,7 +160,7 @@ def _plugin_for(c: ResolvedContainer, img: ContainerImage, g: ResolvedGroup) -> 
 
 @rule("R-CTR-5", source=f"{MB_5033} (NGC PyTorch images: no aws-ofi-nccl, NCCL_NET_PLUGIN=spcx); "
       f"{OFI_RN} (1.15.0: libnccl-net-ofi.so, NCCL_NET_PLUGIN=ofi)", scope="cluster",
-      orchestrators=SLURM)
+      requires="runs_slurm")
 def image_without_plugin_reaches_host_plugin(rc: ResolvedCluster) -> Iterator[Violation]:
     """An image without aws-ofi-nccl on an EFA group uses the host's, bind-mounted with libfabric, and selected
     with ``NCCL_NET_PLUGIN=ofi`` over the image's own default (NGC: ``spcx``). That short name exists from
@@ -181,7 +179,7 @@ def image_without_plugin_reaches_host_plugin(rc: ResolvedCluster) -> Iterator[Vi
 
 
 @rule("R-CTR-6", level="warning", source=f"{OFI_RN} (NCCL version each release is tested with)", scope="cluster",
-      orchestrators=SLURM)
+      requires="runs_slurm")
 def plugin_tested_with_image_nccl(rc: ResolvedCluster) -> Iterator[Violation]:
     """The aws-ofi-nccl the container's NCCL loads (its own or the host's) should have been tested with an NCCL at
     least as new; unknown NCCL, plugin or bundling cannot be checked."""
@@ -207,7 +205,7 @@ def plugin_tested_with_image_nccl(rc: ResolvedCluster) -> Iterator[Violation]:
 
 @rule("R-CTR-13", source="https://github.com/aws/aws-ofi-nccl/blob/master/src/nccl_ofi_net.cpp ('EFA provider "
       "requires at least libfabric version 1.22.0'; the plugin selects the efa provider of its libfabric)",
-      scope="cluster", orchestrators=SLURM)
+      scope="cluster", requires="runs_slurm")
 def image_plugin_has_efa_provider(rc: ResolvedCluster) -> Iterator[Violation]:
     """An image that brings its own aws-ofi-nccl keeps its own libfabric (the host's is not mounted): on an EFA
     group that libfabric must have the efa provider (the EFA installer's ``/opt/amazon/efa``)."""
@@ -262,7 +260,7 @@ def image_architecture_unverified(rc: ResolvedCluster) -> Iterator[Violation]:
 
 @rule("R-CTR-11", level="warning", source="catalog/data/images.yaml (enroot_pyxis per official image); "
       "https://docs.aws.amazon.com/parallelcluster/latest/ug/support-container-pyxis.html", scope="cluster",
-      orchestrators=SLURM)
+      requires="runs_slurm")
 def runtime_on_image(rc: ResolvedCluster) -> Iterator[Violation]:
     """Containers need enroot and pyxis on the nodes: fmcluster enables them on ParallelCluster's official images;
     an image that ships none (the PCS-ready DLAMI, per the catalog) or whose state is unverified is reported."""

@@ -95,8 +95,10 @@ def _arns(bp: Blueprint) -> Iterator[tuple[str, str, str]]:
             yield f"compute[{i}].capacity.arn", "training plan", cap.arn
         if cap.type == "odcr" and cap.resource_group_arn:
             yield f"compute[{i}].capacity.resource_group_arn", "capacity reservation resource group", cap.resource_group_arn
-    if bp.orchestrator.kind == "hyperpod" and bp.orchestrator.hyperpod.eks_cluster_arn:
-        yield "orchestrator.hyperpod.eks_cluster_arn", "EKS cluster", bp.orchestrator.hyperpod.eks_cluster_arn
+    kind = bp.orchestrator.kind  # an orchestrator's own EKS cluster ARN (HyperPod EKS); other kinds' are R-ORCH-1's
+    eks_cluster_arn = getattr(getattr(bp.orchestrator, kind), "eks_cluster_arn", None)
+    if eks_cluster_arn:
+        yield f"orchestrator.{kind}.eks_cluster_arn", "EKS cluster", eks_cluster_arn
     if bp.storage.lustre is not None and bp.storage.lustre.kms_key_arn:
         yield "storage.lustre.kms_key_arn", "KMS key", bp.storage.lustre.kms_key_arn
     if bp.storage.checkpoints is not None and bp.storage.checkpoints.kms_key_arn:
