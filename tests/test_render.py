@@ -159,7 +159,7 @@ def test_os_specific_package_tools(rendered: dict[str, Path]) -> None:
 # After an intended template change:
 #     FMCLUSTER_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -q tests/test_render.py -k golden
 # then review `git diff tests/golden/` and commit it with the template change.
-GOLDEN = Path(__file__).parent / "golden" / "default"
+GOLDEN = Path(__file__).parent / "golden" / "parallelcluster"
 UPDATE = os.environ.get("FMCLUSTER_UPDATE_GOLDEN") == "1"
 
 
