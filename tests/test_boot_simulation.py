@@ -5,16 +5,17 @@ For every orchestrator x OS x image mode the blueprints accept: the node boots o
 and bake modes install nothing of the GPU stack (driver, Fabric Manager, IMEX, CUDA toolkit, EFA installer,
 GDRCopy); services the image owns are never stopped; the image's NVMe array is reused. Then the faults: a
 custom image that differs from the lock fails naming each difference, an exporter failure leaves the node up,
-a tampered download fails, a baked image from another lock fails. Golden files per boot step for
-blueprints/default.yaml (tests/golden/boot/default/).
+a tampered download fails, a baked image from another lock fails. Each boot step of the golden examples
+(tests/goldens.py) equals its section of the golden bootstrap.sh (tests/golden/<orchestrator>/<group>/), its only copy.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import os
+import re
 import sys
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,10 @@ import pytest
 
 from fmcluster.catalog.images import get_image
 from fmcluster.resolved import resolve
-from fmcluster.templates.context import NodeContext, node_context
+from fmcluster.templates.context import NodeContext, blueprint_node_contexts, node_context
 from fmcluster.templates.node_scripts import boot_path, render_boot_steps
 from fmcluster.validation import load_blueprint, load_blueprint_text
+from tests import goldens
 from tests.blueprints import DROP, example, merge, to_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -273,30 +275,86 @@ def test_default_blueprint_boots_on_the_parallelcluster_3_16_3_official_image(tm
     assert r.state["services"]["parallelcluster_nvidia"] == "active"
 
 
-# ---- golden files per boot step (blueprints/default.yaml) ---------------------------------------
-# After an intended change: FMCLUSTER_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -q tests/test_boot_simulation.py -k golden
-GOLDEN = Path(__file__).parent / "golden" / "boot" / "default"
-UPDATE = os.environ.get("FMCLUSTER_UPDATE_GOLDEN") == "1"
+# ---- each boot step against its section of the golden bootstrap.sh ---------------------------
+# One home for the step text: the render goldens of one example per orchestrator (tests/goldens.py), whose
+# <group>/bootstrap.sh holds every step in boot order. After an intended change update those:
+#     FMCLUSTER_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -q -n 0 tests/test_render.py -k golden
+_HEREDOC = re.compile(r"(?<!<)<<(?!<)(-?)\s*(['\"]?)(\w+)\2")
 
 
-def _steps() -> dict[str, str]:
-    rc = resolve(load_blueprint(ROOT / "blueprints/default.yaml"))
-    return render_boot_steps(node_context(rc, rc.groups[0], exporters_script="#!/bin/bash\n# exporters\n"))
+def step_sections(bootstrap: str) -> dict[str, str]:
+    """Step name -> that step's section of a rendered bootstrap.sh, in file order. The steps come after the
+    ``# ---- steps`` banner, each followed by one blank line, then ``main() {``; a step's section runs from the end of
+    the previous one to the ``}`` closing its ``step_<name>() {`` (heredoc bodies, e.g. the embedded node check,
+    skipped)."""
+    lines = bootstrap.splitlines(keepends=True)
+    i = begin = next(n for n, line in enumerate(lines) if line.startswith("# ---- steps ")) + 1
+    sections: dict[str, str] = {}
+    step: str | None = None
+    heredoc: tuple[str, bool] | None = None  # (delimiter, <<- strips leading tabs)
+    while not lines[i].startswith("main() {"):
+        line = lines[i].rstrip("\n")
+        if heredoc:
+            if (line.lstrip("\t") if heredoc[1] else line) == heredoc[0]:
+                heredoc = None
+        elif m := re.fullmatch(r"step_(\w+)\(\) \{", line):
+            assert step is None, f"line {i + 1}: step_{m[1]} inside step_{step}"
+            step = m[1]
+        elif m := _HEREDOC.search(line):
+            heredoc = (m[3], m[1] == "-")
+        elif line == "}" and step is not None:
+            assert lines[i + 1] == "\n", f"line {i + 2}: step_{step} not followed by one blank line"
+            sections[step] = "".join(lines[begin:i + 1])
+            step, i = None, i + 2
+            begin = i
+            continue
+        i += 1
+    assert step is None and heredoc is None and begin == i, f"line {begin + 1}: text between the last step and main()"
+    calls = lines[i + 1:lines.index("}\n", i)]
+    assert calls == [*(f"  step_{s}\n" for s in sections), '  step finished "bootstrap complete"\n']
+    return sections
 
 
-@pytest.mark.parametrize("step", sorted(_steps()))
-def test_step_matches_golden(step: str) -> None:
-    text = _steps()[step]
-    path = GOLDEN / f"{step}.sh"
-    if UPDATE:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert path.exists(), f"missing golden file {path}; run FMCLUSTER_UPDATE_GOLDEN=1 pytest {__file__} -k golden"
-    assert text == path.read_text(), f"{step} differs from {path}; if intended, update the golden files"
+@cache
+def golden_contexts(key: str) -> dict[str, NodeContext]:
+    """Group -> the NodeContext render_blueprint renders its bootstrap.sh from, for orchestrator ``key``'s example."""
+    return blueprint_node_contexts(resolve(load_blueprint(goldens.ROOT / "blueprints" / f"{goldens.EXAMPLES[key]}.yaml")))
 
 
-def test_no_stale_step_golden_files() -> None:
-    assert {p.stem for p in GOLDEN.glob("*.sh")} == set(_steps())
+@cache
+def golden_steps(key: str, group: str) -> tuple[dict[str, str], dict[str, str], Path]:
+    """(rendered step -> text, the golden bootstrap's step -> section, that golden file)."""
+    path = goldens.golden_dir(key) / group / "bootstrap.sh"
+    assert path.exists(), f"missing golden file {path}; run FMCLUSTER_UPDATE_GOLDEN=1 pytest -n 0 tests/test_render.py -k golden"
+    return render_boot_steps(golden_contexts(key)[group]), step_sections(path.read_text()), path
+
+
+GOLDEN_GROUPS = [(key, group) for key in goldens.EXAMPLES for group in golden_contexts(key)]
+STEP_CASES = [(key, group, step) for key, group in GOLDEN_GROUPS for step in render_boot_steps(golden_contexts(key)[group])]
+
+
+@pytest.mark.parametrize(("key", "group", "step"), STEP_CASES, ids=["/".join(c) for c in STEP_CASES])
+def test_step_matches_its_section_of_the_golden_bootstrap(key: str, group: str, step: str) -> None:
+    steps, sections, path = golden_steps(key, group)
+    assert step in sections, f"{path} has no step {step}; if intended, update the golden files (see the comment above)"
+    assert steps[step] == sections[step], f"step {step} differs from its section of {path}; if intended, update the golden files"
+
+
+@pytest.mark.parametrize(("key", "group"), GOLDEN_GROUPS, ids=["/".join(c) for c in GOLDEN_GROUPS])
+def test_golden_bootstrap_holds_exactly_the_boot_path(key: str, group: str) -> None:
+    steps, sections, path = golden_steps(key, group)
+    assert list(sections) == list(steps) == boot_path(golden_contexts(key)[group]), path
+
+
+@pytest.mark.parametrize(("key", "group"), GOLDEN_GROUPS, ids=["/".join(c) for c in GOLDEN_GROUPS])
+def test_exporters_step_embeds_the_golden_exporter_script(key: str, group: str) -> None:
+    """The exporters step installs the reviewed exporter script (observability/exporters/compute-<group>.sh)."""
+    _, sections, path = golden_steps(key, group)
+    script = goldens.golden_dir(key) / "observability" / "exporters" / f"compute-{group}.sh"
+    assert ("exporters" in sections) == script.exists() == bool(golden_contexts(key)[group].exporters_script), path
+    if script.exists():
+        body = sections["exporters"].split("<<'FMCLUSTER_EXPORTERS_SH'\n", 1)[1].split("\nFMCLUSTER_EXPORTERS_SH\n", 1)[0]
+        assert body == script.read_text().strip()
 
 
 # ---- one library, no OS branches ---------------------------------------------------------------

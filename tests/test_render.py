@@ -1,24 +1,26 @@
 """What render_blueprint produces. Every rendered node script passes `bash -n` and shellcheck: each
 example blueprint in blueprints/ on each of the three operating systems, plus one blueprint per special
 instance kind (Blackwell with nvlsm, GB200 with IMEX on arm64, a 1-GPU p5.4xlarge, an aws-ofi-nccl built
-from source). And golden files for blueprints/default.yaml (node scripts and observability files)."""
+from source). And golden files of the full render for one example per orchestrator (tests/goldens.py, tests/golden/<orchestrator>/)."""
 
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
 from fmcluster.blueprint.errors import BlueprintError
 from fmcluster.catalog import get_instance
+from fmcluster.resolved import resolve
+from fmcluster.resolved.profiles import ProfileKey
 from fmcluster.review.render import render_blueprint
 from fmcluster.validation import load_blueprint, load_blueprint_text
+from tests import goldens
 from tests.blueprints import DROP, example, merge, to_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -155,30 +157,38 @@ def test_os_specific_package_tools(rendered: dict[str, Path]) -> None:
             assert "apt-mark hold" in text and "Unattended-Upgrade::Package-Blacklist" in text and "dnf " not in text
 
 
-# ---- golden files for blueprints/default.yaml: any template change shows up as a reviewed diff ----
+# ---- golden files, one example per orchestrator (tests/goldens.py): any template change shows up as a reviewed diff ----
 # After an intended template change:
-#     FMCLUSTER_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -q tests/test_render.py -k golden
+#     FMCLUSTER_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -q -n 0 tests/test_render.py -k golden
 # then review `git diff tests/golden/` and commit it with the template change.
-GOLDEN = Path(__file__).parent / "golden" / "default"
-UPDATE = os.environ.get("FMCLUSTER_UPDATE_GOLDEN") == "1"
+GOLDEN_CASES = [(key, name) for key in goldens.EXAMPLES for name in sorted(goldens.rendered(key))]
 
 
-def _rendered() -> dict[str, str]:
-    out = render_blueprint(load_blueprint(ROOT / "blueprints/default.yaml"))
-    return {f"{group}/{name}": text for group, files in out.items() for name, text in files.items()}
-
-
-@pytest.mark.parametrize("name", sorted(_rendered()))
-def test_matches_golden(name: str) -> None:
-    text = _rendered()[name]
-    path = GOLDEN / name
-    if UPDATE:
+@pytest.mark.parametrize(("key", "name"), GOLDEN_CASES, ids=[f"{k}/{n}" for k, n in GOLDEN_CASES])
+def test_matches_golden(key: str, name: str) -> None:
+    text = goldens.rendered(key)[name]
+    path = goldens.golden_dir(key) / name
+    if goldens.UPDATE:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     assert path.exists(), f"missing golden file {path}; run FMCLUSTER_UPDATE_GOLDEN=1 pytest {__file__} -k golden"
-    assert text == path.read_text(), f"{name} differs from {path}; if intended, update the golden files (see the comment above)"
+    assert text == path.read_text(), f"{key}: {name} differs from {path}; if intended, update the golden files (see the comment above)"
 
 
-def test_no_stale_golden_files() -> None:
-    names = {str(p.relative_to(GOLDEN)) for p in GOLDEN.rglob("*") if p.is_file()}
-    assert names == set(_rendered())
+@pytest.mark.parametrize("key", list(goldens.EXAMPLES))
+def test_no_stale_golden_files(key: str) -> None:
+    folder = goldens.golden_dir(key)
+    names = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+    if goldens.UPDATE:  # a file the render no longer writes goes with the update
+        for name in names - set(goldens.rendered(key)):
+            (folder / name).unlink()
+        names &= set(goldens.rendered(key))
+    assert names == set(goldens.rendered(key)), f"{folder}: {sorted(names ^ set(goldens.rendered(key)))}"
+
+
+def test_one_golden_example_per_orchestrator() -> None:
+    """Each folder's example runs on the orchestrator the folder is named for, and every orchestrator has one."""
+    keys = {key: resolve(load_blueprint(goldens.ROOT / "blueprints" / f"{example}.yaml")).profile.key
+            for key, example in goldens.EXAMPLES.items()}
+    assert keys == {key: key for key in goldens.EXAMPLES}
+    assert set(keys) == set(get_args(ProfileKey))

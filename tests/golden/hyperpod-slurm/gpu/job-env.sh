@@ -1,16 +1,11 @@
-step_job_env() {
-  step job-env "job environment file ${FMC_JOB_ENV}"
-  local env="${FMC_ROOT}${FMC_JOB_ENV}" profile="${FMC_ROOT}${FMC_PROFILE_ENV}"
-  mkdir -p "$(dirname "${env}")" "$(dirname "${profile}")"
-  cat >"${env}.tmp" <<'FMCLUSTER_JOB_ENV_EOF'
-# fmcluster job environment for llm-train/gpu (p5.48xlarge), stack pcluster-3.16.3.
+# fmcluster job environment for hp-train/gpu (p5.48xlarge), stack dlami-2026-10.
 # Rendered by fmcluster; installed at /opt/fmcluster/etc/job-env.sh and sourced from /etc/profile.d/fmcluster.sh.
 # Slurm jobs: `source /opt/fmcluster/etc/job-env.sh` (or point TaskProlog at it).
 # shellcheck shell=bash
 export PATH="/usr/local/cuda-13.2/bin:/opt/amazon/efa/bin${PATH:+:${PATH}}"
 export LD_LIBRARY_PATH="/usr/local/cuda-13.2/lib64${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"
 export CUDA_HOME="/usr/local/cuda-13.2"
-# aws-ofi-nccl 1.22.0 sets the tuned per-platform values for p5.48xlarge itself
+# aws-ofi-nccl 1.21.1 sets the tuned per-platform values for p5.48xlarge itself
 # when they are unset (NCCL_BUFFSIZE, NCCL_P2P_NET_CHUNKSIZE, NCCL_NVLS*_CHUNKSIZE, NCCL_NET_FORCE_FLUSH,
 # NCCL_NETDEVS_POLICY, NCCL_TOPO_FILE, FI_EFA_FORK_SAFE, the efa provider filter), so they are not set here.
 # NCCL bootstrap sockets avoid docker/loopback/veth interfaces (ADT-NT)
@@ -18,10 +13,3 @@ export NCCL_SOCKET_IFNAME='^docker,lo,veth'
 # short name of aws-ofi-nccl >= 1.15.0 (libnccl-net-ofi.so); stops NGC images' NCCL_NET_PLUGIN default from leaving NCCL on sockets (S13, R-NAME-1)
 export NCCL_NET_PLUGIN=ofi
 # end of fmcluster job environment
-FMCLUSTER_JOB_ENV_EOF
-  mv -f "${env}.tmp" "${env}"
-  chmod 0644 "${env}"
-  printf '# fmcluster: job environment for login shells\n# shellcheck disable=SC1091\n. %s\n' "${FMC_JOB_ENV}" >"${profile}"
-  chmod 0644 "${profile}"
-  log "written ${FMC_JOB_ENV} and ${FMC_PROFILE_ENV}"
-}

@@ -1,0 +1,1811 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2034,SC2329  # the lock block lists every pin and the shared library every helper; not every step uses each
+# fmcluster bootstrap for hp-train/gpu (p5.48xlarge, ubuntu-22.04, hyperpod).
+# Rendered by fmcluster from stack dlami-2026-10; do not edit by hand.
+#
+# The boot path configures and verifies; it never installs the NVIDIA driver, Fabric Manager, IMEX, the CUDA
+# toolkit, the EFA installer or GDRCopy (those come with the image: official mode). Steps, in order:
+#   preflight -> verify -> guard_upgrades -> fabric_manager -> fabric_state -> nccl -> nccl_tests -> holds -> scratch -> fsx -> job_env -> node_check -> exporters
+# verify fails closed listing every difference from the lock; holds are taken once, after every install;
+# exporters come last and never fail the node. Step templates: fmcluster/templates/node/steps/.
+# Log: /var/log/fmcluster/bootstrap.log
+set -Eeuo pipefail
+# The EFA installer puts fi_info in /opt/amazon/efa/bin and Open MPI in /opt/amazon/openmpi/bin, on PATH only for
+# login shells (/etc/profile.d/zippy_efa.sh); OnNodeConfigured, PCS user data and HyperPod lifecycle scripts are not.
+export PATH="/opt/amazon/efa/bin:/opt/amazon/openmpi/bin:${PATH}"
+umask 022
+
+# ---- node facts, lock and timeouts -------------------------------------------------------------
+readonly FMC_OS_ID="ubuntu"
+readonly FMC_OS_VERSION="22.04"
+readonly FMC_ARCH="x86_64"
+readonly FMC_IMAGE_MODE="official"
+readonly FMC_LOCK_DRIVER="595.91.07"
+readonly FMC_LOCK_KERNEL_MODULES="open"
+readonly FMC_LOCK_FABRIC_MANAGER="595.91.07"
+readonly FMC_LOCK_IMEX=""
+readonly FMC_LOCK_CUDA="13.2.0"
+readonly FMC_LOCK_NCCL="2.31.2"
+readonly FMC_LOCK_EFA_INSTALLER="1.50.0"
+readonly FMC_LOCK_LIBFABRIC="2.6.0amzn1.0"
+readonly FMC_LOCK_AWS_OFI_NCCL="1.21.1"
+readonly FMC_LOCK_GDRCOPY="2.6.0"
+readonly FMC_LOCK_JSON='{"aws_ofi_nccl": "1.21.1", "cuda": "13.2.0", "driver": "595.91.07", "efa_installer": "1.50.0", "fabric_manager": "595.91.07", "gdrcopy": "2.6.0", "imex": null, "kernel_modules": "open", "libfabric": "2.6.0amzn1.0", "nccl": "2.31.2"}'
+readonly FMC_LOCK_FILE="/opt/fmcluster/lock.json"
+readonly FMC_REPORTED_ONLY="aws_ofi_nccl cuda driver efa_installer fabric_manager gdrcopy kernel_modules libfabric nccl"
+readonly FMC_CUDA_PATH="/usr/local/cuda-13.2"
+readonly FMC_EXPECTED_GPUS=8
+readonly FMC_EXPECTED_NVME=8
+readonly FMC_SCRATCH_PATH="/scratch"
+readonly FMC_SCRATCH_LABEL="fmc-scratch"
+readonly FMC_FSX_MOUNT_POINT="/fsx"
+readonly FMC_PREFIX="/opt/fmcluster"
+readonly FMC_NODE_CHECK="/opt/fmcluster/bin/fmcluster-node-check"
+readonly FMC_JOB_ENV="/opt/fmcluster/etc/job-env.sh"
+readonly FMC_PROFILE_ENV="/etc/profile.d/fmcluster.sh"
+readonly FMC_CACHE=/var/cache/fmcluster
+readonly FMC_LOG_DIR=/var/log/fmcluster
+# Named timeouts (seconds; fmcluster/templates/context.py BOOT_TIMEOUTS_S says why each is what it is)
+readonly FMC_TIMEOUT_PACKAGE_LOCK_S=600
+readonly FMC_TIMEOUT_FABRIC_MANAGER_START_S=60
+readonly FMC_TIMEOUT_FABRIC_STATE_S=300
+readonly FMC_TIMEOUT_NVME_ARRAY_S=120
+readonly FMC_TIMEOUT_FSX_S=600
+readonly FMC_TIMEOUT_NCCL_CHECK_S=600
+FMC_LOG_TAG=fmcluster-bootstrap
+# Services the image owns around the GPUs; the boot path starts what is missing and never stops them:
+#   nvidia-persistenced nvidia-fabricmanager
+
+# ---- fmcluster node library (templates/node/lib.sh.j2) -----------------------------------------
+# Shared by bootstrap.sh, fmcluster-node-check and the image-build steps: logging, retries, pinned
+# downloads, version comparison and the probes that read what a node carries. Functions only (no side
+# effects when sourced). FMC_ROOT (default empty) prefixes every file path; the boot simulation sets it.
+FMC_ROOT="${FMC_ROOT:-}"
+FMC_STEP="${FMC_STEP:-start}"
+FMC_LOG_TAG="${FMC_LOG_TAG:-fmcluster}"
+
+log() { printf '%s %s [%s] %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "${FMC_LOG_TAG}" "${FMC_STEP}" "$*"; }
+warn() { log "WARNING: $*" >&2; }
+die() { log "ERROR: $*" >&2; exit 1; }
+len() { echo "$#"; }
+
+retry() {  # retry ATTEMPTS COMMAND...: exponential backoff from 5 s
+  local attempts=$1 n=1 delay=5
+  shift
+  until "$@"; do
+    if [[ ${n} -ge ${attempts} ]]; then
+      log "giving up after ${n} attempts: $*"
+      return 1
+    fi
+    log "attempt ${n}/${attempts} failed, retrying in ${delay} s: $*"
+    sleep "${delay}"
+    n=$((n + 1))
+    delay=$((delay * 2))
+  done
+}
+
+fetch() {  # fetch URL DEST [SHA256]: download with retries; verify sha256 when given
+  local url=$1 dest=$2 sha=${3:-}
+  mkdir -p "$(dirname "${dest}")"
+  if [[ -n ${sha} && -f ${dest} ]] && printf '%s  %s\n' "${sha}" "${dest}" | sha256sum --check --status; then
+    log "${dest} already downloaded, sha256 verified"
+    return 0
+  fi
+  log "downloading ${url}"
+  retry 5 curl -fsSL --connect-timeout 20 -o "${dest}.part" "${url}"
+  mv -f "${dest}.part" "${dest}"
+  if [[ -n ${sha} ]]; then
+    printf '%s  %s\n' "${sha}" "${dest}" | sha256sum --check --status \
+      || die "sha256 mismatch for ${url}: expected ${sha}, got $(sha256sum "${dest}" | cut -d' ' -f1)"
+    log "sha256 verified: ${sha}"
+  fi
+}
+
+key_fingerprint() {  # key_fingerprint FILE: primary key fingerprint of an armored/binary public key
+  gpg --batch --with-colons --show-keys "$1" 2>/dev/null | awk -F: '/^fpr:/ { print $10; exit }'
+}
+
+# "2.27.7" == "2.27.7-1+cuda12.9": the leading dotted number, ignoring suffixes like "-1", "+cuda12.9", "amzn5.0"
+num() {
+  if [[ $1 =~ ^v?([0-9]+(\.[0-9]+)*) ]]; then printf '%s' "${BASH_REMATCH[1]}"; else printf '%s' "$1"; fi
+}
+same_version() { [[ "$(num "$1")" == "$(num "$2")" ]]; }
+
+# ---- probes: what the node carries -------------------------------------------------------------
+driver_version() {  # first GPU's driver per nvidia-smi, empty without a driver
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' ' || true
+  fi
+}
+
+# /proc/driver/nvidia/version, first line, as printed by the loaded module (NVIDIA open-gpu-kernel-modules nv.c):
+#   NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  595.112.07  Release Build  (...)
+#   NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.172.08  Tue ...
+loaded_driver_version() {
+  awk 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+(\.[0-9]+)*$/) { print $i; exit } }' \
+    "${FMC_ROOT}/proc/driver/nvidia/version" 2>/dev/null || true
+}
+loaded_module_flavor() {  # open / proprietary / none, from the loaded module's banner
+  local line
+  line="$(head -n 1 "${FMC_ROOT}/proc/driver/nvidia/version" 2>/dev/null || true)"
+  if [[ -z ${line} ]]; then echo none; elif [[ ${line} == *"Open Kernel Module"* ]]; then echo open; else echo proprietary; fi
+}
+module_flavor() {  # open / proprietary / none, from the installed module's license ("Dual MIT/GPL" vs "NVIDIA")
+  local license
+  license="$(modinfo -F license nvidia 2>/dev/null | head -n 1 || true)"
+  if [[ -z ${license} ]]; then echo none; elif [[ ${license} == *MIT* ]]; then echo open; else echo proprietary; fi
+}
+
+efa_installer_version() {  # efa_installer_version [FILE]: "# EFA installer version: X" line of the installer's record
+  sed -n 's/^# EFA installer version: *//p' "${1:-${FMC_ROOT}/opt/amazon/efa_installed_packages}" 2>/dev/null | head -n 1 || true
+}
+
+libfabric_version() { fi_info --version 2>/dev/null | sed -n 's/^libfabric:[[:space:]]*//p' | head -n 1 || true; }
+
+plugin_library() {  # plugin_library DIR...: first aws-ofi-nccl library found
+  local dir lib
+  for dir in "$@"; do
+    for lib in "${dir}/libnccl-net-ofi.so" "${dir}/libnccl-net.so"; do
+      if [[ -e ${lib} ]]; then printf '%s' "${lib}"; return 0; fi
+    done
+  done
+  return 0
+}
+plugin_version() {  # plugin_version LIBRARY: the version aws-ofi-nccl logs at init, read from the binary
+  grep -aoE 'NET/OFI Initializing aws-ofi-nccl [0-9][0-9.]*' "$1" 2>/dev/null | head -n 1 | awk '{print $NF}' || true
+}
+
+cuda_version() {  # cuda_version CUDA_HOME: "cuda" version of the toolkit's version.json
+  if [[ -r $1/version.json ]]; then
+    sed -n '/"cuda"[[:space:]]*:/,/}/ s/.*"version"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' "$1/version.json" | head -n 1
+  fi
+  return 0
+}
+
+fabric_states() {  # one "Fabric ... State" value per GPU from nvidia-smi -q
+  nvidia-smi -q 2>/dev/null | awk '
+    /^[[:space:]]*Fabric[[:space:]]*$/ { in_fabric = 1; next }
+    in_fabric && /^[[:space:]]*State[[:space:]]*:/ { sub(/^[^:]*:[[:space:]]*/, ""); print; in_fabric = 0 }' || true
+}
+
+service_active() { [[ "$(systemctl is-active "$1" 2>/dev/null || true)" == active ]]; }
+
+# ---- package manager: apt/dpkg (Ubuntu; templates/node/pkg/apt.sh.j2) ---------------------------
+export DEBIAN_FRONTEND=noninteractive
+APT=(apt-get -q -y -o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
+FMC_APT_UPDATED=0
+apt_update() {
+  if [[ ${FMC_APT_UPDATED} -eq 0 ]]; then
+    retry 5 "${APT[@]}" update
+    FMC_APT_UPDATED=1
+  fi
+}
+pkg_version() {  # installed version of a package, empty if not installed (dpkg-query exits 1 for unknown names)
+  local out
+  out="$(dpkg-query -W -f='${Status}|${Version}' "$1" 2>/dev/null)" || return 0
+  if [[ ${out%%|*} == "install ok installed" ]]; then printf '%s' "${out#*|}"; fi
+  return 0
+}
+pkg_owner() { dpkg -S "$1" 2>/dev/null | cut -d: -f1 || true; }  # package that installed a file, empty if none
+installed_matching() {  # installed_matching ERE: names of installed packages matching ERE, one a line
+  dpkg-query -W -f='${db:Status-Abbrev}|${Package}\n' 2>/dev/null | awk -F'|' '$1 ~ /^ii/ { print $2 }' \
+    | grep -E "$1" || true
+}
+pin_package() {  # pin_package NAME VERSION-GLOB: apt preferences so apt picks exactly this version
+  local pins="${FMC_ROOT}/etc/apt/preferences.d/fmcluster-pins"
+  mkdir -p "$(dirname "${pins}")"
+  touch "${pins}"
+  if ! grep -qx "Package: $1" "${pins}"; then
+    printf 'Package: %s\nPin: version %s\nPin-Priority: 1001\n\n' "$1" "$2" >>"${pins}"
+  fi
+}
+install_spec() { printf '%s' "$1"; }  # apt selects the version through the preferences pin
+install_packages() { apt_update; "${APT[@]}" install --no-install-recommends --allow-downgrades "$@"; }
+hold_packages() { apt-mark hold "$@" >/dev/null; log "held (apt-mark hold): $*"; }
+initramfs_path() { printf '%s/boot/initrd.img-%s' "${FMC_ROOT}" "$1"; }  # update-initramfs naming (Debian/Ubuntu)
+nvidia_repo_configured() {
+  grep -rqs 'developer.download.nvidia.com/compute/cuda/repos' "${FMC_ROOT}/etc/apt/sources.list" "${FMC_ROOT}/etc/apt/sources.list.d/"
+}
+add_nvidia_repo() {  # add_nvidia_repo KEYFILE URL: NVIDIA's signed CUDA repository
+  local keyring="${FMC_ROOT}/usr/share/keyrings/fmcluster-nvidia-cuda.gpg"
+  mkdir -p "$(dirname "${keyring}")" "${FMC_ROOT}/etc/apt/sources.list.d"
+  gpg --batch --yes --dearmor -o "${keyring}" "$1"
+  printf 'deb [signed-by=%s] %s /\n' "/usr/share/keyrings/fmcluster-nvidia-cuda.gpg" "$2" \
+    >"${FMC_ROOT}/etc/apt/sources.list.d/fmcluster-nvidia-cuda.list"
+  FMC_APT_UPDATED=0
+}
+key_matches() { [[ $1 == "$2" ]]; }  # key_matches FINGERPRINT PINNED: the full fingerprint is pinned on Ubuntu
+
+# unattended-upgrades: Package-Blacklist entries are Python regular expressions matched against the start of
+# the package name (unattended-upgrades README, "Unattended-Upgrade::Package-Blacklist").
+# needrestart: drop-ins in /etc/needrestart/conf.d are Perl; $nrconf{restart} = 'l' only lists services, and
+# override_rc => 0 deselects slurmd (liske/needrestart ex/needrestart.conf). AWS's PCS sample add-cng-p6-b300.yaml
+# (awslabs/awsome-distributed-ai) writes the same override: a slurmd restart kills the node's running jobs.
+guard_upgrades_os() {
+  mkdir -p "${FMC_ROOT}/etc/apt/apt.conf.d" "${FMC_ROOT}/etc/needrestart/conf.d"
+  cat >"${FMC_ROOT}/etc/apt/apt.conf.d/51fmcluster-unattended-upgrades" <<'APTEOF'
+// Written by fmcluster: unattended-upgrades must not touch the GPU/EFA stack, the kernel or Slurm
+// (a new kernel or driver breaks the kernel modules, Fabric Manager == driver, and GPUDirect RDMA).
+Unattended-Upgrade::Package-Blacklist {
+    "linux-";
+    "nvidia-";
+    "libnvidia-";
+    "cuda-";
+    "libcuda";
+    "libnccl";
+    "nvlsm";
+    "infiniband-diags";
+    "gdrdrv";
+    "libgdrapi";
+    "gdrcopy";
+    "efa";
+    "libfabric";
+    "libibverbs";
+    "ibverbs";
+    "rdma-core";
+    "openmpi";
+    "slurm";
+    "libslurm";
+    "datacenter-gpu-manager";
+};
+APTEOF
+  cat >"${FMC_ROOT}/etc/needrestart/conf.d/90-fmcluster.conf" <<'NREOF'
+# Written by fmcluster: never restart slurmd (it would kill the running jobs); only list what needs a restart.
+$nrconf{restart} = 'l';
+$nrconf{override_rc} = { %{ $nrconf{override_rc} // {} }, qr(^slurmd) => 0 };
+NREOF
+  log "unattended-upgrades blacklist and needrestart drop-in written"
+}
+# ---- end of fmcluster node library --------------------------------------------------------------
+
+on_error() {
+  local rc=$?
+  log "ERROR: step '${FMC_STEP}' failed (exit ${rc}) at line ${BASH_LINENO[0]}: ${BASH_COMMAND}" >&2
+  exit "${rc}"
+}
+trap on_error ERR
+step() { FMC_STEP="$1"; log "--- $2"; }
+
+# ---- steps -------------------------------------------------------------------------------------
+step_preflight() {
+  step preflight "checking OS, architecture and privileges"
+  [[ "$(id -u)" -eq 0 ]] || die "must run as root (got uid $(id -u))"
+  local id version_id
+  # shellcheck disable=SC1091,SC2153  # ID and VERSION_ID come from os-release
+  id="$(. "${FMC_ROOT}/etc/os-release" && printf '%s' "${ID}")"
+  # shellcheck disable=SC1091,SC2153
+  version_id="$(. "${FMC_ROOT}/etc/os-release" && printf '%s' "${VERSION_ID}")"
+  [[ ${id} == "${FMC_OS_ID}" && ${version_id} == "${FMC_OS_VERSION}" ]] \
+    || die "this script was rendered for ${FMC_OS_ID} ${FMC_OS_VERSION}, the node runs ${id} ${version_id}"
+  [[ "$(uname -m)" == "${FMC_ARCH}" ]] || die "this script was rendered for ${FMC_ARCH}, the node is $(uname -m)"
+  mkdir -p "${FMC_ROOT}${FMC_CACHE}" "${FMC_ROOT}${FMC_PREFIX}/bin" "${FMC_ROOT}${FMC_PREFIX}/etc"
+  log "p5.48xlarge on ${id} ${version_id} (${FMC_ARCH}), kernel $(uname -r), image mode ${FMC_IMAGE_MODE}"
+}
+
+# Verify the node against the lock, listing EVERY difference before failing. The boot path never installs
+# the driver, Fabric Manager, IMEX, CUDA toolkit, EFA installer or GDRCopy: a node that differs is the wrong
+# image. Official mode: a difference in a component the catalog could not verify is only reported.
+FMC_DIFFS=()
+FMC_REPORTED=()
+lock_differs() {  # lock_differs COMPONENT DETAIL
+  if [[ " ${FMC_REPORTED_ONLY} " == *" $1 "* ]]; then
+    FMC_REPORTED+=("$1: $2")
+  else
+    FMC_DIFFS+=("$1: $2")
+  fi
+}
+lock_compare() {  # lock_compare COMPONENT HAVE WANT [exact]: record a difference (leading dotted number unless exact)
+  local component=$1 have=$2 want=$3 exact=${4:-}
+  if [[ -z ${have} ]]; then
+    lock_differs "${component}" "not found on the image, the lock needs ${want}"
+  elif [[ -n ${exact} && ${have} != "${want}" ]] || ! same_version "${have}" "${want}"; then
+    lock_differs "${component}" "image has ${have}, the lock needs ${want}"
+  else
+    log "${component} ${have} matches the lock"
+  fi
+}
+
+step_verify() {
+  step verify "verifying the image against the lock (${FMC_IMAGE_MODE} mode)"
+  local kernel initramfs
+  kernel="$(uname -r)"
+  lock_compare driver "$(driver_version)" "${FMC_LOCK_DRIVER}" exact
+  if [[ -r ${FMC_ROOT}/proc/driver/nvidia/version ]]; then
+    lock_compare driver-loaded "$(loaded_driver_version)" "${FMC_LOCK_DRIVER}" exact
+  else
+    lock_differs driver-loaded "/proc/driver/nvidia/version missing: the nvidia module is not loaded"
+  fi
+  lock_compare kernel_modules "$(module_flavor | sed 's/^none$//')" "${FMC_LOCK_KERNEL_MODULES}" exact
+  if [[ -r ${FMC_ROOT}/proc/driver/nvidia/version && "$(loaded_module_flavor)" != "${FMC_LOCK_KERNEL_MODULES}" ]]; then
+    lock_differs kernel_modules "the loaded module is $(loaded_module_flavor), the lock needs ${FMC_LOCK_KERNEL_MODULES}"
+  fi
+  lock_compare fabric_manager "$(pkg_version nvidia-fabricmanager)" "${FMC_LOCK_FABRIC_MANAGER}"
+  lock_compare cuda "$(cuda_version "${FMC_ROOT}${FMC_CUDA_PATH}")" "${FMC_LOCK_CUDA}"
+  lock_compare efa_installer "$(efa_installer_version)" "${FMC_LOCK_EFA_INSTALLER}" exact
+  lock_compare libfabric "$(libfabric_version)" "${FMC_LOCK_LIBFABRIC}" exact
+  local plugin
+  plugin="$(plugin_library "${FMC_ROOT}/opt/amazon/ofi-nccl/lib" "${FMC_ROOT}/opt/amazon/ofi-nccl/lib64" "${FMC_ROOT}/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu")"
+  if [[ -z ${plugin} ]]; then
+    lock_differs aws_ofi_nccl "no aws-ofi-nccl library in /opt/amazon/ofi-nccl/lib /opt/amazon/ofi-nccl/lib64 /opt/amazon/ofi-nccl/lib/x86_64-linux-gnu, the lock needs ${FMC_LOCK_AWS_OFI_NCCL}"
+  else
+    lock_compare aws_ofi_nccl "$(plugin_version "${plugin}")" "${FMC_LOCK_AWS_OFI_NCCL}"
+  fi
+  lock_compare gdrcopy "$(pkg_version gdrcopy)" "${FMC_LOCK_GDRCOPY}"
+  initramfs="$(initramfs_path "${kernel}")"
+  if [[ -s ${initramfs} ]]; then
+    log "initramfs for kernel ${kernel} present (${initramfs#"${FMC_ROOT}"})"
+  else
+    FMC_DIFFS+=("initramfs: ${initramfs#"${FMC_ROOT}"} missing for the running kernel ${kernel}")
+  fi
+  local d
+  for d in "${FMC_REPORTED[@]}"; do
+    warn "reported only (unverified image value): ${d}"
+  done
+  if [[ $(len "${FMC_DIFFS[@]}") -gt 0 ]]; then
+    for d in "${FMC_DIFFS[@]}"; do
+      log "DIFFERENCE ${d}" >&2
+    done
+    die "the image differs from the lock in $(len "${FMC_DIFFS[@]}") component(s): $(printf '%s; ' "${FMC_DIFFS[@]}")use the image the lock describes (software.image) or bake one"
+  fi
+  log "image matches the lock (8 component(s) and the initramfs)"
+}
+
+step_guard_upgrades() {
+  step guard-upgrades "keeping automatic upgrades and needrestart away from the GPU stack, the kernel and slurmd"
+  guard_upgrades_os
+}
+
+step_fabric_manager() {
+  step fabric-manager "Fabric Manager 595.91.07: started if not running (never stopped)"
+  local unit=nvidia-fabricmanager i
+  if service_active "${unit}"; then
+    log "${unit} already active, left alone"
+    return
+  fi
+  systemctl enable "${unit}" >/dev/null
+  systemctl start "${unit}"
+  for ((i = 0; i < FMC_TIMEOUT_FABRIC_MANAGER_START_S; i += 2)); do
+    service_active "${unit}" && break
+    sleep 2
+  done
+  service_active "${unit}" \
+    || die "${unit} is $(systemctl is-active "${unit}" || true) after ${FMC_TIMEOUT_FABRIC_MANAGER_START_S} s; see journalctl -u ${unit} (a version mismatch logs 'don't match with driver version')"
+  log "${unit} active"
+}
+
+step_fabric_state() {
+  step fabric-state "waiting up to ${FMC_TIMEOUT_FABRIC_STATE_S} s for GPU fabric registration"
+  local i states bad
+  for ((i = 0; i <= FMC_TIMEOUT_FABRIC_STATE_S; i += 5)); do
+    states="$(fabric_states)"
+    bad="$(printf '%s\n' "${states}" | grep -cvx Completed || true)"
+    if [[ -n ${states} && ${bad} -eq 0 ]]; then
+      log "fabric state Completed on all GPUs after ${i} s"
+      return
+    fi
+    sleep 5
+  done
+  die "GPU fabric registration did not complete within ${FMC_TIMEOUT_FABRIC_STATE_S} s (states: $(printf '%s' "${states}" | sort | uniq -c | tr '\n' ' ')); check Fabric Manager"
+}
+
+# The official image has no NCCL: install the locked NCCL from NVIDIA's signed repository, pinned.
+step_nccl() {
+  step nccl "NCCL ${FMC_LOCK_NCCL} (CUDA 13 build) from NVIDIA's repository"
+  local have
+  have="$(pkg_version libnccl2)"
+  if [[ -n ${have} ]] && same_version "${have}" "${FMC_LOCK_NCCL}"; then
+    log "NCCL ${have} already installed, left alone"
+    return
+  fi
+  if nvidia_repo_configured; then
+    log "an NVIDIA CUDA repository is already configured"
+  else
+    local key="${FMC_ROOT}${FMC_CACHE}/nvidia-cuda.pub" fpr
+    fetch "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/3bf863cc.pub" "${key}"
+    fpr="$(key_fingerprint "${key}")"
+    key_matches "${fpr}" "EB693B3035CD5710E231E123A4B469963BF863CC" \
+      || die "NVIDIA repository key ${fpr:-unreadable} is not the pinned EB693B3035CD5710E231E123A4B469963BF863CC"
+    add_nvidia_repo "${key}" "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"
+    log "repository https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/ added, signing key EB693B3035CD5710E231E123A4B469963BF863CC"
+  fi
+  local todo=() spec
+  for spec in "libnccl2=2.31.2-1+cuda13*" "libnccl-dev=2.31.2-1+cuda13*"; do
+    pin_package "${spec%%=*}" "${spec#*=}"
+    todo+=("$(install_spec "${spec%%=*}" "${spec#*=}")")
+  done
+  install_packages "${todo[@]}"
+  have="$(pkg_version libnccl2)"
+  # shellcheck disable=SC2053  # the pin is a glob on purpose
+  [[ -n ${have} && ${have} == 2.31.2-1+cuda13* ]] || die "after install NCCL is '${have}', expected 2.31.2-1+cuda13*"
+  ldconfig
+  log "NCCL ${have} installed"
+}
+
+# nccl-tests from its pinned source archive, built with MPI against the locked NCCL and CUDA, so the node check
+# can run the single-node all_reduce through the network plugin (NVIDIA/nccl-tests README: make MPI=1
+# MPI_HOME=... CUDA_HOME=... NCCL_HOME=...; binaries in ./build).
+step_nccl_tests() {
+  step nccl-tests "nccl-tests 2.17.6 built against NCCL ${FMC_LOCK_NCCL} and CUDA ${FMC_LOCK_CUDA}"
+  local dir="${FMC_ROOT}/opt/nccl-tests" src="${FMC_ROOT}${FMC_CACHE}/nccl-tests-2.17.6.tar.gz"
+  if [[ -x ${dir}/build/all_reduce_perf && "$(cat "${dir}/.fmcluster-version" 2>/dev/null || true)" == "2.17.6" ]]; then
+    log "nccl-tests 2.17.6 already built at /opt/nccl-tests, left alone"
+    return
+  fi
+  if ! command -v make >/dev/null 2>&1 || ! command -v g++ >/dev/null 2>&1; then
+    install_packages make g++
+  fi
+  fetch "https://github.com/NVIDIA/nccl-tests/archive/v2.17.6.tar.gz" "${src}" "38974e70342150ede0e3fb8fd24bfe60ccbde90fa20241716ba8bb338e6b61a0"
+  rm -rf "${dir}"
+  mkdir -p "${dir}"
+  tar -xzf "${src}" -C "${dir}" --strip-components=1
+  # A failed build must not fail the node (ParallelCluster would shut it down): it is reported, and the node check
+  # then says its NCCL run was skipped.
+  if ! make -C "${dir}" -j "$(nproc)" MPI=1 MPI_HOME="${FMC_ROOT}/opt/amazon/openmpi" CUDA_HOME="${FMC_ROOT}${FMC_CUDA_PATH}" \
+    NCCL_HOME="${FMC_ROOT}/usr" || [[ ! -x ${dir}/build/all_reduce_perf ]]; then
+    warn "nccl-tests build failed: the node check cannot run its single-node NCCL check through the network plugin"
+    return 0
+  fi
+  printf '%s\n' "2.17.6" >"${dir}/.fmcluster-version"
+  log "nccl-tests 2.17.6 built at /opt/nccl-tests/build"
+}
+
+# Holds once, after every install of the boot path: later steps never fight a hold taken too early.
+step_holds() {
+  step holds "holding NVIDIA, EFA, kernel and Slurm packages (apt-mark hold)"
+  local pkgs=()
+  mapfile -t pkgs < <(installed_matching '^(nvidia-|libnvidia-|cuda-|libcuda|libnccl|nvlsm|infiniband-diags|gdrdrv|libgdrapi|gdrcopy|efa|libfabric|ibverbs|libibverbs|rdma-core|linux-image-|linux-headers-|linux-modules-|linux-aws|slurm|libslurm)')
+  if [[ $(len "${pkgs[@]}") -eq 0 ]]; then
+    log "no NVIDIA, EFA, kernel or Slurm package installed through the package manager: nothing to hold"
+    return
+  fi
+  hold_packages "${pkgs[@]}"
+}
+
+# Local NVMe scratch at the blueprint's scratch_path. Reuse first: a mount already there, or the array the image
+# assembles itself (dlami-raid at /opt/dlami/nvme), bound to scratch_path;
+# a RAID0 is built only when the image handles no NVMe and nothing is assembled.
+step_scratch() {
+  step scratch "local NVMe scratch at ${FMC_SCRATCH_PATH}"
+  local scratch="${FMC_ROOT}${FMC_SCRATCH_PATH}"
+  if mountpoint -q "${scratch}"; then
+    log "${FMC_SCRATCH_PATH} already mounted from $(findmnt -no SOURCE "${scratch}"), reused"
+    return
+  fi
+  local array="${FMC_ROOT}/opt/dlami/nvme" i
+  for ((i = 0; i < FMC_TIMEOUT_NVME_ARRAY_S; i += 5)); do
+    mountpoint -q "${array}" && break
+    sleep 5
+  done
+  mountpoint -q "${array}" \
+    || die "the image's NVMe array (dlami-raid) is not mounted at /opt/dlami/nvme after ${FMC_TIMEOUT_NVME_ARRAY_S} s"
+  mkdir -p "${scratch}"
+  if ! grep -qs "^/opt/dlami/nvme ${FMC_SCRATCH_PATH} none bind" "${FMC_ROOT}/etc/fstab"; then
+    printf '%s %s none bind,nofail 0 0\n' "/opt/dlami/nvme" "${FMC_SCRATCH_PATH}" >>"${FMC_ROOT}/etc/fstab"
+  fi
+  mount --bind "${array}" "${scratch}"
+  chmod 1777 "${scratch}"
+  log "${FMC_SCRATCH_PATH} bound to the image's NVMe array at /opt/dlami/nvme ($(findmnt -no SOURCE "${array}"))"
+}
+
+step_fsx() {
+  step fsx "waiting up to ${FMC_TIMEOUT_FSX_S} s for FSx for Lustre at ${FMC_FSX_MOUNT_POINT} (read-only probes)"
+  local i fsx="${FMC_ROOT}${FMC_FSX_MOUNT_POINT}"
+  for ((i = 0; i <= FMC_TIMEOUT_FSX_S; i += 10)); do
+    if mountpoint -q "${fsx}" \
+      && [[ "$(findmnt -no FSTYPE "${fsx}")" == lustre ]] \
+      && timeout 20 stat -f "${fsx}" >/dev/null 2>&1 \
+      && timeout 20 ls "${fsx}" >/dev/null 2>&1; then
+      log "${FMC_FSX_MOUNT_POINT} is mounted (lustre) and readable after ${i} s"
+      return
+    fi
+    log "${FMC_FSX_MOUNT_POINT} not usable yet (${i} s)"
+    sleep 10
+  done
+  die "FSx for Lustre is not usable at ${FMC_FSX_MOUNT_POINT} after ${FMC_TIMEOUT_FSX_S} s (not mounted as lustre, or not readable); check the orchestrator's shared-storage mount and the file system's security group (TCP 988 and 1018-1023)"
+}
+
+step_job_env() {
+  step job-env "job environment file ${FMC_JOB_ENV}"
+  local env="${FMC_ROOT}${FMC_JOB_ENV}" profile="${FMC_ROOT}${FMC_PROFILE_ENV}"
+  mkdir -p "$(dirname "${env}")" "$(dirname "${profile}")"
+  cat >"${env}.tmp" <<'FMCLUSTER_JOB_ENV_EOF'
+# fmcluster job environment for hp-train/gpu (p5.48xlarge), stack dlami-2026-10.
+# Rendered by fmcluster; installed at /opt/fmcluster/etc/job-env.sh and sourced from /etc/profile.d/fmcluster.sh.
+# Slurm jobs: `source /opt/fmcluster/etc/job-env.sh` (or point TaskProlog at it).
+# shellcheck shell=bash
+export PATH="/usr/local/cuda-13.2/bin:/opt/amazon/efa/bin${PATH:+:${PATH}}"
+export LD_LIBRARY_PATH="/usr/local/cuda-13.2/lib64${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"
+export CUDA_HOME="/usr/local/cuda-13.2"
+# aws-ofi-nccl 1.21.1 sets the tuned per-platform values for p5.48xlarge itself
+# when they are unset (NCCL_BUFFSIZE, NCCL_P2P_NET_CHUNKSIZE, NCCL_NVLS*_CHUNKSIZE, NCCL_NET_FORCE_FLUSH,
+# NCCL_NETDEVS_POLICY, NCCL_TOPO_FILE, FI_EFA_FORK_SAFE, the efa provider filter), so they are not set here.
+# NCCL bootstrap sockets avoid docker/loopback/veth interfaces (ADT-NT)
+export NCCL_SOCKET_IFNAME='^docker,lo,veth'
+# short name of aws-ofi-nccl >= 1.15.0 (libnccl-net-ofi.so); stops NGC images' NCCL_NET_PLUGIN default from leaving NCCL on sockets (S13, R-NAME-1)
+export NCCL_NET_PLUGIN=ofi
+# end of fmcluster job environment
+FMCLUSTER_JOB_ENV_EOF
+  mv -f "${env}.tmp" "${env}"
+  chmod 0644 "${env}"
+  printf '# fmcluster: job environment for login shells\n# shellcheck disable=SC1091\n. %s\n' "${FMC_JOB_ENV}" >"${profile}"
+  chmod 0644 "${profile}"
+  log "written ${FMC_JOB_ENV} and ${FMC_PROFILE_ENV}"
+}
+
+step_node_check() {
+  step node-check "installing and running fmcluster-node-check (full mode)"
+  local check="${FMC_ROOT}${FMC_NODE_CHECK}"
+  cat >"${check}.tmp" <<'FMCLUSTER_NODE_CHECK_EOF'
+#!/usr/bin/env bash
+# shellcheck disable=SC2329  # the shared library defines helpers this script does not call
+# fmcluster-node-check for hp-train/gpu (p5.48xlarge, ubuntu-22.04), stack dlami-2026-10.
+# Rendered by fmcluster; do not edit by hand. Checks this node against its pinned versions and
+# catalog facts, one line per check:   PASS|FAIL|SKIP <check>: <detail>
+#
+# Usage: fmcluster-node-check [--json] [--nccl-log FILE] [--no-nccl] [--drain]
+#   --json          one JSON document instead of lines (for machines)
+#   --nccl-log FILE judge this NCCL_DEBUG=INFO log instead of running nccl-tests
+#   --no-nccl       skip the NCCL run and log checks (use as Slurm HealthCheckProgram)
+#   --drain         on failure, drain this node in Slurm with the first failure as reason
+# Exit: 0 every check passed (or was skipped), 1 a check failed, 2 the check could not run.
+#
+# Probe locations can be overridden (the test harness points them at a temporary tree):
+#   FMC_SYSFS_INFINIBAND, FMC_EFA_INSTALLED_PACKAGES, FMC_CUDA_HOME, FMC_OFI_NCCL_LIB_DIRS,
+#   FMC_NCCL_TESTS_DIR, FMC_LOG_DIR, FMC_JOB_ENV; FMC_ROOT prefixes /proc and /boot.
+# A component in REPORTED_ONLY (an unverified official-image value) that differs is a WARN, not a FAIL.
+set -uo pipefail
+# fi_info and Open MPI are on PATH only in login shells (/etc/profile.d/zippy_efa.sh); Slurm's HealthCheckProgram is not one.
+export PATH="/opt/amazon/efa/bin:/opt/amazon/openmpi/bin:${PATH}"
+
+readonly PIN_DRIVER="595.91.07"
+readonly PIN_KERNEL_MODULES="open"
+readonly PIN_CUDA="13.2.0"
+readonly PIN_CUDA_MAJOR="13"
+readonly PIN_NCCL="2.31.2"
+readonly PIN_EFA_INSTALLER="1.50.0"
+readonly PIN_LIBFABRIC="2.6.0amzn1.0"
+readonly PIN_AWS_OFI_NCCL="1.21.1"
+readonly PIN_GDRCOPY="2.6.0"
+readonly EXPECTED_GPUS=8
+readonly EXPECTED_EFA=32
+readonly EFA_ENABLED=1
+readonly NEEDS_FABRIC_MANAGER=1
+readonly NEEDS_FABRIC_STATE=1
+readonly NEEDS_NVLSM=0
+readonly NEEDS_IMEX=0
+readonly GDR_REQUIRED=1
+readonly REPORTED_ONLY="aws_ofi_nccl cuda driver efa_installer fabric_manager gdrcopy kernel_modules libfabric nccl"
+
+SYS_IB="${FMC_SYSFS_INFINIBAND:-/sys/class/infiniband}"
+EFA_PACKAGES_FILE="${FMC_EFA_INSTALLED_PACKAGES:-/opt/amazon/efa_installed_packages}"
+CUDA_DIR="${FMC_CUDA_HOME:-/usr/local/cuda-13.2}"
+OFI_LIB_DIRS="${FMC_OFI_NCCL_LIB_DIRS:-/opt/amazon/ofi-nccl/lib /opt/amazon/ofi-nccl/lib64 /opt/amazon/ofi-nccl/lib/x86_64-linux-gnu}"
+NCCL_TESTS_DIR="${FMC_NCCL_TESTS_DIR:-/opt/nccl-tests/build}"
+LOG_DIR="${FMC_LOG_DIR:-/var/log/fmcluster}"
+JOB_ENV="${FMC_JOB_ENV:-/opt/fmcluster/etc/job-env.sh}"
+
+AS_JSON=0
+NCCL_LOG=""
+RUN_NCCL=1
+DRAIN=0
+
+usage() {
+  cat <<'USAGE'
+Usage: fmcluster-node-check [--json] [--nccl-log FILE] [--no-nccl] [--drain]
+  --json          one JSON document instead of lines (for machines)
+  --nccl-log FILE judge this NCCL_DEBUG=INFO log instead of running nccl-tests
+  --no-nccl       skip the NCCL run and log checks (use as Slurm HealthCheckProgram)
+  --drain         on failure, drain this node in Slurm with the first failure as reason
+Exit: 0 all checks passed or were skipped, 1 a check failed, 2 the check could not run.
+USAGE
+}
+
+FMC_LOG_TAG=fmcluster-node-check
+# ---- fmcluster node library (templates/node/lib.sh.j2) -----------------------------------------
+# Shared by bootstrap.sh, fmcluster-node-check and the image-build steps: logging, retries, pinned
+# downloads, version comparison and the probes that read what a node carries. Functions only (no side
+# effects when sourced). FMC_ROOT (default empty) prefixes every file path; the boot simulation sets it.
+FMC_ROOT="${FMC_ROOT:-}"
+FMC_STEP="${FMC_STEP:-start}"
+FMC_LOG_TAG="${FMC_LOG_TAG:-fmcluster}"
+
+log() { printf '%s %s [%s] %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "${FMC_LOG_TAG}" "${FMC_STEP}" "$*"; }
+warn() { log "WARNING: $*" >&2; }
+die() { log "ERROR: $*" >&2; exit 1; }
+len() { echo "$#"; }
+
+retry() {  # retry ATTEMPTS COMMAND...: exponential backoff from 5 s
+  local attempts=$1 n=1 delay=5
+  shift
+  until "$@"; do
+    if [[ ${n} -ge ${attempts} ]]; then
+      log "giving up after ${n} attempts: $*"
+      return 1
+    fi
+    log "attempt ${n}/${attempts} failed, retrying in ${delay} s: $*"
+    sleep "${delay}"
+    n=$((n + 1))
+    delay=$((delay * 2))
+  done
+}
+
+fetch() {  # fetch URL DEST [SHA256]: download with retries; verify sha256 when given
+  local url=$1 dest=$2 sha=${3:-}
+  mkdir -p "$(dirname "${dest}")"
+  if [[ -n ${sha} && -f ${dest} ]] && printf '%s  %s\n' "${sha}" "${dest}" | sha256sum --check --status; then
+    log "${dest} already downloaded, sha256 verified"
+    return 0
+  fi
+  log "downloading ${url}"
+  retry 5 curl -fsSL --connect-timeout 20 -o "${dest}.part" "${url}"
+  mv -f "${dest}.part" "${dest}"
+  if [[ -n ${sha} ]]; then
+    printf '%s  %s\n' "${sha}" "${dest}" | sha256sum --check --status \
+      || die "sha256 mismatch for ${url}: expected ${sha}, got $(sha256sum "${dest}" | cut -d' ' -f1)"
+    log "sha256 verified: ${sha}"
+  fi
+}
+
+key_fingerprint() {  # key_fingerprint FILE: primary key fingerprint of an armored/binary public key
+  gpg --batch --with-colons --show-keys "$1" 2>/dev/null | awk -F: '/^fpr:/ { print $10; exit }'
+}
+
+# "2.27.7" == "2.27.7-1+cuda12.9": the leading dotted number, ignoring suffixes like "-1", "+cuda12.9", "amzn5.0"
+num() {
+  if [[ $1 =~ ^v?([0-9]+(\.[0-9]+)*) ]]; then printf '%s' "${BASH_REMATCH[1]}"; else printf '%s' "$1"; fi
+}
+same_version() { [[ "$(num "$1")" == "$(num "$2")" ]]; }
+
+# ---- probes: what the node carries -------------------------------------------------------------
+driver_version() {  # first GPU's driver per nvidia-smi, empty without a driver
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' ' || true
+  fi
+}
+
+# /proc/driver/nvidia/version, first line, as printed by the loaded module (NVIDIA open-gpu-kernel-modules nv.c):
+#   NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  595.112.07  Release Build  (...)
+#   NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.172.08  Tue ...
+loaded_driver_version() {
+  awk 'NR == 1 { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+(\.[0-9]+)*$/) { print $i; exit } }' \
+    "${FMC_ROOT}/proc/driver/nvidia/version" 2>/dev/null || true
+}
+loaded_module_flavor() {  # open / proprietary / none, from the loaded module's banner
+  local line
+  line="$(head -n 1 "${FMC_ROOT}/proc/driver/nvidia/version" 2>/dev/null || true)"
+  if [[ -z ${line} ]]; then echo none; elif [[ ${line} == *"Open Kernel Module"* ]]; then echo open; else echo proprietary; fi
+}
+module_flavor() {  # open / proprietary / none, from the installed module's license ("Dual MIT/GPL" vs "NVIDIA")
+  local license
+  license="$(modinfo -F license nvidia 2>/dev/null | head -n 1 || true)"
+  if [[ -z ${license} ]]; then echo none; elif [[ ${license} == *MIT* ]]; then echo open; else echo proprietary; fi
+}
+
+efa_installer_version() {  # efa_installer_version [FILE]: "# EFA installer version: X" line of the installer's record
+  sed -n 's/^# EFA installer version: *//p' "${1:-${FMC_ROOT}/opt/amazon/efa_installed_packages}" 2>/dev/null | head -n 1 || true
+}
+
+libfabric_version() { fi_info --version 2>/dev/null | sed -n 's/^libfabric:[[:space:]]*//p' | head -n 1 || true; }
+
+plugin_library() {  # plugin_library DIR...: first aws-ofi-nccl library found
+  local dir lib
+  for dir in "$@"; do
+    for lib in "${dir}/libnccl-net-ofi.so" "${dir}/libnccl-net.so"; do
+      if [[ -e ${lib} ]]; then printf '%s' "${lib}"; return 0; fi
+    done
+  done
+  return 0
+}
+plugin_version() {  # plugin_version LIBRARY: the version aws-ofi-nccl logs at init, read from the binary
+  grep -aoE 'NET/OFI Initializing aws-ofi-nccl [0-9][0-9.]*' "$1" 2>/dev/null | head -n 1 | awk '{print $NF}' || true
+}
+
+cuda_version() {  # cuda_version CUDA_HOME: "cuda" version of the toolkit's version.json
+  if [[ -r $1/version.json ]]; then
+    sed -n '/"cuda"[[:space:]]*:/,/}/ s/.*"version"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' "$1/version.json" | head -n 1
+  fi
+  return 0
+}
+
+fabric_states() {  # one "Fabric ... State" value per GPU from nvidia-smi -q
+  nvidia-smi -q 2>/dev/null | awk '
+    /^[[:space:]]*Fabric[[:space:]]*$/ { in_fabric = 1; next }
+    in_fabric && /^[[:space:]]*State[[:space:]]*:/ { sub(/^[^:]*:[[:space:]]*/, ""); print; in_fabric = 0 }' || true
+}
+
+service_active() { [[ "$(systemctl is-active "$1" 2>/dev/null || true)" == active ]]; }
+
+# ---- package manager: apt/dpkg (Ubuntu; templates/node/pkg/apt.sh.j2) ---------------------------
+export DEBIAN_FRONTEND=noninteractive
+APT=(apt-get -q -y -o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
+FMC_APT_UPDATED=0
+apt_update() {
+  if [[ ${FMC_APT_UPDATED} -eq 0 ]]; then
+    retry 5 "${APT[@]}" update
+    FMC_APT_UPDATED=1
+  fi
+}
+pkg_version() {  # installed version of a package, empty if not installed (dpkg-query exits 1 for unknown names)
+  local out
+  out="$(dpkg-query -W -f='${Status}|${Version}' "$1" 2>/dev/null)" || return 0
+  if [[ ${out%%|*} == "install ok installed" ]]; then printf '%s' "${out#*|}"; fi
+  return 0
+}
+pkg_owner() { dpkg -S "$1" 2>/dev/null | cut -d: -f1 || true; }  # package that installed a file, empty if none
+installed_matching() {  # installed_matching ERE: names of installed packages matching ERE, one a line
+  dpkg-query -W -f='${db:Status-Abbrev}|${Package}\n' 2>/dev/null | awk -F'|' '$1 ~ /^ii/ { print $2 }' \
+    | grep -E "$1" || true
+}
+pin_package() {  # pin_package NAME VERSION-GLOB: apt preferences so apt picks exactly this version
+  local pins="${FMC_ROOT}/etc/apt/preferences.d/fmcluster-pins"
+  mkdir -p "$(dirname "${pins}")"
+  touch "${pins}"
+  if ! grep -qx "Package: $1" "${pins}"; then
+    printf 'Package: %s\nPin: version %s\nPin-Priority: 1001\n\n' "$1" "$2" >>"${pins}"
+  fi
+}
+install_spec() { printf '%s' "$1"; }  # apt selects the version through the preferences pin
+install_packages() { apt_update; "${APT[@]}" install --no-install-recommends --allow-downgrades "$@"; }
+hold_packages() { apt-mark hold "$@" >/dev/null; log "held (apt-mark hold): $*"; }
+initramfs_path() { printf '%s/boot/initrd.img-%s' "${FMC_ROOT}" "$1"; }  # update-initramfs naming (Debian/Ubuntu)
+nvidia_repo_configured() {
+  grep -rqs 'developer.download.nvidia.com/compute/cuda/repos' "${FMC_ROOT}/etc/apt/sources.list" "${FMC_ROOT}/etc/apt/sources.list.d/"
+}
+add_nvidia_repo() {  # add_nvidia_repo KEYFILE URL: NVIDIA's signed CUDA repository
+  local keyring="${FMC_ROOT}/usr/share/keyrings/fmcluster-nvidia-cuda.gpg"
+  mkdir -p "$(dirname "${keyring}")" "${FMC_ROOT}/etc/apt/sources.list.d"
+  gpg --batch --yes --dearmor -o "${keyring}" "$1"
+  printf 'deb [signed-by=%s] %s /\n' "/usr/share/keyrings/fmcluster-nvidia-cuda.gpg" "$2" \
+    >"${FMC_ROOT}/etc/apt/sources.list.d/fmcluster-nvidia-cuda.list"
+  FMC_APT_UPDATED=0
+}
+key_matches() { [[ $1 == "$2" ]]; }  # key_matches FINGERPRINT PINNED: the full fingerprint is pinned on Ubuntu
+
+# unattended-upgrades: Package-Blacklist entries are Python regular expressions matched against the start of
+# the package name (unattended-upgrades README, "Unattended-Upgrade::Package-Blacklist").
+# needrestart: drop-ins in /etc/needrestart/conf.d are Perl; $nrconf{restart} = 'l' only lists services, and
+# override_rc => 0 deselects slurmd (liske/needrestart ex/needrestart.conf). AWS's PCS sample add-cng-p6-b300.yaml
+# (awslabs/awsome-distributed-ai) writes the same override: a slurmd restart kills the node's running jobs.
+guard_upgrades_os() {
+  mkdir -p "${FMC_ROOT}/etc/apt/apt.conf.d" "${FMC_ROOT}/etc/needrestart/conf.d"
+  cat >"${FMC_ROOT}/etc/apt/apt.conf.d/51fmcluster-unattended-upgrades" <<'APTEOF'
+// Written by fmcluster: unattended-upgrades must not touch the GPU/EFA stack, the kernel or Slurm
+// (a new kernel or driver breaks the kernel modules, Fabric Manager == driver, and GPUDirect RDMA).
+Unattended-Upgrade::Package-Blacklist {
+    "linux-";
+    "nvidia-";
+    "libnvidia-";
+    "cuda-";
+    "libcuda";
+    "libnccl";
+    "nvlsm";
+    "infiniband-diags";
+    "gdrdrv";
+    "libgdrapi";
+    "gdrcopy";
+    "efa";
+    "libfabric";
+    "libibverbs";
+    "ibverbs";
+    "rdma-core";
+    "openmpi";
+    "slurm";
+    "libslurm";
+    "datacenter-gpu-manager";
+};
+APTEOF
+  cat >"${FMC_ROOT}/etc/needrestart/conf.d/90-fmcluster.conf" <<'NREOF'
+# Written by fmcluster: never restart slurmd (it would kill the running jobs); only list what needs a restart.
+$nrconf{restart} = 'l';
+$nrconf{override_rc} = { %{ $nrconf{override_rc} // {} }, qr(^slurmd) => 0 };
+NREOF
+  log "unattended-upgrades blacklist and needrestart drop-in written"
+}
+# ---- end of fmcluster node library --------------------------------------------------------------
+
+while (($#)); do
+  case "$1" in
+    --json) AS_JSON=1 ;;
+    --nccl-log)
+      [[ $# -ge 2 ]] || { echo "fmcluster-node-check: --nccl-log needs a file" >&2; exit 2; }
+      NCCL_LOG="$2"; shift ;;
+    --nccl-log=*) NCCL_LOG="${1#*=}" ;;
+    --no-nccl) RUN_NCCL=0 ;;
+    --drain) DRAIN=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "fmcluster-node-check: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+NAMES=()
+STATUSES=()
+DETAILS=()
+
+json_escape() {
+  local s=$1
+  s=${s//\\/\\\\}
+  s=${s//\"/\\\"}
+  s=${s//$'\t'/\\t}
+  s=${s//$'\r'/}
+  s=${s//$'\n'/\\n}
+  printf '%s' "$s"
+}
+
+record() {
+  NAMES+=("$1")
+  STATUSES+=("$2")
+  DETAILS+=("$3")
+  if [[ ${AS_JSON} -eq 0 ]]; then
+    printf '%s %s: %s\n' "$2" "$1" "$3"
+  fi
+}
+pass() { record "$1" PASS "$2"; }
+fail() {  # a reported-only lock component (check name with - for _) is a WARN
+  if [[ " ${REPORTED_ONLY} " == *" ${1//-/_} "* ]]; then
+    record "$1" WARN "$2 (reported only: unverified image value)"
+  else
+    record "$1" FAIL "$2"
+  fi
+}
+skip() { record "$1" SKIP "$2"; }
+
+cannot_run() {
+  if [[ ${AS_JSON} -eq 1 ]]; then
+    printf '{"check": "fmcluster-node-check", "status": "error", "error": "%s", "checks": []}\n' "$(json_escape "$1")"
+  else
+    printf 'ERROR fmcluster-node-check: %s\n' "$1" >&2
+  fi
+  exit 2
+}
+
+
+# ---- preconditions ---------------------------------------------------------------------------
+command -v nvidia-smi >/dev/null 2>&1 || cannot_run "nvidia-smi not found on PATH: no NVIDIA driver installed"
+if [[ -n ${NCCL_LOG} && ! -r ${NCCL_LOG} ]]; then
+  cannot_run "cannot read NCCL log '${NCCL_LOG}'"
+fi
+
+# ---- driver and GPUs -------------------------------------------------------------------------
+check_driver() {
+  local out versions=() v bad=()
+  if ! out="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>&1)"; then
+    fail driver "nvidia-smi failed: $(printf '%s' "${out}" | head -n 1)"
+    return
+  fi
+  mapfile -t versions < <(printf '%s\n' "${out}" | tr -d ' ' | sed '/^$/d')
+  if [[ $(len "${versions[@]}") -ne ${EXPECTED_GPUS} ]]; then
+    fail gpus "nvidia-smi sees $(len "${versions[@]}") GPU(s), expected ${EXPECTED_GPUS} for p5.48xlarge"
+  else
+    pass gpus "${EXPECTED_GPUS} GPU(s) visible"
+  fi
+  for v in "${versions[@]}"; do
+    [[ ${v} == "${PIN_DRIVER}" ]] || bad+=("${v}")
+  done
+  if [[ $(len "${versions[@]}") -eq 0 ]]; then
+    fail driver "nvidia-smi reports no driver version, expected ${PIN_DRIVER}"
+  elif [[ $(len "${bad[@]}") -gt 0 ]]; then
+    fail driver "driver ${bad[0]} does not match the pinned ${PIN_DRIVER}"
+  else
+    pass driver "${PIN_DRIVER} on all GPUs"
+  fi
+}
+
+check_kernel_modules() {
+  local flavor loaded
+  flavor="$(module_flavor)"  # open modules are "Dual MIT/GPL", the proprietary ones "NVIDIA"
+  if [[ ${flavor} == none ]]; then
+    fail kernel-modules "modinfo cannot find the nvidia module"
+    return
+  fi
+  loaded="$(loaded_module_flavor)"
+  if [[ ${flavor} != "${PIN_KERNEL_MODULES}" ]]; then
+    fail kernel-modules "${flavor} NVIDIA kernel modules loaded, expected ${PIN_KERNEL_MODULES}"
+  elif [[ ${loaded} != "${flavor}" ]]; then
+    fail kernel-modules "the loaded module is ${loaded} (/proc/driver/nvidia/version), the installed one ${flavor}: reboot or reload"
+  else
+    pass kernel-modules "${flavor} NVIDIA kernel modules"
+  fi
+}
+
+check_loaded_driver() {  # the module in the kernel is the locked driver (a driver update without reboot differs)
+  local have
+  have="$(loaded_driver_version)"
+  if [[ -z ${have} ]]; then
+    fail driver-loaded "/proc/driver/nvidia/version unreadable: the nvidia module is not loaded"
+  elif [[ ${have} != "${PIN_DRIVER}" ]]; then
+    fail driver-loaded "the loaded nvidia module is ${have}, the lock needs ${PIN_DRIVER}"
+  else
+    pass driver-loaded "nvidia module ${have} loaded"
+  fi
+}
+
+check_initramfs() {  # an initramfs for the running kernel (a kernel update without one does not boot)
+  local kernel path
+  kernel="$(uname -r)"
+  path="$(initramfs_path "${kernel}")"
+  if [[ -s ${path} ]]; then
+    pass initramfs "${path#"${FMC_ROOT}"} present for kernel ${kernel}"
+  else
+    fail initramfs "${path#"${FMC_ROOT}"} missing for the running kernel ${kernel}"
+  fi
+}
+
+check_fabric_manager() {
+  if [[ ${NEEDS_FABRIC_MANAGER} -eq 0 ]]; then
+    skip fabric-manager "p5.48xlarge has no NVSwitch"
+    return
+  fi
+  local have state
+  have="$(pkg_version nvidia-fabricmanager)"
+  if [[ -z ${have} ]]; then
+    fail fabric-manager "package nvidia-fabricmanager not installed, expected ${PIN_DRIVER}"
+    return
+  fi
+  if ! same_version "${have}" "${PIN_DRIVER}" || [[ "$(num "${have}")" != "${PIN_DRIVER}" ]]; then
+    fail fabric-manager "Fabric Manager ${have} does not match the driver ${PIN_DRIVER}"
+    return
+  fi
+  state="$(systemctl is-active nvidia-fabricmanager 2>/dev/null)"
+  if [[ ${state} != active ]]; then
+    fail fabric-manager "nvidia-fabricmanager is ${state:-unknown}, expected active"
+    return
+  fi
+  pass fabric-manager "${PIN_DRIVER}, active"
+}
+
+check_fabric_state() {
+  if [[ ${NEEDS_FABRIC_STATE} -eq 0 ]]; then
+    skip fabric-state "no GPU fabric registration on p5.48xlarge"
+    return
+  fi
+  local states=() s not_completed=0
+  mapfile -t states < <(fabric_states)
+  for s in "${states[@]}"; do
+    [[ ${s} == Completed ]] || not_completed=$((not_completed + 1))
+  done
+  if [[ $(len "${states[@]}") -ne ${EXPECTED_GPUS} ]]; then
+    fail fabric-state "fabric state reported for $(len "${states[@]}") of ${EXPECTED_GPUS} GPUs"
+  elif [[ ${not_completed} -gt 0 ]]; then
+    fail fabric-state "${not_completed} GPU(s) not Completed (first: $(printf '%s\n' "${states[@]}" | grep -v -x Completed | head -n 1)); Fabric Manager/NVLSM/IMEX not ready"
+  else
+    pass fabric-state "Completed on ${EXPECTED_GPUS} GPU(s)"
+  fi
+}
+
+check_nvlsm() {
+  if [[ ${NEEDS_NVLSM} -eq 0 ]]; then
+    return
+  fi
+  if [[ -n "$(pkg_version nvlsm)" ]]; then
+    pass nvlsm "nvlsm $(pkg_version nvlsm) installed"
+  else
+    fail nvlsm "nvlsm not installed (Fabric Manager cannot finish NVLink5 registration)"
+  fi
+}
+
+check_imex() {
+  if [[ ${NEEDS_IMEX} -eq 0 ]]; then
+    return
+  fi
+  local have state
+  have="$(pkg_version nvidia-imex)"
+  if [[ -z ${have} ]] || [[ "$(num "${have}")" != "${PIN_DRIVER}" ]]; then
+    fail imex "nvidia-imex ${have:-missing} does not match the driver ${PIN_DRIVER}"
+    return
+  fi
+  state="$(systemctl is-active nvidia-imex 2>/dev/null)"
+  if [[ ${state} != active ]]; then
+    fail imex "nvidia-imex is ${state:-unknown}, expected active"
+  else
+    pass imex "${PIN_DRIVER}, active"
+  fi
+}
+
+check_cuda() {
+  local have=""
+  if [[ -r ${CUDA_DIR}/version.json ]]; then
+    have="$(sed -n '/"cuda"[[:space:]]*:/,/}/ s/.*"version"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' "${CUDA_DIR}/version.json" | head -n 1)"
+  fi
+  if [[ -n ${have} ]]; then
+    if same_version "${have}" "${PIN_CUDA}"; then
+      pass cuda "${have} at ${CUDA_DIR}"
+    else
+      fail cuda "CUDA ${have} at ${CUDA_DIR} does not match the pinned ${PIN_CUDA}"
+    fi
+    return
+  fi
+  # nvcc only reports major.minor ("release 12.8, V12.8.93")
+  local nvcc="${CUDA_DIR}/bin/nvcc" rel
+  [[ -x ${nvcc} ]] || nvcc="$(command -v nvcc 2>/dev/null)"
+  if [[ -z ${nvcc} ]]; then
+    fail cuda "CUDA ${PIN_CUDA} not found (${CUDA_DIR}/version.json and nvcc missing)"
+    return
+  fi
+  rel="$("${nvcc}" --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\),.*/\1/p' | head -n 1)"
+  if [[ ${rel} == "$(printf '%s' "${PIN_CUDA}" | cut -d. -f1,2)" ]]; then
+    pass cuda "release ${rel} (nvcc; ${PIN_CUDA} pinned)"
+  else
+    fail cuda "nvcc reports release ${rel:-unknown}, expected ${PIN_CUDA}"
+  fi
+}
+
+check_nccl() {
+  local have
+  have="$(pkg_version libnccl2)"
+  if [[ -z ${have} ]]; then
+    fail nccl "package libnccl2 not installed, expected ${PIN_NCCL}"
+  elif ! same_version "${have}" "${PIN_NCCL}"; then
+    fail nccl "NCCL ${have} does not match the pinned ${PIN_NCCL}"
+  elif [[ ${have} != *"+cuda${PIN_CUDA_MAJOR}"* ]]; then
+    fail nccl "NCCL ${have} is not built for CUDA ${PIN_CUDA_MAJOR}"
+  else
+    pass nccl "${have}"
+  fi
+}
+
+check_efa_installer() {
+  if [[ ${EFA_ENABLED} -eq 0 ]]; then
+    skip efa-installer "EFA disabled for this group"
+    return
+  fi
+  local have
+  have="$(efa_installer_version "${EFA_PACKAGES_FILE}")"
+  if [[ -z ${have} ]]; then
+    fail efa-installer "${EFA_PACKAGES_FILE} missing or without a version, expected ${PIN_EFA_INSTALLER}"
+  elif [[ ${have} != "${PIN_EFA_INSTALLER}" ]]; then
+    fail efa-installer "EFA installer ${have} does not match the pinned ${PIN_EFA_INSTALLER}"
+  else
+    pass efa-installer "${have}"
+  fi
+}
+
+check_libfabric() {
+  if [[ ${EFA_ENABLED} -eq 0 ]]; then
+    skip libfabric "EFA disabled for this group"
+    return
+  fi
+  local have
+  have="$(libfabric_version)"
+  if [[ -z ${have} ]]; then
+    fail libfabric "fi_info --version gave no libfabric version"
+  elif [[ -z ${PIN_LIBFABRIC} ]]; then
+    skip libfabric "${have} installed; the catalog does not know what EFA installer ${PIN_EFA_INSTALLER} bundles"
+  elif [[ ${have} != "${PIN_LIBFABRIC}" ]]; then
+    fail libfabric "libfabric ${have} does not match ${PIN_LIBFABRIC} (bundled by EFA installer ${PIN_EFA_INSTALLER})"
+  else
+    pass libfabric "${have}"
+  fi
+}
+
+check_efa_devices() {
+  if [[ ${EFA_ENABLED} -eq 0 ]]; then
+    skip efa-devices "EFA disabled for this group"
+    return
+  fi
+  local devs=() n
+  if [[ -d ${SYS_IB} ]]; then
+    mapfile -t devs < <(find "${SYS_IB}" -mindepth 1 -maxdepth 1 -name 'rdmap*' 2>/dev/null | sort)
+  fi
+  n=$(len "${devs[@]}")
+  if [[ ${n} -ne ${EXPECTED_EFA} ]]; then
+    fail efa-devices "${n} EFA device(s) in ${SYS_IB}, expected ${EXPECTED_EFA} for p5.48xlarge"
+  elif ! fi_info -p efa -t FI_EP_RDM 2>/dev/null | grep -q 'provider: efa'; then
+    fail efa-devices "${n} EFA device(s) present but fi_info lists no efa RDM provider"
+  else
+    pass efa-devices "${n} EFA device(s), efa RDM provider present"
+  fi
+}
+
+check_gpudirect_rdma() {
+  if [[ ${EFA_ENABLED} -eq 0 ]]; then
+    skip gpudirect-rdma "EFA disabled for this group"
+    return
+  fi
+  local f missing=0 total=0
+  for f in "${SYS_IB}"/rdmap*/device/p2p; do
+    [[ -e ${f} ]] || continue
+    total=$((total + 1))
+    grep -qi nvidia "${f}" 2>/dev/null || missing=$((missing + 1))
+  done
+  if [[ ${total} -eq 0 && ${GDR_REQUIRED} -eq 0 ]]; then
+    skip gpudirect-rdma "no p2p attribute under ${SYS_IB}/rdmap*/device; GPUDirect RDMA is optional on p5.48xlarge"
+  elif [[ ${total} -eq 0 ]]; then
+    fail gpudirect-rdma "no p2p attribute under ${SYS_IB}/rdmap*/device (EFA peer-memory support missing)"
+  elif [[ ${missing} -gt 0 ]]; then
+    fail gpudirect-rdma "${missing} of ${total} EFA device(s) have no NVIDIA p2p provider"
+  else
+    pass gpudirect-rdma "NVIDIA p2p provider on ${total} EFA device(s)"
+  fi
+}
+
+check_aws_ofi_nccl() {
+  if [[ ${EFA_ENABLED} -eq 0 ]]; then
+    skip aws-ofi-nccl "EFA disabled for this group"
+    return
+  fi
+  local lib="" have=""
+  # shellcheck disable=SC2086  # a space-separated directory list
+  lib="$(plugin_library ${OFI_LIB_DIRS})"
+  if [[ -z ${lib} ]]; then
+    fail aws-ofi-nccl "plugin library not found in ${OFI_LIB_DIRS}"
+    return
+  fi
+  have="$(plugin_version "${lib}")"
+  if [[ -z ${have} ]]; then
+    fail aws-ofi-nccl "${lib} carries no aws-ofi-nccl version string"
+  elif ! same_version "${have}" "${PIN_AWS_OFI_NCCL}"; then
+    fail aws-ofi-nccl "aws-ofi-nccl ${have} in ${lib} does not match ${PIN_AWS_OFI_NCCL}"
+  else
+    pass aws-ofi-nccl "${have} (${lib})"
+  fi
+}
+
+check_gdrcopy() {
+  local have
+  have="$(pkg_version gdrcopy)"
+  if [[ -z ${have} ]]; then
+    fail gdrcopy "GDRCopy missing: package gdrcopy not installed, expected ${PIN_GDRCOPY}"
+  elif ! same_version "${have}" "${PIN_GDRCOPY}"; then
+    fail gdrcopy "GDRCopy ${have} does not match the pinned ${PIN_GDRCOPY}"
+  elif ! lsmod 2>/dev/null | awk '{print $1}' | grep -qx gdrdrv; then
+    fail gdrcopy "GDRCopy ${have} installed but the gdrdrv module is not loaded"
+  else
+    pass gdrcopy "${have}, gdrdrv loaded"
+  fi
+}
+
+check_modules() {
+  local want=(nvidia) m missing=()
+  if [[ ${EFA_ENABLED} -eq 1 ]]; then
+    want+=(efa ib_uverbs ib_core)
+  fi
+  local loaded
+  loaded="$(lsmod 2>/dev/null | awk 'NR > 1 {print $1}')"
+  for m in "${want[@]}"; do
+    grep -qx "${m}" <<<"${loaded}" || missing+=("${m}")
+  done
+  if [[ $(len "${missing[@]}") -gt 0 ]]; then
+    fail kernel-modules-loaded "not loaded: ${missing[*]}"
+  else
+    pass kernel-modules-loaded "${want[*]}"
+  fi
+}
+
+# ---- NCCL log (signatures from NVIDIA/nccl src/plugin/*.cc, src/init.cc) --------------------------
+run_nccl_tests() {
+  local bin="${NCCL_TESTS_DIR}/all_reduce_perf" rc
+  mkdir -p "${LOG_DIR}" 2>/dev/null || true
+  NCCL_LOG="${LOG_DIR}/nccl-check.log"
+  # P2P and SHM off force intra-node traffic through the network plugin, so one node shows the
+  # plugin, the provider, the NIC count and the GDRDMA channels; NCCL_NET=Libfabric fails closed.
+  (
+    if [[ -r ${JOB_ENV} ]]; then
+      # shellcheck disable=SC1090
+      . "${JOB_ENV}"
+    fi
+    export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET NCCL_NET=Libfabric NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1
+    exec timeout 600 "${bin}" -b 8 -e 64M -f 2 -g "${EXPECTED_GPUS}"
+  ) >"${NCCL_LOG}" 2>&1
+  rc=$?
+  if [[ ${rc} -ne 0 ]]; then
+    fail nccl-run "all_reduce_perf exited ${rc} (log: ${NCCL_LOG})"
+  else
+    pass nccl-run "all_reduce_perf over ${EXPECTED_GPUS} GPU(s) through the network plugin (log: ${NCCL_LOG})"
+  fi
+}
+
+first_match() { grep -m 1 -E "$1" "${NCCL_LOG}" 2>/dev/null | sed -E 's/^.*NCCL (INFO|WARN) //; s/[[:space:]]+$//'; }
+
+check_nccl_log() {
+  local line n
+
+  # NCCL actually loaded (S11: a pip/conda NCCL shadowing the pinned one)
+  line="$(grep -m 1 -oE 'NCCL version [0-9][0-9.]*(\+cuda[0-9.]+)?' "${NCCL_LOG}")"
+  if [[ -z ${line} ]]; then
+    fail nccl-loaded "no 'NCCL version' line in ${NCCL_LOG} (was NCCL_DEBUG=INFO set?)"
+  elif ! same_version "${line#NCCL version }" "${PIN_NCCL}"; then
+    fail nccl-loaded "the job loaded ${line}, pinned ${PIN_NCCL} (another NCCL shadows the pinned one)"
+  else
+    pass nccl-loaded "${line}"
+  fi
+
+  # S1/S2/S14: plugin not found or not loadable, in the line formats of NCCL 2.18 to 2.28
+  line="$(first_match 'NET/Plugin ?: ?(No plugin found|Could not find|Plugin load returned|dlerror=|Failed to open)|NET/Plugin ?:.*(cannot open shared object|not found \(required by|undefined symbol)')"
+  if [[ -n ${line} ]]; then
+    fail net-plugin "aws-ofi-nccl plugin not loaded: ${line}"
+  elif line="$(first_match 'NET/OFI Initializing aws-ofi-nccl')" && [[ -n ${line} ]]; then
+    n="$(printf '%s' "${line}" | awk '{print $NF}')"
+    if [[ -n ${PIN_AWS_OFI_NCCL} ]] && ! same_version "${n}" "${PIN_AWS_OFI_NCCL}"; then
+      fail net-plugin "the job loaded aws-ofi-nccl ${n}, expected ${PIN_AWS_OFI_NCCL}"
+    else
+      pass net-plugin "${line}"
+    fi
+  else
+    fail net-plugin "no sign that aws-ofi-nccl was loaded (no 'NET/OFI Initializing' line)"
+  fi
+
+  # S3/S10: plugin loaded but initialisation or memory registration failed
+  line="$(first_match 'NET/OFI aws-ofi-nccl initialization failed|NET/OFI No eligible providers|NET/OFI EFA provider requires|Failed to initialize (NET plugin|any NET plugin)|Unable to register memory')"
+  if [[ -n ${line} ]]; then
+    fail net-plugin-init "plugin initialisation failed: ${line}"
+  else
+    pass net-plugin-init "no initialisation or registration failure"
+  fi
+
+  # S4: the network NCCL chose
+  line="$(first_match 'Using network Socket|NET/Socket : Using')"
+  if [[ -n ${line} ]]; then
+    fail network "NCCL used sockets, not EFA: ${line}"
+  elif line="$(first_match 'Using network (AWS )?Libfabric')" && [[ -n ${line} ]]; then
+    pass network "${line}"
+  else
+    fail network "no 'Using network Libfabric' line: NCCL did not select the aws-ofi-nccl network"
+  fi
+
+  # S6: provider and NIC count (>= 1.14: "Selected provider is efa, fabric is efa-direct (found N nics)";
+  # older: "Selected Provider is efa (found N nics)"). The provider is any libfabric name (efa, tcp,
+  # sockets, tcp;ofi_rxm, ...) and the fabric any string without "(" (efa-direct, an address or CIDR
+  # such as 10.1.0.0/16 for tcp, an interface name): aws-ofi-nccl prints
+  # "Selected provider is %s, fabric is %s (found %d nics)" from fi_info's prov_name and fabric_attr->name
+  # (https://github.com/aws/aws-ofi-nccl/blob/master/src/nccl_ofi_net.cpp, nccl_net_ofi_query_provider_capabilities).
+  local provider
+  line="$(grep -m 1 -oE 'Selected [Pp]rovider is [^ ,()]+(, fabric is [^()]*[^() ])? \(found [0-9]+ nics\)' "${NCCL_LOG}")"
+  if [[ -z ${line} ]]; then
+    line="$(grep -m 1 -oE 'Selected [Pp]rovider is .*' "${NCCL_LOG}")"
+    if [[ -n ${line} ]]; then
+      fail efa-provider "unrecognised provider line (expected efa): ${line}"
+    else
+      fail efa-provider "no 'Selected provider is efa' line: the efa provider was not selected"
+    fi
+  else
+    provider="$(printf '%s' "${line}" | sed -E 's/^Selected [Pp]rovider is ([^ ,()]+).*/\1/')"
+    if [[ ${provider} != efa ]]; then
+      fail efa-provider "wrong libfabric provider ${provider} (expected efa): ${line}"
+    else
+      n="$(printf '%s' "${line}" | sed -E 's/.*found ([0-9]+) nics.*/\1/')"
+      if [[ ${n} -ne ${EXPECTED_EFA} ]]; then
+        fail efa-provider "efa selected with ${n} NIC(s), expected ${EXPECTED_EFA} for p5.48xlarge"
+      else
+        pass efa-provider "${line}"
+      fi
+    fi
+  fi
+
+  # S5: GPUDirect RDMA on every NET channel
+  local total without
+  total="$(grep -cE 'via NET/' "${NCCL_LOG}")"
+  without="$(grep -E 'via NET/' "${NCCL_LOG}" | grep -cv '/GDRDMA')"
+  if [[ ${total} -eq 0 ]]; then
+    skip gdrdma "no NET channel lines in the log (intra-node run without NCCL_P2P_DISABLE/NCCL_SHM_DISABLE?)"
+  elif [[ ${without} -gt 0 ]]; then
+    fail gdrdma "${without} of ${total} NET channel(s) without GDRDMA: traffic bounces through host memory"
+  else
+    pass gdrdma "${total} NET channel(s), all GDRDMA"
+  fi
+}
+
+# ---- run -------------------------------------------------------------------------------------
+check_driver
+check_loaded_driver
+check_kernel_modules
+check_initramfs
+check_modules
+check_fabric_manager
+check_fabric_state
+check_nvlsm
+check_imex
+check_cuda
+check_nccl
+check_efa_installer
+check_libfabric
+check_efa_devices
+check_gpudirect_rdma
+check_aws_ofi_nccl
+check_gdrcopy
+
+if [[ ${EFA_ENABLED} -eq 0 ]]; then
+  skip nccl-log "EFA disabled for this group: NCCL uses sockets by design"
+elif [[ -n ${NCCL_LOG} ]]; then
+  check_nccl_log
+elif [[ ${RUN_NCCL} -eq 0 ]]; then
+  skip nccl-log "--no-nccl given"
+elif [[ -x ${NCCL_TESTS_DIR}/all_reduce_perf ]]; then
+  run_nccl_tests
+  check_nccl_log
+else
+  skip nccl-log "nccl-tests not found at ${NCCL_TESTS_DIR}; pass --nccl-log FILE to judge a job's NCCL_DEBUG=INFO log"
+fi
+
+failed=0
+first_failure=""
+for i in "${!STATUSES[@]}"; do
+  if [[ ${STATUSES[i]} == FAIL ]]; then
+    failed=$((failed + 1))
+    [[ -n ${first_failure} ]] || first_failure="${NAMES[i]}: ${DETAILS[i]}"
+  fi
+done
+
+if [[ ${AS_JSON} -eq 1 ]]; then
+  status=pass
+  [[ ${failed} -eq 0 ]] || status=fail
+  printf '{"check": "fmcluster-node-check", "status": "%s", "instance_type": "p5.48xlarge", "stack": "dlami-2026-10", "checks": [' "${status}"
+  for i in "${!NAMES[@]}"; do
+    [[ ${i} -eq 0 ]] || printf ', '
+    printf '{"name": "%s", "status": "%s", "detail": "%s"}' "$(json_escape "${NAMES[i]}")" "${STATUSES[i],,}" "$(json_escape "${DETAILS[i]}")"
+  done
+  printf ']}\n'
+else
+  printf '%s: %d check(s), %d failed\n' "$([[ ${failed} -eq 0 ]] && echo PASS || echo FAIL)" "$(len "${NAMES[@]}")" "${failed}"
+fi
+
+if [[ ${failed} -gt 0 ]]; then
+  # slurmd and systemd timers run this without a login PATH: add the Slurm command directories of ParallelCluster and
+  # HyperPod (/opt/slurm/bin) and PCS (/opt/aws/pcs/scheduler/slurm-<version>/bin). The node is SLURMD_NODENAME when
+  # the caller knows it (the PCS health timer), else the short host name.
+  PATH="${PATH}:/opt/slurm/bin$(printf ':%s' /opt/aws/pcs/scheduler/slurm-*/bin)"
+  if [[ ${DRAIN} -eq 1 ]] && command -v scontrol >/dev/null 2>&1; then
+    scontrol update NodeName="${SLURMD_NODENAME:-$(hostname -s)}" State=DRAIN Reason="fmcluster-node-check: ${first_failure:0:200}" || true
+  fi
+  exit 1
+fi
+exit 0
+FMCLUSTER_NODE_CHECK_EOF
+  mv -f "${check}.tmp" "${check}"
+  chmod 0755 "${check}"
+  mkdir -p "${FMC_ROOT}/usr/local/bin"
+  ln -sf "${FMC_NODE_CHECK}" "${FMC_ROOT}/usr/local/bin/fmcluster-node-check"
+  printf '#!/bin/sh\n# Slurm HealthCheckProgram: cheap checks only, drain the node on failure.\nexec %s --no-nccl --drain\n' \
+    "${FMC_NODE_CHECK}" >"${FMC_ROOT}${FMC_PREFIX}/bin/fmcluster-node-check-health"
+  chmod 0755 "${FMC_ROOT}${FMC_PREFIX}/bin/fmcluster-node-check-health"
+  log "installed ${FMC_NODE_CHECK} (health-check wrapper: ${FMC_PREFIX}/bin/fmcluster-node-check-health)"
+  if "${check}"; then
+    log "node check passed"
+  else
+    die "node check failed (exit $?); the lines above name each failed check"
+  fi
+}
+
+# Monitoring never fails the node: an exporter problem is logged and the boot completes.
+step_exporters() {
+  step exporters "installing the metric exporters (non-fatal)"
+  local script="${FMC_ROOT}${FMC_PREFIX}/bin/fmcluster-exporters.sh" rc=0
+  cat >"${script}.tmp" <<'FMCLUSTER_EXPORTERS_SH'
+#!/usr/bin/env bash
+# shellcheck disable=SC2329  # install steps are invoked indirectly, through run_step
+# fmcluster metrics exporters for hp-train: compute node of group gpu (p5.48xlarge).
+# Metrics mode managed, node discovery slurm, orchestrator hyperpod.
+# Rendered by fmcluster (fmcluster/templates/observability); do not edit by hand. Pinned versions and their
+# sources: fmcluster/templates/observability/pins.py. Safe to run again (idempotent).
+#
+# A monitoring problem never fails the node: every step runs on its own (errexit inside the step only), a
+# failed or skipped step is a warning, and the script always exits 0. The state it reached is the last log
+# line ("fmcluster-monitoring-state: step=ok|failed|skipped ...") and the file /var/lib/fmcluster/monitoring-state.
+set -uo pipefail
+umask 022
+
+readonly FMC_BLUEPRINT="hp-train"
+readonly FMC_ROLE="compute"
+readonly FMC_METRICS="managed"
+readonly FMC_TEXTFILE_DIR="/var/lib/node_exporter/textfile"
+readonly FMC_WORK="/opt/fmcluster/observability"
+readonly FMC_STATE_FILE="/var/lib/fmcluster/monitoring-state"
+readonly FMC_SKIPPED=10
+
+log() {
+  printf '%s fmcluster-exporters: %s\n' "$(date -u +%FT%TZ)" "$*"
+  logger -t fmcluster-exporters -- "$*" 2>/dev/null || true
+}
+warn() { log "WARNING: $*"; }
+die() { log "ERROR: $*"; exit 1; }
+
+FMC_STATES=()
+# Run one install step in a subshell with errexit; record ok / failed / skipped (exit FMC_SKIPPED).
+run_step() {  # name function
+  local name="$1" rc
+  shift
+  ( set -e; "$@" )
+  rc=$?
+  case "${rc}" in
+    0) FMC_STATES+=("${name}=ok") ;;
+    "${FMC_SKIPPED}") FMC_STATES+=("${name}=skipped") ;;
+    *) FMC_STATES+=("${name}=failed"); warn "${name} failed (exit ${rc}); the node continues without it" ;;
+  esac
+}
+
+report_state() {
+  local line="fmcluster-monitoring-state: ${FMC_STATES[*]}"
+  mkdir -p "$(dirname "${FMC_STATE_FILE}")"
+  printf '%s %s\n' "$(date -u +%FT%TZ)" "${line}" > "${FMC_STATE_FILE}" || true
+  log "${line}"
+}
+
+if [[ "$(id -u)" -ne 0 ]]; then
+  warn "not root: no exporter installed"
+  FMC_STATES+=("all=skipped")
+  report_state
+  exit 0
+fi
+case "$(uname -m)" in
+  x86_64) FMC_ARCH=amd64 ;;
+  aarch64 | arm64) FMC_ARCH=arm64 ;;
+  *) FMC_ARCH="" ;;
+esac
+if command -v apt-get >/dev/null 2>&1; then
+  FMC_PKG=apt
+elif command -v dnf >/dev/null 2>&1; then
+  FMC_PKG=dnf
+else
+  FMC_PKG=""
+fi
+if [[ -z "${FMC_ARCH}" || -z "${FMC_PKG}" ]]; then
+  warn "unsupported node (architecture $(uname -m), package manager ${FMC_PKG:-none}): no exporter installed"
+  FMC_STATES+=("all=skipped")
+  report_state
+  exit 0
+fi
+readonly FMC_ARCH FMC_PKG
+mkdir -p "${FMC_WORK}"
+log "${FMC_BLUEPRINT}: installing ${FMC_ROLE}-node monitoring (${FMC_METRICS}, ${FMC_ARCH}, ${FMC_PKG})"
+
+# ---- helpers ---------------------------------------------------------------------------------
+sha_for_arch() {  # amd64-sha arm64-sha
+  if [[ "${FMC_ARCH}" == "amd64" ]]; then echo "$1"; else echo "$2"; fi
+}
+
+# Download a release archive, check its pinned sha256 and unpack it into a versioned folder.
+install_archive() {  # name url sha256 dest-dir
+  local name="$1" url="$2" want="$3" dest="$4" tgz
+  if [[ -f "${dest}/.fmcluster-verified" ]]; then
+    return 0
+  fi
+  tgz="$(mktemp "${FMC_WORK}/${name}.XXXXXX.tar.gz")"
+  curl -fsSL --retry 5 --retry-delay 3 -o "${tgz}" "${url}" || die "download of ${name} failed: ${url}"
+  echo "${want}  ${tgz}" | sha256sum -c --quiet - || die "sha256 mismatch for ${url} (pinned ${want})"
+  rm -rf "${dest}"
+  mkdir -p "${dest}"
+  tar -xzf "${tgz}" -C "${dest}" --strip-components=1
+  rm -f "${tgz}"
+  touch "${dest}/.fmcluster-verified"
+  log "${name}: installed ${url##*/} (sha256 verified)"
+}
+
+ensure_user() {  # name
+  id -u "$1" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$1"
+}
+
+# Upstream version (no epoch, no packaging revision) of an installed package, or nothing.
+installed_version() {  # package
+  local v=""
+  if [[ "${FMC_PKG}" == "apt" ]]; then
+    v="$(dpkg-query -W -f='${db:Status-Status} ${Version}' "$1" 2>/dev/null | awk '$1 == "installed" {print $2}')"
+  else
+    v="$(rpm -q --qf '%{VERSION}' "$1" 2>/dev/null)" || v=""
+  fi
+  v="${v#*:}"
+  echo "${v%%-*}"
+}
+
+# The repository version of a package whose upstream version is exactly the one wanted (any epoch and
+# packaging revision), or nothing.
+repo_version() {  # package upstream-version
+  if [[ "${FMC_PKG}" == "apt" ]]; then
+    apt-cache madison "$1" | awk -v want="$2" '{v=$3; u=v; sub(/^[0-9]+:/, "", u); sub(/-[^-]*$/, "", u); if (u == want) {print v; exit}}'
+  elif dnf -q list --showduplicates "$1" 2>/dev/null | awk -v want="$2" '{u=$2; sub(/^[0-9]+:/, "", u); sub(/-[^-]*$/, "", u); if (u == want) found=1} END {exit !found}'; then
+    echo "$2"
+  fi
+}
+
+# Install packages that are NOT on the node from the configured (signed) repositories at one exact upstream
+# version. Never downgrades: callers only pass packages the image does not ship.
+install_pinned_packages() {  # upstream-version package...
+  local want="$1" pkg full specs=()
+  shift
+  for pkg in "$@"; do
+    full="$(repo_version "${pkg}" "${want}")"
+    [[ -n "${full}" ]] || die "${pkg} ${want} is not in the configured repositories (the NVIDIA CUDA repository must be set up first)"
+    if [[ "${FMC_PKG}" == "apt" ]]; then
+      specs+=("${pkg}=${full}")
+    else
+      specs+=("${pkg}-${want}")
+    fi
+  done
+  if [[ "${FMC_PKG}" == "apt" ]]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${specs[@]}"
+  else
+    dnf install -y "${specs[@]}"
+  fi
+}
+
+write_unit() {  # unit-name (content on stdin)
+  cat > "/etc/systemd/system/$1"
+  chmod 0644 "/etc/systemd/system/$1"
+}
+
+# ---- node_exporter with the fmcluster textfile collector ---------------------------------------
+install_node_exporter() {
+  local dir="/opt/node_exporter-1.7.0"
+  install_archive node_exporter \
+    "https://github.com/prometheus/node_exporter/releases/download/v1.7.0/node_exporter-1.7.0.linux-${FMC_ARCH}.tar.gz" \
+    "$(sha_for_arch a550cd5c05f760b7934a2d0afad66d2e92e681482f5f57a917465b1fba3b02a6 e386c7b53bc130eaf5e74da28efc6b444857b77df8070537be52678aefd34d96)" "${dir}"
+  ensure_user node_exporter
+  # World-writable with the sticky bit: training jobs publish their throughput here (fmcluster-publish-throughput).
+  mkdir -p "${FMC_TEXTFILE_DIR}"
+  chmod 1777 "${FMC_TEXTFILE_DIR}"
+  # The infiniband collector reads ports/*/counters, which EFA devices do not have; our textfile
+  # collector reads their hw_counters instead.
+  write_unit fmcluster-node-exporter.service <<UNIT
+[Unit]
+Description=fmcluster node_exporter 1.7.0
+After=network-online.target
+Wants=network-online.target
+
+[Service]
+User=node_exporter
+ExecStart=${dir}/node_exporter --web.listen-address=:9100 --collector.textfile.directory=${FMC_TEXTFILE_DIR} --no-collector.infiniband
+Restart=always
+RestartSec=5
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+  cat > /usr/local/sbin/fmcluster-node-facts <<'FMCLUSTER_NODE_FACTS_SCRIPT'
+#!/usr/bin/env bash
+# fmcluster textfile collector for hp-train (compute node, group gpu).
+# Writes node facts and the EFA hardware counters (/sys/class/infiniband/<dev>/ports/<port>/hw_counters)
+# in Prometheus text format for node_exporter's textfile collector. Rendered by fmcluster; do not edit.
+set -euo pipefail
+
+sysfs="${FMC_SYSFS_ROOT:-/sys}"
+out_dir="${FMC_TEXTFILE_DIR:-/var/lib/node_exporter/textfile}"
+out="${out_dir}/fmcluster.prom"
+mkdir -p "${out_dir}"
+tmp="$(mktemp "${out_dir}/.fmcluster.prom.XXXXXX")"
+trap 'rm -f "${tmp}"' EXIT
+
+efa_devices=()
+n_efa=0
+for dev_path in "${sysfs}"/class/infiniband/*; do
+  [[ -e "${dev_path}/device/driver" ]] || continue
+  driver="$(readlink -f "${dev_path}/device/driver")"
+  if [[ "${driver##*/}" == "efa" ]]; then
+    efa_devices+=("${dev_path##*/}")
+    n_efa=$((n_efa + 1))
+  fi
+done
+
+{
+  echo "# HELP fmcluster_node_info Node facts from the fmcluster blueprint (value is always 1)."
+  echo "# TYPE fmcluster_node_info gauge"
+  echo 'fmcluster_node_info{blueprint="hp-train",group="gpu",role="compute",instance_type="p5.48xlarge"} 1'
+  echo "# HELP fmcluster_gpus_expected GPUs of this node's instance type (instance catalog)."
+  echo "# TYPE fmcluster_gpus_expected gauge"
+  echo "fmcluster_gpus_expected 8"
+  echo "# HELP fmcluster_efa_devices_expected EFA devices this node should have (instance catalog; 0 when EFA is off)."
+  echo "# TYPE fmcluster_efa_devices_expected gauge"
+  echo "fmcluster_efa_devices_expected 32"
+  echo "# HELP fmcluster_efa_devices EFA devices found under /sys/class/infiniband."
+  echo "# TYPE fmcluster_efa_devices gauge"
+  echo "fmcluster_efa_devices ${n_efa}"
+  for counter in tx_bytes tx_pkts rx_bytes rx_pkts rx_drops send_bytes send_wrs recv_bytes recv_wrs rdma_read_bytes rdma_read_wrs rdma_read_wr_err rdma_read_resp_bytes rdma_write_bytes rdma_write_wrs rdma_write_wr_err rdma_write_recv_bytes retrans_bytes retrans_pkts retrans_timeout_events unresponsive_remote_events impaired_remote_conn_events; do
+    typed=0
+    for dev in ${efa_devices[@]+"${efa_devices[@]}"}; do
+      for port_path in "${sysfs}/class/infiniband/${dev}/ports/"*; do
+        file="${port_path}/hw_counters/${counter}"
+        [[ -r "${file}" ]] || continue
+        read -r value < "${file}" || continue
+        [[ "${value}" =~ ^[0-9]+$ ]] || continue
+        if [[ "${typed}" -eq 0 ]]; then
+          echo "# HELP fmcluster_efa_${counter}_total EFA hardware counter ${counter}."
+          echo "# TYPE fmcluster_efa_${counter}_total counter"
+          typed=1
+        fi
+        echo "fmcluster_efa_${counter}_total{device=\"${dev}\",port=\"${port_path##*/}\"} ${value}"
+      done
+    done
+  done
+  echo "# HELP fmcluster_textfile_last_run_timestamp_seconds When this collector last wrote its file."
+  echo "# TYPE fmcluster_textfile_last_run_timestamp_seconds gauge"
+  echo "fmcluster_textfile_last_run_timestamp_seconds $(date +%s)"
+} > "${tmp}"
+chmod 0644 "${tmp}"
+mv -f "${tmp}" "${out}"
+trap - EXIT
+FMCLUSTER_NODE_FACTS_SCRIPT
+  chmod 0755 /usr/local/sbin/fmcluster-node-facts
+  cat > /usr/local/bin/fmcluster-publish-throughput <<'FMCLUSTER_PUBLISH_THROUGHPUT'
+#!/usr/bin/env bash
+# fmcluster-publish-throughput: a training job publishes its throughput through node_exporter's textfile
+# collector (/var/lib/node_exporter/textfile); the overview dashboard shows it. Rendered by fmcluster; do not edit.
+#
+#   fmcluster-publish-throughput TOKENS_PER_SECOND [JOB_ID]   # JOB_ID defaults to $SLURM_JOB_ID
+#   fmcluster-publish-throughput --clear [JOB_ID]             # remove the job's file (e.g. at job end)
+#
+# Call it from one rank per node every few seconds to minutes; values older than 300 s are ignored.
+set -euo pipefail
+
+dir="${FMC_TEXTFILE_DIR:-/var/lib/node_exporter/textfile}"
+usage() { echo "usage: fmcluster-publish-throughput TOKENS_PER_SECOND|--clear [JOB_ID]" >&2; exit 2; }
+[[ $# -ge 1 && $# -le 2 ]] || usage
+value="$1"
+job="${2:-${SLURM_JOB_ID:-}}"
+[[ "${job}" =~ ^[A-Za-z0-9_.-]{1,64}$ ]] || { echo "fmcluster-publish-throughput: JOB_ID must match [A-Za-z0-9_.-]{1,64}, got '${job}'" >&2; exit 2; }
+file="${dir}/training-${job}.prom"
+if [[ "${value}" == "--clear" ]]; then
+  rm -f "${file}"
+  exit 0
+fi
+[[ "${value}" =~ ^[0-9]+([.][0-9]+)?([eE][+-]?[0-9]+)?$ ]] || { echo "fmcluster-publish-throughput: TOKENS_PER_SECOND must be a non-negative number, got '${value}'" >&2; exit 2; }
+tmp="$(mktemp "${dir}/.training-${job}.XXXXXX")"
+trap 'rm -f "${tmp}"' EXIT
+{
+  echo "# HELP fmcluster_training_tokens_per_second Tokens per second a training job reports for this node."
+  echo "# TYPE fmcluster_training_tokens_per_second gauge"
+  echo "fmcluster_training_tokens_per_second{job_id=\"${job}\"} ${value}"
+  echo "# HELP fmcluster_training_last_update_timestamp_seconds When the job last published its throughput."
+  echo "# TYPE fmcluster_training_last_update_timestamp_seconds gauge"
+  echo "fmcluster_training_last_update_timestamp_seconds{job_id=\"${job}\"} $(date +%s)"
+} > "${tmp}"
+chmod 0644 "${tmp}"
+mv -f "${tmp}" "${file}"
+trap - EXIT
+FMCLUSTER_PUBLISH_THROUGHPUT
+  chmod 0755 /usr/local/bin/fmcluster-publish-throughput
+  write_unit fmcluster-node-facts.service <<'UNIT'
+[Unit]
+Description=fmcluster textfile collector (node facts, EFA hardware counters)
+
+[Service]
+Type=oneshot
+ExecStart=/usr/local/sbin/fmcluster-node-facts
+UNIT
+  write_unit fmcluster-node-facts.timer <<'UNIT'
+[Unit]
+Description=Run the fmcluster textfile collector every 15 s
+
+[Timer]
+OnBootSec=10s
+OnUnitActiveSec=15s
+AccuracySec=1s
+
+[Install]
+WantedBy=timers.target
+UNIT
+  /usr/local/sbin/fmcluster-node-facts
+  systemctl daemon-reload
+  systemctl enable --now fmcluster-node-exporter.service fmcluster-node-facts.timer
+  log "node_exporter 1.7.0 on :9100, textfile collector every 15 s"
+}
+
+# ---- DCGM exporter (host package, runs as root so the profiling fields work) --------------------
+# The image's DCGM is used when it has the pinned major version and is never replaced or downgraded
+# (ParallelCluster 3.16 images ship DCGM 4.6.0 and run their own DCGM health check; DLAMIs ship 4.7.0);
+# another major version skips the exporter with a warning. Only a node without DCGM gets the pinned one.
+dcgm_version_on_node() {
+  local pkg v
+  for pkg in datacenter-gpu-manager-4-core datacenter-gpu-manager; do
+    v="$(installed_version "${pkg}")"
+    if [[ -n "${v}" ]]; then echo "${v}"; return 0; fi
+  done
+  if command -v nv-hostengine >/dev/null 2>&1; then echo "unknown"; fi
+}
+
+install_dcgm_exporter() {
+  local dcgm exporter cuda_major
+  dcgm="$(dcgm_version_on_node)"
+  if [[ "${FMC_PKG}" == "apt" ]]; then
+    apt-get update -q || warn "apt-get update reported errors"
+  fi
+  if [[ -z "${dcgm}" ]]; then
+    install_pinned_packages 4.4.2 datacenter-gpu-manager-4-core datacenter-gpu-manager-4-proprietary
+    # DCGM 4 ships CUDA-dependent parts per CUDA major version; NVIDIA's guide installs the one matching the driver.
+    cuda_major="$(nvidia-smi | sed -nE 's/.*CUDA Version: ([0-9]+)\..*/\1/p' | head -n 1)"
+    if [[ -n "${cuda_major}" && -n "$(repo_version "datacenter-gpu-manager-4-cuda${cuda_major}" 4.4.2)" ]]; then
+      install_pinned_packages 4.4.2 "datacenter-gpu-manager-4-cuda${cuda_major}"
+    else
+      warn "no datacenter-gpu-manager-4-cuda${cuda_major:-?} 4.4.2 in the repositories; profiling fields may be missing"
+    fi
+    dcgm=4.4.2
+    log "DCGM 4.4.2 installed (the image had none)"
+  elif [[ "${dcgm}" == "unknown" ]]; then
+    warn "DCGM on the image has no package version; using it as is (exporter 4.7.1 is paired with DCGM 4.4.2)"
+  elif [[ "${dcgm%%.*}" != "4" ]]; then
+    warn "DCGM ${dcgm} on the image is not DCGM 4.x: dcgm-exporter 4.7.1 is not installed and DCGM is left as it is"
+    return "${FMC_SKIPPED}"
+  elif [[ "${dcgm}" != "4.4.2" ]]; then
+    warn "using the image's DCGM ${dcgm} (dcgm-exporter 4.7.1 is paired with DCGM 4.4.2; NVIDIA tests only the pair)"
+  fi
+  exporter="$(installed_version datacenter-gpu-manager-exporter)"
+  if [[ -z "${exporter}" ]]; then
+    install_pinned_packages 4.7.1 datacenter-gpu-manager-exporter
+    exporter=4.7.1
+  elif [[ "${exporter}" != "4.7.1" ]]; then
+    warn "using the image's dcgm-exporter ${exporter} (pinned 4.7.1; 4.5.3-4.8.2 lacks the XID metrics, NVIDIA/dcgm-exporter #700)"
+  fi
+  mkdir -p "$(dirname "/etc/dcgm-exporter/fmcluster-counters.csv")"
+  cat > "/etc/dcgm-exporter/fmcluster-counters.csv" <<'FMCLUSTER_DCGM_COUNTERS'
+# fmcluster DCGM exporter counters (rendered; do not edit).
+# Format: DCGM FIELD, Prometheus metric type, help message
+DCGM_FI_DEV_SM_CLOCK, gauge, SM clock frequency (in MHz).
+DCGM_FI_DEV_MEM_CLOCK, gauge, Memory clock frequency (in MHz).
+DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).
+DCGM_FI_DEV_MEMORY_TEMP, gauge, Memory temperature (in C).
+DCGM_FI_DEV_POWER_USAGE, gauge, Power draw (in W).
+DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, counter, Total energy consumption since boot (in mJ).
+DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).
+DCGM_FI_DEV_MEM_COPY_UTIL, gauge, Memory utilization (in %).
+DCGM_FI_DEV_FB_FREE, gauge, Framebuffer memory free (in MiB).
+DCGM_FI_DEV_FB_USED, gauge, Framebuffer memory used (in MiB).
+DCGM_FI_DEV_XID_ERRORS, gauge, Value of the last XID error encountered.
+DCGM_EXP_XID_ERRORS_COUNT, counter, reported XIDs during last window
+DCGM_FI_DEV_PCIE_REPLAY_COUNTER, counter, Total number of PCIe retries.
+DCGM_FI_DEV_ECC_SBE_VOL_TOTAL, counter, Total number of single-bit volatile ECC errors.
+DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, counter, Total number of double-bit volatile ECC errors.
+DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS, counter, Number of remapped rows for uncorrectable errors
+DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS, counter, Number of remapped rows for correctable errors
+DCGM_FI_DEV_ROW_REMAP_FAILURE, gauge, Whether remapping of rows has failed
+DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, counter, Total number of NVLink bandwidth counters for all lanes.
+DCGM_FI_PROF_GR_ENGINE_ACTIVE, gauge, Ratio of time the graphics engine is active.
+DCGM_FI_PROF_SM_ACTIVE, gauge, The ratio of cycles an SM has at least 1 warp assigned.
+DCGM_FI_PROF_SM_OCCUPANCY, gauge, The ratio of number of warps resident on an SM.
+DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, gauge, Ratio of cycles the tensor (HMMA) pipe is active.
+DCGM_FI_PROF_DRAM_ACTIVE, gauge, Ratio of cycles the device memory interface is active sending or receiving data.
+DCGM_FI_DRIVER_VERSION, label, Driver Version
+FMCLUSTER_DCGM_COUNTERS
+  # Connect to the node's nv-hostengine instead of embedding a second one; start NVIDIA's service only when
+  # no host engine runs (an image's own DCGM health check may run one already).
+  if ! pgrep -x nv-hostengine >/dev/null 2>&1; then
+    systemctl enable --now nvidia-dcgm.service
+  fi
+  mkdir -p /etc/systemd/system/nvidia-dcgm-exporter.service.d
+  cat > /etc/systemd/system/nvidia-dcgm-exporter.service.d/fmcluster.conf <<'UNIT'
+[Service]
+ExecStart=
+ExecStart=/usr/bin/dcgm-exporter -f /etc/dcgm-exporter/fmcluster-counters.csv -a :9400 -r localhost:5555
+Restart=always
+RestartSec=10
+UNIT
+  systemctl daemon-reload
+  systemctl enable nvidia-dcgm-exporter.service
+  systemctl restart nvidia-dcgm-exporter.service
+  log "dcgm-exporter ${exporter} (DCGM ${dcgm}) on :9400, expecting 8 GPUs"
+}
+
+# ---- main: Prometheus first and on its own; every exporter optional ----------------------------
+run_step node_exporter install_node_exporter
+run_step dcgm_exporter install_dcgm_exporter
+report_state
+exit 0
+FMCLUSTER_EXPORTERS_SH
+  mv -f "${script}.tmp" "${script}"
+  chmod 0755 "${script}"
+  "${script}" || rc=$?
+  if [[ ${rc} -ne 0 ]]; then
+    warn "exporter installation failed (exit ${rc}); the node stays up without metrics, see the lines above"
+  else
+    log "exporters installed"
+  fi
+}
+
+main() {
+  step_preflight
+  step_verify
+  step_guard_upgrades
+  step_fabric_manager
+  step_fabric_state
+  step_nccl
+  step_nccl_tests
+  step_holds
+  step_scratch
+  step_fsx
+  step_job_env
+  step_node_check
+  step_exporters
+  step finished "bootstrap complete"
+}
+
+if [[ "$(id -u)" -eq 0 ]]; then
+  mkdir -p "${FMC_ROOT}${FMC_LOG_DIR}"
+  exec > >(tee -a "${FMC_ROOT}${FMC_LOG_DIR}/bootstrap.log") 2>&1
+fi
+main "$@"

@@ -1,0 +1,540 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2329  # install steps are invoked indirectly, through run_step
+# fmcluster metrics exporters for hp-train: head node.
+# Metrics mode managed, node discovery slurm, orchestrator hyperpod.
+# Rendered by fmcluster (fmcluster/templates/observability); do not edit by hand. Pinned versions and their
+# sources: fmcluster/templates/observability/pins.py. Safe to run again (idempotent).
+#
+# A monitoring problem never fails the node: every step runs on its own (errexit inside the step only), a
+# failed or skipped step is a warning, and the script always exits 0. The state it reached is the last log
+# line ("fmcluster-monitoring-state: step=ok|failed|skipped ...") and the file /var/lib/fmcluster/monitoring-state.
+set -uo pipefail
+umask 022
+
+readonly FMC_BLUEPRINT="hp-train"
+readonly FMC_ROLE="head"
+readonly FMC_METRICS="managed"
+readonly FMC_REGION="us-east-1"
+readonly FMC_SSM_PARAMETER="/fmcluster/hp-train/observability"
+readonly FMC_TEXTFILE_DIR="/var/lib/node_exporter/textfile"
+readonly FMC_WORK="/opt/fmcluster/observability"
+readonly FMC_STATE_FILE="/var/lib/fmcluster/monitoring-state"
+readonly FMC_SKIPPED=10
+
+log() {
+  printf '%s fmcluster-exporters: %s\n' "$(date -u +%FT%TZ)" "$*"
+  logger -t fmcluster-exporters -- "$*" 2>/dev/null || true
+}
+warn() { log "WARNING: $*"; }
+die() { log "ERROR: $*"; exit 1; }
+
+FMC_STATES=()
+# Run one install step in a subshell with errexit; record ok / failed / skipped (exit FMC_SKIPPED).
+run_step() {  # name function
+  local name="$1" rc
+  shift
+  ( set -e; "$@" )
+  rc=$?
+  case "${rc}" in
+    0) FMC_STATES+=("${name}=ok") ;;
+    "${FMC_SKIPPED}") FMC_STATES+=("${name}=skipped") ;;
+    *) FMC_STATES+=("${name}=failed"); warn "${name} failed (exit ${rc}); the node continues without it" ;;
+  esac
+}
+
+report_state() {
+  local line="fmcluster-monitoring-state: ${FMC_STATES[*]}"
+  mkdir -p "$(dirname "${FMC_STATE_FILE}")"
+  printf '%s %s\n' "$(date -u +%FT%TZ)" "${line}" > "${FMC_STATE_FILE}" || true
+  log "${line}"
+}
+
+if [[ "$(id -u)" -ne 0 ]]; then
+  warn "not root: no exporter installed"
+  FMC_STATES+=("all=skipped")
+  report_state
+  exit 0
+fi
+case "$(uname -m)" in
+  x86_64) FMC_ARCH=amd64 ;;
+  aarch64 | arm64) FMC_ARCH=arm64 ;;
+  *) FMC_ARCH="" ;;
+esac
+if command -v apt-get >/dev/null 2>&1; then
+  FMC_PKG=apt
+elif command -v dnf >/dev/null 2>&1; then
+  FMC_PKG=dnf
+else
+  FMC_PKG=""
+fi
+if [[ -z "${FMC_ARCH}" || -z "${FMC_PKG}" ]]; then
+  warn "unsupported node (architecture $(uname -m), package manager ${FMC_PKG:-none}): no exporter installed"
+  FMC_STATES+=("all=skipped")
+  report_state
+  exit 0
+fi
+readonly FMC_ARCH FMC_PKG
+mkdir -p "${FMC_WORK}"
+log "${FMC_BLUEPRINT}: installing ${FMC_ROLE}-node monitoring (${FMC_METRICS}, ${FMC_ARCH}, ${FMC_PKG})"
+
+# ---- helpers ---------------------------------------------------------------------------------
+sha_for_arch() {  # amd64-sha arm64-sha
+  if [[ "${FMC_ARCH}" == "amd64" ]]; then echo "$1"; else echo "$2"; fi
+}
+
+# Download a release archive, check its pinned sha256 and unpack it into a versioned folder.
+install_archive() {  # name url sha256 dest-dir
+  local name="$1" url="$2" want="$3" dest="$4" tgz
+  if [[ -f "${dest}/.fmcluster-verified" ]]; then
+    return 0
+  fi
+  tgz="$(mktemp "${FMC_WORK}/${name}.XXXXXX.tar.gz")"
+  curl -fsSL --retry 5 --retry-delay 3 -o "${tgz}" "${url}" || die "download of ${name} failed: ${url}"
+  echo "${want}  ${tgz}" | sha256sum -c --quiet - || die "sha256 mismatch for ${url} (pinned ${want})"
+  rm -rf "${dest}"
+  mkdir -p "${dest}"
+  tar -xzf "${tgz}" -C "${dest}" --strip-components=1
+  rm -f "${tgz}"
+  touch "${dest}/.fmcluster-verified"
+  log "${name}: installed ${url##*/} (sha256 verified)"
+}
+
+ensure_user() {  # name
+  id -u "$1" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$1"
+}
+
+# Upstream version (no epoch, no packaging revision) of an installed package, or nothing.
+installed_version() {  # package
+  local v=""
+  if [[ "${FMC_PKG}" == "apt" ]]; then
+    v="$(dpkg-query -W -f='${db:Status-Status} ${Version}' "$1" 2>/dev/null | awk '$1 == "installed" {print $2}')"
+  else
+    v="$(rpm -q --qf '%{VERSION}' "$1" 2>/dev/null)" || v=""
+  fi
+  v="${v#*:}"
+  echo "${v%%-*}"
+}
+
+# The repository version of a package whose upstream version is exactly the one wanted (any epoch and
+# packaging revision), or nothing.
+repo_version() {  # package upstream-version
+  if [[ "${FMC_PKG}" == "apt" ]]; then
+    apt-cache madison "$1" | awk -v want="$2" '{v=$3; u=v; sub(/^[0-9]+:/, "", u); sub(/-[^-]*$/, "", u); if (u == want) {print v; exit}}'
+  elif dnf -q list --showduplicates "$1" 2>/dev/null | awk -v want="$2" '{u=$2; sub(/^[0-9]+:/, "", u); sub(/-[^-]*$/, "", u); if (u == want) found=1} END {exit !found}'; then
+    echo "$2"
+  fi
+}
+
+# Install packages that are NOT on the node from the configured (signed) repositories at one exact upstream
+# version. Never downgrades: callers only pass packages the image does not ship.
+install_pinned_packages() {  # upstream-version package...
+  local want="$1" pkg full specs=()
+  shift
+  for pkg in "$@"; do
+    full="$(repo_version "${pkg}" "${want}")"
+    [[ -n "${full}" ]] || die "${pkg} ${want} is not in the configured repositories (the NVIDIA CUDA repository must be set up first)"
+    if [[ "${FMC_PKG}" == "apt" ]]; then
+      specs+=("${pkg}=${full}")
+    else
+      specs+=("${pkg}-${want}")
+    fi
+  done
+  if [[ "${FMC_PKG}" == "apt" ]]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${specs[@]}"
+  else
+    dnf install -y "${specs[@]}"
+  fi
+}
+
+write_unit() {  # unit-name (content on stdin)
+  cat > "/etc/systemd/system/$1"
+  chmod 0644 "/etc/systemd/system/$1"
+}
+
+# ---- node_exporter with the fmcluster textfile collector ---------------------------------------
+install_node_exporter() {
+  local dir="/opt/node_exporter-1.7.0"
+  install_archive node_exporter \
+    "https://github.com/prometheus/node_exporter/releases/download/v1.7.0/node_exporter-1.7.0.linux-${FMC_ARCH}.tar.gz" \
+    "$(sha_for_arch a550cd5c05f760b7934a2d0afad66d2e92e681482f5f57a917465b1fba3b02a6 e386c7b53bc130eaf5e74da28efc6b444857b77df8070537be52678aefd34d96)" "${dir}"
+  ensure_user node_exporter
+  # World-writable with the sticky bit: training jobs publish their throughput here (fmcluster-publish-throughput).
+  mkdir -p "${FMC_TEXTFILE_DIR}"
+  chmod 1777 "${FMC_TEXTFILE_DIR}"
+  # The infiniband collector reads ports/*/counters, which EFA devices do not have; our textfile
+  # collector reads their hw_counters instead.
+  write_unit fmcluster-node-exporter.service <<UNIT
+[Unit]
+Description=fmcluster node_exporter 1.7.0
+After=network-online.target
+Wants=network-online.target
+
+[Service]
+User=node_exporter
+ExecStart=${dir}/node_exporter --web.listen-address=:9100 --collector.textfile.directory=${FMC_TEXTFILE_DIR} --no-collector.infiniband
+Restart=always
+RestartSec=5
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+  cat > /usr/local/sbin/fmcluster-node-facts <<'FMCLUSTER_NODE_FACTS_SCRIPT'
+#!/usr/bin/env bash
+# fmcluster textfile collector for hp-train (head node, group head).
+# Writes node facts and the EFA hardware counters (/sys/class/infiniband/<dev>/ports/<port>/hw_counters)
+# in Prometheus text format for node_exporter's textfile collector. Rendered by fmcluster; do not edit.
+set -euo pipefail
+
+sysfs="${FMC_SYSFS_ROOT:-/sys}"
+out_dir="${FMC_TEXTFILE_DIR:-/var/lib/node_exporter/textfile}"
+out="${out_dir}/fmcluster.prom"
+mkdir -p "${out_dir}"
+tmp="$(mktemp "${out_dir}/.fmcluster.prom.XXXXXX")"
+trap 'rm -f "${tmp}"' EXIT
+
+efa_devices=()
+n_efa=0
+for dev_path in "${sysfs}"/class/infiniband/*; do
+  [[ -e "${dev_path}/device/driver" ]] || continue
+  driver="$(readlink -f "${dev_path}/device/driver")"
+  if [[ "${driver##*/}" == "efa" ]]; then
+    efa_devices+=("${dev_path##*/}")
+    n_efa=$((n_efa + 1))
+  fi
+done
+
+{
+  echo "# HELP fmcluster_node_info Node facts from the fmcluster blueprint (value is always 1)."
+  echo "# TYPE fmcluster_node_info gauge"
+  echo 'fmcluster_node_info{blueprint="hp-train",group="head",role="head",instance_type=""} 1'
+  echo "# HELP fmcluster_gpus_expected GPUs of this node's instance type (instance catalog)."
+  echo "# TYPE fmcluster_gpus_expected gauge"
+  echo "fmcluster_gpus_expected 0"
+  echo "# HELP fmcluster_efa_devices_expected EFA devices this node should have (instance catalog; 0 when EFA is off)."
+  echo "# TYPE fmcluster_efa_devices_expected gauge"
+  echo "fmcluster_efa_devices_expected 0"
+  echo "# HELP fmcluster_efa_devices EFA devices found under /sys/class/infiniband."
+  echo "# TYPE fmcluster_efa_devices gauge"
+  echo "fmcluster_efa_devices ${n_efa}"
+  for counter in tx_bytes tx_pkts rx_bytes rx_pkts rx_drops send_bytes send_wrs recv_bytes recv_wrs rdma_read_bytes rdma_read_wrs rdma_read_wr_err rdma_read_resp_bytes rdma_write_bytes rdma_write_wrs rdma_write_wr_err rdma_write_recv_bytes retrans_bytes retrans_pkts retrans_timeout_events unresponsive_remote_events impaired_remote_conn_events; do
+    typed=0
+    for dev in ${efa_devices[@]+"${efa_devices[@]}"}; do
+      for port_path in "${sysfs}/class/infiniband/${dev}/ports/"*; do
+        file="${port_path}/hw_counters/${counter}"
+        [[ -r "${file}" ]] || continue
+        read -r value < "${file}" || continue
+        [[ "${value}" =~ ^[0-9]+$ ]] || continue
+        if [[ "${typed}" -eq 0 ]]; then
+          echo "# HELP fmcluster_efa_${counter}_total EFA hardware counter ${counter}."
+          echo "# TYPE fmcluster_efa_${counter}_total counter"
+          typed=1
+        fi
+        echo "fmcluster_efa_${counter}_total{device=\"${dev}\",port=\"${port_path##*/}\"} ${value}"
+      done
+    done
+  done
+  echo "# HELP fmcluster_textfile_last_run_timestamp_seconds When this collector last wrote its file."
+  echo "# TYPE fmcluster_textfile_last_run_timestamp_seconds gauge"
+  echo "fmcluster_textfile_last_run_timestamp_seconds $(date +%s)"
+} > "${tmp}"
+chmod 0644 "${tmp}"
+mv -f "${tmp}" "${out}"
+trap - EXIT
+FMCLUSTER_NODE_FACTS_SCRIPT
+  chmod 0755 /usr/local/sbin/fmcluster-node-facts
+  cat > /usr/local/bin/fmcluster-publish-throughput <<'FMCLUSTER_PUBLISH_THROUGHPUT'
+#!/usr/bin/env bash
+# fmcluster-publish-throughput: a training job publishes its throughput through node_exporter's textfile
+# collector (/var/lib/node_exporter/textfile); the overview dashboard shows it. Rendered by fmcluster; do not edit.
+#
+#   fmcluster-publish-throughput TOKENS_PER_SECOND [JOB_ID]   # JOB_ID defaults to $SLURM_JOB_ID
+#   fmcluster-publish-throughput --clear [JOB_ID]             # remove the job's file (e.g. at job end)
+#
+# Call it from one rank per node every few seconds to minutes; values older than 300 s are ignored.
+set -euo pipefail
+
+dir="${FMC_TEXTFILE_DIR:-/var/lib/node_exporter/textfile}"
+usage() { echo "usage: fmcluster-publish-throughput TOKENS_PER_SECOND|--clear [JOB_ID]" >&2; exit 2; }
+[[ $# -ge 1 && $# -le 2 ]] || usage
+value="$1"
+job="${2:-${SLURM_JOB_ID:-}}"
+[[ "${job}" =~ ^[A-Za-z0-9_.-]{1,64}$ ]] || { echo "fmcluster-publish-throughput: JOB_ID must match [A-Za-z0-9_.-]{1,64}, got '${job}'" >&2; exit 2; }
+file="${dir}/training-${job}.prom"
+if [[ "${value}" == "--clear" ]]; then
+  rm -f "${file}"
+  exit 0
+fi
+[[ "${value}" =~ ^[0-9]+([.][0-9]+)?([eE][+-]?[0-9]+)?$ ]] || { echo "fmcluster-publish-throughput: TOKENS_PER_SECOND must be a non-negative number, got '${value}'" >&2; exit 2; }
+tmp="$(mktemp "${dir}/.training-${job}.XXXXXX")"
+trap 'rm -f "${tmp}"' EXIT
+{
+  echo "# HELP fmcluster_training_tokens_per_second Tokens per second a training job reports for this node."
+  echo "# TYPE fmcluster_training_tokens_per_second gauge"
+  echo "fmcluster_training_tokens_per_second{job_id=\"${job}\"} ${value}"
+  echo "# HELP fmcluster_training_last_update_timestamp_seconds When the job last published its throughput."
+  echo "# TYPE fmcluster_training_last_update_timestamp_seconds gauge"
+  echo "fmcluster_training_last_update_timestamp_seconds{job_id=\"${job}\"} $(date +%s)"
+} > "${tmp}"
+chmod 0644 "${tmp}"
+mv -f "${tmp}" "${file}"
+trap - EXIT
+FMCLUSTER_PUBLISH_THROUGHPUT
+  chmod 0755 /usr/local/bin/fmcluster-publish-throughput
+  write_unit fmcluster-node-facts.service <<'UNIT'
+[Unit]
+Description=fmcluster textfile collector (node facts, EFA hardware counters)
+
+[Service]
+Type=oneshot
+ExecStart=/usr/local/sbin/fmcluster-node-facts
+UNIT
+  write_unit fmcluster-node-facts.timer <<'UNIT'
+[Unit]
+Description=Run the fmcluster textfile collector every 15 s
+
+[Timer]
+OnBootSec=10s
+OnUnitActiveSec=15s
+AccuracySec=1s
+
+[Install]
+WantedBy=timers.target
+UNIT
+  /usr/local/sbin/fmcluster-node-facts
+  systemctl daemon-reload
+  systemctl enable --now fmcluster-node-exporter.service fmcluster-node-facts.timer
+  log "node_exporter 1.7.0 on :9100, textfile collector every 15 s"
+}
+
+# ---- configuration files (written verbatim) ----------------------------------------------------
+write_config_files() {
+  mkdir -p "$(dirname "/etc/prometheus/prometheus.yml")"
+  cat > "/etc/prometheus/prometheus.yml" <<'FMCLUSTER_ETC_PROMETHEUS_PROMETHEUS_YML'
+# fmcluster Prometheus for hp-train (agent, remote write to Amazon Managed Service for Prometheus); node discovery: slurm.
+# Rendered by fmcluster; do not edit by hand.
+global:
+  scrape_interval: 30s
+  scrape_timeout: 10s
+  external_labels:
+    cluster: hp-train
+scrape_configs:
+- job_name: prometheus
+  static_configs:
+  - targets:
+    - 127.0.0.1:9090
+- job_name: node
+  file_sd_configs:
+  - files:
+    - file_sd/node.json
+    refresh_interval: 1m
+  relabel_configs:
+  - source_labels: &id001
+    - __address__
+    regex: ([^:]+)(?::\d+)?
+    target_label: instance
+    replacement: $1
+- job_name: dcgm
+  file_sd_configs:
+  - files:
+    - file_sd/dcgm.json
+    refresh_interval: 1m
+  relabel_configs:
+  - source_labels: *id001
+    regex: ([^:]+)(?::\d+)?
+    target_label: instance
+    replacement: $1
+- job_name: head-node
+  static_configs:
+  - targets:
+    - 127.0.0.1:9100
+  relabel_configs:
+  - source_labels: *id001
+    regex: ([^:]+)(?::\d+)?
+    target_label: instance
+    replacement: $1
+- job_name: slurm
+  scrape_interval: 30s
+  scrape_timeout: 10s
+  static_configs:
+  - targets:
+    - 127.0.0.1:9092
+remote_write:
+- url: https://aps-workspaces.us-east-1.amazonaws.com/workspaces/FMCLUSTER_AMP_WORKSPACE/api/v1/remote_write
+  sigv4:
+    region: us-east-1
+  queue_config:
+    max_samples_per_send: 1000
+    max_shards: 200
+    capacity: 2500
+FMCLUSTER_ETC_PROMETHEUS_PROMETHEUS_YML
+  chmod 0644 "/etc/prometheus/prometheus.yml"
+}
+
+# One value of the JSON settings in the SSM parameter the observability stack writes (read as root).
+setting() {  # key
+  local value
+  value="$(aws ssm get-parameter --region "${FMC_REGION}" --name "${FMC_SSM_PARAMETER}" --query Parameter.Value --output text)" \
+    || die "cannot read SSM parameter ${FMC_SSM_PARAMETER} (does the node role have the observability policy?)"
+  printf '%s' "${value}" | python3 -c 'import json, sys; print(json.load(sys.stdin).get(sys.argv[1], ""))' "$1"
+}
+
+# ---- Prometheus agent (remote write to Amazon Managed Service for Prometheus) ----
+install_prometheus() {
+  local dir="/opt/prometheus-3.13.2" config=/etc/prometheus/prometheus.yml
+  install_archive prometheus \
+    "https://github.com/prometheus/prometheus/releases/download/v3.13.2/prometheus-3.13.2.linux-${FMC_ARCH}.tar.gz" \
+    "$(sha_for_arch 0e8c4d46101bd025ea8265e377d2caabc57f488fc1be1c367f37db69ea41be6f 7cecb17a6f41d59814e1a0581a1f81f79051ad5973d1ecf39e23a9f747d6572a)" "${dir}"
+  ensure_user prometheus
+  mkdir -p /etc/prometheus/file_sd /var/lib/prometheus
+  local url
+  url="$(setting remote_write_url)"
+  [[ "${url}" == https://*/api/v1/remote_write ]] || die "unexpected AMP remote-write URL in ${FMC_SSM_PARAMETER}: ${url}"
+  sed -i "s|https://aps-workspaces.us-east-1.amazonaws.com/workspaces/FMCLUSTER_AMP_WORKSPACE/api/v1/remote_write|${url}|" "${config}"
+  if grep -q "FMCLUSTER_AMP_WORKSPACE" "${config}"; then die "remote-write URL placeholder left in ${config}"; fi
+  local flags="--agent --storage.agent.path=/var/lib/prometheus/agent"
+  chown -R prometheus:prometheus /var/lib/prometheus /etc/prometheus/file_sd
+  "${dir}/promtool" check config "${config}" >/dev/null || die "promtool rejected ${config}"
+  write_unit fmcluster-prometheus.service <<UNIT
+[Unit]
+Description=fmcluster Prometheus 3.13.2 (managed)
+After=network-online.target
+Wants=network-online.target
+
+[Service]
+User=prometheus
+ExecStart=${dir}/prometheus --config.file=${config} --web.listen-address=127.0.0.1:9090 ${flags}
+ExecReload=/bin/kill -HUP \$MAINPID
+Restart=always
+RestartSec=5
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+  systemctl daemon-reload
+  systemctl enable fmcluster-prometheus.service
+  systemctl restart fmcluster-prometheus.service
+  log "Prometheus 3.13.2 on 127.0.0.1:9090 (managed)"
+}
+
+# ---- Slurm exporter (built from a pinned tag at a pinned commit; Go modules checked against go.sum) -
+slurm_bin_dir() {
+  local sinfo
+  sinfo="$(command -v sinfo 2>/dev/null || true)"
+  if [[ -z "${sinfo}" ]]; then
+    for candidate in /opt/slurm/bin/sinfo /opt/aws/pcs/scheduler/slurm-*/bin/sinfo; do
+      if [[ -x "${candidate}" ]]; then sinfo="${candidate}"; break; fi
+    done
+  fi
+  [[ -n "${sinfo}" ]] || die "sinfo not found: this node must be a Slurm controller or login node"
+  dirname "${sinfo}"
+}
+
+install_slurm_exporter() {
+  local go_dir="/opt/go-1.25.5" src="${FMC_WORK}/src/prometheus-slurm-exporter-v1.7.0"
+  local bin="/usr/local/bin/prometheus-slurm-exporter-v1.7.0" slurm_bin commit
+  slurm_bin="$(slurm_bin_dir)"
+  if [[ ! -x "${bin}" ]]; then
+    install_archive go "https://go.dev/dl/go1.25.5.linux-${FMC_ARCH}.tar.gz" \
+      "$(sha_for_arch 9e9b755d63b36acf30c12a9a3fc379243714c1c6d3dd72861da637f336ebb35b b00b694903d126c588c378e72d3545549935d3982635ba3f7a964c9fa23fe3b9)" "${go_dir}"
+    command -v git >/dev/null 2>&1 || { if [[ "${FMC_PKG}" == "apt" ]]; then apt-get install -y git; else dnf install -y git; fi; }
+    rm -rf "${src}"
+    git clone --quiet --depth 1 --branch "v1.7.0" "https://github.com/rivosinc/prometheus-slurm-exporter.git" "${src}"
+    commit="$(git -C "${src}" rev-parse HEAD)"
+    [[ "${commit}" == "529aabaaf39fa7b70f5ba01644e2b2ca5b30574a" ]] \
+      || die "tag v1.7.0 is commit ${commit}, pinned 529aabaaf39fa7b70f5ba01644e2b2ca5b30574a"
+    (cd "${src}" && CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=readonly GOPATH="${FMC_WORK}/go" \
+      GOCACHE="${FMC_WORK}/go-cache" "${go_dir}/bin/go" build -o "${bin}" .)
+  fi
+  ensure_user slurm_exporter
+  write_unit fmcluster-slurm-exporter.service <<UNIT
+[Unit]
+Description=fmcluster prometheus-slurm-exporter v1.7.0
+After=network-online.target
+
+[Service]
+User=slurm_exporter
+Environment=PATH=${slurm_bin}:/usr/local/bin:/usr/bin:/bin
+ExecStart=${bin} -web.listen-address 127.0.0.1:9092 -slurm.cli-fallback
+Restart=always
+RestartSec=15
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+  systemctl daemon-reload
+  systemctl enable --now fmcluster-slurm-exporter.service
+  log "prometheus-slurm-exporter v1.7.0 on 127.0.0.1:9092 (Slurm in ${slurm_bin})"
+}
+
+# ---- Prometheus targets from Slurm (nodes are not EC2 instances of this account) ---------------
+install_slurm_sd() {
+  local slurm_bin
+  slurm_bin="$(slurm_bin_dir)"
+  cat > /usr/local/sbin/fmcluster-slurm-sd <<'FMCLUSTER_SLURM_SD_SCRIPT'
+#!/usr/bin/env bash
+# fmcluster Prometheus targets from Slurm for hp-train: one file_sd file per exporter, from the
+# NodeAddr of every node `sinfo` lists. Rendered by fmcluster; do not edit.
+set -euo pipefail
+
+out_dir="${FMC_FILE_SD_DIR:-/etc/prometheus/file_sd}"
+mkdir -p "${out_dir}"
+mapfile -t nodes < <(sinfo -N -h -o '%N %o' | sort -u)
+
+write_targets() {  # file port
+  local file="$1" port="$2" tmp first=1 name addr
+  tmp="$(mktemp "${out_dir}/.${file}.XXXXXX")"
+  {
+    echo "["
+    for line in "${nodes[@]}"; do
+      read -r name addr <<< "${line}"
+      [[ -n "${addr}" ]] || continue
+      if [[ "${first}" -eq 0 ]]; then echo ","; fi
+      first=0
+      printf '  {"targets": ["%s:%s"], "labels": {"slurm_node": "%s"}}' "${addr}" "${port}" "${name}"
+    done
+    echo ""
+    echo "]"
+  } > "${tmp}"
+  chmod 0644 "${tmp}"
+  mv -f "${tmp}" "${out_dir}/${file}"
+}
+
+write_targets node.json 9100
+write_targets dcgm.json 9400
+FMCLUSTER_SLURM_SD_SCRIPT
+  chmod 0755 /usr/local/sbin/fmcluster-slurm-sd
+  write_unit fmcluster-slurm-sd.service <<UNIT
+[Unit]
+Description=fmcluster Prometheus targets from Slurm
+
+[Service]
+Type=oneshot
+Environment=PATH=${slurm_bin}:/usr/bin:/bin
+ExecStart=/usr/local/sbin/fmcluster-slurm-sd
+UNIT
+  write_unit fmcluster-slurm-sd.timer <<'UNIT'
+[Unit]
+Description=Refresh the Prometheus targets from Slurm every 60 s
+
+[Timer]
+OnBootSec=20s
+OnUnitActiveSec=60s
+
+[Install]
+WantedBy=timers.target
+UNIT
+  PATH="${slurm_bin}:${PATH}" /usr/local/sbin/fmcluster-slurm-sd \
+    || warn "first Slurm target refresh failed (is slurmctld up?); the timer retries every 60 s"
+  systemctl daemon-reload
+  systemctl enable --now fmcluster-slurm-sd.timer
+  log "Slurm target discovery every 60 s into /etc/prometheus/file_sd"
+}
+
+# ---- main: Prometheus first and on its own; every exporter optional ----------------------------
+run_step config write_config_files
+run_step prometheus install_prometheus
+run_step node_exporter install_node_exporter
+run_step slurm_sd install_slurm_sd
+run_step slurm_exporter install_slurm_exporter
+report_state
+exit 0
