@@ -220,7 +220,7 @@ def test_acceptance_rules_pass_promtool(tmp_path: Path) -> None:
 
 
 def _expected(alert: str, **labels: str) -> dict:
-    from fmcluster.templates.observability.acceptance import acceptance_alert_rules
+    from fmcluster.features.observability.render_acceptance import acceptance_alert_rules
 
     [rule] = [r for r in acceptance_alert_rules() if r.alert == alert]
 

@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 from fmcluster.blueprint import BlueprintError
+from fmcluster.features.observability.endpoints import observability_endpoints
 from fmcluster.orchestrators.hyperpod.construct import (
     MAX_BUCKET_NAME,
     lifecycle_bucket_name,
     lifecycle_bucket_name_length,
 )
 from fmcluster.resolved import resolve
-from fmcluster.templates.observability.endpoints import observability_endpoints
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import blueprint_text
 from tests.conftest import resources_of, synth_templates

@@ -177,7 +177,7 @@ def test_head_node_launcher_ignores_other_slurm_versions_on_the_image(tmp_path: 
 
 
 def test_exporter_script_uses_the_clusters_slurm_on_pcs() -> None:
-    from fmcluster.templates.observability.exporters import exporter_context, render_exporter_script
+    from fmcluster.features.observability.render_exporters import exporter_context, render_exporter_script
 
     text = blueprint_text({**U24, "orchestrator": {"kind": "pcs", "pcs": {"slurm_version": "25.05"}},
                     "observability": {"metrics": "managed"}})

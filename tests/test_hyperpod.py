@@ -281,8 +281,8 @@ def _execution_role(templates: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("metrics", ["managed", "self_hosted"])
 def test_controller_runs_the_head_node_script_with_the_node_policy(metrics: str) -> None:
+    from fmcluster.features.observability.render_exporters import exporter_context, render_exporter_script
     from fmcluster.resolved import resolve
-    from fmcluster.templates.observability.exporters import exporter_context, render_exporter_script
     from fmcluster.validation import load_blueprint_text
 
     text = _with_metrics(metrics)

@@ -10,7 +10,9 @@ Orchestrator slices (``fmcluster/orchestrators/<slice>/``, docs/architecture.md 
 module of a slice has a role, named by its file (:data:`ROLES`), and the role is its layer (a slice's ``rules.py`` is
 a validation module, its ``construct.py`` a constructs module). A slice imports only the core and the slices it
 declares in its ``__init__.py`` (``USES``); the core reaches a slice only through the registry, except for the
-imports :data:`CORE_TO_SLICE` still lists (each one a debt to remove: the list may only shrink).
+imports :data:`CORE_TO_SLICE` still lists (each one a debt to remove: the list may only shrink). Feature slices
+(``fmcluster/features/<slice>/``, e.g. observability) are read the same way: each module's role is its layer, and
+the core modules that still import a feature directly are listed in :data:`CORE_TO_FEATURE` (the same ratchet).
 
 Imports are read with :mod:`ast`, every form counted: ``import a.b``, ``from a import b`` (names ``a`` and ``a.b``),
 relative imports (resolved against the file's package),
@@ -34,21 +36,40 @@ RANK = {layer: i for i, layer in enumerate(LAYERS)}
 
 #: The layer of each role a module of ``fmcluster/orchestrators/`` plays, by its file name's first word:
 #: ``profile``/``registry``/``plan`` resolve, ``rules`` validate, ``construct``/``addons`` build constructs,
-#: ``stack*`` wire stacks, ``review`` reads synthesized output.
+#: ``stack*`` wire stacks, ``review`` reads synthesized output. Feature slices (``fmcluster/features/``) add
+#: ``pins`` (pinned releases and their sources, catalog data), ``endpoints`` (derived from the resolved cluster),
+#: ``render*`` (rendered files) and ``provision*`` (after-deploy provisioning).
 ROLES = {"profile": "resolved", "registry": "resolved", "plan": "resolved", "rules": "validation",
-         "construct": "constructs", "addons": "constructs", "stack": "stacks", "review": "review"}
+         "construct": "constructs", "addons": "constructs", "stack": "stacks", "review": "review",
+         "pins": "catalog", "endpoints": "resolved", "render": "templates", "provision": "provision"}
 SLICES = PKG / "orchestrators"
+FEATURES = PKG / "features"
+#: The folders that hold slices, by the package name under ``fmcluster``.
+SLICE_ROOTS = {"orchestrators": SLICES, "features": FEATURES}
 #: Core modules that still import a slice directly (not through the registry). Each is a debt: remove the import
 #: and its line; never add one (docs/decisions.md).
 CORE_TO_SLICE = {
     "fmcluster.resolved.cluster": {"fmcluster.orchestrators.hyperpod_eks.plan"},
-    "fmcluster.stacks.build": {"fmcluster.orchestrators.hyperpod_eks.stack_eks",
-                               "fmcluster.orchestrators.parallelcluster.construct"},
+    "fmcluster.stacks.build": {"fmcluster.orchestrators.hyperpod_eks.stack_eks"},
     "fmcluster.stacks.cluster_stack": {"fmcluster.orchestrators.hyperpod_eks.plan"},
     "fmcluster.stacks.orchestrator_inputs": {"fmcluster.orchestrators.hyperpod_eks.plan"},
     "fmcluster.templates.kubernetes": {"fmcluster.orchestrators.hyperpod_eks.plan"},
     "fmcluster.validation.rules.imex": {"fmcluster.orchestrators.parallelcluster.profile",
                                         "fmcluster.orchestrators.pcs.profile"},
+}
+#: Modules outside ``fmcluster/features/`` that still import a feature slice's module directly. Each is a debt, as in
+#: :data:`CORE_TO_SLICE`: remove the import and its line; never add one.
+CORE_TO_FEATURE = {
+    "fmcluster.provision": {"fmcluster.features.observability.provision_grafana",
+                            "fmcluster.features.observability.render_context"},
+    "fmcluster.review.plan": {"fmcluster.features.observability.endpoints"},
+    "fmcluster.review.render": {"fmcluster.features.observability.render_files"},
+    "fmcluster.stacks.build": {"fmcluster.features.observability.render_alert_rules",
+                               "fmcluster.features.observability.render_context",
+                               "fmcluster.features.observability.render_exporters",
+                               "fmcluster.features.observability.stack"},
+    "fmcluster.templates.acceptance": {"fmcluster.features.observability.render_exporters"},
+    "fmcluster.templates.context": {"fmcluster.features.observability.render_exporters"},
 }
 
 
@@ -93,14 +114,14 @@ def within(name: str, prefix: str) -> bool:
 
 
 def role_of(module: str) -> str | None:
-    """The role of a module of ``fmcluster.orchestrators`` (its file name's first word, :data:`ROLES`), or ``None``
-    for a package (a slice's ``__init__``) or a name that is not such a module."""
+    """The role of a module of ``fmcluster.orchestrators`` or ``fmcluster.features`` (its file name's first word,
+    :data:`ROLES`), or ``None`` for a package (a slice's ``__init__``) or a name that is not such a module."""
     parts = module.split(".")
-    if parts[:2] != ["fmcluster", "orchestrators"] or len(parts) < 3:
+    if parts[0] != "fmcluster" or len(parts) < 3 or parts[1] not in SLICE_ROOTS:
         return None
-    if (SLICES / parts[2]).is_dir():  # fmcluster.orchestrators.<slice>.<module>[.<name>]
+    if (SLICE_ROOTS[parts[1]] / parts[2]).is_dir():  # fmcluster.<root>.<slice>.<module>[.<name>]
         stem = parts[3] if len(parts) > 3 else ""
-    else:  # fmcluster.orchestrators.<module>[.<name>]
+    else:  # fmcluster.<root>.<module>[.<name>]
         stem = parts[2]
     role = stem.split("_")[0]
     return role if role in ROLES else None
@@ -108,11 +129,11 @@ def role_of(module: str) -> str | None:
 
 def layer_of(module: str) -> str | None:
     """The layer of a dotted name inside ``fmcluster`` (``None``: the root package, outside fmcluster, or a slice's
-    package itself); a module of ``fmcluster.orchestrators`` has its role's layer."""
+    package itself); a module of ``fmcluster.orchestrators`` or ``fmcluster.features`` has its role's layer."""
     parts = module.split(".")
     if parts[0] != "fmcluster" or len(parts) < 2:
         return None
-    if parts[1] == "orchestrators":
+    if parts[1] in SLICE_ROOTS:
         role = role_of(module)
         return ROLES[role] if role else None
     return parts[1] if parts[1] in RANK else None
@@ -221,7 +242,7 @@ def test_nothing_outside_validation_imports_the_rules_tools_and_app_included() -
 def test_every_package_has_a_layer() -> None:
     packages = {p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     modules = {p.stem for p in PKG.glob("*.py") if p.name != "__init__.py"}
-    assert packages | modules == {*LAYERS, "orchestrators"}
+    assert packages | modules == {*LAYERS, *SLICE_ROOTS}
 
 
 # ---- orchestrator slices ------------------------------------------------------------------------------
@@ -244,7 +265,8 @@ def declared_uses(slice_name: str) -> set[str]:
 
 def test_every_slice_module_has_a_role() -> None:
     """A module of a slice is named for its role, so its layer is known (a new kind of module needs a ROLES row)."""
-    unknown = [rel(p) for p in sorted(SLICES.rglob("*.py")) if p.name != "__init__.py" and role_of(module_name(p)[0]) is None]
+    unknown = [rel(p) for root in SLICE_ROOTS.values() for p in sorted(root.rglob("*.py"))
+               if p.name != "__init__.py" and role_of(module_name(p)[0]) is None]
     assert unknown == []
 
 
@@ -272,6 +294,36 @@ def test_the_core_reaches_slices_only_through_the_registry() -> None:
     assert found == CORE_TO_SLICE
 
 
+def feature_of(module: str) -> str | None:
+    """The feature slice a dotted name belongs to (``fmcluster.features.observability.rules`` -> ``observability``)."""
+    parts = module.split(".")
+    if parts[:2] != ["fmcluster", "features"] or len(parts) < 3 or not (FEATURES / parts[2]).is_dir():
+        return None
+    return parts[2]
+
+
+def test_a_feature_imports_no_other_feature() -> None:
+    bad = set()
+    for path, module, names in package_files():
+        own = feature_of(module)
+        if own is not None:
+            bad |= {f"{rel(path)}: {n}" for n in names if feature_of(n) not in (None, own)}
+    assert sorted(bad) == []
+
+
+def test_the_core_imports_features_only_where_listed() -> None:
+    """Outside ``fmcluster/features/`` the modules importing a feature slice's module are exactly
+    :data:`CORE_TO_FEATURE` (equality: a removed import must leave the list, a new one fails)."""
+    found: dict[str, set[str]] = {}
+    for _path, module, names in package_files():
+        if within(module, "fmcluster.features"):
+            continue
+        hits = {".".join(n.split(".")[:4]) for n in names if feature_of(n) is not None and n.count(".") >= 3}
+        if hits:
+            found[module] = hits
+    assert found == CORE_TO_FEATURE
+
+
 @pytest.mark.parametrize(("module", "layer"), [
     ("fmcluster.orchestrators.pcs.rules", "validation"),
     ("fmcluster.orchestrators.pcs.construct", "constructs"),
@@ -281,6 +333,16 @@ def test_the_core_reaches_slices_only_through_the_registry() -> None:
     ("fmcluster.orchestrators.profile.OrchestratorProfile", "resolved"),
     ("fmcluster.orchestrators.pcs", None),
     ("fmcluster.orchestrators", None),
+    ("fmcluster.features.observability.render_alert_rules", "templates"),
+    ("fmcluster.features.observability.render_alert_rules.AlertRule", "templates"),
+    ("fmcluster.features.observability.rules", "validation"),
+    ("fmcluster.features.observability.construct", "constructs"),
+    ("fmcluster.features.observability.stack", "stacks"),
+    ("fmcluster.features.observability.provision_grafana", "provision"),
+    ("fmcluster.features.observability.endpoints", "resolved"),
+    ("fmcluster.features.observability.pins", "catalog"),
+    ("fmcluster.features.observability", None),
+    ("fmcluster.features", None),
 ])
 def test_layer_of_a_slice_module_is_its_role(module: str, layer: str | None) -> None:
     assert layer_of(module) == layer
@@ -331,7 +393,7 @@ def test_blueprint_check_catches_every_form(source: str, caught: bool) -> None:
 
 def test_constructs_never_receive_the_whole_blueprint() -> None:
     offenders = {}
-    for path in sorted([*(PKG / "constructs").rglob("*.py"), *SLICES.rglob("*.py")]):
+    for path in sorted([*(PKG / "constructs").rglob("*.py"), *SLICES.rglob("*.py"), *FEATURES.rglob("*.py")]):
         module, is_package = module_name(path)
         if layer_of(module) != "constructs":
             continue

@@ -16,16 +16,17 @@ from typing import Any
 import pytest
 import yaml
 
-from fmcluster.resolved import resolve
-from fmcluster.templates.observability import observability_context, render_observability_files
-from fmcluster.templates.observability.alertmanager import (
+from fmcluster.features.observability.render_alert_rules import alert_groups
+from fmcluster.features.observability.render_alertmanager import (
     TOPIC_PLACEHOLDER,
     render_alertmanager_yml,
     render_amp_alertmanager_definition,
 )
-from fmcluster.templates.observability.exporters import exporter_context, render_exporter_script
-from fmcluster.templates.observability.prometheus import scrape_jobs
-from fmcluster.templates.observability.rules import alert_groups
+from fmcluster.features.observability.render_context import observability_context
+from fmcluster.features.observability.render_exporters import exporter_context, render_exporter_script
+from fmcluster.features.observability.render_files import render_observability_files
+from fmcluster.features.observability.render_prometheus import scrape_jobs
+from fmcluster.resolved import resolve
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import blueprint_text
 from tests.conftest import assert_no_synthesis_errors, resources_of, synth_templates

@@ -70,8 +70,9 @@ def test_synthesizes_clean_with_nag_and_cfn_lint(kind: str, metrics: str) -> Non
 
 @pytest.mark.synth
 def test_managed_stack_has_amp_rules_grafana_and_scoped_node_policy() -> None:
+    from fmcluster.features.observability.render_alert_rules import render_alert_rules
+    from fmcluster.features.observability.render_context import observability_context
     from fmcluster.resolved import resolve
-    from fmcluster.templates.observability import observability_context, render_alert_rules
 
     _, templates = _synth("parallelcluster", "managed")
     tpl = templates["t-cluster-observability"]
@@ -156,7 +157,7 @@ def test_construct_refuses_metrics_none_and_validates_timeout() -> None:
     import aws_cdk as cdk
 
     from fmcluster.blueprint.model import ObservabilitySpec
-    from fmcluster.constructs.observability import ClusterObservability
+    from fmcluster.features.observability.construct import ClusterObservability
 
     stack = cdk.Stack(cdk.App(), "s")
     with pytest.raises(ValueError, match="metrics managed or self_hosted"):
@@ -261,7 +262,7 @@ def test_head_node_and_queues_share_the_group_that_admits_every_scrape_port() ->
     from itself, so Prometheus reaches node_exporter (9100) and dcgm-exporter (9400) on every compute node
     (pins.REMOTE_SCRAPE_PORTS); nothing else opens those ports. HyperPod (one VpcConfig for all instance
     groups) and PCS (cluster group on every node group) are checked in test_hyperpod.py / test_pcs.py."""
-    from fmcluster.templates.observability.pins import REMOTE_SCRAPE_PORTS
+    from fmcluster.features.observability.pins import REMOTE_SCRAPE_PORTS
 
     assert REMOTE_SCRAPE_PORTS == (9100, 9400)
     _, templates = _synth("parallelcluster", "managed")

@@ -12,11 +12,11 @@ import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 
+from fmcluster.features.observability.provision_grafana import GrafanaTarget, ProvisionError, provision_grafana
+from fmcluster.features.observability.render_context import observability_context
+from fmcluster.features.observability.render_dashboards import build_dashboards
 from fmcluster.provision import run
-from fmcluster.provision.grafana import GrafanaTarget, ProvisionError, provision_grafana
 from fmcluster.resolved import resolve
-from fmcluster.templates.observability import observability_context
-from fmcluster.templates.observability.dashboards import build_dashboards
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import blueprint_text
 
@@ -145,7 +145,7 @@ def test_cli_reads_the_stack_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyP
         def client(self, name: str) -> Any:
             return {"grafana": grafana, "cloudformation": cfn}[name]
 
-    import fmcluster.provision.grafana as mod
+    import fmcluster.features.observability.provision_grafana as mod
 
     real = mod.provision_grafana
     monkeypatch.setattr(mod, "provision_grafana", lambda ctx, target, *, grafana: real(ctx, target, grafana=grafana, http=fake))

@@ -1,4 +1,4 @@
-"""Every pin of the metrics layer is real and sourced (fmcluster/templates/observability/pins.py), and the
+"""Every pin of the metrics layer is real and sourced (fmcluster/features/observability/pins.py), and the
 Slurm metric names that rules and dashboards use are the ones the pinned exporter publishes.
 
 Offline checks only; ``make verify-pins`` (tools/verify_pins.py) resolves the pins on the internet.
@@ -11,9 +11,10 @@ import re
 import pytest
 import yaml
 
+from fmcluster.features.observability import pins
+from fmcluster.features.observability.render_files import render_observability_files
+from fmcluster.features.observability.render_metrics import SLURM_EXPORTER_SOURCES
 from fmcluster.resolved import resolve
-from fmcluster.templates.observability import pins, render_observability_files
-from fmcluster.templates.observability.metrics import SLURM_EXPORTER_SOURCES
 from fmcluster.validation import load_blueprint
 from tests.conftest import ROOT
 from tools.verify_pins import checks

@@ -17,19 +17,20 @@ import promql_parser
 import pytest
 import yaml
 
-from fmcluster.resolved import resolve
-from fmcluster.templates.observability import (
+from fmcluster.features.observability.endpoints import observability_endpoints
+from fmcluster.features.observability.pins import GRAFANA, NODE_EXPORTER, PROMETHEUS
+from fmcluster.features.observability.render_alert_rules import render_alert_rules
+from fmcluster.features.observability.render_context import REMOTE_WRITE_PLACEHOLDER, observability_context
+from fmcluster.features.observability.render_dashboards import build_dashboards
+from fmcluster.features.observability.render_exporters import (
     exporter_context,
-    observability_endpoints,
-    render_alert_rules,
     render_exporter_script,
-    render_observability_files,
+    render_node_facts_script,
+    render_slurm_sd_script,
 )
-from fmcluster.templates.observability.context import REMOTE_WRITE_PLACEHOLDER, observability_context
-from fmcluster.templates.observability.dashboards import build_dashboards
-from fmcluster.templates.observability.exporters import render_node_facts_script, render_slurm_sd_script
-from fmcluster.templates.observability.metrics import DCGM_FIELDS, EFA_COUNTERS, dcgm_counters_csv, known_metric_names
-from fmcluster.templates.observability.pins import GRAFANA, NODE_EXPORTER, PROMETHEUS
+from fmcluster.features.observability.render_files import render_observability_files
+from fmcluster.features.observability.render_metrics import DCGM_FIELDS, EFA_COUNTERS, dcgm_counters_csv, known_metric_names
+from fmcluster.resolved import resolve
 from fmcluster.validation import load_blueprint, load_blueprint_text
 from tests.blueprints import blueprint_text
 from tests.conftest import ROOT

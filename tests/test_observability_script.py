@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
+from fmcluster.features.observability.endpoints import MONITORING_STATE_LOG_PREFIX
+from fmcluster.features.observability.pins import DCGM_EXPORTER
+from fmcluster.features.observability.render_exporters import IMDS_ACCESS_SCRIPT, exporter_context, render_exporter_script
 from fmcluster.resolved import resolve
-from fmcluster.templates.observability.endpoints import MONITORING_STATE_LOG_PREFIX
-from fmcluster.templates.observability.exporters import IMDS_ACCESS_SCRIPT, exporter_context, render_exporter_script
-from fmcluster.templates.observability.pins import DCGM_EXPORTER
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import blueprint_text
 
@@ -233,7 +233,7 @@ def test_gpu_node_never_downgrades_dcgm(
 
 
 def test_throughput_hook_writes_valid_textfile(tmp_path: Path) -> None:
-    from fmcluster.templates.observability.exporters import render_throughput_script
+    from fmcluster.features.observability.render_exporters import render_throughput_script
 
     rc = _cluster("parallelcluster", "managed")
     script = tmp_path / "publish"

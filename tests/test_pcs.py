@@ -236,8 +236,8 @@ def _object_reads(tpl: dict[str, Any]) -> list[str]:
 
 @pytest.mark.parametrize("metrics", ["managed", "self_hosted"])
 def test_login_node_runs_the_head_node_script_with_the_node_policy(metrics: str) -> None:
+    from fmcluster.features.observability.render_exporters import exporter_context, render_exporter_script
     from fmcluster.resolved import resolve
-    from fmcluster.templates.observability.exporters import exporter_context, render_exporter_script
 
     text = _example_with_metrics(metrics)
     out, templates = synth_to_folder(text)

@@ -10,14 +10,14 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import pytest
 
 from fmcluster.blueprint.errors import BlueprintError
 from fmcluster.catalog import get_instance
+from fmcluster.orchestrators.registry import ORCHESTRATORS
 from fmcluster.resolved import resolve
-from fmcluster.resolved.profiles import ProfileKey
 from fmcluster.review.render import render_blueprint
 from fmcluster.validation import load_blueprint, load_blueprint_text
 from tests import goldens
@@ -191,4 +191,4 @@ def test_one_golden_example_per_orchestrator() -> None:
     keys = {key: resolve(load_blueprint(goldens.ROOT / "blueprints" / f"{example}.yaml")).profile.key
             for key, example in goldens.EXAMPLES.items()}
     assert keys == {key: key for key in goldens.EXAMPLES}
-    assert set(keys) == set(get_args(ProfileKey))
+    assert set(keys) == set(ORCHESTRATORS)

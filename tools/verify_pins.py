@@ -1,6 +1,6 @@
 """Resolve every pin of the metrics layer on the internet (``make verify-pins``; not part of CI).
 
-For each pin in fmcluster/templates/observability/pins.py:
+For each pin in fmcluster/features/observability/pins.py:
 - archives: HTTP HEAD on the download URL of both architectures, and the pinned sha256 equals the one in the
   upstream checksum list (``sha256sums.txt``, go.dev's JSON, Grafana's ``.sha256`` files);
 - the Slurm exporter: ``git ls-remote`` resolves the tag to the pinned commit, and every metric name in
@@ -20,8 +20,8 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
-from fmcluster.templates.observability import pins
-from fmcluster.templates.observability.metrics import SLURM_EXPORTER_SOURCES
+from fmcluster.features.observability import pins
+from fmcluster.features.observability.render_metrics import SLURM_EXPORTER_SOURCES
 
 TIMEOUT_S = 30
 

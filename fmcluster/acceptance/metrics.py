@@ -4,7 +4,7 @@ collector (https://github.com/prometheus/node_exporter#textfile-collector: ``*.p
 compute group (:func:`prom_file`). Every series carries ``cluster`` and ``group`` labels.
 
 Standard library only (shipped with the gate job). Metric names (docs/acceptance.md "Metrics"; the alert
-rules in fmcluster/templates/observability/acceptance.py read them):
+rules in fmcluster/features/observability/render_acceptance.py read them):
 
 - ``fmcluster_acceptance_gate_passed`` 1/0, ``fmcluster_acceptance_last_run_timestamp_seconds``;
 - ``fmcluster_acceptance_node_verdict{node, verdict}`` 1 for the node's verdict (pass, suspect, fail);

@@ -1,6 +1,6 @@
 """After-deploy provisioning that CloudFormation cannot express (Amazon Managed Grafana contents).
 
-Layer: above review, below cli (tests/test_layering.py). Public API: :func:`fmcluster.provision.grafana.provision_grafana`
+Layer: above review, below cli (tests/test_layering.py). Public API: :func:`fmcluster.features.observability.provision_grafana.provision_grafana`
 and :func:`run` for ``fmcluster grafana``.
 """
 
@@ -21,9 +21,9 @@ def run(file: Path, *, profile: str | None = None, session_factory: Any = None) 
     from botocore.exceptions import BotoCoreError, ClientError, ProfileNotFound
 
     from fmcluster.blueprint import BlueprintError
-    from fmcluster.provision.grafana import GrafanaTarget, ProvisionError, provision_grafana
+    from fmcluster.features.observability.provision_grafana import GrafanaTarget, ProvisionError, provision_grafana
+    from fmcluster.features.observability.render_context import observability_context
     from fmcluster.resolved import resolve
-    from fmcluster.templates.observability import observability_context
     from fmcluster.validation import load_blueprint_with_warnings
 
     try:

@@ -26,10 +26,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fmcluster.features.observability.endpoints import observability_endpoints
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
 from fmcluster.review.assembly import Assembly, AssemblyError
 from fmcluster.review.cost import estimate, money
-from fmcluster.templates.observability.endpoints import observability_endpoints
 
 
 @dataclass(frozen=True)

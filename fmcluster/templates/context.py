@@ -26,8 +26,8 @@ from fmcluster.catalog.software import (
     nccl_tests_artifact,
     version_ge,
 )
+from fmcluster.features.observability.render_exporters import exporter_context, render_exporter_script
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
-from fmcluster.templates.observability.exporters import exporter_context, render_exporter_script
 
 PROFILE_ENV_PATH = "/etc/profile.d/fmcluster.sh"
 SCRATCH_LABEL = "fmc-scratch"
@@ -274,7 +274,7 @@ def node_context(rc: ResolvedCluster, group: ResolvedGroup, *, exporters_script:
     """Build the context for ``group`` of ``rc`` (pins = ``rc.software``: the named stack with the
     blueprint's overrides).
 
-    ``exporters_script`` (from ``fmcluster.templates.observability.render_exporter_script``) is
+    ``exporters_script`` (from ``fmcluster.features.observability.render_exporters.render_exporter_script``) is
     embedded in the bootstrap and run after the node check; empty means no exporters.
 
     Expects a blueprint that passed the rules (a known stack; R-ART-1 guarantees every download is

@@ -100,7 +100,7 @@ RULE_MODULES = (
     "fmcluster.validation.rules.image",
     "fmcluster.validation.rules.imex",
     "fmcluster.validation.rules.network",
-    "fmcluster.validation.rules.observability",
+    "fmcluster.features.observability.rules",
     "fmcluster.validation.rules.orchestrator",
     "fmcluster.orchestrators.parallelcluster.rules",
     "fmcluster.orchestrators.hyperpod.rules",

@@ -1376,7 +1376,7 @@ step_exporters() {
 # fmcluster metrics exporters for llm-train: compute node of group gpu (p5.48xlarge).
 # Metrics mode managed, node discovery ec2, orchestrator parallelcluster.
 # Rendered by fmcluster (fmcluster/templates/observability); do not edit by hand. Pinned versions and their
-# sources: fmcluster/templates/observability/pins.py. Safe to run again (idempotent).
+# sources: fmcluster/features/observability/pins.py. Safe to run again (idempotent).
 #
 # A monitoring problem never fails the node: every step runs on its own (errexit inside the step only), a
 # failed or skipped step is a warning, and the script always exits 0. The state it reached is the last log

@@ -3,7 +3,7 @@
 # fmcluster metrics exporters for hp-train: head node.
 # Metrics mode managed, node discovery slurm, orchestrator hyperpod.
 # Rendered by fmcluster (fmcluster/templates/observability); do not edit by hand. Pinned versions and their
-# sources: fmcluster/templates/observability/pins.py. Safe to run again (idempotent).
+# sources: fmcluster/features/observability/pins.py. Safe to run again (idempotent).
 #
 # A monitoring problem never fails the node: every step runs on its own (errexit inside the step only), a
 # failed or skipped step is a warning, and the script always exits 0. The state it reached is the last log

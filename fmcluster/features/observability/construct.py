@@ -45,8 +45,8 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct, IValidation
 
 from fmcluster.blueprint.model import ObservabilitySpec
-from fmcluster.templates.observability.alertmanager import render_amp_alertmanager_definition
-from fmcluster.templates.observability.pins import GRAFANA_PORT
+from fmcluster.features.observability.pins import GRAFANA_PORT
+from fmcluster.features.observability.render_alertmanager import render_amp_alertmanager_definition
 
 #: Amazon Managed Grafana workspace version; the generated dashboards target Grafana 10.4.
 GRAFANA_WORKSPACE_VERSION = "10.4"
@@ -73,7 +73,7 @@ class ClusterObservability(Construct):
         cluster_name: the blueprint name (workspace alias, descriptions).
         parameter_name: name of the SSM parameter nodes read at boot (``ResolvedCluster.observability_parameter``,
             ``/fmcluster/<name>/observability``).
-        alert_rules: Prometheus rule-file YAML (``fmcluster.templates.observability.render_alert_rules``),
+        alert_rules: Prometheus rule-file YAML (``fmcluster.features.observability.render_alert_rules.render_alert_rules``),
             stored as the workspace's rule groups namespace when managed.
         collector: whether a node of the cluster runs fmcluster's Prometheus (False on HyperPod EKS: then no
             workspaces and no alert topic are created).

@@ -12,8 +12,8 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fmcluster.blueprint.model import ObservabilitySpec
-from fmcluster.constructs.observability import ClusterObservability
-from fmcluster.templates.observability.endpoints import (
+from fmcluster.features.observability.construct import ClusterObservability
+from fmcluster.features.observability.endpoints import (
     OUTPUT_ALERT_TOPIC_ARN,
     OUTPUT_GRAFANA_URL,
     OUTPUT_NODE_POLICY_ARN,

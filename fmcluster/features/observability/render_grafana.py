@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import yaml
 
-from fmcluster.templates.observability.context import ObservabilityContext
-from fmcluster.templates.observability.pins import GRAFANA_PORT, PROMETHEUS_PORT
+from fmcluster.features.observability.pins import GRAFANA_PORT, PROMETHEUS_PORT
+from fmcluster.features.observability.render_context import ObservabilityContext
 
 DASHBOARDS_DIR = "/var/lib/grafana/dashboards/fmcluster"
 PROMETHEUS_DATASOURCE_UID = "fmcluster-prometheus"

@@ -35,9 +35,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fmcluster.templates.observability.context import ObservabilityContext
-from fmcluster.templates.observability.dashboards import build_dashboards
-from fmcluster.templates.observability.grafana import PROMETHEUS_DATASOURCE_UID, prometheus_json_data
+from fmcluster.features.observability.render_context import ObservabilityContext
+from fmcluster.features.observability.render_dashboards import build_dashboards
+from fmcluster.features.observability.render_grafana import PROMETHEUS_DATASOURCE_UID, prometheus_json_data
 
 SERVICE_ACCOUNT = "fmcluster"
 FOLDER_UID = "fmcluster"

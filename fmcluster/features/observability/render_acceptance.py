@@ -6,17 +6,18 @@ node, so an older file can still be scraped elsewhere: every expression keeps on
 cluster and group (:data:`LATEST`, the series whose ``fmcluster_acceptance_last_run_timestamp_seconds`` is the
 group's maximum).
 
-Hooked into :mod:`fmcluster.templates.observability.rules` (one rule group, ``<name>-acceptance``) and
-:mod:`fmcluster.templates.observability.dashboards` (the overview's last row).
+Hooked into :mod:`fmcluster.features.observability.render_alert_rules` (one rule group, ``<name>-acceptance``) and
+:mod:`fmcluster.features.observability.render_dashboards` (the overview's last row).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from fmcluster.templates.observability.dashboards import _Builder
-    from fmcluster.templates.observability.rules import AlertRule
+from fmcluster.features.observability.render_alert_types import AlertRule
+
+if TYPE_CHECKING:  # the builder needs grafana-foundation-sdk, imported only where dashboards are built
+    from fmcluster.features.observability.render_panels import DashboardBuilder
 
 #: The textfile series of the newest gate run of each cluster and group.
 LATEST = (
@@ -36,8 +37,6 @@ def latest(expr: str) -> str:
 
 def acceptance_alert_rules() -> list[AlertRule]:
     """A failed gate (critical), a node the gate drained (warning) and a suspect node (warning)."""
-    from fmcluster.templates.observability.rules import AlertRule
-
     return [
         AlertRule(
             "AcceptanceGateFailed",
@@ -70,7 +69,7 @@ def acceptance_alert_rules() -> list[AlertRule]:
     ]
 
 
-def acceptance_panels(b: _Builder) -> None:
+def acceptance_panels(b: DashboardBuilder) -> None:
     """The overview dashboard's acceptance row: failed and drained node counts and per-node bus bandwidth."""
     b.row("Fleet acceptance gate (last run)")
     b.zero_is_good(

@@ -1,37 +1,15 @@
-"""The metrics layer's rendered files: Prometheus config, alert rules, dashboards, exporter scripts.
-
-Public API:
-- :func:`render_observability_files` - relative path -> text, for ``fmcluster render``;
-- :func:`render_exporter_script` with :func:`exporter_context` - the node install script per role;
-- :func:`observability_endpoints` - what to list in ``fmcluster plan``.
-"""
+"""Every rendered file of the metrics layer, by relative path, for ``fmcluster render``: Prometheus config, alert
+rules, dashboards, exporter scripts and (self-hosted) Grafana provisioning."""
 
 from __future__ import annotations
 
+from fmcluster.features.observability.render_alert_rules import render_alert_rules
+from fmcluster.features.observability.render_context import observability_context
+from fmcluster.features.observability.render_exporters import exporter_context, render_exporter_script
+from fmcluster.features.observability.render_grafana import dashboard_provider, datasources, grafana_ini
+from fmcluster.features.observability.render_metrics import dcgm_counters_csv
+from fmcluster.features.observability.render_prometheus import render_prometheus_config
 from fmcluster.resolved import ResolvedCluster
-from fmcluster.templates.observability.context import ObservabilityContext, observability_context
-from fmcluster.templates.observability.endpoints import Endpoint, observability_endpoints
-from fmcluster.templates.observability.exporters import (
-    ExporterContext,
-    exporter_context,
-    render_exporter_script,
-)
-from fmcluster.templates.observability.grafana import dashboard_provider, datasources, grafana_ini
-from fmcluster.templates.observability.metrics import dcgm_counters_csv
-from fmcluster.templates.observability.prometheus import render_prometheus_config
-from fmcluster.templates.observability.rules import render_alert_rules
-
-__all__ = [
-    "Endpoint",
-    "ExporterContext",
-    "ObservabilityContext",
-    "exporter_context",
-    "observability_context",
-    "observability_endpoints",
-    "render_alert_rules",
-    "render_exporter_script",
-    "render_observability_files",
-]
 
 ROOT = "observability"
 
@@ -59,7 +37,7 @@ def render_observability_files(rc: ResolvedCluster) -> dict[str, str]:
         files[f"{ROOT}/exporters/compute-{g.name}.sh"] = render_exporter_script(
             exporter_context(rc, role="compute", group=g)
         )
-    from fmcluster.templates.observability.dashboards import render_dashboards  # grafana-foundation-sdk: only when used
+    from fmcluster.features.observability.render_dashboards import render_dashboards  # grafana-foundation-sdk: only when used
 
     files.update({f"{ROOT}/dashboards/{name}": text for name, text in render_dashboards(ctx).items()})
     if ctx.metrics == "self_hosted":

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from fmcluster.features.observability.pins import GRAFANA_PORT, PROMETHEUS_PORT
 from fmcluster.resolved import ResolvedCluster
-from fmcluster.templates.observability.pins import GRAFANA_PORT, PROMETHEUS_PORT
 
-#: Output names of the observability stack (fmcluster.stacks.observability_stack).
+#: Output names of the observability stack (fmcluster.features.observability.stack).
 OUTPUT_REMOTE_WRITE_URL = "RemoteWriteUrl"
 OUTPUT_QUERY_URL = "QueryUrl"
 OUTPUT_GRAFANA_URL = "GrafanaUrl"

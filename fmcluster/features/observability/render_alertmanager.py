@@ -8,7 +8,7 @@
 - self-hosted: the same configuration runs in Alertmanager on the head node (``sns_configs`` with SigV4
   signing through the instance credentials, https://prometheus.io/docs/alerting/latest/configuration/#sns_config).
 
-The Watchdog alert of the dead-man's switch (rules.py) repeats every ``WATCHDOG_REPEAT``; every other alert
+The Watchdog alert of the dead-man's switch (render_alert_rules.py) repeats every ``WATCHDOG_REPEAT``; every other alert
 repeats every ``REPEAT_INTERVAL`` while it fires.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from fmcluster.templates.observability.rules import WATCHDOG_ALERT, WATCHDOG_REPEAT
+from fmcluster.features.observability.render_alert_rules import WATCHDOG_ALERT, WATCHDOG_REPEAT
 
 RECEIVER = "sns"
 REPEAT_INTERVAL = "4h"

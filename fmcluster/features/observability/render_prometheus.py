@@ -14,15 +14,15 @@ from typing import Any
 
 import yaml
 
-from fmcluster.resolved import BLUEPRINT_TAG
-from fmcluster.templates.observability.context import REMOTE_WRITE_PLACEHOLDER, ObservabilityContext
-from fmcluster.templates.observability.pins import (
+from fmcluster.features.observability.pins import (
     ALERTMANAGER_PORT,
     DCGM_EXPORTER_PORT,
     NODE_EXPORTER_PORT,
     PROMETHEUS_PORT,
     SLURM_EXPORTER_PORT,
 )
+from fmcluster.features.observability.render_context import REMOTE_WRITE_PLACEHOLDER, ObservabilityContext
+from fmcluster.resolved import BLUEPRINT_TAG
 
 RULES_DIR = "rules"
 FILE_SD_DIR = "file_sd"
@@ -134,7 +134,7 @@ def prometheus_config(ctx: ObservabilityContext) -> dict[str, Any]:
     config: dict[str, Any] = {"global": glob}
     if not agent:
         config["rule_files"] = [f"{RULES_DIR}/*.yml"]
-        # Self-hosted: the head node's Alertmanager routes to SNS (alertmanager.py).
+        # Self-hosted: the head node's Alertmanager routes to SNS (render_alertmanager.py).
         config["alerting"] = {
             "alertmanagers": [{"static_configs": [{"targets": [f"127.0.0.1:{ALERTMANAGER_PORT}"]}]}]
         }

@@ -11,18 +11,18 @@ Facts behind the rules:
   samples) and count window expiry as resets, so "> 0" on the count itself is the alert condition.
 - Double-bit (uncorrectable) ECC errors and row-remap failures mean the GPU needs a reset or replacement
   (NVIDIA GPU memory error management, https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html).
-- EFA work-request errors come from the device's hardware counters (efa_verbs.c, see metrics.py).
+- EFA work-request errors come from the device's hardware counters (efa_verbs.c, see render_metrics.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import yaml
 
-from fmcluster.templates.observability.context import ObservabilityContext
-from fmcluster.templates.observability.metrics import efa_metric
-from fmcluster.templates.observability.prometheus import scrape_jobs
+from fmcluster.features.observability.render_acceptance import acceptance_alert_rules
+from fmcluster.features.observability.render_alert_types import AlertRule
+from fmcluster.features.observability.render_context import ObservabilityContext
+from fmcluster.features.observability.render_metrics import efa_metric
+from fmcluster.features.observability.render_prometheus import scrape_jobs
 
 XID_FALLEN_OFF_BUS = 79
 #: XIDs the NVIDIA catalogue attributes to the user application (13 Graphics Engine Exception, 31 GPU memory
@@ -44,24 +44,6 @@ THROUGHPUT_DROP_RATIO = 0.2
 STRAGGLER_RATIO = 0.5
 #: Only judge throughput when the reference rate is real traffic (1 GB/s), not an idle cluster.
 THROUGHPUT_FLOOR_BYTES_PER_S = 1e9
-
-
-@dataclass(frozen=True)
-class AlertRule:
-    alert: str
-    expr: str
-    for_: str
-    severity: str
-    summary: str
-    description: str
-
-    def as_dict(self) -> dict[str, object]:
-        d: dict[str, object] = {"alert": self.alert, "expr": self.expr}
-        if self.for_ != "0m":
-            d["for"] = self.for_
-        d["labels"] = {"severity": self.severity}
-        d["annotations"] = {"summary": self.summary, "description": self.description}
-        return d
 
 
 def _tx_rate(window: str = "5m", offset: str = "") -> str:
@@ -231,8 +213,6 @@ def alert_groups(ctx: ObservabilityContext) -> dict[str, list[AlertRule]]:
     name = ctx.blueprint_name
     groups = {f"{name}-gpu": gpu, f"{name}-efa": efa, f"{name}-nodes": nodes, f"{name}-pipeline": pipeline_rules(ctx)}
     # fleet acceptance gate (docs/acceptance.md): rules in their own module and group
-    from fmcluster.templates.observability.acceptance import acceptance_alert_rules
-
     groups[f"{name}-acceptance"] = acceptance_alert_rules()
     return groups
 

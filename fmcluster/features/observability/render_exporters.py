@@ -21,27 +21,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from fmcluster.resolved import ResolvedCluster, ResolvedGroup
-from fmcluster.templates.observability import pins
-from fmcluster.templates.observability.alertmanager import TOPIC_PLACEHOLDER, render_alertmanager_yml
-from fmcluster.templates.observability.context import (
+from fmcluster.features.observability import pins
+from fmcluster.features.observability.endpoints import MONITORING_STATE_FILE, MONITORING_STATE_LOG_PREFIX
+from fmcluster.features.observability.render_alert_rules import render_alert_rules
+from fmcluster.features.observability.render_alertmanager import TOPIC_PLACEHOLDER, render_alertmanager_yml
+from fmcluster.features.observability.render_context import (
     REMOTE_WRITE_PLACEHOLDER,
     ObservabilityContext,
     observability_context,
 )
-from fmcluster.templates.observability.endpoints import MONITORING_STATE_FILE, MONITORING_STATE_LOG_PREFIX
-from fmcluster.templates.observability.grafana import (
+from fmcluster.features.observability.render_grafana import (
     DASHBOARDS_DIR,
     dashboard_provider,
     datasources,
     grafana_ini,
 )
-from fmcluster.templates.observability.metrics import EFA_COUNTERS, THROUGHPUT_STALE_S, dcgm_counters_csv
-from fmcluster.templates.observability.prometheus import (
+from fmcluster.features.observability.render_metrics import EFA_COUNTERS, THROUGHPUT_STALE_S, dcgm_counters_csv
+from fmcluster.features.observability.render_prometheus import (
     remote_write_url_placeholder,
     render_prometheus_config,
 )
-from fmcluster.templates.observability.rules import render_alert_rules
+from fmcluster.resolved import ResolvedCluster, ResolvedGroup
 from fmcluster.templates.render import render
 
 Role = Literal["compute", "head"]
@@ -136,7 +136,7 @@ def head_files(ctx: ObservabilityContext) -> tuple[NodeFile, ...]:
             NodeFile("/etc/grafana/provisioning/datasources/fmcluster.yaml", datasources(ctx)),
             NodeFile("/etc/grafana/provisioning/dashboards/fmcluster.yaml", dashboard_provider()),
         ]
-        from fmcluster.templates.observability.dashboards import render_dashboards  # grafana-foundation-sdk: only when used
+        from fmcluster.features.observability.render_dashboards import render_dashboards  # grafana-foundation-sdk: only when used
 
         files += [NodeFile(f"{DASHBOARDS_DIR}/{name}", text) for name, text in render_dashboards(ctx).items()]
     return tuple(files)
