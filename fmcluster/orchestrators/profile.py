@@ -131,6 +131,9 @@ class OrchestratorProfile:
             for the cost estimate (ParallelCluster head node, PCS login node). Default: none.
         cluster_fee: (item, quantity, why it is not priced) of a per-cluster service fee the price table lacks, for the
             cost estimate (AWS PCS by cluster size), or ``None``. Default ``None``.
+        imds_lockdown_service: the systemd unit that restores the orchestrator's IMDS lockdown of the head node at
+            boot, or ``None`` when it locks nothing down. The head node's monitoring users are then allowed through it
+            before each of their services starts, and those services start after it. Default ``None``.
     """
 
     key: str
@@ -165,6 +168,7 @@ class OrchestratorProfile:
     encrypted_custom_ami: bool = True
     management_instance_types: tuple[tuple[str, str], ...] = ()
     cluster_fee: tuple[str, str, str] | None = None
+    imds_lockdown_service: str | None = None
 
     def accepts(self, capacity_type: str) -> bool:
         return capacity_type in self.capacity_types

@@ -90,6 +90,9 @@ class ExporterContext:
     files: tuple[NodeFile, ...] = field(default_factory=tuple)
     #: The cluster's Slurm command directory (``OrchestratorProfile.slurm_bin_dir``), "" when unknown.
     slurm_bin_dir: str = ""
+    #: The unit that restores the head node's IMDS lockdown at boot (``OrchestratorProfile.imds_lockdown_service``),
+    #: "" when the orchestrator locks nothing down.
+    imds_lockdown_service: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -105,6 +108,7 @@ class ExporterContext:
             "efa_devices_expected": self.efa_devices_expected,
             "ssm_parameter": self.ssm_parameter,
             "slurm_bin_dir": self.slurm_bin_dir,
+            "imds_lockdown_service": self.imds_lockdown_service,
             "files": [
                 {"path": f.path, "content": f.content, "mode": f.mode, "delimiter": _delimiter(f)}
                 for f in self.files
@@ -163,6 +167,7 @@ def exporter_context(rc: ResolvedCluster, *, role: Role, group: ResolvedGroup | 
         ssm_parameter=octx.ssm_parameter,
         files=() if node else head_files(octx),
         slurm_bin_dir=rc.profile.slurm_bin_dir or "",
+        imds_lockdown_service=rc.profile.imds_lockdown_service or "",
     )
 
 

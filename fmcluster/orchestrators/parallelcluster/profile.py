@@ -37,6 +37,12 @@ def parallelcluster_ami_tags(version: str, os: str) -> dict[str, str]:
             "parallelcluster:build_status": "available"}
 
 
+#: With HeadNode ``Imds.Secured`` (default true) only root and the cluster admin users reach IMDS (iptables chain
+#: PARALLELCLUSTER_IMDS); this unit restores the rules at boot. Source: aws-parallelcluster-cookbook
+#: cookbooks/aws-parallelcluster-environment/recipes/config/imds.rb, templates/imds/restore_tables.sh.erb.
+PCLUSTER_IMDS_LOCKDOWN_SERVICE = "parallelcluster-iptables.service"
+
+
 def selects(orch: OrchestratorSpec) -> bool:
     """``orchestrator.kind: parallelcluster``."""
     return orch.kind == "parallelcluster"
@@ -55,4 +61,5 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
         slurm_accounting="database", orchestrator_version=orch.parallelcluster.version,
         baked_ami_tags=partial(parallelcluster_ami_tags, orch.parallelcluster.version),
         management_instance_types=(("head node", orch.parallelcluster.head_node_instance_type),),
+        imds_lockdown_service=PCLUSTER_IMDS_LOCKDOWN_SERVICE,
     )
