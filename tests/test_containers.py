@@ -23,8 +23,8 @@ from fmcluster.catalog.containers import (
     known_container_images,
     parse_container_catalog,
 )
+from fmcluster.features.containers.plan import enroot_uri
 from fmcluster.resolved import ResolvedCluster, resolve
-from fmcluster.resolved.containers import enroot_uri
 from fmcluster.validation import load_blueprint_text
 from fmcluster.validation.rules import containers as rules
 from tests.blueprints import blueprint_text

@@ -26,7 +26,7 @@ from fmcluster.blueprint import BlueprintError
 from fmcluster.blueprint.model import PCS_SLURM_VERSIONS, OrchestratorSpec, PcsSettings
 from fmcluster.catalog import get_instance
 from fmcluster.constructs.orchestrator import start_after_slurm
-from fmcluster.constructs.storage import LustreMount
+from fmcluster.features.storage.construct import LustreMount
 from fmcluster.orchestrators.pcs.construct import (
     BOOTSTRAP_SCRIPT_NAME,
     HOOKS_SCRIPT_NAME,

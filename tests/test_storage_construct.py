@@ -284,7 +284,7 @@ def granted(checkpoints: str) -> dict[str, Any]:
     from aws_cdk import aws_iam as iam
 
     from fmcluster.blueprint.model import StorageSpec
-    from fmcluster.constructs.storage import TrainingStorage
+    from fmcluster.features.storage.construct import TrainingStorage
 
     spec = StorageSpec.model_validate(yaml.safe_load(checkpoints))
     app = cdk.App(context=cdk_context())

@@ -4,8 +4,8 @@ EFA installer, aws-ofi-nccl, CPU architectures and whether they carry the CUDA f
 
 Every value has a source key; values in an entry's ``unverified`` only warn, ``None`` means unknown. This module
 parses, validates the data (:func:`load_container_catalog` raises :class:`ContainerCatalogError` listing every
-problem) and looks up; the container-vs-host rules live in ``fmcluster.validation.rules.containers`` and the
-per-blueprint resolution in ``fmcluster.resolved.containers``.
+problem) and looks up; the container-vs-host rules live in ``fmcluster.features.containers.rules`` and the
+per-blueprint resolution in ``fmcluster.features.containers.plan``.
 """
 
 from __future__ import annotations

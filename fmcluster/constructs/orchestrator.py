@@ -25,7 +25,7 @@ from aws_cdk import Acknowledgment, Stack, Validations
 from aws_cdk import aws_iam as iam
 from constructs import IConstruct, IValidation
 
-from fmcluster.constructs.storage import CheckpointAccess, LustreMount, checkpoint_statements
+from fmcluster.features.storage.construct import CheckpointAccess, LustreMount, checkpoint_statements
 from fmcluster.resolved import NODE_DIR
 
 #: File name of the observability head-node script (lifecycle folder, S3 asset) and where nodes keep it
@@ -45,7 +45,7 @@ SINFO_CANDIDATES = ("/opt/slurm/bin/sinfo", "/opt/aws/pcs/scheduler/slurm-*/bin/
 _AFTER_SLURM_EOF = "FMCLUSTER_AFTER_SLURM_EOF"
 
 def checkpoint_acknowledgement(cp: CheckpointAccess | None) -> dict[str, str]:
-    """The IAM5 pattern and reason for :func:`fmcluster.constructs.storage.checkpoint_statements`
+    """The IAM5 pattern and reason for :func:`fmcluster.features.storage.construct.checkpoint_statements`
     (matches only ``<bucket>/<prefix>*``)."""
     if cp is None:
         return {}

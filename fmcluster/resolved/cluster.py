@@ -19,11 +19,11 @@ from fmcluster.blueprint.model import Blueprint, ComputeGroup, SoftwareSpec
 from fmcluster.catalog import InstanceSpec, get_instance
 from fmcluster.catalog.networking import InterfaceSlot, describe_layout, interface_layout
 from fmcluster.catalog.software import SoftwareStack, get_stack
+from fmcluster.features.containers.plan import ResolvedContainer, resolve_containers
 from fmcluster.orchestrators.hyperpod_eks.plan import EksPlan, eks_plan
 from fmcluster.orchestrators.profile import OrchestratorProfile
 from fmcluster.orchestrators.registry import profile_for
 from fmcluster.resolved.accounting import AccountingPlan, accounting_plan
-from fmcluster.resolved.containers import ResolvedContainer, resolve_containers
 from fmcluster.resolved.image import ResolvedImage, resolve_image
 from fmcluster.resolved.subnet import SubnetUsage, subnet_usage
 
@@ -117,7 +117,7 @@ class ResolvedCluster:
         node_dir: where fmcluster keeps its files on nodes (:data:`NODE_DIR`).
         tags: tags on every resource: ``fmcluster:blueprint`` plus the blueprint's tags.
         eks: the EKS side of HyperPod EKS orchestration (:func:`fmcluster.orchestrators.hyperpod_eks.plan.eks_plan`), else ``None``.
-        containers: the blueprint's container images (:mod:`fmcluster.resolved.containers`).
+        containers: the blueprint's container images (:mod:`fmcluster.features.containers.plan`).
         accounting: Slurm accounting (:func:`fmcluster.resolved.accounting.accounting_plan`).
     """
 

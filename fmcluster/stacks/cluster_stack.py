@@ -15,7 +15,7 @@ from fmcluster.constructs.accounting import SlurmAccountingDatabase
 from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.constructs.image import NodeImages
 from fmcluster.constructs.orchestrator import HEAD_NODE_SCRIPT
-from fmcluster.constructs.storage import CheckpointAccess, LustreMount
+from fmcluster.features.storage.construct import CheckpointAccess, LustreMount
 from fmcluster.orchestrators.registry import ORCHESTRATORS
 from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
 from fmcluster.stacks import access_outputs

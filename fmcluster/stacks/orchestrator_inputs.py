@@ -14,7 +14,7 @@ from fmcluster.blueprint.model import OrchestratorSpec
 from fmcluster.constructs.accounting import SlurmAccountingDatabase
 from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.constructs.image import NodeImages
-from fmcluster.constructs.storage import CheckpointAccess, LustreMount
+from fmcluster.features.storage.construct import CheckpointAccess, LustreMount
 from fmcluster.orchestrators.profile import OrchestratorProfile
 from fmcluster.resolved import ResolvedGroup
 from fmcluster.templates.context import NodeContext

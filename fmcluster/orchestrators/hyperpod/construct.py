@@ -92,7 +92,7 @@ from fmcluster.constructs.orchestrator import (
     grant_node_storage,
     start_after_slurm,
 )
-from fmcluster.constructs.storage import CheckpointAccess, LustreMount
+from fmcluster.features.storage.construct import CheckpointAccess, LustreMount
 from fmcluster.orchestrators.hyperpod.profile import HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP
 from fmcluster.resolved import NODE_DIR, OrchestratorProfile, ResolvedGroup
 from fmcluster.templates.context import NodeContext

@@ -43,7 +43,7 @@ from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.constructs.capacity import ROOT_VOLUME_GIB, ROOT_VOLUME_TYPE, reservation_target
 from fmcluster.constructs.image import NodeImages
 from fmcluster.constructs.orchestrator import acknowledge
-from fmcluster.constructs.storage import CheckpointAccess, LustreMount, checkpoint_statements
+from fmcluster.features.storage.construct import CheckpointAccess, LustreMount, checkpoint_statements
 from fmcluster.orchestrators.parallelcluster.profile import OS_NAMES
 from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
 from fmcluster.resolved.cluster import NODE_DIR

@@ -1,1 +1,3 @@
 """AWS PCS: profile, rules, construct, stack wiring and outputs."""
+
+USES = ("storage",)

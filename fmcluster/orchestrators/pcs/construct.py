@@ -101,7 +101,7 @@ from fmcluster.constructs.orchestrator import (
     lustre_mount_script,
     start_after_slurm,
 )
-from fmcluster.constructs.storage import CheckpointAccess, LustreMount
+from fmcluster.features.storage.construct import CheckpointAccess, LustreMount
 from fmcluster.orchestrators.pcs.profile import PCS_LOGIN_GROUP
 from fmcluster.resolved import NODE_DIR, OrchestratorProfile, ResolvedGroup
 from fmcluster.templates.node_scripts import ENTRY_POINT

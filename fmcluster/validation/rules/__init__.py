@@ -94,7 +94,7 @@ RULE_MODULES = (
     "fmcluster.validation.rules.accounting",
     "fmcluster.validation.rules.bake",
     "fmcluster.validation.rules.compute",
-    "fmcluster.validation.rules.containers",
+    "fmcluster.features.containers.rules",
     "fmcluster.orchestrators.hyperpod_eks.rules",
     "fmcluster.validation.rules.environment",
     "fmcluster.validation.rules.image",
@@ -107,7 +107,7 @@ RULE_MODULES = (
     "fmcluster.orchestrators.pcs.rules",
     "fmcluster.validation.rules.reserved_and_regional",
     "fmcluster.validation.rules.software",
-    "fmcluster.validation.rules.storage",
+    "fmcluster.features.storage.rules",
 )
 
 

@@ -9,7 +9,7 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fmcluster.blueprint.model import StorageSpec
-from fmcluster.constructs.storage import TrainingStorage
+from fmcluster.features.storage.construct import TrainingStorage
 
 
 class StorageStack(Stack):

@@ -22,8 +22,8 @@ from fmcluster.catalog.software import (
     same_version,
     version_lt,
 )
+from fmcluster.features.containers.plan import HOST_EFA_DIRS, ResolvedContainer
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
-from fmcluster.resolved.containers import HOST_EFA_DIRS, ResolvedContainer
 from fmcluster.validation.rules import Violation, rule
 
 CUDA_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"

@@ -2,8 +2,8 @@
 (docs/first-job.md): ``fsdp-train.sbatch`` (srun + pyxis ``--container-image``) and ``fsdp-train.py``.
 
 One home per fact: the image is the group's first ``software.containers`` entry or the catalog's example image
-(:func:`fmcluster.resolved.containers.example_image`); whether the job bind-mounts the host's EFA stack is
-:attr:`fmcluster.resolved.containers.ResolvedContainer.mounts_host_plugin`; the NCCL/EFA variables are the job
+(:func:`fmcluster.features.containers.plan.example_image`); whether the job bind-mounts the host's EFA stack is
+:attr:`fmcluster.features.containers.plan.ResolvedContainer.mounts_host_plugin`; the NCCL/EFA variables are the job
 environment's (:func:`fmcluster.templates.context.job_environment`), which the job sources and names in pyxis
 ``--container-env`` so an image's own values (NGC: ``NCCL_NET_PLUGIN=spcx``) do not win.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from fmcluster.catalog.containers import PLUGIN_SHORT_NAME_SINCE, ContainerImage
 from fmcluster.catalog.software import version_lt
+from fmcluster.features.containers.plan import HOST_EFA_DIRS, enroot_uri, example_image, group_container
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
-from fmcluster.resolved.containers import HOST_EFA_DIRS, enroot_uri, example_image, group_container
 from fmcluster.templates.context import NodeContext
 from fmcluster.templates.render import render
 from fmcluster.templates.slurm_hooks import job_env_file
