@@ -48,11 +48,11 @@ def render_fsdp_job(rc: ResolvedCluster, group: ResolvedGroup, ctx: NodeContext)
         note = f"the catalog's example image {catalog.key if catalog else image} (declare software.containers to choose)"
     if mounts_host:
         note += "; carries no aws-ofi-nccl of its own: the host's plugin and libfabric are bind-mounted read-only"
-    sbatch = render("slurm/fsdp-train.sbatch.j2", {
+    sbatch = render("containers/fsdp-train.sbatch.j2", {
         "blueprint_name": rc.name, "group_name": group.name, "instance_type": group.instance.name,
         "gpus": group.instance.gpu.count, "partition": group.name, "nodes": min(2, group.spec.count),
         "job_env": job_env_file(rc.node_dir), "image": enroot_uri(image), "image_note": note,
         "host_mounts": HOST_EFA_DIRS if mounts_host else (), "host_library_path": HOST_LIBRARY_PATH,
         "container_env": ",".join(container_env_names(ctx, catalog, mounts_host)),
     })
-    return {SBATCH: sbatch, SCRIPT: render("slurm/fsdp-train.py.j2", {})}
+    return {SBATCH: sbatch, SCRIPT: render("containers/fsdp-train.py.j2", {})}
