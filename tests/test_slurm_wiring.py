@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from fmcluster.orchestrators.hyperpod import construct as hyperpod
+from fmcluster.orchestrators.hyperpod_slurm import construct_slurm as hyperpod
 from fmcluster.orchestrators.parallelcluster.construct import TASK_PROLOG as PC_TASK_PROLOG
 from fmcluster.orchestrators.pcs import construct as pcs
 from fmcluster.resolved import NODE_DIR

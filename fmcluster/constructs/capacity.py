@@ -157,98 +157,141 @@ class NodeLaunchTemplate(Construct):
     ) -> None:
         super().__init__(scope, id)
         self.interfaces = tuple(interfaces)
-        efa_sg = efa_security_group.security_group_id
-        primary_groups = [efa_sg, *(g.security_group_id for g in primary_security_groups)]
-        nics = []
-        for nic in self.interfaces:
-            nics.append(
-                ec2.CfnLaunchTemplate.NetworkInterfaceProperty(
-                    network_card_index=nic.card,
-                    device_index=nic.device,
-                    interface_type=None if nic.interface_type == "interface" else nic.interface_type,
-                    subnet_id=subnet.subnet_id,
-                    groups=primary_groups if (nic.card, nic.device) == (0, 0) else [efa_sg],
-                    delete_on_termination=True,
-                    description=f"card {nic.card} device {nic.device} {nic.interface_type}",
-                )
-            )
-        data: dict[str, Any] = {
-            "network_interfaces": nics,
-            "metadata_options": ec2.CfnLaunchTemplate.MetadataOptionsProperty(
-                http_tokens="required",
-                http_endpoint="enabled",
-                http_put_response_hop_limit=IMDS_HOP_LIMIT,
-            ),
-            "block_device_mappings": [
-                ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(
-                    device_name=ROOT_DEVICE[os],
-                    ebs=ec2.CfnLaunchTemplate.EbsProperty(
-                        volume_size=root_volume_gib,
-                        volume_type=ROOT_VOLUME_TYPE,
-                        encrypted=True,
-                        delete_on_termination=True,
-                    ),
-                )
-            ],
-        }
         capacity_block = group is not None and isinstance(group.capacity, CapacityBlockCapacity)
         if capacity_block and group is not None:
             instance_type = group.instance_type
-        if instance_type is not None:
-            data["instance_type"] = instance_type
-        if placement_group is not None:
-            data["placement"] = ec2.CfnLaunchTemplate.PlacementProperty(
-                group_name=placement_group.placement_group_name
+        data: dict[str, Any] = {
+            "network_interfaces": self._network_interfaces(subnet, efa_security_group, primary_security_groups),
+            "metadata_options": _imdsv2_required(),
+            "block_device_mappings": _root_volume(os, root_volume_gib),
+            **_instance_settings(instance_type, placement_group, user_data, cpu_options),
+            **_tag_specifications(tags),
+            **_market_settings(group),
+        }
+        self.resource = self._add_template(data, capacity_block)
+        self.template_id = self.resource.ref
+        self.latest_version = self.resource.attr_latest_version_number
+        self._add_tags(tags)
+
+    # -- steps --------------------------------------------------------------------------------
+    def _network_interfaces(self, subnet: ec2.ISubnet, efa_security_group: ec2.ISecurityGroup,
+                            primary_security_groups: Sequence[ec2.ISecurityGroup]) -> list[Any]:
+        """One interface per slot in ``subnet``; the primary (card 0, device 0) also carries the primary groups."""
+        efa_sg = efa_security_group.security_group_id
+        primary_groups = [efa_sg, *(g.security_group_id for g in primary_security_groups)]
+        return [
+            ec2.CfnLaunchTemplate.NetworkInterfaceProperty(
+                network_card_index=nic.card,
+                device_index=nic.device,
+                interface_type=None if nic.interface_type == "interface" else nic.interface_type,
+                subnet_id=subnet.subnet_id,
+                groups=primary_groups if (nic.card, nic.device) == (0, 0) else [efa_sg],
+                delete_on_termination=True,
+                description=f"card {nic.card} device {nic.device} {nic.interface_type}",
             )
-        if user_data is not None:
-            data["user_data"] = Fn.base64(user_data)
-        if cpu_options is not None:
-            data["cpu_options"] = ec2.CfnLaunchTemplate.CpuOptionsProperty(
-                core_count=cpu_options["CoreCount"],
-                threads_per_core=cpu_options["ThreadsPerCore"],
-            )
-        if tags:
-            data["tag_specifications"] = [
-                ec2.CfnLaunchTemplate.TagSpecificationProperty(
-                    resource_type=rt,
-                    tags=[{"key": k, "value": v} for k, v in sorted(tags.items())],
-                )
-                for rt in ("instance", "volume")
-            ]
-        market = launch_template_market(group) if group is not None else {}
-        if "InstanceMarketOptions" in market:
-            imo = market["InstanceMarketOptions"]
-            spot = imo.get("SpotOptions")
-            data["instance_market_options"] = ec2.CfnLaunchTemplate.InstanceMarketOptionsProperty(
-                market_type=imo["MarketType"],
-                spot_options=ec2.CfnLaunchTemplate.SpotOptionsProperty(
-                    spot_instance_type=spot["SpotInstanceType"],
-                    instance_interruption_behavior=spot["InstanceInterruptionBehavior"],
-                )
-                if spot
-                else None,
-            )
-        if "CapacityReservationSpecification" in market:
-            target = market["CapacityReservationSpecification"]["CapacityReservationTarget"]
-            data["capacity_reservation_specification"] = (
-                ec2.CfnLaunchTemplate.CapacityReservationSpecificationProperty(
-                    capacity_reservation_target=ec2.CfnLaunchTemplate.CapacityReservationTargetProperty(
-                        capacity_reservation_id=target.get("CapacityReservationId"),
-                        capacity_reservation_resource_group_arn=target.get(
-                            "CapacityReservationResourceGroupArn"
-                        ),
-                    ),
-                )
-            )
-        self.resource = ec2.CfnLaunchTemplate(
+            for nic in self.interfaces
+        ]
+
+    def _add_template(self, data: dict[str, Any], capacity_block: bool) -> ec2.CfnLaunchTemplate:
+        """The ``AWS::EC2::LaunchTemplate``; a Capacity Block template ignores :data:`CFN_LINT_INSTANCE_TYPE_RULE`."""
+        resource = ec2.CfnLaunchTemplate(
             self,
             "Resource",
             launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(**data),
         )
         if capacity_block:
-            self.resource.add_metadata("cfn-lint", {"config": {"ignore_checks": [CFN_LINT_INSTANCE_TYPE_RULE]}})
-        self.template_id = self.resource.ref
-        self.latest_version = self.resource.attr_latest_version_number
+            resource.add_metadata("cfn-lint", {"config": {"ignore_checks": [CFN_LINT_INSTANCE_TYPE_RULE]}})
+        return resource
+
+    def _add_tags(self, tags: Mapping[str, str] | None) -> None:
+        """``tags`` on the template itself."""
         for k, v in (tags or {}).items():
             Tags.of(self.resource).add(k, v)
 
+
+def _imdsv2_required() -> ec2.CfnLaunchTemplate.MetadataOptionsProperty:
+    return ec2.CfnLaunchTemplate.MetadataOptionsProperty(
+        http_tokens="required",
+        http_endpoint="enabled",
+        http_put_response_hop_limit=IMDS_HOP_LIMIT,
+    )
+
+
+def _root_volume(os: str, size_gib: int) -> list[ec2.CfnLaunchTemplate.BlockDeviceMappingProperty]:
+    """The encrypted gp3 root volume, deleted with the instance."""
+    return [
+        ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(
+            device_name=ROOT_DEVICE[os],
+            ebs=ec2.CfnLaunchTemplate.EbsProperty(
+                volume_size=size_gib,
+                volume_type=ROOT_VOLUME_TYPE,
+                encrypted=True,
+                delete_on_termination=True,
+            ),
+        )
+    ]
+
+
+def _instance_settings(instance_type: str | None, placement_group: ec2.PlacementGroup | None, user_data: str | None,
+                       cpu_options: dict[str, int] | None) -> dict[str, Any]:
+    """Instance type, placement group, user data (base64) and CPU options, each only when given."""
+    data: dict[str, Any] = {}
+    if instance_type is not None:
+        data["instance_type"] = instance_type
+    if placement_group is not None:
+        data["placement"] = ec2.CfnLaunchTemplate.PlacementProperty(
+            group_name=placement_group.placement_group_name
+        )
+    if user_data is not None:
+        data["user_data"] = Fn.base64(user_data)
+    if cpu_options is not None:
+        data["cpu_options"] = ec2.CfnLaunchTemplate.CpuOptionsProperty(
+            core_count=cpu_options["CoreCount"],
+            threads_per_core=cpu_options["ThreadsPerCore"],
+        )
+    return data
+
+
+def _tag_specifications(tags: Mapping[str, str] | None) -> dict[str, Any]:
+    """``tags`` on the instances and volumes the template launches (none without tags)."""
+    if not tags:
+        return {}
+    return {"tag_specifications": [
+        ec2.CfnLaunchTemplate.TagSpecificationProperty(
+            resource_type=rt,
+            tags=[{"key": k, "value": v} for k, v in sorted(tags.items())],
+        )
+        for rt in ("instance", "volume")
+    ]}
+
+
+def _market_settings(group: ComputeGroup | None) -> dict[str, Any]:
+    """The market options and capacity reservation of :func:`launch_template_market` as launch-template properties
+    (none without a group)."""
+    market = launch_template_market(group) if group is not None else {}
+    data: dict[str, Any] = {}
+    if "InstanceMarketOptions" in market:
+        imo = market["InstanceMarketOptions"]
+        spot = imo.get("SpotOptions")
+        data["instance_market_options"] = ec2.CfnLaunchTemplate.InstanceMarketOptionsProperty(
+            market_type=imo["MarketType"],
+            spot_options=ec2.CfnLaunchTemplate.SpotOptionsProperty(
+                spot_instance_type=spot["SpotInstanceType"],
+                instance_interruption_behavior=spot["InstanceInterruptionBehavior"],
+            )
+            if spot
+            else None,
+        )
+    if "CapacityReservationSpecification" in market:
+        target = market["CapacityReservationSpecification"]["CapacityReservationTarget"]
+        data["capacity_reservation_specification"] = (
+            ec2.CfnLaunchTemplate.CapacityReservationSpecificationProperty(
+                capacity_reservation_target=ec2.CfnLaunchTemplate.CapacityReservationTargetProperty(
+                    capacity_reservation_id=target.get("CapacityReservationId"),
+                    capacity_reservation_resource_group_arn=target.get(
+                        "CapacityReservationResourceGroupArn"
+                    ),
+                ),
+            )
+        )
+    return data

@@ -11,14 +11,12 @@ both ``SlurmConfig`` and that file. The scripts (one prefix per instance group: 
 and, for GPU groups, our rendered node scripts) go to a ``sagemaker-``-prefixed bucket this construct
 creates; worker groups run ``bootstrap.sh`` from ``on_init_complete.sh``.
 
-With a metrics layer, the ``controller`` group's folder also holds the observability head-node script;
-its ``on_init_complete.sh`` copies it to ``/opt/fmcluster`` and starts it once Slurm answers
-(``common.start_after_slurm``; Slurm is up already in this mode, so it starts at once), and the execution
-role gets the observability node policy. All instance groups share that one execution role, so the GPU
-groups get the policy as well.
-
-EKS joins worker groups (no controller/login) to an existing EKS cluster or to the one the ``<name>-eks`` stack
-creates (:mod:`fmcluster.orchestrators.hyperpod_eks.addons`), also with ``OnInitComplete``.
+What only one orchestration adds comes from its slice, as a :class:`HyperPodOrchestration` the slice's stack
+builder passes in: Slurm (controller and login groups, ``SlurmConfig``, the FSx mount, the Slurm hooks, the
+head-node script and policy) in :mod:`fmcluster.orchestrators.hyperpod_slurm.construct_slurm`; EKS (``Orchestrator.Eks``
+and the execution role's EKS additions) in :mod:`fmcluster.orchestrators.hyperpod_eks.construct_eks`. EKS joins
+worker groups (no controller/login) to an existing EKS cluster or to the one the ``<name>-eks`` stack creates
+(:mod:`fmcluster.orchestrators.hyperpod_eks.addons`), also with ``OnInitComplete``.
 
 Sources (botocore sagemaker CreateCluster, the AWS::SageMaker::Cluster resource schema):
 - API-driven Slurm configuration (``SlurmConfig``, ``Orchestrator.Slurm.SlurmConfigStrategy``,
@@ -46,29 +44,12 @@ Sources (botocore sagemaker CreateCluster, the AWS::SageMaker::Cluster resource 
   EKS orchestration additions (CNI, ECR, pod identity):
   aws/sagemaker-hyperpod-cluster-setup ``eks/cloudformation/sagemaker-iam-role-template.yaml``.
 - ``fsx:DescribeFileSystems`` for Lustre over EFA: see ``common.fsx_describe_statement``.
-
-Slurm hooks (Slurm orchestration; :mod:`fmcluster.templates.slurm_hooks`): ``SlurmConfig`` takes only ``NodeType``
-and ``PartitionNames`` (botocore sagemaker service-2.json ``ClusterSlurmConfig``), so the controller's
-``OnInitComplete`` runs ``fmcluster-slurm-conf.sh``, which adds ``HealthCheckProgram`` (the node check's fast mode,
-draining with the reason), ``HealthCheckInterval``, ``HealthCheckNodeState`` and ``TaskProlog`` (the job environment)
-to ``/opt/slurm/etc/slurm.conf`` and, with p6e-gb200 groups (``OrchestratorProfile.imex``), ``Prolog`` (the per-job
-IMEX prolog, as a glob over ``/opt/fmcluster/slurm/prolog.d/``, one more ``Prolog`` line beside the site's) with
-``PrologFlags=Alloc,NoHold`` merged into the flags already there (no ``NoHold`` beside ``Contain``/``X11``/``RunInJob``,
-which slurmctld refuses), then ``scontrol reconfigure``. HyperPod's Slurm lives in ``/opt/slurm`` and its controller's
-slurm.conf is edited in place the same way by AWS's own HyperPod lifecycle samples
-(aws-samples/awsome-distributed-training ``1.architectures/5.sagemaker-hyperpod/LifecycleScripts/base-config/``
-``setup_rds_accounting.sh``, ``utils/pam_adopt_cgroup_wheel.sh``: ``PrologFlags=Contain`` then a restart); compute
-nodes read it configless. Each compute group's ``OnInitComplete`` first installs the TaskProlog and the IMEX prolog
-on the node (``fmcluster-slurm-hooks-install.sh``). Not verified: whether HyperPod rewrites slurm.conf on a later
-cluster update (``SlurmConfigStrategy: Managed`` is documented for partitions), which would drop these keys until the
-controller's script runs again; and whether slurmd can start a task on a compute node before that node's
-``OnInitComplete`` has installed the TaskProlog (HyperPod starts Slurm before the script runs).
 """
-
 from __future__ import annotations
 
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -93,16 +74,9 @@ from fmcluster.constructs.orchestrator import (
     start_after_slurm,
 )
 from fmcluster.features.storage.construct import CheckpointAccess, LustreMount
-from fmcluster.orchestrators.hyperpod.profile import HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP
-from fmcluster.resolved import NODE_DIR, OrchestratorProfile, ResolvedGroup
+from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
 from fmcluster.templates.context import NodeContext
 from fmcluster.templates.node_scripts import ENTRY_POINT, render_node_scripts
-from fmcluster.templates.slurm_hooks import (
-    render_hooks_installer,
-    render_imex_prolog,
-    render_slurm_conf_editor,
-    slurm_conf_settings,
-)
 
 LIFECYCLE_PREFIX = "lifecycle"
 #: The lifecycle script of every instance group, named by ``LifeCycleConfig.OnInitComplete``.
@@ -116,18 +90,6 @@ ACCOUNT_ID_LENGTH = 12
 #: Secondary EBS volume (mounted at /opt/sagemaker) for groups without local NVMe: controller and login
 #: keep Slurm state, container images and logs there. GPU groups use their instance-store NVMe instead.
 EBS_VOLUME_GIB = 500
-SLURM_CONFIG_STRATEGY = "Managed"
-#: HyperPod's Slurm (the AWS HyperPod lifecycle samples edit /opt/slurm/etc/slurm.conf and call /opt/slurm/sbin daemons).
-HYPERPOD_SLURM = "/opt/slurm"
-#: Slurm hooks on each HyperPod compute node's own disk (installed by its OnInitComplete; fmcluster does not rely on a
-#: file system shared with the controller).
-TASK_PROLOG = f"{NODE_DIR}/slurm/fmcluster-task-prolog.sh"
-IMEX_PROLOG = f"{NODE_DIR}/slurm/prolog.d/91_fmcluster_imex_prolog.sh"
-#: slurm.conf ``Prolog`` as a glob ("A glob pattern (See glob(7)) may also be used to specify more than one program",
-#: SchedMD/slurm doc/man/man5/slurm.conf.5), over the directory compute nodes fill at OnInitComplete.
-PROLOG_GLOB = f"{NODE_DIR}/slurm/prolog.d/*"
-SLURM_CONF_SCRIPT = "fmcluster-slurm-conf.sh"
-HOOKS_INSTALL_SCRIPT = "fmcluster-slurm-hooks-install.sh"
 
 
 def lifecycle_bucket_name_length(cluster_name: str, region: str) -> int:
@@ -186,6 +148,77 @@ def on_init_complete_script(*, group: str, role: str, runs_bootstrap: bool, star
     return "\n".join(lines) + "\n"
 
 
+
+def stage_lifecycle_scripts(scripts: Mapping[str, Mapping[str, str]]) -> Path:
+    """A new temporary folder holding ``<group>/<file>`` for every script (``*.sh`` executable): the asset the
+    lifecycle bucket deployment uploads."""
+    staging = Path(tempfile.mkdtemp(prefix="fmcluster-lifecycle-"))
+    for name, files in scripts.items():
+        for fname, text in files.items():
+            path = staging / name / fname
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            if fname.endswith(".sh"):
+                path.chmod(0o755)
+    return staging
+
+
+@dataclass(frozen=True)
+class GroupLifecycle:
+    """What an orchestration adds to one instance group's lifecycle folder: ``files`` (name -> text, written before
+    ``on_init_complete.sh``), ``hooks`` (files of the folder ``on_init_complete.sh`` runs first) and whether it starts
+    the head-node script (``starts_head_node``). Default: nothing."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    hooks: tuple[str, ...] = ()
+    starts_head_node: bool = False
+
+
+@dataclass(frozen=True)
+class VpcGrants:
+    """Execution-role VPC permissions an orchestration adds to the shared ones: ENI actions and targets, and describe
+    actions. Default: none."""
+
+    eni_actions: tuple[str, ...] = ()
+    eni_targets: tuple[str, ...] = ()
+    describe: tuple[str, ...] = ()
+
+
+class HyperPodOrchestration:
+    """What one HyperPod orchestration adds to :class:`HyperPodCluster` (a strategy each orchestration slice passes
+    in from its stack builder). Every hook's default adds nothing."""
+
+    def management_groups(self, spec: HyperPodSettings) -> list[tuple[str, str]]:
+        """(instance group name, node type) of the groups before the compute groups. Default: none."""
+        return []
+
+    def lifecycle_files(self, name: str, node_type: str) -> GroupLifecycle:
+        """The files and hooks this orchestration adds to instance group ``name``'s lifecycle folder."""
+        return GroupLifecycle()
+
+    def vpc_grants(self, arn: str) -> VpcGrants:
+        """Extra VPC permissions; ``arn`` is ``arn:<partition>:ec2:<region>:<account>``."""
+        return VpcGrants()
+
+    def grant_role(self, role: iam.Role, arn: str) -> None:
+        """Statements added to the execution role after the shared VPC ones (before the storage grants)."""
+
+    def attach_policies(self, role: iam.Role) -> None:
+        """Managed policies attached to the finished execution role."""
+
+    def configure_instance_group(self, ig: dict[str, Any], name: str, node_type: str,
+                                 storage: list[dict[str, Any]]) -> None:
+        """Adds this orchestration's keys to instance group ``ig`` and its ``InstanceStorageConfigs`` (``storage``)."""
+
+    def orchestrator(self) -> dict[str, Any]:
+        """The cluster's ``Orchestrator`` property."""
+        raise NotImplementedError
+
+
+#: One instance group: (name, node type, the resolved compute group or ``None`` for a management group).
+Topology = list[tuple[str, str, ResolvedGroup | None]]
+
+
 class HyperPodCluster(Construct):
     """A HyperPod cluster, its lifecycle bucket and scripts, and its execution role.
 
@@ -193,13 +226,9 @@ class HyperPodCluster(Construct):
     (BucketDeployment of the scripts), ``role`` (execution role), ``instance_groups`` (the
     CloudFormation ``InstanceGroups`` list as plain dicts, with tokens), ``scripts`` (group -> file -> text).
 
-    ``head_node_script`` (text) runs on the controller group once Slurm answers and ``head_node_policy`` is
-    attached to the execution role (shared by all groups); both only with Slurm orchestration (EKS has no
-    controller, rule R-OBS-3 warns). Default: no head-node script and no extra policy.
-
-    ``groups`` are the resolved compute groups (one ``Compute`` instance group each, in order); ``profile``
-    is the HyperPod profile (accepted capacity types, EFA interface type). ``eks_cluster_arn`` (EKS only): the ARN
-    of the EKS cluster fmcluster creates; default: ``spec.eks_cluster_arn`` (an existing cluster).
+    ``orchestration`` is what the orchestration adds (:class:`HyperPodOrchestration`, from the hyperpod_slurm or
+    hyperpod_eks slice). ``groups`` are the resolved compute groups (one ``Compute`` instance group each, in order);
+    ``profile`` is the HyperPod profile (accepted capacity types, EFA interface type).
     """
 
     def __init__(
@@ -209,6 +238,7 @@ class HyperPodCluster(Construct):
         *,
         spec: HyperPodSettings,
         profile: OrchestratorProfile,
+        orchestration: HyperPodOrchestration,
         cluster_name: str,
         groups: Sequence[ResolvedGroup],
         node_contexts: Mapping[str, NodeContext],
@@ -218,21 +248,39 @@ class HyperPodCluster(Construct):
         lustre: LustreMount | None,
         checkpoints: CheckpointAccess | None,
         tags: Mapping[str, str],
-        head_node_script: str | None = None,
-        head_node_policy: iam.IManagedPolicy | None = None,
-        eks_cluster_arn: str | None = None,
         images: NodeImages | None = None,
     ) -> None:
         super().__init__(scope, id)
+        self.orchestration = orchestration
         self.images = images or NodeImages({})
-        stack = Stack.of(self)
-        slurm = spec.orchestration == "slurm"
-        # EKS: the cluster the <name>-eks stack creates (a token), else the blueprint's existing cluster.
-        self.eks_cluster_arn = eks_cluster_arn or spec.eks_cluster_arn
-        self.bucket = s3.Bucket(
+        self._check_capacity_types(profile, groups)
+        self.bucket = self._add_lifecycle_bucket(cluster_name)
+        topology = self._topology(spec, groups)
+        self.scripts = self._render_scripts(topology, node_contexts)
+        self.deployment = self._add_lifecycle_scripts()
+        self.role = self._add_execution_role(cluster_name, vpc, subnet, security_group, lustre, checkpoints)
+        self.orchestration.attach_policies(self.role)
+        self.instance_groups = [self._instance_group(spec, profile, name, node_type, g) for name, node_type, g in topology]
+        self.cluster = self._add_cluster(spec, cluster_name, subnet, security_group, tags)
+        self._wire_dependencies()
+
+    # -- checks -------------------------------------------------------------------------------
+    def _check_capacity_types(self, profile: OrchestratorProfile, groups: Sequence[ResolvedGroup]) -> None:
+        """An error on this construct for each compute group whose capacity type HyperPod does not take."""
+        for rg in groups:
+            g = rg.spec
+            if not profile.accepts(g.capacity.type):
+                Annotations.of(self).add_error(
+                    f"compute group {g.name}: HyperPod does not take capacity type {g.capacity.type!r}; "
+                    f"allowed {', '.join(profile.capacity_types)}"
+                )
+
+    # -- steps --------------------------------------------------------------------------------
+    def _add_lifecycle_bucket(self, cluster_name: str) -> s3.Bucket:
+        bucket = s3.Bucket(
             self,
             "LifecycleBucket",
-            bucket_name=lifecycle_bucket_name(cluster_name, stack.region),
+            bucket_name=lifecycle_bucket_name(cluster_name, Stack.of(self).region),
             encryption=s3.BucketEncryption.S3_MANAGED,
             enforce_ssl=True,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
@@ -240,55 +288,42 @@ class HyperPodCluster(Construct):
             removal_policy=RemovalPolicy.DESTROY,
         )
         acknowledge(
-            self.bucket,
+            bucket,
             (
                 "AwsSolutions-S1",
                 "Holds only the lifecycle scripts this stack renders and redeploys; the checkpoint and data buckets "
                 "carry access logs. A log bucket in another stack would make the storage stack depend on this one.",
             ),
         )
+        return bucket
 
-        # ---- instance-group topology ----------------------------------------------------------
-        topology: list[tuple[str, str, ResolvedGroup | None]] = []
-        if slurm:
-            topology.append((HYPERPOD_CONTROLLER_GROUP, "Controller", None))
-            if spec.login_instance_type:
-                topology.append((HYPERPOD_LOGIN_GROUP, "Login", None))
-        topology += [(g.name, "Compute", g) for g in groups]
+    def _topology(self, spec: HyperPodSettings, groups: Sequence[ResolvedGroup]) -> Topology:
+        """The orchestration's management groups, then one ``Compute`` group per compute group."""
+        topology: Topology = [(name, node_type, None) for name, node_type in self.orchestration.management_groups(spec)]
+        return topology + [(g.name, "Compute", g) for g in groups]
 
-        # IMEX per job on the groups the profile wires (R-IMEX-1 refuses the others): one fact, OrchestratorProfile.imex
-        self.imex_types = sorted({g.spec.instance_type for g in groups
-                                  if slurm and g.instance.imex and profile.imex.wires(g.spec.capacity.type)})
-        hooks = self._slurm_hooks() if slurm else {}
-        self.scripts: dict[str, dict[str, str]] = {}
+    def _render_scripts(self, topology: Topology, node_contexts: Mapping[str, NodeContext]) -> dict[str, dict[str, str]]:
+        """group -> file -> text: the node scripts (compute groups), the orchestration's files, ``on_init_complete.sh``."""
+        scripts: dict[str, dict[str, str]] = {}
         for name, node_type, g in topology:
             files = dict(render_node_scripts(node_contexts[name])) if g is not None else {}
-            head = head_node_script if slurm and name == HYPERPOD_CONTROLLER_GROUP else None
-            if head is not None:
-                files[HEAD_NODE_SCRIPT] = head
-            hook = hooks.get(node_type)
-            if hook is not None:
-                files[hook[0]] = hook[1]
+            extra = self.orchestration.lifecycle_files(name, node_type)
+            files.update(extra.files)
             files[ON_INIT_COMPLETE] = on_init_complete_script(
                 group=name,
                 role=node_type.lower(),
                 runs_bootstrap=g is not None,
-                starts_head_node=head is not None,
-                hooks=(hook[0],) if hook is not None else (),
+                starts_head_node=extra.starts_head_node,
+                hooks=extra.hooks,
             )
-            self.scripts[name] = files
+            scripts[name] = files
+        return scripts
 
-        staging = Path(tempfile.mkdtemp(prefix="fmcluster-lifecycle-"))
-        for name, files in self.scripts.items():
-            for fname, text in files.items():
-                path = staging / name / fname
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text)
-                if fname.endswith(".sh"):
-                    path.chmod(0o755)
+    def _add_lifecycle_scripts(self) -> s3deploy.BucketDeployment:
+        """The rendered scripts, staged by :func:`stage_lifecycle_scripts`, deployed under the lifecycle prefix."""
         # Only the rendered scripts: no provisioning_parameters.json next to SlurmConfig (AWS refuses both).
-        sources = [s3deploy.Source.asset(str(staging))]
-        self.deployment = s3deploy.BucketDeployment(
+        sources = [s3deploy.Source.asset(str(stage_lifecycle_scripts(self.scripts)))]
+        deployment = s3deploy.BucketDeployment(
             self,
             "LifecycleScripts",
             destination_bucket=self.bucket,
@@ -297,34 +332,12 @@ class HyperPodCluster(Construct):
             retain_on_delete=False,
             prune=True,
         )
-        self._acknowledge_deployment_handler(stack)
+        self._acknowledge_deployment_handler(Stack.of(self))
+        return deployment
 
-        # ---- execution role -------------------------------------------------------------------
-        self.role = self._execution_role(
-            spec,
-            cluster_name,
-            vpc,
-            subnet,
-            security_group,
-            lustre,
-            checkpoints,
-        )
-        if slurm and head_node_policy is not None:
-            # The controller group runs Prometheus; HyperPod takes one execution role per group, and all
-            # groups share this one.
-            self.role.add_managed_policy(head_node_policy)
-
-        # ---- instance groups ------------------------------------------------------------------
-        self.instance_groups: list[dict[str, Any]] = []
-        for name, node_type, g in topology:
-            self.instance_groups.append(self._instance_group(spec, profile, name, node_type, g, slurm, lustre))
-
-        orchestrator: dict[str, Any] = (
-            {"Slurm": {"SlurmConfigStrategy": SLURM_CONFIG_STRATEGY}}
-            if slurm
-            else {"Eks": {"ClusterArn": self.eks_cluster_arn}}
-        )
-        self.cluster = sagemaker.CfnCluster(
+    def _add_cluster(self, spec: HyperPodSettings, cluster_name: str, subnet: ec2.ISubnet,
+                     security_group: ec2.ISecurityGroup, tags: Mapping[str, str]) -> sagemaker.CfnCluster:
+        cluster = sagemaker.CfnCluster(
             self,
             "Resource",
             cluster_name=cluster_name,
@@ -337,32 +350,18 @@ class HyperPodCluster(Construct):
         )
         # The groups are kept in CloudFormation's own shape (they are also what the CreateCluster request
         # looks like); the typed L1 structs would need camelCase copies of the same data.
-        self.cluster.add_property_override("InstanceGroups", self.instance_groups)
-        self.cluster.add_property_override("Orchestrator", orchestrator)
-        # Scripts and permissions must be in place before HyperPod starts the first node.
+        cluster.add_property_override("InstanceGroups", self.instance_groups)
+        cluster.add_property_override("Orchestrator", self.orchestration.orchestrator())
+        return cluster
+
+    def _wire_dependencies(self) -> None:
+        """Scripts and permissions must be in place before HyperPod starts the first node."""
         self.cluster.node.add_dependency(self.deployment)
         policy = self.role.node.try_find_child("DefaultPolicy")
         if policy is not None:  # the role's ARN is referenced already; its inline policy is not
             self.cluster.node.add_dependency(policy)
 
     # -- pieces -------------------------------------------------------------------------------
-    def _slurm_hooks(self) -> dict[str, tuple[str, str]]:
-        """Instance-group node type -> (file name, script) of the Slurm hooks (see the module docstring): the
-        controller's slurm.conf editor and every compute group's TaskProlog / IMEX prolog installer."""
-        imex = bool(self.imex_types)
-        editor = render_slurm_conf_editor(
-            slurm_conf=f"{HYPERPOD_SLURM}/etc/slurm.conf", scontrol=f"{HYPERPOD_SLURM}/bin/scontrol",
-            settings=slurm_conf_settings(NODE_DIR, TASK_PROLOG), orchestrator="SageMaker HyperPod",
-            node_label="controller", prolog=PROLOG_GLOB if imex else None,
-            why="HyperPod's SlurmConfig has no keys for these (NodeType and PartitionNames only), so its controller's "
-                "OnInitComplete edits slurm.conf.")
-        installer = render_hooks_installer(
-            NODE_DIR, TASK_PROLOG, orchestrator="SageMaker HyperPod", node_label="compute node",
-            share_note="Every compute node installs its own copy (OnInitComplete, before the node bootstrap).",
-            imex_prolog=IMEX_PROLOG if imex else None,
-            imex_script=render_imex_prolog(NODE_DIR, f"{HYPERPOD_SLURM}/bin/scontrol", self.imex_types) if imex else "")
-        return {"Controller": (SLURM_CONF_SCRIPT, editor), "Compute": (HOOKS_INSTALL_SCRIPT, installer)}
-
     def _instance_group(
         self,
         spec: HyperPodSettings,
@@ -370,8 +369,6 @@ class HyperPodCluster(Construct):
         name: str,
         node_type: str,
         rg: ResolvedGroup | None,
-        slurm: bool,
-        lustre: LustreMount | None,
     ) -> dict[str, Any]:
         uri = f"s3://{self.bucket.bucket_name}/{LIFECYCLE_PREFIX}/{name}/"
         ig: dict[str, Any] = {
@@ -407,48 +404,35 @@ class HyperPodCluster(Construct):
             ig["ThreadsPerCore"] = 2
             storage.append({"EbsVolumeConfig": {"VolumeSizeInGB": EBS_VOLUME_GIB}})
         else:
-            g, inst = rg.spec, rg.instance
-            ig["InstanceType"] = inst.hyperpod_name
-            ig["InstanceCount"] = g.count
-            # Grace (arm64) cores run one thread each; HyperPod wants 1 for types without SMT.
-            ig["ThreadsPerCore"] = 1 if inst.cpu_architecture == "arm64" else g.threads_per_core
-            if spec.deep_health_checks:
-                ig["OnStartDeepHealthChecks"] = list(spec.deep_health_checks)
-            if g.efa_enabled:
-                ig["NetworkInterface"] = {"InterfaceType": profile.efa_interface_type}
-            plan = hyperpod_training_plan(g)
-            if plan:
-                ig["TrainingPlanArn"] = plan
-            if g.capacity.type == "spot":
-                ig["CapacityRequirements"] = {"Spot": {}}
-            if not profile.accepts(g.capacity.type):
-                Annotations.of(self).add_error(
-                    f"compute group {g.name}: HyperPod does not take capacity type {g.capacity.type!r}; "
-                    f"allowed {', '.join(profile.capacity_types)}"
-                )
-            if inst.nvme.count == 0:
-                storage.append({"EbsVolumeConfig": {"VolumeSizeInGB": EBS_VOLUME_GIB}})
-        if slurm:
-            ig["SlurmConfig"] = {"NodeType": node_type}
-            if node_type == "Compute":
-                ig["SlurmConfig"]["PartitionNames"] = [name]
-            if lustre is not None:
-                storage.append(
-                    {
-                        "FsxLustreConfig": {
-                            "DnsName": lustre.dns_name,
-                            "MountName": lustre.mount_name,
-                            "MountPath": lustre.mount_point,
-                        }
-                    }
-                )
+            self._compute_settings(ig, storage, spec, profile, rg)
+        self.orchestration.configure_instance_group(ig, name, node_type, storage)
         if storage:
             ig["InstanceStorageConfigs"] = storage
         return ig
 
-    def _execution_role(
+    @staticmethod
+    def _compute_settings(ig: dict[str, Any], storage: list[dict[str, Any]], spec: HyperPodSettings,
+                          profile: OrchestratorProfile, rg: ResolvedGroup) -> None:
+        """Type, count, threads, health checks, EFA, training plan, spot and EBS of a compute group's instance group."""
+        g, inst = rg.spec, rg.instance
+        ig["InstanceType"] = inst.hyperpod_name
+        ig["InstanceCount"] = g.count
+        # Grace (arm64) cores run one thread each; HyperPod wants 1 for types without SMT.
+        ig["ThreadsPerCore"] = 1 if inst.cpu_architecture == "arm64" else g.threads_per_core
+        if spec.deep_health_checks:
+            ig["OnStartDeepHealthChecks"] = list(spec.deep_health_checks)
+        if g.efa_enabled:
+            ig["NetworkInterface"] = {"InterfaceType": profile.efa_interface_type}
+        plan = hyperpod_training_plan(g)
+        if plan:
+            ig["TrainingPlanArn"] = plan
+        if g.capacity.type == "spot":
+            ig["CapacityRequirements"] = {"Spot": {}}
+        if inst.nvme.count == 0:
+            storage.append({"EbsVolumeConfig": {"VolumeSizeInGB": EBS_VOLUME_GIB}})
+
+    def _add_execution_role(
         self,
-        spec: HyperPodSettings,
         cluster_name: str,
         vpc: ec2.IVpc,
         subnet: ec2.ISubnet,
@@ -473,17 +457,28 @@ class HyperPodCluster(Construct):
             )
         )
         arn = f"arn:{Aws.PARTITION}:ec2:{Aws.REGION}:{Aws.ACCOUNT_ID}"
+        self._grant_vpc(role, arn, vpc, subnet, sg)
+        self.orchestration.grant_role(role, arn)
+        grant_node_storage(role, lustre, checkpoints)
+        self._acknowledge_role(role, checkpoints)
+        return role
+
+    def _grant_vpc(self, role: iam.Role, arn: str, vpc: ec2.IVpc, subnet: ec2.ISubnet, sg: ec2.ISecurityGroup) -> None:
+        """ENIs in the customer VPC (the orchestration's additions included), describe calls and ENI tags."""
+        extra = self.orchestration.vpc_grants(arn)
         eni_targets = [
             f"{arn}:network-interface/*",
             f"{arn}:subnet/{subnet.subnet_id}",
             f"{arn}:security-group/{sg.security_group_id}",
             f"{arn}:vpc/{vpc.vpc_id}",
+            *extra.eni_targets,
         ]
         eni_actions = [
             "ec2:CreateNetworkInterface",
             "ec2:CreateNetworkInterfacePermission",
             "ec2:DeleteNetworkInterface",
             "ec2:DeleteNetworkInterfacePermission",
+            *extra.eni_actions,
         ]
         describe = [
             "ec2:DescribeNetworkInterfaces",
@@ -492,15 +487,8 @@ class HyperPodCluster(Construct):
             "ec2:DescribeSubnets",
             "ec2:DescribeSecurityGroups",
             "ec2:DetachNetworkInterface",
+            *extra.describe,
         ]
-        if spec.orchestration == "eks":
-            eni_actions += [
-                "ec2:AssignPrivateIpAddresses",
-                "ec2:ModifyNetworkInterfaceAttribute",
-                "ec2:UnassignPrivateIpAddresses",
-            ]
-            eni_targets.append(f"{arn}:instance/*")
-            describe += ["ec2:DescribeInstances", "ec2:DescribeTags", "ec2:DescribeInstanceTypes"]
         role.add_to_policy(iam.PolicyStatement(sid="VpcEnis", actions=eni_actions, resources=eni_targets))
         role.add_to_policy(iam.PolicyStatement(sid="VpcDescribe", actions=describe, resources=["*"]))
         role.add_to_policy(
@@ -510,34 +498,10 @@ class HyperPodCluster(Construct):
                 resources=[f"{arn}:network-interface/*"],
             )
         )
-        if spec.orchestration == "eks" and self.eks_cluster_arn:
-            role.add_to_policy(
-                iam.PolicyStatement(
-                    sid="EksAttach",
-                    actions=["ec2:AttachNetworkInterface"],
-                    resources=[f"{arn}:instance/*", f"{arn}:network-interface/*"],
-                )
-            )
-            role.add_to_policy(
-                iam.PolicyStatement(
-                    sid="EcrPull",
-                    actions=[
-                        "ecr:BatchCheckLayerAvailability",
-                        "ecr:BatchGetImage",
-                        "ecr:GetAuthorizationToken",
-                        "ecr:GetDownloadUrlForLayer",
-                    ],
-                    resources=["*"],
-                )
-            )
-            role.add_to_policy(
-                iam.PolicyStatement(
-                    sid="EksPodIdentity",
-                    actions=["eks-auth:AssumeRoleForPodIdentity"],
-                    resources=[self.eks_cluster_arn],
-                )
-            )
-        grant_node_storage(role, lustre, checkpoints)
+
+    @staticmethod
+    def _acknowledge_role(role: iam.Role, checkpoints: CheckpointAccess | None) -> None:
+        """cdk-nag findings of the execution role."""
         acknowledge(
             role,
             (
@@ -557,7 +521,6 @@ class HyperPodCluster(Construct):
                 **checkpoint_acknowledgement(checkpoints),
             },
         )
-        return role
 
     def _acknowledge_deployment_handler(self, stack: Stack) -> None:
         """cdk-nag findings of the BucketDeployment's singleton Lambda (CDK-owned code)."""

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from aws_cdk import CfnOutput, Fn, Stack
 from aws_cdk import aws_sagemaker as sagemaker
 
-from fmcluster.orchestrators.hyperpod.construct import HyperPodCluster
+from fmcluster.orchestrators.hyperpod.construct import HyperPodCluster, HyperPodOrchestration
 from fmcluster.orchestrators.hyperpod.profile import HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP
 from fmcluster.orchestrators.profile import OrchestratorProfile
 from fmcluster.stacks.orchestrator_inputs import OrchestratorInputs
@@ -25,16 +25,15 @@ OUTPUT_LIST_NODES = "ListNodesCommand"
 OUTPUT_SSM_TARGET_PREFIX = "SsmTargetPrefix"
 
 
-def build(stack: Stack, inputs: OrchestratorInputs,
+def build(stack: Stack, inputs: OrchestratorInputs, orchestration: HyperPodOrchestration,
           after_cluster: Callable[[HyperPodCluster], None] | None = None) -> HyperPodCluster:
-    """The ``HyperPod`` construct, then ``after_cluster`` (what a variant adds that needs the cluster), then the
-    outputs."""
+    """The ``HyperPod`` construct with what the variant's ``orchestration`` adds, then ``after_cluster`` (what a variant
+    adds that needs the cluster), then the outputs."""
     hp = HyperPodCluster(
-        stack, "HyperPod", spec=inputs.orchestrator.hyperpod, profile=inputs.profile, node_contexts=inputs.node_contexts,
-        vpc=inputs.require_vpc(), head_node_script=inputs.head_node_text, eks_cluster_arn=inputs.eks_cluster_arn,
-        cluster_name=inputs.cluster_name, groups=inputs.groups, subnet=inputs.subnet,
-        security_group=inputs.security_group, lustre=inputs.lustre, checkpoints=inputs.checkpoints, tags=inputs.tags,
-        head_node_policy=inputs.head_node_policy, images=inputs.images,
+        stack, "HyperPod", spec=inputs.orchestrator.hyperpod, profile=inputs.profile, orchestration=orchestration,
+        node_contexts=inputs.node_contexts, vpc=inputs.require_vpc(), cluster_name=inputs.cluster_name,
+        groups=inputs.groups, subnet=inputs.subnet, security_group=inputs.security_group, lustre=inputs.lustre,
+        checkpoints=inputs.checkpoints, tags=inputs.tags, images=inputs.images,
     )
     if after_cluster is not None:
         after_cluster(hp)

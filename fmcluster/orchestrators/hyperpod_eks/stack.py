@@ -8,6 +8,7 @@ from aws_cdk import Stack
 from fmcluster.orchestrators.hyperpod import stack as hyperpod
 from fmcluster.orchestrators.hyperpod.construct import HyperPodCluster
 from fmcluster.orchestrators.hyperpod_eks.addons import EksWorkloadAddons
+from fmcluster.orchestrators.hyperpod_eks.construct_eks import EksOrchestration
 from fmcluster.stacks.orchestrator_inputs import OrchestratorInputs
 
 
@@ -20,4 +21,6 @@ def build(stack: Stack, inputs: OrchestratorInputs) -> HyperPodCluster:
             EksWorkloadAddons(stack, "EksAddons", plan=plan, cluster_name=plan.cluster_name, after=[hp.cluster],
                               tags=inputs.tags)
 
-    return hyperpod.build(stack, inputs, after_cluster=addons)
+    # The cluster the <name>-eks stack creates (a token), else the blueprint's existing cluster.
+    eks = EksOrchestration(cluster_arn=inputs.eks_cluster_arn or inputs.orchestrator.hyperpod.eks_cluster_arn)
+    return hyperpod.build(stack, inputs, eks, after_cluster=addons)

@@ -1,4 +1,5 @@
-"""SageMaker HyperPod with Slurm: its profile and stack wiring; the construct and rules it shares with HyperPod EKS
+"""SageMaker HyperPod with Slurm: its profile, what Slurm adds to the shared construct (controller and login groups,
+SlurmConfig, the FSx mount, the Slurm hooks) and stack wiring; the construct and rules it shares with HyperPod EKS
 are the hyperpod slice's."""
 
-USES = ("hyperpod",)
+USES = ("hyperpod", "storage")

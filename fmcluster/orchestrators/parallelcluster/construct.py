@@ -119,10 +119,59 @@ class ParallelClusterCluster(Construct):
         each listed queue's ``Image.CustomAmi`` (bake and custom modes; the head node keeps the official AMI,
         see :class:`fmcluster.constructs.image.NodeImages`). Default: every node on the official AMI."""
         super().__init__(scope, id)
+        self._check_capacity_types(profile, groups)
         key_policy = self._checkpoint_policy(checkpoints)
         self.provider = cfn.CfnStack(
             self, "Provider", template_url=Fn.sub(PROVIDER_TEMPLATE_URL.replace("{version}", spec.version))
         )
+        head_node = self._head_node(spec, subnet, security_group, head_node_script)
+        head_policies = self._head_node_policies(head_node_policy)
+        self.topology_wired = self._wire_topology(head_node, head_policies, cluster_name, region, groups)
+        # IMEX per job on the groups the profile wires (R-IMEX-1 refuses the others): one fact, OrchestratorProfile.imex
+        imex_types = sorted({g.spec.instance_type for g in groups
+                             if g.instance.imex and profile.imex.wires(g.spec.capacity.type)})
+        self._wire_slurm_hooks(head_node, imex_types)
+        head_node.setdefault("Iam", {})["AdditionalIamPolicies"] = head_policies
+        amis = images or NodeImages({})
+        queues = [
+            self._queue(g.spec, capacity_settings(g.spec, profile), subnet, security_group,
+                        placement_groups[g.name] if g.placement_group else None, bootstraps[g.name],
+                        checkpoints, spec.gpu_health_checks, key_policy, amis.for_group(g.name))
+            for g in groups
+        ]
+        self.config: dict[str, Any] = self._cluster_config(spec, region, os, head_node, queues, tags)
+        self._wire_containers(head_node, queues, groups)
+        self._wire_custom_slurm_settings(imex_types)
+        if accounting is not None:
+            self._wire_accounting(head_node, self.config["Scheduling"]["SlurmSettings"], accounting)
+        self._wire_login_nodes(spec, subnet, security_group)
+        self._wire_shared_storage(lustre)
+        self.resource = CfnResource(
+            self, "Cluster", type="Custom::PclusterCluster",
+            properties={
+                "ServiceToken": self.provider.get_att("Outputs.ServiceToken"),
+                "ClusterName": cluster_name,
+                "ClusterConfiguration": self.config,
+                "DeletionPolicy": spec.deletion_policy,
+            },
+        )
+
+    # -- checks -------------------------------------------------------------------------------
+    def _check_capacity_types(self, profile: OrchestratorProfile, groups: Sequence[ResolvedGroup]) -> None:
+        """An error on this construct for each compute group whose capacity type ParallelCluster cannot use."""
+        for g in groups:
+            if not profile.accepts(g.spec.capacity.type):
+                Annotations.of(self).add_error(
+                    f"compute group {g.name}: ParallelCluster cannot use capacity type {g.spec.capacity.type!r}; "
+                    f"allowed {', '.join(profile.capacity_types)}"
+                )
+
+    # -- steps --------------------------------------------------------------------------------
+    @staticmethod
+    def _head_node(spec: ParallelClusterSettings, subnet: ec2.ISubnet, security_group: ec2.ISecurityGroup,
+                   head_node_script: ScriptAsset | None) -> dict[str, Any]:
+        """``HeadNode``: type, network, encrypted root volume, IMDSv2, the key pair when given and the head-node
+        script as ``OnNodeConfigured``."""
         head_node: dict[str, Any] = {
             "InstanceType": spec.head_node_instance_type,
             "Networking": {"SubnetId": subnet.subnet_id, "AdditionalSecurityGroups": [security_group.security_group_id]},
@@ -136,31 +185,28 @@ class ParallelClusterCluster(Construct):
         if head_node_script is not None:
             head_node["CustomActions"] = {"OnNodeConfigured": {"Script": head_node_script.s3_url}}
             head_node["Iam"] = {"S3Access": [{"BucketName": head_node_script.bucket_name, "KeyName": head_node_script.object_key}]}
+        return head_node
+
+    @staticmethod
+    def _head_node_policies(head_node_policy: iam.IManagedPolicy | None) -> list[dict[str, Any]]:
+        """The head node's ``AdditionalIamPolicies``: SSM, then the head-node policy when given."""
         # No key pair by default: the way in is SSM Session Manager, whose agent needs AmazonSSMManagedInstanceCore
         # on the instance role (https://docs.aws.amazon.com/systems-manager/latest/userguide/setup-instance-permissions.html).
         # ParallelCluster attaches only CloudWatchAgentServerPolicy and the AdditionalIamPolicies to node roles
         # (aws/aws-parallelcluster 3.16.1 cli/src/pcluster/templates/cdk_builder_utils.py _add_node_role), so the
         # head node gets it here; its KeyPairValidator warning for a missing key is then expected.
-        head_policies = [{"Policy": Fn.sub(SSM_CORE_POLICY)}]
+        head_policies: list[dict[str, Any]] = [{"Policy": Fn.sub(SSM_CORE_POLICY)}]
         if head_node_policy is not None:
             head_policies.append({"Policy": head_node_policy.managed_policy_arn})
-        self.topology_wired = self._wire_topology(head_node, head_policies, cluster_name, region, groups)
-        # IMEX per job on the groups the profile wires (R-IMEX-1 refuses the others): one fact, OrchestratorProfile.imex
-        imex_types = sorted({g.spec.instance_type for g in groups
-                             if g.instance.imex and profile.imex.wires(g.spec.capacity.type)})
-        self._wire_slurm_hooks(head_node, imex_types)
-        head_node.setdefault("Iam", {})["AdditionalIamPolicies"] = head_policies
-        image: dict[str, Any] = {"Os": OS_NAMES[os]}
-        amis = images or NodeImages({})
-        for g in groups:
-            if not profile.accepts(g.spec.capacity.type):
-                Annotations.of(self).add_error(
-                    f"compute group {g.name}: ParallelCluster cannot use capacity type {g.spec.capacity.type!r}; "
-                    f"allowed {', '.join(profile.capacity_types)}"
-                )
-        self.config: dict[str, Any] = {
+        return head_policies
+
+    @staticmethod
+    def _cluster_config(spec: ParallelClusterSettings, region: str, os: str, head_node: dict[str, Any],
+                        queues: list[dict[str, Any]], tags: Mapping[str, str]) -> dict[str, Any]:
+        """The cluster configuration: region, image, head node, Slurm scheduling with ``queues``, monitoring, tags."""
+        return {
             "Region": region,
-            "Image": image,
+            "Image": {"Os": OS_NAMES[os]},
             "HeadNode": head_node,
             "Scheduling": {
                 "Scheduler": "slurm",
@@ -169,12 +215,7 @@ class ParallelClusterCluster(Construct):
                     "ScaledownIdletime": spec.scaledown_idletime_minutes,
                     "EnableMemoryBasedScheduling": spec.memory_based_scheduling,
                 },
-                "SlurmQueues": [
-                    self._queue(g.spec, capacity_settings(g.spec, profile), subnet, security_group,
-                                placement_groups[g.name] if g.placement_group else None, bootstraps[g.name],
-                                checkpoints, spec.gpu_health_checks, key_policy, amis.for_group(g.name))
-                    for g in groups
-                ],
+                "SlurmQueues": queues,
             },
             "Monitoring": {
                 "DetailedMonitoring": spec.detailed_monitoring,
@@ -187,30 +228,27 @@ class ParallelClusterCluster(Construct):
             },
             "Tags": [{"Key": k, "Value": v} for k, v in sorted(tags.items())],
         }
-        self._wire_containers(head_node, self.config["Scheduling"]["SlurmQueues"], groups)
+
+    def _wire_custom_slurm_settings(self, imex_types: Sequence[str]) -> None:
+        """``CustomSlurmSettings``: the topology plugin when wired, the Slurm hooks' keys, the IMEX prolog flags."""
         custom: list[dict[str, Any]] = [{"TopologyPlugin": "topology/tree"}] if self.topology_wired else []
         custom += slurm_conf_settings(NODE_DIR, TASK_PROLOG)
         if imex_types:
             custom.append({"PrologFlags": IMEX_PROLOG_FLAGS})
         self.config["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"] = custom
-        if accounting is not None:
-            self._wire_accounting(head_node, self.config["Scheduling"]["SlurmSettings"], accounting)
+
+    def _wire_login_nodes(self, spec: ParallelClusterSettings, subnet: ec2.ISubnet, sg: ec2.ISecurityGroup) -> None:
+        """``LoginNodes`` with one pool when the blueprint has login nodes."""
         if spec.login_instance_type:
-            self.config["LoginNodes"] = {"Pools": [self._login_pool(spec, subnet, security_group)]}
+            self.config["LoginNodes"] = {"Pools": [self._login_pool(spec, subnet, sg)]}
+
+    def _wire_shared_storage(self, lustre: LustreMount | None) -> None:
+        """``SharedStorage``: the FSx for Lustre file system, when there is one."""
         if lustre is not None:
             self.config["SharedStorage"] = [{
                 "MountDir": lustre.mount_point, "Name": "fsx", "StorageType": "FsxLustre",
                 "FsxLustreSettings": {"FileSystemId": lustre.file_system_id},
             }]
-        self.resource = CfnResource(
-            self, "Cluster", type="Custom::PclusterCluster",
-            properties={
-                "ServiceToken": self.provider.get_att("Outputs.ServiceToken"),
-                "ClusterName": cluster_name,
-                "ClusterConfiguration": self.config,
-                "DeletionPolicy": spec.deletion_policy,
-            },
-        )
 
     @staticmethod
     def _wire_accounting(head_node: dict[str, Any], slurm_settings: dict[str, Any],

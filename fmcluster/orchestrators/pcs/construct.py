@@ -77,6 +77,7 @@ Sources (the AWS::PCS::* resource schemas, botocore pcs, AWS PCS User Guide):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import Annotations, Stack
@@ -266,6 +267,22 @@ def pcs_accounting(spec: SlurmAccountingSpec | None) -> pcs.CfnCluster.Accountin
     return pcs.CfnCluster.AccountingProperty(mode="STANDARD", default_purge_time_in_days=spec.purge_after_days)
 
 
+@dataclass(frozen=True)
+class _NodeGroups:
+    """What :class:`PcsCluster`'s node groups share: the three scopes, the profile, subnet, Lustre mount, tags, AMIs
+    and the launch templates' common settings (``template``)."""
+
+    lt_scope: Construct
+    ng_scope: Construct
+    q_scope: Construct
+    profile: OrchestratorProfile
+    subnet: ec2.ISubnet
+    lustre: LustreMount | None
+    tags: Mapping[str, str]
+    amis: NodeImages
+    template: dict[str, Any]
+
+
 class PcsCluster(Construct):
     """A PCS cluster with a login node group and one compute node group + queue per compute group.
 
@@ -313,15 +330,44 @@ class PcsCluster(Construct):
         accounting: SlurmAccountingSpec | None = None,
     ) -> None:
         super().__init__(scope, id)
-        amis = images or NodeImages({})
-        region = Stack.of(self).region
+        self._check_capacity_types(profile, groups)
         # IMEX per job on the groups the profile wires (R-IMEX-1 refuses the others): one fact, OrchestratorProfile.imex
         self.imex_types = sorted({g.spec.instance_type for g in groups
                                   if g.instance.imex and profile.imex.wires(g.spec.capacity.type)})
         #: The cluster's ``SlurmCustomSettings`` (only keys PCS documents for clusters; see the module docstring).
         self.slurm_custom_settings = [{"ParameterName": "Prolog", "ParameterValue": IMEX_PROLOG}] if self.imex_types else []
         self.security_group = self._cluster_security_group(vpc)
-        self.cluster = pcs.CfnCluster(
+        self.cluster = self._add_cluster(spec, cluster_name, subnet, tags, accounting)
+        self.role = self._node_role(cluster_name, Stack.of(self).region, groups, bootstraps, lustre, checkpoints)
+        self._grant_head_node(head_node_script, head_node_policy)
+        self.instance_profile = iam.InstanceProfile(self, "NodeInstanceProfile", role=self.role)
+        self.lustre_script = self._add_lustre_script(lustre)
+        self.hooks_script = self._slurm_hooks(profile)
+        self.hooks_script.grant_read(self.role)
+        self.launch_templates: dict[str, NodeLaunchTemplate] = {}
+        self.node_groups: dict[str, pcs.CfnComputeNodeGroup] = {}
+        self.queues: dict[str, pcs.CfnQueue] = {}
+        nodes = self._node_group_context(profile, os, subnet, security_group, lustre, tags, images)
+        self._add_login_group(nodes, spec, head_node_script)
+        for g in groups:
+            self._add_compute_group(nodes, g, placement_groups[g.name] if g.placement_group else None,
+                                    bootstraps[g.name])
+
+    # -- checks -------------------------------------------------------------------------------
+    def _check_capacity_types(self, profile: OrchestratorProfile, groups: Sequence[ResolvedGroup]) -> None:
+        """An error on this construct for each compute group whose capacity type PCS cannot use (its node group is
+        then built with ``ONDEMAND``)."""
+        for g in groups:
+            if profile.capacity_term(g.spec.capacity.type) is None:
+                Annotations.of(self).add_error(
+                    f"compute group {g.name}: PCS cannot use capacity type {g.spec.capacity.type!r}; allowed "
+                    f"{', '.join(profile.capacity_types)}"
+                )
+
+    # -- steps --------------------------------------------------------------------------------
+    def _add_cluster(self, spec: PcsSettings, cluster_name: str, subnet: ec2.ISubnet, tags: Mapping[str, str],
+                     accounting: SlurmAccountingSpec | None) -> pcs.CfnCluster:
+        return pcs.CfnCluster(
             self,
             "Resource",
             name=cluster_name,
@@ -342,50 +388,55 @@ class PcsCluster(Construct):
             ),
             tags=dict(tags),
         )
-        self.role = self._node_role(cluster_name, region, groups, bootstraps, lustre, checkpoints)
+
+    def _grant_head_node(self, head_node_script: ScriptAsset | None, head_node_policy: iam.IManagedPolicy | None) -> None:
+        """The node role reads the head-node script and gets the head-node policy (shared by all node groups)."""
         if head_node_script is not None:
             head_node_script.grant_read(self.role)
         if head_node_policy is not None:
             self.role.add_managed_policy(head_node_policy)
-        self.instance_profile = iam.InstanceProfile(self, "NodeInstanceProfile", role=self.role)
-        self.lustre_script: ScriptAsset | None = None
-        if lustre is not None:
-            self.lustre_script = ScriptAsset(self, "LustreMountScript", text=LUSTRE_MOUNT_SCRIPT,
-                                             file_name=LUSTRE_SCRIPT_FILE)
-            self.lustre_script.grant_read(self.role)
-        self.hooks_script = self._slurm_hooks(profile)
-        self.hooks_script.grant_read(self.role)
 
-        self.launch_templates: dict[str, NodeLaunchTemplate] = {}
-        self.node_groups: dict[str, pcs.CfnComputeNodeGroup] = {}
-        self.queues: dict[str, pcs.CfnQueue] = {}
+    def _add_lustre_script(self, lustre: LustreMount | None) -> ScriptAsset | None:
+        """The ``mount-lustre.sh`` lifecycle script, readable by the node role (``None`` without Lustre)."""
+        if lustre is None:
+            return None
+        script = ScriptAsset(self, "LustreMountScript", text=LUSTRE_MOUNT_SCRIPT, file_name=LUSTRE_SCRIPT_FILE)
+        script.grant_read(self.role)
+        return script
+
+    def _node_group_context(self, profile: OrchestratorProfile, os: str, subnet: ec2.ISubnet,
+                            security_group: ec2.ISecurityGroup, lustre: LustreMount | None, tags: Mapping[str, str],
+                            images: NodeImages | None) -> _NodeGroups:
+        """The ``LaunchTemplates``, ``NodeGroups`` and ``Queues`` scopes and what every node group shares."""
         lt_scope, ng_scope, q_scope = (
             Construct(self, n) for n in ("LaunchTemplates", "NodeGroups", "Queues")
         )
-        embed_limit = profile.user_data_embed_limit_bytes
-        common: dict[str, Any] = {
-            "os": os,
-            "subnet": subnet,
-            "efa_security_group": security_group,
-            "primary_security_groups": [self.security_group],
-        }
+        return _NodeGroups(
+            lt_scope=lt_scope, ng_scope=ng_scope, q_scope=q_scope, profile=profile, subnet=subnet, lustre=lustre,
+            tags=tags, amis=images or NodeImages({}),
+            template={"os": os, "subnet": subnet, "efa_security_group": security_group,
+                      "primary_security_groups": [self.security_group]},
+        )
 
+    def _add_login_group(self, nodes: _NodeGroups, spec: PcsSettings, head_node_script: ScriptAsset | None) -> None:
+        """The login node group (one on-demand node) and its launch template (user data only with a head-node
+        script)."""
         login_lt = NodeLaunchTemplate(
-            lt_scope,
+            nodes.lt_scope,
             "Login",
             instance_type=None,  # PCS launches the node group's InstanceConfigs types
             interfaces=(InterfaceSlot(0, 0, "interface"),),
             user_data=mime_user_data(
                 node_shell_script(group=PCS_LOGIN_GROUP, bootstrap=None, lustre=None,
-                                  embed_limit_bytes=embed_limit, head_node_script=head_node_script,
-                                  slurm_bin_dir=profile.slurm_bin_dir)
+                                  embed_limit_bytes=nodes.profile.user_data_embed_limit_bytes,
+                                  head_node_script=head_node_script, slurm_bin_dir=nodes.profile.slurm_bin_dir)
             ) if head_node_script is not None else None,
-            tags={**tags, "fmcluster:node-group": PCS_LOGIN_GROUP},
-            **common,
+            tags={**nodes.tags, "fmcluster:node-group": PCS_LOGIN_GROUP},
+            **nodes.template,
         )
         self.launch_templates[PCS_LOGIN_GROUP] = login_lt
         self.node_groups[PCS_LOGIN_GROUP] = self._node_group(
-            ng_scope,
+            nodes.ng_scope,
             "Login",
             name=PCS_LOGIN_GROUP,
             instance_type=spec.login_instance_type,
@@ -393,65 +444,66 @@ class PcsCluster(Construct):
             max_count=1,
             purchase="ONDEMAND",
             lt=login_lt,
-            ami=pcs_ami(amis.others, spec.login_instance_type),
-            subnet=subnet,
-            tags=tags,
-            lifecycle=lifecycle_actions(bootstrap=None, lustre_script=self.lustre_script, lustre=lustre),
+            ami=pcs_ami(nodes.amis.others, spec.login_instance_type),
+            subnet=nodes.subnet,
+            tags=nodes.tags,
+            lifecycle=lifecycle_actions(bootstrap=None, lustre_script=self.lustre_script, lustre=nodes.lustre),
         )
 
-        for g in groups:
-            lt = NodeLaunchTemplate(
-                lt_scope,
-                g.name,
-                instance_type=None,
-                interfaces=g.interfaces,
-                group=g.spec,
-                placement_group=placement_groups[g.name] if g.placement_group else None,
-                cpu_options=g.cpu_options,
-                tags={**tags, "fmcluster:node-group": g.name},
-                **common,
-            )
-            purchase = profile.capacity_term(g.spec.capacity.type)
-            if purchase is None:
-                Annotations.of(self).add_error(
-                    f"compute group {g.name}: PCS cannot use capacity type {g.spec.capacity.type!r}; allowed "
-                    f"{', '.join(profile.capacity_types)}"
-                )
-                purchase = "ONDEMAND"
-            ng = self._node_group(
-                ng_scope,
-                g.name,
-                name=g.name,
-                instance_type=g.spec.instance_type,
-                min_count=g.spec.effective_min_count,
-                max_count=g.spec.count,
-                purchase=purchase,
-                lt=lt,
-                ami=pcs_ami(amis.for_group(g.name), g.spec.instance_type),
-                subnet=subnet,
-                tags=tags,
-                lifecycle=lifecycle_actions(bootstrap=bootstraps[g.name], lustre_script=self.lustre_script,
-                                            lustre=lustre, hooks=self.hooks_script),
-            )
-            self.launch_templates[g.name] = lt
-            self.node_groups[g.name] = ng
-            self.queues[g.name] = pcs.CfnQueue(
-                q_scope,
-                g.name,
-                cluster_id=self.cluster.attr_id,
-                name=g.name,
-                compute_node_group_configurations=[
-                    pcs.CfnQueue.ComputeNodeGroupConfigurationProperty(compute_node_group_id=ng.attr_id),
-                ],
-                tags=dict(tags),
-            )
-            if g.efa_devices and g.spec.count > 1 and not g.instance.ultraserver_sizes:
-                Annotations.of(self.queues[g.name]).add_warning_v2(TOPOLOGY_WARNING, (
-                    f"queue {g.name}: fmcluster does not enable PCS network topology-aware scheduling (no "
-                    "AWS::PCS::Queue property or documented queue custom setting sets it); enable it on the queue "
-                    "after deploy for multi-node EFA jobs (docs/topology.md, "
-                    "https://docs.aws.amazon.com/pcs/latest/userguide/network-topology.html)"))
+    def _add_compute_group(self, nodes: _NodeGroups, g: ResolvedGroup, placement_group: ec2.PlacementGroup | None,
+                           bootstrap: NodeBootstrap) -> None:
+        """One compute group's launch template, node group and queue."""
+        lt = NodeLaunchTemplate(
+            nodes.lt_scope,
+            g.name,
+            instance_type=None,
+            interfaces=g.interfaces,
+            group=g.spec,
+            placement_group=placement_group,
+            cpu_options=g.cpu_options,
+            tags={**nodes.tags, "fmcluster:node-group": g.name},
+            **nodes.template,
+        )
+        ng = self._node_group(
+            nodes.ng_scope,
+            g.name,
+            name=g.name,
+            instance_type=g.spec.instance_type,
+            min_count=g.spec.effective_min_count,
+            max_count=g.spec.count,
+            purchase=nodes.profile.capacity_term(g.spec.capacity.type) or "ONDEMAND",  # see _check_capacity_types
+            lt=lt,
+            ami=pcs_ami(nodes.amis.for_group(g.name), g.spec.instance_type),
+            subnet=nodes.subnet,
+            tags=nodes.tags,
+            lifecycle=lifecycle_actions(bootstrap=bootstrap, lustre_script=self.lustre_script,
+                                        lustre=nodes.lustre, hooks=self.hooks_script),
+        )
+        self.launch_templates[g.name] = lt
+        self.node_groups[g.name] = ng
+        self.queues[g.name] = self._add_queue(nodes, g, ng)
 
+    def _add_queue(self, nodes: _NodeGroups, g: ResolvedGroup, ng: pcs.CfnComputeNodeGroup) -> pcs.CfnQueue:
+        """The compute group's queue, with a warning where topology-aware scheduling would matter."""
+        queue = pcs.CfnQueue(
+            nodes.q_scope,
+            g.name,
+            cluster_id=self.cluster.attr_id,
+            name=g.name,
+            compute_node_group_configurations=[
+                pcs.CfnQueue.ComputeNodeGroupConfigurationProperty(compute_node_group_id=ng.attr_id),
+            ],
+            tags=dict(nodes.tags),
+        )
+        if g.efa_devices and g.spec.count > 1 and not g.instance.ultraserver_sizes:
+            Annotations.of(queue).add_warning_v2(TOPOLOGY_WARNING, (
+                f"queue {g.name}: fmcluster does not enable PCS network topology-aware scheduling (no "
+                "AWS::PCS::Queue property or documented queue custom setting sets it); enable it on the queue "
+                "after deploy for multi-node EFA jobs (docs/topology.md, "
+                "https://docs.aws.amazon.com/pcs/latest/userguide/network-topology.html)"))
+        return queue
+
+    # -- pieces -------------------------------------------------------------------------------
     def _slurm_hooks(self, profile: OrchestratorProfile) -> ScriptAsset:
         """The compute nodes' Slurm hooks lifecycle script: the health timer and, with IMEX types, the IMEX prolog
         at :data:`IMEX_PROLOG` (on every compute node group: the cluster's ``Prolog`` runs on every node, and the
