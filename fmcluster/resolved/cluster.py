@@ -22,7 +22,7 @@ from fmcluster.catalog.software import SoftwareStack, get_stack
 from fmcluster.orchestrators.hyperpod_eks.plan import EksPlan, eks_plan
 from fmcluster.orchestrators.profile import OrchestratorProfile
 from fmcluster.orchestrators.registry import profile_for
-from fmcluster.resolved.accounting import AccountingPlan, accounting_plan
+from fmcluster.resolved.accounting import AccountingPlan, accounting_plan, accounting_route
 from fmcluster.resolved.containers import ResolvedContainer, resolve_containers
 from fmcluster.resolved.image import ResolvedImage, resolve_image
 from fmcluster.resolved.subnet import SubnetUsage, subnet_usage
@@ -171,7 +171,8 @@ def stack_names(bp: Blueprint, profile: OrchestratorProfile | None = None) -> St
         observability=f"{bp.name}-observability" if bp.observability.enabled else None,
         eks=f"{bp.name}-eks" if (plan := eks_plan(bp)) is not None and plan.creates_cluster else None,
         image=f"{bp.name}-image" if bp.software.image.mode == "bake" else None,
-        accounting=accounting_plan(bp, profile or profile_for(bp.orchestrator)).stack,
+        accounting=f"{bp.name}-accounting"
+        if accounting_route(bp, profile or profile_for(bp.orchestrator)) == "database" else None,
     )
 
 
