@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from fmcluster.blueprint.model import Blueprint, ComputeGroup, SoftwareSpec
 from fmcluster.catalog import InstanceSpec, get_instance
-from fmcluster.catalog.networking import InterfaceSlot, describe_layout, interface_layout
+from fmcluster.catalog.networking import InterfaceSlot, describe_layout, interface_layout, layout_ipv4
 from fmcluster.catalog.software import SoftwareStack, get_stack
 from fmcluster.orchestrators.hyperpod_eks.plan import EksPlan, eks_plan
 from fmcluster.orchestrators.profile import OrchestratorProfile
@@ -191,7 +191,7 @@ def resolve_group(index: int, group: ComputeGroup, profile: OrchestratorProfile,
     return ResolvedGroup(
         spec=group, index=index, instance=inst, interfaces=slots,
         efa_devices=inst.efa_interface_count if group.efa_enabled else 0,
-        ipv4_per_node=sum(s.ipv4_addresses for s in slots),
+        ipv4_per_node=layout_ipv4(slots),
         # Orchestrators that place nodes themselves (HyperPod) have no placement-group setting.
         placement_group=group.uses_placement_group and not profile.places_nodes_itself,
         cpu_options=smt_off_cpu_options(inst, group.threads_per_core),
