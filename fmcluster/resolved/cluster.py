@@ -71,6 +71,9 @@ class ResolvedGroup:
         efa_devices: EFA devices per node (0 when EFA is off).
         ipv4_per_node: private IPv4 addresses one node takes from the GPU subnet.
         placement_group: True when the network stack creates a cluster placement group for this group.
+        imex: True when the group's nodes get the IMEX domain set per job: an NVLink-domain type (catalog ``imex``)
+            whose capacity type the orchestrator wires (:meth:`fmcluster.orchestrators.profile.ImexWiring.wires`).
+            The one fact R-IMEX-1 and the orchestrator constructs read.
         cpu_options: launch-template ``CpuOptions`` turning SMT off (``threads_per_core: 1`` on x86), else None.
         image: what the group boots, the lock it is verified against and the boot-time estimate
             (:class:`fmcluster.resolved.image.ResolvedImage`).
@@ -83,6 +86,7 @@ class ResolvedGroup:
     efa_devices: int
     ipv4_per_node: int
     placement_group: bool
+    imex: bool
     cpu_options: dict[str, int] | None
     image: ResolvedImage
 
@@ -194,6 +198,7 @@ def resolve_group(index: int, group: ComputeGroup, profile: OrchestratorProfile,
         ipv4_per_node=layout_ipv4(slots),
         # Orchestrators that place nodes themselves (HyperPod) have no placement-group setting.
         placement_group=group.uses_placement_group and not profile.places_nodes_itself,
+        imex=inst.imex and profile.imex.wires(group.capacity.type),
         cpu_options=smt_off_cpu_options(inst, group.threads_per_core),
         image=resolve_image(bp, inst, stack),
     )

@@ -256,9 +256,9 @@ class HyperPodCluster(Construct):
                 topology.append((HYPERPOD_LOGIN_GROUP, "Login", None))
         topology += [(g.name, "Compute", g) for g in groups]
 
-        # IMEX per job on the groups the profile wires (R-IMEX-1 refuses the others): one fact, OrchestratorProfile.imex
+        # IMEX per job on the groups the profile wires (R-IMEX-1 refuses the others): one fact, ResolvedGroup.imex
         self.imex_types = sorted({g.spec.instance_type for g in groups
-                                  if slurm and g.instance.imex and profile.imex.wires(g.spec.capacity.type)})
+                                  if slurm and g.imex})
         hooks = self._slurm_hooks() if slurm else {}
         self.scripts: dict[str, dict[str, str]] = {}
         for name, node_type, g in topology:

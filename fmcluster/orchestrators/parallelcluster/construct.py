@@ -145,9 +145,8 @@ class ParallelClusterCluster(Construct):
         if head_node_policy is not None:
             head_policies.append({"Policy": head_node_policy.managed_policy_arn})
         self.topology_wired = self._wire_topology(head_node, head_policies, cluster_name, region, groups)
-        # IMEX per job on the groups the profile wires (R-IMEX-1 refuses the others): one fact, OrchestratorProfile.imex
-        imex_types = sorted({g.spec.instance_type for g in groups
-                             if g.instance.imex and profile.imex.wires(g.spec.capacity.type)})
+        # IMEX per job on the groups the profile wires (R-IMEX-1 refuses the others): one fact, ResolvedGroup.imex
+        imex_types = sorted({g.spec.instance_type for g in groups if g.imex})
         self._wire_slurm_hooks(head_node, imex_types)
         head_node.setdefault("Iam", {})["AdditionalIamPolicies"] = head_policies
         image: dict[str, Any] = {"Os": OS_NAMES[os]}
