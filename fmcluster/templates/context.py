@@ -27,7 +27,7 @@ from fmcluster.catalog.software import (
     version_ge,
 )
 from fmcluster.features.observability.render_exporters import exporter_context, render_exporter_script
-from fmcluster.resolved import ResolvedCluster, ResolvedGroup
+from fmcluster.resolved import NODE_DIR, ResolvedCluster, ResolvedGroup
 
 PROFILE_ENV_PATH = "/etc/profile.d/fmcluster.sh"
 SCRATCH_LABEL = "fmc-scratch"
@@ -35,7 +35,7 @@ SCRATCH_LABEL = "fmc-scratch"
 #: ADT-NT nccl-tests.Dockerfile).
 NCCL_SOCKET_IFNAME = "^docker,lo,veth"
 #: Where a baked image carries its lock (``image_build_steps`` writes it, the boot path compares it).
-LOCK_PATH = "/opt/fmcluster/lock.json"
+LOCK_PATH = f"{NODE_DIR}/lock.json"
 #: Where nccl-tests is built (the node check runs ``<dir>/build/all_reduce_perf``).
 NCCL_TESTS_DIR = "/opt/nccl-tests"
 #: MPI the EFA installer ships (aws-efa-installer installs Open MPI under /opt/amazon/openmpi; EFA user guide
