@@ -12,7 +12,7 @@ from fmcluster.blueprint.errors import BlueprintError
 from fmcluster.catalog.images import GPU_STACK, IMAGE_COMPONENTS, get_image, image_stacks, known_images, official_image
 from fmcluster.catalog.software import get_stack, known_stacks
 from fmcluster.resolved import resolve
-from fmcluster.resolved.image import STEP_SECONDS
+from fmcluster.resolved.image import STEP_SECONDS, estimate_name
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import blueprint_text, example, group, to_yaml
 
@@ -213,3 +213,34 @@ def test_image_shape_errors(image: dict[str, Any], message: str) -> None:
     with pytest.raises(BlueprintError) as e:
         load_blueprint_text(blueprint_text({"software": {"image": image}}))
     assert [(p.path, p.message) for p in e.value.errors] == [("software.image", message)]
+
+
+HYPERPOD_EKS_LUSTRE = {"storage": {"lustre": {"deployment_type": "PERSISTENT_2", "storage_capacity_gib": 4800,
+                                               "per_unit_storage_throughput": 250, "mount_point": "/fsx"}}}
+
+
+def _rendered_steps(bootstrap: str) -> list[str]:
+    """The ``step_<name>`` calls of a rendered bootstrap.sh's ``main()``, in order."""
+    body = bootstrap.split("\nmain() {\n", 1)[1].split("\n}\n", 1)[0]
+    return [line.strip()[len("step_"):] for line in body.splitlines() if line.strip().startswith("step_")]
+
+
+@pytest.mark.parametrize("name", [*EXAMPLES, "hyperpod-eks+lustre"])
+def test_plan_estimates_exactly_the_steps_the_bootstrap_runs(name: str) -> None:
+    # One list (ResolvedImage.boot_path): the plan's estimate and the rendered bootstrap both come from it. HyperPod
+    # EKS mounts no Lustre on the host (profile lustre_on_nodes), so neither has an fsx step there.
+    from fmcluster.review.plan import boot_line
+    from fmcluster.templates.context import blueprint_node_contexts
+    from fmcluster.templates.node_scripts import ENTRY_POINT, render_node_scripts
+    from tests.blueprints import merge
+
+    data = merge(example("hyperpod-eks"), HYPERPOD_EKS_LUSTRE) if name == "hyperpod-eks+lustre" else example(name)
+    rc = resolve(load_blueprint_text(to_yaml(data)).blueprint)
+    contexts = blueprint_node_contexts(rc)
+    for g in rc.groups:
+        rendered = _rendered_steps(render_node_scripts(contexts[g.name])[ENTRY_POINT])
+        assert [s for s in rendered if s != "exporters"] == list(g.image.boot_path), (name, g.name)
+        estimated = [n for n in (estimate_name(s, g.image.nvme) for s in rendered) if n is not None]
+        assert list(boot_line(g).steps) == estimated, (name, g.name)
+        if name == "hyperpod-eks+lustre":
+            assert rc.blueprint.storage.lustre is not None and "fsx" not in rendered and "fsx" not in estimated

@@ -112,7 +112,8 @@ def test_capacity_branch_names_the_capacity_the_wiring_needs() -> None:
     rc = resolve(load_blueprint_text(blueprint_text({"orchestrator": {"kind": "pcs"}}, base=AZ_ID)).blueprint)
     g = rc.groups[0]
     odcr = SimpleNamespace(spec=SimpleNamespace(instance_type="p6e-gb200.36xlarge", capacity=SimpleNamespace(type="odcr")),
-                           instance=replace(g.instance, imex=True), path=g.path, name=g.name)
+                           instance=replace(g.instance, imex=True), imex=rc.profile.imex.wires("odcr"), path=g.path,
+                           name=g.name)
     fake = SimpleNamespace(profile=rc.profile, blueprint=rc.blueprint, groups=[odcr])
     assert list(imex_per_job(fake)) == [(
         "compute[0].capacity.type",

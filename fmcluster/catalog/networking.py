@@ -118,9 +118,15 @@ def _check_layout(inst: InstanceSpec, slots: list[InterfaceSlot], efa: bool) -> 
         raise ValueError(f"{inst.name}: {sum(efa_per_card.values())} EFA interfaces, catalog says {expected}")
 
 
+def layout_ipv4(slots: tuple[InterfaceSlot, ...]) -> int:
+    """Private IPv4 addresses a node with the interfaces ``slots`` takes from its subnet (the one definition:
+    1 per ``interface`` or ``efa`` interface, none per ``efa-only``)."""
+    return sum(slot.ipv4_addresses for slot in slots)
+
+
 def ipv4_per_node(instance: InstanceSpec, *, efa: bool, interface_type: str) -> int:
     """Private IPv4 addresses one node takes from its subnet: 1 primary + 1 per ``efa`` interface."""
-    return sum(slot.ipv4_addresses for slot in interface_layout(instance, efa=efa, interface_type=interface_type))
+    return layout_ipv4(interface_layout(instance, efa=efa, interface_type=interface_type))
 
 
 def describe_layout(slots: tuple[InterfaceSlot, ...]) -> str:

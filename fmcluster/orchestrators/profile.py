@@ -41,7 +41,8 @@ EC2_PURCHASE_OPTIONS: Mapping[str, str] = MappingProxyType({
 @dataclass(frozen=True)
 class ImexWiring:
     """Whether and how an orchestrator sets the IMEX domain per job on NVLink-domain types (catalog ``imex: true``,
-    p6e-gb200): the one place rule R-IMEX-1 and the orchestrator constructs read.
+    p6e-gb200), resolved once per group into ``ResolvedGroup.imex``, which rule R-IMEX-1 and the orchestrator
+    constructs read.
 
     Attributes:
         method: ``prolog_dir`` (a script in ParallelCluster's shared prolog directory plus ``PrologFlags``),

@@ -53,25 +53,24 @@ class AccountingPlan:
         spec: ``orchestrator.slurm.accounting``.
         route: ``database`` (fmcluster creates the database), ``managed`` (PCS) or ``None`` (accounting off, or the
             orchestrator has no wired route: R-ACCT-1 reports that).
-        stack: ``<name>-accounting`` when fmcluster creates the database, else ``None``.
         subnet_cidrs: the two /28 database subnets fmcluster adds to a new VPC, or ``None`` (no database, an
             imported VPC, or no room: R-ACCT-2).
     """
 
     spec: SlurmAccountingSpec
     route: AccountingRoute | None
-    stack: str | None
     subnet_cidrs: tuple[str, str] | None
 
     @property
     def creates_database(self) -> bool:
         return self.route == "database"
 
-    def summary(self) -> dict[str, str] | None:
-        """What ``fmcluster plan`` shows (route, where, retention), or ``None`` when accounting is off."""
+    def summary(self, stack: str | None) -> dict[str, str] | None:
+        """What ``fmcluster plan`` shows (route, where, retention), or ``None`` when accounting is off. ``stack``: the
+        accounting stack's name (:attr:`fmcluster.resolved.cluster.StackNames.accounting`)."""
         s = self.spec
         if self.route == "database":
-            return {"route": "ParallelCluster SlurmSettings.Database", "stack": self.stack or "",
+            return {"route": "ParallelCluster SlurmSettings.Database", "stack": stack or "",
                     "database": f"Aurora MySQL {AURORA_MYSQL_VERSION} Serverless v2, {s.min_capacity_acu:g}-"
                                 f"{s.max_capacity_acu:g} ACU",
                     "data": f"retained, encrypted, {s.backup_retention_days} days of backups; password in Secrets "
@@ -83,13 +82,16 @@ class AccountingPlan:
         return None
 
 
+def accounting_route(bp: Blueprint, profile: OrchestratorProfile) -> AccountingRoute | None:
+    """The accounting route of ``bp`` for its orchestrator ``profile`` (``None``: accounting off, or no wired route)."""
+    return profile.slurm_accounting if bp.orchestrator.slurm.accounting.enabled else None
+
+
 def accounting_plan(bp: Blueprint, profile: OrchestratorProfile) -> AccountingPlan:
-    """The :class:`AccountingPlan` of ``bp`` for its orchestrator ``profile``."""
-    spec = bp.orchestrator.slurm.accounting
-    route = profile.slurm_accounting if spec.enabled else None
-    database = route == "database"
+    """The :class:`AccountingPlan` of ``bp`` for its orchestrator ``profile``. Its stack's name is
+    :attr:`fmcluster.resolved.cluster.StackNames.accounting`."""
+    route = accounting_route(bp, profile)
     cidrs = None
-    if database and bp.network.vpc_id is None:
+    if route == "database" and bp.network.vpc_id is None:
         cidrs = database_subnet_cidrs(bp.network.vpc_cidr, bp.network.gpu_subnet_prefix_length)
-    return AccountingPlan(spec=spec, route=route, stack=f"{bp.name}-accounting" if database else None,
-                          subnet_cidrs=cidrs)
+    return AccountingPlan(spec=bp.orchestrator.slurm.accounting, route=route, subnet_cidrs=cidrs)

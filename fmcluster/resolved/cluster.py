@@ -17,13 +17,13 @@ from dataclasses import dataclass
 
 from fmcluster.blueprint.model import Blueprint, ComputeGroup, SoftwareSpec
 from fmcluster.catalog import InstanceSpec, get_instance
-from fmcluster.catalog.networking import InterfaceSlot, describe_layout, interface_layout
+from fmcluster.catalog.networking import InterfaceSlot, describe_layout, interface_layout, layout_ipv4
 from fmcluster.catalog.software import SoftwareStack, get_stack
 from fmcluster.features.containers.plan import ResolvedContainer, resolve_containers
 from fmcluster.orchestrators.hyperpod_eks.plan import EksPlan, eks_plan
 from fmcluster.orchestrators.profile import OrchestratorProfile
 from fmcluster.orchestrators.registry import profile_for
-from fmcluster.resolved.accounting import AccountingPlan, accounting_plan
+from fmcluster.resolved.accounting import AccountingPlan, accounting_plan, accounting_route
 from fmcluster.resolved.image import ResolvedImage, resolve_image
 from fmcluster.resolved.subnet import SubnetUsage, subnet_usage
 
@@ -71,6 +71,9 @@ class ResolvedGroup:
         efa_devices: EFA devices per node (0 when EFA is off).
         ipv4_per_node: private IPv4 addresses one node takes from the GPU subnet.
         placement_group: True when the network stack creates a cluster placement group for this group.
+        imex: True when the group's nodes get the IMEX domain set per job: an NVLink-domain type (catalog ``imex``)
+            whose capacity type the orchestrator wires (:meth:`fmcluster.orchestrators.profile.ImexWiring.wires`).
+            The one fact R-IMEX-1 and the orchestrator constructs read.
         cpu_options: launch-template ``CpuOptions`` turning SMT off (``threads_per_core: 1`` on x86), else None.
         image: what the group boots, the lock it is verified against and the boot-time estimate
             (:class:`fmcluster.resolved.image.ResolvedImage`).
@@ -83,6 +86,7 @@ class ResolvedGroup:
     efa_devices: int
     ipv4_per_node: int
     placement_group: bool
+    imex: bool
     cpu_options: dict[str, int] | None
     image: ResolvedImage
 
@@ -171,7 +175,8 @@ def stack_names(bp: Blueprint, profile: OrchestratorProfile | None = None) -> St
         observability=f"{bp.name}-observability" if bp.observability.enabled else None,
         eks=f"{bp.name}-eks" if (plan := eks_plan(bp)) is not None and plan.creates_cluster else None,
         image=f"{bp.name}-image" if bp.software.image.mode == "bake" else None,
-        accounting=accounting_plan(bp, profile or profile_for(bp.orchestrator)).stack,
+        accounting=f"{bp.name}-accounting"
+        if accounting_route(bp, profile or profile_for(bp.orchestrator)) == "database" else None,
     )
 
 
@@ -190,9 +195,10 @@ def resolve_group(index: int, group: ComputeGroup, profile: OrchestratorProfile,
     return ResolvedGroup(
         spec=group, index=index, instance=inst, interfaces=slots,
         efa_devices=inst.efa_interface_count if group.efa_enabled else 0,
-        ipv4_per_node=sum(s.ipv4_addresses for s in slots),
+        ipv4_per_node=layout_ipv4(slots),
         # Orchestrators that place nodes themselves (HyperPod) have no placement-group setting.
         placement_group=group.uses_placement_group and not profile.places_nodes_itself,
+        imex=inst.imex and profile.imex.wires(group.capacity.type),
         cpu_options=smt_off_cpu_options(inst, group.threads_per_core),
         image=resolve_image(bp, inst, stack),
     )

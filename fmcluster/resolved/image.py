@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from fmcluster.blueprint.model import Blueprint
 from fmcluster.catalog import InstanceSpec
 from fmcluster.catalog.images import BootLimit, ImageManifest, NvmeHandling, boot_limit, official_image
-from fmcluster.catalog.software import SoftwareStack
+from fmcluster.catalog.software import BLACKWELL_FAMILIES, HOPPER_FAMILIES, SoftwareStack
 from fmcluster.orchestrators.registry import profile_for
 
 #: Seconds each boot step is estimated to take (see module docstring for the method).
@@ -45,6 +45,28 @@ STEP_SECONDS: dict[str, int] = {
     # the node check in full mode: one single-node all_reduce through the network plugin
     "node-check": 45,
 }
+
+
+#: Boot-path steps (:attr:`ResolvedImage.boot_path`) with an estimate, and the estimate's name in :data:`STEP_SECONDS`.
+#: ``scratch`` is ``scratch-reuse`` or ``scratch-build`` (the image's NVMe handling); ``preflight``, ``fabric_state``,
+#: ``holds`` and the observability feature's ``exporters`` are not estimated.
+ESTIMATED_AS: dict[str, str] = {
+    "verify": "verify", "guard_upgrades": "guard-upgrades", "fabric_manager": "fabric-manager", "imex": "imex",
+    "nccl": "nccl", "nccl_tests": "nccl-tests", "fsx": "fsx", "job_env": "job-environment", "node_check": "node-check",
+}
+
+
+def estimate_name(step: str, nvme: NvmeHandling) -> str | None:
+    """The :data:`STEP_SECONDS` name of the boot-path ``step`` (``None``: not estimated)."""
+    if step == "scratch":
+        return "scratch-reuse" if nvme.kind != "none" else "scratch-build"
+    return ESTIMATED_AS.get(step)
+
+
+def fabric_state_required(inst: InstanceSpec) -> bool:
+    """Whether the boot path waits for fabric registration ("Fabric ... State: Completed" in ``nvidia-smi -q``): Hopper
+    and Blackwell NVSwitch boards and GB200 NVL domains (siderolabs/extensions PR #717; NVIDIA/nccl src/mnnvl.cc)."""
+    return (inst.nvswitch or inst.imex) and (inst.family in HOPPER_FAMILIES or inst.family in BLACKWELL_FAMILIES)
 
 
 @dataclass(frozen=True)
@@ -74,7 +96,8 @@ class ResolvedImage:
         bake_installs: bake mode: lock components the image build installs because its parent does not carry
             them at the locked version (``driver``, ``fabric_manager``, ``imex``, ``cuda``, ``nccl``,
             ``efa_installer``, ``gdrcopy``); empty in the other modes. Only these need pinned downloads (R-ART-1).
-        boot_steps: the boot path's steps with estimated seconds, in order.
+        boot_path: the boot path's steps in order, each a template ``node/steps/<step>.sh.j2`` (:func:`boot_path`):
+            the one list the node bootstrap renders and :attr:`boot_steps` estimates.
         limit: the orchestrator's boot limit (:class:`fmcluster.catalog.images.BootLimit`).
         nvme: how the image handles the instance-store NVMe (reuse it when it has an array).
         gpu_services: services the image owns; the boot path never stops them.
@@ -87,10 +110,16 @@ class ResolvedImage:
     reported_only: frozenset[str]
     installs_at_boot: tuple[str, ...]
     bake_installs: tuple[str, ...]
-    boot_steps: tuple[BootStep, ...]
+    boot_path: tuple[str, ...]
     limit: BootLimit
     nvme: NvmeHandling
     gpu_services: tuple[str, ...]
+
+    @property
+    def boot_steps(self) -> tuple[BootStep, ...]:
+        """The estimated steps of :attr:`boot_path` with their seconds, in order (:func:`estimate_name`)."""
+        names = [estimate_name(s, self.nvme) for s in self.boot_path]
+        return tuple(BootStep(n, STEP_SECONDS[n]) for n in names if n is not None)
 
     @property
     def estimated_boot_s(self) -> int:
@@ -160,19 +189,31 @@ def _bake_installs(mode: str, manifest: ImageManifest | None, lock: dict[str, st
     return tuple(c for c in BUILDABLE if lock.get(c) and shipped.get(c) != lock.get(c))
 
 
-def _steps(installs: tuple[str, ...], inst: InstanceSpec, nvme: NvmeHandling, fsx: bool) -> tuple[BootStep, ...]:
-    names = ["verify", "guard-upgrades"]
+def boot_path(installs: tuple[str, ...], inst: InstanceSpec, fsx: bool) -> tuple[str, ...]:
+    """The boot steps of a group of ``inst``, in order (each a template ``node/steps/<step>.sh.j2``).
+
+    preflight -> verify -> guard-upgrades -> Fabric Manager / IMEX / fabric state (where the type has them) -> what
+    the image lacks (``installs``: NCCL, nccl-tests; official mode) -> holds (once, after every install) -> scratch
+    (instance-store NVMe) -> FSx wait (``fsx``: the orchestrator mounts Lustre on the node) -> job environment ->
+    node check. The observability feature's ``exporters`` step follows when it gives the group an exporter script."""
+    steps = ["preflight", "verify", "guard_upgrades"]
     if inst.fabric_manager:
-        names.append("fabric-manager")
+        steps.append("fabric_manager")
     if inst.imex:
-        names.append("imex")
-    names += [i.split()[0] for i in installs]
+        steps.append("imex")
+    if fabric_state_required(inst):
+        steps.append("fabric_state")
+    if any(i.startswith("nccl ") for i in installs):
+        steps.append("nccl")
+    if "nccl-tests" in installs:
+        steps.append("nccl_tests")
+    steps.append("holds")
     if inst.nvme.count:
-        names.append("scratch-reuse" if nvme.kind != "none" else "scratch-build")
+        steps.append("scratch")
     if fsx:
-        names.append("fsx")
-    names += ["job-environment", "node-check"]
-    return tuple(BootStep(n, STEP_SECONDS[n]) for n in names)
+        steps.append("fsx")
+    steps += ["job_env", "node_check"]
+    return tuple(steps)
 
 
 def resolve_image(bp: Blueprint, inst: InstanceSpec, stack: SoftwareStack | None) -> ResolvedImage:
@@ -194,6 +235,7 @@ def resolve_image(bp: Blueprint, inst: InstanceSpec, stack: SoftwareStack | None
     # Baked and custom images are built from (or must match) the official image's NVMe handling only when they
     # derive from it; a custom AMI is unknown, so the boot path looks for an array before building one.
     nvme = manifest.nvme if (manifest is not None and spec.mode != "custom") else NvmeHandling("none", None)
+    profile = profile_for(bp.orchestrator)
     return ResolvedImage(
         mode=spec.mode,
         manifest=manifest,
@@ -202,8 +244,9 @@ def resolve_image(bp: Blueprint, inst: InstanceSpec, stack: SoftwareStack | None
         reported_only=reported,
         installs_at_boot=installs,
         bake_installs=_bake_installs(spec.mode, manifest, lock),
-        boot_steps=_steps(installs, inst, nvme, bp.storage.lustre is not None),
-        limit=boot_limit(profile_for(bp.orchestrator).key),
+        # FSx wait only where the orchestrator mounts Lustre before the node scripts run (not HyperPod EKS: no host mount).
+        boot_path=boot_path(installs, inst, bp.storage.lustre is not None and profile.lustre_on_nodes),
+        limit=boot_limit(profile.key),
         nvme=nvme,
         gpu_services=manifest.gpu_services if (manifest is not None and spec.mode != "custom") else (),
     )

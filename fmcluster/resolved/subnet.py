@@ -31,6 +31,7 @@ from fmcluster.catalog.networking import (
     fsx_lustre_interfaces_estimate,
     headroom_for,
     interface_layout,
+    layout_ipv4,
     longest_prefix_for,
     subnet_size,
 )
@@ -199,7 +200,7 @@ def subnet_usage(bp: Blueprint, *, efa_interface_type: str | None = None,
     for g in bp.compute:
         slots = interface_layout(get_instance(g.instance_type), efa=g.efa_enabled, interface_type=interface_type)
         groups.append(GroupAddresses(g.name, g.instance_type, g.count, describe_layout(slots),
-                                     sum(s.ipv4_addresses for s in slots)))
+                                     layout_ipv4(slots)))
     node_addresses = sum(g.ipv4_total for g in groups)
     headroom = [("10% of node addresses (replacement, growth)", headroom_for(node_addresses))]
     if bp.storage.lustre is not None:

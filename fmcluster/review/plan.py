@@ -197,7 +197,7 @@ def build_plan(rc: ResolvedCluster, stacks: dict[str, int] | None = None, checkp
         name=bp.name, region=bp.region, availability_zone=bp.az_label, orchestrator=rc.profile.kind,
         compute=compute, storage=storage, checkpoints=checkpoints, software=software, stacks=stacks or {},
         observability=bp.observability.metrics, cost=estimate(rc).as_dict(),
-        accounting=rc.accounting.summary() if rc.accounting is not None else None,
+        accounting=rc.accounting.summary(rc.stacks.accounting) if rc.accounting is not None else None,
     )
 
 

@@ -101,10 +101,10 @@ def _accounting_stack(app: App, rc: ResolvedCluster, env: Environment, net: Any,
     """The ``<name>-accounting`` stack when the orchestrator's accounting route is a database fmcluster creates
     (ParallelCluster with ``orchestrator.slurm.accounting.enabled``; docs/accounting.md)."""
     plan = rc.accounting
-    if plan is None or plan.stack is None:
+    if plan is None or rc.stacks.accounting is None:
         return None
     stack = AccountingStack(
-        app, plan.stack, env=env, spec=plan.spec, vpc=net.vpc, placement=placement, subnet_cidrs=plan.subnet_cidrs,
+        app, rc.stacks.accounting, env=env, spec=plan.spec, vpc=net.vpc, placement=placement, subnet_cidrs=plan.subnet_cidrs,
         cluster_name=rc.name,
         description=f"fmcluster {rc.name}: Slurm accounting database (Aurora MySQL, retained)",
     )

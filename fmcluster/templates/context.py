@@ -14,8 +14,6 @@ from typing import Any
 
 from fmcluster.catalog.containers import PLUGIN_SHORT_NAME_SINCE
 from fmcluster.catalog.software import (
-    BLACKWELL_FAMILIES,
-    HOPPER_FAMILIES,
     aws_ofi_nccl_artifact,
     cuda_repository,
     driver_artifact,
@@ -27,7 +25,8 @@ from fmcluster.catalog.software import (
     version_ge,
 )
 from fmcluster.features.observability.render_exporters import exporter_context, render_exporter_script
-from fmcluster.resolved import ResolvedCluster, ResolvedGroup
+from fmcluster.resolved import NODE_DIR, ResolvedCluster, ResolvedGroup
+from fmcluster.resolved.image import fabric_state_required
 
 PROFILE_ENV_PATH = "/etc/profile.d/fmcluster.sh"
 SCRATCH_LABEL = "fmc-scratch"
@@ -35,7 +34,7 @@ SCRATCH_LABEL = "fmc-scratch"
 #: ADT-NT nccl-tests.Dockerfile).
 NCCL_SOCKET_IFNAME = "^docker,lo,veth"
 #: Where a baked image carries its lock (``image_build_steps`` writes it, the boot path compares it).
-LOCK_PATH = "/opt/fmcluster/lock.json"
+LOCK_PATH = f"{NODE_DIR}/lock.json"
 #: Where nccl-tests is built (the node check runs ``<dir>/build/all_reduce_perf``).
 NCCL_TESTS_DIR = "/opt/nccl-tests"
 #: MPI the EFA installer ships (aws-efa-installer installs Open MPI under /opt/amazon/openmpi; EFA user guide
@@ -232,6 +231,8 @@ class NodeContext:
     reported_only: tuple[str, ...] = ()
     installs_nccl: bool = False
     installs_nccl_tests: bool = False
+    #: the boot path's steps (``ResolvedImage.boot_path``: the list the plan estimates)
+    boot_path: tuple[str, ...] = ()
     gpu_services: tuple[str, ...] = ()
     #: ``parallelcluster-ephemeral`` / ``dlami-raid`` / ``none``
     nvme_kind: str = "none"
@@ -336,8 +337,7 @@ def node_context(rc: ResolvedCluster, group: ResolvedGroup, *, exporters_script:
         driver_branch=stack.driver_branch,
         # Fabric registration ("Fabric ... State: Completed" in nvidia-smi -q) applies to Hopper and
         # Blackwell NVSwitch boards and to GB200 NVL domains (siderolabs/extensions PR #717; NVIDIA/nccl src/mnnvl.cc).
-        fabric_state_required=(inst.nvswitch or inst.imex)
-        and (inst.family in HOPPER_FAMILIES or inst.family in BLACKWELL_FAMILIES),
+        fabric_state_required=fabric_state_required(inst),
         plugin_from_source=plugin is not None,
         driver_url=drv.url if drv else "",
         driver_sha256=drv.sha256 if drv else "",
@@ -366,6 +366,7 @@ def node_context(rc: ResolvedCluster, group: ResolvedGroup, *, exporters_script:
         reported_only=tuple(sorted(image.reported_only)),
         installs_nccl=installs_nccl,
         installs_nccl_tests=installs_nccl_tests,
+        boot_path=image.boot_path,
         gpu_services=image.gpu_services,
         nvme_kind=image.nvme.kind,
         nvme_array_path=nvme_path,

@@ -20,16 +20,14 @@ import json
 import re
 from dataclasses import dataclass
 
-from fmcluster.resolved import ResolvedCluster, ResolvedGroup
-from fmcluster.templates.context import node_context
+from fmcluster.resolved import NODE_DIR, ResolvedCluster, ResolvedGroup
+from fmcluster.templates.context import LOCK_PATH, node_context
 from fmcluster.templates.node_scripts import script_data
 from fmcluster.templates.render import render
 
 #: Where the image keeps its install scripts (run by the build and validate phases).
-BUILD_SCRIPT_DIR = "/opt/fmcluster/image-build"
+BUILD_SCRIPT_DIR = f"{NODE_DIR}/image-build"
 _EOF = "FMCLUSTER_INSTALL_SCRIPT_EOF"
-#: Where the image records the lock it was built from (read by the boot check).
-LOCK_PATH = "/opt/fmcluster/lock.json"
 #: Component names: lowercase letters, digits and hyphens (they become Image Builder component names and
 #: step names; Image Builder names allow ``[-_A-Za-z-0-9][-_A-Za-z0-9 ]{1,126}[-_A-Za-z-0-9]``, botocore imagebuilder
 #: ``ResourceName``).

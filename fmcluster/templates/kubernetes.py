@@ -37,7 +37,7 @@ import yaml
 
 from fmcluster.catalog import eks as cat
 from fmcluster.orchestrators.hyperpod_eks.plan import EksPlan
-from fmcluster.resolved import ResolvedCluster, ResolvedGroup
+from fmcluster.resolved import NODE_DIR, ResolvedCluster, ResolvedGroup
 from fmcluster.templates.context import EnvVar, NodeContext, blueprint_node_contexts
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -76,7 +76,7 @@ NODE_CHECK_LOOP = r"""#!/usr/bin/env bash
 # verdict (exit 1), cordons this node and taints it fmcluster.io/node-check=failed:NoSchedule (once).
 set -uo pipefail
 HOST_ROOT="${HOST_ROOT:-/host}"
-CHECK="${NODE_CHECK:-/opt/fmcluster/bin/fmcluster-node-check}"
+CHECK="${NODE_CHECK:-""" + NODE_DIR + r"""/bin/fmcluster-node-check}"
 INTERVAL="${INTERVAL_SECONDS:-600}"
 NODE="${NODE_NAME:?NODE_NAME must be set (downward API spec.nodeName)}"
 API="${KUBE_API:-https://kubernetes.default.svc}"

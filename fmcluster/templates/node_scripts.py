@@ -30,31 +30,10 @@ JOB_ENV_EOF = "FMCLUSTER_JOB_ENV_EOF"
 
 
 def boot_path(ctx: NodeContext) -> list[str]:
-    """The boot steps of a group, in order (each a template ``node/steps/<name>.sh.j2``).
-
-    verify -> guard-upgrades -> Fabric Manager / IMEX / fabric state (where the type has them) -> what the image
-    lacks (NCCL, nccl-tests; official mode) -> holds (once, after every install) -> scratch -> FSx wait -> job
-    environment -> node check -> exporters (last, non-fatal)."""
-    steps = ["preflight", "verify", "guard_upgrades"]
-    if ctx.fabric_manager:
-        steps.append("fabric_manager")
-    if ctx.imex:
-        steps.append("imex")
-    if ctx.fabric_state_required:
-        steps.append("fabric_state")
-    if ctx.installs_nccl:
-        steps.append("nccl")
-    if ctx.installs_nccl_tests:
-        steps.append("nccl_tests")
-    steps.append("holds")
-    if ctx.nvme_count:
-        steps.append("scratch")
-    if ctx.fsx_mount_point:
-        steps.append("fsx")
-    steps += ["job_env", "node_check"]
-    if ctx.exporters_script:
-        steps.append("exporters")
-    return steps
+    """The boot steps of a group, in order (each a template ``node/steps/<name>.sh.j2``): the resolved boot path
+    (``ResolvedImage.boot_path``, the list ``fmcluster plan`` estimates; :func:`fmcluster.resolved.image.boot_path`
+    says what is in it), then ``exporters`` (last, non-fatal, not estimated) when the group has an exporter script."""
+    return [*ctx.boot_path, *(["exporters"] if ctx.exporters_script else [])]
 
 
 def plugin_dirs(ctx: NodeContext) -> list[str]:

@@ -22,12 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from fmcluster.resolved import NODE_DIR
 from fmcluster.templates.render import render
 from fmcluster.topology import ec2_slurm
 
 TEMPLATES = Path(__file__).parent / "topology"
 REFRESH_SCRIPT = TEMPLATES / "fmcluster-topology-refresh.sh"
 INSTALLER = "topology/fmcluster-topology-install.sh.j2"
+#: Where the installer puts the generator and the refresh script on the node.
+TOPOLOGY_DIR = f"{NODE_DIR}/topology"
 PLACEHOLDER = "topology/fmcluster-topology-placeholder.sh.j2"
 
 #: Heredoc delimiters of the installer: an embedded file must not contain them on a line of their own.
@@ -84,7 +87,7 @@ def render_topology_installer(refresh: TopologyRefresh) -> str:
     notes = {"write": "the refresh owns the topology file and runs `scontrol reconfigure` when it changes.",
              "check": "the orchestrator owns the topology file; the refresh only logs how it differs."}
     return render(INSTALLER, {
-        "generator": generator, "refresh": script, "mode_note": notes[refresh.mode],
+        "generator": generator, "refresh": script, "mode_note": notes[refresh.mode], "topology_dir": TOPOLOGY_DIR,
         "nvlink_types": ",".join(refresh.nvlink_types), **{k: getattr(refresh, k) for k in (
             "mode", "region", "tag_key", "tag_value", "slurm_bin", "topology_file", "format", "plugin",
             "interval_minutes", "first_run_minutes", "orchestrator", "node_label")},

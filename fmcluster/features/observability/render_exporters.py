@@ -41,7 +41,7 @@ from fmcluster.features.observability.render_prometheus import (
     remote_write_url_placeholder,
     render_prometheus_config,
 )
-from fmcluster.resolved import ResolvedCluster, ResolvedGroup
+from fmcluster.resolved import NODE_DIR, ResolvedCluster, ResolvedGroup
 from fmcluster.templates.render import render
 
 Role = Literal["compute", "head"]
@@ -177,6 +177,7 @@ def _common(ctx: ExporterContext) -> dict[str, Any]:
         "pins": pins,
         "efa_counters": EFA_COUNTERS,
         "textfile_dir": TEXTFILE_DIR,
+        "work_dir": f"{NODE_DIR}/observability",
         "node_facts_interval_s": NODE_FACTS_INTERVAL_S,
         "slurm_sd_interval_s": SLURM_SD_INTERVAL_S,
         "dcgm_counters_path": DCGM_COUNTERS_PATH,

@@ -79,9 +79,9 @@ class SlurmOrchestration(HyperPodOrchestration):
         self.lustre = lustre
         self.head_node_script = head_node_script
         self.head_node_policy = head_node_policy
-        # IMEX per job on the groups the profile wires (R-IMEX-1 refuses the others): one fact, OrchestratorProfile.imex
+        # IMEX per job on the groups the profile wires (R-IMEX-1 refuses the others): one fact, ResolvedGroup.imex
         self.imex_types = sorted({g.spec.instance_type for g in groups
-                                  if g.instance.imex and profile.imex.wires(g.spec.capacity.type)})
+                                  if g.imex})
         self.hooks = self._slurm_hooks()
 
     def management_groups(self, spec: HyperPodSettings) -> list[tuple[str, str]]:

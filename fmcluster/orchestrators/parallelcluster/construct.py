@@ -127,9 +127,9 @@ class ParallelClusterCluster(Construct):
         head_node = self._head_node(spec, subnet, security_group, head_node_script)
         head_policies = self._head_node_policies(head_node_policy)
         self.topology_wired = self._wire_topology(head_node, head_policies, cluster_name, region, groups)
-        # IMEX per job on the groups the profile wires (R-IMEX-1 refuses the others): one fact, OrchestratorProfile.imex
+        # IMEX per job on the groups the profile wires (R-IMEX-1 refuses the others): one fact, ResolvedGroup.imex
         imex_types = sorted({g.spec.instance_type for g in groups
-                             if g.instance.imex and profile.imex.wires(g.spec.capacity.type)})
+                             if g.imex})
         self._wire_slurm_hooks(head_node, imex_types)
         head_node.setdefault("Iam", {})["AdditionalIamPolicies"] = head_policies
         amis = images or NodeImages({})

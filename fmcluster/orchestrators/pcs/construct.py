@@ -331,9 +331,9 @@ class PcsCluster(Construct):
     ) -> None:
         super().__init__(scope, id)
         self._check_capacity_types(profile, groups)
-        # IMEX per job on the groups the profile wires (R-IMEX-1 refuses the others): one fact, OrchestratorProfile.imex
+        # IMEX per job on the groups the profile wires (R-IMEX-1 refuses the others): one fact, ResolvedGroup.imex
         self.imex_types = sorted({g.spec.instance_type for g in groups
-                                  if g.instance.imex and profile.imex.wires(g.spec.capacity.type)})
+                                  if g.imex})
         #: The cluster's ``SlurmCustomSettings`` (only keys PCS documents for clusters; see the module docstring).
         self.slurm_custom_settings = [{"ParameterName": "Prolog", "ParameterValue": IMEX_PROLOG}] if self.imex_types else []
         self.security_group = self._cluster_security_group(vpc)

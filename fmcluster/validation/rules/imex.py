@@ -1,9 +1,9 @@
 """IMEX rules: NVLink-domain types (catalog ``imex: true``, p6e-gb200) need the IMEX domain set per job.
 
 Whether an orchestrator can do it, and with which capacity, is one fact of its profile
-(:class:`fmcluster.orchestrators.profile.ImexWiring`), which the orchestrator constructs read as well: this rule never
-decides it itself. A blueprint whose GB200 group would come up without per-job IMEX is an error, not an ``ok``:
-multi-node NVLink (MNNVL) then fails or NCCL falls back silently (NVIDIA IMEX guide).
+(:class:`fmcluster.orchestrators.profile.ImexWiring`), resolved once per group (``ResolvedGroup.imex``), which the
+orchestrator constructs read as well: this rule never decides it itself. A blueprint whose GB200 group would come up
+without per-job IMEX is an error, not an ``ok``: multi-node NVLink (MNNVL) then fails or NCCL falls back silently (NVIDIA IMEX guide).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def imex_per_job(rc: ResolvedCluster) -> Iterator[Violation]:
     while R-CAP-6 reports the capacity already)."""
     imex = rc.profile.imex
     for g in rc.groups:
-        if not g.instance.imex or imex.wires(g.spec.capacity.type):
+        if not g.instance.imex or g.imex:
             continue
         t = g.spec.instance_type
         if imex.method is None:

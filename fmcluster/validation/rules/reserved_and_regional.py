@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 from fmcluster.blueprint.model import Blueprint
 from fmcluster.catalog.regions import partition_of, recorded_regions_of, service_regions
-from fmcluster.resolved import ResolvedCluster
+from fmcluster.resolved import NODE_DIR, ResolvedCluster
 from fmcluster.validation.rules import Violation, rule
 
 PCLUSTER_VALIDATORS = "aws/aws-parallelcluster 3.16.1 cli/src/pcluster/validators/cluster_validators.py"
@@ -52,7 +52,7 @@ def _system_directory(path: str, node_dir: str) -> str | None:
 
 @rule("R-PATH-1", source=f"{PCLUSTER_VALIDATORS} SharedStorageMountDirValidator (reserved directories, "
       "FailureLevel.ERROR); mounting over a system directory hides it on every orchestrator; fmcluster keeps its node "
-      "files in /opt/fmcluster", scope="cluster")
+      f"files in {NODE_DIR}", scope="cluster")
 def mount_points_not_system_directories(rc: ResolvedCluster) -> Iterator[Violation]:
     """The FSx for Lustre mount point and every compute group's local NVMe ``scratch_path`` must not be
     ``/``, a system directory (ParallelCluster's reserved list: /bin /boot /dev /etc /lib /lib64 /media /mnt
