@@ -71,3 +71,37 @@ def test_a_rule_for_an_unknown_orchestrator_is_refused_at_definition(targets: tu
 def test_every_registered_rule_names_registered_orchestrators() -> None:
     _load_rule_modules()
     assert {o for r in REGISTRY for o in r.orchestrators} <= RULE_TARGETS
+
+
+#: The slice modules that load no CDK code (they are imported on their own by the rule runner, resolve and tests).
+LIGHT_SLICE_MODULES = sorted(
+    ".".join(p.relative_to(ROOT).with_suffix("").parts)
+    for root in ("orchestrators", "features") for p in (ROOT / "fmcluster" / root).rglob("*.py")
+    if p.name != "__init__.py" and p.stem.split("_")[0] in ("profile", "registry", "plan", "rules", "pins", "endpoints")
+)
+
+
+def test_each_light_slice_module_imports_on_its_own() -> None:
+    """No import cycle hides behind import order: each module imports first in a fresh interpreter (one process
+    for all, a fresh ``sys.modules`` per module)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import importlib, sys\n"
+        "base = set(sys.modules)\n"
+        "bad = []\n"
+        "for m in sys.argv[1:]:\n"
+        "    for k in [k for k in sys.modules if k.startswith('fmcluster') and k not in base]:\n"
+        "        del sys.modules[k]\n"
+        "    try:\n"
+        "        importlib.import_module(m)\n"
+        "    except ImportError as e:\n"
+        "        bad.append(f'{m}: {e}')\n"
+        "print('\\n'.join(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, *LIGHT_SLICE_MODULES], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == ""
+    assert len(LIGHT_SLICE_MODULES) > 10

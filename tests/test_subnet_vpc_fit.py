@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from fmcluster.blueprint import BlueprintError
-from fmcluster.resolved.subnet import PUBLIC_SUBNET_PREFIX, VPC_PREFIXES, vpc_holds
+from fmcluster.catalog.vpc_layout import PUBLIC_SUBNET_PREFIX, VPC_PREFIXES, vpc_holds
 from fmcluster.validation import load_blueprint_text
 
 BASE: dict[str, Any] = {

@@ -25,7 +25,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from fmcluster.blueprint.model import NetworkSpec
-from fmcluster.resolved.subnet import PUBLIC_SUBNET_PREFIX
+from fmcluster.catalog.vpc_layout import PUBLIC_SUBNET_PREFIX
 
 #: CDK's own "match no traffic" egress rule (aws-cdk-lib ``aws-ec2/lib/security-group.ts``, ``MATCH_NO_TRAFFIC``).
 NO_TRAFFIC_EGRESS = {"CidrIp": "255.255.255.255/32", "Description": "Disallow all traffic", "IpProtocol": "icmp",

@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from fmcluster.blueprint.model import Blueprint, SlurmAccountingSpec
+from fmcluster.catalog.vpc_layout import tail_subnet_pair
 from fmcluster.orchestrators.profile import OrchestratorProfile
-from fmcluster.resolved.subnet import tail_subnet_pair
 
 # Why /28 for each database subnet fmcluster adds to a new VPC. An RDS DB subnet group needs "at least two subnets in
 # at least two Availability Zones" (https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/USER_VPC.WorkingWithRDSInstanceinaVPC.html);
 # a /28 (11 usable addresses) is the smallest subnet AWS allows and holds the Aurora writer's interface with room
 # for the ones RDS adds during maintenance.
-# (fmcluster.resolved.subnet.tail_subnet_pair).
+# (fmcluster.catalog.vpc_layout.tail_subnet_pair).
 
 #: How many /28 blocks from the end of the VPC the database subnets start: the last two /28 blocks belong to the EKS
 #: control-plane subnets (:func:`fmcluster.orchestrators.hyperpod_eks.plan.control_plane_cidrs`), so the database takes the two before.

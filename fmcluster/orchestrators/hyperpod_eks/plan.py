@@ -11,13 +11,13 @@ from dataclasses import dataclass
 
 from fmcluster.blueprint.model import Blueprint, HyperPodEksSettings
 from fmcluster.catalog import eks as cat
-from fmcluster.resolved.subnet import tail_subnet_pair
+from fmcluster.catalog.vpc_layout import tail_subnet_pair
 
 # Why /28 for each EKS control-plane subnet fmcluster adds to a new VPC. EKS needs "at least two subnets that are in
 # different Availability Zones" (https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html) with free
 # addresses for up to 4 control-plane ENIs each during upgrades; a /28 (16 addresses, 11 usable) is the
 # smallest subnet AWS allows and the size the EKS user guide recommends for dedicated control-plane subnets.
-# (fmcluster.resolved.subnet.tail_subnet_pair).
+# (fmcluster.catalog.vpc_layout.tail_subnet_pair).
 
 
 

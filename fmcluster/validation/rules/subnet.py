@@ -14,17 +14,16 @@ from collections.abc import Iterator, Sequence
 
 from fmcluster.blueprint.model import Blueprint, NetworkSpec
 from fmcluster.catalog.networking import SUBNET_SIZING_DOC, subnet_size
-from fmcluster.resolved import ResolvedCluster
-from fmcluster.resolved.subnet import (
+from fmcluster.catalog.vpc_layout import (
     LARGEST_GPU_PREFIX,
     MAX_PREFIX,
     PUBLIC_SUBNET_PREFIX,
-    SubnetUsage,
     largest_gpu_subnet,
     smallest_vpc_for,
-    subnet_usage,
     vpc_holds,
 )
+from fmcluster.resolved import ResolvedCluster
+from fmcluster.resolved.subnet import SubnetUsage, subnet_usage
 from fmcluster.validation.rules import Violation, rule
 from fmcluster.validation.rules.capacity import az_id_prefix
 
@@ -135,7 +134,7 @@ def gpu_subnet_headroom(rc: ResolvedCluster) -> Iterator[Violation]:
 def second_az_subnet_problems(bp: Blueprint, *, what: str, az: str | None, az_path: str, subnet_ids: Sequence[str],
                               subnets_path: str, cidrs: tuple[str, str] | None) -> Iterator[Violation]:
     """The problems of a pair of subnets in two AZs that fmcluster adds to a new VPC (``az``: the second AZ, at
-    ``az_path``; ``cidrs``: :func:`fmcluster.resolved.subnet.tail_subnet_pair`, ``None`` when the VPC is full) or
+    ``az_path``; ``cidrs``: :func:`fmcluster.catalog.vpc_layout.tail_subnet_pair`, ``None`` when the VPC is full) or
     that an imported VPC names (``subnet_ids`` at ``subnets_path``). ``what`` names the subnets in messages
     (e.g. ``EKS control-plane subnets``). Rules R-EKS-3 and R-ACCT-2."""
     if bp.network.vpc_id is not None:
