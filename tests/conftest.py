@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests import rule_fires
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "blueprints").glob("*.yaml"))
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
@@ -105,3 +107,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("spread") is None and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    rule_fires.addoption(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The session guard of tests/rule_fires.py: every registered rule fires on some test blueprint."""
+    config.pluginmanager.register(rule_fires.RuleFires(config), "rule_fires")
