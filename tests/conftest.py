@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tests import rule_fires
+import rule_fires  # tests/rule_fires.py: this folder is on sys.path (conftest.py is imported from it), also under bare `pytest`
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "blueprints").glob("*.yaml"))
