@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import rule_fires  # tests/rule_fires.py: this folder is on sys.path (conftest.py is imported from it), also under bare `pytest`
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "blueprints").glob("*.yaml"))
@@ -105,3 +106,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("spread") is None and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    rule_fires.addoption(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The session guard of tests/rule_fires.py: every registered rule fires on some test blueprint."""
+    config.pluginmanager.register(rule_fires.RuleFires(config), "rule_fires")

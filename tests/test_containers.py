@@ -26,6 +26,7 @@ from fmcluster.catalog.containers import (
 from fmcluster.features.containers.plan import enroot_uri
 from fmcluster.resolved import ResolvedCluster, resolve
 from fmcluster.validation import load_blueprint_text
+from fmcluster.validation.rules import REGISTRY
 from fmcluster.validation.rules import containers as rules
 from tests.blueprints import blueprint_text
 
@@ -175,13 +176,15 @@ def _cluster(image: str, *, host: dict[str, str | None] | None = None, instance:
 
 
 def _run(rc: ResolvedCluster) -> list[tuple[str, str]]:
-    """(rule id, message) of every container rule, in rule order, before precedence."""
+    """(rule id, message) of every container rule, in rule order, before precedence, each through its registered
+    :class:`Rule` (as the runner calls it, so tests/rule_fires.py sees it fire)."""
+    by_id = {r.id: r for r in REGISTRY}
     out = []
     for fn in (rules.cuda_needs_host_driver, rules.cuda_minor_version_compat, rules.cuda_compat_on_newer_driver,
                rules.image_without_plugin_reaches_host_plugin, rules.plugin_tested_with_image_nccl,
                rules.image_plugin_has_efa_provider, rules.image_plugin_known_bad, rules.image_architecture,
                rules.image_architecture_unverified):
-        out += [(fn.rule_id, msg) for _, msg in fn(rc)]  # type: ignore[attr-defined]
+        out += [(p.rule_id, p.message) for p in by_id[fn.rule_id].check(rc)]  # type: ignore[attr-defined]
     return out
 
 
@@ -257,6 +260,25 @@ def test_an_image_nccl_newer_than_the_plugin_was_tested_with_warns() -> None:
     assert _run(rc) == [
         ("R-CTR-6", f"NCCL 2.28.9 of {DLC} is newer than the image's own aws-ofi-nccl 1.16.3 was tested with {ON}, got "
                     "NCCL 2.28.9; allowed NCCL <= 2.27.7 or a newer plugin")]
+
+
+# the image's own catalog facts changed (controlled image facts), on an R580 host
+IMAGE_TABLE = [
+    # an x86_64-only tag on a Grace (arm64) group, its architectures confirmed by no primary source: a warning, not R-CTR-8
+    ({"unverified": frozenset({"cpu_architectures"})}, "p6e-gb200.36xlarge", [
+        ("R-CTR-10", f"{DLC} may not be published for arm64 on compute[0] (gpu, p6e-gb200.36xlarge) (unverified), got "
+                     "x86_64; allowed an image for arm64")]),
+    # the same unverified list naming arm64: nothing to say
+    ({"unverified": frozenset({"cpu_architectures"}), "cpu_architectures": ("x86_64", "arm64")}, "p6e-gb200.36xlarge", []),
+]
+
+
+@pytest.mark.parametrize(("facts", "instance", "expected"), IMAGE_TABLE)
+def test_container_image_facts_table(facts: dict[str, Any], instance: str, expected: list[tuple[str, str]]) -> None:
+    rc = _cluster(DLC, host={"driver": "580.173.02"}, instance=instance)
+    [c] = rc.containers
+    img = dataclasses.replace(get_container_image(DLC), **facts)
+    assert _run(dataclasses.replace(rc, containers=(dataclasses.replace(c, catalog=img),))) == expected
 
 
 # ---- the rendered example FSDP job ----------------------------------------------------------------------------

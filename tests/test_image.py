@@ -3,6 +3,7 @@ estimate) and the image rules R-IMG-*, as tables."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +191,35 @@ def test_image_rule_warnings(patches: list[dict[str, Any]], expected_ids: list[s
     errors, warnings = _problems(*patches)
     assert errors == []
     assert sorted(r for _p, _m, r in warnings) == expected_ids
+
+
+# No catalog manifest lacks an architecture, and no manifest's missing Lustre client is confirmed: these rows change
+# the facts of the ParallelCluster 3.16.3 manifest (as tests/test_containers.py changes an image's) to reach the rules.
+NO_LUSTRE_CLIENT_CONFIRMED = {"unverified": get_image("parallelcluster-3.16.3").unverified - {"lustre_client"}}
+
+
+@pytest.mark.parametrize(("facts", "patches", "expected"), [
+    # an x86_64-only image under a Grace (arm64) group
+    ({"cpu_architectures": ("x86_64",)}, [{"compute": [GB200], "orchestrator": ARM_HEAD}], [(
+        "compute[0].instance_type",
+        f"{PC_3163} has no arm64 build (p6e-gb200.36xlarge), got arm64; allowed x86_64", "R-IMG-5")]),
+    ({"cpu_architectures": ("x86_64",)}, [{}], []),  # the x86_64 p5 group of MINIMAL
+    # FSx for Lustre on an OS the image confirmedly has no Lustre client for: an error, not R-IMG-10's warning
+    (NO_LUSTRE_CLIENT_CONFIRMED, [{"software": {"os": "ubuntu-24.04"}}], [(
+        "software.os",
+        f"{PC_3163} has no Lustre client on this OS, so FSx for Lustre cannot mount, got 'ubuntu-24.04'; "
+        "allowed ubuntu-22.04, amazon-linux-2023, or storage.lustre: null", "R-IMG-8")]),
+    (NO_LUSTRE_CLIENT_CONFIRMED, [{"software": {"os": "ubuntu-24.04"}, "storage": {"lustre": None}}], []),
+])
+def test_image_rule_errors_on_changed_manifest_facts(monkeypatch: pytest.MonkeyPatch, facts: dict[str, Any],
+                                                     patches: list[dict[str, Any]], expected: list[tuple[str, str, str]]) -> None:
+    from fmcluster.catalog import images
+
+    original = images.get_image
+    changed = dataclasses.replace(original("parallelcluster-3.16.3"), **facts)
+    monkeypatch.setattr(images, "get_image", lambda key: changed if key == changed.key else original(key))
+    errors, _ = _problems(*patches)
+    assert errors == expected
 
 
 def test_parallelcluster_3_15_is_flagged_for_slurm_cves() -> None:
