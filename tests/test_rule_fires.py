@@ -42,7 +42,7 @@ def test_where_names_the_rule_module_and_the_line_of_its_id() -> None:
     _load_rule_modules()
     [ctr10] = [r for r in REGISTRY if r.id == "R-CTR-10"]
     path, line = where(ctr10.fn).split(":")
-    assert path == "fmcluster/validation/rules/containers.py"
+    assert path == "fmcluster/features/containers/rules.py"
     assert (ROOT / path).read_text().splitlines()[int(line) - 1].startswith('@rule("R-CTR-10"')  # its decorator
     assert HERE.startswith("tests/test_rule_fires.py:")
 
