@@ -23,11 +23,11 @@ from fmcluster.catalog.containers import (
     known_container_images,
     parse_container_catalog,
 )
+from fmcluster.features.containers import rules
 from fmcluster.features.containers.plan import enroot_uri
 from fmcluster.resolved import ResolvedCluster, resolve
 from fmcluster.validation import load_blueprint_text
 from fmcluster.validation.rules import REGISTRY
-from fmcluster.validation.rules import containers as rules
 from tests.blueprints import blueprint_text
 
 DLC = "dlc-pytorch-2.9-cu130-ubuntu22.04"
