@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from fmcluster.constructs.network import NO_TRAFFIC_EGRESS
-from fmcluster.resolved.accounting import AURORA_MYSQL_VERSION, DATABASE_USER
+from fmcluster.features.accounting.plan import AURORA_MYSQL_VERSION, DATABASE_USER
+from fmcluster.features.network.construct import NO_TRAFFIC_EGRESS
 from tests.blueprints import blueprint_text, example
 from tests.conftest import resources_of, synth_templates
 
@@ -188,13 +188,13 @@ def test_imported_vpc_uses_the_named_subnets_and_creates_none() -> None:
     from aws_cdk.assertions import Template
 
     from fmcluster.blueprint.model import SlurmAccountingSpec
-    from fmcluster.constructs.network import Placement
-    from fmcluster.stacks.accounting_stack import AccountingStack
+    from fmcluster.features.accounting.stack import AccountingStack
+    from fmcluster.features.network.construct import Placement
     from tests.conftest import cdk_context
 
     app = cdk.App(context=cdk_context())
     net = cdk.Stack(app, "net", env=cdk.Environment(region="us-east-1"))
-    # as fmcluster.constructs.network imports a VPC: its one GPU subnet as the private subnet
+    # as fmcluster.features.network.construct imports a VPC: its one GPU subnet as the private subnet
     vpc = ec2.Vpc.from_vpc_attributes(net, "Vpc", vpc_id="vpc-0123456789abcdef0", availability_zones=["use1-az6"],
                                       private_subnet_ids=["subnet-0123456789abcdef0"])
     ids = ["subnet-0123456789abcdef1", "subnet-0123456789abcdef2"]

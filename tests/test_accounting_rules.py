@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from fmcluster.blueprint import BlueprintError
+from fmcluster.features.accounting.plan import database_subnet_cidrs
 from fmcluster.orchestrators.hyperpod_eks.plan import control_plane_cidrs
 from fmcluster.resolved import resolve
-from fmcluster.resolved.accounting import database_subnet_cidrs
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import DROP, MINIMAL, blueprint_text, example, to_yaml
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from fmcluster.blueprint.model import CheckpointSpec
-from fmcluster.constructs.network import NO_TRAFFIC_EGRESS
+from fmcluster.features.network.construct import NO_TRAFFIC_EGRESS
 from fmcluster.stacks.build import ALLOW_DATA_DESTRUCTION
 from fmcluster.validation import load_blueprint
 from tests.blueprints import blueprint_text

@@ -63,19 +63,24 @@ CORE_TO_FEATURE = {
     "fmcluster.constructs.orchestrator": {"fmcluster.features.storage.construct"},
     "fmcluster.provision": {"fmcluster.features.observability.provision_grafana",
                             "fmcluster.features.observability.render_context"},
-    "fmcluster.resolved.cluster": {"fmcluster.features.containers.plan"},
+    "fmcluster.resolved": {"fmcluster.features.network.plan"},
+    "fmcluster.resolved.cluster": {"fmcluster.features.accounting.plan", "fmcluster.features.containers.plan",
+                                   "fmcluster.features.network.plan"},
     "fmcluster.review.plan": {"fmcluster.features.observability.endpoints"},
     "fmcluster.review.render": {"fmcluster.features.containers.render_first_job",
                                 "fmcluster.features.observability.render_files"},
-    "fmcluster.stacks.build": {"fmcluster.features.observability.render_alert_rules",
+    "fmcluster.stacks.build": {"fmcluster.features.accounting.stack", "fmcluster.features.network.construct",
+                               "fmcluster.features.network.stack", "fmcluster.features.observability.render_alert_rules",
                                "fmcluster.features.observability.render_context",
                                "fmcluster.features.observability.render_exporters",
                                "fmcluster.features.observability.stack", "fmcluster.features.storage.stack"},
-    "fmcluster.stacks.cluster_stack": {"fmcluster.features.storage.construct"},
-    "fmcluster.stacks.orchestrator_inputs": {"fmcluster.features.storage.construct"},
+    "fmcluster.stacks.cluster_stack": {"fmcluster.features.accounting.construct", "fmcluster.features.storage.construct"},
+    "fmcluster.stacks.orchestrator_inputs": {"fmcluster.features.accounting.construct",
+                                             "fmcluster.features.storage.construct"},
     "fmcluster.templates.acceptance": {"fmcluster.features.observability.render_exporters"},
     "fmcluster.templates.context": {"fmcluster.features.observability.render_exporters"},
 }
+
 
 
 # ---- the import parser -----------------------------------------------------------------------------
@@ -259,9 +264,9 @@ def slice_of(module: str) -> str | None:
     return parts[2]
 
 
-def declared_uses(slice_name: str) -> set[str]:
-    """The slices ``fmcluster/orchestrators/<slice_name>/__init__.py`` declares in ``USES``."""
-    tree = ast.parse((SLICES / slice_name / "__init__.py").read_text())
+def declared_uses(slice_name: str, root: Path = SLICES) -> set[str]:
+    """The slices ``fmcluster/<root>/<slice_name>/__init__.py`` declares in ``USES``."""
+    tree = ast.parse((root / slice_name / "__init__.py").read_text())
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "USES" for t in node.targets):
             return set(ast.literal_eval(node.value))
@@ -311,12 +316,16 @@ def feature_of(module: str) -> str | None:
     return parts[2]
 
 
-def test_a_feature_imports_no_other_feature() -> None:
+def test_a_feature_imports_only_the_features_it_declares() -> None:
+    """A feature imports no orchestrator slice, and another feature only when its ``USES`` names it."""
     bad = set()
     for path, module, names in package_files():
         own = feature_of(module)
-        if own is not None:
-            bad |= {f"{rel(path)}: {n}" for n in names if feature_of(n) not in (None, own)}
+        if own is None:
+            continue
+        allowed = {own, *declared_uses(own, FEATURES)}
+        bad |= {f"{rel(path)}: {n}" for n in names
+                if slice_of(n) is not None or feature_of(n) not in (None, *allowed)}
     assert sorted(bad) == []
 
 

@@ -17,7 +17,7 @@ from fmcluster.catalog.networking import (
     subnet_size,
     usable_addresses,
 )
-from fmcluster.resolved.subnet import subnet_usage
+from fmcluster.features.network.plan import subnet_usage
 from fmcluster.validation import load_blueprint_text
 from tests import blueprints
 from tests.blueprints import DROP

@@ -11,7 +11,7 @@ import ipaddress
 MIN_PREFIX = 16
 #: AWS's smallest subnet.
 MAX_PREFIX = 28
-#: The public subnet (NAT gateway) of a new VPC; constructs/network.py creates it before the GPU subnet.
+#: The public subnet (NAT gateway) of a new VPC; features/network/construct.py creates it before the GPU subnet.
 PUBLIC_SUBNET_PREFIX = 24
 #: VPC prefix lengths the model allows (NetworkSpec.vpc_cidr: /16 to /24).
 VPC_PREFIXES = range(16, 25)

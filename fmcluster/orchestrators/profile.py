@@ -118,7 +118,7 @@ class OrchestratorProfile:
             or ``None`` where there is no Slurm (HyperPod EKS). Default ``None``.
         task_prolog: the job environment is applied as a Slurm ``TaskProlog``. False on PCS (not a PCS custom
             setting) and HyperPod EKS (no Slurm). Default False.
-        slurm_accounting: how ``orchestrator.slurm.accounting`` is wired (:mod:`fmcluster.resolved.accounting`):
+        slurm_accounting: how ``orchestrator.slurm.accounting`` is wired (:mod:`fmcluster.features.accounting.plan`):
             ``database`` (ParallelCluster ``SlurmSettings.Database`` against a database fmcluster creates),
             ``managed`` (AWS PCS runs it) or ``None`` (not wired: HyperPod, R-ACCT-1). Default ``None``.
         runs_slurm: whether jobs run under Slurm (sbatch, pyxis containers, prologs). Default True (False: HyperPod EKS).

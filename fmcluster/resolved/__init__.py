@@ -2,6 +2,7 @@
 per-orchestrator profiles. Sits above the blueprint model and the catalog, below the rules,
 templates, constructs, stacks, review and the CLI."""
 
+from fmcluster.features.network.plan import SubnetUsage, subnet_usage
 from fmcluster.orchestrators.profile import OrchestratorProfile
 from fmcluster.orchestrators.registry import profile_for
 from fmcluster.resolved.cluster import (
@@ -12,7 +13,6 @@ from fmcluster.resolved.cluster import (
     StackNames,
     resolve,
 )
-from fmcluster.resolved.subnet import SubnetUsage, subnet_usage
 
 __all__ = [
     "BLUEPRINT_TAG", "NODE_DIR", "OrchestratorProfile", "ResolvedCluster", "ResolvedGroup", "StackNames",

@@ -19,13 +19,13 @@ from fmcluster.blueprint.model import Blueprint, ComputeGroup, SoftwareSpec
 from fmcluster.catalog import InstanceSpec, get_instance
 from fmcluster.catalog.networking import InterfaceSlot, describe_layout, interface_layout, layout_ipv4
 from fmcluster.catalog.software import SoftwareStack, get_stack
+from fmcluster.features.accounting.plan import AccountingPlan, accounting_plan, accounting_route
 from fmcluster.features.containers.plan import ResolvedContainer, resolve_containers
+from fmcluster.features.network.plan import SubnetUsage, subnet_usage
 from fmcluster.orchestrators.hyperpod_eks.plan import EksPlan, eks_plan
 from fmcluster.orchestrators.profile import OrchestratorProfile
 from fmcluster.orchestrators.registry import profile_for
-from fmcluster.resolved.accounting import AccountingPlan, accounting_plan, accounting_route
 from fmcluster.resolved.image import ResolvedImage, resolve_image
-from fmcluster.resolved.subnet import SubnetUsage, subnet_usage
 
 #: Where fmcluster puts its own files on a node (scripts, job environment, observability).
 NODE_DIR = "/opt/fmcluster"
@@ -116,13 +116,13 @@ class ResolvedCluster:
         software: the catalog stack with ``software.overrides`` applied, or ``None`` when the stack name
             is unknown (the model reports that).
         stacks: CloudFormation stack names.
-        subnet: GPU-subnet IPv4 usage (:func:`fmcluster.resolved.subnet.subnet_usage`).
+        subnet: GPU-subnet IPv4 usage (:func:`fmcluster.features.network.plan.subnet_usage`).
         observability_parameter: SSM parameter (String, JSON) nodes read at boot for the metrics layer.
         node_dir: where fmcluster keeps its files on nodes (:data:`NODE_DIR`).
         tags: tags on every resource: ``fmcluster:blueprint`` plus the blueprint's tags.
         eks: the EKS side of HyperPod EKS orchestration (:func:`fmcluster.orchestrators.hyperpod_eks.plan.eks_plan`), else ``None``.
         containers: the blueprint's container images (:mod:`fmcluster.features.containers.plan`).
-        accounting: Slurm accounting (:func:`fmcluster.resolved.accounting.accounting_plan`).
+        accounting: Slurm accounting (:func:`fmcluster.features.accounting.plan.accounting_plan`).
     """
 
     blueprint: Blueprint

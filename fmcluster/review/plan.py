@@ -122,7 +122,7 @@ class Plan:
     observability_endpoints: list[dict[str, str]] = field(default_factory=list)
     #: USD per hour per group and cluster, with the price table's date (fmcluster.review.cost.CostEstimate.as_dict)
     cost: dict[str, Any] = field(default_factory=dict)
-    #: Slurm accounting (fmcluster.resolved.accounting.AccountingPlan.summary); None (and left out of JSON) when off
+    #: Slurm accounting (fmcluster.features.accounting.plan.AccountingPlan.summary); None (and left out of JSON) when off
     accounting: dict[str, str] | None = None
 
     @property

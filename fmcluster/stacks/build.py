@@ -14,7 +14,9 @@ from aws_cdk import App, Environment, Stack, Tags
 
 from fmcluster.blueprint.model import Blueprint
 from fmcluster.constructs.image import NodeImages
-from fmcluster.constructs.network import Placement
+from fmcluster.features.accounting.stack import AccountingStack
+from fmcluster.features.network.construct import Placement
+from fmcluster.features.network.stack import NetworkStack
 from fmcluster.features.observability.render_alert_rules import render_alert_rules
 from fmcluster.features.observability.render_context import observability_context
 from fmcluster.features.observability.render_exporters import exporter_context, render_exporter_script
@@ -22,10 +24,8 @@ from fmcluster.features.observability.stack import ObservabilityStack
 from fmcluster.features.storage.stack import StorageStack
 from fmcluster.resolved import BLUEPRINT_TAG, ResolvedCluster, resolve
 from fmcluster.resolved.bake import bake_targets, parent_image
-from fmcluster.stacks.accounting_stack import AccountingStack
 from fmcluster.stacks.cluster_stack import ClusterStack
 from fmcluster.stacks.image_stack import ImageStack
-from fmcluster.stacks.network_stack import NetworkStack
 from fmcluster.templates.context import blueprint_node_contexts
 from fmcluster.templates.image_build import image_build_steps
 

@@ -11,10 +11,10 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fmcluster.blueprint.model import OrchestratorSpec
-from fmcluster.constructs.accounting import SlurmAccountingDatabase
 from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.constructs.image import NodeImages
 from fmcluster.constructs.orchestrator import HEAD_NODE_SCRIPT
+from fmcluster.features.accounting.construct import SlurmAccountingDatabase
 from fmcluster.features.storage.construct import CheckpointAccess, LustreMount
 from fmcluster.orchestrators.registry import ORCHESTRATORS
 from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
@@ -51,7 +51,7 @@ class ClusterStack(Stack):
     ``<name>-image`` stack's, read from its SSM parameter at deploy; custom: ``software.image.ami_id``). Default:
     the orchestrator's official image everywhere.
     ``accounting_database``: the ``<name>-accounting`` stack's database (ParallelCluster with Slurm accounting,
-    :mod:`fmcluster.constructs.accounting`). Default: none.
+    :mod:`fmcluster.features.accounting.construct`). Default: none.
     """
 
     def __init__(

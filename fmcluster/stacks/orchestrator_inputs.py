@@ -11,9 +11,9 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 
 from fmcluster.blueprint.model import OrchestratorSpec
-from fmcluster.constructs.accounting import SlurmAccountingDatabase
 from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.constructs.image import NodeImages
+from fmcluster.features.accounting.construct import SlurmAccountingDatabase
 from fmcluster.features.storage.construct import CheckpointAccess, LustreMount
 from fmcluster.orchestrators.profile import OrchestratorProfile
 from fmcluster.resolved import ResolvedGroup

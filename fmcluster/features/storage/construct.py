@@ -27,7 +27,7 @@ Sources (FSx CreateFileSystem API, FSx for Lustre User Guide, CloudFormation res
   are standalone resources that CloudFormation may create in parallel with the file system, so the
   file system DependsOn every ingress and egress rule of its security group.
 - Effective egress of the file system's group is exactly its explicit rules
-  (:func:`fmcluster.constructs.network.explicit_egress_only`).
+  (:func:`fmcluster.features.network.construct.explicit_egress_only`).
 - Teardown: the file system's security group follows the file system's removal policy (a retained
   file system keeps its network interfaces, which keep their group in use); see docs/storage.md.
 - Data repository associations:
@@ -47,7 +47,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from fmcluster.blueprint.model import CheckpointSpec, DataRepository, LustreSpec
-from fmcluster.constructs.network import explicit_egress_only, security_group_rules
+from fmcluster.features.network.construct import explicit_egress_only, security_group_rules
 
 LUSTRE_PORT = 988
 LUSTRE_PORT_RANGE = (1018, 1023)

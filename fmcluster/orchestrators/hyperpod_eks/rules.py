@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fmcluster.catalog import eks as cat
+from fmcluster.features.network.rules_subnet import second_az_subnet_problems
 from fmcluster.resolved import ResolvedCluster
 from fmcluster.validation.rules import Violation, rule
-from fmcluster.validation.rules.subnet import second_az_subnet_problems
 
 EKS = "orchestrator.hyperpod.eks"
 NETWORK_REQS = "https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html"

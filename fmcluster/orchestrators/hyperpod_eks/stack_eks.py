@@ -10,7 +10,7 @@ from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from fmcluster.constructs.network import Placement
+from fmcluster.features.network.construct import Placement
 from fmcluster.orchestrators.hyperpod_eks.addons import EksControlPlane
 from fmcluster.orchestrators.hyperpod_eks.plan import EksPlan
 

@@ -38,11 +38,11 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fmcluster.blueprint.model import ComputeGroup, ParallelClusterSettings
-from fmcluster.constructs.accounting import SlurmAccountingDatabase, database_uri
 from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.constructs.capacity import ROOT_VOLUME_GIB, ROOT_VOLUME_TYPE, reservation_target
 from fmcluster.constructs.image import NodeImages
 from fmcluster.constructs.orchestrator import acknowledge
+from fmcluster.features.accounting.construct import SlurmAccountingDatabase, database_uri
 from fmcluster.features.storage.construct import CheckpointAccess, LustreMount, checkpoint_statements
 from fmcluster.orchestrators.parallelcluster.profile import OS_NAMES
 from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
@@ -258,7 +258,7 @@ class ParallelClusterCluster(Construct):
         client security group on the head node, the only group the database accepts MySQL from. Source:
         https://docs.aws.amazon.com/parallelcluster/latest/ug/Scheduling-v3.html#Scheduling-v3-SlurmSettings-Database;
         ParallelCluster's head node role gets ``secretsmanager:GetSecretValue`` on the secret itself
-        (:mod:`fmcluster.constructs.accounting`). No ``DatabaseName``: ParallelCluster then names the database after the
+        (:mod:`fmcluster.features.accounting.construct`). No ``DatabaseName``: ParallelCluster then names the database after the
         cluster, so one database server could hold several clusters."""
         slurm_settings["Database"] = {"Uri": database_uri(db), "UserName": db.user_name,
                                       "PasswordSecretArn": db.secret.secret_arn}

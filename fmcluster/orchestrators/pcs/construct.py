@@ -92,7 +92,6 @@ from fmcluster.catalog.networking import InterfaceSlot
 from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.constructs.capacity import NodeLaunchTemplate
 from fmcluster.constructs.image import NodeImages
-from fmcluster.constructs.network import explicit_egress_only
 from fmcluster.constructs.orchestrator import (
     HEAD_NODE_PATH,
     acknowledge,
@@ -102,6 +101,7 @@ from fmcluster.constructs.orchestrator import (
     lustre_mount_script,
     start_after_slurm,
 )
+from fmcluster.features.network.construct import explicit_egress_only
 from fmcluster.features.storage.construct import CheckpointAccess, LustreMount
 from fmcluster.orchestrators.pcs.profile import PCS_LOGIN_GROUP
 from fmcluster.resolved import NODE_DIR, OrchestratorProfile, ResolvedGroup

@@ -90,8 +90,8 @@ def rule(
 #: this order). Each orchestrator's own rules live in its slice (``fmcluster/orchestrators/<key>/rules.py``).
 RULE_MODULES = (
     "fmcluster.validation.rules.capacity",
-    "fmcluster.validation.rules.subnet",
-    "fmcluster.validation.rules.accounting",
+    "fmcluster.features.network.rules_subnet",
+    "fmcluster.features.accounting.rules",
     "fmcluster.validation.rules.bake",
     "fmcluster.validation.rules.compute",
     "fmcluster.features.containers.rules",
@@ -99,7 +99,7 @@ RULE_MODULES = (
     "fmcluster.validation.rules.environment",
     "fmcluster.validation.rules.image",
     "fmcluster.validation.rules.imex",
-    "fmcluster.validation.rules.network",
+    "fmcluster.features.network.rules",
     "fmcluster.features.observability.rules",
     "fmcluster.validation.rules.orchestrator",
     "fmcluster.orchestrators.parallelcluster.rules",

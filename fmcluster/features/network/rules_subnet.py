@@ -2,7 +2,7 @@
 (R-SUBNET-2), and the VPC must hold the GPU subnet beside its public /24 (R-SUBNET-3).
 
 The count they judge is the resolved cluster's :attr:`ResolvedCluster.subnet`
-(:func:`fmcluster.resolved.subnet.subnet_usage`, which says what is counted). When a subnet is too
+(:func:`fmcluster.features.network.plan.subnet_usage`, which says what is counted). When a subnet is too
 small and the blueprint chooses ``efa`` where its orchestrator lets it choose
 (:attr:`OrchestratorProfile.efa_interface_type_setting`: PCS, HyperPod), the advice also names
 ``efa-only``; ParallelCluster chooses the type itself, so it is never advised there.
@@ -22,8 +22,8 @@ from fmcluster.catalog.vpc_layout import (
     smallest_vpc_for,
     vpc_holds,
 )
+from fmcluster.features.network.plan import SubnetUsage, subnet_usage
 from fmcluster.resolved import ResolvedCluster
-from fmcluster.resolved.subnet import SubnetUsage, subnet_usage
 from fmcluster.validation.rules import Violation, rule
 from fmcluster.validation.rules.capacity import az_id_prefix
 
@@ -67,7 +67,7 @@ def _fix(usage: SubnetUsage, wanted: int, vpc_prefix: int, efa_only: tuple[str, 
 
 @rule("R-SUBNET-3", scope="network",
       source="aws-cdk-lib aws-ec2/lib/network-util.ts NetworkBuilder.addSubnets (subnets allocated in order, each "
-      "aligned to its size; synth fails with 'exceeds remaining space'); fmcluster/constructs/network.py (public "
+      "aligned to its size; synth fails with 'exceeds remaining space'); fmcluster/features/network/construct.py (public "
       "/24, then the GPU subnet)")
 def vpc_holds_gpu_subnet(net: NetworkSpec) -> Iterator[Violation]:
     """A new VPC must hold its public /24 subnet and the GPU subnet; otherwise synth, plan and deploy fail."""

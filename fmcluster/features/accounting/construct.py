@@ -45,11 +45,11 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from fmcluster.blueprint.model import SlurmAccountingSpec
-from fmcluster.constructs.network import Placement, explicit_egress_only
 from fmcluster.constructs.orchestrator import acknowledge
-from fmcluster.resolved.accounting import AURORA_MYSQL_MAJOR, AURORA_MYSQL_VERSION, DATABASE_PORT, DATABASE_USER
+from fmcluster.features.accounting.plan import AURORA_MYSQL_MAJOR, AURORA_MYSQL_VERSION, DATABASE_PORT, DATABASE_USER
+from fmcluster.features.network.construct import Placement, explicit_egress_only
 
-#: The Aurora MySQL engine (see the module docstring; the version string lives in fmcluster.resolved.accounting).
+#: The Aurora MySQL engine (see the module docstring; the version string lives in fmcluster.features.accounting.plan).
 ENGINE_VERSION = rds.AuroraMysqlEngineVersion.of(AURORA_MYSQL_VERSION, AURORA_MYSQL_MAJOR)
 #: Cluster parameters of AWS's ParallelCluster accounting template (serverless-database.yaml).
 CLUSTER_PARAMETERS = {"require_secure_transport": "ON", "innodb_lock_wait_timeout": "900"}
@@ -61,7 +61,7 @@ class SlurmAccountingDatabase(Construct):
     """Aurora MySQL Serverless v2 cluster, secret, subnet group and the two security groups (module docstring).
 
     ``subnet_cidrs``: two /28 subnets to create in a new VPC (the cluster's AZ, then ``spec.second_availability_zone``;
-    :func:`fmcluster.resolved.accounting.database_subnet_cidrs`); ``None`` in an imported VPC, where
+    :func:`fmcluster.features.accounting.plan.database_subnet_cidrs`); ``None`` in an imported VPC, where
     ``spec.subnet_ids`` are used. ``placement`` is the cluster's AZ (name or ID).
 
     Attributes: ``cluster`` (rds.DatabaseCluster), ``secret`` (the password, a plain string), ``security_group``

@@ -1,13 +1,13 @@
-"""Slurm accounting rules (``orchestrator.slurm.accounting``; docs/accounting.md, fmcluster.resolved.accounting)."""
+"""Slurm accounting rules (``orchestrator.slurm.accounting``; docs/accounting.md, fmcluster.features.accounting.plan)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from fmcluster.blueprint.model import OrchestratorSpec
+from fmcluster.features.network.rules_subnet import second_az_subnet_problems
 from fmcluster.resolved import ResolvedCluster
 from fmcluster.validation.rules import Violation, rule
-from fmcluster.validation.rules.subnet import second_az_subnet_problems
 
 ACCT = "orchestrator.slurm.accounting"
 PCLUSTER_DB = "https://docs.aws.amazon.com/parallelcluster/latest/ug/Scheduling-v3.html#Scheduling-v3-SlurmSettings-Database"
@@ -42,7 +42,7 @@ def hyperpod_accounting(rc: ResolvedCluster) -> Iterator[Violation]:
 
 @rule("R-ACCT-2", scope="cluster", orchestrators=("parallelcluster",),
       source=f"{RDS_SUBNETS} (a DB subnet group needs subnets in at least two Availability Zones); fmcluster adds "
-      "two /28 subnets to a new VPC (fmcluster.resolved.accounting.database_subnet_cidrs)")
+      "two /28 subnets to a new VPC (fmcluster.features.accounting.plan.database_subnet_cidrs)")
 def database_subnets(rc: ResolvedCluster) -> Iterator[Violation]:
     """ParallelCluster: the accounting database's subnet group has subnets in two AZs."""
     plan = rc.accounting

@@ -15,8 +15,8 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fmcluster.blueprint.model import SlurmAccountingSpec
-from fmcluster.constructs.accounting import SlurmAccountingDatabase, database_uri
-from fmcluster.constructs.network import Placement
+from fmcluster.features.accounting.construct import SlurmAccountingDatabase, database_uri
+from fmcluster.features.network.construct import Placement
 
 
 class AccountingStack(Stack):

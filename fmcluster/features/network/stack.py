@@ -9,7 +9,7 @@ from aws_cdk import Stack
 from constructs import Construct
 
 from fmcluster.blueprint.model import NetworkSpec
-from fmcluster.constructs.network import GpuNetwork, Placement
+from fmcluster.features.network.construct import GpuNetwork, Placement
 
 
 class NetworkStack(Stack):

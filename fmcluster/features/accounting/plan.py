@@ -30,7 +30,7 @@ DATABASE_USER = "clusteradmin"
 #: The MySQL port: slurmdbd's default StoragePort and the port ParallelCluster assumes without one in ``Uri``.
 DATABASE_PORT = 3306
 
-#: Aurora MySQL engine version of the database (fmcluster.constructs.accounting explains the choice).
+#: Aurora MySQL engine version of the database (fmcluster.features.accounting.construct explains the choice).
 AURORA_MYSQL_VERSION = "8.0.mysql_aurora.3.10.4"
 AURORA_MYSQL_MAJOR = "8.0"
 
