@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 
 from fmcluster.catalog.images import get_image
+from fmcluster.features.node.render_context import NodeContext, blueprint_node_contexts, node_context
+from fmcluster.features.node.render_scripts import boot_path, render_boot_steps
 from fmcluster.resolved import resolve
-from fmcluster.templates.context import NodeContext, blueprint_node_contexts, node_context
-from fmcluster.templates.node_scripts import boot_path, render_boot_steps
 from fmcluster.validation import load_blueprint, load_blueprint_text
 from tests import goldens
 from tests.blueprints import DROP, example, merge, to_yaml
@@ -360,7 +360,7 @@ def test_exporters_step_embeds_the_golden_exporter_script(key: str, group: str) 
 # ---- one library, no OS branches ---------------------------------------------------------------
 @pytest.mark.parametrize("os_name", ["ubuntu-22.04", "amazon-linux-2023"])
 def test_bootstrap_and_node_check_share_one_library(os_name: str) -> None:
-    from fmcluster.templates.node_scripts import render_node_lib, render_node_scripts
+    from fmcluster.features.node.render_scripts import render_node_lib, render_node_scripts
     ctx, _ = context("parallelcluster", os_name, "official")
     lib = render_node_lib(ctx)
     scripts = render_node_scripts(ctx)
@@ -370,7 +370,7 @@ def test_bootstrap_and_node_check_share_one_library(os_name: str) -> None:
 
 
 def test_node_templates_do_not_branch_on_the_os() -> None:
-    templates = ROOT / "fmcluster/templates/node"
+    templates = ROOT / "fmcluster/features/node/templates"
     offenders = [str(p.relative_to(templates)) for p in templates.rglob("*.j2")
                  if "{% if os" in p.read_text() or "os.startswith" in p.read_text()]
     assert offenders == []

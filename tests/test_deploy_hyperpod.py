@@ -237,7 +237,7 @@ def test_eks_profile_has_no_controller_or_login() -> None:
 def test_node_scripts_wait_for_lustre_only_where_it_is_mounted(patch: dict[str, Any], mount: str | None) -> None:
     """HyperPod Slurm mounts FSx before OnInitComplete (FsxLustreConfig); on EKS nothing mounts it on the host, so a
     wait would fail every node's creation."""
-    from fmcluster.templates.context import node_context
+    from fmcluster.features.node.render_context import node_context
 
     rc = resolve(load_blueprint_text(blueprint_text(patch)).blueprint)
     assert rc.blueprint.storage.lustre is not None

@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "first-job.md"
-NODE_CHECK = ROOT / "fmcluster" / "templates" / "node" / "fmcluster-node-check.sh.j2"
+NODE_CHECK = ROOT / "fmcluster" / "features" / "node" / "templates" / "fmcluster-node-check.sh.j2"
 
 
 def bash_lines(text: str) -> list[str]:

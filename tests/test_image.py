@@ -12,8 +12,8 @@ import pytest
 from fmcluster.blueprint.errors import BlueprintError
 from fmcluster.catalog.images import GPU_STACK, IMAGE_COMPONENTS, get_image, image_stacks, known_images, official_image
 from fmcluster.catalog.software import get_stack, known_stacks
+from fmcluster.features.node.plan_image import STEP_SECONDS, estimate_name
 from fmcluster.resolved import resolve
-from fmcluster.resolved.image import STEP_SECONDS, estimate_name
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import blueprint_text, example, group, to_yaml
 
@@ -259,9 +259,9 @@ def _rendered_steps(bootstrap: str) -> list[str]:
 def test_plan_estimates_exactly_the_steps_the_bootstrap_runs(name: str) -> None:
     # One list (ResolvedImage.boot_path): the plan's estimate and the rendered bootstrap both come from it. HyperPod
     # EKS mounts no Lustre on the host (profile lustre_on_nodes), so neither has an fsx step there.
+    from fmcluster.features.node.render_context import blueprint_node_contexts
+    from fmcluster.features.node.render_scripts import ENTRY_POINT, render_node_scripts
     from fmcluster.review.plan import boot_line
-    from fmcluster.templates.context import blueprint_node_contexts
-    from fmcluster.templates.node_scripts import ENTRY_POINT, render_node_scripts
     from tests.blueprints import merge
 
     data = merge(example("hyperpod-eks"), HYPERPOD_EKS_LUSTRE) if name == "hyperpod-eks+lustre" else example(name)

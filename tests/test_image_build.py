@@ -1,4 +1,4 @@
-"""The image-build install scripts (fmcluster.templates.image_build): one per component, in install order, from
+"""The image-build install scripts (fmcluster.features.node.render_image_build): one per component, in install order, from
 the same library and package-manager partial as the boot path; shellcheck-clean; the lock they write is the
 one the boot path of a baked node compares."""
 
@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from fmcluster.features.node.render_context import node_context
+from fmcluster.features.node.render_image_build import install_scripts
+from fmcluster.features.node.render_scripts import render_node_scripts
 from fmcluster.resolved import resolve
-from fmcluster.templates.context import node_context
-from fmcluster.templates.image_build import install_scripts
-from fmcluster.templates.node_scripts import render_node_scripts
 from fmcluster.validation import load_blueprint, load_blueprint_text
 from tests.blueprints import example, merge, to_yaml
 from tests.test_render import shellcheck

@@ -276,8 +276,8 @@ def test_build_steps_keep_their_script_and_validate_by_running_it_again() -> Non
     """Integrated with the boot path's install templates (issue 11): the build phase writes the component's install
     script into the image and runs it; validate runs it again; the lock step's test checks the lock file. The lock
     component itself is run for real in tests/test_image_build.py."""
+    from fmcluster.features.node.render_image_build import BUILD_SCRIPT_DIR, LOCK_PATH, image_build_steps, placeholder_steps
     from fmcluster.resolved import resolve
-    from fmcluster.templates.image_build import BUILD_SCRIPT_DIR, LOCK_PATH, image_build_steps, placeholder_steps
     from fmcluster.validation import load_blueprint
 
     rc = resolve(load_blueprint(ROOT / "blueprints" / "p6-b300.yaml"))
@@ -298,7 +298,7 @@ def test_build_steps_keep_their_script_and_validate_by_running_it_again() -> Non
 
 
 def test_content_version_follows_content() -> None:
-    from fmcluster.constructs.image import content_version
+    from fmcluster.features.node.construct_image import content_version
 
     assert content_version("a") == content_version("a") != content_version("b")
     assert content_version("a", "b") != content_version("ab")
@@ -510,7 +510,7 @@ def test_hyperpod_refuses_an_encrypted_image() -> None:
     import aws_cdk as cdk
     from aws_cdk import aws_ec2 as ec2
 
-    from fmcluster.constructs.image import ImageBuild
+    from fmcluster.features.node.construct_image import ImageBuild
 
     stack = cdk.Stack(cdk.App(), "s", env=cdk.Environment(region="us-east-1"))
     vpc = ec2.Vpc(stack, "Vpc", max_azs=1)

@@ -61,24 +61,37 @@ CORE_TO_SLICE = {
 #: :data:`CORE_TO_SLICE`: remove the import and its line; never add one.
 CORE_TO_FEATURE = {
     "fmcluster.constructs.orchestrator": {"fmcluster.features.storage.construct"},
+    "fmcluster.preflight.image_lookup": {"fmcluster.features.node.plan_bake"},
     "fmcluster.provision": {"fmcluster.features.observability.provision_grafana",
                             "fmcluster.features.observability.render_context"},
     "fmcluster.resolved": {"fmcluster.features.network.plan"},
     "fmcluster.resolved.cluster": {"fmcluster.features.accounting.plan", "fmcluster.features.containers.plan",
-                                   "fmcluster.features.network.plan"},
+                                   "fmcluster.features.network.plan", "fmcluster.features.node.plan_image"},
     "fmcluster.review.plan": {"fmcluster.features.observability.endpoints"},
     "fmcluster.review.render": {"fmcluster.features.containers.render_first_job",
+                                "fmcluster.features.node.render_context", "fmcluster.features.node.render_scripts",
                                 "fmcluster.features.observability.render_files"},
     "fmcluster.stacks.build": {"fmcluster.features.accounting.stack", "fmcluster.features.network.construct",
-                               "fmcluster.features.network.stack", "fmcluster.features.observability.render_alert_rules",
+                               "fmcluster.features.network.stack", "fmcluster.features.node.construct_image",
+                               "fmcluster.features.node.plan_bake", "fmcluster.features.node.render_context",
+                               "fmcluster.features.node.render_image_build", "fmcluster.features.node.stack_image",
+                               "fmcluster.features.observability.render_alert_rules",
                                "fmcluster.features.observability.render_context",
                                "fmcluster.features.observability.render_exporters",
                                "fmcluster.features.observability.stack", "fmcluster.features.storage.stack"},
-    "fmcluster.stacks.cluster_stack": {"fmcluster.features.accounting.construct", "fmcluster.features.storage.construct"},
+    "fmcluster.stacks.cluster_stack": {"fmcluster.features.accounting.construct",
+                                       "fmcluster.features.node.construct_bootstrap",
+                                       "fmcluster.features.node.construct_image",
+                                       "fmcluster.features.node.render_context",
+                                       "fmcluster.features.storage.construct"},
     "fmcluster.stacks.orchestrator_inputs": {"fmcluster.features.accounting.construct",
+                                             "fmcluster.features.node.construct_bootstrap",
+                                             "fmcluster.features.node.construct_image",
+                                             "fmcluster.features.node.render_context",
                                              "fmcluster.features.storage.construct"},
-    "fmcluster.templates.acceptance": {"fmcluster.features.observability.render_exporters"},
-    "fmcluster.templates.context": {"fmcluster.features.observability.render_exporters"},
+    "fmcluster.templates.acceptance": {"fmcluster.features.node.render_context",
+                                       "fmcluster.features.observability.render_exporters"},
+    "fmcluster.templates.kubernetes": {"fmcluster.features.node.render_context"},
 }
 
 
@@ -180,7 +193,7 @@ PARSER_CASES = [
     ("inside a method", "class A:\n    def m(self):\n        import fmcluster.validation.rules\n",
      "fmcluster.cli", "fmcluster.validation.rules"),
     ("under TYPE_CHECKING", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-     "    from fmcluster.validation import rules\n", "fmcluster.templates.context", "fmcluster.validation.rules"),
+     "    from fmcluster.validation import rules\n", "fmcluster.features.node.render_context", "fmcluster.validation.rules"),
 ]
 
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from fmcluster.features.node.render_context import NodeContext, node_context
+from fmcluster.features.node.render_scripts import render_node_scripts
 from fmcluster.resolved import resolve
-from fmcluster.templates.context import NodeContext, node_context
-from fmcluster.templates.node_scripts import render_node_scripts
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import blueprint_text, example
 

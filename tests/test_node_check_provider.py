@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from fmcluster.features.node.render_context import node_context
+from fmcluster.features.node.render_scripts import render_node_scripts
 from fmcluster.resolved import resolve
-from fmcluster.templates.context import node_context
-from fmcluster.templates.node_scripts import render_node_scripts
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import blueprint_text, example
 from tests.test_node_check import PINNED

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from fmcluster.blueprint import BlueprintError, Problem
+from fmcluster.features.node.rules_software import SPECIFIC_RULES
 from fmcluster.validation import load_blueprint_text
 from fmcluster.validation.rules import REGISTRY, Rule, _load_rule_modules, apply_precedence, check_precedence
-from fmcluster.validation.rules.software import SPECIFIC_RULES
 from tests.blueprints import blueprint, blueprint_text
 
 P5 = {"name": "gpu", "instance_type": "p5.48xlarge", "count": 2}

@@ -366,7 +366,7 @@ def test_node_check_drains_the_slurm_node_with_the_first_failure(tmp_path: Path,
     stub directory on PATH, as a login shell would have it)."""
     from dataclasses import replace
 
-    from fmcluster.templates.node_scripts import render_node_scripts
+    from fmcluster.features.node.render_scripts import render_node_scripts
     from tests.test_node_check import _context, harness
 
     ctx = _context()

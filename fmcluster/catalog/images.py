@@ -5,7 +5,7 @@ the GPU stack it carries (driver, kernel-module flavour, Fabric Manager, IMEX, C
 GDRCopy, DCGM), how the instance-store NVMe is handled, which services own the GPUs, whether a Lustre
 client is present per OS, and how the image is referenced at deploy. Every value has a source key; values
 in ``unverified`` only warn. This module parses and looks up; the image-mode rules live in
-``fmcluster.validation.rules.image`` and the per-group image facts in ``fmcluster.resolved.image``.
+``fmcluster.features.node.rules_image`` and the per-group image facts in ``fmcluster.features.node.plan_image``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Data lives in ``catalog/data/software.yaml`` with a source per value (its ``sources`` table maps each key
 to a URL or repository path). This module only parses and looks up;
-the rules live in ``fmcluster.validation.rules.software`` / ``.environment``.
+the rules live in ``fmcluster.features.node.rules_software`` / ``.environment``.
 
 Version strings are compared numerically per dotted field, ignoring suffixes such as ``-aws``,
 ``amzn5.0`` or a package release ``-1`` (:func:`parse_version`).

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from fmcluster.catalog.images import PARALLELCLUSTER_AMI_OWNER
+from fmcluster.features.node.plan_bake import bake_targets, parent_image
 from fmcluster.resolved import ResolvedCluster
-from fmcluster.resolved.bake import bake_targets, parent_image
 
 CONTEXT_FILE = "cdk.context.json"
 

@@ -22,10 +22,10 @@ from fmcluster.catalog.software import SoftwareStack, get_stack
 from fmcluster.features.accounting.plan import AccountingPlan, accounting_plan, accounting_route
 from fmcluster.features.containers.plan import ResolvedContainer, resolve_containers
 from fmcluster.features.network.plan import SubnetUsage, subnet_usage
+from fmcluster.features.node.plan_image import ResolvedImage, resolve_image
 from fmcluster.orchestrators.hyperpod_eks.plan import EksPlan, eks_plan
 from fmcluster.orchestrators.profile import OrchestratorProfile
 from fmcluster.orchestrators.registry import profile_for
-from fmcluster.resolved.image import ResolvedImage, resolve_image
 
 #: Where fmcluster puts its own files on a node (scripts, job environment, observability).
 NODE_DIR = "/opt/fmcluster"
@@ -76,7 +76,7 @@ class ResolvedGroup:
             The one fact R-IMEX-1 and the orchestrator constructs read.
         cpu_options: launch-template ``CpuOptions`` turning SMT off (``threads_per_core: 1`` on x86), else None.
         image: what the group boots, the lock it is verified against and the boot-time estimate
-            (:class:`fmcluster.resolved.image.ResolvedImage`).
+            (:class:`fmcluster.features.node.plan_image.ResolvedImage`).
     """
 
     spec: ComputeGroup

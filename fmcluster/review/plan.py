@@ -34,7 +34,7 @@ from fmcluster.review.cost import estimate, money
 
 @dataclass(frozen=True)
 class BootLine:
-    """What a group boots and how long fmcluster's boot path is estimated to take (``fmcluster.resolved.image``).
+    """What a group boots and how long fmcluster's boot path is estimated to take (``fmcluster.features.node.plan_image``).
 
     ``estimated_boot_s`` sums ``steps`` (name -> seconds); ``limit_s`` is the orchestrator's limit (``None`` when
     it documents none) and ``limit_source`` where it is stated."""

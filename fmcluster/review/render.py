@@ -14,12 +14,12 @@ from pathlib import Path
 
 from fmcluster.blueprint import Blueprint
 from fmcluster.features.containers.render_first_job import render_fsdp_job
+from fmcluster.features.node.render_context import blueprint_node_contexts
+from fmcluster.features.node.render_scripts import render_node_scripts
 from fmcluster.features.observability.render_files import render_observability_files
 from fmcluster.resolved import resolve
 from fmcluster.templates.acceptance import render_acceptance_files
-from fmcluster.templates.context import blueprint_node_contexts
 from fmcluster.templates.kubernetes import render_kubernetes_manifests
-from fmcluster.templates.node_scripts import render_node_scripts
 from fmcluster.templates.slurm_hooks import render_nccl_tests_sbatch
 
 EXECUTABLE = ("bootstrap.sh", "fmcluster-node-check")

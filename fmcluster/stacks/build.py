@@ -13,21 +13,21 @@ from typing import Any
 from aws_cdk import App, Environment, Stack, Tags
 
 from fmcluster.blueprint.model import Blueprint
-from fmcluster.constructs.image import NodeImages
 from fmcluster.features.accounting.stack import AccountingStack
 from fmcluster.features.network.construct import Placement
 from fmcluster.features.network.stack import NetworkStack
+from fmcluster.features.node.construct_image import NodeImages
+from fmcluster.features.node.plan_bake import bake_targets, parent_image
+from fmcluster.features.node.render_context import blueprint_node_contexts
+from fmcluster.features.node.render_image_build import image_build_steps
+from fmcluster.features.node.stack_image import ImageStack
 from fmcluster.features.observability.render_alert_rules import render_alert_rules
 from fmcluster.features.observability.render_context import observability_context
 from fmcluster.features.observability.render_exporters import exporter_context, render_exporter_script
 from fmcluster.features.observability.stack import ObservabilityStack
 from fmcluster.features.storage.stack import StorageStack
 from fmcluster.resolved import BLUEPRINT_TAG, ResolvedCluster, resolve
-from fmcluster.resolved.bake import bake_targets, parent_image
 from fmcluster.stacks.cluster_stack import ClusterStack
-from fmcluster.stacks.image_stack import ImageStack
-from fmcluster.templates.context import blueprint_node_contexts
-from fmcluster.templates.image_build import image_build_steps
 
 ALLOW_DATA_DESTRUCTION = "fmcluster:allowDataDestruction"
 

@@ -11,16 +11,16 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fmcluster.blueprint.model import OrchestratorSpec
-from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
-from fmcluster.constructs.image import NodeImages
 from fmcluster.constructs.orchestrator import HEAD_NODE_SCRIPT
 from fmcluster.features.accounting.construct import SlurmAccountingDatabase
+from fmcluster.features.node.construct_bootstrap import NodeBootstrap, ScriptAsset
+from fmcluster.features.node.construct_image import NodeImages
+from fmcluster.features.node.render_context import NodeContext
 from fmcluster.features.storage.construct import CheckpointAccess, LustreMount
 from fmcluster.orchestrators.registry import ORCHESTRATORS
 from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
 from fmcluster.stacks import access_outputs
 from fmcluster.stacks.orchestrator_inputs import OrchestratorInputs
-from fmcluster.templates.context import NodeContext
 
 if TYPE_CHECKING:
     from fmcluster.orchestrators.hyperpod_eks.plan import EksPlan
@@ -47,7 +47,7 @@ class ClusterStack(Stack):
     HyperPod EKS: ``eks_plan`` (the resolved EKS side) adds the add-ons that need nodes after the HyperPod cluster;
     ``eks_cluster_arn`` is the ARN of the EKS cluster the ``<name>-eks`` stack creates (a cross-stack token).
     Default: none (an imported cluster's ARN comes from the blueprint).
-    ``images`` (:class:`fmcluster.constructs.image.NodeImages`): the AMI of each compute group (bake: the
+    ``images`` (:class:`fmcluster.features.node.construct_image.NodeImages`): the AMI of each compute group (bake: the
     ``<name>-image`` stack's, read from its SSM parameter at deploy; custom: ``software.image.ami_id``). Default:
     the orchestrator's official image everywhere.
     ``accounting_database``: the ``<name>-accounting`` stack's database (ParallelCluster with Slurm accounting,

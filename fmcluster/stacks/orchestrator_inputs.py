@@ -11,13 +11,13 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 
 from fmcluster.blueprint.model import OrchestratorSpec
-from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
-from fmcluster.constructs.image import NodeImages
 from fmcluster.features.accounting.construct import SlurmAccountingDatabase
+from fmcluster.features.node.construct_bootstrap import NodeBootstrap, ScriptAsset
+from fmcluster.features.node.construct_image import NodeImages
+from fmcluster.features.node.render_context import NodeContext
 from fmcluster.features.storage.construct import CheckpointAccess, LustreMount
 from fmcluster.orchestrators.profile import OrchestratorProfile
 from fmcluster.resolved import ResolvedGroup
-from fmcluster.templates.context import NodeContext
 
 if TYPE_CHECKING:
     from fmcluster.orchestrators.hyperpod_eks.plan import EksPlan
@@ -43,7 +43,7 @@ class OrchestratorInputs:
         head_node_asset: the head-node script as an S3 asset (``s3_asset`` delivery), else ``None``.
         head_node_text: the head-node script as text (``lifecycle`` delivery), else ``None``.
         head_node_policy: the observability policy of the node that runs Prometheus, or ``None``.
-        images: the AMI per compute group (:class:`fmcluster.constructs.image.NodeImages`), or ``None``.
+        images: the AMI per compute group (:class:`fmcluster.features.node.construct_image.NodeImages`), or ``None``.
         eks_plan, eks_cluster_arn: HyperPod EKS: the resolved EKS side and the created cluster's ARN, or ``None``.
         accounting_database: the Slurm accounting database (ParallelCluster), or ``None``.
     """

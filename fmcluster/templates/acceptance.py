@@ -17,9 +17,9 @@ from importlib import resources
 from fmcluster.acceptance import SHIPPED
 from fmcluster.acceptance.floors import floor_for, floor_json
 from fmcluster.acceptance.judge import MEDIAN_FRACTION
+from fmcluster.features.node.render_context import node_paths
 from fmcluster.features.observability.render_exporters import TEXTFILE_DIR
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
-from fmcluster.templates.context import node_paths
 from fmcluster.templates.render import render
 
 FOLDER = "acceptance"

@@ -36,9 +36,9 @@ from typing import Any
 import yaml
 
 from fmcluster.catalog import eks as cat
+from fmcluster.features.node.render_context import EnvVar, NodeContext, blueprint_node_contexts
 from fmcluster.orchestrators.hyperpod_eks.plan import EksPlan
 from fmcluster.resolved import NODE_DIR, ResolvedCluster, ResolvedGroup
-from fmcluster.templates.context import EnvVar, NodeContext, blueprint_node_contexts
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 KUEUE_CONFIG_API = "config.kueue.x-k8s.io/v1beta2"

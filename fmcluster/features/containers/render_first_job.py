@@ -4,7 +4,7 @@
 One home per fact: the image is the group's first ``software.containers`` entry or the catalog's example image
 (:func:`fmcluster.features.containers.plan.example_image`); whether the job bind-mounts the host's EFA stack is
 :attr:`fmcluster.features.containers.plan.ResolvedContainer.mounts_host_plugin`; the NCCL/EFA variables are the job
-environment's (:func:`fmcluster.templates.context.job_environment`), which the job sources and names in pyxis
+environment's (:func:`fmcluster.features.node.render_context.job_environment`), which the job sources and names in pyxis
 ``--container-env`` so an image's own values (NGC: ``NCCL_NET_PLUGIN=spcx``) do not win.
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 from fmcluster.catalog.containers import PLUGIN_SHORT_NAME_SINCE, ContainerImage
 from fmcluster.catalog.software import version_lt
 from fmcluster.features.containers.plan import HOST_EFA_DIRS, enroot_uri, example_image, group_container
+from fmcluster.features.node.render_context import NodeContext
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
-from fmcluster.templates.context import NodeContext
 from fmcluster.templates.render import render
 from fmcluster.templates.slurm_hooks import job_env_file
 

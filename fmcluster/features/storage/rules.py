@@ -164,7 +164,7 @@ def _nested(a: str, b: str) -> bool:
 
 
 @rule("R-FSX-11", source="fmcluster: the FSx file system and each group's NVMe RAID0 scratch volume are mounted on "
-      "every node (constructs/orchestrator.py, templates/context.py); a mount on, inside or above another "
+      "every node (constructs/orchestrator.py, features/node/render_context.py); a mount on, inside or above another "
       "hides it or is hidden. Checkpoints live in S3 and have no mount point.")
 def lustre_mount_clear_of_scratch(bp: Blueprint) -> Iterator[Violation]:
     """``storage.lustre.mount_point`` must be neither equal to, inside nor above any compute group's

@@ -63,7 +63,6 @@ from constructs import Construct
 
 from fmcluster.blueprint.model import HyperPodSettings
 from fmcluster.constructs.capacity import hyperpod_training_plan
-from fmcluster.constructs.image import NodeImages
 from fmcluster.constructs.orchestrator import (
     HEAD_NODE_PATH,
     HEAD_NODE_SCRIPT,
@@ -73,10 +72,11 @@ from fmcluster.constructs.orchestrator import (
     grant_node_storage,
     start_after_slurm,
 )
+from fmcluster.features.node.construct_image import NodeImages
+from fmcluster.features.node.render_context import NodeContext
+from fmcluster.features.node.render_scripts import ENTRY_POINT, render_node_scripts
 from fmcluster.features.storage.construct import CheckpointAccess, LustreMount
 from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
-from fmcluster.templates.context import NodeContext
-from fmcluster.templates.node_scripts import ENTRY_POINT, render_node_scripts
 
 LIFECYCLE_PREFIX = "lifecycle"
 #: The lifecycle script of every instance group, named by ``LifeCycleConfig.OnInitComplete``.

@@ -38,11 +38,11 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from fmcluster.blueprint.model import ComputeGroup, ParallelClusterSettings
-from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.constructs.capacity import ROOT_VOLUME_GIB, ROOT_VOLUME_TYPE, reservation_target
-from fmcluster.constructs.image import NodeImages
 from fmcluster.constructs.orchestrator import acknowledge
 from fmcluster.features.accounting.construct import SlurmAccountingDatabase, database_uri
+from fmcluster.features.node.construct_bootstrap import NodeBootstrap, ScriptAsset
+from fmcluster.features.node.construct_image import NodeImages
 from fmcluster.features.storage.construct import CheckpointAccess, LustreMount, checkpoint_statements
 from fmcluster.orchestrators.parallelcluster.profile import OS_NAMES
 from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
@@ -117,7 +117,7 @@ class ParallelClusterCluster(Construct):
         ``head_node_script`` runs as the head node's OnNodeConfigured (e.g. the Prometheus agent and
         Slurm exporter of the observability layer); ``head_node_policy`` is attached to its role. ``images``:
         each listed queue's ``Image.CustomAmi`` (bake and custom modes; the head node keeps the official AMI,
-        see :class:`fmcluster.constructs.image.NodeImages`). Default: every node on the official AMI."""
+        see :class:`fmcluster.features.node.construct_image.NodeImages`). Default: every node on the official AMI."""
         super().__init__(scope, id)
         self._check_capacity_types(profile, groups)
         key_policy = self._checkpoint_policy(checkpoints)

@@ -1,3 +1,3 @@
 """AWS PCS: profile, rules, construct, stack wiring and outputs."""
 
-USES = ("network", "storage")
+USES = ("network", "node", "storage")

@@ -89,9 +89,7 @@ from constructs import Construct
 from fmcluster.blueprint.model import PcsSettings, SlurmAccountingSpec
 from fmcluster.catalog import cpu_architecture_of
 from fmcluster.catalog.networking import InterfaceSlot
-from fmcluster.constructs.bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.constructs.capacity import NodeLaunchTemplate
-from fmcluster.constructs.image import NodeImages
 from fmcluster.constructs.orchestrator import (
     HEAD_NODE_PATH,
     acknowledge,
@@ -102,10 +100,12 @@ from fmcluster.constructs.orchestrator import (
     start_after_slurm,
 )
 from fmcluster.features.network.construct import explicit_egress_only
+from fmcluster.features.node.construct_bootstrap import NodeBootstrap, ScriptAsset
+from fmcluster.features.node.construct_image import NodeImages
+from fmcluster.features.node.render_scripts import ENTRY_POINT
 from fmcluster.features.storage.construct import CheckpointAccess, LustreMount
 from fmcluster.orchestrators.pcs.profile import PCS_LOGIN_GROUP
 from fmcluster.resolved import NODE_DIR, OrchestratorProfile, ResolvedGroup
-from fmcluster.templates.node_scripts import ENTRY_POINT
 from fmcluster.templates.slurm_hooks import render_health_timer, render_imex_prolog
 
 PCS_AMI_PARAMETER = "/aws/service/pcs/ami/dlami-base-ubuntu2404/{arch}/latest/ami-id"
@@ -302,7 +302,7 @@ class PcsCluster(Construct):
 
     ``head_node_script`` (an S3 asset) runs on the login node once Slurm answers and ``head_node_policy``
     is attached to the node role (shared by all node groups). Default: no head-node script and no extra
-    policy. ``images`` (:class:`fmcluster.constructs.image.NodeImages`): the AMI per compute group and of the login
+    policy. ``images`` (:class:`fmcluster.features.node.construct_image.NodeImages`): the AMI per compute group and of the login
     group; default: the PCS-ready DLAMI everywhere.
     """
 

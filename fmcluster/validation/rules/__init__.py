@@ -92,12 +92,12 @@ RULE_MODULES = (
     "fmcluster.validation.rules.capacity",
     "fmcluster.features.network.rules_subnet",
     "fmcluster.features.accounting.rules",
-    "fmcluster.validation.rules.bake",
+    "fmcluster.features.node.rules_bake",
     "fmcluster.validation.rules.compute",
     "fmcluster.features.containers.rules",
     "fmcluster.orchestrators.hyperpod_eks.rules",
     "fmcluster.validation.rules.environment",
-    "fmcluster.validation.rules.image",
+    "fmcluster.features.node.rules_image",
     "fmcluster.validation.rules.imex",
     "fmcluster.features.network.rules",
     "fmcluster.features.observability.rules",
@@ -106,7 +106,7 @@ RULE_MODULES = (
     "fmcluster.orchestrators.hyperpod.rules",
     "fmcluster.orchestrators.pcs.rules",
     "fmcluster.validation.rules.reserved_and_regional",
-    "fmcluster.validation.rules.software",
+    "fmcluster.features.node.rules_software",
     "fmcluster.features.storage.rules",
 )
 

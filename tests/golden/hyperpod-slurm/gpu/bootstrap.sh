@@ -7,7 +7,7 @@
 # toolkit, the EFA installer or GDRCopy (those come with the image: official mode). Steps, in order:
 #   preflight -> verify -> guard_upgrades -> fabric_manager -> fabric_state -> nccl -> nccl_tests -> holds -> scratch -> fsx -> job_env -> node_check -> exporters
 # verify fails closed listing every difference from the lock; holds are taken once, after every install;
-# exporters come last and never fail the node. Step templates: fmcluster/templates/node/steps/.
+# exporters come last and never fail the node. Step templates: fmcluster/features/node/templates/steps/.
 # Log: /var/log/fmcluster/bootstrap.log
 set -Eeuo pipefail
 # The EFA installer puts fi_info in /opt/amazon/efa/bin and Open MPI in /opt/amazon/openmpi/bin, on PATH only for
@@ -45,7 +45,7 @@ readonly FMC_JOB_ENV="/opt/fmcluster/etc/job-env.sh"
 readonly FMC_PROFILE_ENV="/etc/profile.d/fmcluster.sh"
 readonly FMC_CACHE=/var/cache/fmcluster
 readonly FMC_LOG_DIR=/var/log/fmcluster
-# Named timeouts (seconds; fmcluster/templates/context.py BOOT_TIMEOUTS_S says why each is what it is)
+# Named timeouts (seconds; fmcluster/features/node/render_context.py BOOT_TIMEOUTS_S says why each is what it is)
 readonly FMC_TIMEOUT_PACKAGE_LOCK_S=600
 readonly FMC_TIMEOUT_FABRIC_MANAGER_START_S=60
 readonly FMC_TIMEOUT_FABRIC_STATE_S=300
@@ -56,7 +56,7 @@ FMC_LOG_TAG=fmcluster-bootstrap
 # Services the image owns around the GPUs; the boot path starts what is missing and never stops them:
 #   nvidia-persistenced nvidia-fabricmanager
 
-# ---- fmcluster node library (templates/node/lib.sh.j2) -----------------------------------------
+# ---- fmcluster node library (features/node/templates/lib.sh.j2) -----------------------------------------
 # Shared by bootstrap.sh, fmcluster-node-check and the image-build steps: logging, retries, pinned
 # downloads, version comparison and the probes that read what a node carries. Functions only (no side
 # effects when sourced). FMC_ROOT (default empty) prefixes every file path; the boot simulation sets it.
@@ -170,7 +170,7 @@ fabric_states() {  # one "Fabric ... State" value per GPU from nvidia-smi -q
 
 service_active() { [[ "$(systemctl is-active "$1" 2>/dev/null || true)" == active ]]; }
 
-# ---- package manager: apt/dpkg (Ubuntu; templates/node/pkg/apt.sh.j2) ---------------------------
+# ---- package manager: apt/dpkg (Ubuntu; features/node/templates/pkg/apt.sh.j2) ---------------------------
 export DEBIAN_FRONTEND=noninteractive
 APT=(apt-get -q -y -o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
 FMC_APT_UPDATED=0
@@ -601,7 +601,7 @@ USAGE
 }
 
 FMC_LOG_TAG=fmcluster-node-check
-# ---- fmcluster node library (templates/node/lib.sh.j2) -----------------------------------------
+# ---- fmcluster node library (features/node/templates/lib.sh.j2) -----------------------------------------
 # Shared by bootstrap.sh, fmcluster-node-check and the image-build steps: logging, retries, pinned
 # downloads, version comparison and the probes that read what a node carries. Functions only (no side
 # effects when sourced). FMC_ROOT (default empty) prefixes every file path; the boot simulation sets it.
@@ -715,7 +715,7 @@ fabric_states() {  # one "Fabric ... State" value per GPU from nvidia-smi -q
 
 service_active() { [[ "$(systemctl is-active "$1" 2>/dev/null || true)" == active ]]; }
 
-# ---- package manager: apt/dpkg (Ubuntu; templates/node/pkg/apt.sh.j2) ---------------------------
+# ---- package manager: apt/dpkg (Ubuntu; features/node/templates/pkg/apt.sh.j2) ---------------------------
 export DEBIAN_FRONTEND=noninteractive
 APT=(apt-get -q -y -o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
 FMC_APT_UPDATED=0

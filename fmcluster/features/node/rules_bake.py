@@ -1,4 +1,4 @@
-"""Bake-mode rules: what the ``<name>-image`` stack needs from the blueprint (``fmcluster.resolved.bake``)."""
+"""Bake-mode rules: what the ``<name>-image`` stack needs from the blueprint (``fmcluster.features.node.plan_bake``)."""
 
 from __future__ import annotations
 

@@ -24,9 +24,9 @@ from fmcluster.catalog.software import (
     nccl_tests_artifact,
     version_ge,
 )
+from fmcluster.features.node.plan_image import fabric_state_required
 from fmcluster.features.observability.render_exporters import exporter_context, render_exporter_script
 from fmcluster.resolved import NODE_DIR, ResolvedCluster, ResolvedGroup
-from fmcluster.resolved.image import fabric_state_required
 
 PROFILE_ENV_PATH = "/etc/profile.d/fmcluster.sh"
 SCRATCH_LABEL = "fmc-scratch"
@@ -136,7 +136,7 @@ HOLD_PATTERNS: dict[str, str] = {
 
 
 def package_manager(os_name: str) -> str:
-    """``apt`` for Ubuntu, ``dnf`` for Amazon Linux 2023: selects ``templates/node/pkg/<manager>.sh.j2``."""
+    """``apt`` for Ubuntu, ``dnf`` for Amazon Linux 2023: selects ``features/node/templates/pkg/<manager>.sh.j2``."""
     return "apt" if os_name.startswith("ubuntu") else "dnf"
 
 
@@ -218,7 +218,7 @@ class NodeContext:
     paths: dict[str, str] = field(default_factory=dict)
     #: Exporter install script for this group's nodes (observability); "" when metrics are off.
     exporters_script: str = ""
-    # -- image and boot path (resolved/image.py) --
+    # -- image and boot path (features/node/plan_image.py) --
     #: ``official`` / ``bake`` / ``custom``
     image_mode: str = "official"
     #: component -> version the node must carry (``None``: not needed on this type)

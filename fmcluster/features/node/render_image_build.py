@@ -1,14 +1,14 @@
 """What a bake image build runs: one :class:`ImageBuildStep` per component, in order.
 
-The ``<name>-image`` stack (``fmcluster.constructs.image``) turns every step into one EC2 Image Builder component
+The ``<name>-image`` stack (``fmcluster.features.node.construct_image``) turns every step into one EC2 Image Builder component
 (``build``, ``validate`` and ``test`` phases of ``ExecuteBash``). The ``build`` script of each step is rendered by
 :func:`install_scripts` from the same templates, shared node library and per-OS package-manager partial the boot
-path uses (``templates/node/install/<component>.sh.j2``; nccl-tests and the holds reuse the boot steps).
+path uses (``features/node/templates/install/<component>.sh.j2``; nccl-tests and the holds reuse the boot steps).
 
 ``validate`` re-runs the same script: every install script leaves a component that is already at the locked
 version alone and fails when it cannot reach it, so a second run is the check. ``test`` (on an instance launched
 from the new AMI) checks the lock file the boot path compares (:data:`LOCK_PATH`). The build instance has no GPU
-(``fmcluster.constructs.image.BUILD_INSTANCE_TYPES``); the GPU checks run at boot, in the node check.
+(``fmcluster.features.node.construct_image.BUILD_INSTANCE_TYPES``); the GPU checks run at boot, in the node check.
 
 Only what the parent image lacks at the locked version is built (``ResolvedImage.bake_installs``): a bake of the
 parent's own stack adds NCCL, nccl-tests, the lock and the holds.
@@ -20,9 +20,9 @@ import json
 import re
 from dataclasses import dataclass
 
+from fmcluster.features.node.render_context import LOCK_PATH, node_context
+from fmcluster.features.node.render_scripts import script_data
 from fmcluster.resolved import NODE_DIR, ResolvedCluster, ResolvedGroup
-from fmcluster.templates.context import LOCK_PATH, node_context
-from fmcluster.templates.node_scripts import script_data
 from fmcluster.templates.render import render
 
 #: Where the image keeps its install scripts (run by the build and validate phases).
@@ -182,7 +182,7 @@ def install_scripts(rc: ResolvedCluster, group: ResolvedGroup, *, library_path: 
     inlining it. Otherwise each script is self-contained (``#!/usr/bin/env bash``, the shared library inlined) and idempotent (a component
     already at the locked version is left alone).
 
-    Raises ``ValueError`` (from :func:`fmcluster.templates.context.node_context`) when a download is not pinned
+    Raises ``ValueError`` (from :func:`fmcluster.features.node.render_context.node_context`) when a download is not pinned
     (rule R-ART-1 reports it first).
     """
     ctx = node_context(rc, group)

@@ -1,6 +1,6 @@
 """``<name>-image``: the AMIs of the compute groups in bake mode (EC2 Image Builder), created only when a group
 bakes. Nothing in it holds data; AMIs stay registered and their SSM parameters are retained on deletion and
-replacement, so no node group or rollback ever points at a deregistered AMI (``fmcluster.constructs.image``)."""
+replacement, so no node group or rollback ever points at a deregistered AMI (``fmcluster.features.node.construct_image``)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from fmcluster.constructs.image import ImageBuild
-from fmcluster.resolved.bake import BakeTarget, ParentImage
-from fmcluster.templates.image_build import ImageBuildStep
+from fmcluster.features.node.construct_image import ImageBuild
+from fmcluster.features.node.plan_bake import BakeTarget, ParentImage
+from fmcluster.features.node.render_image_build import ImageBuildStep
 
 
 class ImageStack(Stack):
-    """One :class:`fmcluster.constructs.image.ImageBuild` (``Images``) and an output per image with the SSM
+    """One :class:`fmcluster.features.node.construct_image.ImageBuild` (``Images``) and an output per image with the SSM
     parameter that carries its AMI id. ``group_amis``: compute group name -> the AMI reference its nodes boot."""
 
     def __init__(self, scope: Construct, id: str, *, cluster_name: str, os: str,

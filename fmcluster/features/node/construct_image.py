@@ -1,7 +1,7 @@
-"""Bake mode: an AMI per :class:`fmcluster.resolved.bake.BakeTarget`, built with EC2 Image Builder (L1s).
+"""Bake mode: an AMI per :class:`fmcluster.features.node.plan_bake.BakeTarget`, built with EC2 Image Builder (L1s).
 
-Per image: one ``AWS::ImageBuilder::Component`` per build step (:mod:`fmcluster.templates.image_build`), an
-``AWS::ImageBuilder::ImageRecipe`` whose parent is the orchestrator's official image (``fmcluster.resolved.bake``),
+Per image: one ``AWS::ImageBuilder::Component`` per build step (:mod:`fmcluster.features.node.render_image_build`), an
+``AWS::ImageBuilder::ImageRecipe`` whose parent is the orchestrator's official image (``fmcluster.features.node.plan_bake``),
 and an ``AWS::ImageBuilder::Image`` (tests on) whose ``ImageId`` is published as an SSM parameter the cluster stack
 resolves at deploy. Shared by every image: the build instance role and profile, a security group and one
 ``AWS::ImageBuilder::InfrastructureConfiguration`` per CPU architecture in the cluster's GPU subnet.
@@ -74,8 +74,8 @@ from constructs import Construct
 
 from fmcluster.constructs.capacity import ROOT_DEVICE, ROOT_VOLUME_GIB
 from fmcluster.constructs.orchestrator import acknowledge
-from fmcluster.resolved.bake import BakeTarget, ParentImage
-from fmcluster.templates.image_build import ImageBuildStep, placeholder_steps
+from fmcluster.features.node.plan_bake import BakeTarget, ParentImage
+from fmcluster.features.node.render_image_build import ImageBuildStep, placeholder_steps
 
 #: GPU-less build (and test) instance type per CPU architecture: 16 vCPUs for the driver's DKMS build, the CUDA
 #: toolkit and nccl-tests; a fraction of a GPU instance's price.
@@ -185,7 +185,7 @@ class BuiltImage:
 class ImageBuild(Construct):
     """Every AMI of a cluster's bake-mode groups.
 
-    ``targets`` are the images (:func:`fmcluster.resolved.bake.bake_targets`), ``steps`` the build steps per target
+    ``targets`` are the images (:func:`fmcluster.features.node.plan_bake.bake_targets`), ``steps`` the build steps per target
     key, ``parents`` the parent image per target key. ``os`` is ``software.os``; the build runs in ``subnet`` (the
     GPU subnet; it needs outbound access to the package repositories and to SSM) of ``vpc``. ``encrypted`` must stay
     False when ``encryption_allowed`` is False (the orchestrator refuses an encrypted custom AMI: HyperPod). A parent

@@ -14,8 +14,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from fmcluster.templates.context import NodeContext
-from fmcluster.templates.node_scripts import ENTRY_POINT, render_node_scripts
+from fmcluster.features.node.render_context import NodeContext
+from fmcluster.features.node.render_scripts import ENTRY_POINT, render_node_scripts
 
 
 class ScriptAsset(Construct):

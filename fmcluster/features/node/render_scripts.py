@@ -1,21 +1,21 @@
 """Render every node script of one compute group.
 
-Contract used by ``fmcluster.constructs.bootstrap`` and ``fmcluster render``: returns
+Contract used by ``fmcluster.features.node.construct_bootstrap`` and ``fmcluster render``: returns
 ``{file name: script text}``; ``bootstrap.sh`` is the self-contained entry point a node runs
 (ParallelCluster downloads only that file): it carries the shared node library, the boot steps, the node
 check and the job environment file inside itself (quoted heredocs) and installs them. The other entries are
 the same texts, returned for review.
 
-The boot path is a list of small step templates (``templates/node/steps/<step>.sh.j2``, each defining
+The boot path is a list of small step templates (``features/node/templates/steps/<step>.sh.j2``, each defining
 ``step_<step>``) chosen here from the group's facts (:func:`boot_path`); the package manager is a partial
-chosen in :mod:`fmcluster.templates.context` (``pkg_partial``), so no template branches on the OS.
+chosen in :mod:`fmcluster.features.node.render_context` (``pkg_partial``), so no template branches on the OS.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from fmcluster.templates.context import NodeContext
+from fmcluster.features.node.render_context import NodeContext
 from fmcluster.templates.render import render
 
 ENTRY_POINT = "bootstrap.sh"
@@ -31,7 +31,7 @@ JOB_ENV_EOF = "FMCLUSTER_JOB_ENV_EOF"
 
 def boot_path(ctx: NodeContext) -> list[str]:
     """The boot steps of a group, in order (each a template ``node/steps/<name>.sh.j2``): the resolved boot path
-    (``ResolvedImage.boot_path``, the list ``fmcluster plan`` estimates; :func:`fmcluster.resolved.image.boot_path`
+    (``ResolvedImage.boot_path``, the list ``fmcluster plan`` estimates; :func:`fmcluster.features.node.plan_image.boot_path`
     says what is in it), then ``exporters`` (last, non-fatal, not estimated) when the group has an exporter script."""
     return [*ctx.boot_path, *(["exporters"] if ctx.exporters_script else [])]
 

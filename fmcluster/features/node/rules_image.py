@@ -2,7 +2,7 @@
 architecture, the file system and the orchestrator's version.
 
 Facts: ``catalog/data/images.yaml`` (one source per value; unverified values only warn) and
-``fmcluster.resolved.image`` (per-group lock, installs at boot and boot estimate).
+``fmcluster.features.node.plan_image`` (per-group lock, installs at boot and boot estimate).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from fmcluster.blueprint.model import Blueprint
 from fmcluster.catalog.images import ImageManifest, known_images
 from fmcluster.catalog.software import get_stack, version_lt
+from fmcluster.features.node.plan_image import blueprint_official_image
 from fmcluster.resolved import ResolvedCluster
-from fmcluster.resolved.image import blueprint_official_image
 from fmcluster.validation.rules import Violation, rule
 
 IMAGES = "catalog/data/images.yaml"
