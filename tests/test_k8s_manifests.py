@@ -23,8 +23,8 @@ import yaml
 
 from fmcluster.catalog import eks as cat
 from fmcluster.catalog import get_instance
+from fmcluster.orchestrators.hyperpod_eks.render_kubernetes import node_check_loop, render_kubernetes_manifests
 from fmcluster.resolved import ResolvedCluster, resolve
-from fmcluster.templates.kubernetes import NODE_CHECK_LOOP, render_kubernetes_manifests
 from fmcluster.validation import load_blueprint, load_blueprint_text
 from tests.blueprints import blueprint_text, example
 
@@ -269,7 +269,7 @@ echo "$method $data" >> "{calls}"
 if [[ "$method" == GET ]]; then echo '{node_json}'; fi
 ''')
     script = tmp_path / "loop.sh"
-    script.write_text(NODE_CHECK_LOOP)
+    script.write_text(node_check_loop())
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "NODE_NAME": "hyperpod-i-0abc", "ONCE": "1",
            "SA_DIR": str(sa), "HOST_ROOT": str(tmp_path)}
     proc = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=30)
@@ -278,7 +278,7 @@ if [[ "$method" == GET ]]; then echo '{node_json}'; fi
 
 def test_node_check_loop_is_shellcheck_clean(tmp_path: Path) -> None:
     script = tmp_path / "loop.sh"
-    script.write_text(NODE_CHECK_LOOP)
+    script.write_text(node_check_loop())
     check = subprocess.run([str(ROOT / ".venv/bin/shellcheck"), "-S", "style", str(script)], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout
 
@@ -319,7 +319,7 @@ def test_daemonset_runs_the_loop_on_every_gpu_type() -> None:
     (term,) = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert term["matchExpressions"][0]["values"] == ["ml.p4d.24xlarge", "ml.p5.48xlarge", "ml.p5en.48xlarge"]
     (cm,) = _by_kind(docs, "ConfigMap")
-    assert cm["data"]["node-check-loop.sh"] == NODE_CHECK_LOOP
+    assert cm["data"]["node-check-loop.sh"] == node_check_loop()
     (role,) = _by_kind(docs, "ClusterRole")
     assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}]
 

@@ -50,10 +50,10 @@ SLICE_ROOTS = {"orchestrators": SLICES, "features": FEATURES}
 #: and its line; never add one (docs/decisions.md).
 CORE_TO_SLICE = {
     "fmcluster.resolved.cluster": {"fmcluster.orchestrators.hyperpod_eks.plan"},
+    "fmcluster.review.render": {"fmcluster.orchestrators.hyperpod_eks.render_kubernetes"},
     "fmcluster.stacks.build": {"fmcluster.orchestrators.hyperpod_eks.stack_eks"},
     "fmcluster.stacks.cluster_stack": {"fmcluster.orchestrators.hyperpod_eks.plan"},
     "fmcluster.stacks.orchestrator_inputs": {"fmcluster.orchestrators.hyperpod_eks.plan"},
-    "fmcluster.templates.kubernetes": {"fmcluster.orchestrators.hyperpod_eks.plan"},
     "fmcluster.validation.rules.imex": {"fmcluster.orchestrators.parallelcluster.profile",
                                         "fmcluster.orchestrators.pcs.profile"},
 }
@@ -91,7 +91,6 @@ CORE_TO_FEATURE = {
                                              "fmcluster.features.storage.construct"},
     "fmcluster.templates.acceptance": {"fmcluster.features.node.render_context",
                                        "fmcluster.features.observability.render_exporters"},
-    "fmcluster.templates.kubernetes": {"fmcluster.features.node.render_context"},
 }
 
 

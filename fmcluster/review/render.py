@@ -17,9 +17,9 @@ from fmcluster.features.containers.render_first_job import render_fsdp_job
 from fmcluster.features.node.render_context import blueprint_node_contexts
 from fmcluster.features.node.render_scripts import render_node_scripts
 from fmcluster.features.observability.render_files import render_observability_files
+from fmcluster.orchestrators.hyperpod_eks.render_kubernetes import render_kubernetes_manifests
 from fmcluster.resolved import resolve
 from fmcluster.templates.acceptance import render_acceptance_files
-from fmcluster.templates.kubernetes import render_kubernetes_manifests
 from fmcluster.templates.slurm_hooks import render_nccl_tests_sbatch
 
 EXECUTABLE = ("bootstrap.sh", "fmcluster-node-check")
@@ -37,7 +37,7 @@ def render_blueprint(bp: Blueprint) -> dict[str, dict[str, str]]:
     ``fsdp-train.py``), when
     metrics are on, ``observability/`` (Prometheus config, alert rules,
     dashboards, exporter scripts), on HyperPod EKS ``kubernetes/`` (Kueue queues, job templates, the EFA
-    admission policy, the node-check DaemonSet, the Helm install: :mod:`fmcluster.templates.kubernetes`) and, on
+    admission policy, the node-check DaemonSet, the Helm install: :mod:`fmcluster.orchestrators.hyperpod_eks.render_kubernetes`) and, on
     Slurm clusters, ``acceptance/`` (the fleet acceptance gate job per EFA group)."""
     rc = resolve(bp)
     out: dict[str, dict[str, str]] = {}

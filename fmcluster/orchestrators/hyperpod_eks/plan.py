@@ -1,7 +1,7 @@
 """The EKS side of a HyperPod EKS cluster, resolved once: is the EKS cluster created or imported, its name, Kubernetes
 version, control-plane subnets, add-ons and the Kueue queues of the compute groups.
 
-Constructs, the manifests renderer (:mod:`fmcluster.templates.kubernetes`), rules and docs read :class:`EksPlan`
+Constructs, the manifests renderer (:mod:`fmcluster.orchestrators.hyperpod_eks.render_kubernetes`), rules and docs read :class:`EksPlan`
 instead of re-deriving these facts. Sources are in :mod:`fmcluster.catalog.eks`.
 """
 

@@ -31,6 +31,7 @@ an EFA pod (``hugepages-2Mi: 5120Mi``, https://docs.aws.amazon.com/eks/latest/us
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
 import yaml
@@ -39,6 +40,7 @@ from fmcluster.catalog import eks as cat
 from fmcluster.features.node.render_context import EnvVar, NodeContext, blueprint_node_contexts
 from fmcluster.orchestrators.hyperpod_eks.plan import EksPlan
 from fmcluster.resolved import NODE_DIR, ResolvedCluster, ResolvedGroup
+from fmcluster.templates.render import render
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 KUEUE_CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
@@ -67,63 +69,14 @@ NODE_CHECK_INTERVAL_S = 600
 NODE_CHECK_IMAGE = "public.ecr.aws/amazonlinux/amazonlinux:2023"
 NCCL_TESTS_BIN = "/opt/nccl-tests/build/all_reduce_perf"
 
-#: The DaemonSet's loop: run the host's node check (installed by the lifecycle bootstrap) every INTERVAL_SECONDS;
-#: exit 0 passes, 1 fails (the node is cordoned and tainted once), anything else means it could not run (logged,
-#: nothing changed) - the verdicts of fmcluster-node-check. Talks to the API server with the pod's service account
-#: (PATCH nodes: merge patch for unschedulable, JSON patch to append the taint without replacing others).
-NODE_CHECK_LOOP = r"""#!/usr/bin/env bash
-# fmcluster node check on Kubernetes: runs the host's fmcluster-node-check every INTERVAL_SECONDS and, on a failed
-# verdict (exit 1), cordons this node and taints it fmcluster.io/node-check=failed:NoSchedule (once).
-set -uo pipefail
-HOST_ROOT="${HOST_ROOT:-/host}"
-CHECK="${NODE_CHECK:-""" + NODE_DIR + r"""/bin/fmcluster-node-check}"
-INTERVAL="${INTERVAL_SECONDS:-600}"
-NODE="${NODE_NAME:?NODE_NAME must be set (downward API spec.nodeName)}"
-API="${KUBE_API:-https://kubernetes.default.svc}"
-SA_DIR="${SA_DIR:-/var/run/secrets/kubernetes.io/serviceaccount}"
-ONCE="${ONCE:-0}"
-TAINT='{"key":"fmcluster.io/node-check","value":"failed","effect":"NoSchedule"}'
-
-log() { printf '%s fmcluster-node-check-k8s %s: %s\n' "$(date -u +%FT%TZ)" "${NODE}" "$*"; }
-
-api() { # METHOD CONTENT-TYPE [BODY]: one API call on this node object; prints the response body
-  local args=(-sS --fail --cacert "${SA_DIR}/ca.crt" -H "Authorization: Bearer $(cat "${SA_DIR}/token")"
-              -X "$1" -H "Content-Type: $2")
-  if [[ $# -ge 3 ]]; then args+=(--data "$3"); fi
-  curl "${args[@]}" "${API}/api/v1/nodes/${NODE}"
-}
-
-quarantine() {
-  local node
-  if ! node="$(api GET application/json)"; then
-    log "could not read the node object; not cordoned"
-    return 1
-  fi
-  if grep -q '"key": *"fmcluster.io/node-check"' <<<"${node}"; then
-    log "already tainted fmcluster.io/node-check"
-    return 0
-  fi
-  api PATCH application/merge-patch+json '{"spec":{"unschedulable":true}}' >/dev/null || { log "cordon failed"; return 1; }
-  if grep -q '"taints"' <<<"${node}"; then
-    api PATCH application/json-patch+json "[{\"op\":\"add\",\"path\":\"/spec/taints/-\",\"value\":${TAINT}}]" >/dev/null
-  else
-    api PATCH application/json-patch+json "[{\"op\":\"add\",\"path\":\"/spec/taints\",\"value\":[${TAINT}]}]" >/dev/null
-  fi || { log "taint failed"; return 1; }
-  log "cordoned and tainted fmcluster.io/node-check=failed:NoSchedule"
-}
-
-while true; do
-  chroot "${HOST_ROOT}" "${CHECK}" --json --no-nccl
-  rc=$?
-  case "${rc}" in
-    0) log "node check passed" ;;
-    1) log "node check failed"; quarantine ;;
-    *) log "node check could not run (exit ${rc}); node left as it is" ;;
-  esac
-  [[ "${ONCE}" == 1 ]] && exit "${rc}"
-  sleep "${INTERVAL}"
-done
-"""
+@cache
+def node_check_loop() -> str:
+    """The DaemonSet's loop script (this slice's ``templates/node-check-loop.sh.j2``, with :data:`NODE_DIR`): run the
+    host's node check (installed by the lifecycle bootstrap) every INTERVAL_SECONDS; exit 0 passes, 1 fails (the node
+    is cordoned and tainted once), anything else means it could not run (logged, nothing changed) - the verdicts of
+    fmcluster-node-check. Talks to the API server with the pod's service account (PATCH nodes: merge patch for
+    unschedulable, JSON patch to append the taint without replacing others)."""
+    return render("hyperpod_eks/node-check-loop.sh.j2", {"node_dir": NODE_DIR})
 
 
 class _NoAliases(yaml.SafeDumper):
@@ -384,7 +337,7 @@ def node_check_objects(rc: ResolvedCluster) -> list[dict[str, Any]]:
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
          "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": ns}]},
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, **meta},
-         "data": {"node-check-loop.sh": NODE_CHECK_LOOP}},
+         "data": {"node-check-loop.sh": node_check_loop()}},
         {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name, **meta},
          "spec": {
              "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
