@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from fmcluster.features.acceptance.render_gate import BUNDLE_EOF, render_acceptance_files
 from fmcluster.review.render import render_blueprint
-from fmcluster.templates.acceptance import BUNDLE_EOF, render_acceptance_files
 from fmcluster.validation import load_blueprint
 from tests.fixtures.acceptance.gate_harness import GateRun, run_gate
 from tests.test_render import shellcheck

@@ -68,9 +68,11 @@ CORE_TO_FEATURE = {
     "fmcluster.resolved.cluster": {"fmcluster.features.accounting.plan", "fmcluster.features.containers.plan",
                                    "fmcluster.features.network.plan", "fmcluster.features.node.plan_image"},
     "fmcluster.review.plan": {"fmcluster.features.observability.endpoints"},
-    "fmcluster.review.render": {"fmcluster.features.containers.render_first_job",
+    "fmcluster.review.render": {"fmcluster.features.acceptance.render_gate",
+                                "fmcluster.features.containers.render_first_job",
                                 "fmcluster.features.node.render_context", "fmcluster.features.node.render_scripts",
-                                "fmcluster.features.observability.render_files"},
+                                "fmcluster.features.observability.render_files",
+                                "fmcluster.features.slurm.render_hooks"},
     "fmcluster.stacks.build": {"fmcluster.features.accounting.stack", "fmcluster.features.network.construct",
                                "fmcluster.features.network.stack", "fmcluster.features.node.construct_image",
                                "fmcluster.features.node.plan_bake", "fmcluster.features.node.render_context",
@@ -89,8 +91,6 @@ CORE_TO_FEATURE = {
                                              "fmcluster.features.node.construct_image",
                                              "fmcluster.features.node.render_context",
                                              "fmcluster.features.storage.construct"},
-    "fmcluster.templates.acceptance": {"fmcluster.features.node.render_context",
-                                       "fmcluster.features.observability.render_exporters"},
 }
 
 

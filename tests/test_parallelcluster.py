@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
+from fmcluster.features.slurm.render_hooks import slurm_conf_settings
 from fmcluster.orchestrators.parallelcluster.construct import TASK_PROLOG
 from fmcluster.orchestrators.parallelcluster.review import cluster_configurations
 from fmcluster.resolved.cluster import NODE_DIR
-from fmcluster.templates.slurm_hooks import slurm_conf_settings
 from tests.blueprints import blueprint_text
 from tests.conftest import EXAMPLES, ROOT, resources_of, synth_templates
 from tests.orchestrator_support import KINDS, cluster_template, matrix_stacks, matrix_templates, same_blueprint_text

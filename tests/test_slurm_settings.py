@@ -19,10 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from fmcluster.orchestrators.parallelcluster.construct import IMEX_PROLOG, TASK_PROLOG
-from fmcluster.orchestrators.parallelcluster.review import cluster_configurations
-from fmcluster.resolved.cluster import NODE_DIR
-from fmcluster.templates.slurm_hooks import (
+from fmcluster.features.slurm.render_hooks import (
     HEALTH_CHECK_INTERVAL_S,
     health_check_program,
     render_containers,
@@ -31,7 +28,10 @@ from fmcluster.templates.slurm_hooks import (
     render_task_prolog,
     slurm_conf_settings,
 )
-from fmcluster.templates.topology_scripts import render_topology_placeholder
+from fmcluster.features.topology.render_scripts import render_topology_placeholder
+from fmcluster.orchestrators.parallelcluster.construct import IMEX_PROLOG, TASK_PROLOG
+from fmcluster.orchestrators.parallelcluster.review import cluster_configurations
+from fmcluster.resolved.cluster import NODE_DIR
 from tests.blueprints import blueprint_text
 from tests.conftest import ROOT, resources_of, synth_templates
 from tests.orchestrator_support import cluster_template, matrix_blueprint

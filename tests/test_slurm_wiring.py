@@ -18,17 +18,17 @@ from typing import Any
 
 import pytest
 
-from fmcluster.orchestrators.hyperpod_slurm import construct_slurm as hyperpod
-from fmcluster.orchestrators.parallelcluster.construct import TASK_PROLOG as PC_TASK_PROLOG
-from fmcluster.orchestrators.pcs import construct as pcs
-from fmcluster.resolved import NODE_DIR
-from fmcluster.templates.slurm_hooks import (
+from fmcluster.features.slurm.render_hooks import (
     HEALTH_CHECK_INTERVAL_S,
     render_health_timer,
     render_imex_prolog,
     render_slurm_conf_editor,
     slurm_conf_settings,
 )
+from fmcluster.orchestrators.hyperpod_slurm import construct_slurm as hyperpod
+from fmcluster.orchestrators.parallelcluster.construct import TASK_PROLOG as PC_TASK_PROLOG
+from fmcluster.orchestrators.pcs import construct as pcs
+from fmcluster.resolved import NODE_DIR
 from tests.conftest import ROOT, resources_of, synth_templates
 from tests.orchestrator_support import cluster_template, matrix_blueprint
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from fmcluster.templates.topology_scripts import (
+from fmcluster.features.topology.render_scripts import (
     REFRESH_SCRIPT,
     TopologyRefresh,
     generator_source,

@@ -13,14 +13,14 @@ import json
 from pathlib import Path
 
 from fmcluster.blueprint import Blueprint
+from fmcluster.features.acceptance.render_gate import render_acceptance_files
 from fmcluster.features.containers.render_first_job import render_fsdp_job
 from fmcluster.features.node.render_context import blueprint_node_contexts
 from fmcluster.features.node.render_scripts import render_node_scripts
 from fmcluster.features.observability.render_files import render_observability_files
+from fmcluster.features.slurm.render_hooks import render_nccl_tests_sbatch
 from fmcluster.orchestrators.hyperpod_eks.render_kubernetes import render_kubernetes_manifests
 from fmcluster.resolved import resolve
-from fmcluster.templates.acceptance import render_acceptance_files
-from fmcluster.templates.slurm_hooks import render_nccl_tests_sbatch
 
 EXECUTABLE = ("bootstrap.sh", "fmcluster-node-check")
 #: Written into the output folder: the files of the last render (relative paths), removed by the next one.

@@ -14,9 +14,9 @@ from fmcluster.catalog.containers import PLUGIN_SHORT_NAME_SINCE, ContainerImage
 from fmcluster.catalog.software import version_lt
 from fmcluster.features.containers.plan import HOST_EFA_DIRS, enroot_uri, example_image, group_container
 from fmcluster.features.node.render_context import NodeContext
+from fmcluster.features.slurm.render_hooks import job_env_file
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
 from fmcluster.templates.render import render
-from fmcluster.templates.slurm_hooks import job_env_file
 
 SBATCH = "fsdp-train.sbatch"
 SCRIPT = "fsdp-train.py"

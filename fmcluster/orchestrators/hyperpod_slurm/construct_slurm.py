@@ -12,7 +12,7 @@ All instance groups share that one execution role, so the GPU groups get the pol
 Sources: API-driven Slurm configuration (``SlurmConfig``, ``Orchestrator.Slurm.SlurmConfigStrategy``,
 ``FsxLustreConfig``): https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-ref.html.
 
-Slurm hooks (:mod:`fmcluster.templates.slurm_hooks`): ``SlurmConfig`` takes only ``NodeType`` and ``PartitionNames``
+Slurm hooks (:mod:`fmcluster.features.slurm.render_hooks`): ``SlurmConfig`` takes only ``NodeType`` and ``PartitionNames``
 (botocore sagemaker service-2.json ``ClusterSlurmConfig``), so the controller's ``OnInitComplete`` runs
 ``fmcluster-slurm-conf.sh``, which adds ``HealthCheckProgram`` (the node check's fast mode, draining with the reason),
 ``HealthCheckInterval``, ``HealthCheckNodeState`` and ``TaskProlog`` (the job environment) to
@@ -39,16 +39,16 @@ from aws_cdk import aws_iam as iam
 
 from fmcluster.blueprint.model import HyperPodSettings
 from fmcluster.constructs.orchestrator import HEAD_NODE_SCRIPT
-from fmcluster.features.storage.construct import LustreMount
-from fmcluster.orchestrators.hyperpod.construct import GroupLifecycle, HyperPodOrchestration
-from fmcluster.orchestrators.hyperpod.profile import HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP
-from fmcluster.resolved import NODE_DIR, OrchestratorProfile, ResolvedGroup
-from fmcluster.templates.slurm_hooks import (
+from fmcluster.features.slurm.render_hooks import (
     render_hooks_installer,
     render_imex_prolog,
     render_slurm_conf_editor,
     slurm_conf_settings,
 )
+from fmcluster.features.storage.construct import LustreMount
+from fmcluster.orchestrators.hyperpod.construct import GroupLifecycle, HyperPodOrchestration
+from fmcluster.orchestrators.hyperpod.profile import HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP
+from fmcluster.resolved import NODE_DIR, OrchestratorProfile, ResolvedGroup
 
 SLURM_CONFIG_STRATEGY = "Managed"
 #: HyperPod's Slurm (the AWS HyperPod lifecycle samples edit /opt/slurm/etc/slurm.conf and call /opt/slurm/sbin daemons).

@@ -43,18 +43,15 @@ from fmcluster.constructs.orchestrator import acknowledge
 from fmcluster.features.accounting.construct import SlurmAccountingDatabase, database_uri
 from fmcluster.features.node.construct_bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.features.node.construct_image import NodeImages
-from fmcluster.features.storage.construct import CheckpointAccess, LustreMount, checkpoint_statements
-from fmcluster.orchestrators.parallelcluster.profile import OS_NAMES
-from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
-from fmcluster.resolved.cluster import NODE_DIR
-from fmcluster.templates.slurm_hooks import (
+from fmcluster.features.slurm.render_hooks import (
     IMEX_PROLOG_FLAGS,
     render_containers,
     render_hooks_installer,
     render_imex_prolog,
     slurm_conf_settings,
 )
-from fmcluster.templates.topology_scripts import (
+from fmcluster.features.storage.construct import CheckpointAccess, LustreMount, checkpoint_statements
+from fmcluster.features.topology.render_scripts import (
     PARALLELCLUSTER_CLUSTER_TAG,
     PARALLELCLUSTER_SLURM,
     TopologyRefresh,
@@ -62,6 +59,9 @@ from fmcluster.templates.topology_scripts import (
     render_topology_installer,
     render_topology_placeholder,
 )
+from fmcluster.orchestrators.parallelcluster.profile import OS_NAMES
+from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
+from fmcluster.resolved.cluster import NODE_DIR
 
 PROVIDER_TEMPLATE_URL = (
     "https://${AWS::Region}-aws-parallelcluster.s3.${AWS::Region}.${AWS::URLSuffix}"
@@ -267,7 +267,7 @@ class ParallelClusterCluster(Construct):
     def _wire_topology(self, head_node: dict[str, Any], head_policies: list[dict[str, Any]], cluster_name: str,
                        region: str, groups: Sequence[ResolvedGroup]) -> bool:
         """Slurm ``topology/tree`` from EC2 instance topology, kept current by a timer on the head node
-        (:mod:`fmcluster.templates.topology_scripts`); True when wired.
+        (:mod:`fmcluster.features.topology.render_scripts`); True when wired.
 
         Not wired when a queue has an UltraServer type (p6e-gb200): ParallelCluster then writes
         ``topology.conf`` for ``topology/block`` itself (aws-parallelcluster 3.16.1
@@ -363,7 +363,7 @@ class ParallelClusterCluster(Construct):
 
     def _wire_slurm_hooks(self, head_node: dict[str, Any], imex_types: Sequence[str]) -> None:
         """The node check's fast mode as ``HealthCheckProgram`` (draining with the reason) and the job
-        environment as ``TaskProlog`` (:mod:`fmcluster.templates.slurm_hooks`). The TaskProlog is written to
+        environment as ``TaskProlog`` (:mod:`fmcluster.features.slurm.render_hooks`). The TaskProlog is written to
         ``/opt/slurm/etc`` on the head node, which compute nodes mount over NFS (aws-parallelcluster-cookbook
         ``aws-parallelcluster-slurm/recipes/config/mount_slurm_dir.rb``); ``HealthCheckProgram``,
         ``HealthCheckInterval``, ``HealthCheckNodeState`` and ``TaskProlog`` are not on ParallelCluster's

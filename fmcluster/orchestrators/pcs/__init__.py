@@ -1,3 +1,3 @@
 """AWS PCS: profile, rules, construct, stack wiring and outputs."""
 
-USES = ("network", "node", "storage")
+USES = ("network", "node", "slurm", "storage")

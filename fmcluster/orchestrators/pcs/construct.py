@@ -56,7 +56,7 @@ Sources (the AWS::PCS::* resource schemas, botocore pcs, AWS PCS User Guide):
 - Slurm commands on PCS nodes live in ``/opt/aws/pcs/scheduler/slurm-<version>/bin``
   (``OrchestratorProfile.slurm_bin_dir``, the cluster's version):
   https://docs.aws.amazon.com/pcs/latest/userguide/multi-cluster-login-script-prerequisites.html
-- Slurm hooks (:mod:`fmcluster.templates.slurm_hooks`): PCS takes only the custom Slurm settings it documents, for
+- Slurm hooks (:mod:`fmcluster.features.slurm.render_hooks`): PCS takes only the custom Slurm settings it documents, for
   clusters ``Prolog``, ``Epilog``, ``SelectTypeParameters`` (and ``AccountingStorageEnforce``), for compute node groups
   ``Weight`` and ``RealMemory`` (CloudFormation resource schemas AWS::PCS::Cluster / ComputeNodeGroup
   ``SlurmCustomSetting.ParameterName``, cfn-lint 1.58.0; https://docs.aws.amazon.com/pcs/latest/APIReference/API_SlurmCustomSetting.html,
@@ -103,10 +103,10 @@ from fmcluster.features.network.construct import explicit_egress_only
 from fmcluster.features.node.construct_bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.features.node.construct_image import NodeImages
 from fmcluster.features.node.render_scripts import ENTRY_POINT
+from fmcluster.features.slurm.render_hooks import render_health_timer, render_imex_prolog
 from fmcluster.features.storage.construct import CheckpointAccess, LustreMount
 from fmcluster.orchestrators.pcs.profile import PCS_LOGIN_GROUP
 from fmcluster.resolved import NODE_DIR, OrchestratorProfile, ResolvedGroup
-from fmcluster.templates.slurm_hooks import render_health_timer, render_imex_prolog
 
 PCS_AMI_PARAMETER = "/aws/service/pcs/ami/dlami-base-ubuntu2404/{arch}/latest/ami-id"
 ROLE_NAME_PREFIX = "AWSPCS"

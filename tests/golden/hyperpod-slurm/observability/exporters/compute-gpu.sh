@@ -2,7 +2,7 @@
 # shellcheck disable=SC2329  # install steps are invoked indirectly, through run_step
 # fmcluster metrics exporters for hp-train: compute node of group gpu (p5.48xlarge).
 # Metrics mode managed, node discovery slurm, orchestrator hyperpod.
-# Rendered by fmcluster (fmcluster/templates/observability); do not edit by hand. Pinned versions and their
+# Rendered by fmcluster (fmcluster/features/observability); do not edit by hand. Pinned versions and their
 # sources: fmcluster/features/observability/pins.py. Safe to run again (idempotent).
 #
 # A monitoring problem never fails the node: every step runs on its own (errexit inside the step only), a

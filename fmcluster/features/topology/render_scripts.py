@@ -1,7 +1,7 @@
 """The scripts that keep Slurm's topology in step with EC2 on the Slurm controller node.
 
 - :func:`render_topology_installer`: installs ``fmcluster/topology/ec2_slurm.py``, the refresh script
-  (``templates/topology/fmcluster-topology-refresh.sh``) and a systemd timer; run by the orchestrator on
+  (``templates/fmcluster-topology-refresh.sh`` of this slice) and a systemd timer; run by the orchestrator on
   the controller node (ParallelCluster: the head node's ``OnNodeConfigured``).
 - :func:`render_topology_placeholder`: writes a first ``topology.yaml`` and ``topology.conf`` (every node on
   one switch) before
@@ -26,7 +26,7 @@ from fmcluster.resolved import NODE_DIR
 from fmcluster.templates.render import render
 from fmcluster.topology import ec2_slurm
 
-TEMPLATES = Path(__file__).parent / "topology"
+TEMPLATES = Path(__file__).parent / "templates"
 REFRESH_SCRIPT = TEMPLATES / "fmcluster-topology-refresh.sh"
 INSTALLER = "topology/fmcluster-topology-install.sh.j2"
 #: Where the installer puts the generator and the refresh script on the node.
