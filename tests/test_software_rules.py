@@ -22,6 +22,7 @@ from fmcluster.catalog.software import (
     known_cuda_versions,
     known_efa_installers,
 )
+from fmcluster.features.node import rules_software
 from fmcluster.validation import load_blueprint_text
 from fmcluster.validation.rules import environment as env_rules
 from tests import blueprints
@@ -239,7 +240,7 @@ def test_every_software_rule_has_a_failing_and_a_passing_row() -> None:
     from fmcluster.validation.rules import REGISTRY, _load_rule_modules
 
     _load_rule_modules()
-    ours = {r.id for r in REGISTRY if r.fn.__module__.endswith((".software", ".environment"))}
+    ours = {r.id for r in REGISTRY if r.fn.__module__ in (rules_software.__name__, env_rules.__name__)}
     assert ours - {"R-SW-2"} <= {r[0] for r in FAILING}  # R-SW-2: every stack supports every OS (test below)
     assert ours - {"R-SW-2"} <= {r[0] for r in PASSING}
 
@@ -272,7 +273,7 @@ def test_os_rule_with_a_stack_that_lacks_the_os(monkeypatch: pytest.MonkeyPatch)
     against a stack variant that supports only Ubuntu 22.04."""
     from dataclasses import replace
 
-    from fmcluster.validation.rules import software as rules
+    from fmcluster.features.node import rules_software as rules
 
     narrow = replace(get_stack("h100-570-cuda12.8"), os=("ubuntu-22.04",))
     monkeypatch.setattr(rules, "get_stack", lambda name: narrow)

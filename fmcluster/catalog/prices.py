@@ -2,7 +2,7 @@
 
 Every price is a :class:`Price` with its value (``None`` = unknown, never zero), unit, source and date. The
 table's own date is :func:`table_date`. ``fmcluster catalog refresh-prices`` rewrites the EC2 entries from the
-AWS Price List API (:mod:`fmcluster.review.prices_refresh`).
+AWS Price List API (:mod:`fmcluster.catalog.refresh`).
 """
 
 from __future__ import annotations
