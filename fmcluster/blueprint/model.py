@@ -1167,7 +1167,7 @@ class ObservabilitySpec(Section):
 
 # ---- blueprint -------------------------------------------------------------------------------
 class Blueprint(Section):
-    """A whole training cluster. Load with :func:`fmcluster.validation.load_blueprint`."""
+    """A whole training cluster. Load with :func:`fmcluster.blueprint.load_blueprint`."""
 
     name: str = Field(pattern=NAME_PATTERN, description="Prefixes stacks, tags and the cluster name (3-32 chars).")
     region: str = Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$", description="AWS Region, e.g. us-east-1.")
