@@ -1,0 +1,376 @@
+"""Boot simulation: the real rendered bootstrap.sh, run under bash against a simulated image built from each
+image manifest (catalog/data/images.yaml) or from the lock (tests/fixtures/boot_sim).
+
+For every orchestrator x OS x image mode the blueprints accept: the node boots on a matching image; official
+and bake modes install nothing of the GPU stack (driver, Fabric Manager, IMEX, CUDA toolkit, EFA installer,
+GDRCopy); services the image owns are never stopped; the image's NVMe array is reused. Then the faults: a
+custom image that differs from the lock fails naming each difference, an exporter failure leaves the node up,
+a tampered download fails, a baked image from another lock fails. Each boot step of the golden examples
+(tests/goldens.py) equals its section of the golden bootstrap.sh (tests/golden/<orchestrator>/<group>/), its only copy.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from dataclasses import replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fmcluster.catalog.images import get_image
+from fmcluster.features.node.render_context import NodeContext, blueprint_node_contexts, node_context
+from fmcluster.features.node.render_scripts import boot_path, render_boot_steps
+from fmcluster.resolved import resolve
+from fmcluster.validation import load_blueprint, load_blueprint_text
+from tests import goldens
+from tests.blueprints import DROP, example, merge, to_yaml
+from tests.conftest import ROOT
+
+_spec = importlib.util.spec_from_file_location("boot_sim_harness", ROOT / "tests/fixtures/boot_sim/harness.py")
+assert _spec and _spec.loader
+harness = importlib.util.module_from_spec(_spec)
+sys.modules["boot_sim_harness"] = harness
+_spec.loader.exec_module(harness)
+
+AMI = "ami-0123456789abcdef0"
+EKS = {"orchestration": "eks", "eks_cluster_arn": "arn:aws:eks:us-east-1:123456789012:cluster/ml",
+       "controller_instance_type": DROP, "login_instance_type": DROP}
+# orchestrator -> (example, patch, operating systems its official image exists for)
+ORCHESTRATORS: dict[str, tuple[str, dict[str, Any], tuple[str, ...]]] = {
+    "parallelcluster": ("default", {}, ("ubuntu-22.04", "ubuntu-24.04", "amazon-linux-2023")),
+    "pcs": ("pcs-p5en", {}, ("ubuntu-24.04",)),
+    "hyperpod-slurm": ("hyperpod-p5", {}, ("ubuntu-22.04", "ubuntu-24.04")),
+    # an existing EKS cluster lives in an existing VPC (R-EKS-2)
+    "hyperpod-eks": ("hyperpod-p5", {"orchestrator": {"hyperpod": EKS}, "storage": {"lustre": None},
+                                     "observability": {"metrics": "none"},
+                                     "network": {"vpc_id": "vpc-0123456789abcdef0",
+                                                 "gpu_subnet_id": "subnet-0123456789abcdef0"}}, ("amazon-linux-2023",)),
+}
+MODES = ("official", "bake", "custom")
+CASES = [(o, os_name, m) for o, (_, _, oses) in ORCHESTRATORS.items() for os_name in oses for m in MODES]
+
+
+def blueprint_data(orchestrator: str, os_name: str, mode: str) -> dict[str, Any]:
+    name, patch, _ = ORCHESTRATORS[orchestrator]
+    image: dict[str, Any] = {"mode": mode, **({"ami_id": AMI} if mode == "custom" else {})}
+    if mode == "bake" and orchestrator.startswith("hyperpod"):
+        image["parent_ami_id"] = AMI  # HyperPod publishes no parameter for its image (R-BAKE-1)
+    d = merge(example(name), patch, {"software": {"os": os_name, "image": image}})
+    if mode != "official":
+        d = merge(d, {"software": {"stack": DROP}})  # bake and custom take the family's catalog default
+    if orchestrator == "parallelcluster" and os_name == "ubuntu-24.04":
+        d = merge(d, {"storage": {"lustre": None}})  # that image has no Lustre client (R-IMG rule)
+    return d
+
+
+def context(orchestrator: str, os_name: str, mode: str, **patch: Any) -> tuple[NodeContext, Any]:
+    bp = load_blueprint_text(to_yaml(blueprint_data(orchestrator, os_name, mode))).blueprint
+    rc = resolve(bp)
+    g = rc.groups[0]
+    return harness.sim_context(node_context(rc, g, exporters_script="x")), g.image.manifest
+
+
+_RESULTS: dict[tuple[str, str, str], Any] = {}
+
+
+@pytest.fixture(scope="module")
+def booted(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    def run(case: tuple[str, str, str]) -> tuple[NodeContext, Any]:
+        if case not in _RESULTS:
+            ctx, manifest = context(*case)
+            _RESULTS[case] = (ctx, harness.boot(tmp_path_factory.mktemp("-".join(case)), ctx,
+                                                harness.image_state(ctx, manifest)))
+        return _RESULTS[case]
+    return run
+
+
+def ids(cases: list[tuple[str, str, str]]) -> list[str]:
+    return ["-".join(c) for c in cases]
+
+
+def installs(r: Any) -> list[str]:
+    """Install and build actions: package installs, downloads, builds, runfiles."""
+    return [a for a in r.actions if a.startswith(("curl ", "make ", "sh ", "bash "))
+            or (a.startswith(("apt-get ", "dnf ")) and " install " in f" {a} ")]
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids(CASES))
+def test_boots_on_a_matching_image(booted: Any, case: tuple[str, str, str]) -> None:
+    ctx, r = booted(case)
+    assert r.returncode == 0, r.output[-3000:]
+    assert "[finished] --- bootstrap complete" in r.output
+    assert f"image matches the lock ({len(ctx.verify_components)} component(s) and the initramfs)" in r.output
+    assert "node check passed" in r.output
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c[2] != "custom"], ids=ids([c for c in CASES if c[2] != "custom"]))
+def test_official_and_bake_install_nothing_of_the_gpu_stack(booted: Any, case: tuple[str, str, str]) -> None:
+    ctx, r = booted(case)
+    done = installs(r)
+    assert not [a for a in done if any(t in a for t in harness.GPU_STACK_ACTIONS)], done
+    plan = ctx.packages
+    if case[2] == "official":  # the image has no NCCL and no nccl-tests: exactly those, pinned
+        assert [a.split(" install ")[1] for a in done if " install " in a] == [
+            f"--no-install-recommends --allow-downgrades {plan.nccl[0].name} {plan.nccl[1].name}"
+            if ctx.pkg_manager == "apt" else f"{plan.nccl[0].name}-{plan.nccl[0].version} {plan.nccl[1].name}-{plan.nccl[1].version}"]
+        assert [a for a in done if a.startswith("make ")] == [
+            f"make -C /opt/nccl-tests -j 8 MPI=1 MPI_HOME=/opt/amazon/openmpi CUDA_HOME={ctx.cuda_home} NCCL_HOME=/usr"]
+        assert r.state["packages"][plan.nccl_query] == f"{ctx.lock['nccl']}-1+cuda{ctx.cuda_major}.2"
+        assert "PASS nccl-run: all_reduce_perf" in r.output  # the single-node NCCL check ran through the plugin
+    else:  # baked: everything is in the image
+        assert done == []
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids(CASES))
+def test_services_the_image_owns_are_never_stopped(booted: Any, case: tuple[str, str, str]) -> None:
+    ctx, r = booted(case)
+    touched = [a for a in r.actions if a.startswith("systemctl ") and a.split()[1] in ("stop", "disable", "restart", "kill")]
+    assert touched == []
+    for unit in ctx.gpu_services:
+        if unit != "nvidia-imex" or ctx.imex:
+            assert r.state["services"][unit] == "active", unit
+    started = [a for a in r.actions if a.startswith("systemctl start")]
+    if case[2] == "custom":  # Fabric Manager installed but stopped on that image: started, once
+        assert started == ["systemctl start nvidia-fabricmanager"]
+    else:  # the image runs it already: left alone
+        assert started == []
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids(CASES))
+def test_scratch_reuses_the_image_array(booted: Any, case: tuple[str, str, str]) -> None:
+    ctx, r = booted(case)
+    scratch = r.state["mounts"][ctx.scratch_path]
+    built = [a for a in r.actions if a.startswith(("mdadm", "mkfs"))]
+    if ctx.nvme_kind == "none":  # custom AMI: nothing assembled, so the boot path builds the RAID0
+        assert ctx.image_mode == "custom"
+        assert built[0].startswith(f"mdadm --create /dev/md/fmcluster-scratch --run --level=0 --raid-devices={ctx.nvme_count}")
+        assert scratch["source"] == "LABEL=fmc-scratch"
+    else:
+        assert built == []
+        if ctx.nvme_kind == "dlami-raid":
+            assert scratch == {"source": "/dev/md0", "fstype": "xfs", "bind": "/opt/dlami/nvme"}
+        else:  # ParallelCluster mounts its array at EphemeralVolume.MountDir = scratch_path already
+            assert scratch == {"source": "/dev/mapper/vg.01-lv_ephemeral", "fstype": "ext4"}
+            assert f"{ctx.scratch_path} already mounted from /dev/mapper/vg.01-lv_ephemeral, reused" in r.output
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids(CASES))
+def test_holds_taken_once_after_every_install(booted: Any, case: tuple[str, str, str]) -> None:
+    ctx, r = booted(case)
+    holds = [i for i, a in enumerate(r.actions) if a.startswith(("apt-mark hold", "dnf versionlock add"))]
+    assert len(holds) == 1
+    last_install = max((i for i, a in enumerate(r.actions) if a in installs(r)), default=-1)
+    assert holds[0] > last_install
+    held = set(r.actions[holds[0]].split()[2 if ctx.pkg_manager == "apt" else 3:])
+    assert ctx.packages.fabric_manager[0].name in held and ctx.packages.gdrcopy_hold[0] in held
+    assert any(p.startswith(("linux-image-", "kernel")) for p in held)
+    assert "openssh-server" not in held
+    if case[2] == "official":
+        assert ctx.packages.nccl_query in held
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c[1].startswith("ubuntu")][:3], ids=ids([c for c in CASES if c[1].startswith("ubuntu")][:3]))
+def test_upgrade_guards(booted: Any, case: tuple[str, str, str]) -> None:
+    _, r = booted(case)
+    nr = (r.root / "etc/needrestart/conf.d/90-fmcluster.conf").read_text()
+    assert "$nrconf{restart} = 'l';" in nr and "qr(^slurmd) => 0" in nr
+    uu = (r.root / "etc/apt/apt.conf.d/51fmcluster-unattended-upgrades").read_text()
+    for prefix in ("linux-", "nvidia-", "libnccl", "efa", "libfabric", "gdrcopy", "slurm"):
+        assert f'    "{prefix}";' in uu
+
+
+# ---- faults ------------------------------------------------------------------------------------
+def test_custom_image_that_differs_fails_naming_each_difference(tmp_path: Path) -> None:
+    ctx, manifest = context("parallelcluster", "ubuntu-22.04", "custom")
+    lock = ctx.lock
+    assert (lock["driver"], lock["cuda"], lock["efa_installer"], lock["gdrcopy"]) != ("580.95.05", "12.9.1", "1.49.0", "2.4.4")
+    image = harness.image_state(ctx, manifest, components={**lock, "driver": "580.95.05", "cuda": "12.9.1",
+                                                            "efa_installer": "1.49.0", "gdrcopy": "2.4.4"})
+    image.initramfs = False
+    r = harness.boot(tmp_path, ctx, image)
+    assert r.returncode == 1
+    kernel = image.kernel
+    expected = [
+        f"driver: image has 580.95.05, the lock needs {lock['driver']}",
+        f"driver-loaded: image has 580.95.05, the lock needs {lock['driver']}",
+        f"cuda: image has 12.9.1, the lock needs {lock['cuda']}",
+        f"efa_installer: image has 1.49.0, the lock needs {lock['efa_installer']}",
+        f"gdrcopy: image has 2.4.4-1, the lock needs {lock['gdrcopy']}",
+        f"initramfs: /boot/initrd.img-{kernel} missing for the running kernel {kernel}",
+    ]
+    assert [line.split("DIFFERENCE ", 1)[1] for line in r.output.splitlines() if "DIFFERENCE " in line] == expected
+    assert f"the image differs from the lock in {len(expected)} component(s)" in r.output
+    assert installs(r) == [] and not [a for a in r.actions if a.startswith("systemctl")]  # nothing done after verify
+
+
+def test_official_image_differing_in_an_unverified_component_only_warns(tmp_path: Path) -> None:
+    ctx, manifest = context("parallelcluster", "ubuntu-22.04", "official")
+    assert "cuda" in ctx.reported_only and "driver" not in ctx.reported_only
+    r = harness.boot(tmp_path, ctx, harness.image_state(ctx, manifest, components={**manifest.components, "cuda": "13.2.1"}))
+    assert r.returncode == 0, r.output[-2000:]
+    assert f"WARNING: reported only (unverified image value): cuda: image has 13.2.1, the lock needs {ctx.lock['cuda']}" in r.output
+    assert "WARN cuda: CUDA 13.2.1 at" in r.output  # and the node check reports it the same way
+
+
+def test_official_image_differing_in_a_verified_component_fails(tmp_path: Path) -> None:
+    ctx, manifest = context("parallelcluster", "ubuntu-22.04", "official")
+    r = harness.boot(tmp_path, ctx, harness.image_state(ctx, manifest, components={**manifest.components, "driver": "595.71.05"}))
+    assert r.returncode == 1
+    assert f"DIFFERENCE driver: image has 595.71.05, the lock needs {ctx.lock['driver']}" in r.output
+
+
+def test_baked_image_from_another_lock_fails(tmp_path: Path) -> None:
+    ctx, manifest = context("pcs", "ubuntu-24.04", "bake")
+    image = harness.image_state(ctx, manifest)
+    image.lock_json = ctx.lock_json.replace(f'"driver": "{ctx.lock["driver"]}"', '"driver": "580.95.05"')
+    assert image.lock_json != ctx.lock_json
+    r = harness.boot(tmp_path, ctx, image)
+    assert r.returncode == 1
+    assert "DIFFERENCE lock.json: the image was baked from " in r.output
+
+
+def test_exporter_failure_leaves_the_node_up(tmp_path: Path) -> None:
+    ctx, manifest = context("parallelcluster", "ubuntu-22.04", "official")
+    ctx = replace(ctx, exporters_script="#!/bin/bash\necho 'dcgm-exporter: download failed' >&2\nexit 7\n")
+    r = harness.boot(tmp_path, ctx, harness.image_state(ctx, manifest))
+    assert r.returncode == 0, r.output[-2000:]
+    assert "WARNING: exporter installation failed (exit 7); the node stays up without metrics" in r.output
+    assert "[finished] --- bootstrap complete" in r.output
+
+
+def test_tampered_nccl_tests_download_fails(tmp_path: Path) -> None:
+    ctx, manifest = context("parallelcluster", "ubuntu-22.04", "official")
+    r = harness.boot(tmp_path, ctx, harness.image_state(ctx, manifest), www={ctx.nccl_tests_url: b"not the archive"})
+    assert r.returncode == 1
+    assert f"sha256 mismatch for {ctx.nccl_tests_url}: expected {ctx.nccl_tests_sha256}" in r.output
+
+
+def test_custom_image_without_the_fabric_manager_unit_fails(tmp_path: Path) -> None:
+    ctx, manifest = context("parallelcluster", "ubuntu-22.04", "custom")
+    image = harness.image_state(ctx, manifest)
+    image.unit_files.remove("nvidia-fabricmanager")
+    del image.services["nvidia-fabricmanager"]
+    r = harness.boot(tmp_path, ctx, image)
+    assert r.returncode == 1
+    assert "Failed to enable unit: Unit file nvidia-fabricmanager.service does not exist." in r.output
+    assert "ERROR: step 'fabric-manager' failed (exit 1)" in r.output
+
+
+def test_default_blueprint_boots_on_the_parallelcluster_3_16_3_official_image(tmp_path: Path) -> None:
+    rc = resolve(load_blueprint(ROOT / "blueprints/default.yaml"))
+    g = rc.groups[0]
+    assert g.image.mode == "official" and g.image.manifest is not None
+    assert g.image.manifest.key == "parallelcluster-3.16.3"
+    manifest = get_image("parallelcluster-3.16.3")
+    ctx = harness.sim_context(node_context(rc, g, exporters_script="x"))
+    r = harness.boot(tmp_path, ctx, harness.image_state(ctx, manifest))
+    assert r.returncode == 0, r.output[-3000:]
+    assert boot_path(ctx) == ["preflight", "verify", "guard_upgrades", "fabric_manager", "fabric_state", "nccl",
+                              "nccl_tests", "holds", "scratch", "fsx", "job_env", "node_check", "exporters"]
+    assert "PASS: " in r.output and "node check passed" in r.output
+    assert r.state["services"]["parallelcluster_nvidia"] == "active"
+
+
+# ---- each boot step against its section of the golden bootstrap.sh ---------------------------
+# One home for the step text: the render goldens of one example per orchestrator (tests/goldens.py), whose
+# <group>/bootstrap.sh holds every step in boot order. After an intended change update those:
+#     FMCLUSTER_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -q -n 0 tests/test_render.py -k golden
+_HEREDOC = re.compile(r"(?<!<)<<(?!<)(-?)\s*(['\"]?)(\w+)\2")
+
+
+def step_sections(bootstrap: str) -> dict[str, str]:
+    """Step name -> that step's section of a rendered bootstrap.sh, in file order. The steps come after the
+    ``# ---- steps`` banner, each followed by one blank line, then ``main() {``; a step's section runs from the end of
+    the previous one to the ``}`` closing its ``step_<name>() {`` (heredoc bodies, e.g. the embedded node check,
+    skipped)."""
+    lines = bootstrap.splitlines(keepends=True)
+    i = begin = next(n for n, line in enumerate(lines) if line.startswith("# ---- steps ")) + 1
+    sections: dict[str, str] = {}
+    step: str | None = None
+    heredoc: tuple[str, bool] | None = None  # (delimiter, <<- strips leading tabs)
+    while not lines[i].startswith("main() {"):
+        line = lines[i].rstrip("\n")
+        if heredoc:
+            if (line.lstrip("\t") if heredoc[1] else line) == heredoc[0]:
+                heredoc = None
+        elif m := re.fullmatch(r"step_(\w+)\(\) \{", line):
+            assert step is None, f"line {i + 1}: step_{m[1]} inside step_{step}"
+            step = m[1]
+        elif m := _HEREDOC.search(line):
+            heredoc = (m[3], m[1] == "-")
+        elif line == "}" and step is not None:
+            assert lines[i + 1] == "\n", f"line {i + 2}: step_{step} not followed by one blank line"
+            sections[step] = "".join(lines[begin:i + 1])
+            step, i = None, i + 2
+            begin = i
+            continue
+        i += 1
+    assert step is None and heredoc is None and begin == i, f"line {begin + 1}: text between the last step and main()"
+    calls = lines[i + 1:lines.index("}\n", i)]
+    assert calls == [*(f"  step_{s}\n" for s in sections), '  step finished "bootstrap complete"\n']
+    return sections
+
+
+@cache
+def golden_contexts(key: str) -> dict[str, NodeContext]:
+    """Group -> the NodeContext render_blueprint renders its bootstrap.sh from, for orchestrator ``key``'s example."""
+    return blueprint_node_contexts(resolve(load_blueprint(goldens.ROOT / "blueprints" / f"{goldens.EXAMPLES[key]}.yaml")))
+
+
+@cache
+def golden_steps(key: str, group: str) -> tuple[dict[str, str], dict[str, str], Path]:
+    """(rendered step -> text, the golden bootstrap's step -> section, that golden file)."""
+    path = goldens.golden_dir(key) / group / "bootstrap.sh"
+    assert path.exists(), f"missing golden file {path}; run FMCLUSTER_UPDATE_GOLDEN=1 pytest -n 0 tests/test_render.py -k golden"
+    return render_boot_steps(golden_contexts(key)[group]), step_sections(path.read_text()), path
+
+
+GOLDEN_GROUPS = [(key, group) for key in goldens.EXAMPLES for group in golden_contexts(key)]
+STEP_CASES = [(key, group, step) for key, group in GOLDEN_GROUPS for step in render_boot_steps(golden_contexts(key)[group])]
+
+
+@pytest.mark.parametrize(("key", "group", "step"), STEP_CASES, ids=["/".join(c) for c in STEP_CASES])
+def test_step_matches_its_section_of_the_golden_bootstrap(key: str, group: str, step: str) -> None:
+    steps, sections, path = golden_steps(key, group)
+    assert step in sections, f"{path} has no step {step}; if intended, update the golden files (see the comment above)"
+    assert steps[step] == sections[step], f"step {step} differs from its section of {path}; if intended, update the golden files"
+
+
+@pytest.mark.parametrize(("key", "group"), GOLDEN_GROUPS, ids=["/".join(c) for c in GOLDEN_GROUPS])
+def test_golden_bootstrap_holds_exactly_the_boot_path(key: str, group: str) -> None:
+    steps, sections, path = golden_steps(key, group)
+    assert list(sections) == list(steps) == boot_path(golden_contexts(key)[group]), path
+
+
+@pytest.mark.parametrize(("key", "group"), GOLDEN_GROUPS, ids=["/".join(c) for c in GOLDEN_GROUPS])
+def test_exporters_step_embeds_the_golden_exporter_script(key: str, group: str) -> None:
+    """The exporters step installs the reviewed exporter script (observability/exporters/compute-<group>.sh)."""
+    _, sections, path = golden_steps(key, group)
+    script = goldens.golden_dir(key) / "observability" / "exporters" / f"compute-{group}.sh"
+    assert ("exporters" in sections) == script.exists() == bool(golden_contexts(key)[group].exporters_script), path
+    if script.exists():
+        body = sections["exporters"].split("<<'FMCLUSTER_EXPORTERS_SH'\n", 1)[1].split("\nFMCLUSTER_EXPORTERS_SH\n", 1)[0]
+        assert body == script.read_text().strip()
+
+
+# ---- one library, no OS branches ---------------------------------------------------------------
+@pytest.mark.parametrize("os_name", ["ubuntu-22.04", "amazon-linux-2023"])
+def test_bootstrap_and_node_check_share_one_library(os_name: str) -> None:
+    from fmcluster.features.node.render_scripts import render_node_lib, render_node_scripts
+    ctx, _ = context("parallelcluster", os_name, "official")
+    lib = render_node_lib(ctx)
+    scripts = render_node_scripts(ctx)
+    assert lib.strip() in scripts["bootstrap.sh"] and lib.strip() in scripts["fmcluster-node-check"]
+    other = "dnf" if os_name.startswith("ubuntu") else "apt"
+    assert f"package manager: {other}" not in scripts["bootstrap.sh"]
+
+
+def test_node_templates_do_not_branch_on_the_os() -> None:
+    templates = ROOT / "fmcluster/features/node/templates"
+    offenders = [str(p.relative_to(templates)) for p in templates.rglob("*.j2")
+                 if "{% if os" in p.read_text() or "os.startswith" in p.read_text()]
+    assert offenders == []

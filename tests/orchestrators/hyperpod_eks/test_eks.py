@@ -1,0 +1,210 @@
+"""HyperPod EKS with the EKS cluster fmcluster creates: the rules (tables: blueprint fragment -> path, message, rule),
+the control-plane subnet arithmetic, and the synthesized ``<name>-eks`` and cluster stacks of the example."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+import pytest
+
+from fmcluster.blueprint import BlueprintError
+from fmcluster.catalog import eks as cat
+from fmcluster.orchestrators.hyperpod_eks.plan import control_plane_cidrs
+from fmcluster.resolved import resolve
+from fmcluster.validation import load_blueprint_text
+from tests.blueprints import DROP, blueprint_text, example, merge
+from tests.conftest import ROOT, resources_of, synth_templates
+
+ARN = "arn:aws:eks:us-east-1:123456789012:cluster/training"
+ADMIN = "arn:aws:iam::123456789012:role/eks-admins"
+NET = {"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"}
+EKS = "orchestrator.hyperpod.eks"
+
+
+def _eks(**eks: Any) -> dict[str, Any]:
+    return {"orchestrator": {"kind": "hyperpod", "hyperpod": {"orchestration": "eks", "eks": eks}}}
+
+
+def _import(arn: str = ARN, **extra: Any) -> dict[str, Any]:
+    return {"orchestrator": {"kind": "hyperpod", "hyperpod": {"orchestration": "eks", "eks_cluster_arn": arn}}, **extra}
+
+
+CREATE_OK = _eks(admin_role_arn=ADMIN, control_plane_availability_zone="us-east-1b")
+
+
+def _problems(*patches: dict[str, Any], base: dict[str, Any]) -> list[tuple[str, str, str | None]]:
+    text = blueprint_text(*patches, base=base)
+    try:
+        loaded = load_blueprint_text(text)
+    except BlueprintError as e:
+        return [(p.path, p.message, p.rule_id) for p in e.errors]
+    return [(p.path, p.message, p.rule_id) for p in loaded.warnings if p.rule_id and p.rule_id.startswith("R-EKS")]
+
+
+@pytest.mark.parametrize(("patch", "expected"), [
+    (_eks(control_plane_availability_zone="us-east-1b"),
+     [(f"{EKS}.admin_role_arn", "required when fmcluster creates the EKS cluster (authentication mode API, no other "
+       "admin), got nothing; allowed an IAM role ARN such as arn:aws:iam::123456789012:role/eks-admins", "R-EKS-1")]),
+    (_import("arn:aws:eks:us-west-2:123456789012:cluster/training", network=NET),
+     [("orchestrator.hyperpod.eks_cluster_arn", "EKS cluster in another Region, got 'us-west-2' "
+       "(arn:aws:eks:us-west-2:123456789012:cluster/training); allowed a cluster in us-east-1, or no eks_cluster_arn "
+       "(fmcluster creates one)", "R-EKS-2")]),
+    (_import(),
+     [("orchestrator.hyperpod.eks_cluster_arn", f"an existing EKS cluster cannot be in the VPC this blueprint creates, "
+       f"got {ARN} with no network.vpc_id; allowed network.vpc_id and network.gpu_subnet_id of the cluster's VPC, or no "
+       "eks_cluster_arn (fmcluster creates the cluster in its VPC)", "R-EKS-2")]),
+    ({**_import(network=NET), "orchestrator": {"kind": "hyperpod", "hyperpod": {
+        "orchestration": "eks", "eks_cluster_arn": ARN, "eks": {"admin_role_arn": ADMIN}}}},
+     [(EKS, f"settings for a cluster fmcluster creates are ignored with an existing cluster, got eks_cluster_arn {ARN}; "
+       f"allowed one of eks_cluster_arn or {EKS}", "R-EKS-2")]),
+    (_eks(admin_role_arn=ADMIN),
+     [(f"{EKS}.control_plane_availability_zone", "the EKS control-plane subnets need two Availability Zones, got none "
+       "besides us-east-1a; allowed an AZ name of us-east-1 such as us-east-1b other than us-east-1a", "R-EKS-3")]),
+    (_eks(admin_role_arn=ADMIN, control_plane_availability_zone="us-east-1a"),
+     [(f"{EKS}.control_plane_availability_zone", "same AZ as the GPU subnet, got 'us-east-1a'; allowed an AZ name of "
+       "us-east-1 such as us-east-1b other than us-east-1a", "R-EKS-3")]),
+    (_eks(admin_role_arn=ADMIN, control_plane_availability_zone="use1-az4"),
+     [(f"{EKS}.control_plane_availability_zone", "not an AZ name of us-east-1 such as us-east-1b, got 'use1-az4'; "
+       "allowed an AZ name of us-east-1 such as us-east-1b other than us-east-1a", "R-EKS-3")]),
+    (_eks(admin_role_arn=ADMIN, control_plane_availability_zone="us-west-2b"),
+     [(f"{EKS}.control_plane_availability_zone", "not an AZ name of us-east-1 such as us-east-1b, got 'us-west-2b'; "
+       "allowed an AZ name of us-east-1 such as us-east-1b other than us-east-1a", "R-EKS-3")]),
+    ({**_eks(admin_role_arn=ADMIN, control_plane_subnet_ids=["subnet-0123456789abcdef1"]), "network": NET},
+     [(f"{EKS}.control_plane_subnet_ids", "the EKS control-plane subnets need two Availability Zones, got 1 subnet(s) "
+       "with an imported VPC; allowed at least two subnet ids in different AZs of network.vpc_id", "R-EKS-3")]),
+    ({**CREATE_OK, "network": {"vpc_cidr": "10.0.0.0/20", "gpu_subnet_prefix_length": 21}},
+     [("network.vpc_cidr", "no room for the two /28 EKS control-plane subnets after the public /24 and the /21 GPU "
+       "subnet, got 10.0.0.0/20; allowed a larger VPC or a smaller network.gpu_subnet_prefix_length", "R-EKS-3")]),
+    (merge(CREATE_OK, {"orchestrator": {"hyperpod": {"eks": {"kubernetes_version": "1.34"}}}}),
+     [(f"{EKS}.kubernetes_version", "the HyperPod training operator does not support Kubernetes 1.34, got '1.34'; "
+       "allowed 1.28, 1.29, 1.30, 1.31, 1.32, 1.33, or training_operator: false", "R-EKS-5")]),
+    ({**CREATE_OK, "compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "efa": False}]},
+     [("compute[0].efa", "EFA is off on p5.48xlarge (32 EFA devices), so its job templates request no "
+       "vpc.amazonaws.com/efa and NCCL runs over TCP, got efa off; allowed EFA on (the default)", "R-EKS-4")]),
+    (merge(CREATE_OK, {"orchestrator": {"hyperpod": {"eks": {"public_access_cidrs": ["0.0.0.0/0"]}}}}),
+     [(f"{EKS}.public_access_cidrs[0]", "the Kubernetes API endpoint is open to the whole internet, got '0.0.0.0/0'; "
+       "allowed your own address ranges (e.g. 203.0.113.7/32), or none for a private endpoint", "R-EKS-6")]),
+])
+def test_eks_rules(patch: dict[str, Any], expected: list[tuple[str, str, str]]) -> None:
+    base = {**example("hyperpod-eks"), "orchestrator": {"kind": "hyperpod", "hyperpod": {"orchestration": "eks"}}}
+    assert _problems(patch, base=base) == expected
+
+
+def test_valid_variants_have_no_eks_problems() -> None:
+    base = {**example("hyperpod-eks"), "orchestrator": {"kind": "hyperpod", "hyperpod": {"orchestration": "eks"}}}
+    assert _problems(CREATE_OK, base=base) == []
+    # an imported VPC names its control-plane subnets; an existing cluster in an existing VPC of the Region
+    assert _problems({**_eks(admin_role_arn=ADMIN, control_plane_subnet_ids=[
+        "subnet-0123456789abcdef1", "subnet-0123456789abcdef2"]), "network": NET}, base=base) == []
+    assert _problems(_import(network=NET), base=base) == []
+    # placed by AZ ID: the control-plane AZ is an AZ ID too
+    by_id = {"availability_zone": DROP, "availability_zone_id": "use1-az6",
+             "orchestrator": {"hyperpod": {"eks": {"control_plane_availability_zone": "use1-az4"}}}}
+    assert _problems(CREATE_OK, by_id, base=base) == []
+
+
+def test_cidr_and_name_shapes_are_refused_with_hints() -> None:
+    text = blueprint_text(_eks(admin_role_arn="role/eks", public_access_cidrs=["10.0.0.1/8"]),
+                          base=example("hyperpod-eks"))
+    with pytest.raises(BlueprintError) as e:
+        load_blueprint_text(text)
+    by_path = {p.path: p.message for p in e.value.errors}
+    assert "an IAM role ARN such as" in by_path[f"{EKS}.admin_role_arn"]
+    assert "not IPv4 network CIDRs, got '10.0.0.1/8'" in by_path[f"{EKS}.public_access_cidrs"]
+
+
+@pytest.mark.parametrize(("vpc", "gpu", "expected"), [
+    ("10.0.0.0/16", 20, ("10.0.255.224/28", "10.0.255.240/28")),
+    ("10.1.0.0/20", 22, ("10.1.15.224/28", "10.1.15.240/28")),
+    ("10.0.0.0/20", 21, None),       # public /24 at 0, GPU /21 at 2048: the VPC is full
+    ("10.0.0.0/24", 25, None),       # the public /24 fills the VPC
+])
+def test_control_plane_subnets_take_the_end_of_a_new_vpc(vpc: str, gpu: int, expected: tuple[str, str] | None) -> None:
+    assert control_plane_cidrs(vpc, gpu) == expected
+
+
+def test_imported_cluster_gets_no_addons_and_no_eks_stack() -> None:
+    text = blueprint_text({"orchestrator": {"hyperpod": {"eks": DROP}}}, _import(network=NET), base=example("hyperpod-eks"))
+    rc = resolve(load_blueprint_text(text).blueprint)
+    assert rc.eks is not None and not rc.eks.creates_cluster and rc.eks.cluster_name == "training"
+    assert rc.eks.addons_before_nodes == () and rc.eks.addons_after_nodes == ()
+    assert rc.stacks.eks is None and "hp-eks-eks" not in rc.stacks.all()
+
+
+# ---- synthesized example ----------------------------------------------------------------------------------------
+@cache
+def _templates() -> dict[str, dict[str, Any]]:
+
+    return synth_templates((ROOT / "blueprints" / "hyperpod-eks.yaml").read_text())
+
+
+def test_stacks_of_the_example() -> None:
+    assert sorted(_templates()) == ["hp-eks-cluster", "hp-eks-eks", "hp-eks-network", "hp-eks-storage"]
+
+
+def test_eks_cluster_is_private_api_authenticated_and_pinned() -> None:
+    (cluster,) = resources_of(_templates()["hp-eks-eks"], "AWS::EKS::Cluster").values()
+    p = cluster["Properties"]
+    assert p["Name"] == "hp-eks" and p["Version"] == "1.33"
+    assert p["AccessConfig"] == {"AuthenticationMode": "API", "BootstrapClusterCreatorAdminPermissions": False}
+    vpc = p["ResourcesVpcConfig"]
+    assert vpc["EndpointPrivateAccess"] is True and vpc["EndpointPublicAccess"] is False
+    assert "PublicAccessCidrs" not in vpc
+    assert len(vpc["SubnetIds"]) == 2 and len(vpc["SecurityGroupIds"]) == 1
+    assert [t["Type"] for t in p["Logging"]["ClusterLogging"]["EnabledTypes"]] == [
+        "api", "audit", "authenticator", "controllerManager", "scheduler"]
+
+
+def test_control_plane_subnets_are_in_two_azs() -> None:
+    subnets = resources_of(_templates()["hp-eks-eks"], "AWS::EC2::Subnet")
+    got = sorted((s["Properties"]["CidrBlock"], s["Properties"]["AvailabilityZone"]) for s in subnets.values())
+    assert got == [("10.0.255.224/28", "us-east-1a"), ("10.0.255.240/28", "us-east-1b")]
+
+
+def test_admin_access_entry_and_no_execution_role_entry() -> None:
+    entries = resources_of(_templates()["hp-eks-eks"], "AWS::EKS::AccessEntry")
+    (entry,) = entries.values()  # HyperPod creates the execution role's own entry (API_ClusterMetadata)
+    p = entry["Properties"]
+    assert p["PrincipalArn"] == "arn:aws:iam::123456789012:role/eks-admins" and p["Type"] == "STANDARD"
+    (policy,) = p["AccessPolicies"]
+    assert policy["AccessScope"] == {"Type": "cluster"}
+    assert json.dumps(policy["PolicyArn"]).endswith(':eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"]]}')
+
+
+def test_addons_before_and_after_the_worker_groups() -> None:
+    before = {r["Properties"]["AddonName"]: r["Properties"].get("AddonVersion")
+              for r in resources_of(_templates()["hp-eks-eks"], "AWS::EKS::Addon").values()}
+    assert before == {"vpc-cni": "v1.20.1-eksbuild.3", "kube-proxy": None, "eks-pod-identity-agent": None}
+    assert cat.version_tuple(before["vpc-cni"] or "") >= cat.MIN_VPC_CNI
+    cluster = _templates()["hp-eks-cluster"]
+    (hyperpod_id,) = resources_of(cluster, "AWS::SageMaker::Cluster")
+    after = resources_of(cluster, "AWS::EKS::Addon")
+    names = [r["Properties"]["AddonName"] for r in after.values()]
+    assert names == ["coredns", "amazon-sagemaker-hyperpod-training-operator", "amazon-sagemaker-hyperpod-taskgovernance"]
+    assert all(hyperpod_id in r["DependsOn"] for r in after.values())
+    assert all(r["Properties"]["ClusterName"] == "hp-eks" for r in after.values())
+    versions = {r["Properties"]["AddonName"]: r["Properties"].get("AddonVersion") for r in after.values()}
+    assert versions["amazon-sagemaker-hyperpod-taskgovernance"] == "v1.6.0-eksbuild.1"
+
+
+def test_interface_endpoints_of_a_private_cluster() -> None:
+    endpoints = resources_of(_templates()["hp-eks-eks"], "AWS::EC2::VPCEndpoint").values()
+    # com.amazonaws.<region>.<service>: Fn::Join of the prefix, the Region and ".<service>"
+    services = sorted(e["Properties"]["ServiceName"]["Fn::Join"][1][-1].removeprefix(".") for e in endpoints)
+    assert services == sorted(cat.INTERFACE_ENDPOINTS)
+    assert all(e["Properties"]["PrivateDnsEnabled"] is True and e["Properties"]["VpcEndpointType"] == "Interface"
+               for e in endpoints)
+
+
+def test_hyperpod_joins_the_created_cluster() -> None:
+    templates = _templates()
+    (hp,) = resources_of(templates["hp-eks-cluster"], "AWS::SageMaker::Cluster").values()
+    arn = hp["Properties"]["Orchestrator"]["Eks"]["ClusterArn"]
+    export = arn["Fn::ImportValue"]
+    outputs = templates["hp-eks-eks"]["Outputs"]
+    (value,) = [o["Value"] for o in outputs.values() if o.get("Export", {}).get("Name") == export]
+    (cluster_id,) = resources_of(templates["hp-eks-eks"], "AWS::EKS::Cluster")
+    assert value == {"Fn::GetAtt": [cluster_id, "Arn"]}
+    assert [g["InstanceGroupName"] for g in hp["Properties"]["InstanceGroups"]] == ["gpu"]
