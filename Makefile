@@ -50,7 +50,7 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/mypy fmcluster
 
 # Resolve every observability pin on the internet (HTTP HEAD, upstream sha256 lists, git ls-remote, exporter
-# source lines). Not part of CI: it needs network access; tests/test_observability_pins.py checks offline.
+# source lines). Not part of CI: it needs network access; tests/features/observability/test_observability_pins.py checks offline.
 verify-pins: $(VENV)/.installed
 	$(VENV)/bin/python -m tools.verify_pins
 

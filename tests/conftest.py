@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import rule_fires  # tests/rule_fires.py: this folder is on sys.path (conftest.py is imported from it), also under bare `pytest`
+
+from tests import rule_fires
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "blueprints").glob("*.yaml"))
@@ -63,7 +64,7 @@ def resources_of(template: dict[str, Any], type_: str) -> dict[str, dict[str, An
 
 
 #: Stand-in for the AMI ``fmcluster image lookup`` caches in cdk.context.json (bake mode on ParallelCluster). Tests
-#: cannot look it up; synthesis without it is an error by design (tests/test_image_stack.py).
+#: cannot look it up; synthesis without it is an error by design (tests/features/node/test_image_stack.py).
 TEST_PARENT_AMI = "ami-0a1b2c3d4e5f60718"
 
 

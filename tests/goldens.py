@@ -1,6 +1,6 @@
 """Golden files of the full render_blueprint output, one example per orchestrator (issue 22): tests/golden/<key>/ holds
 every file `fmcluster render` writes for that example, as <folder>/<file>. Checked by tests/test_render.py; the boot
-steps of tests/test_boot_simulation.py are checked against their sections of the golden bootstrap.sh.
+steps of tests/features/node/test_boot_simulation.py are checked against their sections of the golden bootstrap.sh.
 
 After an intended template change:
     FMCLUSTER_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -q -n 0 tests/test_render.py -k golden

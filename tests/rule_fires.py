@@ -27,7 +27,19 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
 #: What ``make rule-fires`` runs: the rule tables alone fire every rule.
-RULE_TABLES = ("tests/test_*rules.py", "tests/test_containers.py", "tests/test_eks.py")
+RULE_TABLES = ("tests/**/test_*rules.py", "tests/features/containers/test_containers.py",
+               "tests/orchestrators/hyperpod_eks/test_eks.py")
+
+
+def suite_files() -> set[str]:
+    """Every ``tests/**/test_*.py`` (the suite mirrors the slices: ``tests/features/<slice>/``,
+    ``tests/orchestrators/<slice>/``), relative to ROOT."""
+    return {p.relative_to(ROOT).as_posix() for p in TESTS.glob("**/test_*.py")}
+
+
+def collected_files(paths: Iterable[Path]) -> set[str]:
+    """The test files among ``paths`` (collected items' files), relative to ROOT; files outside tests/ are left out."""
+    return {p.resolve().relative_to(ROOT).as_posix() for p in paths if p.resolve().is_relative_to(TESTS)}
 
 
 def addoption(parser: pytest.Parser) -> None:
@@ -60,7 +72,7 @@ class Run:
     """What the session selected and ran. ``collected``, ``files`` and ``deselected`` come from the process that
     collected (each xdist worker collects the whole selection); ``ran`` counts the tests that were set up."""
 
-    test_files: set[str]  # every tests/test_*.py on disk, relative to ROOT
+    test_files: set[str]  # every tests/**/test_*.py on disk, relative to ROOT
     files: set[str] = field(default_factory=set)  # the test files that were collected
     node_args: bool = False  # a command-line argument names a test inside a file (``file.py::test``)
     deselected: int = 0  # -k, -m, --lf, --sw
@@ -108,7 +120,7 @@ class RuleFires:
         self.config = config
         self.mode: str = config.getoption("--rule-fires")
         self.fired: set[str] = set()
-        self.run = Run({f"tests/{p.name}" for p in TESTS.glob("test_*.py")})
+        self.run = Run(suite_files())
         self.run.node_args = any("::" in a for a in config.args)
         self.ran: set[str] = set()
         self.missing: list[tuple[str, str]] = []
@@ -143,7 +155,7 @@ class RuleFires:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.run.collected = len(session.items)
         paths = {item.path for item in session.items}
-        self.run.files = {f"tests/{p.name}" for p in paths if p.resolve().parent == TESTS}
+        self.run.files = collected_files(paths)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "setup":  # on the controller too: xdist forwards every report

@@ -29,7 +29,7 @@ def load(
     *patches: dict[str, Any],
 ) -> tuple[list[tuple[str, str, str | None, str]], list[tuple[str, str, str | None]]]:
     """(errors and warnings raised, warnings of a valid blueprint) as (path, message, rule id[, level]); the image
-    rules (R-IMG-*: the base bakes a stack older than the official image's) are tests/test_image.py's."""
+    rules (R-IMG-*: the base bakes a stack older than the official image's) are tests/features/node/test_image.py's."""
     try:
         result = load_blueprint_text(blueprint_text(*patches, base=AZ_ID))
     except BlueprintError as e:

@@ -141,7 +141,7 @@ def test_catalog_card_zero() -> None:
 
 def test_validate_warns_about_an_unverified_layout() -> None:
     """R-COMPUTE-3: a group on a type whose catalog layout is unverified gets a warning naming preflight."""
-    from tests.test_software_rules import GB200, problems
+    from tests.features.node.test_software_rules import GB200, problems
 
     found = [(p.level, p.path, p.message) for p in problems(GB200) if p.rule_id == "R-COMPUTE-3"]
     assert found == [("warning", "compute[0].instance_type",

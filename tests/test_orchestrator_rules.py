@@ -21,7 +21,7 @@ def _errors(patch: dict[str, Any]) -> list[tuple[str, str, str | None]]:
 
 
 def _warnings(patch: dict[str, Any], *, image_rules: bool = False) -> list[tuple[str, str, str | None]]:
-    """Warnings of ``patch``; the image rules (R-IMG-*, tests/test_image.py) only when asked for."""
+    """Warnings of ``patch``; the image rules (R-IMG-*, tests/features/node/test_image.py) only when asked for."""
     return [(p.path, p.message, p.rule_id) for p in load_blueprint_text(blueprint_text(patch)).warnings
             if image_rules or not (p.rule_id or "").startswith(("R-IMG-", "R-BAKE-"))]
 
@@ -29,7 +29,7 @@ def _warnings(patch: dict[str, Any], *, image_rules: bool = False) -> list[tuple
 @pytest.mark.parametrize(
     ("patch", "expected"),
     [
-        # orchestration: eks without an ARN creates the EKS cluster (R-EKS-* in tests/test_eks.py)
+        # orchestration: eks without an ARN creates the EKS cluster (R-EKS-* in tests/orchestrators/hyperpod_eks/test_eks.py)
         ({"orchestrator": {"kind": "hyperpod", "hyperpod": {"eks": {"kubernetes_version": "1.33"}}}},
          ("orchestrator.hyperpod.eks",
           "ignored with orchestration: slurm, got EKS cluster settings; allowed only with orchestration: eks", "R-HP-1")),
@@ -43,7 +43,7 @@ def _warnings(patch: dict[str, Any], *, image_rules: bool = False) -> list[tuple
          ("compute[0].name", "too short for a PCS compute node group, got 'gp'; allowed 3-25 characters", "R-PCS-1")),
         ({**U24, "compute": [{"name": "login", "instance_type": "p5.48xlarge", "count": 2}], "orchestrator": {"kind": "pcs"}},
          ("compute[0].name", "name reserved for the PCS login node group, got 'login'; allowed any other name", "R-PCS-1")),
-        # the PCS-ready DLAMI's OS is R-IMG-3's now (R-PCS-2 warns about custom AMIs, tests/test_image_stack.py)
+        # the PCS-ready DLAMI's OS is R-IMG-3's now (R-PCS-2 warns about custom AMIs, tests/features/node/test_image_stack.py)
         ({"software": {"os": "ubuntu-22.04"}, "orchestrator": {"kind": "pcs"}},
          # changed on purpose (issue 11): the image rules own the OS check (R-PCS-2 is gone)
          ("software.os", "AWS PCS-ready Deep Learning AMI (Base, Ubuntu 24.04) does not exist for this OS, got 'ubuntu-22.04'; "
@@ -79,7 +79,7 @@ def test_rule_errors(patch: dict[str, Any], expected: tuple[str, str, str]) -> N
     [
         # changed on purpose (issue 12 item 3): PCS defaults to efa, so R-PCS-3 has nothing to say by default
         # changed on purpose (issue 11): the floating PCS-ready DLAMI is the image rules' finding (R-PCS-4 is gone,
-        # tests/test_image.py); PCS itself has nothing to say
+        # tests/features/node/test_image.py); PCS itself has nothing to say
         ({**U24, "orchestrator": {"kind": "pcs"}}, []),
         ({**U24, "orchestrator": {"kind": "pcs", "pcs": {"efa_interface_type": "efa"}},
           "software": {"os": "ubuntu-24.04", "image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}}}, [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,7 +11,7 @@ from fmcluster.blueprint import BlueprintError
 from fmcluster.validation import load_blueprint_text
 from fmcluster.validation.rules import Rule
 from tests.blueprints import blueprint_text
-from tests.rule_fires import ROOT, Run, never_fired, report, subset_reason, where
+from tests.rule_fires import ROOT, RULE_TABLES, Run, collected_files, never_fired, report, subset_reason, suite_files, where
 
 
 def _fn(_bp: Any) -> Any:
@@ -82,3 +83,20 @@ def test_the_guard_records_a_rule_that_reported_in_this_process(request: pytest.
     with pytest.raises(BlueprintError):
         load_blueprint_text(blueprint_text({"storage": {"lustre": {"storage_capacity_gib": 3000}}}))
     assert plugin.mode == "off" or "R-FSX-1" in plugin.fired
+
+
+def test_the_suite_is_every_test_file_under_tests_including_the_slice_folders(tmp_path: Path) -> None:
+    on_disk = suite_files()
+    assert "tests/test_rule_fires.py" in on_disk
+    assert "tests/features/storage/test_storage_rules.py" in on_disk  # tests/ mirrors the slices
+    assert "tests/orchestrators/pcs/test_pcs.py" in on_disk
+    assert not {f for f in on_disk if not f.startswith("tests/") or "/test_" not in f}
+    here = ROOT / "tests" / "orchestrators" / "pcs" / "test_pcs.py"
+    assert collected_files([here, tmp_path / "test_elsewhere.py"]) == {"tests/orchestrators/pcs/test_pcs.py"}
+
+
+def test_the_rule_tables_exist() -> None:
+    tables = {p.relative_to(ROOT).as_posix() for pattern in RULE_TABLES for p in ROOT.glob(pattern)}
+    assert {"tests/test_rules.py", "tests/features/storage/test_storage_rules.py",
+            "tests/orchestrators/hyperpod_eks/test_eks.py"} <= tables
+    assert all((ROOT / t).is_file() for t in tables)

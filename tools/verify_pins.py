@@ -43,7 +43,7 @@ def _raw_source(path: str) -> str:
 
 
 def checks() -> list[Check]:
-    """Every check, offline (tests/test_observability_pins.py asserts that it covers every pin)."""
+    """Every check, offline (tests/features/observability/test_observability_pins.py asserts that it covers every pin)."""
     out: list[Check] = []
     for pin in pins.ALL_PINS:
         out.append(Check("head", pin.release_page))

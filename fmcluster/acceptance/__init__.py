@@ -7,5 +7,5 @@ as the ``fmcluster_acceptance`` package and runs them with the node's ``python3`
 ``floors`` reads the catalog and stays on the operator's side.
 """
 
-#: Files of this package the gate bundle carries (standard library only; tests/test_acceptance_gate.py).
+#: Files of this package the gate bundle carries (standard library only; tests/features/acceptance/test_acceptance_gate.py).
 SHIPPED = ("__init__.py", "nccl.py", "pairing.py", "judge.py", "metrics.py", "__main__.py")

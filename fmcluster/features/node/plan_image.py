@@ -230,7 +230,7 @@ def resolve_image(bp: Blueprint, inst: InstanceSpec, stack: SoftwareStack | None
         reported = frozenset(c for c, v in lock.items() if v is not None and (
             manifest.reference.moving or c in manifest.unverified
             or (c in ("libfabric", "aws_ofi_nccl") and "efa_installer" in manifest.unverified)))
-    # Never a GPU_STACK component: _installs_at_boot only adds NCCL and nccl-tests (tests/test_image.py checks it).
+    # Never a GPU_STACK component: _installs_at_boot only adds NCCL and nccl-tests (tests/features/node/test_image.py checks it).
     installs = _installs_at_boot(spec.mode, manifest, lock)
     # Baked and custom images are built from (or must match) the official image's NVMe handling only when they
     # derive from it; a custom AMI is unknown, so the boot path looks for an array before building one.

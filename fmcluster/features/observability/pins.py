@@ -11,7 +11,7 @@ Three kinds of pin, each checked on the node before use:
 - :class:`RepoPackage`: packages from a signed distribution repository pinned by upstream version (the
   package manager checks the repository signature and the package digest). ``sha256_reason`` says why.
 
-Every pin is listed in :data:`ALL_PINS`; tests/test_observability_pins.py fails on a pin without a release
+Every pin is listed in :data:`ALL_PINS`; tests/features/observability/test_observability_pins.py fails on a pin without a release
 source, and ``make verify-pins`` (tools/verify_pins.py, needs internet) resolves every pin (HTTP HEAD for
 archives, ``git ls-remote`` for tags, the upstream ``sha256sums.txt`` / go.dev JSON for every sha256).
 """

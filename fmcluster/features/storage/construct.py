@@ -9,7 +9,7 @@ always kept: it is the audit trail of what happened to the others.
 
 Construct ids are API: ``Storage/FileSystem``, ``Storage/CheckpointBucket``, ``Storage/DataBucket``,
 ``Storage/DataRepositoryAssociations/<Path>`` and ``Storage/AccessLogs`` name stateful resources;
-renaming one replaces the resource (data loss). ``tests/test_storage_construct.py`` pins them.
+renaming one replaces the resource (data loss). ``tests/features/storage/test_storage_construct.py`` pins them.
 
 Sources (FSx CreateFileSystem API, FSx for Lustre User Guide, CloudFormation resource schemas):
 - FSx CreateFileSystem API: https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateFileSystem.html

@@ -46,7 +46,7 @@ def hyperpod_reserved_names(rc: ResolvedCluster) -> Iterator[Violation]:
 #: ``sagemaker-<name>-<account>-<region>``: the prefix the managed AmazonSageMakerClusterInstanceRolePolicy reads
 #: (botocore sagemaker ClusterLifeCycleConfig.SourceS3Uri), a 12-digit account id, S3's 63-character limit
 #: (https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html). Kept equal to the construct's
-#: ``lifecycle_bucket_name`` (tests/test_deploy_hyperpod.py checks both agree).
+#: ``lifecycle_bucket_name`` (tests/orchestrators/hyperpod/test_deploy_hyperpod.py checks both agree).
 LIFECYCLE_BUCKET_FIXED = len("sagemaker-") + 1 + 12 + 1
 S3_BUCKET_MAX = 63
 

@@ -1,6 +1,6 @@
 """AWS ParallelCluster rules: what its own create-time validation refuses (each rule cites the validator,
 aws/aws-parallelcluster 3.16.1 ``cli/src/pcluster/validators/*.py``; ``tools/pcluster_validate.py`` runs the validators
-themselves on every generated config, and ``tests/test_deploy_pcluster_rules.py`` asserts that fmcluster refuses each
+themselves on every generated config, and ``tests/orchestrators/parallelcluster/test_deploy_pcluster_rules.py`` asserts that fmcluster refuses each
 case first)."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Each rule cites the ParallelCluster validator (aws/aws-parallelcluster 3.16.1,
 ``cli/src/pcluster/validators/*.py`` and ``cli/src/pcluster/schemas/*.py``, the code
 ``pcluster create-cluster --dryrun`` runs) or the AWS source it checks. ``tools/pcluster_validate.py``
 runs ParallelCluster's validators themselves on every generated config, and
-``tests/test_deploy_pcluster_rules.py`` asserts that fmcluster refuses each case first.
+``tests/orchestrators/parallelcluster/test_deploy_pcluster_rules.py`` asserts that fmcluster refuses each case first.
 """
 
 from __future__ import annotations

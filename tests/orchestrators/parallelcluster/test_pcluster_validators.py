@@ -3,7 +3,7 @@ the ParallelCluster venv: what ``pcluster create-cluster --dryrun`` runs, every 
 synthesized templates and recorded instance-type data; a sitecustomize refuses any request that would be sent).
 
 Every ParallelCluster example passes with one expected warning; the bad blueprints of
-tests/test_deploy_pcluster_rules.py that ParallelCluster refuses are refused by fmcluster first.
+tests/orchestrators/parallelcluster/test_deploy_pcluster_rules.py that ParallelCluster refuses are refused by fmcluster first.
 """
 
 from __future__ import annotations

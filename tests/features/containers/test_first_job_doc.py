@@ -4,11 +4,11 @@ it describes `fmcluster-node-check --nccl-log` as what the script does (the whol
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.conftest import ROOT
+
 DOC = ROOT / "docs" / "first-job.md"
 NODE_CHECK = ROOT / "fmcluster" / "features" / "node" / "templates" / "fmcluster-node-check.sh.j2"
 

@@ -2,7 +2,7 @@
 orchestrator (reserved names, directories and tag keys; ARNs of another Region or partition; managed
 services a Region does not offer; integers given as booleans or text).
 
-Each row: blueprint fragment -> (YAML path, exact message, rule id). ``tests/test_pcluster_validators.py``
+Each row: blueprint fragment -> (YAML path, exact message, rule id). ``tests/orchestrators/parallelcluster/test_pcluster_validators.py``
 runs ParallelCluster's validators themselves on the bad ParallelCluster rows and asserts they fail there too.
 """
 
@@ -29,7 +29,7 @@ def errors(patch: dict[str, Any]) -> list[tuple[str, str, str | None]]:
 def warnings(patch: dict[str, Any]) -> list[tuple[str, str, str | None]]:
     # R-PCS-2: the custom AMI of the PCS fragment below must carry the PCS agent (tests/test_orchestrator_rules.py)
     """Warnings of ``patch`` except the image rules' (R-IMG-*: HyperPod's and PCS's official images float and are
-    unverified; tests/test_image.py)."""
+    unverified; tests/features/node/test_image.py)."""
     return [(p.path, p.message, p.rule_id) for p in load_blueprint_text(blueprint_text(patch)).warnings
             if not (p.rule_id or "").startswith(("R-IMG-", "R-BAKE-", "R-PCS-2"))]
 
@@ -43,7 +43,7 @@ PCS = {"orchestrator": {"kind": "pcs", "pcs": {"efa_interface_type": "efa"}},
        "software": {"os": "ubuntu-24.04", "image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}}}
 HEAD_400 = {"compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 400}]}
 
-#: Bad ParallelCluster blueprints: ParallelCluster's validators refuse each (tests/test_pcluster_validators.py).
+#: Bad ParallelCluster blueprints: ParallelCluster's validators refuse each (tests/orchestrators/parallelcluster/test_pcluster_validators.py).
 PCLUSTER_ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
     ("queue-default", group(name="default"), "compute[0].name",
      "name reserved by ParallelCluster (its NameValidator refuses a queue named 'default'), got 'default'; allowed any "

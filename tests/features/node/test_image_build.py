@@ -17,9 +17,8 @@ from fmcluster.features.node.render_scripts import render_node_scripts
 from fmcluster.resolved import resolve
 from fmcluster.validation import load_blueprint, load_blueprint_text
 from tests.blueprints import example, merge, to_yaml
+from tests.conftest import ROOT
 from tests.test_render import shellcheck
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _rc(data: dict[str, Any]) -> Any:

@@ -1,5 +1,5 @@
 """Health checks, TaskProlog and IMEX per job on AWS PCS and SageMaker HyperPod (issue 13 items 2-3), next to
-ParallelCluster's (tests/test_slurm_settings.py): the Slurm settings each orchestrator receives for a p6e-gb200
+ParallelCluster's (tests/features/slurm/test_slurm_settings.py): the Slurm settings each orchestrator receives for a p6e-gb200
 cluster (one table), and the scripts that carry them run for real against stub ``scontrol`` / ``systemctl``.
 
 PCS takes only the cluster keys it documents (Prolog, Epilog, SelectTypeParameters, AccountingStorageEnforce: the
@@ -132,7 +132,7 @@ def test_pcs_compute_node_groups_run_the_hooks_every_boot_after_the_bootstrap() 
 
 
 def test_pcs_without_imex_types_sets_no_custom_setting() -> None:
-    # the PCS example (p5en; the text tests/test_pcs.py synthesizes): health timer only, no cluster custom setting
+    # the PCS example (p5en; the text tests/orchestrators/pcs/test_pcs.py synthesizes): health timer only, no cluster custom setting
     tpl = cluster_template(synth_templates((ROOT / "blueprints" / "pcs-p5en.yaml").read_text()))
     [c] = resources_of(tpl, "AWS::PCS::Cluster").values()
     assert "SlurmCustomSettings" not in c["Properties"]["SlurmConfiguration"]
@@ -367,7 +367,7 @@ def test_node_check_drains_the_slurm_node_with_the_first_failure(tmp_path: Path,
     from dataclasses import replace
 
     from fmcluster.features.node.render_scripts import render_node_scripts
-    from tests.test_node_check import _context, harness
+    from tests.features.node.test_node_check import _context, harness
 
     ctx = _context()
     stubs = tmp_path / "stubs"

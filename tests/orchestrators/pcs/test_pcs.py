@@ -132,7 +132,7 @@ def _user_data(tpl: dict[str, Any], instance_type: str, region: str = "us-east-1
 
 def test_node_setup_is_not_in_user_data(two_groups: dict[str, Any]) -> None:
     """Changed on purpose (issue 12 item 3): the Lustre mount and bootstrap.sh run as PCS node lifecycle
-    actions (tests/test_deploy_pcs.py); without a metrics layer no launch template has user data."""
+    actions (tests/orchestrators/pcs/test_deploy_pcs.py); without a metrics layer no launch template has user data."""
     for group, (_, data) in pcs_launch_templates(two_groups).items():
         assert "UserData" not in data, group
 
@@ -243,7 +243,7 @@ def test_login_node_runs_the_head_node_script_with_the_node_policy(metrics: str)
     out, templates = synth_to_folder(text)
     tpl = cluster_template(templates)
     login = _user_data(tpl, "m7i.2xlarge", "us-east-2")
-    assert "mount -t lustre" not in login  # a lifecycle action now (tests/test_deploy_pcs.py)
+    assert "mount -t lustre" not in login  # a lifecycle action now (tests/orchestrators/pcs/test_deploy_pcs.py)
     (url,) = re.findall(r"\naws s3 cp (s3://\S+) /opt/fmcluster/head-node\.sh\n", login)
     assert url.startswith("s3://cdk-hnb659fds-assets-123456789012-us-east-2/") and url.endswith(".sh")
     # the object the login node downloads is the rendered head-node script

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.blueprints import group
-from tests.test_software_rules import B200, B300, problems, sw
+from tests.features.node.test_software_rules import B200, B300, problems, sw
 
 PROPRIETARY = sw(kernel_modules="proprietary")
 UNTESTED = {"software": {"allow_untested": True}}

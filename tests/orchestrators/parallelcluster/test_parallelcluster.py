@@ -87,7 +87,7 @@ def test_fsx_is_mounted_as_existing_shared_storage() -> None:
 def test_bootstrap_script_is_on_node_configured_and_readable_object_level() -> None:
     t, props = cluster()
     [q] = props["ClusterConfiguration"]["Scheduling"]["SlurmQueues"]
-    # first in the sequence; enroot/pyxis follow (tests/test_slurm_settings.py)
+    # first in the sequence; enroot/pyxis follow (tests/features/slurm/test_slurm_settings.py)
     script = q["CustomActions"]["OnNodeConfigured"]["Sequence"][0]["Script"]["Fn::Sub"]
     assert script.startswith("s3://cdk-hnb659fds-assets-${AWS::AccountId}-us-east-1/") and script.endswith(".sh")
     access = q["Iam"]["S3Access"]
@@ -107,7 +107,7 @@ def test_image_os_follows_the_software_os(os: str, pc_os: str) -> None:
 def test_head_node_runs_the_observability_script_with_the_node_policy(metrics: str) -> None:
     t, props = cluster({"observability": {"metrics": metrics}})
     head = props["ClusterConfiguration"]["HeadNode"]
-    # first in the sequence; the topology installer follows (tests/test_slurm_settings.py)
+    # first in the sequence; the topology installer follows (tests/features/slurm/test_slurm_settings.py)
     script = head["CustomActions"]["OnNodeConfigured"]["Sequence"][0]["Script"]["Fn::Sub"]
     assert head["Iam"]["S3Access"][0] == {"BucketName": {"Fn::Sub": "cdk-hnb659fds-assets-${AWS::AccountId}-us-east-1"},
                                           "KeyName": script.rsplit("/", 1)[1]}
@@ -136,7 +136,7 @@ def test_kms_checkpoint_bucket_adds_the_key_policy_to_every_queue() -> None:
     assert policy["Type"] == "AWS::IAM::ManagedPolicy"
     statements = {st["Sid"]: st for st in policy["Properties"]["PolicyDocument"]["Statement"]}
     assert statements["CheckpointKey"]["Resource"] == kms
-    assert "CheckpointPrefixList" in statements  # issue 12 item 7: listing the prefix (tests/test_deploy_storage.py)
+    assert "CheckpointPrefixList" in statements  # issue 12 item 7: listing the prefix (tests/features/storage/test_deploy_storage.py)
 
 
 def test_checkpoint_policy_without_kms_has_no_key_statement() -> None:
@@ -171,7 +171,7 @@ def test_slurm_settings(default: dict[str, Any]) -> None:
     assert default["ClusterConfiguration"]["Scheduling"]["SlurmSettings"] == {
         "QueueUpdateStrategy": "DRAIN", "ScaledownIdletime": 10, "EnableMemoryBasedScheduling": False,
         "CustomSlurmSettings": [{"TopologyPlugin": "topology/tree"}, *slurm_conf_settings(NODE_DIR, TASK_PROLOG)]}
-    # (topology and hooks: tests/test_slurm_settings.py)
+    # (topology and hooks: tests/features/slurm/test_slurm_settings.py)
     (queue,) = default["ClusterConfiguration"]["Scheduling"]["SlurmQueues"]
     assert queue["HealthChecks"] == {"Gpu": {"Enabled": True}}
     assert queue["ComputeSettings"]["LocalStorage"]["RootVolume"] == {"Size": 200, "Encrypted": True, "VolumeType": "gp3"}

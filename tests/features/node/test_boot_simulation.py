@@ -28,9 +28,9 @@ from fmcluster.resolved import resolve
 from fmcluster.validation import load_blueprint, load_blueprint_text
 from tests import goldens
 from tests.blueprints import DROP, example, merge, to_yaml
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("boot_sim_harness", Path(__file__).parent / "fixtures/boot_sim/harness.py")
+_spec = importlib.util.spec_from_file_location("boot_sim_harness", ROOT / "tests/fixtures/boot_sim/harness.py")
 assert _spec and _spec.loader
 harness = importlib.util.module_from_spec(_spec)
 sys.modules["boot_sim_harness"] = harness

@@ -18,10 +18,10 @@ import yaml
 from fmcluster.features.acceptance.render_gate import BUNDLE_EOF, render_acceptance_files
 from fmcluster.review.render import render_blueprint
 from fmcluster.validation import load_blueprint
+from tests.conftest import ROOT
 from tests.fixtures.acceptance.gate_harness import GateRun, run_gate
 from tests.test_render import shellcheck
 
-ROOT = Path(__file__).resolve().parent.parent
 EIGHT = [f"p5-st-gpu-{i}" for i in range(1, 9)]
 SLOW = "p5-st-gpu-5"
 

@@ -20,9 +20,9 @@ from fmcluster.features.node.render_scripts import render_node_scripts
 from fmcluster.resolved import resolve
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import blueprint_text, example
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("node_check_harness", Path(__file__).parent / "fixtures/node_check/harness.py")
+_spec = importlib.util.spec_from_file_location("node_check_harness", ROOT / "tests/fixtures/node_check/harness.py")
 assert _spec and _spec.loader
 harness = importlib.util.module_from_spec(_spec)
 sys.modules["node_check_harness"] = harness

@@ -27,8 +27,8 @@ from fmcluster.orchestrators.hyperpod_eks.render_kubernetes import node_check_lo
 from fmcluster.resolved import ResolvedCluster, resolve
 from fmcluster.validation import load_blueprint, load_blueprint_text
 from tests.blueprints import blueprint_text, example
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 CRDS = ROOT / "tests" / "fixtures" / "k8s-crds"
 #: The Kubernetes schema version the manifests are checked against: the example's pinned EKS version.
 K8S_SCHEMA_VERSION = "1.33.0"

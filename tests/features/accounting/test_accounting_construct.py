@@ -39,7 +39,7 @@ def pc_synth() -> tuple[Path, dict[str, dict[str, Any]]]:
 
 @pytest.mark.synth
 def test_accounting_stack_is_nag_and_cfn_lint_clean() -> None:
-    from tests.test_storage_construct import cfn_lint_errors
+    from tests.features.storage.test_storage_construct import cfn_lint_errors
 
     out, templates = pc_synth()
     assert set(templates) == {f"t-cluster-{s}" for s in ("network", "storage", "accounting", "cluster")}
@@ -137,7 +137,7 @@ def test_parallelcluster_config_gets_the_database_and_the_head_node_the_client_g
 
 @pytest.mark.synth
 def test_parallelcluster_validators_accept_the_database() -> None:
-    from tests.test_pcluster_validators import EXPECTED_WARNINGS, PCLUSTER_PY, _run
+    from tests.orchestrators.parallelcluster.test_pcluster_validators import EXPECTED_WARNINGS, PCLUSTER_PY, _run
 
     if not PCLUSTER_PY.exists():
         pytest.skip("make setup creates .venv-pcluster")
@@ -158,7 +158,7 @@ def test_default_blueprint_has_no_accounting(default_templates: dict[str, Any]) 
 # ---- PCS ---------------------------------------------------------------------------------------------
 @pytest.mark.synth
 def test_pcs_managed_accounting_and_no_database() -> None:
-    from tests.test_storage_construct import cfn_lint_errors
+    from tests.features.storage.test_storage_construct import cfn_lint_errors
 
     text = blueprint_text(accounting(purge_after_days=365), base=example("pcs-p5en"))
     templates = synth_templates(text)

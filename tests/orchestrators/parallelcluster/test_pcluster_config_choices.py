@@ -25,7 +25,7 @@ def test_detailed_monitoring_is_off_by_default_and_a_blueprint_option() -> None:
 
 
 def test_head_node_is_reachable_through_ssm_with_or_without_a_key() -> None:
-    # SSM first; then the topology refresh's policy (tests/test_slurm_settings.py)
+    # SSM first; then the topology refresh's policy (tests/features/slurm/test_slurm_settings.py)
     assert config()["HeadNode"]["Iam"]["AdditionalIamPolicies"][0] == SSM
     keyed = config({"orchestrator": {"parallelcluster": {"ssh_key_name": "ops"}}})
     assert keyed["HeadNode"]["Ssh"] == {"KeyName": "ops"}

@@ -275,7 +275,7 @@ def test_the_schema_rejects_what_the_service_rejects() -> None:
 def test_build_steps_keep_their_script_and_validate_by_running_it_again() -> None:
     """Integrated with the boot path's install templates (issue 11): the build phase writes the component's install
     script into the image and runs it; validate runs it again; the lock step's test checks the lock file. The lock
-    component itself is run for real in tests/test_image_build.py."""
+    component itself is run for real in tests/features/node/test_image_build.py."""
     from fmcluster.features.node.render_image_build import BUILD_SCRIPT_DIR, LOCK_PATH, image_build_steps, placeholder_steps
     from fmcluster.resolved import resolve
     from fmcluster.validation import load_blueprint

@@ -15,7 +15,7 @@ from fmcluster.orchestrators.hyperpod_eks.plan import control_plane_cidrs
 from fmcluster.resolved import resolve
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import DROP, blueprint_text, example, merge
-from tests.conftest import resources_of, synth_templates
+from tests.conftest import ROOT, resources_of, synth_templates
 
 ARN = "arn:aws:eks:us-east-1:123456789012:cluster/training"
 ADMIN = "arn:aws:iam::123456789012:role/eks-admins"
@@ -136,9 +136,8 @@ def test_imported_cluster_gets_no_addons_and_no_eks_stack() -> None:
 # ---- synthesized example ----------------------------------------------------------------------------------------
 @cache
 def _templates() -> dict[str, dict[str, Any]]:
-    from pathlib import Path
 
-    return synth_templates((Path(__file__).resolve().parent.parent / "blueprints" / "hyperpod-eks.yaml").read_text())
+    return synth_templates((ROOT / "blueprints" / "hyperpod-eks.yaml").read_text())
 
 
 def test_stacks_of_the_example() -> None:

@@ -4,7 +4,6 @@ estimate) and the image rules R-IMG-*, as tables."""
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,8 +15,9 @@ from fmcluster.features.node.plan_image import STEP_SECONDS, estimate_name
 from fmcluster.resolved import resolve
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import blueprint_text, example, group, to_yaml
+from tests.conftest import ROOT
 
-EXAMPLES = sorted(p.stem for p in (Path(__file__).parent.parent / "blueprints").glob("*.yaml"))
+EXAMPLES = sorted(p.stem for p in (ROOT / "blueprints").glob("*.yaml"))
 CB = {"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"}
 GB200 = group(instance_type="p6e-gb200.36xlarge", count=9, capacity=CB)
 ARM_HEAD = {"parallelcluster": {"head_node_instance_type": "m7g.4xlarge"}}
@@ -194,7 +194,7 @@ def test_image_rule_warnings(patches: list[dict[str, Any]], expected_ids: list[s
 
 
 # No catalog manifest lacks an architecture, and no manifest's missing Lustre client is confirmed: these rows change
-# the facts of the ParallelCluster 3.16.3 manifest (as tests/test_containers.py changes an image's) to reach the rules.
+# the facts of the ParallelCluster 3.16.3 manifest (as tests/features/containers/test_containers.py changes an image's) to reach the rules.
 NO_LUSTRE_CLIENT_CONFIRMED = {"unverified": get_image("parallelcluster-3.16.3").unverified - {"lustre_client"}}
 
 

@@ -27,8 +27,8 @@ from fmcluster.features.topology.render_scripts import (
     render_topology_installer,
     render_topology_placeholder,
 )
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 GENERATOR = ROOT / "fmcluster" / "topology" / "ec2_slurm.py"
 SHELLCHECK = Path(sys.executable).parent / "shellcheck"
 
