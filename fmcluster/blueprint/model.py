@@ -1092,6 +1092,26 @@ class OrchestratorSpec(Section):
     pcs: PcsSettings = Field(default_factory=PcsSettings)
     slurm: SlurmSpec = Field(default_factory=SlurmSpec, description="Slurm settings shared by the Slurm orchestrators.")
 
+    @property
+    def settings(self) -> Section:
+        """The settings section of the chosen orchestrator (``orchestrator.<kind>``)."""
+        return cast(Section, getattr(self, self.kind))
+
+    @property
+    def profile_key(self) -> str:
+        """The orchestrator's registry key: ``<kind>``, or ``<kind>-<orchestration>`` when its settings choose an
+        orchestration (HyperPod: ``hyperpod-slurm``, ``hyperpod-eks``). ``fmcluster.orchestrators.registry`` checks
+        that every row follows it (tests/test_registry.py)."""
+        orchestration = getattr(self.settings, "orchestration", None)
+        return f"{self.kind}-{orchestration}" if orchestration else self.kind
+
+    @property
+    def release(self) -> str | None:
+        """The orchestrator release the official image follows (its settings' ``version``), or ``None`` for a managed
+        service."""
+        version = getattr(self.settings, "version", None)
+        return version if isinstance(version, str) else None
+
 
 # ---- observability ---------------------------------------------------------------------------
 DEFAULT_SCRAPE_INTERVAL_S = 30
@@ -1206,8 +1226,7 @@ class Blueprint(Section):
         if sw.stack is not None and sw.os is not None:
             return self
         orch = self.orchestrator
-        key = orch.kind if orch.kind != "hyperpod" else f"hyperpod-{orch.hyperpod.orchestration}"
-        image = official_image(key, orch.parallelcluster.version if orch.kind == "parallelcluster" else None)
+        image = official_image(orch.profile_key, orch.release)
         stack = sw.stack
         if stack is None:
             stack = image.stack if (image is not None and sw.image.mode == "official") else _default_stack_for(self)

@@ -122,8 +122,6 @@ class OrchestratorProfile:
             ``database`` (ParallelCluster ``SlurmSettings.Database`` against a database fmcluster creates),
             ``managed`` (AWS PCS runs it) or ``None`` (not wired: HyperPod, R-ACCT-1). Default ``None``.
         runs_slurm: whether jobs run under Slurm (sbatch, pyxis containers, prologs). Default True (False: HyperPod EKS).
-        orchestrator_version: the orchestrator release whose official image the nodes boot (the catalog's official
-            image is looked up by ``key`` and this), or ``None`` for a managed service. Default ``None``.
         baked_ami_tags: the tags a baked AMI gets so the orchestrator accepts it, from the blueprint's ``software.os``
             name, or ``None`` when it needs none. Default ``None``.
         encrypted_custom_ami: whether the orchestrator accepts a custom AMI with an encrypted root snapshot. Default
@@ -164,7 +162,6 @@ class OrchestratorProfile:
     task_prolog: bool = False
     slurm_accounting: Literal["database", "managed"] | None = None
     runs_slurm: bool = True
-    orchestrator_version: str | None = None
     baked_ami_tags: Callable[[str], Mapping[str, str]] | None = None
     encrypted_custom_ami: bool = True
     management_instance_types: tuple[tuple[str, str], ...] = ()

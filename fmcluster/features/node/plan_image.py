@@ -143,10 +143,10 @@ class ResolvedImage:
 
 
 def blueprint_official_image(bp: Blueprint) -> ImageManifest | None:
-    """The orchestrator's official image for the blueprint: the catalog's image of its profile key and
-    ``orchestrator_version`` (ParallelCluster: per version)."""
-    profile = profile_for(bp.orchestrator)
-    return official_image(profile.key, profile.orchestrator_version)
+    """The orchestrator's official image for the blueprint: the catalog's image of its registry key and release
+    (``OrchestratorSpec.profile_key``, ``OrchestratorSpec.release``: ParallelCluster per version), the same one the
+    blueprint's software defaults come from."""
+    return official_image(bp.orchestrator.profile_key, bp.orchestrator.release)
 
 
 def node_lock(stack: SoftwareStack, inst: InstanceSpec) -> dict[str, str | None]:
