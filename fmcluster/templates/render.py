@@ -1,9 +1,9 @@
 """Render Jinja templates strictly: a missing value is an error, never an empty string.
 
-Templates live in ``fmcluster/templates/`` (the shared shell library and the node scripts) and in the slices that own
-them: ``fmcluster/features/<slice>/templates/`` and ``fmcluster/orchestrators/<slice>/templates/``, whose templates are
-named ``<slice>/<file>`` (``observability/exporters.sh.j2`` is ``fmcluster/features/observability/templates/
-exporters.sh.j2``). A slice name never shadows a folder of ``fmcluster/templates/``.
+Templates live in the slices that own them, ``fmcluster/features/<slice>/templates/`` and
+``fmcluster/orchestrators/<slice>/templates/``, and are named ``<slice>/<file>`` (``observability/exporters.sh.j2`` is
+``fmcluster/features/observability/templates/exporters.sh.j2``; the shared shell library is the node slice's
+``node/lib.sh.j2``). A template directly under ``fmcluster/templates/`` is found by its plain path after them.
 """
 
 from __future__ import annotations
