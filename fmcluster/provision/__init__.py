@@ -18,7 +18,7 @@ def run(file: Path, *, profile: str | None = None, session_factory: Any = None) 
     credentials, stack not deployed). ``session_factory(profile, region)`` returns a boto3-like session
     (tests pass one with Stubber-backed clients)."""
     import boto3
-    from botocore.exceptions import BotoCoreError, ClientError, ProfileNotFound
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, ProfileNotFound
 
     from fmcluster.blueprint import BlueprintError
     from fmcluster.features.observability.provision_grafana import GrafanaTarget, ProvisionError, provision_grafana
@@ -48,6 +48,10 @@ def run(file: Path, *, profile: str | None = None, session_factory: Any = None) 
         report = provision_grafana(observability_context(rc), target, grafana=session.client("grafana"))
     except ProfileNotFound:
         print_error(f"AWS profile {profile!r} not found; allowed a profile from `aws configure list-profiles`")
+        return 2
+    except NoCredentialsError:
+        print_error("no AWS credentials found; allowed the standard chain (environment, ~/.aws, SSO, instance role) "
+                    "or --profile NAME of `aws configure list-profiles`")
         return 2
     except ClientError as e:
         print_error(f"{e.operation_name}: {e.response.get('Error', {}).get('Message', e)}")

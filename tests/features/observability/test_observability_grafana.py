@@ -158,3 +158,21 @@ def test_cli_refuses_self_hosted(tmp_path: Path) -> None:
     blueprint = tmp_path / "bp.yaml"
     blueprint.write_text(blueprint_text({"observability": {"metrics": "self_hosted"}}))
     assert run(blueprint, session_factory=lambda p, r: pytest.fail("no AWS call for a self-hosted blueprint")) == 2
+
+
+def test_cli_without_credentials_could_not_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No credentials is "could not run" (exit 2, as the command's help and the README say), not a failed call."""
+    from botocore.exceptions import NoCredentialsError
+
+    blueprint = tmp_path / "bp.yaml"
+    blueprint.write_text(blueprint_text({"observability": {"metrics": "managed"}}))
+
+    class Session:
+        def client(self, name: str) -> Any:
+            class Client:
+                def describe_stacks(self, **_: Any) -> Any:
+                    raise NoCredentialsError()
+            return Client()
+
+    assert run(blueprint, session_factory=lambda profile, region: Session()) == 2
+    assert "no AWS credentials found" in capsys.readouterr().err
