@@ -28,11 +28,13 @@ from typing import Any
 
 import yaml
 
+from tests.blueprints import DROP, merge
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "blueprints").glob("*.yaml"))
 TEST_PARENT_AMI = "ami-0a1b2c3d4e5f60718"
 
-#: name -> (example it patches, patch: dicts merge key by key, other values replace).
+#: name -> (example it patches, patch in tests.blueprints.merge's semantics: DROP removes a key).
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "default-accounting": ("default", {"orchestrator": {"slurm": {"accounting": {
         "enabled": True, "second_availability_zone": "us-east-1b"}}}}),
@@ -43,7 +45,7 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "default-spot-two-groups": ("default", {"compute": [
         {"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "capacity": {"type": "spot"}},
         {"name": "gpu2", "instance_type": "p4d.24xlarge", "count": 2, "capacity": {"type": "on_demand"}}]}),
-    "default-no-lustre": ("default", {"storage": {"lustre": None}}),
+    "default-no-lustre": ("default", {"storage": {"lustre": DROP}}),
     "pcs-accounting-self-hosted": ("pcs-p5en", {"orchestrator": {"slurm": {"accounting": {"enabled": True}}},
                                                 "observability": {"metrics": "self_hosted"}}),
     "pcs-managed": ("pcs-p5en", {"observability": {"metrics": "managed"}}),
@@ -53,7 +55,7 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
         "deployment_type": "PERSISTENT_2", "storage_capacity_gib": 4800, "per_unit_storage_throughput": 250,
         "mount_point": "/fsx"}}}),
     "hyperpod-eks-managed": ("hyperpod-eks", {"observability": {"metrics": "managed"}}),
-    "gb200-pcs": ("p6e-gb200", {"orchestrator": {"kind": "pcs", "parallelcluster": None,
+    "gb200-pcs": ("p6e-gb200", {"orchestrator": {"kind": "pcs", "parallelcluster": DROP,
                                                  "pcs": {"slurm_version": "25.05"}}}),
     "bad-typo": ("default", {"compute": [{"name": "gpu", "instance_type": "p5.48xlargee", "count": 4}]}),
 }
@@ -61,18 +63,6 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
 DIFFS = [("default", v) for v in VARIANTS if VARIANTS[v][0] == "default"] + [
     ("pcs-p5en", "pcs-accounting-self-hosted"), ("hyperpod-p5", "hyperpod-self-hosted"),
     ("hyperpod-eks", "hyperpod-eks-lustre")]
-
-
-def merge(base: Any, patch: Any) -> Any:
-    if not isinstance(patch, dict) or not isinstance(base, dict):
-        return patch
-    out = dict(base)
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = merge(out.get(k), v)
-    return out
 
 
 def blueprint_files(work: Path) -> dict[str, Path]:

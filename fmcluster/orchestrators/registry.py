@@ -1,8 +1,8 @@
 """The registry of orchestrators: one row per slice (``fmcluster/orchestrators/<key>/``), the only module that lists
 them all.
 
-Each row names the slice's key (:class:`fmcluster.orchestrators.profile.OrchestratorProfile` ``key``), the blueprint's
-``orchestrator.kind`` it serves, how it recognises its blueprints (``selects``) and how it builds its profile.
+Each row names the slice's key (:class:`fmcluster.orchestrators.profile.OrchestratorProfile` ``key``, which is the
+blueprint's own ``OrchestratorSpec.profile_key``), the ``orchestrator.kind`` it serves and how it builds its profile.
 The slice's ``stack.py`` (``build(stack, inputs) -> construct``: the orchestrator construct and its outputs in
 ``<name>-cluster``) is imported only when a cluster of that orchestrator is synthesized, so a synth loads only its own
 orchestrator's CDK modules (:meth:`Orchestrator.build`). The slice's ``rules.py`` is listed in
@@ -32,14 +32,12 @@ class Orchestrator:
     Attributes:
         key: the profile key (``OrchestratorProfile.key``), e.g. ``hyperpod-eks``.
         kind: the ``orchestrator.kind`` it serves (several keys may share one kind: HyperPod).
-        selects: whether an orchestrator section is this one's (kind and, for a shared kind, its variant).
         profile: builds the profile from the orchestrator section.
         stack_module: the slice's stack wiring module (``fmcluster.orchestrators.<slice>.stack``).
     """
 
     key: str
     kind: str
-    selects: Callable[[OrchestratorSpec], bool]
     profile: Callable[[OrchestratorSpec], OrchestratorProfile]
     stack_module: str
 
@@ -50,8 +48,8 @@ class Orchestrator:
 
 
 def _row(module: Any, kind: str) -> Orchestrator:
-    """The row of the slice whose ``profile.py`` is ``module`` (its ``KEY``, ``selects``, ``profile``)."""
-    return Orchestrator(module.KEY, kind, module.selects, module.profile,
+    """The row of the slice whose ``profile.py`` is ``module`` (its ``KEY`` and ``profile``)."""
+    return Orchestrator(module.KEY, kind, module.profile,
                         stack_module=module.__name__.rpartition(".")[0] + ".stack")
 
 
@@ -69,12 +67,10 @@ RULE_TARGETS: frozenset[str] = frozenset((*ORCHESTRATORS, *KINDS))
 
 
 def profile_for(orch: OrchestratorSpec) -> OrchestratorProfile:
-    """The profile of the orchestrator section ``orch`` (HyperPod: Slurm or EKS by ``orchestration``).
+    """The profile of the orchestrator section ``orch``: the row of ``orch.profile_key`` (HyperPod: Slurm or EKS by
+    ``orchestration``).
 
     Raises:
-        KeyError: no registered orchestrator selects ``orch`` (an ``orchestrator.kind`` the model does not allow).
+        KeyError: no registered orchestrator has that key.
     """
-    for row in ORCHESTRATORS.values():
-        if row.selects(orch):
-            return row.profile(orch)
-    raise KeyError(orch.kind)
+    return ORCHESTRATORS[orch.profile_key].profile(orch)

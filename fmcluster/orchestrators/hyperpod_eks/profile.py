@@ -9,11 +9,6 @@ from fmcluster.orchestrators.profile import ImexWiring, OrchestratorProfile
 KEY = "hyperpod-eks"
 
 
-def selects(orch: OrchestratorSpec) -> bool:
-    """``orchestrator.kind: hyperpod`` with ``hyperpod.orchestration: eks``."""
-    return orch.kind == "hyperpod" and orch.hyperpod.orchestration == "eks"
-
-
 def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
     """The profile of a HyperPod EKS blueprint.
 

@@ -9,11 +9,6 @@ from fmcluster.orchestrators.profile import ImexWiring, OrchestratorProfile
 KEY = "hyperpod-slurm"
 
 
-def selects(orch: OrchestratorSpec) -> bool:
-    """``orchestrator.kind: hyperpod`` with ``hyperpod.orchestration: slurm``."""
-    return orch.kind == "hyperpod" and orch.hyperpod.orchestration == "slurm"
-
-
 def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
     """The profile of a HyperPod Slurm blueprint (a login node when ``hyperpod.login_instance_type`` is set)."""
     hp = orch.hyperpod

@@ -43,11 +43,6 @@ def parallelcluster_ami_tags(version: str, os: str) -> dict[str, str]:
 PCLUSTER_IMDS_LOCKDOWN_SERVICE = "parallelcluster-iptables.service"
 
 
-def selects(orch: OrchestratorSpec) -> bool:
-    """``orchestrator.kind: parallelcluster``."""
-    return orch.kind == "parallelcluster"
-
-
 def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
     """The profile of a ParallelCluster blueprint (the EFA interface type follows ``parallelcluster.version``)."""
     return OrchestratorProfile(

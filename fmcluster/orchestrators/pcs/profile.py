@@ -24,11 +24,6 @@ PCS_USER_DATA_EMBED_LIMIT_BYTES = 12 * 1024
 PCS_SLURM_DIR = "/opt/aws/pcs/scheduler/slurm-{version}"
 
 
-def selects(orch: OrchestratorSpec) -> bool:
-    """``orchestrator.kind: pcs``."""
-    return orch.kind == "pcs"
-
-
 def _pcs_imex(slurm_version: str) -> ImexWiring:
     """The PCS IMEX guide's prolog needs Slurm >= 25.05 and UltraServers from a Capacity Block (:data:`PCS_IMEX_DOC`)."""
     def key(v: str) -> tuple[int, ...]:
