@@ -140,7 +140,7 @@ def test_duplicate_keys_are_errors_with_both_lines() -> None:
     ({"compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 4.5}]}, "compute[0].count",
      "must be a whole number, got 4.5"),
     ({"orchestrator": {"kind": "pcs", "pcs": {"slurm_version": 25.1}}}, "orchestrator.pcs.slurm_version",
-     "must be text, got the number 25.1; allowed text - quote it in YAML (e.g. '25.10', which unquoted YAML reads as the number 25.1)"),
+     "must be text, got 25.1, which YAML reads as a number, not text - quote it: '25.1'"),
     ({"software": {"environment": {"1BAD": "x", "A B": "y"}}}, "software.environment.A B",
      "invalid format, got 'A B'; allowed letters, digits and _, not starting with a digit"),
     ({"tags": {"aws:team": "x"}}, "tags.aws:team",

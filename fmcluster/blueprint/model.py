@@ -24,6 +24,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from fmcluster.catalog import UnknownInstanceType, get_instance
 from fmcluster.catalog.images import image_stacks, official_image
@@ -120,12 +121,14 @@ RemovalPolicyName = Literal["retain", "destroy"]
 def _whole_number_input(v: Any) -> Any:
     """Refuse booleans and text where an integer is expected (pydantic's lax mode would take both)."""
     if isinstance(v, bool):
-        raise ValueError(
-            f"must be a whole number, got {str(v).lower()} (YAML reads true, false, yes, no, on and off as booleans); "
-            "allowed an integer such as 4"
-        )
+        # The loader words this from the value as written (validation/loader.py ``_convert``).
+        raise PydanticCustomError(
+            "whole_number_boolean",
+            "must be a whole number, got {value} (YAML reads true, false, yes, no, on and off as booleans); "
+            "allowed an integer such as 4", {"value": str(v).lower()})
     if isinstance(v, str):
-        raise ValueError(f"must be a whole number, got the text {v!r}; allowed an integer without quotes, such as 4")
+        raise PydanticCustomError("whole_number_text", "must be a whole number, got the text '{value}'; "
+                                  "allowed an integer without quotes, such as 4", {"value": v})
     return v
 
 

@@ -4,6 +4,7 @@ docs/blueprint.md from :func:`markdown_reference`."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import types
 import typing
@@ -53,6 +54,27 @@ def _default(f: FieldInfo) -> str:
     return f"`{json.dumps(f.default)}`"
 
 
+#: The words for pydantic's field constraints (``annotated_types``), as docs/blueprint.md's "limits" show them.
+_LIMIT_WORDS = {"MinLen": "at least {} items", "MaxLen": "at most {} items", "Ge": ">= {}", "Gt": "> {}",
+                "Le": "<= {}", "Lt": "< {}"}
+
+
+def _limits(f: FieldInfo) -> str:
+    """The field's own limits (``at most 40 items``, ``>= 1``), the ones the loader's messages name; text fields say
+    characters instead of items."""
+    text = _type_text(f.annotation).startswith("str")
+    out = []
+    for m in f.metadata:
+        name = type(m).__name__
+        if name in _LIMIT_WORDS:
+            # annotated_types constraints are one-field dataclasses (MaxLen(max_length=40), Ge(ge=1)).
+            value = getattr(m, dataclasses.fields(m)[0].name)
+            words = _LIMIT_WORDS[name].format(value)
+            words = words.replace(" 1 items", " 1 item")
+            out.append(words.replace("items", "characters") if text else words)
+    return "; ".join(out)
+
+
 def _section_models(model: type[BaseModel], prefix: str, seen: list[tuple[str, type[BaseModel]]]) -> None:
     seen.append((prefix, model))
     for name, f in model.model_fields.items():
@@ -87,6 +109,8 @@ def markdown_reference() -> str:
         for name, f in model.model_fields.items():
             extra = f.json_schema_extra if isinstance(f.json_schema_extra, dict) else {}
             desc = (f.description or "").replace("|", "\\|") + (" **replaces**" if extra.get("replaces") else "")
+            limits = _limits(f)
+            desc += f" Limits: {limits}." if limits else ""
             lines.append(f"| `{name}` | {_type_name(f.annotation)} | {_default(f)} | {desc} |")
         lines.append("")
     return "\n".join(lines)

@@ -30,14 +30,33 @@ class UnknownInstanceType(KeyError):
     def __init__(self, name: str) -> None:
         self.name = name
         known = known_instance_types()
-        lowered = {k.lower(): k for k in known}
-        match = difflib.get_close_matches(str(name).lower(), list(lowered), n=1)
-        close = [lowered[m] for m in match]
-        hint = f" - did you mean {close[0]!r}?" if close else ""
+        close = closest_instance_type(str(name), known)
+        hint = f" - did you mean {close!r}?" if close else ""
         super().__init__(f"unknown instance type, got {name!r}; allowed {', '.join(known)}{hint}")
 
     def __str__(self) -> str:  # KeyError quotes its message otherwise
         return str(self.args[0])
+
+
+def closest_instance_type(name: str, known: list[str]) -> str | None:
+    """The catalog type a misspelt ``name`` most likely meant: the same family when the family exists (its type of the
+    same size, else its largest: ``p6-b200.96xlarge`` -> ``p6-b200.48xlarge``, not the closer string
+    ``p6e-gb200.36xlarge``), else the closest spelling (``difflib``), else ``None``."""
+    family, _, size = name.lower().partition(".")
+    same_family = [k for k in known if k.lower().partition(".")[0] == family]
+    if same_family:
+        same_size = [k for k in same_family if k.lower().partition(".")[2] == size]
+        return (same_size or sorted(same_family, key=_size_rank))[-1]
+    lowered = {k.lower(): k for k in known}
+    match = difflib.get_close_matches(name.lower(), list(lowered), n=1)
+    return lowered[match[0]] if match else None
+
+
+def _size_rank(name: str) -> int:
+    """``48xlarge`` -> 48 (``xlarge`` -> 1) for ordering the sizes of one family."""
+    size = name.partition(".")[2]
+    digits = size.split("xlarge")[0]
+    return int(digits) if digits.isdigit() else 1
 
 
 @dataclass(frozen=True)

@@ -51,13 +51,13 @@ def load_blueprint_with_warnings(path: str | Path, *, org: str | Path | None = N
 def load_blueprint_text(text: str, *, file: str = "<string>", org: str | Path | None = None) -> LoadResult:
     """Validate blueprint YAML given as text (see :func:`load_blueprint`). The organisation layer (``x-`` keys,
     ``extends``, defaults, rules) applies here, once, for every command."""
-    data, lines = _parse(text, file)
+    data, lines, written = _parse(text, file)
     data, org_problems, _ = organisation.apply(data, file, org)
     org_problems = [_with_line(p, lines) for p in org_problems]
     try:
         bp = Blueprint.model_validate(data)
     except ValidationError as e:
-        problems = [_convert(err, data, lines) for err in e.errors()]
+        problems = [_convert(err, data, lines, written) for err in e.errors()]
         problems += _section_rule_problems(data, problems, lines)
         raise BlueprintError(file, _in_file_order(_dedupe(problems + org_problems))) from None
     problems = _in_file_order([_with_line(p, lines) for p in run_rules(bp)] + org_problems)
@@ -67,7 +67,8 @@ def load_blueprint_text(text: str, *, file: str = "<string>", org: str | Path | 
 
 
 # ---- YAML with line numbers ------------------------------------------------------------------
-def _parse(text: str, file: str) -> tuple[dict[str, Any], dict[tuple[Any, ...], int]]:
+def _parse(text: str, file: str) -> tuple[dict[str, Any], dict[tuple[Any, ...], int], dict[tuple[Any, ...], yaml.ScalarNode]]:
+    """The data, the line of every YAML path and the scalar node of every scalar (the value as written)."""
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
@@ -90,14 +91,15 @@ def _parse(text: str, file: str) -> tuple[dict[str, Any], dict[tuple[Any, ...], 
                                "allowed a mapping with name, region, compute, ...", line=1)]
         )
     lines: dict[tuple[Any, ...], int] = {}
+    written: dict[tuple[Any, ...], yaml.ScalarNode] = {}
     duplicates: list[Problem] = []
     try:
-        _index(node, lines, duplicates)
+        _index(node, lines, duplicates, written)
     except BlueprintError as e:
         raise BlueprintError(file, e.problems) from None
     if duplicates:
         raise BlueprintError(file, duplicates)
-    return data, lines
+    return data, lines, written
 
 
 #: Limits that keep a hostile file (deep nesting, YAML alias "billion laughs") from exhausting the machine.
@@ -105,9 +107,11 @@ MAX_NODES = 20_000
 MAX_DEPTH = 40
 
 
-def _index(root: yaml.Node | None, out: dict[tuple[Any, ...], int], duplicates: list[Problem]) -> None:
-    """Record the line of every YAML path and find duplicate keys. Iterative, and each node (an
-    alias points at an already seen node) is walked once, so the cost is bounded by the file size."""
+def _index(root: yaml.Node | None, out: dict[tuple[Any, ...], int], duplicates: list[Problem],
+           written: dict[tuple[Any, ...], yaml.ScalarNode] | None = None) -> None:
+    """Record the line of every YAML path (and into ``written`` its scalar node, the value as the user wrote it)
+    and find duplicate keys. Iterative, and each node (an alias points at an already seen node) is walked once, so
+    the cost is bounded by the file size."""
     seen: set[int] = set()
     stack: list[tuple[yaml.Node, tuple[Any, ...]]] = [(root, ())] if root is not None else []
     while stack:
@@ -134,6 +138,8 @@ def _index(root: yaml.Node | None, out: dict[tuple[Any, ...], int], duplicates: 
                 stack.append((value_node, (*path, key)))
         elif isinstance(node, yaml.SequenceNode):
             stack.extend((item, (*path, i)) for i, item in enumerate(node.value))
+        elif isinstance(node, yaml.ScalarNode) and written is not None:
+            written.setdefault(path, node)
 
 
 def _line_for(path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> int | None:
@@ -252,9 +258,73 @@ def _kind(value: Any) -> str:
             type(None): "null"}.get(type(value), type(value).__name__)
 
 
-def _convert(err: Any, data: Any, lines: dict[tuple[Any, ...], int]) -> Problem:
+#: The YAML 1.1 types PyYAML gives a plain (unquoted) scalar that is not text.
+_YAML_TYPES = {"tag:yaml.org,2002:bool": "boolean", "tag:yaml.org,2002:float": "number",
+               "tag:yaml.org,2002:int": "number", "tag:yaml.org,2002:null": "null"}
+
+
+@dataclass(frozen=True)
+class _Written:
+    """A value as the user wrote it (``raw``) when YAML read it as something else (``kind``: boolean, number, null),
+    e.g. ``yes`` read as the boolean true, ``1.30`` as the number 1.3."""
+
+    raw: str
+    kind: str
+    value: Any
+
+    def got(self, *, text_expected: bool = False) -> str:
+        """``yes, which YAML reads as the boolean true``; ``1.30, which YAML reads as the number 1.3``; the number
+        as written when YAML kept it (``4.5``), unless text was expected (``2.15, which YAML reads as a number``)."""
+        raw = self.raw if self.raw.strip() else "an empty value"
+        if self.kind == "null":
+            return f"{raw}, which YAML reads as null" if self.raw.strip() not in ("", "null") else "null"
+        shown = str(self.value).lower() if isinstance(self.value, bool) else repr(self.value)
+        if shown != self.raw:
+            return f"{raw}, which YAML reads as the {self.kind} {shown}"
+        return f"{raw}, which YAML reads as a {self.kind}, not text" if text_expected else raw
+
+    def quote(self) -> str:
+        """The fix when text was meant: `` - quote it: '1.30'``."""
+        return f" - quote it: '{self.raw}'" if self.kind != "null" else ""
+
+
+def _written(loc: tuple[Any, ...], value: Any, written: dict[tuple[Any, ...], yaml.ScalarNode]) -> _Written | None:
+    """How the user wrote the value at ``loc`` when YAML turned a plain scalar into a non-text value; else None."""
+    node = written.get(loc)
+    if node is None or node.style is not None or isinstance(value, str):
+        return None
+    kind = _YAML_TYPES.get(node.tag)
+    return _Written(node.value, kind, value) if kind is not None else None
+
+
+def _got(loc: tuple[Any, ...], value: Any, written: dict[tuple[Any, ...], yaml.ScalarNode]) -> str:
+    """The value for a message, as the user wrote it (:class:`_Written`) or shown (:func:`_show`)."""
+    w = _written(loc, value, written)
+    return w.got() if w is not None else _show(value)
+
+
+def _literal_allowed(ctx: dict[str, Any]) -> list[str]:
+    return [a.strip().strip("'") for a in str(ctx.get("expected", "")).replace(" or ", ", ").split(",")]
+
+
+def _count_of(value: Any, ctx: dict[str, Any]) -> str:
+    """The number of items of a list or mapping (pydantic leaves ``actual_length`` empty for mappings)."""
+    n = ctx.get("actual_length")
+    if n is None and isinstance(value, (dict, list, str)):
+        n = len(value)
+    return str(n) if n is not None else "more"
+
+
+def _convert(err: Any, data: Any, lines: dict[tuple[Any, ...], int],
+             written: dict[tuple[Any, ...], yaml.ScalarNode] | None = None) -> Problem:
+    """One pydantic error as a :class:`Problem`: the YAML path, the value as the user wrote it (``yes``, not True;
+    ``1.30``, not 1.3), what is allowed and a did-you-mean; never a pydantic phrase or ``None``. The one place
+    messages of the shape check are built (tests/test_messages.py feeds every field each wrong kind of value)."""
     loc = _real_loc(tuple(err["loc"]), data)
     typ, ctx, value = err["type"], err.get("ctx") or {}, err.get("input")
+    written = written or {}
+    w = _written(loc, value, written)
+    got = _got(loc, value, written)
     path = format_path(loc)
     if typ == "extra_forbidden" and tuple(p for p in loc if isinstance(p, str)) in MOVED_KEYS:
         msg = f"{loc[-1]!r} has moved to {MOVED_KEYS[tuple(p for p in loc if isinstance(p, str))]}"
@@ -265,43 +335,63 @@ def _convert(err: Any, data: Any, lines: dict[tuple[Any, ...], int]) -> Problem:
     elif typ == "missing":
         msg = f"required key {loc[-1]!r} is missing" if loc else "required key is missing"
     elif typ == "literal_error":
-        allowed = [a.strip().strip("'") for a in ctx.get("expected", "").replace(" or ", ", ").split(",")]
-        msg = f"invalid value, got {_show(value)}; allowed {', '.join(allowed)}{_hint(value, allowed)}"
+        allowed = _literal_allowed(ctx)
+        quoted = w is not None and w.raw in allowed
+        fix = w.quote() if w is not None and quoted else _hint(w.raw if w else value, allowed)
+        shown = w.got(text_expected=quoted) if w is not None else got
+        msg = f"invalid value, got {shown}; allowed {', '.join(allowed)}{fix}"
     elif typ in ("union_tag_invalid", "union_tag_not_found"):
         allowed = [a.strip().strip("'") for a in ctx.get("expected_tags", "").split(",")]
-        got = _show(ctx.get("tag")) if typ == "union_tag_invalid" else "no 'type'"
-        msg = f"invalid type, got {got}; allowed {', '.join(allowed)}{_hint(ctx.get('tag'), allowed)}"
+        # pydantic passes the tag as text ('True' for yes): show the value the file holds, as written.
+        raw_tag = value.get("type") if isinstance(value, dict) else ctx.get("tag")
+        got_tag = _got((*loc, "type"), raw_tag, written) if typ == "union_tag_invalid" else "no 'type'"
+        msg = f"invalid type, got {got_tag}; allowed {', '.join(allowed)}{_hint(ctx.get('tag'), allowed)}"
         if typ == "union_tag_invalid":
             path = format_path((*loc, "type"))
     elif typ == "string_pattern_mismatch":
         pattern = str(ctx.get("pattern"))
         # Every pattern of the model has a hint (tests/test_pattern_hints.py); a regex never reaches the user.
-        msg = f"invalid format, got {_show(value)}; allowed {PATTERN_HINTS.get(pattern, 'the format docs/blueprint.md describes')}"
+        msg = f"invalid format, got {got}; allowed {PATTERN_HINTS.get(pattern, 'the format docs/blueprint.md describes')}"
     elif typ in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
         op = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[typ]
         bound = next(iter(ctx.values()))
-        msg = f"out of range, got {_show(value)}; allowed {op} {bound}"
+        msg = f"out of range, got {got}; allowed {op} {bound}"
     elif typ in ("too_short", "too_long"):
         bound = ctx.get("min_length") if typ == "too_short" else ctx.get("max_length")
         word = "at least" if typ == "too_short" else "at most"
-        msg = f"wrong number of items, got {ctx.get('actual_length')}; allowed {word} {bound}"
+        msg = f"wrong number of items, got {_count_of(value, ctx)}; allowed {word} {bound}"
+    elif typ in ("string_too_short", "string_too_long"):
+        bound = ctx.get("min_length") if typ == "string_too_short" else ctx.get("max_length")
+        word = "at least" if typ == "string_too_short" else "at most"
+        size = len(value) if isinstance(value, str) else "more"
+        msg = f"text too {'short' if typ == 'string_too_short' else 'long'}, got {size} characters; allowed {word} {bound}"
     elif typ in ("model_type", "dict_type", "model_attributes_type"):
-        msg = f"must be a mapping, got {_a(value)}"
+        msg = f"must be a mapping, got {got if w else _a(value)}"
     elif typ == "list_type":
-        msg = f"must be a list, got {_a(value)}"
+        msg = f"must be a list, got {got if w else _a(value)}"
+    elif typ == "string_type" and w is not None:
+        msg = f"must be text, got {w.got(text_expected=True)}{w.quote()}"
     elif typ == "string_type" and isinstance(value, (int, float)) and not isinstance(value, bool):
         msg = (f"must be text, got the number {value!r}; "
                "allowed text - quote it in YAML (e.g. '25.10', which unquoted YAML reads as the number 25.1)")
     elif typ == "string_type":
         msg = f"must be text, got {_a(value)}"
-    elif typ in ("int_from_float", "int_parsing", "int_type"):
-        msg = f"must be a whole number, got {_show(value)}"
+    elif typ == "whole_number_boolean" and w is not None and w.raw.lower() not in ("true", "false"):
+        msg = f"must be a whole number, got {w.got()}; allowed an integer such as 4"
+    elif typ == "whole_number_boolean":
+        msg = err["msg"]  # the model's words: "got true (YAML reads true, false, yes, no, on and off as booleans)"
+    elif typ == "whole_number_text":
+        msg = f"must be a whole number, got the text {value!r}; allowed an integer without quotes, such as 4"
+    elif typ in ("int_from_float", "int_parsing", "int_type", "int_parsing_size"):
+        msg = f"must be a whole number, got {got}"
+    elif typ in ("float_parsing", "float_type", "finite_number"):
+        msg = f"must be a number, got {got}"
     elif typ in ("bool_parsing", "bool_type"):
-        msg = f"must be true or false, got {_show(value)}"
+        msg = f"must be true or false, got {got}"
     elif typ == "value_error":
         msg = str(ctx.get("error", err["msg"]))
     else:
-        msg = err["msg"][0].lower() + err["msg"][1:] + f", got {_show(value)}"
+        msg = f"invalid value, got {got}; allowed the values docs/blueprint.md lists for {path or 'the blueprint'}"
     return Problem(path, msg, line=_line_for(loc, lines))
 
 

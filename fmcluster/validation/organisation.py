@@ -264,32 +264,35 @@ def merge_under(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, An
 
 
 def resolve_extends(data: dict[str, Any], file: str) -> tuple[dict[str, Any], list[Problem]]:
-    """``data`` merged over its ``extends`` chain (paths relative to the extending file), without ``extends``."""
+    """``data`` merged over its ``extends`` chain (paths relative to the extending file), without ``extends``. A chain
+    that cannot be resolved is one problem at ``extends``; the blueprint's own keys are still checked (without
+    ``extends``, so it is not also reported as an unknown key)."""
+    own = {k: v for k, v in data.items() if k != "extends"}
     chain: list[str] = []
     current, where = data, Path(file).resolve().parent if Path(file).is_file() else Path.cwd()
     bases: list[dict[str, Any]] = []
     while "extends" in current:
         ref = current["extends"]
         if not isinstance(ref, str) or not ref.strip():
-            return data, [Problem("extends", f"must be the path of a base blueprint, got {ref!r}; allowed e.g. base.yaml")]
+            return own, [Problem("extends", f"must be the path of a base blueprint, got {ref!r}; allowed e.g. base.yaml")]
         target = (where / ref).resolve()
         if str(target) in chain or len(chain) >= MAX_EXTENDS:
             why = "a cycle" if str(target) in chain else f"more than {MAX_EXTENDS} levels"
-            return data, [Problem("extends", f"the extends chain is {why}, got {' -> '.join([*chain, str(target)])}; "
+            return own, [Problem("extends", f"the extends chain is {why}, got {' -> '.join([*chain, str(target)])}; "
                                              f"allowed at most {MAX_EXTENDS} bases, no cycles")]
         if not target.is_file():
-            return data, [Problem("extends", f"no such base blueprint, got {ref!r} (looked for {target}); allowed a path "
+            return own, [Problem("extends", f"no such base blueprint, got {ref!r} (looked for {target}); allowed a path "
                                              "relative to the blueprint")]
         base = _read_yaml(target, "base blueprint")
         if not isinstance(base, dict):
-            return data, [Problem("extends", f"the base blueprint {ref!r} is not a mapping; allowed a blueprint file")]
+            return own, [Problem("extends", f"the base blueprint {ref!r} is not a mapping; allowed a blueprint file")]
         chain.append(str(target))
         bases.append(strip_extensions(base))
         current, where = base, target.parent
     merged: dict[str, Any] = {}
     for b in reversed(bases):
         merged = merge_under(merged, {k: v for k, v in b.items() if k != "extends"})
-    return merge_under(merged, {k: v for k, v in data.items() if k != "extends"}), []
+    return merge_under(merged, own), []
 
 
 # ---- the organisation's rules ---------------------------------------------------------------------------

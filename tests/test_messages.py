@@ -1,0 +1,257 @@
+"""Every field of the blueprint, fed every wrong kind of value: the message quotes what the user wrote, names the
+limit or the allowed values, and never shows ``None``, a Python boolean or pydantic's wording (issue 26).
+
+The fields are found by walking :class:`fmcluster.blueprint.model.Blueprint` (nothing is listed by hand, so a new
+field is covered on the day it is added). Each wrong value is written into a real example as YAML text, exactly as
+a user would type it (``yes``, ``1.30``, a mapping, 300 characters, 200 items, an empty value).
+"""
+
+from __future__ import annotations
+
+import re
+import types
+import typing
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pydantic import BaseModel
+
+from fmcluster.blueprint.errors import BlueprintError, Problem
+from fmcluster.blueprint.model import Blueprint
+from fmcluster.validation.loader import load_blueprint_text
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "blueprints").glob("*.yaml"))
+SENTINEL = "__fmc_wrong_value__"
+
+#: Wrong kinds of value, as YAML text, and what the message must quote (``None``: nothing to quote).
+WRONG = {
+    "yaml-boolean": ("yes", "yes"),
+    "yaml-float": ("1.30", "1.30"),
+    "mapping": ("{wrong: 1}", None),
+    "text": ("'some text'", None),
+    "too-long": ("'" + "x" * 300 + "'", None),
+    "too-many": ("[" + ", ".join(["x"] * 200) + "]", None),
+    "empty-text": ("''", None),
+    "empty-list": ("[]", None),
+    "null": ("~", None),
+}
+
+#: Phrases of pydantic or Python that must never reach a user.
+LEAKS = re.compile(r"\bNone\b|\bTrue\b|\bFalse\b|Input should|should be a valid|validation error|Value error|"
+                   r"Field required|pydantic|\[type=|after validation|Dictionary should|List should")
+
+
+def _models(ann: Any) -> list[type[BaseModel]]:
+    origin = typing.get_origin(ann)
+    if origin is typing.Annotated:
+        return _models(typing.get_args(ann)[0])
+    if origin in (typing.Union, types.UnionType, list, dict):
+        return [m for a in typing.get_args(ann) for m in _models(a)]
+    return [ann] if isinstance(ann, type) and issubclass(ann, BaseModel) else []
+
+
+def _is_list(ann: Any) -> bool:
+    origin = typing.get_origin(ann)
+    if origin is typing.Annotated:
+        return _is_list(typing.get_args(ann)[0])
+    if origin in (typing.Union, types.UnionType):
+        return any(_is_list(a) for a in typing.get_args(ann))
+    return origin is list
+
+
+def _tag(model: type[BaseModel]) -> str | None:
+    """The ``type`` literal of a tagged-union member (a capacity kind), else None."""
+    fld = model.model_fields.get("type")
+    args = typing.get_args(fld.annotation) if fld is not None else ()
+    return args[0] if len(args) == 1 and isinstance(args[0], str) else None
+
+
+def field_paths(model: type[BaseModel] = Blueprint, prefix: tuple[Any, ...] = (),
+                tags: tuple[tuple[tuple[Any, ...], str], ...] = ()) -> list[tuple[tuple[Any, ...], tuple]]:
+    """Every field path of the model (lists entered at index 0), with the union tags its parents need."""
+    out = []
+    for name, fld in model.model_fields.items():
+        path = (*prefix, name)
+        out.append((path, tags))
+        inner = (*path, 0) if _is_list(fld.annotation) else path
+        for sub in _models(fld.annotation):
+            tag = _tag(sub)
+            out += field_paths(sub, inner, (*tags, (inner, tag)) if tag else tags)
+    return list(dict.fromkeys(out))
+
+
+@cache
+def example_data() -> tuple[dict[str, Any], ...]:
+    return tuple(yaml.safe_load(p.read_text()) for p in EXAMPLES)
+
+
+def _get(data: Any, path: tuple[Any, ...]) -> Any:
+    for part in path:
+        if isinstance(part, int):
+            data = data[part] if isinstance(data, list) and len(data) > part else None
+        else:
+            data = data.get(part) if isinstance(data, dict) else None
+    return data
+
+
+def _base_for(path: tuple[Any, ...], tags: tuple) -> dict[str, Any]:
+    """A copy of the first example that has ``path``'s parent with the right union tags; else the default example."""
+    for data in example_data():
+        if isinstance(_get(data, path[:-1]), dict) and all(_get(data, (*p, "type")) == t for p, t in tags):
+            return yaml.safe_load(yaml.safe_dump(data))
+    return yaml.safe_load(yaml.safe_dump(example_data()[0]))
+
+
+def _put(data: dict[str, Any], path: tuple[Any, ...], tags: tuple) -> None:
+    """Set ``path`` to the sentinel, creating missing parents (with their union tag)."""
+    tag_at = dict(tags)
+    cur: Any = data
+    for i, part in enumerate(path[:-1]):
+        nxt_is_index = isinstance(path[i + 1], int)
+        if isinstance(part, int):
+            while len(cur) <= part:
+                cur.append({})
+            if not isinstance(cur[part], dict):
+                cur[part] = {}
+            cur = cur[part]
+        else:
+            if not isinstance(cur.get(part), list if nxt_is_index else dict):
+                cur[part] = [] if nxt_is_index else {}
+            cur = cur[part]
+        if path[: i + 1] in tag_at and isinstance(cur, dict):
+            cur["type"] = tag_at[path[: i + 1]]
+    cur[path[-1]] = SENTINEL
+
+
+def wrong_blueprint(path: tuple[Any, ...], tags: tuple, raw: str) -> str:
+    data = _base_for(path, tags)
+    _put(data, path, tags)
+    return yaml.safe_dump(data, sort_keys=False, width=10_000).replace(SENTINEL, raw)
+
+
+def _base_index(path: tuple[Any, ...], tags: tuple) -> int:
+    for i, data in enumerate(example_data()):
+        if isinstance(_get(data, path[:-1]), dict) and all(_get(data, (*p, "type")) == t for p, t in tags):
+            return i
+    return 0
+
+
+def batches() -> list[tuple[int, tuple, list[tuple[Any, ...]]]]:
+    """The field paths in groups that can be wrong in one file at once: same example and union tags, and no path
+    inside another (a wrong section hides its fields). One load per group and kind keeps the table fast."""
+    groups: dict[tuple[int, tuple], list[list[tuple[Any, ...]]]] = {}
+    for path, tags in FIELDS:
+        key = (_base_index(path, tags), tags)
+        for batch in groups.setdefault(key, []):
+            if not any(p[: len(path)] == path or path[: len(p)] == p for p in batch):
+                batch.append(path)
+                break
+        else:
+            groups[key].append([path])
+    return [(base, tags, batch) for (base, tags), bs in groups.items() for batch in bs]
+
+
+def wrong_batch(base: int, tags: tuple, paths: list[tuple[Any, ...]], raw: str) -> str:
+    data = yaml.safe_load(yaml.safe_dump(example_data()[base]))
+    for path in paths:
+        _put(data, path, tags)
+    return yaml.safe_dump(data, sort_keys=False, width=10_000).replace(SENTINEL, raw)
+
+
+def problems_of(text: str) -> list[Problem]:
+    try:
+        load_blueprint_text(text)
+    except BlueprintError as e:
+        return e.problems
+    return []
+
+
+def dotted(path: tuple[Any, ...]) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+
+
+FIELDS = field_paths()
+BATCHES = batches()
+CASES = [pytest.param(base, tags, paths, kind, id=f"{dotted(paths[0])}+{len(paths) - 1}-{kind}")
+         for base, tags, paths in BATCHES for kind in WRONG]
+
+
+def test_the_walk_finds_every_section() -> None:
+    """The walk reaches nested sections, list items and tagged-union members (so the table below is complete)."""
+    found = {dotted(p) for p, _ in FIELDS}
+    assert {"name", "compute[0].capacity.type", "compute[0].capacity.reservation_id", "storage.lustre.mount_point",
+            "storage.lustre.data_repositories[0].file_system_path", "observability.metrics"} <= found
+    assert len(found) > 120
+
+
+def test_the_batches_cover_every_field() -> None:
+    assert sorted(p for _, _, paths in BATCHES for p in paths) == sorted(p for p, _ in FIELDS)
+
+
+@pytest.mark.parametrize(("base", "tags", "paths", "kind"), CASES)
+def test_every_field_every_wrong_kind(base: int, tags: tuple, paths: list[tuple[Any, ...]], kind: str) -> None:
+    raw, quoted = WRONG[kind]
+    problems = problems_of(wrong_batch(base, tags, paths, raw))
+    for p in problems:
+        # A service's own value that is spelt None (HyperPod's NodeRecovery: Automatic | None) may be listed as allowed.
+        shown = p.message.replace("allowed Automatic, None", "allowed Automatic, <none>")
+        assert not LEAKS.search(shown), f"{p.path}: {p.message}"
+    if quoted is None:
+        return
+    wrong = {dotted(p) for p in paths}
+    for p in problems:
+        if p.path in wrong and "got" in p.message:
+            assert quoted in p.message, f"{p.path}: {p.message} (the user wrote {raw})"
+
+
+#: Messages for YAML's own readings and limits, as a user sees them (path, YAML line, expected words).
+READINGS = [
+    ("observability.metrics", "yes", ["got yes", "boolean true", "allowed managed, self_hosted, none"]),
+    ("name", "no", ["got no", "boolean false", "quote it: 'no'"]),
+    ("storage.lustre.file_system_type_version", "2.15", ["got 2.15", "reads as a number", "quote it: '2.15'"]),
+    ("orchestrator.parallelcluster.version", "3.10", ["got 3.10", "the number 3.1"]),
+    ("compute[0].count", "on", ["got on", "boolean true", "allowed an integer"]),
+    ("storage.lustre.storage_capacity_gib", "~", ["got ~", "null"]),
+    ("tags", "{" + ", ".join(f"k{i}: v" for i in range(50)) + "}", ["got 50", "at most 40"]),
+]
+
+
+@pytest.mark.parametrize(("where", "raw", "words"), READINGS, ids=[r[0] + "=" + r[1][:8] for r in READINGS])
+def test_yaml_readings_are_explained(where: str, raw: str, words: list[str]) -> None:
+    path = next(p for p, _ in FIELDS if dotted(p) == where)
+    tags = next(t for p, t in FIELDS if p == path)
+    here = [p for p in problems_of(wrong_blueprint(path, tags, raw)) if p.path == where]
+    assert here, f"{where}: {raw} was accepted"
+    assert all(w in here[0].message for w in words), here[0].message
+
+
+def test_a_failing_extends_is_one_problem(tmp_path: Path) -> None:
+    """A base that cannot be found is reported once, at ``extends``; not also as an unknown key."""
+    bp = tmp_path / "bp.yaml"
+    bp.write_text("extends: nothere.yaml\n" + (ROOT / "blueprints/default.yaml").read_text())
+    problems = [p for p in problems_of_file(bp) if p.path == "extends"]
+    assert [p.message.split(",")[0] for p in problems] == ["no such base blueprint"]
+
+
+def problems_of_file(path: Path) -> list[Problem]:
+    try:
+        load_blueprint_text(path.read_text(), file=str(path))
+    except BlueprintError as e:
+        return e.problems
+    return []
+
+
+@pytest.mark.parametrize(("typo", "meant"), [
+    ("p6-b200.96xlarge", "p6-b200.48xlarge"),   # same family, size unknown: the family's type, not p6e-gb200
+    ("p5.24xlarge", "p5.48xlarge"),             # same family: its largest size
+    ("p5en.48xlarg", "p5en.48xlarge"),          # a misspelt size
+    ("p6b300.48xlarge", "p6-b300.48xlarge"),    # a misspelt family: the closest spelling
+])
+def test_instance_type_did_you_mean_prefers_the_family(typo: str, meant: str) -> None:
+    text = (ROOT / "blueprints/default.yaml").read_text().replace("instance_type: p5.48xlarge", f"instance_type: {typo}")
+    [p] = [p for p in problems_of(text) if p.path == "compute[0].instance_type"]
+    assert p.message.endswith(f"did you mean {meant!r}?"), p.message
