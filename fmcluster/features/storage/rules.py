@@ -7,6 +7,7 @@ Messages follow ``<what is wrong>, got <value>; allowed <values>`` (README.md).
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Iterator
 
 from fmcluster.blueprint.model import DEFAULT_MOUNT_POINT, DEFAULT_SCRATCH_PATH, Blueprint, StorageSpec
@@ -314,3 +315,56 @@ def existing_bucket_settings_ignored(storage: StorageSpec) -> Iterator[Violation
             f"settings for a created bucket are ignored for the existing bucket {cp.bucket!r}, got {', '.join(ignored)}; "
             "allowed bucket: create, or configure the existing bucket directly"
         )
+
+
+S3_BUCKET_NAMING = "https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html"
+#: Prefixes and suffixes S3 reserves in general purpose bucket names (S3 user guide, bucket naming rules): an
+#: existing bucket cannot have them, so a name with one is a typo or an access point / Multi-Region alias.
+RESERVED_BUCKET_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
+RESERVED_BUCKET_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
+
+
+def _bucket_name_problem(name: str) -> str | None:
+    """Why S3 would refuse ``name`` as a general purpose bucket name beyond the model's length and characters
+    (None when it would not)."""
+    if re.fullmatch(r"\d{1,3}(\.\d{1,3}){3}", name):
+        return "S3 bucket names must not be formatted as an IP address"
+    if ".." in name:
+        return "S3 bucket names must not contain two adjacent periods"
+    prefix = next((p for p in RESERVED_BUCKET_PREFIXES if name.startswith(p)), None)
+    if prefix:
+        return f"S3 reserves the prefix {prefix!r}"
+    suffix = next((s for s in RESERVED_BUCKET_SUFFIXES if name.endswith(s)), None)
+    if suffix:
+        return f"S3 reserves the suffix {suffix!r} (access point aliases, Multi-Region Access Points, directory and table buckets)"
+    return None
+
+
+def _named_buckets(storage: StorageSpec) -> Iterator[tuple[str, str]]:
+    """(YAML path, bucket name) of every existing bucket the storage section names: the checkpoint bucket, each data
+    repository's ``s3_uri`` and the Lustre ``import_path``."""
+    cp = storage.checkpoints
+    if cp is not None and not cp.created:
+        yield "storage.checkpoints.bucket", cp.bucket
+    lustre = storage.lustre
+    if lustre is None:
+        return
+    for i, repo in enumerate(lustre.data_repositories):
+        if repo.s3_uri:
+            yield f"storage.lustre.data_repositories[{i}].s3_uri", repo.s3_uri.removeprefix("s3://").split("/")[0]
+    if lustre.import_path:
+        yield "storage.lustre.import_path", lustre.import_path.removeprefix("s3://").split("/")[0]
+
+
+@rule("R-S3-1", source=f"{S3_BUCKET_NAMING} (general purpose buckets)", scope="storage")
+def bucket_names_allowed(storage: StorageSpec) -> Iterator[Violation]:
+    """Every existing bucket the blueprint names must have a name S3 allows: not an IP address, no two adjacent periods,
+    none of the reserved prefixes (``xn--``, ``sthree-``, ``amzn-s3-demo-``) or suffixes (``-s3alias``, ``--ol-s3``,
+    ``.mrap``, ``--x-s3``, ``--table-s3``). The model checks length and characters."""
+    for path, name in _named_buckets(storage):
+        why = _bucket_name_problem(name)
+        if why:
+            yield path, (
+                f"not a bucket name S3 allows ({why}), got {name!r}; allowed the name of an existing general purpose "
+                "bucket" + (", or create" if path == "storage.checkpoints.bucket" else "")
+            )

@@ -14,6 +14,8 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterator
 
+from pydantic import BaseModel
+
 from fmcluster.blueprint.model import Blueprint
 from fmcluster.catalog.regions import partition_of, recorded_regions_of, service_regions
 from fmcluster.resolved import NODE_DIR, ResolvedCluster
@@ -29,6 +31,10 @@ PCLUSTER_RESERVED_MOUNT_DIRS = (
     "/opt/parallelcluster/shared", "/opt/parallelcluster/shared_login_nodes", "/opt/slurm", "/opt/intel", "/proc",
     "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/var",
 )
+#: The users' home directories: a mount there hides every user's files, and on ParallelCluster the head node
+#: shares /home with the compute nodes over NFS (its cookbook's ``nfs_export[/home]``, aws/aws-parallelcluster#2344),
+#: which docs/first-job.md relies on.
+HOME_DIR = "/home"
 #: Kernel pseudo file systems: nothing may be mounted anywhere under them.
 PSEUDO_FS_ROOTS = ("/proc", "/sys", "/dev")
 #: fmcluster's own reserved tag key prefix (``fmcluster:blueprint``, ``fmcluster:stack``).
@@ -36,13 +42,16 @@ FMCLUSTER_TAG_PREFIX = "fmcluster:"
 
 
 # ---- every orchestrator ----------------------------------------------------------------------
-def _system_directory(path: str, node_dir: str) -> str | None:
-    """Why ``path`` must not be a mount point (None when it may be)."""
+def _system_directory(path: str, node_dir: str, *, home: bool = False) -> str | None:
+    """Why ``path`` must not be a mount point (None when it may be); ``home``: /home too (a node-local mount there
+    hides every user's home; a shared file system at /home is how HyperPod's and PCS's samples share homes)."""
     norm = posixpath.normpath(path)
     if norm == "/":
         return "the root file system"
     if norm in PCLUSTER_RESERVED_MOUNT_DIRS:
         return "a system directory (ParallelCluster reserves it too)"
+    if home and norm == HOME_DIR:
+        return "the users' home directories (shared from the head node on ParallelCluster)"
     if any(norm.startswith(root + "/") for root in PSEUDO_FS_ROOTS):
         return f"inside the kernel file system {next(r for r in PSEUDO_FS_ROOTS if norm.startswith(r + '/'))}"
     if norm == node_dir or norm.startswith(node_dir + "/") or node_dir.startswith(norm + "/"):
@@ -51,12 +60,14 @@ def _system_directory(path: str, node_dir: str) -> str | None:
 
 
 @rule("R-PATH-1", source=f"{PCLUSTER_VALIDATORS} SharedStorageMountDirValidator (reserved directories, "
-      "FailureLevel.ERROR); mounting over a system directory hides it on every orchestrator; fmcluster keeps its node "
+      "FailureLevel.ERROR); mounting over a system directory hides it on every orchestrator; /home holds the users' "
+      "homes (ParallelCluster's head node exports it over NFS: aws/aws-parallelcluster#2344); fmcluster keeps its node "
       f"files in {NODE_DIR}", scope="cluster")
 def mount_points_not_system_directories(rc: ResolvedCluster) -> Iterator[Violation]:
     """The FSx for Lustre mount point and every compute group's local NVMe ``scratch_path`` must not be
     ``/``, a system directory (ParallelCluster's reserved list: /bin /boot /dev /etc /lib /lib64 /media /mnt
-    /opt /opt/parallelcluster... /opt/slurm /opt/intel /proc /root /run /sbin /srv /sys /tmp /usr /var),
+    /opt /opt/parallelcluster... /opt/slurm /opt/intel /proc /root /run /sbin /srv /sys /tmp /usr /var), ``/home`` for
+    the node-local scratch,
     anything under /proc, /sys or /dev, or fmcluster's node directory. A sub-directory such as /opt/data
     is allowed (ParallelCluster compares exact paths)."""
     bp = rc.blueprint
@@ -68,7 +79,7 @@ def mount_points_not_system_directories(rc: ResolvedCluster) -> Iterator[Violati
                 "allowed a directory of its own such as /fsx or /opt/fsx"
             )
     for i, g in enumerate(bp.compute):
-        why = _system_directory(g.scratch_path, rc.node_dir)
+        why = _system_directory(g.scratch_path, rc.node_dir, home=True)
         if why:
             yield f"compute[{i}].scratch_path", (
                 f"mounting the local NVMe scratch there would hide {why}, got {g.scratch_path!r}; "
@@ -87,22 +98,36 @@ def fmcluster_reserved_tags(bp: Blueprint) -> Iterator[Violation]:
             )
 
 
+#: What each ARN field of the blueprint names, by field name (a field missing here is named by its own name).
+ARN_FIELDS = {"arn": "training plan", "resource_group_arn": "capacity reservation resource group",
+              "eks_cluster_arn": "EKS cluster", "kms_key_arn": "KMS key", "alert_topic_arn": "SNS topic",
+              "admin_role_arn": "IAM role"}
+
+
 def _arns(bp: Blueprint) -> Iterator[tuple[str, str, str]]:
-    """(path, what, ARN) of every ARN the blueprint gives."""
-    for i, g in enumerate(bp.compute):
-        cap = g.capacity
-        if cap.type == "training_plan":
-            yield f"compute[{i}].capacity.arn", "training plan", cap.arn
-        if cap.type == "odcr" and cap.resource_group_arn:
-            yield f"compute[{i}].capacity.resource_group_arn", "capacity reservation resource group", cap.resource_group_arn
-    kind = bp.orchestrator.kind  # an orchestrator's own EKS cluster ARN (HyperPod EKS); other kinds' are R-ORCH-1's
-    eks_cluster_arn = getattr(getattr(bp.orchestrator, kind), "eks_cluster_arn", None)
-    if eks_cluster_arn:
-        yield f"orchestrator.{kind}.eks_cluster_arn", "EKS cluster", eks_cluster_arn
-    if bp.storage.lustre is not None and bp.storage.lustre.kms_key_arn:
-        yield "storage.lustre.kms_key_arn", "KMS key", bp.storage.lustre.kms_key_arn
-    if bp.storage.checkpoints is not None and bp.storage.checkpoints.kms_key_arn:
-        yield "storage.checkpoints.kms_key_arn", "KMS key", bp.storage.checkpoints.kms_key_arn
+    """(path, what, ARN) of every ARN the blueprint gives: every text field named ``arn`` or ``*_arn`` at any depth
+    (found by walking the blueprint, so a new ARN field is covered the day it is added). Of the orchestrator sections
+    only the chosen one's: a section of another kind is R-ORCH-1's to report."""
+    for path, what, arn in _arns_in(bp, ""):
+        if path.startswith("orchestrator.") and not path.startswith(f"orchestrator.{bp.orchestrator.kind}."):
+            continue
+        yield path, what, arn
+
+
+def _arns_in(node: object, prefix: str) -> Iterator[tuple[str, str, str]]:
+    if isinstance(node, list):
+        for i, item in enumerate(node):
+            yield from _arns_in(item, f"{prefix}[{i}]")
+        return
+    if not isinstance(node, BaseModel):
+        return
+    for name in type(node).model_fields:
+        value = getattr(node, name)
+        path = f"{prefix}.{name}" if prefix else name
+        if (name == "arn" or name.endswith("_arn")) and isinstance(value, str):
+            yield path, ARN_FIELDS.get(name, name), value
+        else:
+            yield from _arns_in(value, path)
 
 
 KMS_REGIONAL = "https://docs.aws.amazon.com/kms/latest/developerguide/multi-region-keys-overview.html (KMS keys are " \
@@ -133,12 +158,15 @@ def kms_keys_in_region(bp: Blueprint) -> Iterator[Violation]:
 
 @rule("R-ARN-2", level="warning",
       source="unverified: SageMaker, EKS and EC2 are Regional APIs, so a training plan, EKS cluster or capacity "
-      "reservation resource group of another Region is not expected to be usable (no AWS page states it)",
+      "reservation resource group of another Region is not expected to be usable (no AWS page states it); "
+      "https://docs.aws.amazon.com/prometheus/latest/userguide/AMP-alertmanager-receiver-config.html (the alert "
+      "manager signs its SNS publish with SigV4 for the one Region fmcluster configures, the cluster's)",
       suppressed_by=("R-REGION-1", "R-ARN-1"))
 def arns_in_region(bp: Blueprint) -> Iterator[Violation]:
     for path, what, arn in _arns(bp):
         arn_region = arn.split(":")[3]
-        if what != "KMS key" and arn_region != bp.region:
+        # An empty Region is a global resource (IAM roles): usable from every Region.
+        if what != "KMS key" and arn_region and arn_region != bp.region:
             yield path, (
                 f"{what} in another Region ({arn_region}), got {arn!r}; allowed one in {bp.region}, the blueprint's Region"
             )

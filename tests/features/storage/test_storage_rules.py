@@ -125,6 +125,24 @@ CHECKPOINT_ERRORS = [
      "storage.checkpoints.noncurrent_version_expiration_days",
      "only applies to a versioned bucket, got 10 with versioned false; allowed versioned: true, or remove "
      "noncurrent_version_expiration_days", "R-CKPT-2"),
+    *[(checkpoints(bucket=name), "storage.checkpoints.bucket",
+       f"not a bucket name S3 allows ({why}), got {name!r}; allowed the name of an existing general purpose bucket, or "
+       "create", "R-S3-1") for name, why in [
+        ("192.168.5.4", "S3 bucket names must not be formatted as an IP address"),
+        ("my..bucket", "S3 bucket names must not contain two adjacent periods"),
+        ("xn--ckpt-bucket", "S3 reserves the prefix 'xn--'"),
+        ("sthree-ckpt", "S3 reserves the prefix 'sthree-'"),
+        ("amzn-s3-demo-ckpt", "S3 reserves the prefix 'amzn-s3-demo-'"),
+        ("ckpt-ap-s3alias", "S3 reserves the suffix '-s3alias' (access point aliases, Multi-Region Access Points, "
+                            "directory and table buckets)"),
+        ("ckpt--ol-s3", "S3 reserves the suffix '--ol-s3' (access point aliases, Multi-Region Access Points, directory "
+                        "and table buckets)"),
+        ("ckpt--use1-az4--x-s3", "S3 reserves the suffix '--x-s3' (access point aliases, Multi-Region Access Points, "
+                                 "directory and table buckets)"),
+    ]],
+    (dras({"file_system_path": "/a", "s3_uri": "s3://xn--data/train/"}), "storage.lustre.data_repositories[0].s3_uri",
+     "not a bucket name S3 allows (S3 reserves the prefix 'xn--'), got 'xn--data'; allowed the name of an existing "
+     "general purpose bucket", "R-S3-1"),
 ]
 
 CHECKPOINT_SHAPE_ERRORS = [
@@ -203,6 +221,8 @@ VALID = [
     dras({"file_system_path": "/ns1"}, {"file_system_path": "/ns10"}),
     dras({"file_system_path": "/a", "s3_uri": "s3://bkt/data/"}, {"file_system_path": "/b", "s3_uri": "s3://bkt/data2/"}),
     checkpoints(transition={"storage_class": "STANDARD_IA", "after_days": 30}, kms_key_arn=KMS),
+    checkpoints(bucket="team.ckpt-s3-alias.example"),  # reserved words inside a name are fine
+    checkpoints(bucket="10.0.0.1.ckpt"),
     checkpoints(transition={"storage_class": "GLACIER_IR", "after_days": 0}),
     checkpoints(versioned=False),
     checkpoints(bucket="existing-ckpt", prefix="team-a/run-1/"),

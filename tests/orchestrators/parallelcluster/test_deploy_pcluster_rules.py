@@ -80,6 +80,9 @@ DEPLOY_ERRORS: list[tuple[dict[str, Any], str, str, str]] = [
     ({**group(scratch_path="/."), **PCS, "storage": {"lustre": None}}, "compute[0].scratch_path",
      "mounting the local NVMe scratch there would hide the root file system, got '/.'; allowed a directory of its own "
      "such as /scratch or /opt/scratch", "R-PATH-1"),
+    (group(scratch_path="/home"), "compute[0].scratch_path",
+     "mounting the local NVMe scratch there would hide the users' home directories (shared from the head node on "
+     "ParallelCluster), got '/home'; allowed a directory of its own such as /scratch or /opt/scratch", "R-PATH-1"),
     (group(scratch_path="/proc/nvme"), "compute[0].scratch_path",
      "mounting the local NVMe scratch there would hide inside the kernel file system /proc, got '/proc/nvme'; allowed a "
      "directory of its own such as /scratch or /opt/scratch", "R-PATH-1"),
@@ -164,6 +167,10 @@ WARNINGS: list[tuple[dict[str, Any], list[tuple[str, str, str]]]] = [
         ("compute[0].capacity.arn",
          "training plan in another Region (us-west-2), got 'arn:aws:sagemaker:us-west-2:123456789012:training-plan/p'; "
          "allowed one in us-east-1, the blueprint's Region", "R-ARN-2")]),
+    ({"observability": {"alert_topic_arn": "arn:aws:sns:eu-west-1:123456789012:alerts"}}, [
+        ("observability.alert_topic_arn",
+         "SNS topic in another Region (eu-west-1), got 'arn:aws:sns:eu-west-1:123456789012:alerts'; allowed one in "
+         "us-east-1, the blueprint's Region", "R-ARN-2")]),
     ({**group(capacity={"type": "odcr", "resource_group_arn": "arn:aws:resource-groups:us-east-2:123456789012:group/g"})}, [
         ("compute[0].capacity.resource_group_arn",
          "capacity reservation resource group in another Region (us-east-2), got "
@@ -176,6 +183,8 @@ ACCEPTED: list[dict[str, Any]] = [
     group(name="defaults"),
     {**group(name="default"), **HP},  # only ParallelCluster reserves the queue name
     {"storage": {"lustre": {"mount_point": "/opt/fsx"}}},
+    {"storage": {"lustre": {"mount_point": "/home"}}, **PCS},  # a shared /home on FSx, as HyperPod's and PCS's samples do
+    group(scratch_path="/home/scratch"),
     group(scratch_path="/opt/scratch"),
     group(scratch_path="/local/nvme"),
     {"tags": {"team": "ml", "project:fmcluster": "x"}},
