@@ -393,6 +393,13 @@ def test_arch_rule_alone_reports_a_gb200_x86_stack() -> None:
 # ---- warnings ------------------------------------------------------------------------------------
 WARNING_CASES = [
     pytest.param(
+        {"availability_zone_id": "use1-az99"},
+        [("availability_zone_id", "not an Availability Zone ID recorded for us-east-1, got 'use1-az99'; allowed "
+          "use1-az1, use1-az2, use1-az3, use1-az4, use1-az5, use1-az6 (or a zone your account has: fmcluster preflight "
+          "checks it)", "R-AZ-4")],
+        id="R-AZ-4 AZ ID not recorded",
+    ),
+    pytest.param(
         {
             "compute": [
                 group(placement_group=True, capacity={"type": "capacity_block", "reservation_id": CR})
@@ -455,6 +462,16 @@ def test_capacity_rule_warnings(patch: dict[str, Any], expected: list[tuple[str,
     problems, warnings = load(patch)
     assert problems == []
     assert [w for w in warnings if w[2] in {e[2] for e in expected}] == expected
+
+
+@pytest.mark.parametrize("patch", [
+    {"availability_zone_id": "use1-dfw2-az1"},  # a Local Zone ID: not in the table, not judged by it
+    {"region": "ap-northeast-1", "availability_zone_id": "apne1-az4"},
+    {"availability_zone_id": "use1-az3"},
+])
+def test_recorded_zone_ids_stay_quiet(patch: dict[str, Any]) -> None:
+    problems, warnings = load(patch)
+    assert problems == [] and [w for w in warnings if w[2] == "R-AZ-4"] == []
 
 
 # ---- valid: each rule stays quiet on what it allows -----------------------------------------------

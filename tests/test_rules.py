@@ -201,6 +201,7 @@ def test_declared_precedence() -> None:
     assert declared == {
         "R-ARN-1": ("R-REGION-1",),
         "R-ARN-2": ("R-REGION-1", "R-ARN-1"),
+        "R-AZ-4": ("R-REGION-1", "R-AZ-3"),
         "R-REGION-2": ("R-REGION-1",),
         "R-REGION-3": ("R-REGION-1",),
         "R-AZ-2": ("R-REGION-1",),

@@ -92,3 +92,18 @@ def recorded_regions_of(instance_type: str) -> tuple[str, ...] | None:
         return None
     regions: dict[str, list[str]] = data["regions"]  # type: ignore[assignment]
     return tuple(sorted(r for r, types in regions.items() if instance_type in types))
+
+
+@cache
+def recorded_zone_ids(region: str) -> tuple[str, ...] | None:
+    """The Availability Zone IDs of ``region`` as recorded (``catalog/data/availability_zone_ids.yaml``, moto's
+    recording of DescribeInstanceTypeOfferings by AZ ID; Local Zones not included); ``None`` for a Region not
+    recorded. A snapshot of one account: an older account may see a zone new accounts no longer get (apne1-az3),
+    so use it for warnings only."""
+    from importlib import resources
+
+    import yaml
+
+    data = yaml.safe_load(resources.files("fmcluster.catalog").joinpath("data/availability_zone_ids.yaml").read_text())
+    ids = data["regions"].get(region)
+    return tuple(ids) if ids is not None else None

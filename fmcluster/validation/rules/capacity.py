@@ -15,11 +15,13 @@ Enforced by the model's shape rather than a rule (a rule could never fire):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from fmcluster.blueprint.model import Blueprint, ComputeGroup
 from fmcluster.catalog import get_instance
 from fmcluster.catalog.images import bakeable_stacks
+from fmcluster.catalog.regions import recorded_zone_ids
 from fmcluster.catalog.software import get_stack
 from fmcluster.resolved import ResolvedCluster
 from fmcluster.validation.rules import Violation, rule
@@ -257,8 +259,8 @@ def zone_id_in_region(bp: Blueprint) -> Iterator[Violation]:
     use1-dfw2-az1 too); capacity reservations are bound to AZ IDs, so a wrong one would surface only at
     deploy time. An error, like an AZ name of another Region (R-AZ-2).
 
-    No zone number is suggested: AZ numbers of different Regions do not correspond and the catalog has
-    no offline list of the AZ IDs each Region has. Suppressed for an unknown Region (R-REGION-1 reports it)."""
+    No zone number is suggested: AZ numbers of different Regions do not correspond (R-AZ-4 then checks the number
+    against the recorded zones). Suppressed for an unknown Region (R-REGION-1 reports it)."""
     zid = bp.availability_zone_id
     if not zid:
         return
@@ -268,3 +270,22 @@ def zone_id_in_region(bp: Blueprint) -> Iterator[Violation]:
             f"not an AZ ID of region {bp.region}, got {zid!r}; allowed {prefix}-az1, {prefix}-az2, ... "
             f"(AZ IDs of {bp.region} start with {prefix}-)"
         )
+
+
+@rule("R-AZ-4", level="warning",
+      source="fmcluster/catalog/data/availability_zone_ids.yaml (EC2 DescribeInstanceTypeOfferings by AZ ID, recorded "
+      "by getmoto/moto, tools/record_az_ids.py); https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html "
+      "(an AZ ID names the same zone in every account)",
+      suppressed_by=("R-REGION-1", "R-AZ-3"))
+def zone_id_recorded(bp: Blueprint) -> Iterator[Violation]:
+    """An Availability Zone ID (``use1-az6``; not a Local Zone ID such as ``use1-dfw2-az1``) should be one of its
+    Region's recorded zones. A warning, not an error: the recording is one account's view, and an older account can
+    still use a zone new accounts do not get; ``fmcluster preflight`` checks the account's own list."""
+    zid = bp.availability_zone_id
+    known = recorded_zone_ids(bp.region)
+    if not zid or known is None or not re.fullmatch(r"[a-z0-9]+-az\d+", zid) or zid in known:
+        return
+    yield "availability_zone_id", (
+        f"not an Availability Zone ID recorded for {bp.region}, got {zid!r}; allowed {', '.join(known)} "
+        f"(or a zone your account has: fmcluster preflight checks it)"
+    )
