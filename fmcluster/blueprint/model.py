@@ -160,7 +160,8 @@ class Section(BaseModel):
 class NetworkSpec(Section):
     """Network: a new VPC (default) or an existing one imported by id (no lookup at synth)."""
 
-    vpc_cidr: str = Field(DEFAULT_VPC_CIDR, description=f"CIDR of a new VPC. Default: {DEFAULT_VPC_CIDR}.")
+    vpc_cidr: str = Field(DEFAULT_VPC_CIDR, description=f"CIDR of a new VPC (with vpc_id: ignored, R-NET-2 warns). "
+                          f"Default: {DEFAULT_VPC_CIDR}.")
     gpu_subnet_prefix_length: WholeNumber = Field(
         DEFAULT_GPU_SUBNET_PREFIX,
         ge=16,

@@ -61,3 +61,19 @@ def import_needs_subnet(net: NetworkSpec) -> Iterator[Violation]:
         yield "network.gpu_subnet_id", f"required with vpc_id {net.vpc_id!r}, got nothing; allowed subnet-<hex> in the blueprint's AZ"
     if net.gpu_subnet_id and not net.vpc_id:
         yield "network.vpc_id", f"required with gpu_subnet_id {net.gpu_subnet_id!r}, got nothing; allowed vpc-<hex>"
+
+
+#: Settings that shape a VPC fmcluster creates; an imported VPC (``network.vpc_id``) keeps its own.
+NEW_VPC_ONLY = ("vpc_cidr", "gpu_subnet_prefix_length")
+
+
+@rule("R-NET-2", level="warning", source="fmcluster: an imported VPC and its GPU subnet are used as they are (no "
+      "lookup, no change at synth)", scope="network")
+def new_vpc_settings_ignored(net: NetworkSpec) -> Iterator[Violation]:
+    """``vpc_cidr`` and ``gpu_subnet_prefix_length`` size a VPC fmcluster creates; with ``vpc_id`` they are ignored."""
+    ignored = [k for k in NEW_VPC_ONLY if k in net.model_fields_set]
+    if net.vpc_id and ignored:
+        yield f"network.{ignored[0]}", (
+            f"ignored with an imported VPC ({net.vpc_id}), got {', '.join(f'{k}={getattr(net, k)}' for k in ignored)}; "
+            "allowed these settings only for a VPC fmcluster creates (remove them, or remove vpc_id)"
+        )

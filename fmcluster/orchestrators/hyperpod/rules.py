@@ -165,3 +165,18 @@ def hyperpod_type_in_region(bp: Blueprint) -> Iterator[Violation]:
                 f"{' (normal for training-plan capacity)' if training_plan else ''}, and cfn-lint reports E3644 for it, "
                 f"got {g.instance_type!r}; allowed here {', '.join(priced) or 'none'}"
             )
+
+
+@rule("R-HP-10", level="warning", scope="cluster", orchestrators=("hyperpod",),
+      source="botocore sagemaker service-2.json ClusterInstanceGroupSpecification.InstanceCount (the group runs that "
+      "many instances; MinInstanceCount only gates the first transition to InService); fmcluster sets InstanceCount "
+      "to count and does not scale HyperPod groups")
+def hyperpod_min_count_ignored(rc: ResolvedCluster) -> Iterator[Violation]:
+    """``min_count`` scales ParallelCluster and PCS groups down when idle; a HyperPod instance group always runs
+    ``count`` instances, so a ``min_count`` below it is ignored and the bill is for ``count``."""
+    for i, g in enumerate(rc.blueprint.compute):
+        if g.min_count is not None and g.min_count < g.count:
+            yield f"compute[{i}].min_count", (
+                f"ignored on HyperPod: the instance group runs count ({g.count}) instances at all times, got "
+                f"{g.min_count}; allowed no min_count (or min_count equal to count) - plan and cost assume {g.count}"
+            )
