@@ -19,6 +19,11 @@ gc.disable()
 
 # jsii prints a Node 20 end-of-life banner on every run; the CLI and the Makefile run on Node 20.
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+# Construct stack traces in the cloud assembly name the jsii kernel's temporary folder: the CDK CLI printed a bare
+# "<tmp>/lib/program.js:1:5591" line with every annotation, and *.metadata.json changed on every synth (noise in a
+# reviewed diff). aws-cdk-lib reads CDK_DISABLE_STACK_TRACE (the "aws:cdk:disable-stack-trace" context key, which
+# user context may not set).
+os.environ.setdefault("CDK_DISABLE_STACK_TRACE", "1")
 
 import aws_cdk as cdk  # noqa: E402
 from cdk_nag import AwsSolutionsChecks  # noqa: E402

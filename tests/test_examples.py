@@ -5,6 +5,7 @@ stages are the pinned, shellcheck-clean rendered ones, and synthesis is determin
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -33,6 +34,8 @@ def test_cli_synth_succeeds_with_no_credentials_and_no_placeholder_azs(blueprint
     assert "dummy1a" not in text and "Fn::GetAZs" not in text
     manifest = json.loads((out / "manifest.json").read_text())
     assert "missing" not in manifest
+    # No toolchain noise: a construct stack trace line ("<tmp>/lib/program.js:1:5591") printed with each annotation.
+    assert not re.search(r"program\.js:\d+:\d+", proc.stdout + proc.stderr)
 
 
 @pytest.mark.parametrize("blueprint", PER_EXAMPLE)
