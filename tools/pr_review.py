@@ -123,9 +123,10 @@ def synth(out: Path) -> int:
     with ThreadPoolExecutor(max_workers=max(1, min(SYNTH_PARALLEL, os.cpu_count() or 1))) as pool:
         results = list(pool.map(one, jobs))
     for (folder, path, side, _), res in zip(jobs, results, strict=True):
-        if side == "head":
-            (folder / "synth.rc").write_text(str(res.returncode))
-            (folder / "synth.log").write_text(res.stdout + res.stderr)
+        # head: synth.rc, synth.log; base: base.synth.rc (compare never diffs a side that did not synthesize)
+        prefix = "" if side == "head" else "base."
+        (folder / f"{prefix}synth.rc").write_text(str(res.returncode))
+        (folder / f"{prefix}synth.log").write_text(res.stdout + res.stderr)
         if res.returncode != 0:
             print(f"::error file={path},title=fmcluster synth::{side} version does not synthesize (cdk-nag or CDK); "
                   "see the job log", file=sys.stdout)
@@ -159,12 +160,12 @@ def compare(out: Path) -> int:
     for folder in _folders(out):
         path = (folder / "path").read_text()
         head_out, base_out = folder / "head.out", folder / "base.out"
-        if not head_out.is_dir():
-            continue
+        if not head_out.is_dir() or _rc(folder, "synth.rc"):
+            continue  # a failed synth leaves partial output: never plan or diff it
         plan = _run([_venv_bin("fmcluster"), "plan", path, "--cdk-out", str(head_out), "--json"])
         (folder / "head.json").write_text(plan.stdout)
         base = _base_file(out, path)
-        if base is None or not base_out.is_dir():
+        if base is None or not base_out.is_dir() or _rc(folder, "base.synth.rc"):
             continue
         plan = _run([_venv_bin("fmcluster"), "plan", str(base), "--cdk-out", str(base_out), "--json"])
         (folder / "base.json").write_text(plan.stdout)
@@ -195,6 +196,8 @@ def verdict(out: Path) -> int:
         path = (folder / "path").read_text()
         if _rc(folder, "synth.rc"):
             failed.append(f"does not synthesize: {path}")
+        elif _rc(folder, "base.synth.rc"):
+            failed.append(f"base version does not synthesize, not compared: {path}")
         if _rc(folder, "lint.rc") & 2:  # cfn-lint exit code bit 2: an error (1 fatal, 4 warning, 8 informational)
             failed.append(f"cfn-lint errors: {path}")
         if _rc(folder, "diff.rc") == 1:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,15 +59,17 @@ class BlueprintReview:
     base_plan: dict[str, Any] | None = None   # None: the blueprint is new in this pull request
     head_plan: dict[str, Any] | None = None   # None: it did not synthesize
     diff_markdown: str = ""
-    diff_exit: int | None = None
-    synth_ok: bool = True
+    diff_exit: int | None = None   # None: fmcluster diff did not run
+    synth_ok: bool = True          # the pull request's version synthesized
+    base_synth_ok: bool = True     # the base branch's version synthesized (or there is none)
+    valid: bool = True             # fmcluster validate accepted the pull request's version
     lint: str = ""
     notes: list[str] = field(default_factory=list)
 
 
 def load_review(folder: Path) -> BlueprintReview:
     """Read one blueprint's folder: ``path``, ``base_ref``, ``base.json``, ``head.json``, ``diff.md``, ``diff.rc``,
-    ``synth.rc``, ``lint.txt`` (each optional but ``path``)."""
+    ``synth.rc``, ``base.synth.rc``, ``lint.txt`` (each optional but ``path``)."""
     def text(name: str) -> str | None:
         f = folder / name
         return f.read_text(encoding="utf-8") if f.is_file() else None
@@ -84,7 +86,8 @@ def load_review(folder: Path) -> BlueprintReview:
         path=(text("path") or folder.name).strip(), base_ref=(text("base_ref") or "base").strip(),
         base_plan=plan("base.json"), head_plan=plan("head.json"), diff_markdown=text("diff.md") or "",
         diff_exit=int(rc) if rc.lstrip("-").isdigit() else None,
-        synth_ok=(text("synth.rc") or "0").strip() == "0", lint=(text("lint.txt") or "").strip(),
+        synth_ok=(text("synth.rc") or "0").strip() == "0", base_synth_ok=(text("base.synth.rc") or "0").strip() == "0",
+        lint=(text("lint.txt") or "").strip(),
     )
 
 
@@ -98,16 +101,14 @@ def _vcpus(plan: Mapping[str, Any]) -> int | None:
 
 
 def _boot(plan: Mapping[str, Any]) -> str:
-    """The plan's boot estimate when it has one (a ``boot`` entry per compute group), else ``-``."""
+    """Each compute group's boot estimate from the plan (``boot.estimated_boot_s``), e.g. ``gpu: 229 s``; ``-`` when
+    the plan has none."""
     parts = []
     for c in plan.get("compute", []):
         boot = c.get("boot")
-        if isinstance(boot, Mapping):
-            minutes = boot.get("minutes") or boot.get("total_minutes") or boot.get("estimate_minutes")
-            if minutes is not None:
-                parts.append(f"{c['group']}: {minutes} min")
-        elif isinstance(boot, (int, float, str)):
-            parts.append(f"{c['group']}: {boot}")
+        seconds = boot.get("estimated_boot_s") if isinstance(boot, Mapping) else None
+        if isinstance(seconds, (int, float)):
+            parts.append(f"{c['group']}: {seconds:g} s")
     return ", ".join(parts) or "-"
 
 
@@ -149,20 +150,42 @@ def _cost_delta(base: Mapping[str, Any] | None, head: Mapping[str, Any] | None) 
                  dict(head["cost"]) if head and head.get("cost") else None)[1]
 
 
+def verdict_of(r: BlueprintReview) -> tuple[bool, str]:
+    """(safe, words) of one blueprint. Only a valid blueprint whose two versions both synthesized and whose diff ran
+    and found nothing unsafe is safe; anything unknown is not (a comment is never wrong in the green direction)."""
+    if not r.valid:
+        return False, "invalid (see the annotations on the file): not synthesized, not compared"
+    if not r.synth_ok:
+        return False, "did not synthesize: not compared"
+    if r.base_plan is not None and not r.base_synth_ok:
+        return False, "the base version did not synthesize: not compared"
+    if r.diff_exit == DIFF_UNSAFE:
+        return False, "data loss or a failing update (fmcluster diff exit 1)"
+    if r.diff_exit == 2:
+        return False, "fmcluster diff could not compare (exit 2)"
+    if r.base_plan is None and r.head_plan is not None:
+        return True, "new blueprint: nothing to compare"
+    if r.diff_exit != 0:
+        return False, "not compared (fmcluster diff did not run)"
+    return True, "safe"
+
+
 def blueprint_section(r: BlueprintReview) -> str:
-    """The comment section of one blueprint."""
-    verdict = ("data loss or a failing update (fmcluster diff exit 1)" if r.diff_exit == DIFF_UNSAFE else
-               "did not synthesize" if not r.synth_ok else
-               "fmcluster diff could not compare (exit 2)" if r.diff_exit == 2 else "safe")
-    icon = ":x:" if verdict != "safe" else ":white_check_mark:"
+    """The comment section of one blueprint: its verdict (:func:`verdict_of`), the before/after facts, and the diff
+    only when both versions synthesized (never a diff of partial output)."""
+    safe, verdict = verdict_of(r)
+    icon = ":white_check_mark:" if safe else ":x:"
     lines = [f"### {icon} `{r.path}`: {verdict}", ""]
-    before, after = facts(r.base_plan), facts(r.head_plan)
+    before, after = facts(r.base_plan), facts(r.head_plan if r.valid and r.synth_ok else None)
     lines += [f"| | before (`{r.base_ref}`) | after |", "|---|---|---|"]
     lines += [f"| {k} | {before[k]} | {after[k]} |" for k in ROWS]
-    lines += ["", _cost_delta(r.base_plan, r.head_plan), ""]
-    if r.base_plan is None:
+    if r.valid and r.synth_ok:
+        lines += ["", _cost_delta(r.base_plan, r.head_plan), ""]
+    else:
+        lines += [""]
+    if r.base_plan is None and r.valid and r.synth_ok:
         lines += [f"`{r.path}` is new in this pull request: nothing to compare.", ""]
-    if r.diff_markdown.strip():
+    if r.diff_markdown.strip() and r.valid and r.synth_ok and r.base_synth_ok:
         lines += ["<details open><summary>fmcluster diff</summary>", "", r.diff_markdown.strip(), "", "</details>", ""]
     if r.lint:
         lines += ["<details><summary>cfn-lint</summary>", "", "```", r.lint, "```", "", "</details>", ""]
@@ -170,11 +193,19 @@ def blueprint_section(r: BlueprintReview) -> str:
 
 
 def comment(reviews: Sequence[BlueprintReview], *, invalid: Sequence[str] = ()) -> str:
-    """The whole comment: marker, summary line, invalid blueprints, one section per reviewed blueprint."""
-    unsafe = [r.path for r in reviews if r.diff_exit == DIFF_UNSAFE]
+    """The whole comment: marker, summary line, invalid blueprints, one section per reviewed blueprint (a blueprint in
+    ``invalid`` is marked invalid in its section too)."""
+    reviews = [r if r.path not in invalid else replace(r, valid=False) for r in reviews]
+    unsafe = [r.path for r in reviews if r.diff_exit == DIFF_UNSAFE and r.valid and r.synth_ok]
+    unknown = [r.path for r in reviews if not verdict_of(r)[0] and r.path not in unsafe]
     head = ["## fmcluster review", ""]
     if invalid:
         head += [f":x: invalid: {', '.join(f'`{p}`' for p in invalid)} (see the annotations on the files)", ""]
-    head += [f":x: **data loss or failing update** in {', '.join(f'`{p}`' for p in unsafe)}: this check fails." if unsafe
-             else f"{len(reviews)} blueprint(s) reviewed; no stateful resource is replaced or moved.", ""]
+    if unsafe:
+        head += [f":x: **data loss or failing update** in {', '.join(f'`{p}`' for p in unsafe)}: this check fails.", ""]
+    if unknown:
+        head += [f":x: not reviewed (invalid, not synthesized or not compared): "
+                 f"{', '.join(f'`{p}`' for p in unknown)}: this check fails.", ""]
+    if not unsafe and not unknown:
+        head += [f"{len(reviews)} blueprint(s) reviewed; no stateful resource is replaced or moved.", ""]
     return "\n".join([MARKER, *head, *(blueprint_section(r) for r in reviews)]).rstrip() + "\n"
