@@ -185,6 +185,10 @@ def _pod_metadata(g: ResolvedGroup) -> dict[str, Any]:
     return {"labels": _labels(g.name), "annotations": {PREFERRED_TOPOLOGY: PREFERRED_LEVEL}}
 
 
+#: Launcher retries of an MPIJob before it fails (AWS's nccl-tests sample uses 20; see :func:`nccl_tests_job`).
+MPI_LAUNCHER_BACKOFF_LIMIT = 20
+
+
 def nccl_tests_job(g: ResolvedGroup, ctx: NodeContext, namespace: str, image: str) -> dict[str, Any]:
     """A multi-node all_reduce_perf over every node of the group (MPIJob v2beta1: one launcher, one worker per
     node, one rank per GPU)."""
@@ -203,7 +207,10 @@ def nccl_tests_job(g: ResolvedGroup, ctx: NodeContext, namespace: str, image: st
                      "labels": {**_labels(g.name), QUEUE_LABEL: g.name}},
         "spec": {
             "slotsPerWorker": gpus,
-            "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": 0},
+            # The MPI operator starts the launcher with the workers: its first mpirun may fail before every worker is
+            # up, so the launcher is retried (aws-samples/awsome-distributed-training
+            # micro-benchmarks/nccl-tests/kubernetes/nccl-tests.yaml: runPolicy.backoffLimit 20).
+            "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": MPI_LAUNCHER_BACKOFF_LIMIT},
             "mpiReplicaSpecs": {
                 "Launcher": {
                     "replicas": 1,
@@ -390,9 +397,12 @@ aws eks update-kubeconfig --region {region} --name {plan.cluster_name}{role}
 git clone --quiet {cat.HELM_CHART_REPO} "${{work}}/cli"
 git -C "${{work}}/cli" checkout --quiet {cat.HELM_CHART_COMMIT}
 helm dependency update "${{work}}/cli/{cat.HELM_CHART_PATH}"
+# cert-manager's startupapicheck is a post-install hook Job (cert-manager chart values.yaml startupapicheck.enabled,
+# default true): with no nodes yet it never schedules and Helm times out, so it is off; upgrade --install is idempotent.
 helm upgrade --install {cat.HELM_RELEASE} "${{work}}/cli/{cat.HELM_CHART_PATH}" \\
   --namespace {cat.HELM_NAMESPACE} \\
-  --set cert-manager.enabled=true
+  --set cert-manager.enabled=true \\
+  --set cert-manager.startupapicheck.enabled=false
 """
 
 

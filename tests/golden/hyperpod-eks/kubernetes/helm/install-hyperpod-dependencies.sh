@@ -9,6 +9,9 @@ aws eks update-kubeconfig --region us-east-1 --name hp-eks --role-arn arn:aws:ia
 git clone --quiet https://github.com/aws/sagemaker-hyperpod-cli.git "${work}/cli"
 git -C "${work}/cli" checkout --quiet 011ca927123e02b35a399935bbb3ab1905fe33c7
 helm dependency update "${work}/cli/helm_chart/HyperPodHelmChart"
+# cert-manager's startupapicheck is a post-install hook Job (cert-manager chart values.yaml startupapicheck.enabled,
+# default true): with no nodes yet it never schedules and Helm times out, so it is off; upgrade --install is idempotent.
 helm upgrade --install hyperpod-dependencies "${work}/cli/helm_chart/HyperPodHelmChart" \
   --namespace kube-system \
-  --set cert-manager.enabled=true
+  --set cert-manager.enabled=true \
+  --set cert-manager.startupapicheck.enabled=false
