@@ -283,7 +283,6 @@ def test_node_check_loop_is_shellcheck_clean(tmp_path: Path) -> None:
     assert check.returncode == 0, check.stdout
 
 
-
 def test_failing_node_is_cordoned_and_tainted_keeping_its_other_taints(tmp_path: Path) -> None:
     proc, calls = _run_loop(tmp_path, 1, NODE_WITH_TAINTS)
     assert proc.returncode == 1, proc.stderr
