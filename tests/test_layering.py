@@ -48,15 +48,7 @@ FEATURES = PKG / "features"
 SLICE_ROOTS = {"orchestrators": SLICES, "features": FEATURES}
 #: Core modules that still import a slice directly (not through the registry). Each is a debt: remove the import
 #: and its line; never add one (docs/decisions.md).
-CORE_TO_SLICE = {
-    "fmcluster.resolved.cluster": {"fmcluster.orchestrators.hyperpod_eks.plan"},
-    "fmcluster.review.render": {"fmcluster.orchestrators.hyperpod_eks.render_kubernetes"},
-    "fmcluster.stacks.build": {"fmcluster.orchestrators.hyperpod_eks.stack_eks"},
-    "fmcluster.stacks.cluster_stack": {"fmcluster.orchestrators.hyperpod_eks.plan"},
-    "fmcluster.stacks.orchestrator_inputs": {"fmcluster.orchestrators.hyperpod_eks.plan"},
-    "fmcluster.validation.rules.imex": {"fmcluster.orchestrators.parallelcluster.profile",
-                                        "fmcluster.orchestrators.pcs.profile"},
-}
+CORE_TO_SLICE: dict[str, set[str]] = {}
 #: Modules outside ``fmcluster/features/`` that still import a feature slice's module directly. Each is a debt, as in
 #: :data:`CORE_TO_SLICE`: remove the import and its line; never add one.
 CORE_TO_FEATURE = {

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from fmcluster.orchestrators.registry import KINDS, ORCHESTRATORS, RULE_TARGETS, profile_for
+from fmcluster.orchestrators.registry import IMEX_SOURCES, KINDS, ORCHESTRATORS, RULE_TARGETS, profile_for, row_for
+from fmcluster.resolved import resolve
 from fmcluster.validation import load_blueprint
 from fmcluster.validation.rules import REGISTRY, RULE_MODULES, _load_rule_modules, rule
 
@@ -43,6 +44,46 @@ def test_example_names_exactly_its_row(key: str) -> None:
     orch = load_blueprint(ROOT / "blueprints" / f"{EXAMPLE[key]}.yaml").orchestrator
     assert orch.profile_key == key
     assert (ORCHESTRATORS[key].kind, profile_for(orch).key) == (orch.kind, key)
+
+
+@pytest.mark.parametrize("key", sorted(ORCHESTRATORS))
+def test_row_hooks_live_in_their_own_slice_at_their_layer(key: str) -> None:
+    """A hook the core imports by name (extra stack, render files) is a callable of the row's own slice whose role is
+    the layer its caller sits at (stacks, templates), so calling it through the registry keeps the layer order."""
+    from tests.test_layering import layer_of
+
+    row = ORCHESTRATORS[key]
+    package = row.stack_module.rpartition(".")[0]
+    for module, func, layer in ((row.extra_stack_module, "build_extra_stack", "stacks"),
+                                (row.render_module, "render_files", "templates")):
+        if module is None:
+            continue
+        assert module.rpartition(".")[0] == package
+        assert callable(getattr(importlib.import_module(module), func))
+        assert layer_of(module) == layer
+
+
+@pytest.mark.parametrize("key", sorted(ORCHESTRATORS))
+def test_row_hooks_give_the_example_its_own_plan_stack_and_files(key: str) -> None:
+    """The example of each row: ``rc.eks`` is its row's plan (or ``None``), ``<name>-eks`` exists exactly when that plan
+    creates the cluster, and ``render_files`` of another orchestrator's example gives nothing."""
+    rc = resolve(load_blueprint(ROOT / "blueprints" / f"{EXAMPLE[key]}.yaml"))
+    row = row_for(rc.blueprint.orchestrator)
+    assert row.key == key
+    assert (rc.eks is None) is (row.plan is None)
+    assert (rc.stacks.eks is not None) is (rc.eks is not None and rc.eks.creates_cluster)
+    for other in ORCHESTRATORS.values():
+        files = other.render_files(rc)
+        assert (files != {}) is (other is row and other.render_module is not None)
+
+
+def test_imex_sources_are_the_profiles_sources() -> None:
+    """R-IMEX-1 cites each row's ``imex_source``, which is the source its profile's ``ImexWiring`` gives."""
+    assert len(IMEX_SOURCES) >= 2
+    for key, row in ORCHESTRATORS.items():
+        if row.imex_source is not None:
+            prof = row.profile(load_blueprint(ROOT / "blueprints" / f"{EXAMPLE[key]}.yaml").orchestrator)
+            assert prof.imex.source == row.imex_source
 
 
 def test_every_slice_folder_is_registered_or_shared() -> None:

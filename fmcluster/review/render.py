@@ -19,7 +19,7 @@ from fmcluster.features.node.render_context import blueprint_node_contexts
 from fmcluster.features.node.render_scripts import render_node_scripts
 from fmcluster.features.observability.render_files import render_observability_files
 from fmcluster.features.slurm.render_hooks import render_nccl_tests_sbatch
-from fmcluster.orchestrators.hyperpod_eks.render_kubernetes import render_kubernetes_manifests
+from fmcluster.orchestrators.registry import row_for
 from fmcluster.resolved import resolve
 
 EXECUTABLE = ("bootstrap.sh", "fmcluster-node-check")
@@ -60,9 +60,9 @@ def render_blueprint(bp: Blueprint) -> dict[str, dict[str, str]]:
     for rel, text in render_observability_files(rc).items():
         folder, _, name = rel.rpartition("/")
         out.setdefault(folder or "observability", {})[name] = text
-    for rel, text in render_kubernetes_manifests(rc).items():  # HyperPod EKS only
+    for rel, text in row_for(bp.orchestrator).render_files(rc).items():  # the orchestrator's own (HyperPod EKS)
         folder, _, name = rel.rpartition("/")
-        out.setdefault(f"kubernetes/{folder}", {})[name] = text
+        out.setdefault(folder, {})[name] = text
     # fleet acceptance gate jobs (docs/acceptance.md)
     for rel, text in render_acceptance_files(rc).items():
         folder, _, name = rel.rpartition("/")
