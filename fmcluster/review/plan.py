@@ -57,12 +57,8 @@ def boot_line(rg: ResolvedGroup) -> BootLine:
         reference = "ImageId of the <name>-image stack's AWS::ImageBuilder::Image"
     elif im.manifest is None:
         reference = "unknown"
-    elif im.manifest.reference.kind == "ssm":
-        reference = f"SSM parameter {im.manifest.reference.parameter_for(rg.instance.cpu_architecture)}"
-    elif im.manifest.reference.kind == "parallelcluster":
-        reference = f"ParallelCluster Image.Os for version {im.manifest.parallelcluster_version}"
     else:
-        reference = "HyperPod default image"
+        reference = im.manifest.reference.describe(rg.instance.cpu_architecture, im.manifest.parallelcluster_version)
     return BootLine(
         image_mode=im.mode, image=im.source, reference=reference, installs_at_boot=list(im.installs_at_boot),
         estimated_boot_s=im.estimated_boot_s, limit_s=im.limit_s, limit_source=im.limit.source,
