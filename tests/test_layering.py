@@ -53,18 +53,9 @@ CORE_TO_SLICE: dict[str, set[str]] = {}
 #: :data:`CORE_TO_SLICE`: remove the import and its line; never add one.
 CORE_TO_FEATURE = {
     "fmcluster.constructs.orchestrator": {"fmcluster.features.storage.construct"},
-    "fmcluster.preflight.image_lookup": {"fmcluster.features.node.plan_bake"},
-    "fmcluster.provision": {"fmcluster.features.observability.provision_grafana",
-                            "fmcluster.features.observability.render_context"},
     "fmcluster.resolved": {"fmcluster.features.network.plan"},
     "fmcluster.resolved.cluster": {"fmcluster.features.accounting.plan", "fmcluster.features.containers.plan",
                                    "fmcluster.features.network.plan", "fmcluster.features.node.plan_image"},
-    "fmcluster.review.plan": {"fmcluster.features.observability.endpoints"},
-    "fmcluster.review.render": {"fmcluster.features.acceptance.render_gate",
-                                "fmcluster.features.containers.render_first_job",
-                                "fmcluster.features.node.render_context", "fmcluster.features.node.render_scripts",
-                                "fmcluster.features.observability.render_files",
-                                "fmcluster.features.slurm.render_hooks"},
     "fmcluster.stacks.build": {"fmcluster.features.accounting.stack", "fmcluster.features.network.construct",
                                "fmcluster.features.network.stack", "fmcluster.features.node.construct_image",
                                "fmcluster.features.node.plan_bake", "fmcluster.features.node.render_context",

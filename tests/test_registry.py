@@ -146,3 +146,45 @@ def test_each_light_slice_module_imports_on_its_own() -> None:
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == ""
     assert len(LIGHT_SLICE_MODULES) > 10
+
+
+# ---- the feature registry ---------------------------------------------------------------------------------------
+def test_every_feature_row_is_a_feature_folder() -> None:
+    from fmcluster.features.registry import FEATURES
+
+    folders = {p.name for p in (ROOT / "fmcluster" / "features").iterdir() if (p / "__init__.py").exists()}
+    assert set(FEATURES) <= folders
+    assert all(name == row.name for name, row in FEATURES.items())
+
+
+def test_every_feature_hook_is_its_own_slices_function_at_its_layer() -> None:
+    """Each hook (``"<module>:<function>"``) names a callable of the row's own feature whose role is the hook's layer
+    (:data:`fmcluster.features.registry.HOOK_LAYERS`), so calling it through the registry keeps the layer order."""
+    from fmcluster.features.registry import FEATURES, HOOK_LAYERS
+    from tests.test_layering import feature_of, layer_of
+
+    seen = set()
+    for row in FEATURES.values():
+        for hook, spec in row.hooks().items():
+            module, _, func = spec.partition(":")
+            assert feature_of(module) == row.name, spec
+            assert layer_of(module) == HOOK_LAYERS[hook], spec
+            assert callable(getattr(importlib.import_module(module), func)), spec
+            seen.add(hook)
+    assert seen == set(HOOK_LAYERS)
+
+
+@pytest.mark.parametrize("key", sorted(ORCHESTRATORS))
+def test_render_composes_every_features_files_in_registry_order(key: str) -> None:
+    """``render_blueprint`` is exactly the features' render hooks, in registry order, then the orchestrator's, each
+    path split at its last ``/``."""
+    from fmcluster.features.registry import FEATURES
+    from fmcluster.review.render import render_blueprint
+
+    bp = load_blueprint(ROOT / "blueprints" / f"{EXAMPLE[key]}.yaml")
+    rc = resolve(bp)
+    expected = [rel for f in FEATURES.values() for rel in f.render_files(rc)] + list(row_for(bp.orchestrator).render_files(rc))
+    got = render_blueprint(bp)
+    assert sorted(f"{folder}/{name}" for folder, files in got.items() for name in files) == sorted(expected)
+    assert "versions.txt" in got[rc.groups[0].name]
+    assert (rc.groups[0].name in got and ("nccl-tests.sbatch" in got[rc.groups[0].name])) is rc.profile.runs_slurm

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fmcluster.features.observability.endpoints import observability_endpoints
+from fmcluster.features.registry import FEATURES
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
 from fmcluster.review.assembly import Assembly, AssemblyError
 from fmcluster.review.cost import estimate, money
@@ -188,7 +188,7 @@ def build_plan(rc: ResolvedCluster, stacks: dict[str, int] | None = None, checkp
         raise ValueError(f"software.stack {bp.software.stack_name!r} is not in the catalog; validate the blueprint first")
     software = {"stack": stack.name, "os": bp.software.os_name, "kernel_modules": stack.kernel_modules, **stack.versions()}
     return Plan(
-        observability_endpoints=[e.as_dict() for e in observability_endpoints(rc)],
+        observability_endpoints=[e.as_dict() for e in FEATURES["observability"].plan_endpoints(rc)],
         subnet=rc.subnet.as_dict(), subnet_rows=rc.subnet.rows(),
         name=bp.name, region=bp.region, availability_zone=bp.az_label, orchestrator=rc.profile.kind,
         compute=compute, storage=storage, checkpoints=checkpoints, software=software, stacks=stacks or {},
