@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import json
 import os
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -19,6 +24,36 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("NODE_NO_WARNINGS", "1")
 
 
+def shared_dir() -> Path | None:
+    """A folder the xdist workers of this test run share (``PYTEST_XDIST_TESTRUNUID`` is the same in every worker of
+    one run), or ``None`` when the suite runs serially (``-n 0``: the ``@cache`` of one process already shares)."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run:
+        return None
+    folder = Path(tempfile.gettempdir()) / f"fmcluster-tests-{run}"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+@contextlib.contextmanager
+def shared_once(kind: str, key: str) -> Iterator[Path | None]:
+    """Under xdist, the folder of ``kind``/``key`` for this run, held under an exclusive lock: the first worker to get
+    it computes and writes the result there, a later one (blocked until then) finds it. ``None`` when serial.
+    The same blueprint synthesized by tests of several files on two workers is then synthesized once per run."""
+    root = shared_dir()
+    if root is None:
+        yield None
+        return
+    folder = root / f"{kind}-{hashlib.sha256(key.encode()).hexdigest()[:24]}"
+    folder.mkdir(exist_ok=True)
+    with open(root / f"{folder.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield folder
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def cdk_context() -> dict[str, Any]:
     """cdk.json context plus the feature flags build_app sets (for tests that build constructs directly)."""
     from fmcluster.stacks.build import FEATURE_FLAGS
@@ -30,9 +65,20 @@ def cdk_context() -> dict[str, Any]:
 def synth_templates(blueprint_text: str, extra_context: tuple[tuple[str, Any], ...] = ()) -> dict[str, dict[str, Any]]:
     """Synthesize in-process (no nag) and return stack name -> template JSON. The parent AMI lookups a bake
     blueprint needs are given as context (:data:`TEST_PARENT_AMI`, as :func:`cli_synth` does) unless
-    ``extra_context`` sets them; an error annotation fails (:func:`assert_no_synthesis_errors`)."""
-    import tempfile
+    ``extra_context`` sets them; an error annotation fails (:func:`assert_no_synthesis_errors`). Once per test run
+    for every worker (:func:`shared_once`)."""
+    with shared_once("synth", repr((blueprint_text, extra_context))) as folder:
+        done = folder / "templates.json" if folder is not None else None
+        if done is not None and done.is_file():
+            templates: dict[str, dict[str, Any]] = json.loads(done.read_text())
+            return templates
+        templates = _synth_templates(blueprint_text, extra_context)
+        if done is not None:
+            done.write_text(json.dumps(templates))
+        return templates
 
+
+def _synth_templates(blueprint_text: str, extra_context: tuple[tuple[str, Any], ...]) -> dict[str, dict[str, Any]]:
     import aws_cdk as cdk
 
     from fmcluster.preflight.image_lookup import lookups
@@ -81,9 +127,21 @@ def lookup_context(blueprint: Path) -> dict[str, str]:
 @cache
 def cli_synth(blueprint: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
     """``npx cdk synth`` of one blueprint into its own folder (the path users take), with the parent AMI lookups
-    a bake blueprint needs given as context (:func:`lookup_context`)."""
-    import tempfile
+    a bake blueprint needs given as context (:func:`lookup_context`). Once per test run for every worker
+    (:func:`shared_once`; callers only read the folder)."""
+    with shared_once("cli-synth", f"{blueprint}\n{blueprint.read_text()}") as folder:
+        done = folder / "proc.json" if folder is not None else None
+        if done is not None and done.is_file():
+            r = json.loads(done.read_text())
+            return Path(r["out"]), subprocess.CompletedProcess(r["args"], r["returncode"], r["stdout"], r["stderr"])
+        out, proc = _cli_synth(blueprint)
+        if done is not None:
+            done.write_text(json.dumps({"out": str(out), "args": proc.args, "returncode": proc.returncode,
+                                        "stdout": proc.stdout, "stderr": proc.stderr}))
+        return out, proc
 
+
+def _cli_synth(blueprint: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
     out = Path(tempfile.mkdtemp(prefix=f"cdkout-{blueprint.stem}-"))
     looked_up = [arg for k, v in lookup_context(blueprint).items() for arg in ("-c", f"{k}={v}")]
     proc = subprocess.run(

@@ -223,3 +223,23 @@ def test_every_stack_passes_every_software_rule_on_its_instance_types(stack: str
                                                                                "R-DRV", "R-FM", "R-NCCL", "R-GDR",
                                                                                "R-OFI", "R-ENV"))]
         assert ours == [], f"{stack} on {instance_type}/{os_name}: {[w.render() for w in ours]}"
+
+
+def test_every_image_reference_kind_has_plan_text_and_names_its_source() -> None:
+    """The plan's reference line comes from the catalog (one text per reference kind): the SSM parameter for the
+    architecture, the ParallelCluster version, or HyperPod's default image; only ParallelCluster's is a name filter."""
+    from typing import get_args
+
+    from fmcluster.catalog.images import REFERENCE_TEXT, ReferenceKind
+
+    assert set(REFERENCE_TEXT) == set(get_args(ReferenceKind))
+    seen = {}
+    for key in known_images():
+        m = get_image(key)
+        arch = m.cpu_architectures[0]
+        seen[m.reference.kind] = (m.reference.describe(arch, m.parallelcluster_version), m.reference.by_name_filter)
+        if m.reference.kind == "ssm":
+            assert seen["ssm"] == (f"SSM parameter {m.reference.parameter_for(arch)}", False)
+    assert seen["parallelcluster"][1] is True
+    assert seen["parallelcluster"][0].startswith("ParallelCluster Image.Os for version 3.")
+    assert seen["hyperpod"] == ("HyperPod default image", False)

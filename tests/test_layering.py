@@ -48,31 +48,13 @@ FEATURES = PKG / "features"
 SLICE_ROOTS = {"orchestrators": SLICES, "features": FEATURES}
 #: Core modules that still import a slice directly (not through the registry). Each is a debt: remove the import
 #: and its line; never add one (docs/decisions.md).
-CORE_TO_SLICE = {
-    "fmcluster.resolved.cluster": {"fmcluster.orchestrators.hyperpod_eks.plan"},
-    "fmcluster.review.render": {"fmcluster.orchestrators.hyperpod_eks.render_kubernetes"},
-    "fmcluster.stacks.build": {"fmcluster.orchestrators.hyperpod_eks.stack_eks"},
-    "fmcluster.stacks.cluster_stack": {"fmcluster.orchestrators.hyperpod_eks.plan"},
-    "fmcluster.stacks.orchestrator_inputs": {"fmcluster.orchestrators.hyperpod_eks.plan"},
-    "fmcluster.validation.rules.imex": {"fmcluster.orchestrators.parallelcluster.profile",
-                                        "fmcluster.orchestrators.pcs.profile"},
-}
+CORE_TO_SLICE: dict[str, set[str]] = {}
 #: Modules outside ``fmcluster/features/`` that still import a feature slice's module directly. Each is a debt, as in
 #: :data:`CORE_TO_SLICE`: remove the import and its line; never add one.
 CORE_TO_FEATURE = {
-    "fmcluster.constructs.orchestrator": {"fmcluster.features.storage.construct"},
-    "fmcluster.preflight.image_lookup": {"fmcluster.features.node.plan_bake"},
-    "fmcluster.provision": {"fmcluster.features.observability.provision_grafana",
-                            "fmcluster.features.observability.render_context"},
     "fmcluster.resolved": {"fmcluster.features.network.plan"},
     "fmcluster.resolved.cluster": {"fmcluster.features.accounting.plan", "fmcluster.features.containers.plan",
                                    "fmcluster.features.network.plan", "fmcluster.features.node.plan_image"},
-    "fmcluster.review.plan": {"fmcluster.features.observability.endpoints"},
-    "fmcluster.review.render": {"fmcluster.features.acceptance.render_gate",
-                                "fmcluster.features.containers.render_first_job",
-                                "fmcluster.features.node.render_context", "fmcluster.features.node.render_scripts",
-                                "fmcluster.features.observability.render_files",
-                                "fmcluster.features.slurm.render_hooks"},
     "fmcluster.stacks.build": {"fmcluster.features.accounting.stack", "fmcluster.features.network.construct",
                                "fmcluster.features.network.stack", "fmcluster.features.node.construct_image",
                                "fmcluster.features.node.plan_bake", "fmcluster.features.node.render_context",

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from fmcluster.orchestrators.registry import KINDS, ORCHESTRATORS, RULE_TARGETS, profile_for
+from fmcluster.orchestrators.registry import IMEX_SOURCES, KINDS, ORCHESTRATORS, RULE_TARGETS, profile_for, row_for
+from fmcluster.resolved import resolve
 from fmcluster.validation import load_blueprint
 from fmcluster.validation.rules import REGISTRY, RULE_MODULES, _load_rule_modules, rule
 
@@ -43,6 +44,46 @@ def test_example_names_exactly_its_row(key: str) -> None:
     orch = load_blueprint(ROOT / "blueprints" / f"{EXAMPLE[key]}.yaml").orchestrator
     assert orch.profile_key == key
     assert (ORCHESTRATORS[key].kind, profile_for(orch).key) == (orch.kind, key)
+
+
+@pytest.mark.parametrize("key", sorted(ORCHESTRATORS))
+def test_row_hooks_live_in_their_own_slice_at_their_layer(key: str) -> None:
+    """A hook the core imports by name (extra stack, render files) is a callable of the row's own slice whose role is
+    the layer its caller sits at (stacks, templates), so calling it through the registry keeps the layer order."""
+    from tests.test_layering import layer_of
+
+    row = ORCHESTRATORS[key]
+    package = row.stack_module.rpartition(".")[0]
+    for module, func, layer in ((row.extra_stack_module, "build_extra_stack", "stacks"),
+                                (row.render_module, "render_files", "templates")):
+        if module is None:
+            continue
+        assert module.rpartition(".")[0] == package
+        assert callable(getattr(importlib.import_module(module), func))
+        assert layer_of(module) == layer
+
+
+@pytest.mark.parametrize("key", sorted(ORCHESTRATORS))
+def test_row_hooks_give_the_example_its_own_plan_stack_and_files(key: str) -> None:
+    """The example of each row: ``rc.eks`` is its row's plan (or ``None``), ``<name>-eks`` exists exactly when that plan
+    creates the cluster, and ``render_files`` of another orchestrator's example gives nothing."""
+    rc = resolve(load_blueprint(ROOT / "blueprints" / f"{EXAMPLE[key]}.yaml"))
+    row = row_for(rc.blueprint.orchestrator)
+    assert row.key == key
+    assert (rc.eks is None) is (row.plan is None)
+    assert (rc.stacks.eks is not None) is (rc.eks is not None and rc.eks.creates_cluster)
+    for other in ORCHESTRATORS.values():
+        files = other.render_files(rc)
+        assert (files != {}) is (other is row and other.render_module is not None)
+
+
+def test_imex_sources_are_the_profiles_sources() -> None:
+    """R-IMEX-1 cites each row's ``imex_source``, which is the source its profile's ``ImexWiring`` gives."""
+    assert len(IMEX_SOURCES) >= 2
+    for key, row in ORCHESTRATORS.items():
+        if row.imex_source is not None:
+            prof = row.profile(load_blueprint(ROOT / "blueprints" / f"{EXAMPLE[key]}.yaml").orchestrator)
+            assert prof.imex.source == row.imex_source
 
 
 def test_every_slice_folder_is_registered_or_shared() -> None:
@@ -105,3 +146,45 @@ def test_each_light_slice_module_imports_on_its_own() -> None:
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == ""
     assert len(LIGHT_SLICE_MODULES) > 10
+
+
+# ---- the feature registry ---------------------------------------------------------------------------------------
+def test_every_feature_row_is_a_feature_folder() -> None:
+    from fmcluster.features.registry import FEATURES
+
+    folders = {p.name for p in (ROOT / "fmcluster" / "features").iterdir() if (p / "__init__.py").exists()}
+    assert set(FEATURES) <= folders
+    assert all(name == row.name for name, row in FEATURES.items())
+
+
+def test_every_feature_hook_is_its_own_slices_function_at_its_layer() -> None:
+    """Each hook (``"<module>:<function>"``) names a callable of the row's own feature whose role is the hook's layer
+    (:data:`fmcluster.features.registry.HOOK_LAYERS`), so calling it through the registry keeps the layer order."""
+    from fmcluster.features.registry import FEATURES, HOOK_LAYERS
+    from tests.test_layering import feature_of, layer_of
+
+    seen = set()
+    for row in FEATURES.values():
+        for hook, spec in row.hooks().items():
+            module, _, func = spec.partition(":")
+            assert feature_of(module) == row.name, spec
+            assert layer_of(module) == HOOK_LAYERS[hook], spec
+            assert callable(getattr(importlib.import_module(module), func)), spec
+            seen.add(hook)
+    assert seen == set(HOOK_LAYERS)
+
+
+@pytest.mark.parametrize("key", sorted(ORCHESTRATORS))
+def test_render_composes_every_features_files_in_registry_order(key: str) -> None:
+    """``render_blueprint`` is exactly the features' render hooks, in registry order, then the orchestrator's, each
+    path split at its last ``/``."""
+    from fmcluster.features.registry import FEATURES
+    from fmcluster.review.render import render_blueprint
+
+    bp = load_blueprint(ROOT / "blueprints" / f"{EXAMPLE[key]}.yaml")
+    rc = resolve(bp)
+    expected = [rel for f in FEATURES.values() for rel in f.render_files(rc)] + list(row_for(bp.orchestrator).render_files(rc))
+    got = render_blueprint(bp)
+    assert sorted(f"{folder}/{name}" for folder, files in got.items() for name in files) == sorted(expected)
+    assert "versions.txt" in got[rc.groups[0].name]
+    assert (rc.groups[0].name in got and ("nccl-tests.sbatch" in got[rc.groups[0].name])) is rc.profile.runs_slurm

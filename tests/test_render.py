@@ -113,9 +113,13 @@ def test_examples_and_special_kinds_render_for_every_os(rendered: dict[str, Path
 
 
 def test_bash_syntax(rendered: dict[str, Path]) -> None:
+    """``bash -n`` once per distinct script (identical texts share one file); a failure names every label of it."""
+    labels: dict[Path, list[str]] = {}
     for label, path in rendered.items():
+        labels.setdefault(path, []).append(label)
+    for path, names in labels.items():
         proc = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True, check=False)
-        assert proc.returncode == 0, f"{label}: {proc.stderr}"
+        assert proc.returncode == 0, f"{', '.join(names)}: {proc.stderr}"
 
 
 SHELLCHECK_CHUNKS = 2

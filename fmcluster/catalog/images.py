@@ -28,6 +28,16 @@ GPU_STACK = ("driver", "fabric_manager", "imex", "cuda", "efa_installer", "gdrco
 
 ReferenceKind = Literal["parallelcluster", "ssm", "hyperpod"]
 NvmeKind = Literal["parallelcluster-ephemeral", "dlami-raid", "none"]
+#: How ``fmcluster plan`` names each reference kind (``{parameter}``: the SSM parameter for the node's CPU
+#: architecture; ``{version}``: the image's ParallelCluster version). The meaning of each kind: images.yaml's header.
+REFERENCE_TEXT: dict[ReferenceKind, str] = {
+    "ssm": "SSM parameter {parameter}",
+    "parallelcluster": "ParallelCluster Image.Os for version {version}",
+    "hyperpod": "HyperPod default image",
+}
+#: Reference kinds whose AMI is found by a DescribeImages name filter (:func:`parallelcluster_ami_name_filter`), which
+#: bake mode caches in ``cdk.context.json`` (``fmcluster image lookup``): no public SSM parameter names it.
+NAME_FILTER_KINDS: frozenset[ReferenceKind] = frozenset({"parallelcluster"})
 
 
 @dataclass(frozen=True)
@@ -49,6 +59,16 @@ class ImageReference:
     def parameter_for(self, arch: str) -> str | None:
         """The SSM parameter for a CPU architecture (``x86_64`` or ``arm64``), or ``None``."""
         return None if self.parameter is None else self.parameter.format(arch=arch)
+
+    @property
+    def by_name_filter(self) -> bool:
+        """True when the AMI is found by a name filter (:data:`NAME_FILTER_KINDS`), not a parameter or a default."""
+        return self.kind in NAME_FILTER_KINDS
+
+    def describe(self, arch: str, version: str | None) -> str:
+        """How the plan names this reference (:data:`REFERENCE_TEXT`) for a node of CPU architecture ``arch``;
+        ``version``: the image's ParallelCluster version (``ImageManifest.parallelcluster_version``)."""
+        return REFERENCE_TEXT[self.kind].format(parameter=self.parameter_for(arch), version=version)
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,8 @@
-"""Pieces every orchestrator construct shares: checkpoint access, node IAM statements, cdk-nag
-acknowledgements, the Lustre mount used by orchestrators that do not mount FSx themselves, and the
-launcher that starts the head-node script once Slurm answers (HyperPod controller, PCS login node).
+"""Pieces every orchestrator construct shares: cdk-nag acknowledgements and the launcher that starts the head-node
+script once Slurm answers (HyperPod controller, PCS login node). What nodes need from the storage layer (checkpoint
+access, FSx describe, the Lustre mount script) is the storage feature's (:mod:`fmcluster.features.storage.construct`).
 
 Sources:
-- S3 object-level vs bucket-level actions, ``s3:prefix`` condition on ``ListBucket``:
-  https://docs.aws.amazon.com/AmazonS3/latest/userguide/using-with-s3-policy-actions.html
-- Lustre over EFA needs ``fsx:DescribeFileSystems`` on the client; without it the client cannot learn
-  that the file system is EFA-enabled and mounts over TCP:
-  https://docs.aws.amazon.com/fsx/latest/LustreGuide/configure-efa-clients.html
-- Lustre client mount command (``<dns>@tcp:/<mountname>``):
-  https://docs.aws.amazon.com/fsx/latest/LustreGuide/mounting-ec2-instance.html
 - PCS runs ``text/x-shellscript`` user data after the node registers and before the Slurm daemon starts
   (login nodes: ``sackd``, which fetches the configuration the client commands need):
   https://docs.aws.amazon.com/pcs/latest/userguide/working-with_ec2-user-data.html,
@@ -25,7 +18,6 @@ from aws_cdk import Acknowledgment, Stack, Validations
 from aws_cdk import aws_iam as iam
 from constructs import IConstruct, IValidation
 
-from fmcluster.features.storage.construct import CheckpointAccess, LustreMount, checkpoint_statements
 from fmcluster.resolved import NODE_DIR
 
 #: File name of the observability head-node script (lifecycle folder, S3 asset) and where nodes keep it
@@ -43,30 +35,6 @@ SLURM_POLL_SECONDS = 15
 #: Where ``sinfo`` lives when it is not on PATH: HyperPod (``/opt/slurm``), PCS (``/opt/aws/pcs/scheduler``).
 SINFO_CANDIDATES = ("/opt/slurm/bin/sinfo", "/opt/aws/pcs/scheduler/slurm-*/bin/sinfo")
 _AFTER_SLURM_EOF = "FMCLUSTER_AFTER_SLURM_EOF"
-
-def checkpoint_acknowledgement(cp: CheckpointAccess | None) -> dict[str, str]:
-    """The IAM5 pattern and reason for :func:`fmcluster.features.storage.construct.checkpoint_statements`
-    (matches only ``<bucket>/<prefix>*``)."""
-    if cp is None:
-        return {}
-    return {rf"^Resource::.*/{re.escape(cp.prefix)}\*$": "Checkpoint bucket access is limited to the blueprint's "
-            f"checkpoint prefix {cp.prefix!r}."}
-
-
-def grant_node_storage(role: iam.IRole, lustre: LustreMount | None, checkpoints: CheckpointAccess | None) -> None:
-    """What every node role needs from the storage layer: FSx describe (without it the Lustre client
-    silently skips EFA) and read/write on the checkpoint prefix only."""
-    if lustre is not None:
-        role.add_to_principal_policy(fsx_describe_statement())
-    if checkpoints is not None:
-        for st in checkpoint_statements(checkpoints):
-            role.add_to_principal_policy(st)
-
-
-def fsx_describe_statement() -> iam.PolicyStatement:
-    """``fsx:DescribeFileSystems`` (a list action: it does not take a file-system ARN)."""
-    return iam.PolicyStatement(sid="LustreEfaDiscovery", actions=["fsx:DescribeFileSystems"], resources=["*"])
-
 
 def acknowledge(scope: IConstruct, *findings: tuple[str, str]) -> None:
     """Acknowledge cdk-nag findings ``(id, reason)`` on ``scope`` only (narrowest scope)."""
@@ -139,22 +107,6 @@ def _nag_text(res: object) -> str:
         if key == "Fn::Sub" and isinstance(val, str):
             return re.sub(r"\$\{([^}]+)\}", r"<\1>", val)
     return str(res)
-
-
-def lustre_mount_script(mount: LustreMount) -> str:
-    """Shell lines that mount FSx for Lustre at its mount point and persist it in fstab (tokens
-    resolve at deploy). Idempotent: re-running does not mount twice."""
-    src = f"{mount.dns_name}@tcp:/{mount.mount_name}"
-    return "\n".join(
-        [
-            f"mkdir -p {mount.mount_point}",
-            f"if ! mountpoint -q {mount.mount_point}; then",
-            f"  mount -t lustre -o relatime,flock {src} {mount.mount_point}",
-            "fi",
-            f"grep -q ' {mount.mount_point} lustre ' /etc/fstab || "
-            f"echo '{src} {mount.mount_point} lustre defaults,relatime,flock,_netdev,x-systemd.automount 0 0' >> /etc/fstab",
-        ]
-    )
 
 
 def start_after_slurm(script_path: str, slurm_bin_dir: str | None = None) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from fmcluster.catalog.images import PARALLELCLUSTER_AMI_OWNER
-from fmcluster.features.node.plan_bake import bake_targets, parent_image
+from fmcluster.features.registry import FEATURES
 from fmcluster.resolved import ResolvedCluster
 
 CONTEXT_FILE = "cdk.context.json"
@@ -40,12 +40,7 @@ class Lookup:
 
 def lookups(rc: ResolvedCluster) -> list[Lookup]:
     """The lookups a blueprint needs (empty unless a bake-mode ParallelCluster parent is not pinned)."""
-    out: dict[str, Lookup] = {}
-    for t in bake_targets(rc):
-        p = parent_image(rc, t.manifest, t.arch)
-        if p.kind == "lookup" and p.context_key and p.name_filter:
-            out[p.context_key] = Lookup(p.context_key, p.name_filter, t.arch)
-    return list(out.values())
+    return [Lookup(key, name_filter, arch) for key, name_filter, arch in FEATURES["node"].parent_image_lookups(rc)]
 
 
 def newest_official_image(ec2: Any, lookup: Lookup) -> str:

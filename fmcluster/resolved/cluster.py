@@ -23,9 +23,8 @@ from fmcluster.features.accounting.plan import AccountingPlan, accounting_plan, 
 from fmcluster.features.containers.plan import ResolvedContainer, resolve_containers
 from fmcluster.features.network.plan import SubnetUsage, subnet_usage
 from fmcluster.features.node.plan_image import ResolvedImage, resolve_image
-from fmcluster.orchestrators.hyperpod_eks.plan import EksPlan, eks_plan
 from fmcluster.orchestrators.profile import OrchestratorProfile
-from fmcluster.orchestrators.registry import profile_for
+from fmcluster.orchestrators.registry import ClusterPlan, profile_for, row_for
 
 #: Where fmcluster puts its own files on a node (scripts, job environment, observability).
 NODE_DIR = "/opt/fmcluster"
@@ -120,7 +119,8 @@ class ResolvedCluster:
         observability_parameter: SSM parameter (String, JSON) nodes read at boot for the metrics layer.
         node_dir: where fmcluster keeps its files on nodes (:data:`NODE_DIR`).
         tags: tags on every resource: ``fmcluster:blueprint`` plus the blueprint's tags.
-        eks: the EKS side of HyperPod EKS orchestration (:func:`fmcluster.orchestrators.hyperpod_eks.plan.eks_plan`), else ``None``.
+        eks: the orchestrator's own plan (its registry row's ``plan``; HyperPod EKS: the EKS side,
+            :func:`fmcluster.orchestrators.hyperpod_eks.plan.eks_plan`), else ``None``.
         containers: the blueprint's container images (:mod:`fmcluster.features.containers.plan`).
         accounting: Slurm accounting (:func:`fmcluster.features.accounting.plan.accounting_plan`).
     """
@@ -134,7 +134,7 @@ class ResolvedCluster:
     observability_parameter: str
     node_dir: str
     tags: dict[str, str]
-    eks: EksPlan | None = None
+    eks: ClusterPlan | None = None
     containers: tuple[ResolvedContainer, ...] = ()
     accounting: AccountingPlan | None = None
 
@@ -173,7 +173,8 @@ def stack_names(bp: Blueprint, profile: OrchestratorProfile | None = None) -> St
     return StackNames(
         network=f"{bp.name}-network", storage=f"{bp.name}-storage", cluster=f"{bp.name}-cluster",
         observability=f"{bp.name}-observability" if bp.observability.enabled else None,
-        eks=f"{bp.name}-eks" if (plan := eks_plan(bp)) is not None and plan.creates_cluster else None,
+        eks=f"{bp.name}-eks" if (plan := row_for(bp.orchestrator).plan_for(bp)) is not None and plan.creates_cluster
+        else None,
         image=f"{bp.name}-image" if bp.software.image.mode == "bake" else None,
         accounting=f"{bp.name}-accounting"
         if accounting_route(bp, profile or profile_for(bp.orchestrator)) == "database" else None,
@@ -238,7 +239,7 @@ def resolve(bp: Blueprint) -> ResolvedCluster:
         observability_parameter=observability_parameter_name(bp.name),
         node_dir=NODE_DIR,
         tags={BLUEPRINT_TAG: bp.name, **bp.tags},
-        eks=eks_plan(bp),
+        eks=row_for(bp.orchestrator).plan_for(bp),
         containers=resolve_containers(bp),
         accounting=accounting_plan(bp, profile),
     )

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fmcluster.features.observability.endpoints import observability_endpoints
+from fmcluster.features.registry import FEATURES
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
 from fmcluster.review.assembly import Assembly, AssemblyError
 from fmcluster.review.cost import estimate, money
@@ -57,12 +57,8 @@ def boot_line(rg: ResolvedGroup) -> BootLine:
         reference = "ImageId of the <name>-image stack's AWS::ImageBuilder::Image"
     elif im.manifest is None:
         reference = "unknown"
-    elif im.manifest.reference.kind == "ssm":
-        reference = f"SSM parameter {im.manifest.reference.parameter_for(rg.instance.cpu_architecture)}"
-    elif im.manifest.reference.kind == "parallelcluster":
-        reference = f"ParallelCluster Image.Os for version {im.manifest.parallelcluster_version}"
     else:
-        reference = "HyperPod default image"
+        reference = im.manifest.reference.describe(rg.instance.cpu_architecture, im.manifest.parallelcluster_version)
     return BootLine(
         image_mode=im.mode, image=im.source, reference=reference, installs_at_boot=list(im.installs_at_boot),
         estimated_boot_s=im.estimated_boot_s, limit_s=im.limit_s, limit_source=im.limit.source,
@@ -192,7 +188,7 @@ def build_plan(rc: ResolvedCluster, stacks: dict[str, int] | None = None, checkp
         raise ValueError(f"software.stack {bp.software.stack_name!r} is not in the catalog; validate the blueprint first")
     software = {"stack": stack.name, "os": bp.software.os_name, "kernel_modules": stack.kernel_modules, **stack.versions()}
     return Plan(
-        observability_endpoints=[e.as_dict() for e in observability_endpoints(rc)],
+        observability_endpoints=[e.as_dict() for e in FEATURES["observability"].plan_endpoints(rc)],
         subnet=rc.subnet.as_dict(), subnet_rows=rc.subnet.rows(),
         name=bp.name, region=bp.region, availability_zone=bp.az_label, orchestrator=rc.profile.kind,
         compute=compute, storage=storage, checkpoints=checkpoints, software=software, stacks=stacks or {},

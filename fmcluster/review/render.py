@@ -13,13 +13,8 @@ import json
 from pathlib import Path
 
 from fmcluster.blueprint import Blueprint
-from fmcluster.features.acceptance.render_gate import render_acceptance_files
-from fmcluster.features.containers.render_first_job import render_fsdp_job
-from fmcluster.features.node.render_context import blueprint_node_contexts
-from fmcluster.features.node.render_scripts import render_node_scripts
-from fmcluster.features.observability.render_files import render_observability_files
-from fmcluster.features.slurm.render_hooks import render_nccl_tests_sbatch
-from fmcluster.orchestrators.hyperpod_eks.render_kubernetes import render_kubernetes_manifests
+from fmcluster.features.registry import FEATURES
+from fmcluster.orchestrators.registry import row_for
 from fmcluster.resolved import resolve
 
 EXECUTABLE = ("bootstrap.sh", "fmcluster-node-check")
@@ -32,41 +27,21 @@ class RenderOutError(Exception):
 
 
 def render_blueprint(bp: Blueprint) -> dict[str, dict[str, str]]:
-    """``{folder: {file name: text}}``: one folder per compute group (node scripts, resolved
-    versions and, on Slurm clusters, a ready ``nccl-tests.sbatch`` and the example FSDP job ``fsdp-train.sbatch`` +
-    ``fsdp-train.py``), when
-    metrics are on, ``observability/`` (Prometheus config, alert rules,
-    dashboards, exporter scripts), on HyperPod EKS ``kubernetes/`` (Kueue queues, job templates, the EFA
-    admission policy, the node-check DaemonSet, the Helm install: :mod:`fmcluster.orchestrators.hyperpod_eks.render_kubernetes`) and, on
-    Slurm clusters, ``acceptance/`` (the fleet acceptance gate job per EFA group)."""
+    """``{folder: {file name: text}}``: the render hooks of every feature (:data:`fmcluster.features.registry.FEATURES`,
+    in that order), then the orchestrator's own (its registry row's ``render_files``), each relative path split at its
+    last ``/``: one folder per compute group (node scripts, resolved versions and, on Slurm clusters, a ready
+    ``nccl-tests.sbatch`` and the example FSDP job ``fsdp-train.sbatch`` + ``fsdp-train.py``), when metrics are on,
+    ``observability/`` (Prometheus config, alert rules, dashboards, exporter scripts), on Slurm clusters
+    ``acceptance/`` (the fleet acceptance gate job per EFA group) and on HyperPod EKS ``kubernetes/`` (Kueue queues,
+    job templates, the EFA admission policy, the node-check DaemonSet, the Helm install)."""
     rc = resolve(bp)
     out: dict[str, dict[str, str]] = {}
-    for name, ctx in blueprint_node_contexts(rc).items():
-        files = render_node_scripts(ctx)
-        versions = "".join(f"{k}: {v if v is not None else 'unknown'}\n" for k, v in ctx.versions.items())
-        files["versions.txt"] = (
-            f"# resolved versions for {bp.name}/{name} ({ctx.instance_type}, {ctx.os}), stack {ctx.stack_name}\n"
-            f"{versions}kernel_modules: {ctx.kernel_modules}\n"
-        )
-        group = {g.name: g for g in rc.groups}.get(name)  # HyperPod controller/login contexts have no group
-        # Slurm jobs (HyperPod EKS has the MPIJob/PyTorchJob manifests under kubernetes/ instead): nccl-tests and
-        # the example FSDP job in a container (docs/first-job.md)
-        if group is not None and group.instance.gpu.count and rc.profile.runs_slurm:
-            files["nccl-tests.sbatch"] = render_nccl_tests_sbatch(
-                blueprint_name=bp.name, group_name=name, instance_type=ctx.instance_type, gpus=group.instance.gpu.count,
-                count=group.spec.count, node_dir=rc.node_dir)
-            files.update(render_fsdp_job(rc, group, ctx))
-        out[name] = files
-    for rel, text in render_observability_files(rc).items():
-        folder, _, name = rel.rpartition("/")
-        out.setdefault(folder or "observability", {})[name] = text
-    for rel, text in render_kubernetes_manifests(rc).items():  # HyperPod EKS only
-        folder, _, name = rel.rpartition("/")
-        out.setdefault(f"kubernetes/{folder}", {})[name] = text
-    # fleet acceptance gate jobs (docs/acceptance.md)
-    for rel, text in render_acceptance_files(rc).items():
-        folder, _, name = rel.rpartition("/")
-        out.setdefault(folder, {})[name] = text
+    # each feature's files (fmcluster.features.registry.FEATURES, in order), then the orchestrator's own
+    sources = [*(f.render_files for f in FEATURES.values()), row_for(bp.orchestrator).render_files]
+    for files in sources:
+        for rel, text in files(rc).items():
+            folder, _, name = rel.rpartition("/")
+            out.setdefault(folder, {})[name] = text
     return out
 
 

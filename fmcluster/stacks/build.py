@@ -26,6 +26,7 @@ from fmcluster.features.observability.render_context import observability_contex
 from fmcluster.features.observability.render_exporters import exporter_context, render_exporter_script
 from fmcluster.features.observability.stack import ObservabilityStack
 from fmcluster.features.storage.stack import StorageStack
+from fmcluster.orchestrators.registry import row_for
 from fmcluster.resolved import BLUEPRINT_TAG, ResolvedCluster, resolve
 from fmcluster.stacks.cluster_stack import ClusterStack
 
@@ -164,18 +165,7 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
             description=f"fmcluster {bp.name}: {bp.observability.metrics} metrics (Prometheus, Grafana, alert rules)",
         )
         Tags.of(observability).add("fmcluster:stack", "observability")
-    eks_cluster = None
-    eks_stack = None
-    if rc.stacks.eks is not None and rc.eks is not None:
-        from fmcluster.orchestrators.hyperpod_eks.stack_eks import EksStack
-
-        eks_stack = EksStack(
-            app, rc.stacks.eks, env=env, plan=rc.eks, vpc=net.vpc, gpu_subnet=net.gpu_subnet,
-            security_group=net.efa_security_group, placement=placement, tags=rc.tags,
-            description=f"fmcluster {bp.name}: EKS cluster {rc.eks.cluster_name}, node add-ons, admin access, endpoints",
-        )
-        Tags.of(eks_stack).add("fmcluster:stack", "eks")
-        eks_cluster = eks_stack.control_plane
+    extra = row_for(bp.orchestrator).build_extra_stack(app, rc, env, net, placement)
     image = _image_stack(app, rc, env, net)
     cluster = ClusterStack(
         app, rc.stacks.cluster, env=env, profile=rc.profile, orchestrator=bp.orchestrator, cluster_name=bp.name,
@@ -185,7 +175,7 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
         description=f"fmcluster {bp.name}: {bp.orchestrator.kind} cluster and node bootstrap",
         head_node_script=render_exporter_script(exporter_context(rc, role="head")) if observability else None,
         head_node_policy=observability.observability.node_policy if observability else None,
-        eks_plan=rc.eks, eks_cluster_arn=eks_cluster.cluster_arn if eks_cluster else None,
+        eks_plan=rc.eks, eks_cluster_arn=extra.cluster_arn if extra else None,
         images=node_images(rc, image),
         accounting_database=accounting.database if accounting else None,
     )
@@ -200,4 +190,4 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
         # on every resource; the blueprint's tags stay off REPLACE_ON_TAG_CHANGE types.
         exclude = [] if k == BLUEPRINT_TAG else list(REPLACE_ON_TAG_CHANGE)
         Tags.of(app).add(k, v, exclude_resource_types=exclude)
-    return ClusterStacks(network, storage, cluster, observability, eks=eks_stack, image=image, accounting=accounting)
+    return ClusterStacks(network, storage, cluster, observability, eks=extra.stack if extra else None, image=image, accounting=accounting)

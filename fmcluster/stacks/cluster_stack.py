@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
@@ -17,13 +17,10 @@ from fmcluster.features.node.construct_bootstrap import NodeBootstrap, ScriptAss
 from fmcluster.features.node.construct_image import NodeImages
 from fmcluster.features.node.render_context import NodeContext
 from fmcluster.features.storage.construct import CheckpointAccess, LustreMount
-from fmcluster.orchestrators.registry import ORCHESTRATORS
+from fmcluster.orchestrators.registry import ORCHESTRATORS, ClusterPlan
 from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
 from fmcluster.stacks import access_outputs
 from fmcluster.stacks.orchestrator_inputs import OrchestratorInputs
-
-if TYPE_CHECKING:
-    from fmcluster.orchestrators.hyperpod_eks.plan import EksPlan
 
 
 class ClusterStack(Stack):
@@ -74,7 +71,7 @@ class ClusterStack(Stack):
         vpc: ec2.IVpc | None = None,
         head_node_script: str | None = None,
         head_node_policy: iam.IManagedPolicy | None = None,
-        eks_plan: EksPlan | None = None,
+        eks_plan: ClusterPlan | None = None,
         eks_cluster_arn: str | None = None,
         images: NodeImages | None = None,
         accounting_database: SlurmAccountingDatabase | None = None,

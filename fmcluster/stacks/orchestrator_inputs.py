@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -17,10 +16,8 @@ from fmcluster.features.node.construct_image import NodeImages
 from fmcluster.features.node.render_context import NodeContext
 from fmcluster.features.storage.construct import CheckpointAccess, LustreMount
 from fmcluster.orchestrators.profile import OrchestratorProfile
+from fmcluster.orchestrators.registry import ClusterPlan
 from fmcluster.resolved import ResolvedGroup
-
-if TYPE_CHECKING:
-    from fmcluster.orchestrators.hyperpod_eks.plan import EksPlan
 
 
 @dataclass(frozen=True)
@@ -66,7 +63,7 @@ class OrchestratorInputs:
     head_node_text: str | None
     head_node_policy: iam.IManagedPolicy | None
     images: NodeImages | None
-    eks_plan: EksPlan | None = None
+    eks_plan: ClusterPlan | None = None
     eks_cluster_arn: str | None = None
     accounting_database: SlurmAccountingDatabase | None = None
 

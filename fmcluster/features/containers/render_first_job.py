@@ -13,7 +13,7 @@ from __future__ import annotations
 from fmcluster.catalog.containers import PLUGIN_SHORT_NAME_SINCE, ContainerImage
 from fmcluster.catalog.software import version_lt
 from fmcluster.features.containers.plan import HOST_EFA_DIRS, enroot_uri, example_image, group_container
-from fmcluster.features.node.render_context import NodeContext
+from fmcluster.features.node.render_context import NodeContext, blueprint_node_contexts
 from fmcluster.features.slurm.render_hooks import job_env_file
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
 from fmcluster.templates.render import render
@@ -56,3 +56,13 @@ def render_fsdp_job(rc: ResolvedCluster, group: ResolvedGroup, ctx: NodeContext)
         "container_env": ",".join(container_env_names(ctx, catalog, mounts_host)),
     })
     return {SBATCH: sbatch, SCRIPT: render("containers/fsdp-train.py.j2", {})}
+
+
+def render_files(rc: ResolvedCluster) -> dict[str, str]:
+    """The feature registry's render hook: ``<group>/<file>`` of the example FSDP job (:func:`render_fsdp_job`) for
+    every GPU group of a Slurm cluster; empty otherwise (HyperPod EKS has its Kubernetes jobs instead)."""
+    if not rc.profile.runs_slurm:
+        return {}
+    contexts = blueprint_node_contexts(rc)
+    return {f"{g.name}/{name}": text for g in rc.groups if g.instance.gpu.count
+            for name, text in render_fsdp_job(rc, g, contexts[g.name]).items()}

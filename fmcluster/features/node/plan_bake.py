@@ -80,7 +80,7 @@ def parent_image(rc: ResolvedCluster, manifest: ImageManifest | None, arch: str,
     ref = manifest.reference
     if ref.kind == "ssm" and ref.parameter is not None:
         return ParentImage("ssm", f"ssm:{ref.parameter_for(arch)}")
-    if ref.kind == "parallelcluster" and manifest.parallelcluster_version is not None:
+    if ref.by_name_filter and manifest.parallelcluster_version is not None:
         os_name = bp.software.os_name
         if os_name not in PARALLELCLUSTER_AMI_NAME_PART:
             return ParentImage("unknown", None, problem=f"ParallelCluster publishes no official AMI for {os_name}")

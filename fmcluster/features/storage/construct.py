@@ -32,10 +32,19 @@ Sources (FSx CreateFileSystem API, FSx for Lustre User Guide, CloudFormation res
   file system keeps its network interfaces, which keep their group in use); see docs/storage.md.
 - Data repository associations:
   https://docs.aws.amazon.com/fsx/latest/LustreGuide/create-dra-linked-data-repo.html
+What nodes need (:func:`grant_node_storage`, :func:`lustre_mount_script`, called by the orchestrator constructs):
+- S3 object-level vs bucket-level actions, ``s3:prefix`` condition on ``ListBucket``:
+  https://docs.aws.amazon.com/AmazonS3/latest/userguide/using-with-s3-policy-actions.html
+- Lustre over EFA needs ``fsx:DescribeFileSystems`` on the client; without it the client cannot learn
+  that the file system is EFA-enabled and mounts over TCP:
+  https://docs.aws.amazon.com/fsx/latest/LustreGuide/configure-efa-clients.html
+- Lustre client mount command (``<dns>@tcp:/<mountname>``):
+  https://docs.aws.amazon.com/fsx/latest/LustreGuide/mounting-ec2-instance.html
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from aws_cdk import Acknowledgment, Annotations, Duration, RemovalPolicy, Validations
@@ -399,3 +408,44 @@ def _dra_id(repo: DataRepository) -> str:
     """Stable construct id from the file-system path: ``/datasets/llm`` -> ``DatasetsLlm`` (ids are API)."""
     parts = [p for p in repo.file_system_path.split("/") if p]
     return "".join(p[:1].upper() + p[1:] for p in parts) or "Root"
+
+
+# ---- what every node needs from the storage layer (the orchestrator constructs call these) ----------------------
+def checkpoint_acknowledgement(cp: CheckpointAccess | None) -> dict[str, str]:
+    """The IAM5 pattern and reason for :func:`fmcluster.features.storage.construct.checkpoint_statements`
+    (matches only ``<bucket>/<prefix>*``)."""
+    if cp is None:
+        return {}
+    return {rf"^Resource::.*/{re.escape(cp.prefix)}\*$": "Checkpoint bucket access is limited to the blueprint's "
+            f"checkpoint prefix {cp.prefix!r}."}
+
+
+def grant_node_storage(role: iam.IRole, lustre: LustreMount | None, checkpoints: CheckpointAccess | None) -> None:
+    """What every node role needs from the storage layer: FSx describe (without it the Lustre client
+    silently skips EFA) and read/write on the checkpoint prefix only."""
+    if lustre is not None:
+        role.add_to_principal_policy(fsx_describe_statement())
+    if checkpoints is not None:
+        for st in checkpoint_statements(checkpoints):
+            role.add_to_principal_policy(st)
+
+
+def fsx_describe_statement() -> iam.PolicyStatement:
+    """``fsx:DescribeFileSystems`` (a list action: it does not take a file-system ARN)."""
+    return iam.PolicyStatement(sid="LustreEfaDiscovery", actions=["fsx:DescribeFileSystems"], resources=["*"])
+
+
+def lustre_mount_script(mount: LustreMount) -> str:
+    """Shell lines that mount FSx for Lustre at its mount point and persist it in fstab (tokens
+    resolve at deploy). Idempotent: re-running does not mount twice."""
+    src = f"{mount.dns_name}@tcp:/{mount.mount_name}"
+    return "\n".join(
+        [
+            f"mkdir -p {mount.mount_point}",
+            f"if ! mountpoint -q {mount.mount_point}; then",
+            f"  mount -t lustre -o relatime,flock {src} {mount.mount_point}",
+            "fi",
+            f"grep -q ' {mount.mount_point} lustre ' /etc/fstab || "
+            f"echo '{src} {mount.mount_point} lustre defaults,relatime,flock,_netdev,x-systemd.automount 0 0' >> /etc/fstab",
+        ]
+    )

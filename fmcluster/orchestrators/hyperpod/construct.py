@@ -43,7 +43,7 @@ Sources (botocore sagemaker CreateCluster, the AWS::SageMaker::Cluster resource 
   aws/sagemaker-hyperpod-cluster-setup ``slurm/cloudformation/slurm-iam-role-template.yaml``;
   EKS orchestration additions (CNI, ECR, pod identity):
   aws/sagemaker-hyperpod-cluster-setup ``eks/cloudformation/sagemaker-iam-role-template.yaml``.
-- ``fsx:DescribeFileSystems`` for Lustre over EFA: see ``common.fsx_describe_statement``.
+- ``fsx:DescribeFileSystems`` for Lustre over EFA: see ``fmcluster.features.storage.construct.fsx_describe_statement``.
 """
 from __future__ import annotations
 
@@ -68,14 +68,17 @@ from fmcluster.constructs.orchestrator import (
     HEAD_NODE_SCRIPT,
     acknowledge,
     acknowledge_wildcards,
-    checkpoint_acknowledgement,
-    grant_node_storage,
     start_after_slurm,
 )
 from fmcluster.features.node.construct_image import NodeImages
 from fmcluster.features.node.render_context import NodeContext
 from fmcluster.features.node.render_scripts import ENTRY_POINT, render_node_scripts
-from fmcluster.features.storage.construct import CheckpointAccess, LustreMount
+from fmcluster.features.storage.construct import (
+    CheckpointAccess,
+    LustreMount,
+    checkpoint_acknowledgement,
+    grant_node_storage,
+)
 from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
 
 LIFECYCLE_PREFIX = "lifecycle"

@@ -61,6 +61,12 @@ class EksPlan:
         return self.settings.kubernetes_version if self.creates_cluster else None
 
 
+def as_eks_plan(plan: object) -> EksPlan | None:
+    """``plan`` (``ResolvedCluster.eks``, typed by the core as its registry protocol) as this slice's
+    :class:`EksPlan`, or ``None`` when it is none."""
+    return plan if isinstance(plan, EksPlan) else None
+
+
 def eks_plan(bp: Blueprint) -> EksPlan | None:
     """The :class:`EksPlan` of a HyperPod EKS blueprint; ``None`` for every other orchestrator."""
     orch = bp.orchestrator

@@ -38,7 +38,7 @@ import yaml
 
 from fmcluster.catalog import eks as cat
 from fmcluster.features.node.render_context import EnvVar, NodeContext, blueprint_node_contexts
-from fmcluster.orchestrators.hyperpod_eks.plan import EksPlan
+from fmcluster.orchestrators.hyperpod_eks.plan import EksPlan, as_eks_plan
 from fmcluster.resolved import NODE_DIR, ResolvedCluster, ResolvedGroup
 from fmcluster.templates.render import render
 
@@ -410,7 +410,7 @@ def render_kubernetes_manifests(rc: ResolvedCluster, *, image_prefix: str = "") 
     """``{relative path: text}`` of every Kubernetes manifest of a HyperPod EKS cluster (see the module docstring);
     empty for other orchestrators. ``image_prefix``: registry prefix of the job images (default none: the jobs name
     ``nccl-tests:<stack>`` and ``fsdp:<stack>``, to be pushed to your registry and the prefix set)."""
-    plan = rc.eks
+    plan = as_eks_plan(rc.eks)
     if plan is None:
         return {}
     contexts = blueprint_node_contexts(rc)
@@ -431,3 +431,9 @@ def render_kubernetes_manifests(rc: ResolvedCluster, *, image_prefix: str = "") 
     if plan.creates_cluster:
         out["helm/install-hyperpod-dependencies.sh"] = helm_install_script(plan, rc.blueprint.region)
     return out
+
+
+def render_files(rc: ResolvedCluster) -> dict[str, str]:
+    """The registry row's render hook: :func:`render_kubernetes_manifests` under ``kubernetes/`` (what ``fmcluster
+    render`` writes); empty for other orchestrators."""
+    return {f"kubernetes/{rel}": text for rel, text in render_kubernetes_manifests(rc).items()}

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 from fmcluster.catalog import eks as cat
 from fmcluster.features.network.rules_subnet import second_az_subnet_problems
+from fmcluster.orchestrators.hyperpod_eks.plan import as_eks_plan
 from fmcluster.resolved import ResolvedCluster
 from fmcluster.validation.rules import Violation, rule
 
@@ -24,7 +25,7 @@ PREREQS = "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-ek
 def created_cluster_needs_admin(rc: ResolvedCluster) -> Iterator[Violation]:
     """A cluster fmcluster creates has authentication mode API and no bootstrap admin: without an admin role nobody
     could run kubectl against it."""
-    plan = rc.eks
+    plan = as_eks_plan(rc.eks)
     if plan is not None and plan.creates_cluster and plan.settings.admin_role_arn is None:
         yield f"{EKS}.admin_role_arn", (
             "required when fmcluster creates the EKS cluster (authentication mode API, no other admin), got nothing; "
@@ -39,7 +40,7 @@ def created_cluster_needs_admin(rc: ResolvedCluster) -> Iterator[Violation]:
 def imported_cluster_same_region_and_vpc(rc: ResolvedCluster) -> Iterator[Violation]:
     """An imported EKS cluster must be in the blueprint's Region and in the blueprint's (so: an existing) VPC; the
     creation settings do not apply to it."""
-    plan = rc.eks
+    plan = as_eks_plan(rc.eks)
     if plan is None or plan.creates_cluster:
         return
     bp = rc.blueprint
@@ -68,7 +69,7 @@ def imported_cluster_same_region_and_vpc(rc: ResolvedCluster) -> Iterator[Violat
       "at the end of a new VPC (fmcluster.orchestrators.hyperpod_eks.plan.control_plane_cidrs)")
 def control_plane_subnets(rc: ResolvedCluster) -> Iterator[Violation]:
     """HyperPod EKS: the EKS cluster fmcluster creates has control-plane subnets in two AZs."""
-    plan = rc.eks
+    plan = as_eks_plan(rc.eks)
     if plan is None or not plan.creates_cluster:
         return
     s = plan.settings
@@ -96,7 +97,7 @@ def efa_off_on_efa_type(rc: ResolvedCluster) -> Iterator[Violation]:
       source=f"https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator.html (training operator supports "
       f"Kubernetes {', '.join(cat.TRAINING_OPERATOR_KUBERNETES)}); {PREREQS} (HyperPod supports 1.28-1.34)")
 def addon_kubernetes_versions(rc: ResolvedCluster) -> Iterator[Violation]:
-    plan = rc.eks
+    plan = as_eks_plan(rc.eks)
     if plan is None or plan.kubernetes_version is None:
         return
     v = plan.kubernetes_version
@@ -110,7 +111,7 @@ def addon_kubernetes_versions(rc: ResolvedCluster) -> Iterator[Violation]:
 @rule("R-EKS-6", level="warning", scope="cluster", orchestrators=("hyperpod-eks",),
       source="https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html (public endpoint access CIDRs)")
 def public_endpoint_open(rc: ResolvedCluster) -> Iterator[Violation]:
-    plan = rc.eks
+    plan = as_eks_plan(rc.eks)
     if plan is None or not plan.creates_cluster:
         return
     for i, cidr in enumerate(plan.settings.public_access_cidrs):

@@ -9,12 +9,13 @@ from fmcluster.orchestrators.hyperpod import stack as hyperpod
 from fmcluster.orchestrators.hyperpod.construct import HyperPodCluster
 from fmcluster.orchestrators.hyperpod_eks.addons import EksWorkloadAddons
 from fmcluster.orchestrators.hyperpod_eks.construct_eks import EksOrchestration
+from fmcluster.orchestrators.hyperpod_eks.plan import as_eks_plan
 from fmcluster.stacks.orchestrator_inputs import OrchestratorInputs
 
 
 def build(stack: Stack, inputs: OrchestratorInputs) -> HyperPodCluster:
     """The ``HyperPod`` construct, the node add-ons installed after it (when the EKS plan has any) and the outputs."""
-    plan = inputs.eks_plan
+    plan = as_eks_plan(inputs.eks_plan)
 
     def addons(hp: HyperPodCluster) -> None:
         if plan is not None and plan.addons_after_nodes:

@@ -6,13 +6,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aws_cdk import Stack
+from aws_cdk import Environment, Stack, Tags
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fmcluster.features.network.construct import Placement
 from fmcluster.orchestrators.hyperpod_eks.addons import EksControlPlane
-from fmcluster.orchestrators.hyperpod_eks.plan import EksPlan
+from fmcluster.orchestrators.hyperpod_eks.plan import EksPlan, as_eks_plan
+from fmcluster.orchestrators.registry import ExtraStack
+from fmcluster.resolved import ResolvedCluster
 
 
 class EksStack(Stack):
@@ -29,3 +31,20 @@ class EksStack(Stack):
             self, "Eks", plan=plan, vpc=vpc, gpu_subnet=gpu_subnet, security_group=security_group, az=placement.az,
             az_is_id=placement.az_is_id, tags=tags,
         )
+
+
+def build_extra_stack(app: Construct, rc: ResolvedCluster, env: Environment, network: Any,
+                      placement: Placement) -> ExtraStack | None:
+    """The registry row's extra-stack hook: ``<name>-eks`` (tagged ``fmcluster:stack: eks``) when fmcluster creates
+    the EKS cluster (``rc.stacks.eks``), else ``None``. ``network``: the network construct (VPC, GPU subnet, EFA
+    security group)."""
+    plan = as_eks_plan(rc.eks)
+    if rc.stacks.eks is None or plan is None:
+        return None
+    stack = EksStack(
+        app, rc.stacks.eks, env=env, plan=plan, vpc=network.vpc, gpu_subnet=network.gpu_subnet,
+        security_group=network.efa_security_group, placement=placement, tags=rc.tags,
+        description=f"fmcluster {rc.name}: EKS cluster {plan.cluster_name}, node add-ons, admin access, endpoints",
+    )
+    Tags.of(stack).add("fmcluster:stack", "eks")
+    return ExtraStack(stack, stack.control_plane.cluster_arn)

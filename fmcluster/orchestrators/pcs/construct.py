@@ -94,9 +94,6 @@ from fmcluster.constructs.orchestrator import (
     HEAD_NODE_PATH,
     acknowledge,
     acknowledge_wildcards,
-    checkpoint_acknowledgement,
-    grant_node_storage,
-    lustre_mount_script,
     start_after_slurm,
 )
 from fmcluster.features.network.construct import explicit_egress_only
@@ -104,7 +101,13 @@ from fmcluster.features.node.construct_bootstrap import NodeBootstrap, ScriptAss
 from fmcluster.features.node.construct_image import NodeImages
 from fmcluster.features.node.render_scripts import ENTRY_POINT
 from fmcluster.features.slurm.render_hooks import render_health_timer, render_imex_prolog
-from fmcluster.features.storage.construct import CheckpointAccess, LustreMount
+from fmcluster.features.storage.construct import (
+    CheckpointAccess,
+    LustreMount,
+    checkpoint_acknowledgement,
+    grant_node_storage,
+    lustre_mount_script,
+)
 from fmcluster.orchestrators.pcs.profile import PCS_LOGIN_GROUP
 from fmcluster.resolved import NODE_DIR, OrchestratorProfile, ResolvedGroup
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fmcluster.orchestrators.parallelcluster.profile import PCLUSTER_IMEX_DOC
-from fmcluster.orchestrators.pcs.profile import PCS_IMEX_DOC
+from fmcluster.orchestrators.registry import IMEX_SOURCES
 from fmcluster.resolved import ResolvedCluster
 from fmcluster.validation.rules import Violation, rule
 
@@ -19,8 +18,8 @@ IMEX_GUIDE = "https://docs.nvidia.com/multi-node-nvlink-systems/imex-guide/deplo
 
 
 @rule("R-IMEX-1", scope="cluster", suppressed_by=("R-CAP-6",),
-      source=f"{IMEX_GUIDE} (every node of the domain listed in nodes_config.cfg); {PCLUSTER_IMEX_DOC}; {PCS_IMEX_DOC} "
-      "(Slurm 25.05 or later, UltraServers on a Capacity Block); "
+      source=f"{IMEX_GUIDE} (every node of the domain listed in nodes_config.cfg); {'; '.join(IMEX_SOURCES)} "
+      "(PCS: Slurm 25.05 or later, UltraServers on a Capacity Block); "
       "https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-nvidia-ultraserver.html (Kubernetes: DRA); "
       "per orchestrator: OrchestratorProfile.imex")
 def imex_per_job(rc: ResolvedCluster) -> Iterator[Violation]:
