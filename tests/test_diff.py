@@ -76,11 +76,14 @@ def storage_changes(report: DiffReport, stack: str = STORAGE) -> dict[str, tuple
 def test_scale_a_compute_group_replaces_nothing() -> None:
     r = diff_to(SCALED)
     assert r.exit_code == 0
+    # Changed on purpose (issue 25): the first topology file lists every node (fmcluster-topology-placeholder.sh), a
+    # new head-node step; it reaches the head node through its SSM parameter and OnNodeUpdated's revision, never
+    # through OnNodeStart, which ParallelCluster refuses to update (tests/orchestrators/parallelcluster/test_head_node_actions.py).
     assert [(c.stack, c.type, c.action, [p.path for p in c.properties]) for c in r.changes] == [
         ("llm-train-cluster", "Custom::PclusterCluster", "update", [
-            # the first topology file lists every node (fmcluster-topology-placeholder.sh)
-            "ClusterConfiguration/HeadNode/CustomActions/OnNodeStart/Script/Fn::Sub",
-            "ClusterConfiguration/HeadNode/Iam/S3Access", "ClusterConfiguration/Scheduling/SlurmQueues"])]
+            "ClusterConfiguration/HeadNode/CustomActions/OnNodeUpdated/Args",
+            "ClusterConfiguration/HeadNode/Iam/S3Access", "ClusterConfiguration/Scheduling/SlurmQueues"]),
+        ("llm-train-cluster", "AWS::SSM::Parameter", "update", ["Value/Fn::Join"])]
 
 
 def test_software_change_changes_no_storage() -> None:
@@ -387,7 +390,8 @@ def test_cli_on_blueprints_scale_out_passes_and_deployment_type_fails(tmp_path: 
     p1.write_text(to_yaml(merge(DEFAULT, lustre(deployment_type="PERSISTENT_1", per_unit_storage_throughput=None))))
     ok = run(str(old), str(scaled))
     assert ok.exit_code == 0, ok.stdout
-    assert ": safe: no stateful resource is replaced or moved (1 update)" in ok.stdout.splitlines()[0]
+    # the cluster resource and the SSM parameter of the head node's steps (tests/orchestrators/parallelcluster/test_head_node_actions.py)
+    assert ": safe: no stateful resource is replaced or moved (2 update)" in ok.stdout.splitlines()[0]
     # the cost delta of two blueprints (issue 17): the FSx tier has no price, unchanged on both sides
     assert ok.stdout.splitlines()[1].startswith("cost +$") and "unchanged and unpriced: FSx for Lustre" in ok.stdout
     bad = run(str(old), str(p1), "-f", "markdown")
@@ -696,3 +700,38 @@ def test_cli_diff_and_plan_refuse_a_blueprint_with_synthesis_errors(tmp_path: Pa
     assert "Traceback" not in r.stderr + r.stdout
     plan = CliRunner().invoke(app, ["plan", str(bake)])
     assert plan.exit_code == 1 and "run 'fmcluster image lookup" in plan.stderr
+
+
+# ---- the orchestrator's own update policies on its cluster resource (issue 25) ------------------------------
+def _pcluster_updates(r: DiffReport) -> dict[str, str]:
+    [cluster] = r.of_type("Custom::PclusterCluster")
+    return {u["setting"]: u["kind"] for u in cluster.orchestrator_updates}
+
+
+PCLUSTER_CHANGES = [
+    # ParallelCluster refuses a head-node type or OS change (UNSUPPORTED): the stack update fails -> exit 1.
+    ({"orchestrator": {"parallelcluster": {"head_node_instance_type": "m7i.8xlarge"}}},
+     {"HeadNode.InstanceType": "fails"}, "fail", "error"),
+    ({"software": {"os": "amazon-linux-2023"}}, {"Image.Os": "fails"}, "fail", "error"),
+    # Another instance type is another compute resource (named after the type): removing one needs the compute fleet
+    # stopped (RESIZE_UPDATE_STRATEGY_ON_REMOVE with QueueUpdateStrategy DRAIN); the head-node scripts that change
+    # with it (topology) do not fail the update (they are routed through SSM, so OnNodeStart/OnNodeConfigured stay).
+    ({"compute": [{**DEFAULT["compute"][0], "instance_type": "p5e.48xlarge"}]},
+     {"Scheduling.SlurmQueues[gpu].ComputeResources": "needs_stop"}, "update", "warning"),
+    # A tag is applied in place outside the ADC Regions (SUPPORTED_UNLESS_ADC): nothing to show, exit 0.
+    ({"tags": {"owner": "ml-infra"}}, {}, "update", "info"),
+]
+
+
+@pytest.mark.parametrize(("patch", "updates", "action", "level"), PCLUSTER_CHANGES,
+                         ids=["head-node-type", "os", "queue-instance-type", "tag"])
+def test_parallelcluster_update_policies_judge_its_cluster(patch: dict[str, Any], updates: dict[str, str], action: str,
+                                                           level: str) -> None:
+    r = diff_to(patch)
+    [cluster] = r.of_type("Custom::PclusterCluster")
+    found = _pcluster_updates(r)
+    assert {k: v for k, v in found.items() if k in updates} == updates
+    assert (cluster.action, cluster.level) == (action, level)
+    assert r.exit_code == (1 if level == "error" else 0)
+    if updates:
+        assert next(iter(updates)) in render_text(r)

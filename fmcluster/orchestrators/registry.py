@@ -78,6 +78,9 @@ class Orchestrator:
             ``fmcluster render``, or ``None``. Default: none.
         imex_source: the primary source of how the orchestrator sets the IMEX domain per job (cited by R-IMEX-1),
             or ``None``. Default: none.
+        update_review: ``(resource types, module)``: the CloudFormation types of the orchestrator's cluster resource
+            and the module (review layer) whose ``review_resource_update(old_props, new_props, region)`` gives the
+            orchestrator's own verdict on each changed setting (``fmcluster diff``), or ``None``. Default: none.
     """
 
     key: str
@@ -88,6 +91,7 @@ class Orchestrator:
     extra_stack_module: str | None = None
     render_module: str | None = None
     imex_source: str | None = None
+    update_review: tuple[tuple[str, ...], str] | None = None
 
     def build(self, stack: Any, inputs: Any) -> Any:
         """The slice's ``stack.build(stack, inputs)``: its orchestrator construct in ``<name>-cluster``
@@ -124,7 +128,8 @@ def _row(module: Any, kind: str, **hooks: Any) -> Orchestrator:
 
 #: Every orchestrator, by profile key, in the order fmcluster lists them.
 ORCHESTRATORS: Mapping[str, Orchestrator] = MappingProxyType({r.key: r for r in (
-    _row(parallelcluster, "parallelcluster", imex_source=parallelcluster.PCLUSTER_IMEX_DOC),
+    _row(parallelcluster, "parallelcluster", imex_source=parallelcluster.PCLUSTER_IMEX_DOC,
+         update_review=(("Custom::PclusterCluster",), "fmcluster.orchestrators.parallelcluster.review_update")),
     _row(hyperpod_slurm, "hyperpod"),
     _row(hyperpod_eks, "hyperpod", plan=hyperpod_eks_plan.eks_plan,
          extra_stack_module="fmcluster.orchestrators.hyperpod_eks.stack_eks",
@@ -136,6 +141,11 @@ KINDS: tuple[str, ...] = tuple(dict.fromkeys(r.kind for r in ORCHESTRATORS.value
 #: What ``@rule(orchestrators=...)`` accepts: every profile key and every kind (a kind covers its keys).
 RULE_TARGETS: frozenset[str] = frozenset((*ORCHESTRATORS, *KINDS))
 
+
+#: Resource type -> module of the orchestrator whose own update policies judge a change of it
+#: (:attr:`Orchestrator.update_review`); imported by the caller (review layer) only when such a resource changes.
+UPDATE_REVIEWERS: Mapping[str, str] = MappingProxyType({
+    t: r.update_review[1] for r in ORCHESTRATORS.values() if r.update_review for t in r.update_review[0]})
 
 #: The sources of every orchestrator's IMEX wiring (:attr:`Orchestrator.imex_source`), in registry order.
 IMEX_SOURCES: tuple[str, ...] = tuple(r.imex_source for r in ORCHESTRATORS.values() if r.imex_source)

@@ -365,6 +365,9 @@ class ResourceChange:
     causes: list[str] = field(default_factory=list)
     moved_from: str | None = None
     note: str = ""
+    #: The orchestrator's own verdict on each changed setting of its cluster resource (:func:`_orchestrator_updates`):
+    #: ``{"setting", "kind", "text", "queue"}``, kind ``in_place``, ``replaces_nodes``, ``needs_stop`` or ``fails``.
+    orchestrator_updates: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -518,7 +521,12 @@ def diff_assemblies(old: Assembly, new: Assembly) -> DiffReport:
         if moved_images:
             level = "warning" if level == "info" else level
             note = "; ".join(x for x in (note, NODE_REPLACEMENT + ", ".join(moved_images)) if x)
-        changes.append(ResourceChange(key[0], key[1], typ, action, level, _cdk_path(res), stateful, props, causes, note=note))
+        updates = _orchestrator_updates(typ, old_norm(dict(old_res[key].get("Properties", {})), key[0]),
+                                        new_norm(dict(res.get("Properties", {})), key[0]), region)
+        if action == "update" and updates:
+            action, level = _orchestrator_verdict(updates, action, level)
+        changes.append(ResourceChange(key[0], key[1], typ, action, level, _cdk_path(res), stateful, props, causes,
+                                      note=note, orchestrator_updates=updates))
 
     for key in sorted(retyped):
         o, n = old_res[key], new_res[key]
@@ -567,6 +575,37 @@ def diff_assemblies(old: Assembly, new: Assembly) -> DiffReport:
     order = {"error": 0, "warning": 1, "info": 2}
     changes.sort(key=lambda c: (order[c.level], not c.stateful, c.stack, c.construct_path, c.logical_id))
     return DiffReport(old.source, new.source, changes)
+
+
+def _orchestrator_updates(type_: str, old_props: Mapping[str, Any], new_props: Mapping[str, Any],
+                          region: str) -> list[dict[str, Any]]:
+    """The orchestrator's own verdicts on a changed cluster resource (the registry's
+    :data:`fmcluster.orchestrators.registry.UPDATE_REVIEWERS`: ParallelCluster's update policies for
+    ``Custom::PclusterCluster``); empty for every other type. Settings applied in place are left out."""
+    import importlib
+
+    from fmcluster.orchestrators.registry import UPDATE_REVIEWERS
+
+    module = UPDATE_REVIEWERS.get(type_)
+    if module is None:
+        return []
+    found: list[dict[str, Any]] = importlib.import_module(module).review_resource_update(old_props, new_props, region)
+    return [u for u in found if u["kind"] != "in_place"]
+
+
+#: The change level and action of each orchestrator verdict kind, worst first.
+_VERDICT_LEVELS: tuple[tuple[str, Action, ChangeLevel], ...] = (
+    ("fails", "fail", "error"), ("needs_stop", "update", "warning"), ("replaces_nodes", "update", "warning"))
+
+
+def _orchestrator_verdict(updates: list[dict[str, Any]], action: Action, level: ChangeLevel) -> tuple[Action, ChangeLevel]:
+    """The resource's action and level from its worst orchestrator verdict (a refused setting fails the update)."""
+    kinds = {u["kind"] for u in updates}
+    for kind, new_action, new_level in _VERDICT_LEVELS:
+        if kind in kinds:
+            order = {"error": 0, "warning": 1, "info": 2}
+            return new_action, new_level if order[new_level] < order[level] else level
+    return action, level
 
 
 #: Note of a change to the AMI nodes boot (``software.image``: mode, image stack, AMI id): CloudFormation updates the
@@ -809,6 +848,8 @@ def _headline(report: DiffReport) -> str:
 
 
 def _cause_text(c: ResourceChange) -> str:
+    if c.orchestrator_updates:
+        return "; ".join(f"{u['setting']}: {u['text']}" for u in c.orchestrator_updates)
     if c.action in ("replace", "may-replace", "move", "fail"):
         details = []
         for cause in c.causes:

@@ -28,13 +28,16 @@ Sources:
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aws_cdk import Annotations, CfnResource, Fn
+from aws_cdk import Annotations, CfnResource, Fn, Stack
 from aws_cdk import aws_cloudformation as cfn
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from fmcluster.blueprint.model import ComputeGroup, ParallelClusterSettings
@@ -62,6 +65,16 @@ from fmcluster.features.topology.render_scripts import (
 from fmcluster.orchestrators.parallelcluster.profile import OS_NAMES
 from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
 from fmcluster.resolved.cluster import NODE_DIR
+from fmcluster.templates.render import render
+
+#: The head node's custom-action phases ParallelCluster never lets an update change (UNSUPPORTED):
+#: :meth:`ParallelClusterCluster._route_head_node_actions` keeps them constant.
+HEAD_NODE_PHASES = ("OnNodeStart", "OnNodeConfigured")
+
+
+def _steps(action: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A custom action (``{"Script", "Args"}`` or ``{"Sequence": [...]}``) as its list of steps."""
+    return [dict(step) for step in action["Sequence"]] if "Sequence" in action else [dict(action)]
 
 PROVIDER_TEMPLATE_URL = (
     "https://${AWS::Region}-aws-parallelcluster.s3.${AWS::Region}.${AWS::URLSuffix}"
@@ -146,6 +159,7 @@ class ParallelClusterCluster(Construct):
             self._wire_accounting(head_node, self.config["Scheduling"]["SlurmSettings"], accounting)
         self._wire_login_nodes(spec, subnet, security_group)
         self._wire_shared_storage(lustre)
+        self.head_node_steps = self._route_head_node_actions(head_node, cluster_name, region)
         self.resource = CfnResource(
             self, "Cluster", type="Custom::PclusterCluster",
             properties={
@@ -155,6 +169,8 @@ class ParallelClusterCluster(Construct):
                 "DeletionPolicy": spec.deletion_policy,
             },
         )
+        for param in self.head_node_steps.values():  # the steps are in place before ParallelCluster reads them
+            self.resource.node.add_dependency(param)
 
     # -- checks -------------------------------------------------------------------------------
     def _check_capacity_types(self, profile: OrchestratorProfile, groups: Sequence[ResolvedGroup]) -> None:
@@ -186,6 +202,43 @@ class ParallelClusterCluster(Construct):
             head_node["CustomActions"] = {"OnNodeConfigured": {"Script": head_node_script.s3_url}}
             head_node["Iam"] = {"S3Access": [{"BucketName": head_node_script.bucket_name, "KeyName": head_node_script.object_key}]}
         return head_node
+
+    def _route_head_node_actions(self, head_node: dict[str, Any], cluster_name: str,
+                                 region: str) -> dict[str, ssm.StringParameter]:
+        """Route the head node's ``OnNodeStart``/``OnNodeConfigured`` through a script whose URL and arguments never
+        change (``templates/head-node-actions.sh.j2``): each phase's steps go into an SSM parameter
+        (``/fmcluster/<cluster>/head-node/<phase>``), and ``OnNodeUpdated`` re-runs the configured steps with their
+        revision as argument. ParallelCluster refuses any update of the two phases (UNSUPPORTED,
+        ``data/update_policies.yaml``), and fmcluster's head-node scripts are content-addressed assets, so without
+        this every change of a head-node script would fail the stack update. Returns phase -> parameter."""
+        actions = head_node.get("CustomActions") or {}
+        phases = {p: actions[p] for p in HEAD_NODE_PHASES if p in actions}
+        if not phases:
+            return {}
+        stack = Stack.of(self)
+        launcher = ScriptAsset(self, "HeadNodeActions", text=render("parallelcluster/head-node-actions.sh.j2", {}),
+                               file_name="fmcluster-head-node-actions.sh")
+        params = {
+            phase: ssm.StringParameter(self, f"HeadNode{phase}", parameter_name=f"/fmcluster/{cluster_name}/head-node/{phase}",
+                                       string_value=stack.to_json_string(_steps(action)),
+                                       description=f"fmcluster: the head node's {phase} steps (head-node-actions.sh)")
+            for phase, action in phases.items()
+        }
+        names = {phase: f"/fmcluster/{cluster_name}/head-node/{phase}" for phase in phases}
+        routed = {phase: {"Script": launcher.s3_url, "Args": [names[phase], region]} for phase in phases}
+        if "OnNodeConfigured" in phases:
+            # Every phase's steps: a changed OnNodeStart step (the topology placeholder) is a new revision too.
+            revision = hashlib.sha256(json.dumps(stack.resolve({p: _steps(a) for p, a in phases.items()}),
+                                                 sort_keys=True).encode()).hexdigest()[:16]
+            routed["OnNodeUpdated"] = {"Script": launcher.s3_url,
+                                       "Args": [names["OnNodeConfigured"], region, revision]}
+        head_node["CustomActions"] = {**{k: v for k, v in actions.items() if k not in HEAD_NODE_PHASES}, **routed}
+        iam_settings = head_node.setdefault("Iam", {})
+        iam_settings.setdefault("S3Access", []).append({"BucketName": launcher.bucket_name, "KeyName": launcher.object_key})
+        read = iam.ManagedPolicy(self, "HeadNodeActionsPolicy", statements=[iam.PolicyStatement(
+            actions=["ssm:GetParameter"], resources=[p.parameter_arn for p in params.values()])])
+        iam_settings.setdefault("AdditionalIamPolicies", []).append({"Policy": read.managed_policy_arn})
+        return params
 
     @staticmethod
     def _head_node_policies(head_node_policy: iam.IManagedPolicy | None) -> list[dict[str, Any]]:

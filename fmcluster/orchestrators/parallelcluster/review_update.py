@@ -14,6 +14,7 @@ first, or the update fails. ``tests/orchestrators/parallelcluster/test_update_po
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -233,3 +234,12 @@ def verdicts(old: dict[str, Any], new: dict[str, Any], region: str) -> list[Upda
     """:func:`verdict` of every :func:`config_changes` change that ParallelCluster shows (``IGNORED`` ones are not)."""
     changes = tuple(config_changes(old, new))
     return [verdict(c, new, region, changes) for c in changes if c.policy != "IGNORED"]
+
+
+def review_resource_update(old_props: Mapping[str, Any], new_props: Mapping[str, Any], region: str) -> list[dict[str, Any]]:
+    """The registry hook ``fmcluster diff`` calls for a changed ``Custom::PclusterCluster``: one entry per setting
+    ParallelCluster shows, ``{"setting", "kind", "text", "queue"}`` (``kind``: :data:`VerdictKind`), from the two
+    resources' ``ClusterConfiguration`` (references to replaced resources already differ on the new side)."""
+    old, new = old_props.get("ClusterConfiguration") or {}, new_props.get("ClusterConfiguration") or {}
+    return [{"setting": v.change.setting, "kind": v.kind, "text": v.text, "queue": v.change.queue}
+            for v in verdicts(dict(old), dict(new), region)]

@@ -35,6 +35,7 @@ from fmcluster.resolved.cluster import NODE_DIR
 from tests.blueprints import blueprint_text
 from tests.conftest import ROOT, resources_of, synth_templates
 from tests.orchestrator_support import cluster_template, matrix_blueprint
+from tests.orchestrators.parallelcluster.test_parallelcluster import head_node_steps
 
 PCLUSTER_PY = ROOT / ".venv-pcluster" / "bin" / "python"
 P5 = {"compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 4, "min_count": 2}]}
@@ -49,11 +50,12 @@ def cluster(text: str) -> tuple[dict[str, Any], dict[str, Any]]:
 def test_p5_gets_tree_topology_wired_on_the_head_node() -> None:
     t, config = cluster(blueprint_text(P5))
     assert config["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"][0] == {"TopologyPlugin": "topology/tree"}
-    actions = config["HeadNode"]["CustomActions"]
-    start = actions["OnNodeStart"]["Script"]["Fn::Sub"]
-    configured = [s["Script"]["Fn::Sub"] for s in actions["OnNodeConfigured"]["Sequence"]]  # topology, hooks
+    # the head node's steps are in SSM; its phases name the launcher (tests/orchestrators/parallelcluster/test_head_node_actions.py)
+    [start] = head_node_steps(t, "OnNodeStart")
+    configured = [s["Script"] for s in head_node_steps(t, "OnNodeConfigured")]  # topology, hooks, containers
+    launcher = config["HeadNode"]["CustomActions"]["OnNodeStart"]["Script"]["Fn::Sub"]
     keys = {a["KeyName"] for a in config["HeadNode"]["Iam"]["S3Access"]}
-    assert {u.rsplit("/", 1)[1] for u in [start, *configured]} == keys and len(keys) == 4  # + hooks, containers
+    assert {u.rsplit("/", 1)[1] for u in [start["Script"], *configured, launcher]} == keys and len(keys) == 5
     [policy] = [r for k, r in resources_of(t, "AWS::IAM::ManagedPolicy").items() if "TopologyPolicy" in k]
     assert policy["Properties"]["PolicyDocument"]["Statement"] == [{
         "Action": ["ec2:DescribeInstanceTopology", "ec2:DescribeInstances"], "Effect": "Allow", "Resource": "*",
@@ -78,19 +80,18 @@ def test_the_refresh_owns_topology_yaml_which_parallelcluster_never_deletes() ->
 
 
 def test_with_metrics_the_topology_installer_runs_after_the_observability_script() -> None:
-    _, config = cluster(blueprint_text(P5, {"observability": {"metrics": "self_hosted"}}))
-    sequence = config["HeadNode"]["CustomActions"]["OnNodeConfigured"]["Sequence"]
-    names = [s["Script"]["Fn::Sub"].rsplit("/", 1)[1] for s in sequence]
+    t, config = cluster(blueprint_text(P5, {"observability": {"metrics": "self_hosted"}}))
+    names = [s["Script"].rsplit("/", 1)[1] for s in head_node_steps(t, "OnNodeConfigured")]
     assert len(names) == 4 and len(set(names)) == 4  # observability, topology installer, Slurm hooks, containers
-    assert len(config["HeadNode"]["Iam"]["S3Access"]) == 5  # and the placeholder
+    assert len(config["HeadNode"]["Iam"]["S3Access"]) == 6  # and the placeholder and the launcher
 
 
 def test_an_ultraserver_queue_leaves_topology_to_parallelcluster() -> None:
-    _, config = cluster(matrix_blueprint("parallelcluster", "gb200-580-cuda13.0"))
+    t, config = cluster(matrix_blueprint("parallelcluster", "gb200-580-cuda13.0"))
     assert config["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"] == [
         *slurm_conf_settings(NODE_DIR, TASK_PROLOG), {"PrologFlags": "Alloc,NoHold"}]  # IMEX per job
     assert "OnNodeStart" not in config["HeadNode"]["CustomActions"]
-    assert len(config["HeadNode"]["CustomActions"]["OnNodeConfigured"]["Sequence"]) == 2  # Slurm hooks, containers
+    assert len(head_node_steps(t, "OnNodeConfigured")) == 2  # Slurm hooks, containers
 
 
 @pytest.mark.skipif(not PCLUSTER_PY.exists(), reason="make setup creates .venv-pcluster")

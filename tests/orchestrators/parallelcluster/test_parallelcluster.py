@@ -108,23 +108,39 @@ def test_head_node_runs_the_observability_script_with_the_node_policy(metrics: s
     t, props = cluster({"observability": {"metrics": metrics}})
     head = props["ClusterConfiguration"]["HeadNode"]
     # first in the sequence; the topology installer follows (tests/features/slurm/test_slurm_settings.py)
-    script = head["CustomActions"]["OnNodeConfigured"]["Sequence"][0]["Script"]["Fn::Sub"]
+    script = head_node_steps(t, "OnNodeConfigured")[0]["Script"]
     assert head["Iam"]["S3Access"][0] == {"BucketName": {"Fn::Sub": "cdk-hnb659fds-assets-${AWS::AccountId}-us-east-1"},
                                           "KeyName": script.rsplit("/", 1)[1]}
-    [ssm, policy, _topology] = head["Iam"]["AdditionalIamPolicies"]
+    [ssm, policy, _topology, actions] = head["Iam"]["AdditionalIamPolicies"]
     assert ssm == {"Policy": {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"}}
     assert "ObservabilityNodePolicy" in policy["Policy"]["Fn::ImportValue"]
+    assert "HeadNodeActionsPolicy" in actions["Policy"]["Ref"]
+
+
+def head_node_steps(t: dict[str, Any], phase: str) -> list[dict[str, Any]]:
+    """The head node's ``phase`` steps, from the SSM parameter the launcher reads (tests/orchestrators/parallelcluster/
+    test_head_node_actions.py): its ``Fn::Join`` value, an ``Fn::Sub`` shown as its template string."""
+    [value] = [r["Properties"]["Value"] for r in resources_of(t, "AWS::SSM::Parameter").values()
+               if r["Properties"]["Name"].endswith(f"/head-node/{phase}")]
+    parts = value["Fn::Join"][1] if isinstance(value, dict) else [value]
+    text = "".join(p if isinstance(p, str) else p.get("Fn::Sub", "<token>") if isinstance(p, dict) else "<token>"
+                   for p in parts)
+    steps: list[dict[str, Any]] = json.loads(text)
+    return steps
 
 
 def test_head_node_runs_only_the_topology_scripts_without_metrics() -> None:
     t, props = cluster()
     head = props["ClusterConfiguration"]["HeadNode"]
-    assert set(head["CustomActions"]) == {"OnNodeStart", "OnNodeConfigured"}  # topology placeholder, installers
-    assert len(head["CustomActions"]["OnNodeConfigured"]["Sequence"]) == 3  # topology, Slurm hooks, containers
+    # the phases name the constant launcher; the steps (topology placeholder, installers) are in SSM
+    assert set(head["CustomActions"]) == {"OnNodeStart", "OnNodeConfigured", "OnNodeUpdated"}
+    assert len(head_node_steps(t, "OnNodeStart")) == 1  # topology placeholder
+    assert len(head_node_steps(t, "OnNodeConfigured")) == 3  # topology, Slurm hooks, containers
     [topology] = [k for k in resources_of(t, "AWS::IAM::ManagedPolicy") if "TopologyPolicy" in k]
+    [actions] = [k for k in resources_of(t, "AWS::IAM::ManagedPolicy") if "HeadNodeActionsPolicy" in k]
     assert head["Iam"]["AdditionalIamPolicies"] == [
         {"Policy": {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"}},
-        {"Policy": {"Ref": topology}}]
+        {"Policy": {"Ref": topology}}, {"Policy": {"Ref": actions}}]
 
 
 def test_kms_checkpoint_bucket_adds_the_key_policy_to_every_queue() -> None:
