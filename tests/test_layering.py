@@ -9,10 +9,12 @@ packages below it, never one above.
 Orchestrator slices (``fmcluster/orchestrators/<slice>/``, docs/architecture.md "Slices") cut across the layers: each
 module of a slice has a role, named by its file (:data:`ROLES`), and the role is its layer (a slice's ``rules.py`` is
 a validation module, its ``construct.py`` a constructs module). A slice imports only the core and the slices it
-declares in its ``__init__.py`` (``USES``); the core reaches a slice only through the registry, except for the
-imports :data:`CORE_TO_SLICE` still lists (each one a debt to remove: the list may only shrink). Feature slices
-(``fmcluster/features/<slice>/``, e.g. observability) are read the same way: each module's role is its layer, and
-the core modules that still import a feature directly are listed in :data:`CORE_TO_FEATURE` (the same ratchet).
+declares in its ``__init__.py`` (``USES``). The core imports no slice except through the registries
+(``fmcluster/orchestrators/registry.py``, ``fmcluster/features/registry.py``, whose hooks name a slice's modules and
+are imported when called): :data:`CORE_TO_SLICE` is empty. Feature slices (``fmcluster/features/<slice>/``, e.g.
+observability) are read the same way: each module's role is its layer, and the core modules that still import a
+feature directly (the typed composition of feature plans and constructs in ``resolve()`` and the app builder) are
+listed in :data:`CORE_TO_FEATURE` (a ratchet: the list may only shrink).
 
 Imports are read with :mod:`ast`, every form counted: ``import a.b``, ``from a import b`` (names ``a`` and ``a.b``),
 relative imports (resolved against the file's package),
@@ -52,7 +54,6 @@ CORE_TO_SLICE: dict[str, set[str]] = {}
 #: Modules outside ``fmcluster/features/`` that still import a feature slice's module directly. Each is a debt, as in
 #: :data:`CORE_TO_SLICE`: remove the import and its line; never add one.
 CORE_TO_FEATURE = {
-    "fmcluster.resolved": {"fmcluster.features.network.plan"},
     "fmcluster.resolved.cluster": {"fmcluster.features.accounting.plan", "fmcluster.features.containers.plan",
                                    "fmcluster.features.network.plan", "fmcluster.features.node.plan_image"},
     "fmcluster.stacks.build": {"fmcluster.features.accounting.stack", "fmcluster.features.network.construct",
@@ -290,8 +291,8 @@ def test_a_slice_imports_only_the_core_and_the_slices_it_declares() -> None:
 
 
 def test_the_core_reaches_slices_only_through_the_registry() -> None:
-    """Outside ``fmcluster/orchestrators/`` a slice is imported through the registry; :data:`CORE_TO_SLICE` lists the
-    imports that remain (equality: a removed import must leave the list, a new one fails)."""
+    """Outside ``fmcluster/orchestrators/`` a slice is reached only through the registry (its hooks), never imported:
+    :data:`CORE_TO_SLICE` is empty (equality: any new import fails)."""
     found: dict[str, set[str]] = {}
     for _path, module, names in package_files():
         if within(module, "fmcluster.orchestrators"):

@@ -157,24 +157,29 @@ def lint(out: Path) -> int:
 
 
 def compare(out: Path) -> int:
-    for folder in _folders(out):
-        path = (folder / "path").read_text()
-        head_out, base_out = folder / "head.out", folder / "base.out"
-        if not head_out.is_dir() or _rc(folder, "synth.rc"):
-            continue  # a failed synth leaves partial output: never plan or diff it
-        plan = _run([_venv_bin("fmcluster"), "plan", path, "--cdk-out", str(head_out), "--json"])
-        (folder / "head.json").write_text(plan.stdout)
-        base = _base_file(out, path)
-        if base is None or not base_out.is_dir() or _rc(folder, "base.synth.rc"):
-            continue
-        plan = _run([_venv_bin("fmcluster"), "plan", str(base), "--cdk-out", str(base_out), "--json"])
-        (folder / "base.json").write_text(plan.stdout)
-        ref = (folder / "base_ref").read_text()
-        diff = _run([_venv_bin("fmcluster"), "diff", str(base_out), str(head_out), "--format", "markdown",
-                     "--old-label", f"{path}@{ref}", "--new-label", path])
-        (folder / "diff.md").write_text(diff.stdout if diff.returncode in (0, 1) else f"```\n{diff.stderr}\n```\n")
-        (folder / "diff.rc").write_text(str(diff.returncode))
+    """Plan and diff every changed blueprint; blueprints run in parallel (as in :func:`synth`), each into its folder."""
+    with ThreadPoolExecutor(max_workers=max(1, min(SYNTH_PARALLEL, os.cpu_count() or 1))) as pool:
+        list(pool.map(lambda folder: _compare_one(out, folder), _folders(out)))
     return 0
+
+
+def _compare_one(out: Path, folder: Path) -> None:
+    path = (folder / "path").read_text()
+    head_out, base_out = folder / "head.out", folder / "base.out"
+    if not head_out.is_dir() or _rc(folder, "synth.rc"):
+        return  # a failed synth leaves partial output: never plan or diff it
+    plan = _run([_venv_bin("fmcluster"), "plan", path, "--cdk-out", str(head_out), "--json"])
+    (folder / "head.json").write_text(plan.stdout)
+    base = _base_file(out, path)
+    if base is None or not base_out.is_dir() or _rc(folder, "base.synth.rc"):
+        return
+    plan = _run([_venv_bin("fmcluster"), "plan", str(base), "--cdk-out", str(base_out), "--json"])
+    (folder / "base.json").write_text(plan.stdout)
+    ref = (folder / "base_ref").read_text()
+    diff = _run([_venv_bin("fmcluster"), "diff", str(base_out), str(head_out), "--format", "markdown",
+                 "--old-label", f"{path}@{ref}", "--new-label", path])
+    (folder / "diff.md").write_text(diff.stdout if diff.returncode in (0, 1) else f"```\n{diff.stderr}\n```\n")
+    (folder / "diff.rc").write_text(str(diff.returncode))
 
 
 def comment(out: Path) -> int:

@@ -2,7 +2,6 @@
 per-orchestrator profiles. Sits above the blueprint model and the catalog, below the rules,
 templates, constructs, stacks, review and the CLI."""
 
-from fmcluster.features.network.plan import SubnetUsage, subnet_usage
 from fmcluster.orchestrators.profile import OrchestratorProfile
 from fmcluster.orchestrators.registry import profile_for
 from fmcluster.resolved.cluster import (
@@ -16,5 +15,5 @@ from fmcluster.resolved.cluster import (
 
 __all__ = [
     "BLUEPRINT_TAG", "NODE_DIR", "OrchestratorProfile", "ResolvedCluster", "ResolvedGroup", "StackNames",
-    "SubnetUsage", "profile_for", "resolve", "subnet_usage",
+    "profile_for", "resolve",
 ]
