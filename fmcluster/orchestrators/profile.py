@@ -106,8 +106,10 @@ class OrchestratorProfile:
             for it (ParallelCluster SharedStorage, HyperPod Slurm FsxLustreConfig, PCS user data). False for
             HyperPod EKS: fmcluster asks HyperPod for no host mount there (pods use the FSx CSI driver), and a
             wait would fail every node. Default True.
-        slurm_bin_dir: directory of the cluster's Slurm client commands on its nodes, or ``None`` when
-            fmcluster does not know it (node scripts then look on PATH and in the usual places). PCS:
+        slurm_bin_dir: directory of the cluster's Slurm client commands on its nodes (the one home of this fact: the gate, the
+            node check, the health check, the prologs and the exporters put it on PATH, since ``sudo``, slurmd and
+            systemd give none of them a login PATH), or ``None`` when fmcluster does not know it (HyperPod EKS: no
+            Slurm). ParallelCluster and HyperPod Slurm: ``/opt/slurm/bin`` (sources in their profiles). PCS:
             ``/opt/aws/pcs/scheduler/slurm-<orchestrator.pcs.slurm_version>/bin`` (:data:`PCS_SLURM_DIR`),
             so a node whose image carries several Slurm versions uses the cluster's. Default ``None``.
         user_data_embed_limit_bytes: node scripts up to this size are embedded in user data, larger ones

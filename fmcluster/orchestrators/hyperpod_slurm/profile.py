@@ -8,6 +8,13 @@ from fmcluster.orchestrators.profile import ImexWiring, OrchestratorProfile
 
 KEY = "hyperpod-slurm"
 
+#: Where HyperPod's Slurm lives on its nodes: ``/opt/slurm`` (AWS's HyperPod lifecycle samples,
+#: aws-samples/awsome-distributed-training 1.architectures/5.sagemaker-hyperpod/LifecycleScripts/base-config/
+#: utils/slurm_fix_plugstackconf.sh ``slurm_dir="/opt/slurm"`` and utils/install_slurm_exporter.sh, whose service sets
+#: ``Environment=PATH=/opt/slurm/bin:$PATH`` because the commands are not on a service's PATH). The HyperPod
+#: developer guide names no Slurm directory (unverified against an AWS document; the samples are AWS's own).
+HYPERPOD_SLURM = "/opt/slurm"
+
 
 def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
     """The profile of a HyperPod Slurm blueprint (a login node when ``hyperpod.login_instance_type`` is set)."""
@@ -25,4 +32,5 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
         imex=ImexWiring("controller_slurm_conf", source="botocore sagemaker service-2.json ClusterSlurmConfig "
                         "(NodeType, PartitionNames only); SchedMD/slurm doc/man/man5/slurm.conf.5 (Prolog, PrologFlags)"),
         health_check="slurm_conf", task_prolog=True, encrypted_custom_ami=False,
+        slurm_bin_dir=f"{HYPERPOD_SLURM}/bin",
     )

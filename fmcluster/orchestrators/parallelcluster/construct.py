@@ -53,13 +53,12 @@ from fmcluster.features.slurm.render_hooks import (
 from fmcluster.features.storage.construct import CheckpointAccess, LustreMount, checkpoint_statements
 from fmcluster.features.topology.render_scripts import (
     PARALLELCLUSTER_CLUSTER_TAG,
-    PARALLELCLUSTER_SLURM,
     TopologyRefresh,
     parallelcluster_node_names,
     render_topology_installer,
     render_topology_placeholder,
 )
-from fmcluster.orchestrators.parallelcluster.profile import OS_NAMES
+from fmcluster.orchestrators.parallelcluster.profile import OS_NAMES, PARALLELCLUSTER_SLURM
 from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
 from fmcluster.resolved.cluster import NODE_DIR
 

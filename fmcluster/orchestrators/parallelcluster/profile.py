@@ -20,6 +20,16 @@ PCLUSTER_EFA_INTERFACE_TYPE = {"3.15.0": "efa-only", "3.16.1": "efa-only", "3.16
 PCLUSTER_IMEX_DOC = "https://docs.aws.amazon.com/parallelcluster/latest/ug/support-nvidia-imex-p6e-gb200-instance.html"
 
 
+#: Where ParallelCluster installs Slurm on its official images (aws/aws-parallelcluster-cookbook
+#: cookbooks/aws-parallelcluster-environment/attributes/environment.rb ``default['cluster']['slurm']['install_dir'] =
+#: '/opt/slurm'``). Its ``bin`` reaches PATH only through ``/etc/profile.d/slurm.sh`` (cookbooks/aws-parallelcluster-slurm
+#: recipes/config.rb, templates/default/slurm/head_node/slurm.sh.erb ``PATH=$PATH:/opt/slurm/bin``): login shells have it,
+#: ``sudo`` does not, because the cookbook sets sudo's ``secure_path`` to ``/usr/local/sbin:/usr/local/bin:/usr/sbin:
+#: /usr/bin:/sbin:/bin:/snap/bin`` (cookbooks/aws-parallelcluster-platform/recipes/install/sudo_install.rb,
+#: templates/sudo/99-parallelcluster-secure-path.erb), and neither do slurmd's prologs and health checks.
+PARALLELCLUSTER_SLURM = "/opt/slurm"
+
+
 #: ParallelCluster's ``Image.Os`` name of each ``software.os``.
 OS_NAMES = {"ubuntu-22.04": "ubuntu2204", "ubuntu-24.04": "ubuntu2404", "amazon-linux-2023": "alinux2023"}
 
@@ -57,4 +67,5 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
         baked_ami_tags=partial(parallelcluster_ami_tags, orch.parallelcluster.version),
         management_instance_types=(("head node", orch.parallelcluster.head_node_instance_type),),
         imds_lockdown_service=PCLUSTER_IMDS_LOCKDOWN_SERVICE,
+        slurm_bin_dir=f"{PARALLELCLUSTER_SLURM}/bin",
     )

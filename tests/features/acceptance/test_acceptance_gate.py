@@ -96,6 +96,36 @@ def test_no_gate_without_slurm_or_without_efa() -> None:
 
 
 # ---- running it ----------------------------------------------------------------------------------------
+#: One example per Slurm orchestrator, with where its Slurm lives (the profile's slurm_bin_dir, from sources).
+SUDO_CASES = [
+    ("default", "/opt/slurm/bin"),
+    ("hyperpod-p5", "/opt/slurm/bin"),
+    ("pcs-p5en", "/opt/aws/pcs/scheduler/slurm-"),
+]
+
+
+@pytest.mark.parametrize(("example", "slurm_prefix"), SUDO_CASES)
+def test_sudo_sbatch_finds_slurm_on_every_orchestrator(example: str, slurm_prefix: str, tmp_path: Path) -> None:
+    """`sudo sbatch` runs the job with sudo's secure_path (no Slurm directory): the gate puts the profile's
+    Slurm directory on PATH itself, on every orchestrator; without that line it stops at `scontrol: command not found`."""
+    from fmcluster.resolved import resolve
+
+    rc = resolve(load_blueprint(ROOT / "blueprints" / f"{example}.yaml"))
+    slurm_dir = rc.profile.slurm_bin_dir
+    assert slurm_dir is not None and slurm_dir.startswith(slurm_prefix)
+    [text] = render_acceptance_files(rc).values()
+    script = tmp_path / "gate.sbatch"
+    script.write_text(text)
+    nodes = ["p5-st-gpu-1", "p5-st-gpu-2"]
+    r = run_gate(script, tmp_path / "with", nodes, "p5-st-gpu-[1-2]", slurm_dir=slurm_dir)
+    assert r.rc == 0, r.stderr
+    assert set(r.verdicts().values()) == {"pass"}
+    bare = tmp_path / "bare.sbatch"
+    bare.write_text("\n".join(line for line in text.splitlines() if not line.startswith(f'PATH="{slurm_dir}')))
+    r = run_gate(bare, tmp_path / "without", nodes, "p5-st-gpu-[1-2]", slurm_dir=slurm_dir)
+    assert r.rc == 2 and "scontrol: command not found" in r.stderr
+
+
 def test_done_when_eight_p5_nodes_one_at_60_percent(gate: Path, tmp_path: Path) -> None:
     r = run(gate, tmp_path, STUB_FACTORS=f"{SLOW}=0.6")
     assert r.rc == 1, r.stderr
