@@ -19,6 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
+from fmcluster.acceptance.judge import MEDIAN_FRACTION
 from fmcluster.blueprint import Blueprint, BlueprintError
 from fmcluster.blueprint.errors import Problem
 from fmcluster.output import OutputFormat, out, print_error, print_ok, print_problems
@@ -354,7 +355,8 @@ def acceptance(
     format: Annotated[OutputFormat, typer.Option("--format", "-f", help=FORMAT_HELP)] = OutputFormat.text,
     median_fraction: Annotated[float, typer.Option(
         "--median-fraction", min=0.01, max=0.99,
-        help="judge: a pair more than this fraction below the cluster median is bad (0.01..0.99).")] = 0.2,
+        help="judge: a pair more than this fraction below the median of the pairs without a node is low for that "
+        "node (leave-one-out; 0.01..0.99).")] = MEDIAN_FRACTION,
     hostnames: Annotated[Path | None, typer.Option(
         "--hostnames", help="judge: '<node> <hostname>' lines, when hosts print names other than their Slurm node names.")] = None,
     min_partners: Annotated[int, typer.Option(

@@ -100,7 +100,7 @@ def _text(verdict: dict) -> str:
         lines.append(f"  floor {floor['floor_busbw_gbps']:g} GB/s at {floor['reference_size_bytes']} B ({how})")
     if verdict["cluster_median_busbw_gbps"] is not None:
         lines.append(f"  cluster median {verdict['cluster_median_busbw_gbps']:.1f} GB/s; a pair more than "
-                     f"{verdict['median_fraction']:.0%} below it is bad")
+                     f"{verdict['median_fraction']:.0%} below the median of the pairs without a node is low for that node")
     for n in verdict["nodes"]:
         lines.append(f"{n['verdict'].upper():8s}{n['node']}: {n['reason']}")
         lines += [f"          {e}" for e in n["pairs"]]
