@@ -485,6 +485,61 @@ def _node_verdicts(pairs: list[PairResult], median_fraction: float) -> list[Node
     return out
 
 
+# ---- broadcast: judged on finishing ---------------------------------------------------------------------
+#: The collective the gate runs besides all_reduce: aws-ofi-nccl 1.18.0 hung on NCCL broadcast while all_reduce
+#: passed (aws/deep-learning-containers PR #6551, whose EFA test asserts the ``# Avg bus bandwidth`` footer of
+#: broadcast_perf, printed only when the run finished; fixed in aws-ofi-nccl 1.20.0, PR #6668).
+BROADCAST = "broadcast_perf"
+
+
+def judge_broadcast(directory: str, failed_path: str) -> dict:
+    """The broadcast section of a verdict from the gate's ``broadcast/`` folder (``b<round>_<a>_<b>.log``) and its
+    ``broadcast-failed.txt`` (lines as :func:`read_failed_runs`): ``{"collective", "pairs", "failed": [{"nodes",
+    "reason"}], "blueprint_wide": bool, "not_run": reason or ""}``. A log without the footer did not finish.
+    Every pair failing is ``blueprint_wide``: a software cause (plugin, NCCL) no node replacement fixes."""
+    failed = {fr.nodes: fr.reason for fr in (read_failed_runs(failed_path) if os.path.isfile(failed_path) else [])}
+    names = sorted(n for n in os.listdir(directory) if n.endswith(".log")) if os.path.isdir(directory) else []
+    pairs: list[tuple[str, str]] = []
+    for name in names:
+        m = re.match(r"^b\d+_([^_]+)_([^_]+)\.log$", name)
+        if not m:
+            continue
+        nodes = (m.group(1), m.group(2))
+        pairs.append(nodes)
+        if nodes in failed:
+            continue
+        with open(os.path.join(directory, name), encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        try:
+            parse_all_reduce(text, name)
+        except NcclParseError as e:
+            failed[nodes] = f"{BROADCAST} did not finish: {e}"
+    pairs += [n for n in failed if n not in pairs]
+    if not pairs:
+        return {"collective": BROADCAST, "pairs": 0, "failed": [], "blueprint_wide": False,
+                "not_run": f"no {BROADCAST} run (nccl-tests without {BROADCAST}, or fewer than two healthy nodes)"}
+    out = [{"nodes": list(n), "reason": failed[n]} for n in pairs if n in failed]
+    return {"collective": BROADCAST, "pairs": len(pairs), "failed": out,
+            "blueprint_wide": len(out) == len(pairs) and len(pairs) > 1, "not_run": ""}
+
+
+def apply_broadcast(verdict: dict, broadcast: dict) -> None:
+    """Merge :func:`judge_broadcast` into a verdict dict: a pair that did not finish fails the gate; its nodes become
+    suspect (one run each: which node is unknown), never drained; every pair failing is reported as blueprint-wide."""
+    verdict["broadcast"] = broadcast
+    if not broadcast["failed"]:
+        return
+    verdict["status"] = FAIL
+    wide = broadcast["blueprint_wide"]
+    for entry in broadcast["failed"]:
+        for node in entry["nodes"]:
+            for n in verdict["nodes"]:
+                if n["node"] == node and n["verdict"] == PASS:
+                    n["verdict"] = SUSPECT
+                    n["reason"] = (f"{BROADCAST} with {[x for x in entry['nodes'] if x != node][0]}: {entry['reason']}"
+                                   + ("; every pair failed the same way: a blueprint-wide cause, not this node" if wide else ""))
+
+
 # ---- output ------------------------------------------------------------------------------------------
 def render_text(v: Verdict) -> str:
     """Human-readable verdict: floor line, one line per node with its reason, then the evidence."""

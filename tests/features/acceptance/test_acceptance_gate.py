@@ -161,11 +161,43 @@ def test_small_cluster_one_node_at_90_percent_is_drained(gate: Path, tmp_path: P
     assert drain.startswith("NodeName=p5-st-gpu-2 State=DRAIN Reason=fmcluster-acceptance: 2 of 2 pair(s) more than 7%")
 
 
+def test_broadcast_runs_once_per_node_under_a_timeout(gate: Path, tmp_path: Path) -> None:
+    r = run(gate, tmp_path)
+    calls = [c for c in r.srun_calls if c.endswith(tuple(f"broadcast_perf {a}" for a in ["-b 8 -e 2147483648 -f 2 -g 1 -c 1 -n 20"]))]
+    assert len(calls) == 4  # 8 nodes: one round of four pairs covers every node once
+    assert r.verdict()["broadcast"] == {"collective": "broadcast_perf", "pairs": 4, "failed": [], "blueprint_wide": False,
+                                        "not_run": ""}
+
+
+def test_a_broadcast_hang_on_one_pair_fails_the_gate_and_drains_nothing(gate: Path, tmp_path: Path) -> None:
+    r = run(gate, tmp_path, STUB_BROADCAST_HANG="p5-st-gpu-3", FMC_BROADCAST_TIMEOUT="3")
+    assert r.rc == 1 and r.drains == []
+    bc = r.verdict()["broadcast"]
+    [failed] = bc["failed"]
+    assert "p5-st-gpu-3" in failed["nodes"] and "broadcast_perf did not finish in 3 s (hung)" in failed["reason"]
+    assert not bc["blueprint_wide"]
+    suspects = sorted(n for n, v in r.verdicts().items() if v == "suspect")
+    assert suspects == sorted(failed["nodes"])
+    assert 'fmcluster_acceptance_gate_passed{cluster="llm-train",group="gpu",instance_type="p5.48xlarge"} 0' in r.textfile.read_text()
+
+
+def test_broadcast_hanging_everywhere_is_blueprint_wide_and_drains_nothing(gate: Path, tmp_path: Path) -> None:
+    """all_reduce passes everywhere and broadcast hangs everywhere (aws-ofi-nccl 1.18.0): a software cause no node
+    replacement fixes, so the gate fails and says so, and drains nobody (a drain would loop through replacements)."""
+    r = run(gate, tmp_path, STUB_BROADCAST_HANG="all", FMC_BROADCAST_TIMEOUT="3")
+    assert r.rc == 1 and r.drains == []
+    bc = r.verdict()["broadcast"]
+    assert bc["blueprint_wide"] and len(bc["failed"]) == 4
+    assert "EVERY pair failed: a blueprint-wide cause" in r.stdout
+
+
 def test_healthy_fleet_passes_and_drains_nothing(gate: Path, tmp_path: Path) -> None:
     r = run(gate, tmp_path)
     assert r.rc == 0, r.stderr
     assert set(r.verdicts().values()) == {"pass"} and r.drains == []
-    assert 'fmcluster_acceptance_gate_passed{cluster="llm-train",group="gpu",instance_type="p5.48xlarge"} 1' in r.textfile.read_text()
+    prom = r.textfile.read_text()
+    assert 'fmcluster_acceptance_gate_passed{cluster="llm-train",group="gpu",instance_type="p5.48xlarge"} 1' in prom
+    assert 'fmcluster_acceptance_gate_could_not_run{cluster="llm-train",group="gpu",instance_type="p5.48xlarge"} 0' in prom
 
 
 def test_node_check_failure_drains_that_node_and_keeps_it_out_of_the_pairs(gate: Path, tmp_path: Path) -> None:
@@ -212,6 +244,7 @@ def test_a_broken_mpi_setup_is_the_gates_failure_not_the_nodes(gate: Path, tmp_p
     r = run(gate, tmp_path, STUB_SRUN_MPI_MISSING="1")
     assert r.rc == 2 and r.drains == []
     assert "the gate itself is broken" in r.stderr
+    assert r.verdict()["status"] == "could-not-run"
 
 
 def test_crashing_runs_on_every_pair_drain_nothing(gate: Path, tmp_path: Path) -> None:
@@ -242,6 +275,38 @@ def test_without_drain_permission_the_failure_is_still_reported(gate: Path, tmp_
 def test_outside_a_slurm_job_it_refuses(gate: Path, tmp_path: Path) -> None:
     r = run(gate, tmp_path, SLURM_JOB_ID="")
     assert r.rc == 2 and "not inside a Slurm job" in r.stderr
+    assert_could_not_run(r, tmp_path / "acceptance" / "no-job", "not inside a Slurm job; submit this file with sbatch")
+
+
+def assert_could_not_run(r: GateRun, run_dir: Path, reason: str) -> None:
+    """A gate that could not run still leaves a verdict and metrics that say so (never "passed")."""
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["status"] == "could-not-run" and verdict["reason"] == reason
+    assert (run_dir.parent / "latest.json").read_text() == (run_dir / "verdict.json").read_text()
+    labels = 'cluster="llm-train",group="gpu",instance_type="p5.48xlarge"'
+    for prom in (r.textfile, run_dir / "fmcluster_acceptance_gpu.prom"):
+        text = prom.read_text()
+        assert f"fmcluster_acceptance_gate_passed{{{labels}}} 0" in text
+        assert f"fmcluster_acceptance_gate_could_not_run{{{labels}}} 1" in text
+        assert f"fmcluster_acceptance_last_run_timestamp_seconds{{{labels}}} " in text
+
+
+COULD_NOT_RUN = [
+    # (case, environment, reason in the verdict)
+    ("no python", {"FMC_PYTHON": "/nonexistent/python3"}, "/nonexistent/python3 not found (set FMC_PYTHON to a Python 3.8+ interpreter)"),
+    ("no nccl-tests", {"FMC_NCCL_TESTS_DIR": "/nonexistent"}, "no /nonexistent/all_reduce_perf (set FMC_NCCL_TESTS_DIR)"),
+    ("bad setting", {"FMC_MIN_PARTNERS": "two"}, "FMC_MIN_PARTNERS must be a positive integer, got 'two'"),
+    ("broken MPI", {"STUB_SRUN_MPI_MISSING": "1"}, "the judge could not read the results in {run}/results (see above); nothing drained"),
+]
+
+
+@pytest.mark.parametrize(("case", "env", "reason"), COULD_NOT_RUN, ids=[c[0] for c in COULD_NOT_RUN])
+def test_every_exit_path_writes_a_verdict_and_metrics(gate: Path, tmp_path: Path, case: str, env: dict[str, str],
+                                                      reason: str) -> None:
+    r = run(gate, tmp_path, **env)
+    assert r.rc == 2 and r.drains == []
+    run_dir = tmp_path / "acceptance" / "4242"
+    assert_could_not_run(r, run_dir, reason.format(run=run_dir))
 
 
 # ---- alert rules and the dashboard panel ---------------------------------------------------------------
