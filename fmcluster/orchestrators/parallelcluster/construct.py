@@ -11,8 +11,11 @@ plus ``efa-only`` on every EFA card, card 0 ENA-only for p6-b300 and p6e-gb200 -
 the reservation target and the root volume here; the CapacityType comes from the orchestrator profile.
 
 Update and deletion safety: ``DeletionPolicy`` (a property of the custom resource, not the
-CloudFormation attribute) defaults to ``Retain`` so deleting the stack never deletes a cluster
-with running jobs; ``Scheduling.SlurmSettings.QueueUpdateStrategy`` tells ParallelCluster how to
+CloudFormation attribute) is the blueprint's ``parallelcluster.deletion_policy``, ``Delete`` by default (as
+ParallelCluster's own default) so ``cdk destroy`` of the cluster stack deletes the cluster and its instances and
+``cdk destroy --all`` can go on to the network stack, whose EFA security group a kept cluster's instances would
+still use; keeping the cluster (``Retain``) is an explicit blueprint choice that rule R-PC-6 warns about;
+``Scheduling.SlurmSettings.QueueUpdateStrategy`` tells ParallelCluster how to
 apply queue changes because the provider does not stop the compute fleet itself.
 
 Sources:

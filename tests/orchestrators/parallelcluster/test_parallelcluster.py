@@ -162,8 +162,9 @@ def default() -> dict[str, Any]:
     return _resource(synth_templates((ROOT / "blueprints" / "default.yaml").read_text()))
 
 
-def test_deletion_policy_is_a_retained_resource_property(default: dict[str, Any]) -> None:
-    assert default["DeletionPolicy"] == "Retain"
+def test_cdk_destroy_deletes_the_cluster_by_default(default: dict[str, Any]) -> None:
+    """DeletionPolicy is a property of Custom::PclusterCluster (cfn-cluster-resource.html); Delete by default."""
+    assert default["DeletionPolicy"] == "Delete"
     assert default["ClusterName"] == "llm-train"
 
 
@@ -193,11 +194,11 @@ def test_monitoring_and_head_node(default: dict[str, Any]) -> None:
 
 def test_settings_reach_the_config() -> None:
     props = _resource(synth_templates(blueprint_text({"orchestrator": {"parallelcluster": {
-        "deletion_policy": "Delete", "queue_update_strategy": "TERMINATE", "scaledown_idletime_minutes": 30,
+        "deletion_policy": "Retain", "queue_update_strategy": "TERMINATE", "scaledown_idletime_minutes": 30,
         "memory_based_scheduling": True, "log_retention_days": 90, "cloudwatch_dashboard": False,
         "gpu_health_checks": False, "head_node_root_volume_gib": 500, "head_node_instance_type": "m7i.8xlarge"}}})))
     config = props["ClusterConfiguration"]
-    assert props["DeletionPolicy"] == "Delete"
+    assert props["DeletionPolicy"] == "Retain"
     assert config["Scheduling"]["SlurmSettings"] == {
         "QueueUpdateStrategy": "TERMINATE", "ScaledownIdletime": 30, "EnableMemoryBasedScheduling": True,
         "CustomSlurmSettings": [{"TopologyPlugin": "topology/tree"}, *slurm_conf_settings(NODE_DIR, TASK_PROLOG)]}
