@@ -420,7 +420,9 @@ class ParallelClusterCluster(Construct):
             "InstanceType": g.instance_type,
             "MinCount": g.effective_min_count,
             "MaxCount": g.count,
-            "Efa": {"Enabled": g.efa_enabled, "GdrSupport": g.efa_enabled},
+            # no GdrSupport: "The GdrSupport parameter has no effect and should no longer be used" since 3.0.2 (EFA
+            # enables GPUDirect RDMA by default; https://github.com/aws/aws-parallelcluster/releases/tag/v3.0.2)
+            "Efa": {"Enabled": g.efa_enabled},
             "DisableSimultaneousMultithreading": g.threads_per_core == 1,
         }
         if target:

@@ -56,7 +56,7 @@ def test_one_queue_per_compute_group_with_counts_efa_and_capacity() -> None:
                q["ComputeResources"][0]["MaxCount"], q["ComputeResources"][0]["Efa"],
                q["ComputeResources"][0].get("CapacityReservationTarget"), q["Networking"]["PlacementGroup"]["Enabled"])
            for n, q in queues.items()}
-    efa = {"Enabled": True, "GdrSupport": True}
+    efa = {"Enabled": True}  # no GdrSupport: no effect since ParallelCluster 3.0.2 (its release notes)
     assert got == {
         "train": ("ONDEMAND", "p5.48xlarge", 4, 4, efa, None, True),
         "cb": ("CAPACITY_BLOCK", "p5en.48xlarge", 2, 2, efa, {"CapacityReservationId": "cr-0123456789abcdef0"}, False),
