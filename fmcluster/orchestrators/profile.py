@@ -132,6 +132,10 @@ class OrchestratorProfile:
             for the cost estimate (ParallelCluster head node, PCS login node). Default: none.
         cluster_fee: (item, quantity, why it is not priced) of a per-cluster service fee the price table lacks, for the
             cost estimate (AWS PCS by cluster size), or ``None``. Default ``None``.
+        ssm_target: what ``aws ssm start-session --target`` takes to reach the ``head_node_label`` node, with
+            placeholders for what is known only after deploy: an EC2 instance id on ParallelCluster and PCS (their
+            ``<name>-cluster`` outputs give it), ``sagemaker-cluster:<cluster-id>_<group>-<instance-id>`` on HyperPod
+            (its nodes are not EC2 instances of the account). Default ``<head-node-instance-id>``.
         imds_lockdown_service: the systemd unit that restores the orchestrator's IMDS lockdown of the head node at
             boot, or ``None`` when it locks nothing down. The head node's monitoring users are then allowed through it
             before each of their services starts, and those services start after it. Default ``None``.
@@ -169,6 +173,7 @@ class OrchestratorProfile:
     management_instance_types: tuple[tuple[str, str], ...] = ()
     cluster_fee: tuple[str, str, str] | None = None
     imds_lockdown_service: str | None = None
+    ssm_target: str = "<head-node-instance-id>"
 
     def accepts(self, capacity_type: str) -> bool:
         return capacity_type in self.capacity_types

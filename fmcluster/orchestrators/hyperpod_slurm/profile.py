@@ -33,4 +33,8 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
                         "(NodeType, PartitionNames only); SchedMD/slurm doc/man/man5/slurm.conf.5 (Prolog, PrologFlags)"),
         health_check="slurm_conf", task_prolog=True, encrypted_custom_ami=False,
         slurm_bin_dir=f"{HYPERPOD_SLURM}/bin",
+        # HyperPod SSM targets: https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-run-jobs-slurm-access-nodes.html
+        # ("sagemaker-cluster:[cluster-id]_[instance-group-name]-[instance-id]"; cluster id: the last part of the ARN)
+        # the controller runs Prometheus and Grafana (head_node_label), also when users log in to a login group
+        ssm_target=f"sagemaker-cluster:<cluster-id>_{HYPERPOD_CONTROLLER_GROUP}-<instance-id>",
     )

@@ -53,6 +53,7 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
         imex=_pcs_imex(orch.pcs.slurm_version), health_check="node_timer", task_prolog=False,
         slurm_accounting="managed",
         management_instance_types=(("login node", orch.pcs.login_instance_type),),
+        ssm_target="<login-node-instance-id>",
         cluster_fee=("PCS cluster fee", f"size {orch.pcs.size}", "AWS PCS charges per cluster-hour by size (https://aws.amazon.com/pcs/pricing/); "
                      "not in the table"),
     )
