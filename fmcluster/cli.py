@@ -148,7 +148,10 @@ def plan(
     try:
         counts = (assembly_resource_counts(cdk_out, rc) if cdk_out
                   else synth_resource_counts(rc, project_context(file), source=str(file)))
-    except (AssemblyError, SynthesisError) as e:  # a synthesis error annotation: cdk synth refuses it too
+    except AssemblyError as e:  # --cdk-out is not this blueprint's assembly: could not run
+        print_error(str(e))
+        raise typer.Exit(2) from None
+    except SynthesisError as e:  # a synthesis error annotation: cdk synth refuses it too (the blueprint is wrong)
         print_error(str(e))
         raise typer.Exit(1) from None
     result = build_plan(rc, counts, checkpoint_gib=checkpoint_gib)
@@ -187,7 +190,7 @@ def render(
     DIR must be a new or empty folder, or one that fmcluster render wrote before: the files listed
     in its .fmcluster-render.json (the previous render) are removed first, so no stale file remains;
     other files are kept. A non-empty folder without that file, or a path that is not a folder, is
-    refused (exit 1).
+    refused (exit 2: could not run; exit 1 is an invalid blueprint).
     """
     from fmcluster.review.render import RenderOutError, render_blueprint, write_rendered
 
@@ -196,10 +199,10 @@ def render(
         written = write_rendered(files, out_dir)
     except RenderOutError as e:
         print_error(str(e))
-        raise typer.Exit(1) from None
+        raise typer.Exit(2) from None
     except OSError as e:
         print_error(f"{e.filename or out_dir}: cannot write: {e.strerror or e}")
-        raise typer.Exit(1) from None
+        raise typer.Exit(2) from None
     for path in written:
         print(path)
 
