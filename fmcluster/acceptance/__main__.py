@@ -10,6 +10,7 @@ Commands (exit 0 ok / 1 a node fails / 2 bad input, never a traceback):
   nodes listed in ``--node-check-failed`` (lines
   ``<node><TAB><reason>``) fail with that reason, nodes of ``--nodes`` without a measurement are reported;
 - ``failed --verdict FILE``: ``<node><TAB><reason>`` per failed node (what the gate drains);
+- ``passed --verdict FILE``: one passed node per line (what the gate may resume);
 - ``metrics --verdict FILE --out FILE [--drained A,B] [--cluster NAME] [--group NAME]``: the node_exporter textfile.
 """
 
@@ -145,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     pj.add_argument("--median-fraction", type=float, default=MEDIAN_FRACTION)
     pf = sub.add_parser("failed", help="failed nodes of a verdict")
     pf.add_argument("--verdict", required=True)
+    pp2 = sub.add_parser("passed", help="passed nodes of a verdict, one per line")
+    pp2.add_argument("--verdict", required=True)
     pm = sub.add_parser("metrics", help="node_exporter textfile of a verdict")
     pm.add_argument("--verdict", required=True)
     pm.add_argument("--out", required=True)
@@ -173,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
             return 1 if verdict["status"] == FAIL else 0
         with open(args.verdict, encoding="utf-8") as f:
             verdict = json.load(f)
+        if args.command == "passed":
+            sys.stdout.write("".join(f"{n['node']}\n" for n in verdict["nodes"] if n["verdict"] == PASS))
+            return 0
         if args.command == "failed":
             for n in verdict["nodes"]:
                 if n["verdict"] == FAIL:

@@ -69,6 +69,28 @@ class ImexWiring:
 
 
 @dataclass(frozen=True)
+class GateDrain:
+    """How the acceptance gate takes a failed node out of service so that this orchestrator acts on it.
+
+    Attributes:
+        state: the ``scontrol update State=`` value (``DRAIN``, or ``FAIL`` on HyperPod).
+        reason: the ``Reason=`` text; ``{reason}`` is replaced by the gate's reason (at most 180 characters).
+        replaces: what the orchestrator then does with the node, for docs and the gate's log.
+        source: the primary source of ``state``/``reason``/``replaces``.
+    """
+
+    state: str
+    reason: str
+    replaces: str
+    source: str
+
+
+#: The default: drain with the gate's reason; the node stays drained until someone resumes it.
+GATE_DRAIN_DEFAULT = GateDrain("DRAIN", "fmcluster-acceptance: {reason}", "nothing: the node stays drained",
+                               "SchedMD/slurm doc/man/man1/scontrol.1 (State=DRAIN, Reason)")
+
+
+@dataclass(frozen=True)
 class OrchestratorProfile:
     """What one orchestrator is and does, as fmcluster uses it.
 
@@ -136,6 +158,8 @@ class OrchestratorProfile:
             placeholders for what is known only after deploy: an EC2 instance id on ParallelCluster and PCS (their
             ``<name>-cluster`` outputs give it), ``sagemaker-cluster:<cluster-id>_<group>-<instance-id>`` on HyperPod
             (its nodes are not EC2 instances of the account). Default ``<head-node-instance-id>``.
+        gate_drain: how the acceptance gate takes a failed node out of service (:class:`GateDrain`). Default
+            :data:`GATE_DRAIN_DEFAULT`.
         imds_lockdown_service: the systemd unit that restores the orchestrator's IMDS lockdown of the head node at
             boot, or ``None`` when it locks nothing down. The head node's monitoring users are then allowed through it
             before each of their services starts, and those services start after it. Default ``None``.
@@ -174,6 +198,7 @@ class OrchestratorProfile:
     cluster_fee: tuple[str, str, str] | None = None
     imds_lockdown_service: str | None = None
     ssm_target: str = "<head-node-instance-id>"
+    gate_drain: GateDrain = GATE_DRAIN_DEFAULT
 
     def accepts(self, capacity_type: str) -> bool:
         return capacity_type in self.capacity_types

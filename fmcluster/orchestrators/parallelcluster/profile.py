@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 
 from fmcluster.blueprint.model import OrchestratorSpec
-from fmcluster.orchestrators.profile import EC2_PURCHASE_OPTIONS, ImexWiring, OrchestratorProfile
+from fmcluster.orchestrators.profile import EC2_PURCHASE_OPTIONS, GATE_DRAIN_DEFAULT, GateDrain, ImexWiring, OrchestratorProfile
 
 KEY = "parallelcluster"
 
@@ -53,6 +53,18 @@ def parallelcluster_ami_tags(version: str, os: str) -> dict[str, str]:
 PCLUSTER_IMDS_LOCKDOWN_SERVICE = "parallelcluster-iptables.service"
 
 
+#: ParallelCluster's clustermgtd treats a drained static node as unhealthy and replaces it (``terminate_drain_nodes``,
+#: default True; ``_handle_unhealthy_static_nodes`` sets it DOWN with "Static node maintenance: unhealthy node is being
+#: replaced", terminates the instance and launches a new one: aws/aws-parallelcluster-node
+#: src/slurm_plugin/clustermgtd.py). It never resumes the node, so the Slurm record keeps the DRAIN flag (issue 24;
+#: that Slurm keeps DRAIN across DOWN is not verified here): the gate resumes a node it drained once it passes.
+PCLUSTER_GATE_DRAIN = GateDrain(
+    GATE_DRAIN_DEFAULT.state, GATE_DRAIN_DEFAULT.reason,
+    "clustermgtd terminates and replaces a drained static node (terminate_drain_nodes); the replacement keeps DRAIN "
+    "until a gate run passes it and resumes it",
+    "aws/aws-parallelcluster-node src/slurm_plugin/clustermgtd.py (terminate_drain_nodes, _handle_unhealthy_static_nodes)")
+
+
 def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
     """The profile of a ParallelCluster blueprint (the EFA interface type follows ``parallelcluster.version``)."""
     return OrchestratorProfile(
@@ -68,4 +80,5 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
         management_instance_types=(("head node", orch.parallelcluster.head_node_instance_type),),
         imds_lockdown_service=PCLUSTER_IMDS_LOCKDOWN_SERVICE,
         slurm_bin_dir=f"{PARALLELCLUSTER_SLURM}/bin",
+        gate_drain=PCLUSTER_GATE_DRAIN,
     )

@@ -191,6 +191,32 @@ def test_broadcast_hanging_everywhere_is_blueprint_wide_and_drains_nothing(gate:
     assert "EVERY pair failed: a blueprint-wide cause" in r.stdout
 
 
+def test_a_node_an_earlier_gate_drained_is_resumed_when_it_passes(gate: Path, tmp_path: Path) -> None:
+    """ParallelCluster replaces a drained static node behind the same name and the record keeps DRAIN: the next gate
+    run tests the replacement and resumes it; a node drained for another reason stays drained."""
+    drained = ("p5-st-gpu-2=fmcluster-acceptance: 2 of 2 pair(s) more than 7% below;"
+               "p5-st-gpu-6=maintenance by ops")
+    r = run(gate, tmp_path, STUB_DRAINED=drained)
+    assert r.rc == 0, r.stderr
+    assert r.drains == ["NodeName=p5-st-gpu-2 State=RESUME"]
+    assert "resumed p5-st-gpu-2: it passed" in r.stdout
+
+
+def test_hyperpod_gate_asks_hyperpod_to_replace_a_failed_node(tmp_path: Path) -> None:
+    """HyperPod acts on State=FAIL Reason="Action:Replace" (AWS HyperPod guide, replace a faulty instance); the gate's
+    own reason stays in its verdict."""
+    from fmcluster.resolved import resolve
+
+    [text] = render_acceptance_files(resolve(load_blueprint(ROOT / "blueprints/hyperpod-p5.yaml"))).values()
+    script = tmp_path / "gate.sbatch"
+    script.write_text(text)
+    r = run_gate(script, tmp_path, EIGHT, "p5-st-gpu-[1-8]", {"STUB_FACTORS": f"{SLOW}=0.6"})
+    assert r.rc == 1, r.stderr
+    assert r.drains == [f"NodeName={SLOW} State=FAIL Reason=Action:Replace"]
+    assert "HyperPod replaces the instance behind the node" in r.stdout
+    assert "accept passed" not in text  # HyperPod returns the node to service itself: no resume step
+
+
 def test_healthy_fleet_passes_and_drains_nothing(gate: Path, tmp_path: Path) -> None:
     r = run(gate, tmp_path)
     assert r.rc == 0, r.stderr
