@@ -19,6 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
+from fmcluster.acceptance.judge import MEDIAN_FRACTION
 from fmcluster.blueprint import Blueprint, BlueprintError
 from fmcluster.blueprint.errors import Problem
 from fmcluster.output import OutputFormat, out, print_error, print_ok, print_problems
@@ -147,7 +148,10 @@ def plan(
     try:
         counts = (assembly_resource_counts(cdk_out, rc) if cdk_out
                   else synth_resource_counts(rc, project_context(file), source=str(file)))
-    except (AssemblyError, SynthesisError) as e:  # a synthesis error annotation: cdk synth refuses it too
+    except AssemblyError as e:  # --cdk-out is not this blueprint's assembly: could not run
+        print_error(str(e))
+        raise typer.Exit(2) from None
+    except SynthesisError as e:  # a synthesis error annotation: cdk synth refuses it too (the blueprint is wrong)
         print_error(str(e))
         raise typer.Exit(1) from None
     result = build_plan(rc, counts, checkpoint_gib=checkpoint_gib)
@@ -186,7 +190,7 @@ def render(
     DIR must be a new or empty folder, or one that fmcluster render wrote before: the files listed
     in its .fmcluster-render.json (the previous render) are removed first, so no stale file remains;
     other files are kept. A non-empty folder without that file, or a path that is not a folder, is
-    refused (exit 1).
+    refused (exit 2: could not run; exit 1 is an invalid blueprint).
     """
     from fmcluster.review.render import RenderOutError, render_blueprint, write_rendered
 
@@ -195,10 +199,10 @@ def render(
         written = write_rendered(files, out_dir)
     except RenderOutError as e:
         print_error(str(e))
-        raise typer.Exit(1) from None
+        raise typer.Exit(2) from None
     except OSError as e:
         print_error(f"{e.filename or out_dir}: cannot write: {e.strerror or e}")
-        raise typer.Exit(1) from None
+        raise typer.Exit(2) from None
     for path in written:
         print(path)
 
@@ -354,7 +358,8 @@ def acceptance(
     format: Annotated[OutputFormat, typer.Option("--format", "-f", help=FORMAT_HELP)] = OutputFormat.text,
     median_fraction: Annotated[float, typer.Option(
         "--median-fraction", min=0.01, max=0.99,
-        help="judge: a pair more than this fraction below the cluster median is bad (0.01..0.99).")] = 0.2,
+        help="judge: a pair more than this fraction below the median of the pairs without a node is low for that "
+        "node (leave-one-out; 0.01..0.99).")] = MEDIAN_FRACTION,
     hostnames: Annotated[Path | None, typer.Option(
         "--hostnames", help="judge: '<node> <hostname>' lines, when hosts print names other than their Slurm node names.")] = None,
     min_partners: Annotated[int, typer.Option(

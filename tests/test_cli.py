@@ -95,7 +95,8 @@ def test_preflight_invalid_blueprint_error_count_is_pluralised(tmp_path: Path) -
 
 # ---- fmcluster render FILE --out DIR -------------------------------------------------------------
 def assert_clean_error(res, *fragments: str) -> None:  # noqa: ANN001
-    assert res.exit_code == 1, res.output
+    """The command could not run (a bad output folder, a wrong --cdk-out): exit 2, a clear message, no traceback."""
+    assert res.exit_code == 2, res.output
     assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
     assert "Traceback" not in res.output
     text = " ".join(res.stderr.split())

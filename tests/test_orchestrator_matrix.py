@@ -57,7 +57,7 @@ def test_every_type_synthesizes_under_every_orchestrator(kind: str, instance_typ
         (res,) = resources_of(tpl, "Custom::PclusterCluster").values()
         (queue,) = [q for q in res["Properties"]["ClusterConfiguration"]["Scheduling"]["SlurmQueues"] if q["Name"] == name]
         (cr,) = queue["ComputeResources"]
-        assert (cr["InstanceType"], cr["Efa"]) == (instance_type, {"Enabled": True, "GdrSupport": True})
+        assert (cr["InstanceType"], cr["Efa"]) == (instance_type, {"Enabled": True})
         assert queue["CapacityType"] == ("CAPACITY_BLOCK" if inst.capacity_block_only else "ONDEMAND")
     elif kind == "hyperpod":
         (res,) = resources_of(tpl, "AWS::SageMaker::Cluster").values()

@@ -203,3 +203,28 @@ def test_plan_gb_per_gpu_has_three_significant_digits(tmp_path: Path) -> None:
     res = run("plan", str(ROOT / "blueprints" / "default.yaml"), "--cdk-out", str(fake_assembly(tmp_path / "o")),
               "-f", "markdown")
     assert "| PERSISTENT_2 | 4800 | 250 | 1200 | 1200 | 0.0375 | no | /fsx |" in res.stdout
+
+
+# ---- SSM targets per orchestrator in the plan (issue 24) ------------------------------------------------
+SSM_TARGETS = [
+    # (example, blueprint patch, the --target the port-forward command names)
+    ("default", {}, "<head-node-instance-id>"),
+    ("pcs-p5en", {}, "<login-node-instance-id>"),
+    # https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-run-jobs-slurm-access-nodes.html
+    ("hyperpod-p5", {}, "sagemaker-cluster:<cluster-id>_controller-<instance-id>"),
+    ("hyperpod-p5", {"orchestrator": {"hyperpod": {"login_instance_type": "ml.m5.4xlarge"}}},
+     "sagemaker-cluster:<cluster-id>_controller-<instance-id>"),  # Prometheus runs on the controller, not the login node
+]
+
+
+@pytest.mark.parametrize(("name", "patch", "target"), SSM_TARGETS)
+def test_port_forward_commands_name_each_orchestrators_ssm_target(name: str, patch: dict, target: str) -> None:
+    from fmcluster.features.observability.endpoints import observability_endpoints
+    from fmcluster.resolved import resolve
+    from fmcluster.validation import load_blueprint_text
+    from tests.blueprints import example, merge, to_yaml
+
+    bp = merge(example(name), {"observability": {"metrics": "self_hosted", "alert_email": "ops@example.com"}}, patch)
+    endpoints = {e.name: e for e in observability_endpoints(resolve(load_blueprint_text(to_yaml(bp)).blueprint))}
+    assert f" --target {target} --document-name AWS-StartPortForwardingSession" in endpoints["Grafana (self-hosted)"].access
+    assert f" --target {target} --document-name" in endpoints["Prometheus (self-hosted)"].access

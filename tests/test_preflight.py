@@ -781,3 +781,48 @@ def test_no_credentials_subprocess(aws_env: None, tmp_path: Path, monkeypatch: p
     )
     assert proc.returncode == 2
     assert json.loads(proc.stdout)["verdict"] == "could_not_run"
+
+
+# ---- IAM Identity Center for managed Grafana with AWS_SSO (botocore Stubber: shapes from the sso-admin model) ----
+IDC_ARN = "arn:aws:sso:::instance/ssoins-1234567890abcdef"
+IDENTITY_CENTER = [
+    # (case, ListInstances response or error code, status, detail fragment)
+    ("enabled", {"Instances": [{"InstanceArn": IDC_ARN, "IdentityStoreId": "d-1234567890", "Status": "ACTIVE"}]},
+     "ok", f"instance {IDC_ARN} (ACTIVE)"),
+    ("not enabled", {"Instances": []}, "warning", "no IAM Identity Center instance visible to this account in us-east-1"),
+    ("no permission", "AccessDeniedException", "unknown", "needs sso:ListInstances"),
+]
+
+
+@pytest.mark.parametrize(("case", "answer", "status", "detail"), IDENTITY_CENTER, ids=[c[0] for c in IDENTITY_CENTER])
+def test_identity_center_is_checked_for_aws_sso_grafana(case: str, answer: Any, status: str, detail: str) -> None:
+    from fmcluster.preflight.runner import _guard, plan_steps
+    from fmcluster.resolved import resolve
+    from fmcluster.validation import load_blueprint_text
+
+    client = boto3.Session(region_name=REGION, aws_access_key_id="testing", aws_secret_access_key="testing").client("sso-admin")
+    stub = Stubber(client)
+    if isinstance(answer, str):
+        stub.add_client_error("list_instances", service_error_code=answer, service_message="not allowed", http_status_code=400)
+    else:
+        stub.add_response("list_instances", answer, {})
+    stub.activate()
+    rc = resolve(load_blueprint_text(blueprint_text({"observability": {
+        "metrics": "managed", "grafana_authentication": "AWS_SSO", "alert_email": "ops@example.com"}})).blueprint)
+    clients = Clients(ec2=None, s3=None, service_quotas=None, fsx=None, sts=None, sagemaker=None, sso_admin=client)
+    [step] = [s for s in plan_steps(rc, clients, None, until=None) if s.check == "Identity Center"]
+    row = _guard(step)
+    assert (row.status, row.subject) == (status, "IAM Identity Center in us-east-1")
+    assert detail in row.detail
+    stub.assert_no_pending_responses()
+
+
+def test_identity_center_is_not_asked_with_saml_or_self_hosted() -> None:
+    from fmcluster.preflight.runner import plan_steps
+    from fmcluster.resolved import resolve
+    from fmcluster.validation import load_blueprint_text
+
+    clients = Clients(ec2=None, s3=None, service_quotas=None, fsx=None, sts=None, sagemaker=None, sso_admin=object())
+    for obs in ({"metrics": "managed", "grafana_authentication": "SAML"}, {"metrics": "self_hosted"}):
+        rc = resolve(load_blueprint_text(blueprint_text({"observability": {**obs, "alert_email": "ops@example.com"}})).blueprint)
+        assert not [s for s in plan_steps(rc, clients, None, until=None) if s.check == "Identity Center"]

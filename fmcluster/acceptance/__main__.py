@@ -5,9 +5,12 @@ Commands (exit 0 ok / 1 a node fails / 2 bad input, never a traceback):
 
 - ``plan [--min-partners N] NODE...``: the pairing plan, one ``<round> <a> <b>`` line per pair;
 - ``judge --results DIR --floors FILE [--nodes A,B,...] [--node-check-failed FILE] [--format text|json]
-  [--json-out FILE] [--median-fraction F]``: the verdict; nodes listed in ``--node-check-failed`` (lines
+  [--json-out FILE] [--median-fraction F] [--broadcast DIR --broadcast-failed FILE]``: the verdict (with
+  ``--broadcast``: a broadcast_perf pair that did not finish fails the gate and makes its nodes suspect);
+  nodes listed in ``--node-check-failed`` (lines
   ``<node><TAB><reason>``) fail with that reason, nodes of ``--nodes`` without a measurement are reported;
 - ``failed --verdict FILE``: ``<node><TAB><reason>`` per failed node (what the gate drains);
+- ``passed --verdict FILE``: one passed node per line (what the gate may resume);
 - ``metrics --verdict FILE --out FILE [--drained A,B] [--cluster NAME] [--group NAME]``: the node_exporter textfile.
 """
 
@@ -27,7 +30,9 @@ from .judge import (
     SUSPECT,
     Floor,
     JudgeInputError,
+    apply_broadcast,
     judge,
+    judge_broadcast,
     load_results,
     read_aliases,
     read_failed_runs,
@@ -77,6 +82,8 @@ def _verdict_dict(args: argparse.Namespace, floor: Floor) -> dict:
                 "busbw_gbps": None, "pairs": []})
     verdict["nodes"].sort(key=lambda n: n["node"])
     verdict["status"] = FAIL if any(n["verdict"] == FAIL for n in verdict["nodes"]) else PASS
+    if args.broadcast:
+        apply_broadcast(verdict, judge_broadcast(args.broadcast, args.broadcast_failed))
     return verdict
 
 
@@ -100,10 +107,17 @@ def _text(verdict: dict) -> str:
         lines.append(f"  floor {floor['floor_busbw_gbps']:g} GB/s at {floor['reference_size_bytes']} B ({how})")
     if verdict["cluster_median_busbw_gbps"] is not None:
         lines.append(f"  cluster median {verdict['cluster_median_busbw_gbps']:.1f} GB/s; a pair more than "
-                     f"{verdict['median_fraction']:.0%} below it is bad")
+                     f"{verdict['median_fraction']:.0%} below the median of the pairs without a node is low for that node")
     for n in verdict["nodes"]:
         lines.append(f"{n['verdict'].upper():8s}{n['node']}: {n['reason']}")
         lines += [f"          {e}" for e in n["pairs"]]
+    bc = verdict.get("broadcast")
+    if bc and bc["not_run"]:
+        lines.append(f"  {bc['collective']}: not run ({bc['not_run']})")
+    elif bc:
+        lines.append(f"  {bc['collective']}: {bc['pairs'] - len(bc['failed'])} of {bc['pairs']} pair run(s) finished"
+                     + ("; EVERY pair failed: a blueprint-wide cause (plugin, NCCL), no node drained" if bc["blueprint_wide"] else ""))
+        lines += [f"  {bc['collective']} {' + '.join(f['nodes'])}: {f['reason']}" for f in bc["failed"]]
     for p in verdict["pairs"]:
         for c in p["causes"]:
             lines.append(f"  cause {c['kind']} on {c['host'] or ' and '.join(p['nodes'])}: {c['detail']}")
@@ -125,11 +139,15 @@ def main(argv: list[str] | None = None) -> int:
     pj.add_argument("--hostnames", default="", help="'<node> <hostname>' lines: host names the nodes print")
     pj.add_argument("--node-check-failed", default="")
     pj.add_argument("--failed-runs", default="", help="'<round> <a> <b> <reason>' lines: pair runs that did not finish")
+    pj.add_argument("--broadcast", default="", help="folder of the gate's broadcast_perf logs (b<round>_<a>_<b>.log)")
+    pj.add_argument("--broadcast-failed", default="", help="'<round> <a> <b> <reason>' lines: broadcast runs that did not finish")
     pj.add_argument("--format", choices=("text", "json"), default="text")
     pj.add_argument("--json-out", default="")
     pj.add_argument("--median-fraction", type=float, default=MEDIAN_FRACTION)
     pf = sub.add_parser("failed", help="failed nodes of a verdict")
     pf.add_argument("--verdict", required=True)
+    pp2 = sub.add_parser("passed", help="passed nodes of a verdict, one per line")
+    pp2.add_argument("--verdict", required=True)
     pm = sub.add_parser("metrics", help="node_exporter textfile of a verdict")
     pm.add_argument("--verdict", required=True)
     pm.add_argument("--out", required=True)
@@ -158,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
             return 1 if verdict["status"] == FAIL else 0
         with open(args.verdict, encoding="utf-8") as f:
             verdict = json.load(f)
+        if args.command == "passed":
+            sys.stdout.write("".join(f"{n['node']}\n" for n in verdict["nodes"] if n["verdict"] == PASS))
+            return 0
         if args.command == "failed":
             for n in verdict["nodes"]:
                 if n["verdict"] == FAIL:

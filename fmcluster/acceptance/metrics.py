@@ -7,6 +7,8 @@ Standard library only (shipped with the gate job). Metric names (docs/acceptance
 rules in fmcluster/features/observability/render_acceptance.py read them):
 
 - ``fmcluster_acceptance_gate_passed`` 1/0, ``fmcluster_acceptance_last_run_timestamp_seconds``;
+- ``fmcluster_acceptance_gate_could_not_run`` 1 when the verdict's status is ``could-not-run`` (the gate job
+  writes that verdict and these series itself, in shell, on every exit path before its verdict), else 0;
 - ``fmcluster_acceptance_node_verdict{node, verdict}`` 1 for the node's verdict (pass, suspect, fail);
 - ``fmcluster_acceptance_node_busbw_gbps{node}`` the median bus bandwidth of the node's pairs;
 - ``fmcluster_acceptance_node_drained{node}`` 1 when the gate drained the node;
@@ -24,6 +26,7 @@ VERDICTS = ("pass", "suspect", "fail")
 #: Every metric name :func:`render_metrics` writes (the observability layer's known-metric list includes them).
 METRIC_NAMES = (
     "fmcluster_acceptance_gate_passed",
+    "fmcluster_acceptance_gate_could_not_run",
     "fmcluster_acceptance_last_run_timestamp_seconds",
     "fmcluster_acceptance_cluster_median_busbw_gbps",
     "fmcluster_acceptance_floor_busbw_gbps",
@@ -48,12 +51,15 @@ def render_metrics(verdict: dict, timestamp_s: float, drained: Iterable[str] = (
     base = (f'cluster="{_label(cluster)}",' if cluster else "") + (f'group="{_label(group)}",' if group else "")
     it = f'instance_type="{_label(verdict["instance_type"])}"'
     drained_set = set(drained)
-    floor = verdict["floor"]
+    floor = verdict.get("floor") or {"floor_busbw_gbps": None}
     nodes = verdict["nodes"]
     out = [
         "# HELP fmcluster_acceptance_gate_passed 1 when no node failed the last fleet acceptance gate.",
         "# TYPE fmcluster_acceptance_gate_passed gauge",
-        f"fmcluster_acceptance_gate_passed{{{base}{it}}} {0 if verdict['status'] == 'fail' else 1}",
+        f"fmcluster_acceptance_gate_passed{{{base}{it}}} {1 if verdict['status'] == 'pass' else 0}",
+        "# HELP fmcluster_acceptance_gate_could_not_run 1 when the last gate could not run (no verdict on the nodes).",
+        "# TYPE fmcluster_acceptance_gate_could_not_run gauge",
+        f"fmcluster_acceptance_gate_could_not_run{{{base}{it}}} {1 if verdict['status'] == 'could-not-run' else 0}",
         "# HELP fmcluster_acceptance_last_run_timestamp_seconds When the last gate finished (Unix time).",
         "# TYPE fmcluster_acceptance_last_run_timestamp_seconds gauge",
         f"fmcluster_acceptance_last_run_timestamp_seconds{{{base}{it}}} {timestamp_s:.0f}",

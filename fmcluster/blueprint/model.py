@@ -763,9 +763,12 @@ class ParallelClusterSettings(Section):
     )
     ssh_key_name: str | None = Field(None, description="EC2 key pair for the head node. Default: none (use SSM Session Manager).")
     deletion_policy: Literal["Retain", "Delete"] = Field(
-        "Retain",
-        description="What deleting the Custom::PclusterCluster resource does to the cluster. Retain keeps the "
-        "cluster (and it keeps using the network and storage stacks, which must then stay). Default: Retain.",
+        "Delete",
+        description="What deleting the Custom::PclusterCluster resource (cdk destroy of <name>-cluster) does to the "
+        "cluster: Delete deletes it, head node and compute nodes included (ParallelCluster's own default, "
+        "https://docs.aws.amazon.com/parallelcluster/latest/ug/cfn-cluster-resource.html). Retain keeps it running "
+        "and billing, and it keeps using the network and storage stacks, so cdk destroy --all then fails on the "
+        "network stack until the cluster is deleted with pcluster delete-cluster (rule R-PC-6 warns). Default: Delete.",
     )
     queue_update_strategy: Literal["DRAIN", "TERMINATE", "COMPUTE_FLEET_STOP"] = Field(
         "DRAIN",

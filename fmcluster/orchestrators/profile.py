@@ -69,6 +69,28 @@ class ImexWiring:
 
 
 @dataclass(frozen=True)
+class GateDrain:
+    """How the acceptance gate takes a failed node out of service so that this orchestrator acts on it.
+
+    Attributes:
+        state: the ``scontrol update State=`` value (``DRAIN``, or ``FAIL`` on HyperPod).
+        reason: the ``Reason=`` text; ``{reason}`` is replaced by the gate's reason (at most 180 characters).
+        replaces: what the orchestrator then does with the node, for docs and the gate's log.
+        source: the primary source of ``state``/``reason``/``replaces``.
+    """
+
+    state: str
+    reason: str
+    replaces: str
+    source: str
+
+
+#: The default: drain with the gate's reason; the node stays drained until someone resumes it.
+GATE_DRAIN_DEFAULT = GateDrain("DRAIN", "fmcluster-acceptance: {reason}", "nothing: the node stays drained",
+                               "SchedMD/slurm doc/man/man1/scontrol.1 (State=DRAIN, Reason)")
+
+
+@dataclass(frozen=True)
 class OrchestratorProfile:
     """What one orchestrator is and does, as fmcluster uses it.
 
@@ -106,8 +128,10 @@ class OrchestratorProfile:
             for it (ParallelCluster SharedStorage, HyperPod Slurm FsxLustreConfig, PCS user data). False for
             HyperPod EKS: fmcluster asks HyperPod for no host mount there (pods use the FSx CSI driver), and a
             wait would fail every node. Default True.
-        slurm_bin_dir: directory of the cluster's Slurm client commands on its nodes, or ``None`` when
-            fmcluster does not know it (node scripts then look on PATH and in the usual places). PCS:
+        slurm_bin_dir: directory of the cluster's Slurm client commands on its nodes (the one home of this fact: the gate, the
+            node check, the health check, the prologs and the exporters put it on PATH, since ``sudo``, slurmd and
+            systemd give none of them a login PATH), or ``None`` when fmcluster does not know it (HyperPod EKS: no
+            Slurm). ParallelCluster and HyperPod Slurm: ``/opt/slurm/bin`` (sources in their profiles). PCS:
             ``/opt/aws/pcs/scheduler/slurm-<orchestrator.pcs.slurm_version>/bin`` (:data:`PCS_SLURM_DIR`),
             so a node whose image carries several Slurm versions uses the cluster's. Default ``None``.
         user_data_embed_limit_bytes: node scripts up to this size are embedded in user data, larger ones
@@ -130,6 +154,12 @@ class OrchestratorProfile:
             for the cost estimate (ParallelCluster head node, PCS login node). Default: none.
         cluster_fee: (item, quantity, why it is not priced) of a per-cluster service fee the price table lacks, for the
             cost estimate (AWS PCS by cluster size), or ``None``. Default ``None``.
+        ssm_target: what ``aws ssm start-session --target`` takes to reach the ``head_node_label`` node, with
+            placeholders for what is known only after deploy: an EC2 instance id on ParallelCluster and PCS (their
+            ``<name>-cluster`` outputs give it), ``sagemaker-cluster:<cluster-id>_<group>-<instance-id>`` on HyperPod
+            (its nodes are not EC2 instances of the account). Default ``<head-node-instance-id>``.
+        gate_drain: how the acceptance gate takes a failed node out of service (:class:`GateDrain`). Default
+            :data:`GATE_DRAIN_DEFAULT`.
         imds_lockdown_service: the systemd unit that restores the orchestrator's IMDS lockdown of the head node at
             boot, or ``None`` when it locks nothing down. The head node's monitoring users are then allowed through it
             before each of their services starts, and those services start after it. Default ``None``.
@@ -167,6 +197,8 @@ class OrchestratorProfile:
     management_instance_types: tuple[tuple[str, str], ...] = ()
     cluster_fee: tuple[str, str, str] | None = None
     imds_lockdown_service: str | None = None
+    ssm_target: str = "<head-node-instance-id>"
+    gate_drain: GateDrain = GATE_DRAIN_DEFAULT
 
     def accepts(self, capacity_type: str) -> bool:
         return capacity_type in self.capacity_types

@@ -28,6 +28,11 @@ CR_API = "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityRes
 QUOTA_DOC = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-on-demand-instances.html#ec2-on-demand-instances-limits"
 TRAINING_PLAN_API = "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_DescribeTrainingPlan.html"
 HEAD_BUCKET_API = "https://docs.aws.amazon.com/AmazonS3/latest/API/API_HeadBucket.html"
+#: Amazon Managed Grafana's AWS_SSO sign-in needs IAM Identity Center enabled; sso-admin ListInstances lists the
+#: account's instances (https://docs.aws.amazon.com/singlesignon/latest/APIReference/API_ListInstances.html;
+#: https://docs.aws.amazon.com/grafana/latest/userguide/authentication-in-AMG-SSO.html).
+IDENTITY_CENTER_API = "https://docs.aws.amazon.com/singlesignon/latest/APIReference/API_ListInstances.html"
+AMG_SSO_DOC = "https://docs.aws.amazon.com/grafana/latest/userguide/authentication-in-AMG-SSO.html"
 SUBNET_API = "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_Subnet.html"
 
 #: EC2 vCPU quotas for P instances: (code, the quota's name as Service Quotas reports it).
@@ -119,6 +124,24 @@ def error_code(e: ClientError) -> str:
 
 
 # ---- identity and zone ------------------------------------------------------------------------------
+def check_identity_center(sso_admin: Any, *, region: str) -> CheckResult:
+    """IAM Identity Center for a Grafana workspace with ``AWS_SSO`` sign-in: ``ok`` when ListInstances in ``region``
+    returns an instance, ``warning`` when it returns none (the sign-in would fail; but an organization instance
+    managed elsewhere may not be listed to this account, which fmcluster cannot tell, so not an error)."""
+    instances = sso_admin.list_instances().get("Instances", [])
+    subject = f"IAM Identity Center in {region}"
+    if instances:
+        first = instances[0]
+        return CheckResult("Identity Center", subject, "ok",
+                           f"instance {first.get('InstanceArn', '?')} ({first.get('Status', 'status not reported')})",
+                           IDENTITY_CENTER_API)
+    return CheckResult(
+        "Identity Center", subject, "warning",
+        f"no IAM Identity Center instance visible to this account in {region}, got none; the Grafana workspace's "
+        "AWS_SSO sign-in needs one: enable IAM Identity Center, or set observability.grafana_authentication: SAML. "
+        "Cannot tell: an organization instance in another Region or account is not listed here", AMG_SSO_DOC)
+
+
 def check_identity(sts: Any) -> tuple[CheckResult, str]:
     """Who the credentials belong to (sts:GetCallerIdentity needs no permission)."""
     ident = sts.get_caller_identity()

@@ -39,6 +39,8 @@ class Clients:
     sagemaker: Any
     #: EKS (HyperPod EKS with an existing cluster). Default: none (the check is skipped).
     eks: Any = None
+    #: IAM Identity Center admin (managed Grafana with AWS_SSO sign-in). Default: none (the check is skipped).
+    sso_admin: Any = None
 
 
 def make_clients(region: str, profile: str | None = None) -> Clients:
@@ -62,4 +64,5 @@ def make_clients(region: str, profile: str | None = None) -> Clients:
         return session.client(name, region_name=region, config=CLIENT_CONFIG)  # type: ignore[call-overload]
 
     return Clients(ec2=client("ec2"), s3=client("s3"), service_quotas=client("service-quotas"),
-                   fsx=client("fsx"), sts=client("sts"), sagemaker=client("sagemaker"), eks=client("eks"))
+                   fsx=client("fsx"), sts=client("sts"), sagemaker=client("sagemaker"), eks=client("eks"),
+                   sso_admin=client("sso-admin"))

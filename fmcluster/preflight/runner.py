@@ -31,6 +31,7 @@ from fmcluster.preflight.checks import (
     check_fsx_quota,
     check_gpu_subnet,
     check_identity,
+    check_identity_center,
     check_network_layout,
     check_offering,
     check_training_plan,
@@ -52,6 +53,7 @@ PERMISSIONS = {
     "FSx storage quota": "servicequotas:GetServiceQuota and fsx:DescribeFileSystems",
     "GPU subnet": "ec2:DescribeSubnets",
     "network layout": "ec2:DescribeInstanceTypes",
+    "Identity Center": "sso:ListInstances",
 }
 _REJECTED = ("InvalidClientTokenId", "SignatureDoesNotMatch", "ExpiredToken", "ExpiredTokenException",
              "UnrecognizedClientException", "InvalidAccessKeyId", "AuthFailure")
@@ -224,6 +226,16 @@ def plan_steps(rc: ResolvedCluster, clients: Clients, zone: Zone | None, *, unti
         add("FSx storage quota", f"Lustre {fs.deployment_type} storage ({code})", check_fsx_quota,
             clients.service_quotas, clients.fsx, deployment_type=fs.deployment_type,
             storage_capacity_gib=fs.storage_capacity_gib)
+
+    # IAM Identity Center for a managed Grafana workspace signing in with AWS_SSO (created only where a collector
+    # node runs: the profile's head node)
+    o = bp.observability
+    if o.metrics == "managed" and o.grafana_authentication == "AWS_SSO" and rc.profile.head_node_label is not None:
+        if clients.sso_admin is None:
+            skip("Identity Center", f"IAM Identity Center in {bp.region}", "no sso-admin client")
+        else:
+            add("Identity Center", f"IAM Identity Center in {bp.region}", check_identity_center, clients.sso_admin,
+                region=bp.region)
 
     # an existing EKS cluster of HyperPod EKS: Region, VPC, version, authentication mode (R-EKS-2 checks what it can
     # offline)

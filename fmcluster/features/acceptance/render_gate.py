@@ -70,6 +70,12 @@ def render_gate(rc: ResolvedCluster, group: ResolvedGroup) -> str:
         "max_bytes": 2 * floor.reference_size_bytes,
         "median_fraction": MEDIAN_FRACTION,
         "slurm_bin_dir": rc.profile.slurm_bin_dir or "",
+        "drain_state": rc.profile.gate_drain.state,
+        "drain_reason": rc.profile.gate_drain.reason,
+        "drain_replaces": rc.profile.gate_drain.replaces,
+        "drain_source": rc.profile.gate_drain.source,
+        # the gate resumes only nodes whose Slurm reason it wrote itself
+        "resume_own_drains": rc.profile.gate_drain.reason.startswith("fmcluster-acceptance:"),
         "node_check": paths["node_check"],
         "job_env": paths["job_env"],
         "results_root": results_root(rc),

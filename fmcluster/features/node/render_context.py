@@ -249,6 +249,8 @@ class NodeContext:
     nccl_tests_url: str = ""
     nccl_tests_sha256: str = ""
     timeouts: dict[str, int] = field(default_factory=dict)
+    #: the cluster's Slurm command directory (``OrchestratorProfile.slurm_bin_dir``); "" where fmcluster does not know it
+    slurm_bin_dir: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -314,6 +316,7 @@ def node_context(rc: ResolvedCluster, group: ResolvedGroup, *, exporters_script:
         blueprint_name=rc.name,
         group_name=group.name,
         orchestrator=rc.profile.kind,
+        slurm_bin_dir=rc.profile.slurm_bin_dir or "",
         os=software.os_name,
         instance_type=inst.name,
         family=inst.family,

@@ -106,13 +106,13 @@ def observability_endpoints(rc: ResolvedCluster) -> list[Endpoint]:
             Endpoint(
                 "Grafana (self-hosted)",
                 f"http://localhost:{GRAFANA_PORT}",
-                f"{port_forward_command(GRAFANA_PORT, bp.region)}; user admin, password in "
+                f"{port_forward_command(GRAFANA_PORT, bp.region, rc.profile.ssm_target)}; user admin, password in "
                 f"/etc/grafana/admin-password on the {head}",
             ),
             Endpoint(
                 "Prometheus (self-hosted)",
                 f"http://localhost:{PROMETHEUS_PORT}",
-                port_forward_command(PROMETHEUS_PORT, bp.region),
+                port_forward_command(PROMETHEUS_PORT, bp.region, rc.profile.ssm_target),
             ),
         ]
     out.append(

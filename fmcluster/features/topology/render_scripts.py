@@ -36,9 +36,6 @@ PLACEHOLDER = "topology/fmcluster-topology-placeholder.sh.j2"
 #: Heredoc delimiters of the installer: an embedded file must not contain them on a line of their own.
 DELIMITERS = ("FMC_GENERATOR_EOF", "FMC_REFRESH_EOF", "FMC_ENV_EOF", "FMC_UNIT_EOF", "FMC_TIMER_EOF")
 
-#: ParallelCluster's Slurm paths on its official images: ``/opt/slurm`` (aws-parallelcluster-cookbook
-#: ``attributes``: ``default['cluster']['slurm']['install_dir'] = '/opt/slurm'``).
-PARALLELCLUSTER_SLURM = "/opt/slurm"
 #: The tag ParallelCluster puts on every instance of a cluster (aws-parallelcluster 3.16.1
 #: ``pcluster/constants.py`` ``PCLUSTER_CLUSTER_NAME_TAG``).
 PARALLELCLUSTER_CLUSTER_TAG = "parallelcluster:cluster-name"

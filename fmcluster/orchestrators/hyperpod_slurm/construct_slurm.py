@@ -48,11 +48,10 @@ from fmcluster.features.slurm.render_hooks import (
 from fmcluster.features.storage.construct import LustreMount
 from fmcluster.orchestrators.hyperpod.construct import GroupLifecycle, HyperPodOrchestration
 from fmcluster.orchestrators.hyperpod.profile import HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP
+from fmcluster.orchestrators.hyperpod_slurm.profile import HYPERPOD_SLURM
 from fmcluster.resolved import NODE_DIR, OrchestratorProfile, ResolvedGroup
 
 SLURM_CONFIG_STRATEGY = "Managed"
-#: HyperPod's Slurm (the AWS HyperPod lifecycle samples edit /opt/slurm/etc/slurm.conf and call /opt/slurm/sbin daemons).
-HYPERPOD_SLURM = "/opt/slurm"
 #: Slurm hooks on each HyperPod compute node's own disk (installed by its OnInitComplete; fmcluster does not rely on a
 #: file system shared with the controller).
 TASK_PROLOG = f"{NODE_DIR}/slurm/fmcluster-task-prolog.sh"
@@ -82,6 +81,7 @@ class SlurmOrchestration(HyperPodOrchestration):
         # IMEX per job on the groups the profile wires (R-IMEX-1 refuses the others): one fact, ResolvedGroup.imex
         self.imex_types = sorted({g.spec.instance_type for g in groups
                                   if g.imex})
+        self.scontrol = f"{profile.slurm_bin_dir or HYPERPOD_SLURM + '/bin'}/scontrol"
         self.hooks = self._slurm_hooks()
 
     def management_groups(self, spec: HyperPodSettings) -> list[tuple[str, str]]:
@@ -132,7 +132,7 @@ class SlurmOrchestration(HyperPodOrchestration):
         controller's slurm.conf editor and every compute group's TaskProlog / IMEX prolog installer."""
         imex = bool(self.imex_types)
         editor = render_slurm_conf_editor(
-            slurm_conf=f"{HYPERPOD_SLURM}/etc/slurm.conf", scontrol=f"{HYPERPOD_SLURM}/bin/scontrol",
+            slurm_conf=f"{HYPERPOD_SLURM}/etc/slurm.conf", scontrol=self.scontrol,
             settings=slurm_conf_settings(NODE_DIR, TASK_PROLOG), orchestrator="SageMaker HyperPod",
             node_label="controller", prolog=PROLOG_GLOB if imex else None,
             why="HyperPod's SlurmConfig has no keys for these (NodeType and PartitionNames only), so its controller's "
@@ -141,5 +141,5 @@ class SlurmOrchestration(HyperPodOrchestration):
             NODE_DIR, TASK_PROLOG, orchestrator="SageMaker HyperPod", node_label="compute node",
             share_note="Every compute node installs its own copy (OnInitComplete, before the node bootstrap).",
             imex_prolog=IMEX_PROLOG if imex else None,
-            imex_script=render_imex_prolog(NODE_DIR, f"{HYPERPOD_SLURM}/bin/scontrol", self.imex_types) if imex else "")
+            imex_script=render_imex_prolog(NODE_DIR, self.scontrol, self.imex_types) if imex else "")
         return {"Controller": (SLURM_CONF_SCRIPT, editor), "Compute": (HOOKS_INSTALL_SCRIPT, installer)}

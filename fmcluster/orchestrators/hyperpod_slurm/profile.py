@@ -4,9 +4,24 @@ from __future__ import annotations
 
 from fmcluster.blueprint.model import OrchestratorSpec
 from fmcluster.orchestrators.hyperpod.profile import HYPERPOD_CAPACITY, HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP
-from fmcluster.orchestrators.profile import ImexWiring, OrchestratorProfile
+from fmcluster.orchestrators.profile import GateDrain, ImexWiring, OrchestratorProfile
 
 KEY = "hyperpod-slurm"
+
+#: Where HyperPod's Slurm lives on its nodes: ``/opt/slurm`` (AWS's HyperPod lifecycle samples,
+#: aws-samples/awsome-distributed-training 1.architectures/5.sagemaker-hyperpod/LifecycleScripts/base-config/
+#: utils/slurm_fix_plugstackconf.sh ``slurm_dir="/opt/slurm"`` and utils/install_slurm_exporter.sh, whose service sets
+#: ``Environment=PATH=/opt/slurm/bin:$PATH`` because the commands are not on a service's PATH). The HyperPod
+#: developer guide names no Slurm directory (unverified against an AWS document; the samples are AWS's own).
+HYPERPOD_SLURM = "/opt/slurm"
+
+
+#: HyperPod replaces a Slurm node set to FAIL with the reason "Action:Replace" (AWS's form exactly; the gate's own reason
+#: goes to its verdict and log, not into the Slurm reason, since another text is not documented to be detected).
+HYPERPOD_GATE_DRAIN = GateDrain(
+    "FAIL", "Action:Replace", "HyperPod replaces the instance behind the node and returns it to service",
+    "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-resiliency-slurm-replace-faulty-instance.html "
+    "(scontrol update node=<node> state=fail reason=\"Action:Replace\")")
 
 
 def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
@@ -25,4 +40,10 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
         imex=ImexWiring("controller_slurm_conf", source="botocore sagemaker service-2.json ClusterSlurmConfig "
                         "(NodeType, PartitionNames only); SchedMD/slurm doc/man/man5/slurm.conf.5 (Prolog, PrologFlags)"),
         health_check="slurm_conf", task_prolog=True, encrypted_custom_ami=False,
+        slurm_bin_dir=f"{HYPERPOD_SLURM}/bin",
+        gate_drain=HYPERPOD_GATE_DRAIN,
+        # HyperPod SSM targets: https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-run-jobs-slurm-access-nodes.html
+        # ("sagemaker-cluster:[cluster-id]_[instance-group-name]-[instance-id]"; cluster id: the last part of the ARN)
+        # the controller runs Prometheus and Grafana (head_node_label), also when users log in to a login group
+        ssm_target=f"sagemaker-cluster:<cluster-id>_{HYPERPOD_CONTROLLER_GROUP}-<instance-id>",
     )

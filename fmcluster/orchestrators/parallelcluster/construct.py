@@ -11,8 +11,11 @@ plus ``efa-only`` on every EFA card, card 0 ENA-only for p6-b300 and p6e-gb200 -
 the reservation target and the root volume here; the CapacityType comes from the orchestrator profile.
 
 Update and deletion safety: ``DeletionPolicy`` (a property of the custom resource, not the
-CloudFormation attribute) defaults to ``Retain`` so deleting the stack never deletes a cluster
-with running jobs; ``Scheduling.SlurmSettings.QueueUpdateStrategy`` tells ParallelCluster how to
+CloudFormation attribute) is the blueprint's ``parallelcluster.deletion_policy``, ``Delete`` by default (as
+ParallelCluster's own default) so ``cdk destroy`` of the cluster stack deletes the cluster and its instances and
+``cdk destroy --all`` can go on to the network stack, whose EFA security group a kept cluster's instances would
+still use; keeping the cluster (``Retain``) is an explicit blueprint choice that rule R-PC-6 warns about;
+``Scheduling.SlurmSettings.QueueUpdateStrategy`` tells ParallelCluster how to
 apply queue changes because the provider does not stop the compute fleet itself.
 
 Sources:
@@ -56,13 +59,12 @@ from fmcluster.features.slurm.render_hooks import (
 from fmcluster.features.storage.construct import CheckpointAccess, LustreMount, checkpoint_statements
 from fmcluster.features.topology.render_scripts import (
     PARALLELCLUSTER_CLUSTER_TAG,
-    PARALLELCLUSTER_SLURM,
     TopologyRefresh,
     parallelcluster_node_names,
     render_topology_installer,
     render_topology_placeholder,
 )
-from fmcluster.orchestrators.parallelcluster.profile import OS_NAMES
+from fmcluster.orchestrators.parallelcluster.profile import OS_NAMES, PARALLELCLUSTER_SLURM
 from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
 from fmcluster.resolved.cluster import NODE_DIR
 from fmcluster.templates.render import render
@@ -471,7 +473,9 @@ class ParallelClusterCluster(Construct):
             "InstanceType": g.instance_type,
             "MinCount": g.effective_min_count,
             "MaxCount": g.count,
-            "Efa": {"Enabled": g.efa_enabled, "GdrSupport": g.efa_enabled},
+            # no GdrSupport: "The GdrSupport parameter has no effect and should no longer be used" since 3.0.2 (EFA
+            # enables GPUDirect RDMA by default; https://github.com/aws/aws-parallelcluster/releases/tag/v3.0.2)
+            "Efa": {"Enabled": g.efa_enabled},
             "DisableSimultaneousMultithreading": g.threads_per_core == 1,
         }
         if target:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 
 from fmcluster.blueprint.model import OrchestratorSpec
-from fmcluster.orchestrators.profile import EC2_PURCHASE_OPTIONS, ImexWiring, OrchestratorProfile
+from fmcluster.orchestrators.profile import EC2_PURCHASE_OPTIONS, GATE_DRAIN_DEFAULT, GateDrain, ImexWiring, OrchestratorProfile
 
 KEY = "parallelcluster"
 
@@ -18,6 +18,16 @@ PCLUSTER_EFA_INTERFACE_TYPE = {"3.15.0": "efa-only", "3.16.1": "efa-only", "3.16
 
 #: The ParallelCluster guide: a prolog in /opt/slurm/etc/scripts/prolog.d with PrologFlags=Alloc,NoHold.
 PCLUSTER_IMEX_DOC = "https://docs.aws.amazon.com/parallelcluster/latest/ug/support-nvidia-imex-p6e-gb200-instance.html"
+
+
+#: Where ParallelCluster installs Slurm on its official images (aws/aws-parallelcluster-cookbook
+#: cookbooks/aws-parallelcluster-environment/attributes/environment.rb ``default['cluster']['slurm']['install_dir'] =
+#: '/opt/slurm'``). Its ``bin`` reaches PATH only through ``/etc/profile.d/slurm.sh`` (cookbooks/aws-parallelcluster-slurm
+#: recipes/config.rb, templates/default/slurm/head_node/slurm.sh.erb ``PATH=$PATH:/opt/slurm/bin``): login shells have it,
+#: ``sudo`` does not, because the cookbook sets sudo's ``secure_path`` to ``/usr/local/sbin:/usr/local/bin:/usr/sbin:
+#: /usr/bin:/sbin:/bin:/snap/bin`` (cookbooks/aws-parallelcluster-platform/recipes/install/sudo_install.rb,
+#: templates/sudo/99-parallelcluster-secure-path.erb), and neither do slurmd's prologs and health checks.
+PARALLELCLUSTER_SLURM = "/opt/slurm"
 
 
 #: ParallelCluster's ``Image.Os`` name of each ``software.os``.
@@ -43,6 +53,18 @@ def parallelcluster_ami_tags(version: str, os: str) -> dict[str, str]:
 PCLUSTER_IMDS_LOCKDOWN_SERVICE = "parallelcluster-iptables.service"
 
 
+#: ParallelCluster's clustermgtd treats a drained static node as unhealthy and replaces it (``terminate_drain_nodes``,
+#: default True; ``_handle_unhealthy_static_nodes`` sets it DOWN with "Static node maintenance: unhealthy node is being
+#: replaced", terminates the instance and launches a new one: aws/aws-parallelcluster-node
+#: src/slurm_plugin/clustermgtd.py). It never resumes the node, so the Slurm record keeps the DRAIN flag (issue 24;
+#: that Slurm keeps DRAIN across DOWN is not verified here): the gate resumes a node it drained once it passes.
+PCLUSTER_GATE_DRAIN = GateDrain(
+    GATE_DRAIN_DEFAULT.state, GATE_DRAIN_DEFAULT.reason,
+    "clustermgtd terminates and replaces a drained static node (terminate_drain_nodes); the replacement keeps DRAIN "
+    "until a gate run passes it and resumes it",
+    "aws/aws-parallelcluster-node src/slurm_plugin/clustermgtd.py (terminate_drain_nodes, _handle_unhealthy_static_nodes)")
+
+
 def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
     """The profile of a ParallelCluster blueprint (the EFA interface type follows ``parallelcluster.version``)."""
     return OrchestratorProfile(
@@ -57,4 +79,6 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
         baked_ami_tags=partial(parallelcluster_ami_tags, orch.parallelcluster.version),
         management_instance_types=(("head node", orch.parallelcluster.head_node_instance_type),),
         imds_lockdown_service=PCLUSTER_IMDS_LOCKDOWN_SERVICE,
+        slurm_bin_dir=f"{PARALLELCLUSTER_SLURM}/bin",
+        gate_drain=PCLUSTER_GATE_DRAIN,
     )

@@ -54,6 +54,21 @@ def head_node_memory_unknown(bp: Blueprint) -> Iterator[Violation]:
         )
 
 
+@rule("R-PC-6", level="warning", source="https://docs.aws.amazon.com/parallelcluster/latest/ug/cfn-cluster-resource.html "
+      "(DeletionPolicy Retain: the cluster is kept when the custom resource is deleted; its network and storage must "
+      "then be retained too)", orchestrators=("parallelcluster",))
+def cluster_kept_on_destroy(bp: Blueprint) -> Iterator[Violation]:
+    """A kept cluster (``deletion_policy: Retain``) outlives ``cdk destroy``: its instances keep billing and keep the
+    network stack's EFA security group in use, so ``cdk destroy --all`` fails there until the cluster is deleted."""
+    if bp.orchestrator.parallelcluster.deletion_policy == "Retain":
+        yield "orchestrator.parallelcluster.deletion_policy", (
+            "cdk destroy keeps this cluster: its head node and compute nodes keep running and billing, and the network "
+            "stack cannot be deleted while they use its EFA security group, got 'Retain'; allowed 'Delete' (the "
+            "default), or delete the cluster with pcluster delete-cluster --cluster-name <ClusterName> before cdk "
+            "destroy of the network stack (docs/operations.md, Teardown)"
+        )
+
+
 @rule("R-PC-2", source="https://docs.aws.amazon.com/parallelcluster/latest/ug/HeadNode-v3.html (InstanceType: the "
       "head node architecture must be the same as the Slurm InstanceType architecture)", orchestrators=("parallelcluster",),
       suppressed_by=("R-CAP-9",))

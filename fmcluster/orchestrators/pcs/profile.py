@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fmcluster.blueprint.model import PCS_SLURM_VERSIONS, OrchestratorSpec
-from fmcluster.orchestrators.profile import EC2_PURCHASE_OPTIONS, ImexWiring, OrchestratorProfile
+from fmcluster.orchestrators.profile import EC2_PURCHASE_OPTIONS, GATE_DRAIN_DEFAULT, GateDrain, ImexWiring, OrchestratorProfile
 
 KEY = "pcs"
 #: Name fmcluster gives the PCS login node group.
@@ -22,6 +22,13 @@ PCS_USER_DATA_EMBED_LIMIT_BYTES = 12 * 1024
 #: AWS PCS Slurm installer packages: /opt/aws/pcs/scheduler/slurm-version"
 #: (https://docs.aws.amazon.com/pcs/latest/userguide/multi-cluster-login-script-prerequisites.html).
 PCS_SLURM_DIR = "/opt/aws/pcs/scheduler/slurm-{version}"
+
+
+#: AWS PCS documents no replacement of a node drained by the user (unverified whether it replaces one): the node stays
+#: drained, an operator replaces or resumes it.
+PCS_GATE_DRAIN = GateDrain(GATE_DRAIN_DEFAULT.state, GATE_DRAIN_DEFAULT.reason,
+                           "not documented (unverified): the node stays drained until an operator acts",
+                           "https://docs.aws.amazon.com/pcs/latest/userguide/ (no drained-node replacement documented)")
 
 
 def _pcs_imex(slurm_version: str) -> ImexWiring:
@@ -53,6 +60,8 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
         imex=_pcs_imex(orch.pcs.slurm_version), health_check="node_timer", task_prolog=False,
         slurm_accounting="managed",
         management_instance_types=(("login node", orch.pcs.login_instance_type),),
+        ssm_target="<login-node-instance-id>",
+        gate_drain=PCS_GATE_DRAIN,
         cluster_fee=("PCS cluster fee", f"size {orch.pcs.size}", "AWS PCS charges per cluster-hour by size (https://aws.amazon.com/pcs/pricing/); "
                      "not in the table"),
     )

@@ -96,12 +96,43 @@ def test_no_gate_without_slurm_or_without_efa() -> None:
 
 
 # ---- running it ----------------------------------------------------------------------------------------
+#: One example per Slurm orchestrator, with where its Slurm lives (the profile's slurm_bin_dir, from sources).
+SUDO_CASES = [
+    ("default", "/opt/slurm/bin"),
+    ("hyperpod-p5", "/opt/slurm/bin"),
+    ("pcs-p5en", "/opt/aws/pcs/scheduler/slurm-"),
+]
+
+
+@pytest.mark.parametrize(("example", "slurm_prefix"), SUDO_CASES)
+def test_sudo_sbatch_finds_slurm_on_every_orchestrator(example: str, slurm_prefix: str, tmp_path: Path) -> None:
+    """`sudo sbatch` runs the job with sudo's secure_path (no Slurm directory): the gate puts the profile's
+    Slurm directory on PATH itself, on every orchestrator; without that line it stops at `scontrol: command not found`."""
+    from fmcluster.resolved import resolve
+
+    rc = resolve(load_blueprint(ROOT / "blueprints" / f"{example}.yaml"))
+    slurm_dir = rc.profile.slurm_bin_dir
+    assert slurm_dir is not None and slurm_dir.startswith(slurm_prefix)
+    [text] = render_acceptance_files(rc).values()
+    script = tmp_path / "gate.sbatch"
+    script.write_text(text)
+    nodes = ["p5-st-gpu-1", "p5-st-gpu-2"]
+    r = run_gate(script, tmp_path / "with", nodes, "p5-st-gpu-[1-2]", slurm_dir=slurm_dir)
+    assert r.rc == 0, r.stderr
+    assert set(r.verdicts().values()) == {"pass"}
+    bare = tmp_path / "bare.sbatch"
+    bare.write_text("\n".join(line for line in text.splitlines() if not line.startswith(f'PATH="{slurm_dir}')))
+    r = run_gate(bare, tmp_path / "without", nodes, "p5-st-gpu-[1-2]", slurm_dir=slurm_dir)
+    assert r.rc == 2 and "scontrol: command not found" in r.stderr
+
+
 def test_done_when_eight_p5_nodes_one_at_60_percent(gate: Path, tmp_path: Path) -> None:
     r = run(gate, tmp_path, STUB_FACTORS=f"{SLOW}=0.6")
     assert r.rc == 1, r.stderr
     assert r.verdicts() == {n: ("fail" if n == SLOW else "pass") for n in EIGHT}
     [drain] = r.drains
-    assert drain.startswith(f"NodeName={SLOW} State=DRAIN Reason=fmcluster-acceptance: 2 of 2 pair(s) more than 20% below")
+    assert drain.startswith(f"NodeName={SLOW} State=DRAIN Reason=fmcluster-acceptance: 2 of 2 pair(s) more than 7% below the "
+                             "median of the pairs without it")
     # every node was checked, every node measured in two rounds with two different partners
     assert sum(" :: " in c and "--no-nccl" in c for c in r.srun_calls) == 8
     logs = sorted(p.name for p in (r.run_dir / "results").iterdir())
@@ -119,11 +150,80 @@ def test_done_when_eight_p5_nodes_one_at_60_percent(gate: Path, tmp_path: Path) 
     assert (tmp_path / "acceptance" / "latest.json").read_text() == (r.run_dir / "verdict.json").read_text()
 
 
+@pytest.mark.parametrize("count", [3, 4])
+def test_small_cluster_one_node_at_90_percent_is_drained(gate: Path, tmp_path: Path, count: int) -> None:
+    """The default blueprint's 4-node group (and 3 nodes): one node at 90 % of its peers is found and drained alone."""
+    nodes = EIGHT[:count]
+    r = run(gate, tmp_path, nodes, f"p5-st-gpu-[1-{count}]", STUB_FACTORS="p5-st-gpu-2=0.9")
+    assert r.rc == 1, r.stderr
+    assert r.verdicts() == {n: ("fail" if n == "p5-st-gpu-2" else "pass") for n in nodes}
+    [drain] = r.drains
+    assert drain.startswith("NodeName=p5-st-gpu-2 State=DRAIN Reason=fmcluster-acceptance: 2 of 2 pair(s) more than 7%")
+
+
+def test_broadcast_runs_once_per_node_under_a_timeout(gate: Path, tmp_path: Path) -> None:
+    r = run(gate, tmp_path)
+    calls = [c for c in r.srun_calls if c.endswith(tuple(f"broadcast_perf {a}" for a in ["-b 8 -e 2147483648 -f 2 -g 1 -c 1 -n 20"]))]
+    assert len(calls) == 4  # 8 nodes: one round of four pairs covers every node once
+    assert r.verdict()["broadcast"] == {"collective": "broadcast_perf", "pairs": 4, "failed": [], "blueprint_wide": False,
+                                        "not_run": ""}
+
+
+def test_a_broadcast_hang_on_one_pair_fails_the_gate_and_drains_nothing(gate: Path, tmp_path: Path) -> None:
+    r = run(gate, tmp_path, STUB_BROADCAST_HANG="p5-st-gpu-3", FMC_BROADCAST_TIMEOUT="3")
+    assert r.rc == 1 and r.drains == []
+    bc = r.verdict()["broadcast"]
+    [failed] = bc["failed"]
+    assert "p5-st-gpu-3" in failed["nodes"] and "broadcast_perf did not finish in 3 s (hung)" in failed["reason"]
+    assert not bc["blueprint_wide"]
+    suspects = sorted(n for n, v in r.verdicts().items() if v == "suspect")
+    assert suspects == sorted(failed["nodes"])
+    assert 'fmcluster_acceptance_gate_passed{cluster="llm-train",group="gpu",instance_type="p5.48xlarge"} 0' in r.textfile.read_text()
+
+
+def test_broadcast_hanging_everywhere_is_blueprint_wide_and_drains_nothing(gate: Path, tmp_path: Path) -> None:
+    """all_reduce passes everywhere and broadcast hangs everywhere (aws-ofi-nccl 1.18.0): a software cause no node
+    replacement fixes, so the gate fails and says so, and drains nobody (a drain would loop through replacements)."""
+    r = run(gate, tmp_path, STUB_BROADCAST_HANG="all", FMC_BROADCAST_TIMEOUT="3")
+    assert r.rc == 1 and r.drains == []
+    bc = r.verdict()["broadcast"]
+    assert bc["blueprint_wide"] and len(bc["failed"]) == 4
+    assert "EVERY pair failed: a blueprint-wide cause" in r.stdout
+
+
+def test_a_node_an_earlier_gate_drained_is_resumed_when_it_passes(gate: Path, tmp_path: Path) -> None:
+    """ParallelCluster replaces a drained static node behind the same name and the record keeps DRAIN: the next gate
+    run tests the replacement and resumes it; a node drained for another reason stays drained."""
+    drained = ("p5-st-gpu-2=fmcluster-acceptance: 2 of 2 pair(s) more than 7% below;"
+               "p5-st-gpu-6=maintenance by ops")
+    r = run(gate, tmp_path, STUB_DRAINED=drained)
+    assert r.rc == 0, r.stderr
+    assert r.drains == ["NodeName=p5-st-gpu-2 State=RESUME"]
+    assert "resumed p5-st-gpu-2: it passed" in r.stdout
+
+
+def test_hyperpod_gate_asks_hyperpod_to_replace_a_failed_node(tmp_path: Path) -> None:
+    """HyperPod acts on State=FAIL Reason="Action:Replace" (AWS HyperPod guide, replace a faulty instance); the gate's
+    own reason stays in its verdict."""
+    from fmcluster.resolved import resolve
+
+    [text] = render_acceptance_files(resolve(load_blueprint(ROOT / "blueprints/hyperpod-p5.yaml"))).values()
+    script = tmp_path / "gate.sbatch"
+    script.write_text(text)
+    r = run_gate(script, tmp_path, EIGHT, "p5-st-gpu-[1-8]", {"STUB_FACTORS": f"{SLOW}=0.6"})
+    assert r.rc == 1, r.stderr
+    assert r.drains == [f"NodeName={SLOW} State=FAIL Reason=Action:Replace"]
+    assert "HyperPod replaces the instance behind the node" in r.stdout
+    assert "accept passed" not in text  # HyperPod returns the node to service itself: no resume step
+
+
 def test_healthy_fleet_passes_and_drains_nothing(gate: Path, tmp_path: Path) -> None:
     r = run(gate, tmp_path)
     assert r.rc == 0, r.stderr
     assert set(r.verdicts().values()) == {"pass"} and r.drains == []
-    assert 'fmcluster_acceptance_gate_passed{cluster="llm-train",group="gpu",instance_type="p5.48xlarge"} 1' in r.textfile.read_text()
+    prom = r.textfile.read_text()
+    assert 'fmcluster_acceptance_gate_passed{cluster="llm-train",group="gpu",instance_type="p5.48xlarge"} 1' in prom
+    assert 'fmcluster_acceptance_gate_could_not_run{cluster="llm-train",group="gpu",instance_type="p5.48xlarge"} 0' in prom
 
 
 def test_node_check_failure_drains_that_node_and_keeps_it_out_of_the_pairs(gate: Path, tmp_path: Path) -> None:
@@ -170,6 +270,7 @@ def test_a_broken_mpi_setup_is_the_gates_failure_not_the_nodes(gate: Path, tmp_p
     r = run(gate, tmp_path, STUB_SRUN_MPI_MISSING="1")
     assert r.rc == 2 and r.drains == []
     assert "the gate itself is broken" in r.stderr
+    assert r.verdict()["status"] == "could-not-run"
 
 
 def test_crashing_runs_on_every_pair_drain_nothing(gate: Path, tmp_path: Path) -> None:
@@ -200,6 +301,38 @@ def test_without_drain_permission_the_failure_is_still_reported(gate: Path, tmp_
 def test_outside_a_slurm_job_it_refuses(gate: Path, tmp_path: Path) -> None:
     r = run(gate, tmp_path, SLURM_JOB_ID="")
     assert r.rc == 2 and "not inside a Slurm job" in r.stderr
+    assert_could_not_run(r, tmp_path / "acceptance" / "no-job", "not inside a Slurm job; submit this file with sbatch")
+
+
+def assert_could_not_run(r: GateRun, run_dir: Path, reason: str) -> None:
+    """A gate that could not run still leaves a verdict and metrics that say so (never "passed")."""
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["status"] == "could-not-run" and verdict["reason"] == reason
+    assert (run_dir.parent / "latest.json").read_text() == (run_dir / "verdict.json").read_text()
+    labels = 'cluster="llm-train",group="gpu",instance_type="p5.48xlarge"'
+    for prom in (r.textfile, run_dir / "fmcluster_acceptance_gpu.prom"):
+        text = prom.read_text()
+        assert f"fmcluster_acceptance_gate_passed{{{labels}}} 0" in text
+        assert f"fmcluster_acceptance_gate_could_not_run{{{labels}}} 1" in text
+        assert f"fmcluster_acceptance_last_run_timestamp_seconds{{{labels}}} " in text
+
+
+COULD_NOT_RUN = [
+    # (case, environment, reason in the verdict)
+    ("no python", {"FMC_PYTHON": "/nonexistent/python3"}, "/nonexistent/python3 not found (set FMC_PYTHON to a Python 3.8+ interpreter)"),
+    ("no nccl-tests", {"FMC_NCCL_TESTS_DIR": "/nonexistent"}, "no /nonexistent/all_reduce_perf (set FMC_NCCL_TESTS_DIR)"),
+    ("bad setting", {"FMC_MIN_PARTNERS": "two"}, "FMC_MIN_PARTNERS must be a positive integer, got 'two'"),
+    ("broken MPI", {"STUB_SRUN_MPI_MISSING": "1"}, "the judge could not read the results in {run}/results (see above); nothing drained"),
+]
+
+
+@pytest.mark.parametrize(("case", "env", "reason"), COULD_NOT_RUN, ids=[c[0] for c in COULD_NOT_RUN])
+def test_every_exit_path_writes_a_verdict_and_metrics(gate: Path, tmp_path: Path, case: str, env: dict[str, str],
+                                                      reason: str) -> None:
+    r = run(gate, tmp_path, **env)
+    assert r.rc == 2 and r.drains == []
+    run_dir = tmp_path / "acceptance" / "4242"
+    assert_could_not_run(r, run_dir, reason.format(run=run_dir))
 
 
 # ---- alert rules and the dashboard panel ---------------------------------------------------------------

@@ -140,6 +140,8 @@ def _run(script: str, tmp_path: Path, **env: str) -> tuple[subprocess.CompletedP
         f"printf '#!/bin/sh\\necho \"imds-access.sh $*\" >> \"$STUB_LOG\"\\n' > {imds} && "
         "mkdir -p /usr/local/sbin && printf '#!/bin/sh\\necho save_tables >> \"$STUB_LOG\"\\n' "
         "> /usr/local/sbin/save_tables.sh && chmod +x /usr/local/sbin/save_tables.sh && "
+        # Slurm's commands where ParallelCluster and HyperPod install them (OrchestratorProfile.slurm_bin_dir), not on PATH
+        f"mkdir -p /opt/slurm/bin && cp {bin_dir}/sinfo /opt/slurm/bin/ && "
         f"mkdir -p /usr/local/bin && bash {tmp_path}/exporters.sh; echo \"exit=$?\"; "
         "cat /var/lib/fmcluster/monitoring-state"
     )

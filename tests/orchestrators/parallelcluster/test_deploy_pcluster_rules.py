@@ -163,6 +163,12 @@ WARNINGS: list[tuple[dict[str, Any], list[tuple[str, str, str]]]] = [
          "memory of t3.large unknown to fmcluster, so ParallelCluster's head-node memory check (an error) was not run, got "
          "t3.large; allowed a type with at least 16.0 GiB of memory for 400 compute nodes - an m, c or r type "
          "(generation 5+) is checked", "R-PC-5")]),
+    ({"orchestrator": {"parallelcluster": {"deletion_policy": "Retain"}}}, [
+        ("orchestrator.parallelcluster.deletion_policy",
+         "cdk destroy keeps this cluster: its head node and compute nodes keep running and billing, and the network "
+         "stack cannot be deleted while they use its EFA security group, got 'Retain'; allowed 'Delete' (the "
+         "default), or delete the cluster with pcluster delete-cluster --cluster-name <ClusterName> before cdk "
+         "destroy of the network stack (docs/operations.md, Teardown)", "R-PC-6")]),
     ({**group(capacity={"type": "training_plan", "arn": "arn:aws:sagemaker:us-west-2:123456789012:training-plan/p"}), **HP}, [
         ("compute[0].capacity.arn",
          "training plan in another Region (us-west-2), got 'arn:aws:sagemaker:us-west-2:123456789012:training-plan/p'; "

@@ -56,7 +56,7 @@ def test_one_queue_per_compute_group_with_counts_efa_and_capacity() -> None:
                q["ComputeResources"][0]["MaxCount"], q["ComputeResources"][0]["Efa"],
                q["ComputeResources"][0].get("CapacityReservationTarget"), q["Networking"]["PlacementGroup"]["Enabled"])
            for n, q in queues.items()}
-    efa = {"Enabled": True, "GdrSupport": True}
+    efa = {"Enabled": True}  # no GdrSupport: no effect since ParallelCluster 3.0.2 (its release notes)
     assert got == {
         "train": ("ONDEMAND", "p5.48xlarge", 4, 4, efa, None, True),
         "cb": ("CAPACITY_BLOCK", "p5en.48xlarge", 2, 2, efa, {"CapacityReservationId": "cr-0123456789abcdef0"}, False),
@@ -178,8 +178,9 @@ def default() -> dict[str, Any]:
     return _resource(synth_templates((ROOT / "blueprints" / "default.yaml").read_text()))
 
 
-def test_deletion_policy_is_a_retained_resource_property(default: dict[str, Any]) -> None:
-    assert default["DeletionPolicy"] == "Retain"
+def test_cdk_destroy_deletes_the_cluster_by_default(default: dict[str, Any]) -> None:
+    """DeletionPolicy is a property of Custom::PclusterCluster (cfn-cluster-resource.html); Delete by default."""
+    assert default["DeletionPolicy"] == "Delete"
     assert default["ClusterName"] == "llm-train"
 
 
@@ -209,11 +210,11 @@ def test_monitoring_and_head_node(default: dict[str, Any]) -> None:
 
 def test_settings_reach_the_config() -> None:
     props = _resource(synth_templates(blueprint_text({"orchestrator": {"parallelcluster": {
-        "deletion_policy": "Delete", "queue_update_strategy": "TERMINATE", "scaledown_idletime_minutes": 30,
+        "deletion_policy": "Retain", "queue_update_strategy": "TERMINATE", "scaledown_idletime_minutes": 30,
         "memory_based_scheduling": True, "log_retention_days": 90, "cloudwatch_dashboard": False,
         "gpu_health_checks": False, "head_node_root_volume_gib": 500, "head_node_instance_type": "m7i.8xlarge"}}})))
     config = props["ClusterConfiguration"]
-    assert props["DeletionPolicy"] == "Delete"
+    assert props["DeletionPolicy"] == "Retain"
     assert config["Scheduling"]["SlurmSettings"] == {
         "QueueUpdateStrategy": "TERMINATE", "ScaledownIdletime": 30, "EnableMemoryBasedScheduling": True,
         "CustomSlurmSettings": [{"TopologyPlugin": "topology/tree"}, *slurm_conf_settings(NODE_DIR, TASK_PROLOG)]}

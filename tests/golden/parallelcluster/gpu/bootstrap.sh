@@ -1340,10 +1340,10 @@ else
 fi
 
 if [[ ${failed} -gt 0 ]]; then
-  # slurmd and systemd timers run this without a login PATH: add the Slurm command directories of ParallelCluster and
-  # HyperPod (/opt/slurm/bin) and PCS (/opt/aws/pcs/scheduler/slurm-<version>/bin). The node is SLURMD_NODENAME when
-  # the caller knows it (the PCS health timer), else the short host name.
-  PATH="${PATH}:/opt/slurm/bin$(printf ':%s' /opt/aws/pcs/scheduler/slurm-*/bin)"
+  # slurmd, systemd timers and sudo (secure_path) run this without a login PATH: put the cluster's Slurm command
+  # directory first (OrchestratorProfile.slurm_bin_dir). The node is SLURMD_NODENAME when the caller knows it (the PCS
+  # health timer), else the short host name.
+  PATH="/opt/slurm/bin:${PATH}"
   if [[ ${DRAIN} -eq 1 ]] && command -v scontrol >/dev/null 2>&1; then
     scontrol update NodeName="${SLURMD_NODENAME:-$(hostname -s)}" State=DRAIN Reason="fmcluster-node-check: ${first_failure:0:200}" || true
   fi

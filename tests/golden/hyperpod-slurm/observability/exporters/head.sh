@@ -419,13 +419,9 @@ UNIT
 # ---- Slurm exporter (built from a pinned tag at a pinned commit; Go modules checked against go.sum) -
 slurm_bin_dir() {
   local sinfo
-  sinfo="$(command -v sinfo 2>/dev/null || true)"
-  if [[ -z "${sinfo}" ]]; then
-    for candidate in /opt/slurm/bin/sinfo /opt/aws/pcs/scheduler/slurm-*/bin/sinfo; do
-      if [[ -x "${candidate}" ]]; then sinfo="${candidate}"; break; fi
-    done
-  fi
-  [[ -n "${sinfo}" ]] || die "sinfo not found: this node must be a Slurm controller or login node"
+  # The cluster's Slurm version (fmcluster profile), not whichever version the image carries first.
+  sinfo="/opt/slurm/bin/sinfo"
+  [[ -x "${sinfo}" ]] || die "sinfo not found at ${sinfo}: this node must be a login node of this cluster"
   dirname "${sinfo}"
 }
 
