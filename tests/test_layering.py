@@ -41,7 +41,8 @@ RANK = {layer: i for i, layer in enumerate(LAYERS)}
 #: ``render*`` (rendered files) and ``provision*`` (after-deploy provisioning).
 ROLES = {"profile": "resolved", "registry": "resolved", "plan": "resolved", "rules": "validation",
          "construct": "constructs", "addons": "constructs", "stack": "stacks", "review": "review",
-         "pins": "catalog", "endpoints": "resolved", "render": "templates", "provision": "provision"}
+         "pins": "catalog", "endpoints": "resolved", "render": "templates", "provision": "provision",
+         "handler": "catalog"}
 SLICES = PKG / "orchestrators"
 FEATURES = PKG / "features"
 #: The folders that hold slices, by the package name under ``fmcluster``.
@@ -61,7 +62,7 @@ CORE_TO_SLICE = {
 #: :data:`CORE_TO_SLICE`: remove the import and its line; never add one.
 CORE_TO_FEATURE = {
     "fmcluster.constructs.orchestrator": {"fmcluster.features.storage.construct"},
-    "fmcluster.preflight.image_lookup": {"fmcluster.features.node.plan_bake"},
+    "fmcluster.preflight.image_lookup": {"fmcluster.features.node.handler_parent_ami", "fmcluster.features.node.plan_bake"},
     "fmcluster.provision": {"fmcluster.features.observability.provision_grafana",
                             "fmcluster.features.observability.render_context"},
     "fmcluster.resolved": {"fmcluster.features.network.plan"},
