@@ -203,3 +203,24 @@ def test_plan_gb_per_gpu_has_three_significant_digits(tmp_path: Path) -> None:
     res = run("plan", str(ROOT / "blueprints" / "default.yaml"), "--cdk-out", str(fake_assembly(tmp_path / "o")),
               "-f", "markdown")
     assert "| PERSISTENT_2 | 4800 | 250 | 1200 | 1200 | 0.0375 | no | /fsx |" in res.stdout
+
+
+# (example, the placeholder ids its plan names as (path, id))
+PLACEHOLDERS = [
+    ("default", []),
+    ("p5en-capacity-block", [("compute[0].capacity.reservation_id", "cr-0123456789abcdef0")]),
+    ("pcs-p5en", [("compute[0].capacity.reservation_id", "cr-0123456789abcdef0")]),
+    ("p6e-gb200", [("software.image.ami_id", "ami-0123456789abcdef0"),
+                   ("compute[0].capacity.reservation_id", "cr-0123456789abcdef0")]),
+]
+
+
+@pytest.mark.parametrize(("example", "expected"), PLACEHOLDERS)
+def test_plan_names_the_examples_placeholder_ids(example: str, expected: list[tuple[str, str]]) -> None:
+    plan = build_plan(resolve(load_blueprint(ROOT / "blueprints" / f"{example}.yaml")))
+    assert [(p["path"], p["id"]) for p in plan.placeholders] == expected
+    assert ("placeholders" in plan.as_dict()) is bool(expected)
+    text = render_markdown(plan)
+    assert ("fmcluster preflight refuses them" in text) is bool(expected)
+    for _, value in expected:
+        assert value in text

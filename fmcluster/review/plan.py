@@ -26,6 +26,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fmcluster.blueprint.placeholders import REASON as PLACEHOLDER_REASON
+from fmcluster.blueprint.placeholders import placeholder_ids
 from fmcluster.features.observability.endpoints import observability_endpoints
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
 from fmcluster.review.assembly import Assembly, AssemblyError
@@ -124,6 +126,9 @@ class Plan:
     cost: dict[str, Any] = field(default_factory=dict)
     #: Slurm accounting (fmcluster.features.accounting.plan.AccountingPlan.summary); None (and left out of JSON) when off
     accounting: dict[str, str] | None = None
+    #: placeholder ids of the blueprint (:func:`fmcluster.blueprint.placeholders.placeholder_ids`) as
+    #: ``{"path", "id"}``; left out of JSON when there is none
+    placeholders: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def gpus_total(self) -> int:
@@ -134,6 +139,8 @@ class Plan:
         d["gpus_total"] = self.gpus_total
         if d["accounting"] is None:
             del d["accounting"]
+        if not d["placeholders"]:
+            del d["placeholders"]
         return d
 
 
@@ -198,6 +205,7 @@ def build_plan(rc: ResolvedCluster, stacks: dict[str, int] | None = None, checkp
         compute=compute, storage=storage, checkpoints=checkpoints, software=software, stacks=stacks or {},
         observability=bp.observability.metrics, cost=estimate(rc).as_dict(),
         accounting=rc.accounting.summary(rc.stacks.accounting) if rc.accounting is not None else None,
+        placeholders=[{"path": p, "id": i} for p, i in placeholder_ids(bp)],
     )
 
 
@@ -300,6 +308,9 @@ def _rows(plan: Plan) -> list[tuple[str, list[str], list[list[str]]]]:
         a = plan.accounting
         sections.append(("Slurm accounting", ["route", "stack", "database", "data"],
                          [[a["route"], a["stack"] or "-", a["database"], a["data"]]]))
+    if plan.placeholders:
+        sections.append((f"Placeholder ids: {PLACEHOLDER_REASON}; fmcluster preflight refuses them", ["path", "id"],
+                         [[p["path"], p["id"]] for p in plan.placeholders]))
     if plan.stacks:
         sections.append(("Stacks", ["stack", "resources"], [[k, str(v)] for k, v in plan.stacks.items()]))
     if plan.cost:
