@@ -1597,7 +1597,7 @@ install_archive() {  # name url-or-mirror-key sha256 dest-dir
   tgz="$(mktemp "${FMC_WORK}/${name}.XXXXXX.tar.gz")"
   if [[ ${url} == mirror/* ]]; then
     rm -f "${tgz}"
-    FMC_MIRROR_REGION="${FMC_REGION}" FMC_MIRROR_BUCKET_SUFFIX="-f18d2c271d" \
+    FMC_MIRROR_REGION="us-east-1" FMC_MIRROR_BUCKET_SUFFIX="-f18d2c271d" \
       fetch_mirror "${url}" "${tgz}" "${want}" || die "${name}: ${url} not available from the cluster's mirror bucket"
   else
     curl -fsSL --retry 5 --retry-delay 3 -o "${tgz}" "${url}" || die "download of ${name} failed: ${url}"
