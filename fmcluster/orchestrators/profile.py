@@ -69,6 +69,22 @@ class ImexWiring:
 
 
 @dataclass(frozen=True)
+class BootPart:
+    """A part of a node's boot-to-ready that the orchestrator does before or around fmcluster's script.
+
+    Attributes: ``name``; ``seconds`` (estimated); ``source``: where the figure comes from, starting with
+    ``model:`` when no published duration exists (then it is fmcluster's estimate and says what it assumes)."""
+
+    name: str
+    seconds: int
+    source: str
+
+    @property
+    def modelled(self) -> bool:
+        return self.source.startswith("model:")
+
+
+@dataclass(frozen=True)
 class OrchestratorProfile:
     """What one orchestrator is and does, as fmcluster uses it.
 
@@ -130,6 +146,8 @@ class OrchestratorProfile:
             for the cost estimate (ParallelCluster head node, PCS login node). Default: none.
         cluster_fee: (item, quantity, why it is not priced) of a per-cluster service fee the price table lacks, for the
             cost estimate (AWS PCS by cluster size), or ``None``. Default ``None``.
+        boot_parts: what the orchestrator does before or around fmcluster's node script (:class:`BootPart`), counted in
+            the plan's boot estimate (issue 23 item 9). Default: none.
         imds_lockdown_service: the systemd unit that restores the orchestrator's IMDS lockdown of the head node at
             boot, or ``None`` when it locks nothing down. The head node's monitoring users are then allowed through it
             before each of their services starts, and those services start after it. Default ``None``.
@@ -167,6 +185,7 @@ class OrchestratorProfile:
     management_instance_types: tuple[tuple[str, str], ...] = ()
     cluster_fee: tuple[str, str, str] | None = None
     imds_lockdown_service: str | None = None
+    boot_parts: tuple[BootPart, ...] = ()
 
     def accepts(self, capacity_type: str) -> bool:
         return capacity_type in self.capacity_types

@@ -49,6 +49,10 @@ class BootLine:
     limit_s: int | None
     limit_source: str
     steps: dict[str, int]
+    #: step name -> where its figure comes from (``model: ...`` when estimated without a published figure)
+    sources: dict[str, str] = field(default_factory=dict)
+    #: the part of ``estimated_boot_s`` that is fmcluster's own script; the rest is the orchestrator's
+    script_boot_s: int = 0
 
 
 def boot_line(rg: ResolvedGroup) -> BootLine:
@@ -68,7 +72,8 @@ def boot_line(rg: ResolvedGroup) -> BootLine:
     return BootLine(
         image_mode=im.mode, image=im.source, reference=reference, installs_at_boot=list(im.installs_at_boot),
         estimated_boot_s=im.estimated_boot_s, limit_s=im.limit_s, limit_source=im.limit.source,
-        steps={s.name: s.seconds for s in im.boot_steps},
+        steps={s.name: s.seconds for s in im.boot_parts},
+        sources={s.name: s.source for s in im.boot_parts}, script_boot_s=im.script_boot_s,
     )
 
 
@@ -270,11 +275,18 @@ def _rows(plan: Plan) -> list[tuple[str, list[str], list[list[str]]]]:
          for c in plan.compute],
     )]
     sections.append((
-        "Boot (fmcluster's boot path; estimates, see docs/software.md)",
-        ["group", "image mode", "image", "installs at boot", "estimated boot", "limit"],
+        "Boot-to-ready (the orchestrator's parts and fmcluster's boot path; estimates, see docs/software.md)",
+        ["group", "image mode", "image", "installs at boot", "estimated boot", "fmcluster's script", "limit"],
         [[c.group, c.boot.image_mode, c.boot.image, ", ".join(c.boot.installs_at_boot) or "nothing",
-          f"{c.boot.estimated_boot_s} s", f"{c.boot.limit_s} s" if c.boot.limit_s is not None else "none documented"]
+          f"{c.boot.estimated_boot_s} s", f"{c.boot.script_boot_s} s",
+          f"{c.boot.limit_s} s" if c.boot.limit_s is not None else "none documented"]
          for c in plan.compute if c.boot is not None],
+    ))
+    sections.append((
+        "Boot parts (model: fmcluster's estimate where no figure is published)",
+        ["group", "part", "seconds", "source"],
+        [[c.group, name, str(seconds), c.boot.sources.get(name, "")]
+         for c in plan.compute if c.boot is not None for name, seconds in c.boot.steps.items()],
     ))
     if plan.storage:
         s = plan.storage

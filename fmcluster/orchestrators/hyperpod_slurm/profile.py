@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from fmcluster.blueprint.model import OrchestratorSpec
-from fmcluster.orchestrators.hyperpod.profile import HYPERPOD_CAPACITY, HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP
+from fmcluster.orchestrators.hyperpod.profile import (
+    HYPERPOD_BOOT_PARTS,
+    HYPERPOD_CAPACITY,
+    HYPERPOD_CONTROLLER_GROUP,
+    HYPERPOD_LOGIN_GROUP,
+)
 from fmcluster.orchestrators.profile import ImexWiring, OrchestratorProfile
 
 KEY = "hyperpod-slurm"
@@ -24,5 +29,5 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
         # so the controller's OnInitComplete script adds Prolog and PrologFlags to slurm.conf and reconfigures.
         imex=ImexWiring("controller_slurm_conf", source="botocore sagemaker service-2.json ClusterSlurmConfig "
                         "(NodeType, PartitionNames only); SchedMD/slurm doc/man/man5/slurm.conf.5 (Prolog, PrologFlags)"),
-        health_check="slurm_conf", task_prolog=True, encrypted_custom_ami=False,
+        health_check="slurm_conf", task_prolog=True, encrypted_custom_ami=False, boot_parts=HYPERPOD_BOOT_PARTS,
     )

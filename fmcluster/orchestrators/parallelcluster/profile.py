@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 
 from fmcluster.blueprint.model import OrchestratorSpec
-from fmcluster.orchestrators.profile import EC2_PURCHASE_OPTIONS, ImexWiring, OrchestratorProfile
+from fmcluster.orchestrators.profile import EC2_PURCHASE_OPTIONS, BootPart, ImexWiring, OrchestratorProfile
 
 KEY = "parallelcluster"
 
@@ -57,4 +57,13 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
         baked_ami_tags=partial(parallelcluster_ami_tags, orch.parallelcluster.version),
         management_instance_types=(("head node", orch.parallelcluster.head_node_instance_type),),
         imds_lockdown_service=PCLUSTER_IMDS_LOCKDOWN_SERVICE,
+        boot_parts=(
+            BootPart("parallelcluster-node-config", 120,
+                     "model: ParallelCluster's own compute-node configuration (the cookbook run from "
+                     "cli/src/pcluster/resources/compute_node/user_data.sh: Slurm, shared storage, EFA) before "
+                     "OnNodeConfigured; no published duration; the whole bootstrap is bounded by NODE_BOOTSTRAP_TIMEOUT "
+                     "2100 s (aws/aws-parallelcluster cli/src/pcluster/constants.py)"),
+            BootPart("slurmd-registration", 10,
+                     "model: slurmd starts after OnNodeConfigured and the node registers with slurmctld"),
+        ),
     )

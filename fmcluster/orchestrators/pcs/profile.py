@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fmcluster.blueprint.model import PCS_SLURM_VERSIONS, OrchestratorSpec
-from fmcluster.orchestrators.profile import EC2_PURCHASE_OPTIONS, ImexWiring, OrchestratorProfile
+from fmcluster.orchestrators.profile import EC2_PURCHASE_OPTIONS, BootPart, ImexWiring, OrchestratorProfile
 
 KEY = "pcs"
 #: Name fmcluster gives the PCS login node group.
@@ -55,4 +55,10 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
         management_instance_types=(("login node", orch.pcs.login_instance_type),),
         cluster_fee=("PCS cluster fee", f"size {orch.pcs.size}", "AWS PCS charges per cluster-hour by size (https://aws.amazon.com/pcs/pricing/); "
                      "not in the table"),
+        boot_parts=(
+            BootPart("pcs-node-registration", 30,
+                     "model: the node joins Slurm when cloud-init (which runs fmcluster's user data) finishes "
+                     "(https://docs.aws.amazon.com/pcs/latest/userguide/working-with_launch-templates_user-data.html); "
+                     "AWS publishes no duration for the PCS agent's configuration and slurmd's registration"),
+        ),
     )
