@@ -30,8 +30,6 @@ from fmcluster.catalog.images import (
 )
 from fmcluster.resolved.cluster import ResolvedCluster, ResolvedGroup
 
-LOOKUP_COMMAND = "fmcluster image lookup"
-
 ParentKind = Literal["ami", "ssm", "lookup", "unknown"]
 
 

@@ -465,7 +465,7 @@ def test_old_ami_keys_say_where_they_moved(patch: dict[str, Any], path: str, mov
     (to_yaml(merge(example("p6-b200"), {"software": {"image": {"parent_ami_id": PC_PARENT}}})), "warning",
      ("software.image.parent_ami_id", f"the parent AMI must be ParallelCluster 3.16.3's official AMI for ubuntu-22.04, "
       f"got {PC_PARENT!r}, which fmcluster cannot inspect offline; allowed that AMI (leave parent_ami_id unset and "
-      "run 'fmcluster image lookup' to have fmcluster find it)", "R-BAKE-2")),
+      "the deployment finds it; 'fmcluster image lookup' shows which)", "R-BAKE-2")),
     (blueprint_text({"software": {"os": "ubuntu-24.04", "image": {"mode": "custom", "ami_id": PC_PARENT}},
                      "orchestrator": {"kind": "pcs", "pcs": {"efa_interface_type": "efa"}}}), "warning",
      ("software.image.ami_id", f"a custom AMI on AWS PCS must carry the PCS agent 1.5.0-1 or later and Slurm (node "
