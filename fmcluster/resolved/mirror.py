@@ -7,6 +7,9 @@ from __future__ import annotations
 import hashlib
 
 MIRROR_PREFIX = "mirror"
+#: Template metadata key of a resource whose contents every deployment re-creates (the mirror bucket: copies of
+#: public files), so ``fmcluster diff`` does not treat replacing or moving it as losing data.
+REGENERATED = "fmcluster:regenerated"
 BUCKET_PREFIX = "fmc-mirror-"
 
 

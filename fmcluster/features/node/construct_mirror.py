@@ -24,7 +24,7 @@ from constructs import Construct
 from fmcluster.constructs.orchestrator import acknowledge, acknowledge_wildcards
 from fmcluster.features.node.construct_parent_ami import RUNTIME
 from fmcluster.features.node.plan_mirror import MirrorObject
-from fmcluster.resolved.mirror import BUCKET_PREFIX, MIRROR_PREFIX
+from fmcluster.resolved.mirror import BUCKET_PREFIX, MIRROR_PREFIX, REGENERATED
 
 HANDLER_SOURCE = Path(__file__).with_name("handler_mirror.py")
 RESOURCE_TYPE = "Custom::FmclusterMirror"
@@ -42,6 +42,9 @@ class Mirror(Construct):
             self, "Bucket", bucket_name=f"{BUCKET_PREFIX}{Aws.ACCOUNT_ID}{bucket_suffix}",
             encryption=s3.BucketEncryption.S3_MANAGED, block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             enforce_ssl=True, removal_policy=RemovalPolicy.DESTROY, auto_delete_objects=True)
+        # copies of public files every deploy re-creates: fmcluster diff does not treat it as data
+        self.bucket.node.default_child.add_metadata(  # type: ignore[union-attr]
+            REGENERATED, "copies of public files the deploy re-creates (Custom::FmclusterMirror)")
         self.bucket.add_to_resource_policy(iam.PolicyStatement(
             actions=["s3:GetObject"], principals=[iam.AnyPrincipal()],
             resources=[self.bucket.arn_for_objects(f"{MIRROR_PREFIX}/*")],
