@@ -486,39 +486,34 @@ def image_lookup(
     profile: Annotated[
         str | None, typer.Option(help="AWS profile. Default: the standard credential chain.")
     ] = None,
-    context_file: Annotated[Path | None, typer.Option(
-        help="CDK context file to update. Default: cdk.context.json next to the nearest cdk.json (or here).")] = None,
 ) -> None:
-    """Find the parent AMIs a bake-mode blueprint needs (ParallelCluster's official AMI) and cache them in
-    cdk.context.json; synthesis reads them from there. Exit 0 done, 2 could not run."""
+    """Show the parent AMIs a bake-mode blueprint's deployment will find (ParallelCluster's official AMI, pcluster's
+    own query); pin one as software.image.parent_ami_id to fix it. Synthesis never needs this. Exit 0 done, 2 could
+    not run."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     from fmcluster.output import out, print_error
     from fmcluster.preflight import clients as clients_module
-    from fmcluster.preflight.image_lookup import CONTEXT_FILE, LookupError_, lookups, newest_official_image, write_context
+    from fmcluster.preflight.image_lookup import LookupError_, lookups, newest_official_image
     from fmcluster.resolved import resolve
-    from fmcluster.review.synth import find_cdk_json
 
     bp = _load_or_exit(file)
     needed = lookups(resolve(bp))
     if not needed:
         out.print(f"{file}: nothing to look up (no bake-mode parent AMI without software.image.parent_ami_id)")
         raise typer.Exit(0)
-    cdk_json = find_cdk_json(file.resolve().parent, Path.cwd())
-    target = context_file or ((cdk_json.parent if cdk_json else Path.cwd()) / CONTEXT_FILE)
     try:
         ec2 = clients_module.make_clients(bp.region, profile).ec2
-        found = {lk.context_key: newest_official_image(ec2, lk) for lk in needed}
-        write_context(target, found)
+        found = {lk.key: (lk.name_filter, newest_official_image(ec2, lk)) for lk in needed}
     except (clients_module.PreflightCannotRun, LookupError_) as e:
         print_error(str(e), label="image lookup could not run")
         raise typer.Exit(2) from None
     except (BotoCoreError, ClientError) as e:  # denied, throttled, no endpoint: no traceback, exit 2
         print_error(f"{type(e).__name__}: {e}", label="image lookup could not run")
         raise typer.Exit(2) from None
-    for key, ami in found.items():
-        out.print(f"{key} = {ami}")
-    out.print(f"cached in {target}")
+    for key, (name_filter, ami) in found.items():
+        out.print(f"image {key}: {name_filter} -> {ami} (found again at deploy time unless pinned as "
+                  "software.image.parent_ami_id)")
 
 
 def main() -> None:

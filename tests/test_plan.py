@@ -99,7 +99,7 @@ def test_plan_formats(fmt: str) -> None:
         # official mode on ParallelCluster 3.16.3: the image's EFA installer 1.51.0 bundles these
         assert plan["software"]["aws_ofi_nccl"] == "1.22.0" and plan["software"]["libfabric"] == "2.7.0amzn2.0"
         assert {k: c["boot"][k] for k in ("image_mode", "installs_at_boot", "estimated_boot_s", "limit_s")} == {
-            "image_mode": "official", "installs_at_boot": ["nccl 2.31.2", "nccl-tests"], "estimated_boot_s": 229,
+            "image_mode": "official", "installs_at_boot": ["nccl 2.31.2", "nccl-tests"], "estimated_boot_s": 389,
             "limit_s": 2100}
         assert set(plan["stacks"]) == {"llm-train-network", "llm-train-storage", "llm-train-cluster", "llm-train-observability"}
         assert all(n > 0 for n in plan["stacks"].values())
@@ -112,7 +112,8 @@ def test_plan_formats(fmt: str) -> None:
         assert "| gpu | p5.48xlarge | 4 | H100 x 32 | 32 | efa-only | 1 | 3200 / 12800 | on_demand | yes |" in res.stdout
     else:
         assert "32 GPUs in us-east-1 / us-east-1a" in res.stdout
-        assert "AWS ParallelCluster 3.16.3 official AMI" in res.stdout and "229 s" in res.stdout
+        assert "AWS ParallelCluster 3.16.3 official AMI" in res.stdout and "389 s" in res.stdout
+        assert "parallelcluster-node-config" in res.stdout and "model:" in res.stdout  # each part with its source
 
 
 def test_plan_of_an_invalid_blueprint_exits_1(tmp_path: Path) -> None:
@@ -228,3 +229,22 @@ def test_port_forward_commands_name_each_orchestrators_ssm_target(name: str, pat
     endpoints = {e.name: e for e in observability_endpoints(resolve(load_blueprint_text(to_yaml(bp)).blueprint))}
     assert f" --target {target} --document-name AWS-StartPortForwardingSession" in endpoints["Grafana (self-hosted)"].access
     assert f" --target {target} --document-name" in endpoints["Prometheus (self-hosted)"].access
+# (example, the placeholder ids its plan names as (path, id))
+PLACEHOLDERS = [
+    ("default", []),
+    ("p5en-capacity-block", [("compute[0].capacity.reservation_id", "cr-0123456789abcdef0")]),
+    ("pcs-p5en", [("compute[0].capacity.reservation_id", "cr-0123456789abcdef0")]),
+    ("p6e-gb200", [("software.image.ami_id", "ami-0123456789abcdef0"),
+                   ("compute[0].capacity.reservation_id", "cr-0123456789abcdef0")]),
+]
+
+
+@pytest.mark.parametrize(("example", "expected"), PLACEHOLDERS)
+def test_plan_names_the_examples_placeholder_ids(example: str, expected: list[tuple[str, str]]) -> None:
+    plan = build_plan(resolve(load_blueprint(ROOT / "blueprints" / f"{example}.yaml")))
+    assert [(p["path"], p["id"]) for p in plan.placeholders] == expected
+    assert ("placeholders" in plan.as_dict()) is bool(expected)
+    text = render_markdown(plan)
+    assert ("fmcluster preflight refuses them" in text) is bool(expected)
+    for _, value in expected:
+        assert value in text

@@ -29,7 +29,7 @@ from fmcluster.preflight.clients import Clients
 from tests.blueprints import ACCOUNT, blueprint_text
 
 REGION = "us-east-1"
-CR = "cr-0123456789abcdef0"
+CR = "cr-0f1e2d3c4b5a69788"  # not a placeholder id (those are refused, see test_placeholder_ids_are_refused)
 PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/plan-a"
 FAR = dt.datetime(2030, 6, 1, 11, 30, tzinfo=dt.UTC)
 ON_DEMAND = ("L-417A185B", "Running On-Demand P instances")
@@ -443,6 +443,16 @@ FAILING = [
             )
         ],
         id="reservation not found",
+    ),
+    pytest.param(  # an example's placeholder: refused with the reason, never looked up
+        dict(compute=[GPU_GROUP, {**BLOCK_GROUP, "capacity": {"type": "capacity_block",
+                                                               "reservation_id": "cr-0123456789abcdef0"}}]),
+        lambda a: a.with_quotas(quota(ON_DEMAND, 1536), quota(FSX_P2, 100800, "fsx")),
+        (),
+        [("placeholder id", "cr-0123456789abcdef0 (compute[1].capacity.reservation_id)",
+          "a placeholder id shipped in an example blueprint (its digits are a documentation pattern, no real "
+          "resource has it); replace it with your own before deploying")],
+        id="placeholder reservation id",
     ),
     pytest.param(
         dict(storage={"checkpoints": {"bucket": "fm-missing"}}),

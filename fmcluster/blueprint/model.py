@@ -247,7 +247,7 @@ class ImageSpec(Section):
         None, pattern=r"^ami-[0-9a-f]{8,17}$",
         description="bake: the parent AMI, when the official image must be pinned by id (it must be the "
         "orchestrator's official image for the OS and architecture). Default: the official image's reference "
-        "(ParallelCluster: looked up by `fmcluster image lookup` into cdk.context.json; PCS: its SSM parameter).",
+        "(ParallelCluster: found at deploy time by pcluster's name query, `fmcluster image lookup` shows it; PCS: its SSM parameter).",
     )
 
     @model_validator(mode="after")

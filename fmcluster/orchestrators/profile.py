@@ -91,6 +91,22 @@ GATE_DRAIN_DEFAULT = GateDrain("DRAIN", "fmcluster-acceptance: {reason}", "nothi
 
 
 @dataclass(frozen=True)
+class BootPart:
+    """A part of a node's boot-to-ready that the orchestrator does before or around fmcluster's script.
+
+    Attributes: ``name``; ``seconds`` (estimated); ``source``: where the figure comes from, starting with
+    ``model:`` when no published duration exists (then it is fmcluster's estimate and says what it assumes)."""
+
+    name: str
+    seconds: int
+    source: str
+
+    @property
+    def modelled(self) -> bool:
+        return self.source.startswith("model:")
+
+
+@dataclass(frozen=True)
 class OrchestratorProfile:
     """What one orchestrator is and does, as fmcluster uses it.
 
@@ -160,6 +176,8 @@ class OrchestratorProfile:
             (its nodes are not EC2 instances of the account). Default ``<head-node-instance-id>``.
         gate_drain: how the acceptance gate takes a failed node out of service (:class:`GateDrain`). Default
             :data:`GATE_DRAIN_DEFAULT`.
+        boot_parts: what the orchestrator does before or around fmcluster's node script (:class:`BootPart`), counted in
+            the plan's boot estimate (issue 23 item 9). Default: none.
         imds_lockdown_service: the systemd unit that restores the orchestrator's IMDS lockdown of the head node at
             boot, or ``None`` when it locks nothing down. The head node's monitoring users are then allowed through it
             before each of their services starts, and those services start after it. Default ``None``.
@@ -199,6 +217,7 @@ class OrchestratorProfile:
     imds_lockdown_service: str | None = None
     ssm_target: str = "<head-node-instance-id>"
     gate_drain: GateDrain = GATE_DRAIN_DEFAULT
+    boot_parts: tuple[BootPart, ...] = ()
 
     def accepts(self, capacity_type: str) -> bool:
         return capacity_type in self.capacity_types

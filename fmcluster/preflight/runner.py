@@ -16,6 +16,8 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from fmcluster.blueprint.model import HYPERPOD_EKS_KUBERNETES_VERSIONS, OdcrCapacity, TrainingPlanCapacity
+from fmcluster.blueprint.placeholders import REASON as PLACEHOLDER_REASON
+from fmcluster.blueprint.placeholders import is_placeholder, placeholder_ids
 from fmcluster.catalog.instances import InstanceSpec
 from fmcluster.preflight.checks import (
     FSX_LUSTRE_QUOTAS,
@@ -199,7 +201,13 @@ def plan_steps(rc: ResolvedCluster, clients: Clients, zone: Zone | None, *, unti
                  f"{g.instance_type} reservations in the blueprint's zone")
         elif isinstance(cap, TrainingPlanCapacity):
             by_plan.setdefault(cap.arn, []).append(_demand(rg))
+    for path, value in placeholder_ids(bp):  # an example's placeholder: say so, not "not found"
+        subject = f"{value} ({path})"
+        steps.append(_Step("placeholder id", subject, partial(CheckResult, "placeholder id", subject, "error",
+                                                              PLACEHOLDER_REASON)))
     for rid, demands in by_reservation.items():
+        if is_placeholder(rid):
+            continue
         add("capacity reservation", f"{rid} ({', '.join(d.label for d in demands)})",
             check_capacity_reservation, clients.ec2, reservation_id=rid, kind=kinds[rid], demands=demands,
             zone=zone, until=until, now=now)

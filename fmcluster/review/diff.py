@@ -60,6 +60,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
+from fmcluster.resolved.mirror import REGENERATED
 from fmcluster.review.assembly import Assembly
 from fmcluster.review.synth import project_context, synthesize
 from fmcluster.severity import ChangeLevel, count
@@ -78,8 +79,11 @@ _STANDALONE_STATEFUL = ("AWS::RDS::DBInstance",)
 
 
 def is_stateful(resource: Mapping[str, Any]) -> bool:
-    """Whether replacing or moving this template resource loses (or orphans) data (:data:`STATEFUL_TYPES`)."""
+    """Whether replacing or moving this template resource loses (or orphans) data (:data:`STATEFUL_TYPES`, unless its
+    ``Metadata`` marks it :data:`REGENERATED`)."""
     typ = resource.get("Type")
+    if REGENERATED in (resource.get("Metadata") or {}):
+        return False
     if typ in STATEFUL_TYPES:
         return True
     return typ in _STANDALONE_STATEFUL and "DBClusterIdentifier" not in resource.get("Properties", {})

@@ -26,6 +26,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fmcluster.blueprint.placeholders import REASON as PLACEHOLDER_REASON
+from fmcluster.blueprint.placeholders import placeholder_ids
 from fmcluster.features.registry import FEATURES
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
 from fmcluster.review.assembly import Assembly, AssemblyError
@@ -47,6 +49,10 @@ class BootLine:
     limit_s: int | None
     limit_source: str
     steps: dict[str, int]
+    #: step name -> where its figure comes from (``model: ...`` when estimated without a published figure)
+    sources: dict[str, str] = field(default_factory=dict)
+    #: the part of ``estimated_boot_s`` that is fmcluster's own script; the rest is the orchestrator's
+    script_boot_s: int = 0
 
 
 def boot_line(rg: ResolvedGroup) -> BootLine:
@@ -62,7 +68,8 @@ def boot_line(rg: ResolvedGroup) -> BootLine:
     return BootLine(
         image_mode=im.mode, image=im.source, reference=reference, installs_at_boot=list(im.installs_at_boot),
         estimated_boot_s=im.estimated_boot_s, limit_s=im.limit_s, limit_source=im.limit.source,
-        steps={s.name: s.seconds for s in im.boot_steps},
+        steps={s.name: s.seconds for s in im.boot_parts},
+        sources={s.name: s.source for s in im.boot_parts}, script_boot_s=im.script_boot_s,
     )
 
 
@@ -120,6 +127,9 @@ class Plan:
     cost: dict[str, Any] = field(default_factory=dict)
     #: Slurm accounting (fmcluster.features.accounting.plan.AccountingPlan.summary); None (and left out of JSON) when off
     accounting: dict[str, str] | None = None
+    #: placeholder ids of the blueprint (:func:`fmcluster.blueprint.placeholders.placeholder_ids`) as
+    #: ``{"path", "id"}``; left out of JSON when there is none
+    placeholders: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def gpus_total(self) -> int:
@@ -130,6 +140,8 @@ class Plan:
         d["gpus_total"] = self.gpus_total
         if d["accounting"] is None:
             del d["accounting"]
+        if not d["placeholders"]:
+            del d["placeholders"]
         return d
 
 
@@ -194,6 +206,7 @@ def build_plan(rc: ResolvedCluster, stacks: dict[str, int] | None = None, checkp
         compute=compute, storage=storage, checkpoints=checkpoints, software=software, stacks=stacks or {},
         observability=bp.observability.metrics, cost=estimate(rc).as_dict(),
         accounting=rc.accounting.summary(rc.stacks.accounting) if rc.accounting is not None else None,
+        placeholders=[{"path": p, "id": i} for p, i in placeholder_ids(bp)],
     )
 
 
@@ -258,11 +271,18 @@ def _rows(plan: Plan) -> list[tuple[str, list[str], list[list[str]]]]:
          for c in plan.compute],
     )]
     sections.append((
-        "Boot (fmcluster's boot path; estimates, see docs/software.md)",
-        ["group", "image mode", "image", "installs at boot", "estimated boot", "limit"],
+        "Boot-to-ready (the orchestrator's parts and fmcluster's boot path; estimates, see docs/software.md)",
+        ["group", "image mode", "image", "installs at boot", "estimated boot", "fmcluster's script", "limit"],
         [[c.group, c.boot.image_mode, c.boot.image, ", ".join(c.boot.installs_at_boot) or "nothing",
-          f"{c.boot.estimated_boot_s} s", f"{c.boot.limit_s} s" if c.boot.limit_s is not None else "none documented"]
+          f"{c.boot.estimated_boot_s} s", f"{c.boot.script_boot_s} s",
+          f"{c.boot.limit_s} s" if c.boot.limit_s is not None else "none documented"]
          for c in plan.compute if c.boot is not None],
+    ))
+    sections.append((
+        "Boot parts (model: fmcluster's estimate where no figure is published)",
+        ["group", "part", "seconds", "source"],
+        [[c.group, name, str(seconds), c.boot.sources.get(name, "")]
+         for c in plan.compute if c.boot is not None for name, seconds in c.boot.steps.items()],
     ))
     if plan.storage:
         s = plan.storage
@@ -296,6 +316,9 @@ def _rows(plan: Plan) -> list[tuple[str, list[str], list[list[str]]]]:
         a = plan.accounting
         sections.append(("Slurm accounting", ["route", "stack", "database", "data"],
                          [[a["route"], a["stack"] or "-", a["database"], a["data"]]]))
+    if plan.placeholders:
+        sections.append((f"Placeholder ids: {PLACEHOLDER_REASON}; fmcluster preflight refuses them", ["path", "id"],
+                         [[p["path"], p["id"]] for p in plan.placeholders]))
     if plan.stacks:
         sections.append(("Stacks", ["stack", "resources"], [[k, str(v)] for k, v in plan.stacks.items()]))
     if plan.cost:

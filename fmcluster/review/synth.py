@@ -63,8 +63,8 @@ def find_cdk_json(*starts: Path) -> Path | None:
 def project_context(blueprint: str | Path) -> dict[str, Any]:
     """The context ``cdk synth`` would give the app for ``blueprint``: the ``context`` of the ``cdk.json`` next to
     (or above) the blueprint, else the one above the working directory, without its ``blueprint`` key, updated with
-    the cached lookups in the ``cdk.context.json`` beside it (``fmcluster image lookup`` writes them there, where the
-    CDK CLI reads them). Raises :class:`fmcluster.review.assembly.AssemblyError` for a file that is not JSON."""
+    the ``cdk.context.json`` beside it, as the CDK CLI reads it (fmcluster itself needs none: a bake's ParallelCluster
+    parent is found at deploy time). Raises :class:`fmcluster.review.assembly.AssemblyError` for a file that is not JSON."""
     cdk_json = find_cdk_json(Path(blueprint).resolve().parent, Path.cwd())
     raw = read_json(cdk_json, "CDK settings file") if cdk_json else {}
     base = dict(raw.get("context") or {}) if isinstance(raw, dict) else {}

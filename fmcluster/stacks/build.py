@@ -78,15 +78,12 @@ def node_images(rc: ResolvedCluster, image: ImageStack | None) -> NodeImages:
 
 
 def _image_stack(app: App, rc: ResolvedCluster, env: Environment, net: Any) -> ImageStack | None:
-    """The ``<name>-image`` stack when some group bakes (parents read from the CDK context: ``cdk.context.json``)."""
+    """The ``<name>-image`` stack when some group bakes (a ParallelCluster parent is found at deploy time)."""
     if rc.stacks.image is None:
         return None
     bp = rc.blueprint
     targets = bake_targets(rc)
-    parents = {}
-    for t in targets:
-        key = parent_image(rc, t.manifest, t.arch).context_key  # the cdk.context.json key, if it is a lookup
-        parents[t.key] = parent_image(rc, t.manifest, t.arch, {key: app.node.try_get_context(key)} if key else None)
+    parents = {t.key: parent_image(rc, t.manifest, t.arch) for t in targets}
     return ImageStack(
         app, rc.stacks.image, env=env, cluster_name=rc.name, os=rc.blueprint.software.os_name, targets=targets,
         steps={t.key: image_build_steps(rc, t.groups[0]) for t in targets}, parents=parents,

@@ -13,7 +13,7 @@ from constructs import Construct
 from fmcluster.blueprint.model import OrchestratorSpec
 from fmcluster.constructs.orchestrator import HEAD_NODE_SCRIPT
 from fmcluster.features.accounting.construct import SlurmAccountingDatabase
-from fmcluster.features.node.construct_bootstrap import NodeBootstrap, ScriptAsset
+from fmcluster.features.node.construct_bootstrap import NodeBootstrap, ScriptAsset, node_mirror
 from fmcluster.features.node.construct_image import NodeImages
 from fmcluster.features.node.render_context import NodeContext
 from fmcluster.features.storage.construct import CheckpointAccess, LustreMount
@@ -101,4 +101,8 @@ class ClusterStack(Stack):
             images=images, eks_plan=eks_plan, eks_cluster_arn=eks_cluster_arn, accounting_database=accounting_database,
         )
         access_outputs.cluster_name(self, cluster_name)
+        # what the boot reads from S3 instead of the internet, copied at deploy before any node starts (issue 23)
+        self.mirror = node_mirror(self, node_contexts.values())
         self.orchestrator: Construct = ORCHESTRATORS[profile.key].build(self, inputs)
+        if self.mirror is not None:
+            self.orchestrator.node.add_dependency(self.mirror.copy)

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
+from fmcluster.features.node.construct_mirror import Mirror
 from fmcluster.features.node.render_context import NodeContext
 from fmcluster.features.node.render_scripts import ENTRY_POINT, render_node_scripts
 
@@ -52,3 +54,12 @@ class NodeBootstrap(ScriptAsset):
     def __init__(self, scope: Construct, id: str, *, context: NodeContext) -> None:
         self.scripts = render_node_scripts(context)
         super().__init__(scope, id, text=self.scripts[ENTRY_POINT], file_name=ENTRY_POINT)
+
+
+def node_mirror(scope: Construct, contexts: Iterable[NodeContext]) -> Mirror | None:
+    """The cluster's ``Mirror`` (:mod:`fmcluster.features.node.construct_mirror`) for what the groups' boot reads
+    from it (every context carries the cluster's list), or ``None`` when there is nothing to mirror."""
+    ctx = next(iter(contexts), None)
+    if ctx is None or not ctx.mirror_objects:
+        return None
+    return Mirror(scope, "Mirror", objects=ctx.mirror_objects, bucket_suffix=ctx.mirror_bucket_suffix)

@@ -74,6 +74,7 @@ from constructs import Construct
 
 from fmcluster.constructs.capacity import ROOT_DEVICE, ROOT_VOLUME_GIB
 from fmcluster.constructs.orchestrator import acknowledge
+from fmcluster.features.node.construct_parent_ami import ParentAmiLookups
 from fmcluster.features.node.plan_bake import BakeTarget, ParentImage
 from fmcluster.features.node.render_image_build import ImageBuildStep, placeholder_steps
 
@@ -188,9 +189,10 @@ class ImageBuild(Construct):
     ``targets`` are the images (:func:`fmcluster.features.node.plan_bake.bake_targets`), ``steps`` the build steps per target
     key, ``parents`` the parent image per target key. ``os`` is ``software.os``; the build runs in ``subnet`` (the
     GPU subnet; it needs outbound access to the package repositories and to SSM) of ``vpc``. ``encrypted`` must stay
-    False when ``encryption_allowed`` is False (the orchestrator refuses an encrypted custom AMI: HyperPod). A parent
-    without a value (ParallelCluster lookup not cached)
-    or a document over the inline limit is a synth error; placeholder steps are a synth warning.
+    False when ``encryption_allowed`` is False (the orchestrator refuses an encrypted custom AMI: HyperPod). A
+    ParallelCluster parent is found at deploy time (``ParentAmi``, :mod:`fmcluster.features.node.construct_parent_ami`).
+    An ``unknown`` parent or a document over the inline limit is a synth error; placeholder steps are a synth
+    warning.
 
     Attributes: ``role``, ``instance_profile``, ``security_group``, ``infrastructure`` (arch ->
     CfnInfrastructureConfiguration), ``images`` (target key -> :class:`BuiltImage`), ``group_amis`` (compute
@@ -234,6 +236,7 @@ class ImageBuild(Construct):
                 description=f"fmcluster {cluster_name}: GPU-less {arch} build instance in the GPU subnet",
                 resource_tags=dict(tags), tags=dict(tags),
             )
+        self.parent_lookups: ParentAmiLookups | None = None
         self.images: dict[str, BuiltImage] = {}
         self.group_amis: dict[str, str] = {}
         for t in targets:
@@ -242,11 +245,22 @@ class ImageBuild(Construct):
             for g in t.groups:
                 self.group_amis[g.name] = built.ami
 
+    def _parent(self, target: BakeTarget, parent: ParentImage) -> tuple[str, str]:
+        """(the recipe's ``ParentImage``, the text its version is derived from): a ``lookup`` parent is the
+        deploy-time AMI of a ``Custom::FmclusterParentAmi`` (``ParentAmi/<key>``) and versions by its name filter."""
+        if parent.kind == "lookup" and parent.name_filter:
+            if self.parent_lookups is None:
+                self.parent_lookups = ParentAmiLookups(self, "ParentAmi")
+            return self.parent_lookups.image_id(target.key, parent.name_filter, target.arch), \
+                f"describe:{parent.name_filter}"
+        value = parent.value or "ami-00000000000000000"  # never deployed: the synth error of an unknown parent stops it
+        return value, value
+
     def _image(self, cluster_name: str, os: str, target: BakeTarget, steps: list[ImageBuildStep],
                parent: ParentImage, encrypted: bool, tags: Mapping[str, str]) -> BuiltImage:
         scope = Construct(self, target.key)
         groups = ", ".join(g.name for g in target.groups)
-        if parent.value is None:
+        if parent.kind == "unknown":
             Annotations.of(scope).add_error(f"image for compute group(s) {groups}: {parent.problem}")
         placeholders = placeholder_steps(steps)
         if placeholders:
@@ -268,13 +282,13 @@ class ImageBuild(Construct):
                 platform="Linux", version=content_version(text), data=text,
                 description=step.summary[:1024], tags=dict(tags),
             )
-        parent_value = parent.value or "ami-00000000000000000"  # never deployed: the synth error above stops it
+        parent_value, parent_identity = self._parent(target, parent)
         block = imagebuilder.CfnImageRecipe.InstanceBlockDeviceMappingProperty(
             device_name=ROOT_DEVICE[os],
             ebs=imagebuilder.CfnImageRecipe.EbsInstanceBlockDeviceSpecificationProperty(
                 volume_size=IMAGE_ROOT_VOLUME_GIB, volume_type="gp3", delete_on_termination=True, encrypted=encrypted),
         )
-        recipe_version = content_version(parent_value, ROOT_DEVICE[os], str(IMAGE_ROOT_VOLUME_GIB), str(encrypted),
+        recipe_version = content_version(parent_identity, ROOT_DEVICE[os], str(IMAGE_ROOT_VOLUME_GIB), str(encrypted),
                                          *(f"{c.name}@{c.version}" for c in components.values()))
         recipe = imagebuilder.CfnImageRecipe(
             scope, "Recipe", name=f"{cluster_name}-{target.key}", version=recipe_version, parent_image=parent_value,

@@ -5,11 +5,13 @@ The boot path never installs the GPU stack (driver, Fabric Manager, IMEX, CUDA t
 GDRCopy): in ``official`` mode the image carries it, in ``bake`` mode fmcluster's image stack built it into
 the AMI, in ``custom`` mode the AMI must carry it and the boot check fails closed on any difference.
 
-Boot-time estimate: a sum of named step durations (:data:`STEP_SECONDS`). They are engineering estimates,
-not measurements: download sizes over an assumed 50 MB/s from the package CDN, build times on a 48+ core
-P-series host, and the services' documented start-up waits. ``bench/README.md`` records the estimate per
-example with this method; what runs before fmcluster's script (the orchestrator's own node configuration)
-is not counted.
+Boot-time estimate (issue 23 item 9): the orchestrator's own parts (``OrchestratorProfile.boot_parts``: its node
+configuration before fmcluster's script and the node's registration, each with its source or marked ``model:``),
+then fmcluster's boot steps (:data:`STEP_SECONDS`) and the exporters when metrics are on. fmcluster's step figures
+are engineering estimates (models), not measurements: download sizes over an assumed 50 MB/s, build times on a 48+
+core P-series host, and the services' documented start-up waits. ``bench/README.md`` records the estimate per
+example. Not counted: EC2's own launch and OS boot before the orchestrator starts, and HyperPod's on-start deep
+health checks (no published duration).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from fmcluster.blueprint.model import Blueprint
 from fmcluster.catalog import InstanceSpec
 from fmcluster.catalog.images import BootLimit, ImageManifest, NvmeHandling, boot_limit, official_image
 from fmcluster.catalog.software import BLACKWELL_FAMILIES, HOPPER_FAMILIES, SoftwareStack
+from fmcluster.orchestrators.profile import BootPart
 from fmcluster.orchestrators.registry import profile_for
 
 #: Seconds each boot step is estimated to take (see module docstring for the method).
@@ -44,12 +47,16 @@ STEP_SECONDS: dict[str, int] = {
     "job-environment": 2,
     # the node check in full mode: one single-node all_reduce through the network plugin
     "node-check": 45,
+    # the exporters (metrics on): node_exporter (~10 MB) from the cluster's mirror over S3, DCGM exporter, units
+    "exporters": 30,
 }
+#: Where every :data:`STEP_SECONDS` figure comes from.
+STEP_SOURCE = "model: fmcluster's estimate (fmcluster/features/node/plan_image.py STEP_SECONDS)"
 
 
 #: Boot-path steps (:attr:`ResolvedImage.boot_path`) with an estimate, and the estimate's name in :data:`STEP_SECONDS`.
-#: ``scratch`` is ``scratch-reuse`` or ``scratch-build`` (the image's NVMe handling); ``preflight``, ``fabric_state``,
-#: ``holds`` and the observability feature's ``exporters`` are not estimated.
+#: ``scratch`` is ``scratch-reuse`` or ``scratch-build`` (the image's NVMe handling); ``preflight``, ``fabric_state``
+#: and ``holds`` are not estimated (the exporters are added by :attr:`ResolvedImage.boot_steps`).
 ESTIMATED_AS: dict[str, str] = {
     "verify": "verify", "guard_upgrades": "guard-upgrades", "fabric_manager": "fabric-manager", "imex": "imex",
     "nccl": "nccl", "nccl_tests": "nccl-tests", "fsx": "fsx", "job_env": "job-environment", "node_check": "node-check",
@@ -71,10 +78,12 @@ def fabric_state_required(inst: InstanceSpec) -> bool:
 
 @dataclass(frozen=True)
 class BootStep:
-    """One step of the boot path and its estimated duration in seconds."""
+    """One part of boot-to-ready: ``name``, estimated ``seconds`` and ``source`` (``model: ...`` when it is an
+    estimate without a published figure)."""
 
     name: str
     seconds: int
+    source: str = STEP_SOURCE
 
 
 @dataclass(frozen=True)
@@ -114,16 +123,30 @@ class ResolvedImage:
     limit: BootLimit
     nvme: NvmeHandling
     gpu_services: tuple[str, ...]
+    orchestrator_parts: tuple[BootPart, ...] = ()
+    exporters: bool = False
 
     @property
     def boot_steps(self) -> tuple[BootStep, ...]:
-        """The estimated steps of :attr:`boot_path` with their seconds, in order (:func:`estimate_name`)."""
-        names = [estimate_name(s, self.nvme) for s in self.boot_path]
+        """fmcluster's own estimated steps, in order: those of :attr:`boot_path` (:func:`estimate_name`), then the
+        exporters when :attr:`exporters` is set."""
+        names = [estimate_name(s, self.nvme) for s in self.boot_path] + (["exporters"] if self.exporters else [])
         return tuple(BootStep(n, STEP_SECONDS[n]) for n in names if n is not None)
 
     @property
+    def boot_parts(self) -> tuple[BootStep, ...]:
+        """Every estimated part of boot-to-ready: the orchestrator's :attr:`orchestrator_parts`, then
+        :attr:`boot_steps`."""
+        return (*(BootStep(p.name, p.seconds, p.source) for p in self.orchestrator_parts), *self.boot_steps)
+
+    @property
     def estimated_boot_s(self) -> int:
-        """Sum of :attr:`boot_steps` in seconds."""
+        """Sum of :attr:`boot_parts` in seconds: boot-to-ready from the orchestrator's start on the node."""
+        return sum(s.seconds for s in self.boot_parts)
+
+    @property
+    def script_boot_s(self) -> int:
+        """Sum of :attr:`boot_steps`: the part of :attr:`estimated_boot_s` that is fmcluster's own script."""
         return sum(s.seconds for s in self.boot_steps)
 
     @property
@@ -249,4 +272,6 @@ def resolve_image(bp: Blueprint, inst: InstanceSpec, stack: SoftwareStack | None
         limit=boot_limit(profile.key),
         nvme=nvme,
         gpu_services=manifest.gpu_services if (manifest is not None and spec.mode != "custom") else (),
+        orchestrator_parts=profile.boot_parts,
+        exporters=bp.observability.enabled,
     )

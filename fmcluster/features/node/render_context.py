@@ -25,8 +25,10 @@ from fmcluster.catalog.software import (
     version_ge,
 )
 from fmcluster.features.node.plan_image import fabric_state_required
+from fmcluster.features.node.plan_mirror import mirror_objects
 from fmcluster.features.observability.render_exporters import exporter_context, render_exporter_script
 from fmcluster.resolved import NODE_DIR, ResolvedCluster, ResolvedGroup
+from fmcluster.resolved.mirror import mirror_bucket_suffix, mirror_key
 
 PROFILE_ENV_PATH = "/etc/profile.d/fmcluster.sh"
 SCRATCH_LABEL = "fmc-scratch"
@@ -251,6 +253,12 @@ class NodeContext:
     timeouts: dict[str, int] = field(default_factory=dict)
     #: the cluster's Slurm command directory (``OrchestratorProfile.slurm_bin_dir``); "" where fmcluster does not know it
     slurm_bin_dir: str = ""
+    #: the cluster's mirror (issue 23 item 4, fmcluster/resolved/mirror.py): Region, bucket name suffix, the
+    #: nccl-tests source's key; the files a deploy copies there (fmcluster.features.node.plan_mirror.MirrorObject)
+    region: str = ""
+    mirror_bucket_suffix: str = ""
+    nccl_tests_key: str = ""
+    mirror_objects: tuple[Any, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -382,6 +390,10 @@ def node_context(rc: ResolvedCluster, group: ResolvedGroup, *, exporters_script:
         nccl_tests_url=tests.url,
         nccl_tests_sha256=tests.sha256,
         timeouts=dict(BOOT_TIMEOUTS_S),
+        region=rc.blueprint.region,
+        mirror_bucket_suffix=mirror_bucket_suffix(rc.name, rc.blueprint.region),
+        nccl_tests_key=mirror_key("nccl-tests", tests.url),
+        mirror_objects=tuple(mirror_objects(rc)),
     )
 
 

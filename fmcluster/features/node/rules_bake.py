@@ -33,5 +33,6 @@ def parallelcluster_parent_same_version(bp: Blueprint) -> Iterator[Violation]:
         yield "software.image.parent_ami_id", (
             f"the parent AMI must be ParallelCluster {version}'s official AMI for {bp.software.os_name}, "
             f"got {image.parent_ami_id!r}, which fmcluster cannot inspect offline; "
-            "allowed that AMI (leave parent_ami_id unset and run 'fmcluster image lookup' to have fmcluster find it)"
+            "allowed that AMI (leave parent_ami_id unset and the deployment finds it; 'fmcluster image lookup' shows "
+            "which)"
         )

@@ -42,6 +42,7 @@ from fmcluster.features.observability.render_prometheus import (
     render_prometheus_config,
 )
 from fmcluster.resolved import NODE_DIR, ResolvedCluster, ResolvedGroup
+from fmcluster.resolved.mirror import mirror_bucket_suffix, mirror_key
 from fmcluster.templates.render import render
 
 Role = Literal["compute", "head"]
@@ -190,6 +191,9 @@ def _common(ctx: ExporterContext) -> dict[str, Any]:
         "imds_access_script": IMDS_ACCESS_SCRIPT,
         "imds_users": imds_users(ctx.metrics),
         "stale_s": THROUGHPUT_STALE_S,
+        # the cluster's mirror (fmcluster/resolved/mirror.py): node_exporter is read from S3, not GitHub
+        "mirror_bucket_suffix": mirror_bucket_suffix(ctx.blueprint_name, ctx.region),
+        "node_exporter_key": mirror_key("node_exporter", pins.NODE_EXPORTER.url_for("${FMC_ARCH}")),
     }
 
 

@@ -73,6 +73,33 @@ def render_slurm_conf_editor(*, slurm_conf: str, scontrol: str, settings: Sequen
         "node_label": node_label, "why": why, "prolog": prolog, "prolog_flags": prolog_flags})
 
 
+#: The reason fmcluster drains a node with while its lifecycle script runs; only a node with this reason is resumed.
+LIFECYCLE_DRAIN_REASON = "fmcluster: lifecycle script running"
+#: Minutes between re-applications of the Slurm hooks by the controller's timer (a backstop to the path unit).
+SLURM_CONF_REAPPLY_MIN = 5
+
+
+def render_node_state(*, mode: str, scontrol: str, orchestrator: str, why: str,
+                      reason: str = LIFECYCLE_DRAIN_REASON) -> str:
+    """The script that drains this node (``mode="drain"``) with ``reason``, or resumes it (``"resume"``) only when
+    it is drained with ``reason``; found by its Slurm name (short host name, else its NodeAddr). Never exits non-zero.
+    Raises ValueError for another mode."""
+    if mode not in ("drain", "resume"):
+        raise ValueError(f"mode must be drain or resume, got {mode!r}")
+    return render("slurm/fmcluster-slurm-node-state.sh.j2", {
+        "mode": mode, "scontrol": scontrol, "orchestrator": orchestrator, "why": why, "reason": reason})
+
+
+def render_slurm_conf_watch(*, slurm_conf: str, editor_file: str, editor_path: str, orchestrator: str,
+                            node_label: str, why: str, interval_min: int = SLURM_CONF_REAPPLY_MIN) -> str:
+    """The installer that puts the slurm.conf editor (``editor_file`` beside it) at ``editor_path``, runs it once and
+    installs ``fmcluster-slurm-conf.path`` (on a change of ``slurm_conf``) and ``.timer`` (every ``interval_min``
+    minutes) that re-run it. Exits non-zero when the first run of the editor fails."""
+    return render("slurm/fmcluster-slurm-conf-watch.sh.j2", {
+        "slurm_conf": slurm_conf, "editor_file": editor_file, "editor_path": editor_path,
+        "orchestrator": orchestrator, "node_label": node_label, "why": why, "interval_min": interval_min})
+
+
 def render_health_timer(*, node_dir: str, slurm_bin_dir: str, orchestrator: str, why: str,
                         imex_prolog: str | None = None, imex_script: str = "",
                         interval_s: int = HEALTH_CHECK_INTERVAL_S) -> str:

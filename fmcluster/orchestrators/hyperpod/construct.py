@@ -117,7 +117,7 @@ def lifecycle_bucket_name(cluster_name: str, region: str) -> str:
 
 
 def on_init_complete_script(*, group: str, role: str, runs_bootstrap: bool, starts_head_node: bool = False,
-                            hooks: Sequence[str] = ()) -> str:
+                            hooks: Sequence[str] = (), final_hooks: Sequence[str] = ()) -> str:
     """The ``OnInitComplete`` script of one instance group (HyperPod runs it as root from the group's prefix,
     after it configured Slurm and mounted FSx for Lustre from the cluster request; HyperPod's own
     configuration is under ``/opt/ml/config/``). It neither starts Slurm nor mounts anything.
@@ -125,8 +125,9 @@ def on_init_complete_script(*, group: str, role: str, runs_bootstrap: bool, star
     ``runs_bootstrap``: run the group's ``bootstrap.sh`` (GPU groups). ``starts_head_node``: copy ``head-node.sh``
     from the group's folder to ``/opt/fmcluster`` and start it once Slurm answers. Default: off (no head-node
     script). ``hooks``: scripts of the group's folder run first (the Slurm hooks: on the controller the slurm.conf
-    editor, on compute nodes the TaskProlog/IMEX prolog installer). Default: none. A non-zero exit fails the node's
-    creation.
+    editor, on compute nodes the TaskProlog/IMEX prolog installer). Default: none. ``final_hooks``: scripts run last,
+    after everything else succeeded (Slurm: resume the node the first hook drained). Default: none. A non-zero exit
+    fails the node's creation.
     """
     lines = [
         "#!/usr/bin/env bash",
@@ -134,8 +135,8 @@ def on_init_complete_script(*, group: str, role: str, runs_bootstrap: bool, star
         "# Rendered by fmcluster. HyperPod has configured Slurm and mounted FSx for Lustre from the cluster request",
         "# before this runs (its own configuration is under /opt/ml/config/); this script starts and mounts nothing.",
         "set -euo pipefail",
-        *(['here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"'] if runs_bootstrap or starts_head_node or hooks
-          else []),
+        *(['here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"']
+          if runs_bootstrap or starts_head_node or hooks or final_hooks else []),
         'log() { printf \'%s fmcluster-on-init-complete: %s\\n\' "$(date -u +%FT%TZ)" "$*"; }',
         f'log "instance group {group}, role {role}"',
         *(f'bash "${{here}}/{hook}"' for hook in hooks),
@@ -147,6 +148,7 @@ def on_init_complete_script(*, group: str, role: str, runs_bootstrap: bool, star
             f'install -D -m 0755 "${{here}}/{HEAD_NODE_SCRIPT}" {HEAD_NODE_PATH}',
             start_after_slurm(HEAD_NODE_PATH),
         ]
+    lines += [f'bash "${{here}}/{hook}"' for hook in final_hooks]
     lines.append('log "done"')
     return "\n".join(lines) + "\n"
 
@@ -175,6 +177,8 @@ class GroupLifecycle:
     files: dict[str, str] = field(default_factory=dict)
     hooks: tuple[str, ...] = ()
     starts_head_node: bool = False
+    #: files of the folder ``on_init_complete.sh`` runs last, after the node bootstrap succeeded. Default: none.
+    final_hooks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -318,6 +322,7 @@ class HyperPodCluster(Construct):
                 runs_bootstrap=g is not None,
                 starts_head_node=extra.starts_head_node,
                 hooks=extra.hooks,
+                final_hooks=extra.final_hooks,
             )
             scripts[name] = files
         return scripts

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fmcluster.blueprint.model import OrchestratorSpec
-from fmcluster.orchestrators.hyperpod.profile import HYPERPOD_CAPACITY
+from fmcluster.orchestrators.hyperpod.profile import HYPERPOD_BOOT_PARTS, HYPERPOD_CAPACITY
 from fmcluster.orchestrators.profile import ImexWiring, OrchestratorProfile
 
 KEY = "hyperpod-eks"
@@ -33,4 +33,5 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
             reason="HyperPod on EKS has no Slurm prolog to set the IMEX domain, and fmcluster does not install "
             "the NVIDIA DRA driver whose ComputeDomain sets it on Kubernetes"),
         runs_slurm=False, encrypted_custom_ami=False,
+        boot_parts=HYPERPOD_BOOT_PARTS,
     )

@@ -23,11 +23,13 @@ which slurmctld refuses), then ``scontrol reconfigure``. HyperPod's Slurm lives 
 slurm.conf is edited in place the same way by AWS's own HyperPod lifecycle samples
 (aws-samples/awsome-distributed-training ``1.architectures/5.sagemaker-hyperpod/LifecycleScripts/base-config/``
 ``setup_rds_accounting.sh``, ``utils/pam_adopt_cgroup_wheel.sh``: ``PrologFlags=Contain`` then a restart); compute
-nodes read it configless. Each compute group's ``OnInitComplete`` first installs the TaskProlog and the IMEX prolog
-on the node (``fmcluster-slurm-hooks-install.sh``). Not verified: whether HyperPod rewrites slurm.conf on a later
-cluster update (``SlurmConfigStrategy: Managed`` is documented for partitions), which would drop these keys until the
-controller's script runs again; and whether slurmd can start a task on a compute node before that node's
-``OnInitComplete`` has installed the TaskProlog (HyperPod starts Slurm before the script runs).
+nodes read it configless. The controller keeps the editor at ``/opt/fmcluster/slurm/`` and re-runs it from a systemd
+path unit (slurm.conf changed) and a timer (every 5 minutes): HyperPod may rewrite slurm.conf when it scales or replaces
+nodes (issue 23; not confirmed by an AWS page: ``SlurmConfigStrategy: Managed`` is documented for partitions), and the
+editor is idempotent. Each compute group's ``OnInitComplete`` first drains the node (HyperPod starts Slurm before
+the script runs, so a new or replaced node could take jobs meanwhile), installs the TaskProlog and the IMEX prolog
+(``fmcluster-slurm-hooks-install.sh``), runs the node bootstrap and, on success, resumes the node, only if it is still
+drained with fmcluster's reason. The login group gets none of this (no GPUs, no health check).
 """
 
 from __future__ import annotations
@@ -42,7 +44,9 @@ from fmcluster.constructs.orchestrator import HEAD_NODE_SCRIPT
 from fmcluster.features.slurm.render_hooks import (
     render_hooks_installer,
     render_imex_prolog,
+    render_node_state,
     render_slurm_conf_editor,
+    render_slurm_conf_watch,
     slurm_conf_settings,
 )
 from fmcluster.features.storage.construct import LustreMount
@@ -60,7 +64,24 @@ IMEX_PROLOG = f"{NODE_DIR}/slurm/prolog.d/91_fmcluster_imex_prolog.sh"
 #: SchedMD/slurm doc/man/man5/slurm.conf.5), over the directory compute nodes fill at OnInitComplete.
 PROLOG_GLOB = f"{NODE_DIR}/slurm/prolog.d/*"
 SLURM_CONF_SCRIPT = "fmcluster-slurm-conf.sh"
+SLURM_CONF_WATCH_SCRIPT = "fmcluster-slurm-conf-watch.sh"
+#: Where the controller keeps the slurm.conf editor its path and timer units re-run.
+SLURM_CONF_EDITOR = f"{NODE_DIR}/slurm/{SLURM_CONF_SCRIPT}"
 HOOKS_INSTALL_SCRIPT = "fmcluster-slurm-hooks-install.sh"
+DRAIN_SCRIPT = "fmcluster-slurm-drain.sh"
+RESUME_SCRIPT = "fmcluster-slurm-resume.sh"
+#: Why a compute node is drained while OnInitComplete runs: HyperPod's Extended mode runs OnInitComplete after it has
+#: configured its default software, Slurm included (AWS::SageMaker::Cluster ClusterLifeCycleConfig, "runs after
+#: HyperPod configures the default software"; botocore sagemaker ClusterLifeCycleConfig.OnInitComplete), so slurmd is
+#: up and the node can take jobs before fmcluster's script has configured and checked it.
+DRAIN_WHY = ("HyperPod starts Slurm before OnInitComplete (Extended mode), so a new or replaced node could take jobs "
+             "while this script still configures it.")
+#: Why the controller re-applies the hooks: UNVERIFIED. AWS documents SlurmConfigStrategy as "the strategy for
+#: managing partitions" (Managed | Overwrite | Merge, API_ClusterOrchestratorSlurmConfig); issue 23 reports that
+#: HyperPod's agent rewrites slurm.conf on scaling and node replacement, which no AWS page fmcluster found confirms or
+#: rules out. Re-applying is idempotent, so it costs nothing if the rewrite never happens.
+WATCH_WHY = ("HyperPod may rewrite slurm.conf when it scales or replaces nodes (unverified; SlurmConfigStrategy "
+             "Managed manages partitions), which would drop these keys: a path unit and a timer re-apply them.")
 
 
 class SlurmOrchestration(HyperPodOrchestration):
@@ -90,16 +111,19 @@ class SlurmOrchestration(HyperPodOrchestration):
                 *([(HYPERPOD_LOGIN_GROUP, "Login")] if spec.login_instance_type else [])]
 
     def lifecycle_files(self, name: str, node_type: str) -> GroupLifecycle:
-        """The head-node script on the controller group, and the group's Slurm hook (run first)."""
+        """The head-node script on the controller group and the group's Slurm hooks: the controller installs the
+        slurm.conf editor and its watch; a compute node is drained first, gets the TaskProlog/IMEX prolog, and is
+        resumed last (after its bootstrap succeeded). The login group gets none (no GPU, no health check)."""
         files: dict[str, str] = {}
         head = self.head_node_script if name == HYPERPOD_CONTROLLER_GROUP else None
         if head is not None:
             files[HEAD_NODE_SCRIPT] = head
-        hook = self.hooks.get(node_type)
-        if hook is not None:
-            files[hook[0]] = hook[1]
-        return GroupLifecycle(files=files, hooks=(hook[0],) if hook is not None else (),
-                              starts_head_node=head is not None)
+        hooks = self.hooks.get(node_type, {})
+        files.update(hooks)
+        first = {"Controller": (SLURM_CONF_WATCH_SCRIPT,), "Compute": (DRAIN_SCRIPT, HOOKS_INSTALL_SCRIPT)}
+        last = {"Compute": (RESUME_SCRIPT,)}
+        return GroupLifecycle(files=files, hooks=first.get(node_type, ()) if hooks else (),
+                              final_hooks=last.get(node_type, ()) if hooks else (), starts_head_node=head is not None)
 
     def attach_policies(self, role: iam.Role) -> None:
         """The head-node policy: the controller group runs Prometheus; HyperPod takes one execution role per group,
@@ -127,9 +151,10 @@ class SlurmOrchestration(HyperPodOrchestration):
     def orchestrator(self) -> dict[str, Any]:
         return {"Slurm": {"SlurmConfigStrategy": SLURM_CONFIG_STRATEGY}}
 
-    def _slurm_hooks(self) -> dict[str, tuple[str, str]]:
-        """Instance-group node type -> (file name, script) of the Slurm hooks (see the module docstring): the
-        controller's slurm.conf editor and every compute group's TaskProlog / IMEX prolog installer."""
+    def _slurm_hooks(self) -> dict[str, dict[str, str]]:
+        """Instance-group node type -> {file name: script} of the Slurm hooks (see the module docstring): the
+        controller's slurm.conf editor and its watch installer; every compute group's drain, TaskProlog / IMEX prolog
+        installer and resume."""
         imex = bool(self.imex_types)
         editor = render_slurm_conf_editor(
             slurm_conf=f"{HYPERPOD_SLURM}/etc/slurm.conf", scontrol=self.scontrol,
@@ -142,4 +167,11 @@ class SlurmOrchestration(HyperPodOrchestration):
             share_note="Every compute node installs its own copy (OnInitComplete, before the node bootstrap).",
             imex_prolog=IMEX_PROLOG if imex else None,
             imex_script=render_imex_prolog(NODE_DIR, self.scontrol, self.imex_types) if imex else "")
-        return {"Controller": (SLURM_CONF_SCRIPT, editor), "Compute": (HOOKS_INSTALL_SCRIPT, installer)}
+        scontrol = self.scontrol
+        watch = render_slurm_conf_watch(
+            slurm_conf=f"{HYPERPOD_SLURM}/etc/slurm.conf", editor_file=SLURM_CONF_SCRIPT, editor_path=SLURM_CONF_EDITOR,
+            orchestrator="SageMaker HyperPod", node_label="controller", why=WATCH_WHY)
+        state = {mode: render_node_state(mode=mode, scontrol=scontrol, orchestrator="SageMaker HyperPod", why=DRAIN_WHY)
+                 for mode in ("drain", "resume")}
+        return {"Controller": {SLURM_CONF_SCRIPT: editor, SLURM_CONF_WATCH_SCRIPT: watch},
+                "Compute": {DRAIN_SCRIPT: state["drain"], HOOKS_INSTALL_SCRIPT: installer, RESUME_SCRIPT: state["resume"]}}

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from fmcluster.blueprint.model import OrchestratorSpec
-from fmcluster.orchestrators.hyperpod.profile import HYPERPOD_CAPACITY, HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP
+from fmcluster.orchestrators.hyperpod.profile import (
+    HYPERPOD_BOOT_PARTS,
+    HYPERPOD_CAPACITY,
+    HYPERPOD_CONTROLLER_GROUP,
+    HYPERPOD_LOGIN_GROUP,
+)
 from fmcluster.orchestrators.profile import GateDrain, ImexWiring, OrchestratorProfile
 
 KEY = "hyperpod-slurm"
@@ -46,4 +51,5 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
         # ("sagemaker-cluster:[cluster-id]_[instance-group-name]-[instance-id]"; cluster id: the last part of the ARN)
         # the controller runs Prometheus and Grafana (head_node_label), also when users log in to a login group
         ssm_target=f"sagemaker-cluster:<cluster-id>_{HYPERPOD_CONTROLLER_GROUP}-<instance-id>",
+        boot_parts=HYPERPOD_BOOT_PARTS,
     )

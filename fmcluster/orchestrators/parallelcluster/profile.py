@@ -5,7 +5,14 @@ from __future__ import annotations
 from functools import partial
 
 from fmcluster.blueprint.model import OrchestratorSpec
-from fmcluster.orchestrators.profile import EC2_PURCHASE_OPTIONS, GATE_DRAIN_DEFAULT, GateDrain, ImexWiring, OrchestratorProfile
+from fmcluster.orchestrators.profile import (
+    EC2_PURCHASE_OPTIONS,
+    GATE_DRAIN_DEFAULT,
+    BootPart,
+    GateDrain,
+    ImexWiring,
+    OrchestratorProfile,
+)
 
 KEY = "parallelcluster"
 
@@ -81,4 +88,13 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
         imds_lockdown_service=PCLUSTER_IMDS_LOCKDOWN_SERVICE,
         slurm_bin_dir=f"{PARALLELCLUSTER_SLURM}/bin",
         gate_drain=PCLUSTER_GATE_DRAIN,
+        boot_parts=(
+            BootPart("parallelcluster-node-config", 120,
+                     "model: ParallelCluster's own compute-node configuration (the cookbook run from "
+                     "cli/src/pcluster/resources/compute_node/user_data.sh: Slurm, shared storage, EFA) before "
+                     "OnNodeConfigured; no published duration; the whole bootstrap is bounded by NODE_BOOTSTRAP_TIMEOUT "
+                     "2100 s (aws/aws-parallelcluster cli/src/pcluster/constants.py)"),
+            BootPart("slurmd-registration", 10,
+                     "model: slurmd starts after OnNodeConfigured and the node registers with slurmctld"),
+        ),
     )

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from fmcluster.blueprint.model import PCS_SLURM_VERSIONS, OrchestratorSpec
-from fmcluster.orchestrators.profile import EC2_PURCHASE_OPTIONS, GATE_DRAIN_DEFAULT, GateDrain, ImexWiring, OrchestratorProfile
+from fmcluster.orchestrators.profile import (
+    EC2_PURCHASE_OPTIONS,
+    GATE_DRAIN_DEFAULT,
+    BootPart,
+    GateDrain,
+    ImexWiring,
+    OrchestratorProfile,
+)
 
 KEY = "pcs"
 #: Name fmcluster gives the PCS login node group.
@@ -64,4 +71,10 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
         gate_drain=PCS_GATE_DRAIN,
         cluster_fee=("PCS cluster fee", f"size {orch.pcs.size}", "AWS PCS charges per cluster-hour by size (https://aws.amazon.com/pcs/pricing/); "
                      "not in the table"),
+        boot_parts=(
+            BootPart("pcs-node-registration", 30,
+                     "model: the node joins Slurm when cloud-init (which runs fmcluster's user data) finishes "
+                     "(https://docs.aws.amazon.com/pcs/latest/userguide/working-with_launch-templates_user-data.html); "
+                     "AWS publishes no duration for the PCS agent's configuration and slurmd's registration"),
+        ),
     )

@@ -242,11 +242,14 @@ def test_exporter_failure_leaves_the_node_up(tmp_path: Path) -> None:
     assert "[finished] --- bootstrap complete" in r.output
 
 
-def test_tampered_nccl_tests_download_fails(tmp_path: Path) -> None:
+def test_tampered_nccl_tests_copy_is_reported_not_fatal(tmp_path: Path) -> None:
+    """nccl-tests is read from the cluster's mirror (issue 23 item 4) and optional: a bad copy is reported."""
     ctx, manifest = context("parallelcluster", "ubuntu-22.04", "official")
     r = harness.boot(tmp_path, ctx, harness.image_state(ctx, manifest), www={ctx.nccl_tests_url: b"not the archive"})
-    assert r.returncode == 1
-    assert f"sha256 mismatch for {ctx.nccl_tests_url}: expected {ctx.nccl_tests_sha256}" in r.output
+    bucket = f"fmc-mirror-123456789012{ctx.mirror_bucket_suffix}"
+    assert f"sha256 mismatch for s3://{bucket}/{ctx.nccl_tests_key}: expected {ctx.nccl_tests_sha256}" in r.output
+    assert "nccl-tests source not available from the mirror" in r.output
+    assert not [a for a in r.actions if a.startswith("make ")]
 
 
 def test_custom_image_without_the_fabric_manager_unit_fails(tmp_path: Path) -> None:

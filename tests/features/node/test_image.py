@@ -86,8 +86,24 @@ def test_stack_and_os_default_from_the_image_mode(patch: dict[str, Any], stack: 
     assert (bp.software.stack, bp.software.os) == (stack, os_name)
 
 
+#: (example, estimated boot-to-ready s, of which fmcluster's script s) per its one group (issue 23 item 9: the
+#: orchestrator's parts are counted, see bench/README.md). The goal is 300 s for official and bake images; the totals
+#: above it (ParallelCluster and HyperPod official, p6-b200's bake at 304 s) rest on modelled orchestrator parts.
+BOOT_ESTIMATES = {
+    "default": (389, 259), "efa-lustre": (389, 259), "hyperpod-eks": (329, 209), "hyperpod-p5": (379, 259),
+    "p5en-capacity-block": (359, 229), "p6-b200": (304, 174), "p6-b300": (204, 174), "p6e-gb200": (282, 152),
+    "pcs-p5en": (259, 229),
+}
+
+
+def test_the_boot_estimates_cover_every_example() -> None:
+    assert sorted(BOOT_ESTIMATES) == sorted(EXAMPLES)
+
+
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_every_example_names_its_mode_and_boots_within_budget(name: str) -> None:
+    """fmcluster's own script stays within 300 s; the estimate counts the orchestrator's parts too, each with a
+    source or marked as a model."""
     data = example(name)
     assert data["software"]["image"]["mode"] in ("official", "bake", "custom"), "every example names its image mode"
     rc = resolve(load_blueprint_text(to_yaml(data)).blueprint)
@@ -95,8 +111,11 @@ def test_every_example_names_its_mode_and_boots_within_budget(name: str) -> None
         im = g.image
         assert im.mode == data["software"]["image"]["mode"]
         assert not any(i.split()[0] in GPU_STACK for i in im.installs_at_boot), "never the GPU stack at boot"
-        assert im.estimated_boot_s <= 300, (name, g.name, im.estimated_boot_s)
-        assert im.estimated_boot_s == sum(STEP_SECONDS[s.name] for s in im.boot_steps)
+        assert (im.estimated_boot_s, im.script_boot_s) == BOOT_ESTIMATES[name]
+        assert im.script_boot_s <= 300, (name, g.name, im.script_boot_s)
+        assert im.script_boot_s == sum(STEP_SECONDS[s.name] for s in im.boot_steps)
+        assert [p.name for p in im.boot_parts[:len(rc.profile.boot_parts)]] == [p.name for p in rc.profile.boot_parts]
+        assert all(p.source for p in im.boot_parts)
         if rc.profile.key == "parallelcluster":
             assert im.limit_s == 2100
 
@@ -271,6 +290,9 @@ def test_plan_estimates_exactly_the_steps_the_bootstrap_runs(name: str) -> None:
         rendered = _rendered_steps(render_node_scripts(contexts[g.name])[ENTRY_POINT])
         assert [s for s in rendered if s != "exporters"] == list(g.image.boot_path), (name, g.name)
         estimated = [n for n in (estimate_name(s, g.image.nvme) for s in rendered) if n is not None]
-        assert list(boot_line(g).steps) == estimated, (name, g.name)
+        if "exporters" in rendered:  # estimated last, whatever its place in the script
+            estimated = [n for n in estimated if n != "exporters"] + ["exporters"]
+        ours = [n for n in boot_line(g).steps if n not in {p.name for p in rc.profile.boot_parts}]
+        assert ours == estimated, (name, g.name)
         if name == "hyperpod-eks+lustre":
             assert rc.blueprint.storage.lustre is not None and "fsx" not in rendered and "fsx" not in estimated

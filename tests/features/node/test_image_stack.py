@@ -22,12 +22,12 @@ from tests.conftest import ROOT, assert_no_synthesis_errors, resources_of, synth
 
 PC_PARENT = "ami-0a1b2c3d4e5f60718"
 HP_PARENT = "ami-0fedcba9876543210"
-PC_KEY = "fmcluster:parallelcluster-ami:us-west-2:3.16.3:ubuntu-22.04:x86_64"  # p6-b200: us-west-2, Ubuntu 22.04
+PC_FILTER = "aws-parallelcluster-3.16.3-ubuntu-2204-lts-hvm-x86_64*"  # p6-b200: ParallelCluster 3.16.3, Ubuntu 22.04
 
 #: Bake examples per orchestrator: (blueprint text, CDK context). HyperPod has no bake example; it is the
 #: hyperpod-p5 example in bake mode with a pinned HyperPod parent (R-BAKE-1).
 CASES: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = {
-    "parallelcluster": ((ROOT / "blueprints" / "p6-b200.yaml").read_text(), ((PC_KEY, PC_PARENT),)),
+    "parallelcluster": ((ROOT / "blueprints" / "p6-b200.yaml").read_text(), ()),
     "pcs": ((ROOT / "blueprints" / "p6-b300.yaml").read_text(), ()),
     "hyperpod": (to_yaml(merge(example("hyperpod-p5"),
                                {"software": {"image": {"mode": "bake", "parent_ami_id": HP_PARENT}}})), ()),
@@ -137,11 +137,12 @@ def test_image_stack_resources_and_parent(orchestrator: str) -> None:
     _, img = image_template(orchestrator)
     (recipe,) = resources_of(img, "AWS::ImageBuilder::ImageRecipe").values()
     parent = recipe["Properties"]["ParentImage"]
-    assert parent == {
-        "pcs": "ssm:/aws/service/pcs/ami/dlami-base-ubuntu2404/x86_64/latest/ami-id",
-        "parallelcluster": PC_PARENT,
-        "hyperpod": HP_PARENT,
+    expected = {
+        "pcs": lambda: "ssm:/aws/service/pcs/ami/dlami-base-ubuntu2404/x86_64/latest/ami-id",
+        "parallelcluster": lambda: {"Fn::GetAtt": [_parent_lookup_id(img), "ImageId"]},  # found at deploy time
+        "hyperpod": lambda: HP_PARENT,
     }[orchestrator]
+    assert parent == expected()
     components = resources_of(img, "AWS::ImageBuilder::Component")
     # botocore imagebuilder ResourceName (component, recipe and infrastructure names)
     resource_name = re.compile(r"^[-_A-Za-z-0-9][-_A-Za-z0-9 ]{1,126}[-_A-Za-z-0-9]$")
@@ -227,7 +228,7 @@ def test_cluster_stack_depends_on_the_image_stack() -> None:
     from fmcluster.stacks.build import build_app
     from fmcluster.validation import load_blueprint
 
-    app = cdk.App(outdir=tempfile.mkdtemp(), context={PC_KEY: PC_PARENT})
+    app = cdk.App(outdir=tempfile.mkdtemp())
     stacks = build_app(app, load_blueprint(ROOT / "blueprints" / "p6-b200.yaml"))
     assert stacks.image is not None and stacks.image in stacks.cluster.dependencies
     assert stacks.image.stack_name == "b200-train-image"
@@ -306,21 +307,25 @@ def test_content_version_follows_content() -> None:
     assert major == 1 and 0 <= minor < 2**30 and 0 <= patch < 2**30
 
 
-# ---- the parent image: never a live call at synth ------------------------------------------------------------
-def test_parallelcluster_parent_without_lookup_is_a_synth_error_naming_the_command() -> None:
-    import tempfile
+# ---- the parent image: never a live call at synth, found at deploy time ----------------------------------------
+def _parent_lookup_id(img: dict[str, Any]) -> str:
+    (logical,) = resources_of(img, "Custom::FmclusterParentAmi")
+    return logical
 
-    import aws_cdk as cdk
-    from aws_cdk.assertions import Annotations, Match
 
-    from fmcluster.stacks.build import build_app
-    from fmcluster.validation import load_blueprint
-
-    app = cdk.App(outdir=tempfile.mkdtemp())
-    stacks = build_app(app, load_blueprint(ROOT / "blueprints" / "p6-b200.yaml"))
-    assert stacks.image is not None
-    Annotations.from_stack(stacks.image).has_error("*", Match.string_like_regexp(
-        r"aws-parallelcluster-3\.16\.3-ubuntu-2204-lts-hvm-x86_64\*.*run 'fmcluster image lookup <blueprint>'"))
+def test_parallelcluster_parent_is_a_deploy_time_lookup() -> None:
+    """p6-b200 synthesizes with no context at all; its parent is one Custom::FmclusterParentAmi with pcluster's
+    name filter, backed by a Lambda function whose only permission beyond its logs is ec2:DescribeImages."""
+    _, img = image_template("parallelcluster")
+    (lookup,) = resources_of(img, "Custom::FmclusterParentAmi").values()
+    props = {k: v for k, v in lookup["Properties"].items() if k != "ServiceToken"}
+    assert props == {"NameFilter": PC_FILTER, "Architecture": "x86_64", "Owner": "amazon"}
+    (fn,) = resources_of(img, "AWS::Lambda::Function").values()
+    assert fn["Properties"]["Handler"] == "index.handler" and fn["Properties"]["Runtime"] == "python3.14"
+    assert "def pick_official_image" in fn["Properties"]["Code"]["ZipFile"]
+    (policy,) = resources_of(img, "AWS::IAM::Policy").values()
+    assert policy["Properties"]["PolicyDocument"]["Statement"] == [
+        {"Action": "ec2:DescribeImages", "Effect": "Allow", "Resource": "*"}]
 
 
 def test_synth_makes_no_aws_call(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -352,14 +357,14 @@ def _stubbed_ec2(images: list[dict[str, Any]], name: str, arch: str = "x86_64") 
     return ec2
 
 
-def test_lookup_picks_pclusters_image(tmp_path: Path) -> None:
-    """Newest non-deprecated wins, as pcluster's _find_valid_official_image; the cache keeps other keys."""
-    from fmcluster.preflight.image_lookup import lookups, newest_official_image, write_context
+def test_lookup_picks_pclusters_image() -> None:
+    """Newest non-deprecated wins, as pcluster's _find_valid_official_image."""
+    from fmcluster.preflight.image_lookup import lookups, newest_official_image
     from fmcluster.resolved import resolve
     from fmcluster.validation import load_blueprint
 
     (lk,) = lookups(resolve(load_blueprint(ROOT / "blueprints" / "p6-b200.yaml")))
-    assert (lk.context_key, lk.name_filter) == (PC_KEY, "aws-parallelcluster-3.16.3-ubuntu-2204-lts-hvm-x86_64*")
+    assert (lk.key, lk.name_filter) == ("b200", PC_FILTER)
     images = [
         {"ImageId": "ami-000000000000000a1", "CreationDate": "2026-10-01T00:00:00.000Z"},
         {"ImageId": "ami-000000000000000a2", "CreationDate": "2026-11-01T00:00:00.000Z",
@@ -368,16 +373,12 @@ def test_lookup_picks_pclusters_image(tmp_path: Path) -> None:
          "DeprecationTime": "2099-01-01T00:00:00.000Z"},
     ]
     assert newest_official_image(_stubbed_ec2(images, lk.name_filter), lk) == "ami-000000000000000a1"
-    ctx = tmp_path / "cdk.context.json"
-    ctx.write_text(json.dumps({"other": 1}))
-    write_context(ctx, {lk.context_key: "ami-000000000000000a1"})
-    assert json.loads(ctx.read_text()) == {PC_KEY: "ami-000000000000000a1", "other": 1}
 
 
 def test_lookup_without_images_is_an_error_naming_the_filter() -> None:
     from fmcluster.preflight.image_lookup import Lookup, LookupError_, newest_official_image
 
-    lk = Lookup(PC_KEY, "aws-parallelcluster-3.16.3-ubuntu-2204-lts-hvm-x86_64*", "x86_64")
+    lk = Lookup("b200", PC_FILTER, "x86_64")
     with pytest.raises(LookupError_, match=r"no available AMI named aws-parallelcluster-3\.16\.3-ubuntu-2204"):
         newest_official_image(_stubbed_ec2([], lk.name_filter), lk)
 
@@ -390,20 +391,20 @@ def test_image_lookup_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     from fmcluster.preflight.clients import Clients, PreflightCannotRun
 
     bp = ROOT / "blueprints" / "p6-b200.yaml"
-    ctx = tmp_path / "cdk.context.json"
     ec2 = _stubbed_ec2([{"ImageId": "ami-0123456789abcdef1", "CreationDate": "2026-11-01T00:00:00.000Z"}],
                        "aws-parallelcluster-3.16.3-ubuntu-2204-lts-hvm-x86_64*")
     monkeypatch.setattr(clients_module, "make_clients",
                         lambda region, profile=None: Clients(ec2, None, None, None, None, None))
-    run = CliRunner().invoke(app, ["image", "lookup", str(bp), "--context-file", str(ctx)])
+    run = CliRunner().invoke(app, ["image", "lookup", str(bp)])
     assert run.exit_code == 0, run.output
-    assert json.loads(ctx.read_text()) == {PC_KEY: "ami-0123456789abcdef1"}
+    assert f"image b200: {PC_FILTER} -> ami-0123456789abcdef1" in run.output
+    assert not (tmp_path / "cdk.context.json").exists()
 
     def no_credentials(region: str, profile: str | None = None) -> Clients:
         raise PreflightCannotRun("no AWS credentials found")
 
     monkeypatch.setattr(clients_module, "make_clients", no_credentials)
-    run = CliRunner().invoke(app, ["image", "lookup", str(bp), "--context-file", str(ctx)])
+    run = CliRunner().invoke(app, ["image", "lookup", str(bp)])
     assert run.exit_code == 2 and "no AWS credentials found" in run.output and "Traceback" not in run.output
     run = CliRunner().invoke(app, ["image", "lookup", str(ROOT / "blueprints" / "p6-b300.yaml")])
     assert run.exit_code == 0 and "nothing to look up" in run.output
@@ -464,7 +465,7 @@ def test_old_ami_keys_say_where_they_moved(patch: dict[str, Any], path: str, mov
     (to_yaml(merge(example("p6-b200"), {"software": {"image": {"parent_ami_id": PC_PARENT}}})), "warning",
      ("software.image.parent_ami_id", f"the parent AMI must be ParallelCluster 3.16.3's official AMI for ubuntu-22.04, "
       f"got {PC_PARENT!r}, which fmcluster cannot inspect offline; allowed that AMI (leave parent_ami_id unset and "
-      "run 'fmcluster image lookup' to have fmcluster find it)", "R-BAKE-2")),
+      "the deployment finds it; 'fmcluster image lookup' shows which)", "R-BAKE-2")),
     (blueprint_text({"software": {"os": "ubuntu-24.04", "image": {"mode": "custom", "ami_id": PC_PARENT}},
                      "orchestrator": {"kind": "pcs", "pcs": {"efa_interface_type": "efa"}}}), "warning",
      ("software.image.ami_id", f"a custom AMI on AWS PCS must carry the PCS agent 1.5.0-1 or later and Slurm (node "

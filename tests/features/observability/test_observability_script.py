@@ -60,6 +60,10 @@ STUBS = {
         """\
         out=""
         while [[ $# -gt 0 ]]; do case "$1" in -o) out="$2"; shift 2 ;; *) url="$1"; shift ;; esac; done
+        case "${url}" in  # IMDSv2: the token, then the identity document (the mirror bucket's account)
+          */api/token) echo TOKEN; exit 0 ;;
+          */instance-identity/document) printf '{\n  "accountId" : "123456789012"\n}\n'; exit 0 ;;
+        esac
         echo "curl ${url}" >> "$STUB_LOG"
         name="${url##*/}"; base="${name%.tar.gz}"
         d="$(mktemp -d)"; mkdir -p "$d/$base/bin"
@@ -82,7 +86,9 @@ STUBS = {
     "git": 'echo "git $*" >> "$STUB_LOG"; echo "fatal: Remote branch v1.7.0 not found in upstream origin" >&2; exit 128',
     "iptables": 'echo "iptables $*" >> "$STUB_LOG"; [[ "$*" == "-S PARALLELCLUSTER_IMDS" ]] && '
     'echo "-A PARALLELCLUSTER_IMDS -d 169.254.169.254/32 -j REJECT --reject-with icmp-port-unreachable"; exit 0',
-    "aws": 'echo "aws $*" >> "$STUB_LOG"; cat "$STUB_SSM"',
+    # aws s3 cp: a mirror object (built like the curl stub's archives); anything else: the SSM parameter
+    "aws": 'echo "aws $*" >> "$STUB_LOG"; if [[ "$1 $2" == "s3 cp" ]]; then src="${*: -2:1}"; '
+    'curl -o "${*: -1}" "https://mirror.invalid/${src##*/}"; else cat "$STUB_SSM"; fi',
     "sinfo": 'echo "gpu-1 10.0.1.5"',
     "pgrep": "exit 1",
     "nvidia-smi": 'echo "| NVIDIA-SMI 595.71.05   Driver Version: 595.71.05   CUDA Version: 13.2 |"',

@@ -165,12 +165,24 @@ def test_hooks_installer_writes_the_task_prolog(tmp_path: Path) -> None:
     assert written.read_text() == render_task_prolog(NODE_DIR) and written.stat().st_mode & 0o111
 
 
-@pytest.mark.parametrize("name", ["prolog", "installer"])
+@pytest.mark.parametrize("name", ["prolog", "installer", "drain", "resume", "watch"])
 def test_hook_scripts_are_shellcheck_clean(tmp_path: Path, name: str) -> None:
     import sys
 
-    text = render_task_prolog(NODE_DIR) if name == "prolog" else render_hooks_installer(
-        NODE_DIR, TASK_PROLOG, orchestrator="AWS ParallelCluster", node_label="head node", share_note="shared")
+    from fmcluster.features.slurm.render_hooks import render_node_state, render_slurm_conf_watch
+
+    texts = {
+        "prolog": lambda: render_task_prolog(NODE_DIR),
+        "installer": lambda: render_hooks_installer(NODE_DIR, TASK_PROLOG, orchestrator="AWS ParallelCluster",
+                                                    node_label="head node", share_note="shared"),
+        "drain": lambda: render_node_state(mode="drain", scontrol="/opt/slurm/bin/scontrol", orchestrator="o", why="w"),
+        "resume": lambda: render_node_state(mode="resume", scontrol="/opt/slurm/bin/scontrol", orchestrator="o",
+                                            why="w"),
+        "watch": lambda: render_slurm_conf_watch(slurm_conf="/opt/slurm/etc/slurm.conf", editor_file="e.sh",
+                                                 editor_path="/opt/fmcluster/slurm/e.sh", orchestrator="o",
+                                                 node_label="controller", why="w"),
+    }
+    text = texts[name]()
     f = tmp_path / f"{name}.sh"
     f.write_text(text)
     res = subprocess.run([str(Path(sys.executable).parent / "shellcheck"), "-s", "bash", str(f)],

@@ -162,13 +162,94 @@ def test_pcs_warns_that_it_does_not_enable_network_topology_on_multi_node_efa_qu
 
 
 def test_hyperpod_groups_run_their_hooks_first() -> None:
+    """Compute: drain, hooks, bootstrap, then resume (last, only reached when everything before succeeded);
+    controller: the editor through its watch installer; login: nothing of Slurm's hooks or GPU checks."""
     scripts = hyperpod_scripts()
-    assert sorted(scripts["controller"]) == [hyperpod.SLURM_CONF_SCRIPT, "on_init_complete.sh"]
-    assert hyperpod.SLURM_CONF_SCRIPT not in scripts["login"] and hyperpod.HOOKS_INSTALL_SCRIPT not in scripts["login"]
+    assert sorted(scripts["controller"]) == sorted([hyperpod.SLURM_CONF_SCRIPT, hyperpod.SLURM_CONF_WATCH_SCRIPT,
+                                                    "on_init_complete.sh"])
+    assert sorted(scripts["login"]) == ["on_init_complete.sh"]
+    assert "bash" not in scripts["login"]["on_init_complete.sh"].split("set -euo pipefail")[1]
     gpu = scripts["p6e-gb200-36xlarge"]
-    lines = gpu["on_init_complete.sh"].splitlines()
-    assert lines.index(f'bash "${{here}}/{hyperpod.HOOKS_INSTALL_SCRIPT}"') < lines.index('bash "${here}/bootstrap.sh"')
-    assert f'bash "${{here}}/{hyperpod.SLURM_CONF_SCRIPT}"' in scripts["controller"]["on_init_complete.sh"]
+    runs = [line for line in gpu["on_init_complete.sh"].splitlines() if line.startswith('bash "${here}/')]
+    assert runs == [f'bash "${{here}}/{f}"' for f in (hyperpod.DRAIN_SCRIPT, hyperpod.HOOKS_INSTALL_SCRIPT,
+                                                       "bootstrap.sh", hyperpod.RESUME_SCRIPT)]
+    controller = [line for line in scripts["controller"]["on_init_complete.sh"].splitlines()
+                  if line.startswith('bash "${here}/')]
+    assert controller == [f'bash "${{here}}/{hyperpod.SLURM_CONF_WATCH_SCRIPT}"']
+
+
+SHOW_NODE = ("NodeName=gpu-1 Arch=x86_64 CoresPerSocket=48\n   NodeAddr=10.1.2.3 NodeHostName=gpu-1\n"
+             "   State=IDLE+DRAIN ThreadsPerCore=1\n   Reason={reason} [root@2026-12-05T07:00:00]\n")
+#: (mode, the host's short name, slurmctld knows it, its current reason, scontrol update expected or None)
+NODE_STATE = [
+    ("drain", "gpu-1", True, "", "update NodeName=gpu-1 State=DRAIN Reason=fmcluster: lifecycle script running"),
+    ("resume", "gpu-1", True, "fmcluster: lifecycle script running", "update NodeName=gpu-1 State=RESUME"),
+    ("resume", "gpu-1", True, "HyperPod deep health check", None),  # someone else's drain stays
+    ("drain", "gpu-1", False, "", None),  # slurmctld does not know it: logged, never fatal
+    ("resume", "gpu-1", False, "", None),
+]
+
+
+@pytest.mark.parametrize(("mode", "host", "known", "reason", "update"), NODE_STATE)
+def test_hyperpod_node_drained_while_its_script_runs(tmp_path: Path, mode: str, host: str, known: bool, reason: str,
+                                                     update: str | None) -> None:
+    script = hyperpod_scripts()["p6e-gb200-36xlarge"][hyperpod.DRAIN_SCRIPT if mode == "drain" else hyperpod.RESUME_SCRIPT]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    show = SHOW_NODE.format(reason=reason) if known else ""
+    stubs = {
+        "scontrol": f'echo "$*" >> {tmp_path}/scontrol.log\n'
+                    f'if [[ $1 == show ]]; then [[ -n "{show}" && ($3 == {host} || $2 == -o) ]] || exit 1; '
+                    f'printf "{show}"; fi\nexit 0\n',
+        "hostname": f'[[ $1 == -I ]] && echo "10.9.9.9 " || echo {host}\n',
+        "sleep": "exit 0\n",
+    }
+    for name, body in stubs.items():
+        (bin_dir / name).write_text("#!/bin/bash\n" + body)
+        (bin_dir / name).chmod(0o755)
+    f = tmp_path / "state.sh"
+    f.write_text(script)
+    res = run(f, env={"PATH": f"{bin_dir}:/usr/bin:/bin", "FMC_SCONTROL": str(bin_dir / "scontrol")})
+    assert res.returncode == 0, res.stderr
+    calls = (tmp_path / "scontrol.log").read_text().splitlines()
+    assert [c for c in calls if c.startswith("update")] == ([update] if update else [])
+
+
+def test_hyperpod_controller_reapplies_the_hooks_when_slurm_conf_changes(tmp_path: Path) -> None:
+    """The watch installer puts the editor in place, runs it, and installs a path unit and a timer that re-run it;
+    a run on an unchanged slurm.conf changes and reconfigures nothing (so the path unit cannot loop)."""
+    scripts = hyperpod_scripts()["controller"]
+    lifecycle = tmp_path / "lifecycle"
+    lifecycle.mkdir()
+    for name in (hyperpod.SLURM_CONF_SCRIPT, hyperpod.SLURM_CONF_WATCH_SCRIPT):
+        (lifecycle / name).write_text(scripts[name])
+    root = tmp_path / "root"
+    conf = root / "opt/slurm/etc/slurm.conf"
+    conf.parent.mkdir(parents=True)
+    conf.write_text("ClusterName=c\nSlurmctldHost=ip-10-1-0-5\n")
+    stub = tmp_path / "stub"
+    stub.write_text(f'#!/bin/bash\necho "$*" >> {tmp_path}/calls.log\n')
+    stub.chmod(0o755)
+    env = {"FMC_ROOT": str(root), "FMC_SCONTROL": str(stub), "FMC_SYSTEMCTL": str(stub)}
+    res = run(lifecycle / hyperpod.SLURM_CONF_WATCH_SCRIPT, env=env)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "calls.log").read_text().splitlines() == [
+        "reconfigure", "daemon-reload", "enable --now fmcluster-slurm-conf.path fmcluster-slurm-conf.timer"]
+    units = root / "etc/systemd/system"
+    assert "PathChanged=/opt/slurm/etc/slurm.conf" in (units / "fmcluster-slurm-conf.path").read_text()
+    assert "OnUnitActiveSec=5min" in (units / "fmcluster-slurm-conf.timer").read_text()
+    assert f"ExecStart={hyperpod.SLURM_CONF_EDITOR}" in (units / "fmcluster-slurm-conf.service").read_text()
+    installed = root / hyperpod.SLURM_CONF_EDITOR.lstrip("/")
+    assert installed.read_text() == scripts[hyperpod.SLURM_CONF_SCRIPT]
+    # HyperPod rewrites slurm.conf (keys gone): the unit's run puts them back; an unchanged file is left alone
+    (tmp_path / "calls.log").write_text("")
+    conf.write_text("ClusterName=c\nSlurmctldHost=ip-10-1-0-5\nNodeName=gpu-[1-2]\n")
+    assert run(installed, env=env).returncode == 0
+    assert "HealthCheckProgram=" in conf.read_text()
+    before = conf.read_text()
+    assert run(installed, env=env).returncode == 0
+    assert conf.read_text() == before
+    assert (tmp_path / "calls.log").read_text().splitlines() == ["reconfigure"]
 
 
 def test_hyperpod_compute_installer_writes_the_task_prolog_and_the_imex_prolog(tmp_path: Path) -> None:

@@ -86,13 +86,14 @@ def test_lifecycle_uris_start_with_sagemaker_bucket(example: dict[str, Any]) -> 
 
 def test_lifecycle_bucket_is_secure(example: dict[str, Any]) -> None:
     tpl = cluster_template(example)
-    (bucket,) = resources_of(tpl, "AWS::S3::Bucket").values()
+    # the lifecycle bucket (the cluster's mirror bucket has its own tests: tests/features/node/test_mirror.py)
+    (bucket,) = [b for k, b in resources_of(tpl, "AWS::S3::Bucket").items() if not k.startswith("Mirror")]
     props = bucket["Properties"]
     assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"] == {
         "SSEAlgorithm": "AES256"}
     assert props["PublicAccessBlockConfiguration"] == {
         "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True, "RestrictPublicBuckets": True}
-    (policy,) = resources_of(tpl, "AWS::S3::BucketPolicy").values()
+    (policy,) = [p for k, p in resources_of(tpl, "AWS::S3::BucketPolicy").items() if not k.startswith("Mirror")]
     deny = policy["Properties"]["PolicyDocument"]["Statement"][0]
     assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
     (deploy,) = resources_of(tpl, "Custom::CDKBucketDeployment").values()
@@ -135,7 +136,8 @@ def test_lifecycle_scripts_per_group() -> None:
     # lifecycle files per group: on_init_complete everywhere, node scripts only on the GPU group
     # (the example has metrics: the controller also gets the head-node script, see test_controller_runs_...)
     assert {n: sorted(f) for n, f in hp.scripts.items() if n != "gpu"} == {
-        "controller": ["fmcluster-slurm-conf.sh", "head-node.sh", "on_init_complete.sh"],  # + Slurm hooks (issue 13)
+        "controller": ["fmcluster-slurm-conf-watch.sh", "fmcluster-slurm-conf.sh", "head-node.sh",  # Slurm hooks
+                       "on_init_complete.sh"],  # (issue 13) re-applied by a path unit and timer (issue 23)
         "login": ["on_init_complete.sh"]}
     assert {"on_init_complete.sh", "bootstrap.sh"} <= set(hp.scripts["gpu"])  # plus whatever else render_node_scripts adds
     assert 'bash "${here}/bootstrap.sh"' in hp.scripts["gpu"]["on_init_complete.sh"]

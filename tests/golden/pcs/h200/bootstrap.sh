@@ -101,6 +101,49 @@ fetch() {  # fetch URL DEST [SHA256]: download with retries; verify sha256 when 
   fi
 }
 
+# The cluster's mirror bucket, fmc-mirror-<account id>${FMC_MIRROR_BUCKET_SUFFIX} (fmcluster/resolved/mirror.py): the
+# account comes from the instance identity document (IMDSv2; its JSON has "accountId",
+# https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/instance-identity-documents.html), so no AWS API is called.
+mirror_bucket() {
+  local token account
+  token="$(curl -fsS --connect-timeout 5 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 60' \
+    http://169.254.169.254/latest/api/token)" || return 1
+  account="$(curl -fsS --connect-timeout 5 -H "X-aws-ec2-metadata-token: ${token}" \
+    http://169.254.169.254/latest/dynamic/instance-identity/document | sed -n 's/.*"accountId" *: *"\([0-9]*\)".*/\1/p')"
+  [[ -n ${account} ]] || return 1
+  printf 'fmc-mirror-%s%s\n' "${account}" "${FMC_MIRROR_BUCKET_SUFFIX:?}"
+}
+
+# fetch_mirror KEY DEST SHA256 (the caller sets FMC_MIRROR_REGION and FMC_MIRROR_BUCKET_SUFFIX): copy KEY from the
+# mirror bucket (S3 through the VPC's gateway endpoint; the deploy put it there, custom resource
+# Custom::FmclusterMirror) and check its sha256. Returns 1, never exits: the callers' files are optional. Needs the
+# AWS CLI on the image (unverified for every image fmcluster boots: a missing CLI is reported).
+fetch_mirror() {
+  local key=$1 dest=$2 sha=$3 bucket
+  mkdir -p "$(dirname "${dest}")"
+  if [[ -f ${dest} ]] && printf '%s  %s\n' "${sha}" "${dest}" | sha256sum --check --status; then
+    return 0
+  fi
+  command -v aws >/dev/null 2>&1 || { warn "no AWS CLI on this image: cannot read s3 mirror object ${key}"; return 1; }
+  bucket="$(mirror_bucket)" || { warn "cannot read the account id from instance metadata: no mirror bucket"; return 1; }
+  local attempt
+  for attempt in 1 2 3; do
+    aws s3 cp --only-show-errors --region "${FMC_MIRROR_REGION:?}" "s3://${bucket}/${key}" "${dest}.part" && break
+    if [[ ${attempt} -eq 3 ]]; then
+      warn "s3://${bucket}/${key} could not be read (see the deploy's mirror/manifest.json)"
+      return 1
+    fi
+    sleep $((attempt * 5))
+  done
+  mv -f "${dest}.part" "${dest}"
+  if ! printf '%s  %s\n' "${sha}" "${dest}" | sha256sum --check --status; then
+    warn "sha256 mismatch for s3://${bucket}/${key}: expected ${sha}, got $(sha256sum "${dest}" | cut -d' ' -f1)"
+    rm -f "${dest}"
+    return 1
+  fi
+  log "s3://${bucket}/${key}: sha256 verified (${sha})"
+}
+
 key_fingerprint() {  # key_fingerprint FILE: primary key fingerprint of an armored/binary public key
   gpg --batch --with-colons --show-keys "$1" 2>/dev/null | awk -F: '/^fpr:/ { print $10; exit }'
 }
@@ -434,7 +477,12 @@ step_nccl_tests() {
   if ! command -v make >/dev/null 2>&1 || ! command -v g++ >/dev/null 2>&1; then
     install_packages make g++
   fi
-  fetch "https://github.com/NVIDIA/nccl-tests/archive/v2.17.6.tar.gz" "${src}" "38974e70342150ede0e3fb8fd24bfe60ccbde90fa20241716ba8bb338e6b61a0"
+  # Read from the cluster's mirror, never from GitHub: optional, so a missing copy is reported, not fatal.
+  if ! FMC_MIRROR_REGION="us-east-2" FMC_MIRROR_BUCKET_SUFFIX="-ab4094e28c" \
+    fetch_mirror "mirror/nccl-tests/v2.17.6.tar.gz" "${src}" "38974e70342150ede0e3fb8fd24bfe60ccbde90fa20241716ba8bb338e6b61a0"; then
+    warn "nccl-tests source not available from the mirror: the node check cannot run its single-node NCCL check"
+    return 0
+  fi
   rm -rf "${dir}"
   mkdir -p "${dir}"
   tar -xzf "${src}" -C "${dir}" --strip-components=1
@@ -644,6 +692,49 @@ fetch() {  # fetch URL DEST [SHA256]: download with retries; verify sha256 when 
       || die "sha256 mismatch for ${url}: expected ${sha}, got $(sha256sum "${dest}" | cut -d' ' -f1)"
     log "sha256 verified: ${sha}"
   fi
+}
+
+# The cluster's mirror bucket, fmc-mirror-<account id>${FMC_MIRROR_BUCKET_SUFFIX} (fmcluster/resolved/mirror.py): the
+# account comes from the instance identity document (IMDSv2; its JSON has "accountId",
+# https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/instance-identity-documents.html), so no AWS API is called.
+mirror_bucket() {
+  local token account
+  token="$(curl -fsS --connect-timeout 5 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 60' \
+    http://169.254.169.254/latest/api/token)" || return 1
+  account="$(curl -fsS --connect-timeout 5 -H "X-aws-ec2-metadata-token: ${token}" \
+    http://169.254.169.254/latest/dynamic/instance-identity/document | sed -n 's/.*"accountId" *: *"\([0-9]*\)".*/\1/p')"
+  [[ -n ${account} ]] || return 1
+  printf 'fmc-mirror-%s%s\n' "${account}" "${FMC_MIRROR_BUCKET_SUFFIX:?}"
+}
+
+# fetch_mirror KEY DEST SHA256 (the caller sets FMC_MIRROR_REGION and FMC_MIRROR_BUCKET_SUFFIX): copy KEY from the
+# mirror bucket (S3 through the VPC's gateway endpoint; the deploy put it there, custom resource
+# Custom::FmclusterMirror) and check its sha256. Returns 1, never exits: the callers' files are optional. Needs the
+# AWS CLI on the image (unverified for every image fmcluster boots: a missing CLI is reported).
+fetch_mirror() {
+  local key=$1 dest=$2 sha=$3 bucket
+  mkdir -p "$(dirname "${dest}")"
+  if [[ -f ${dest} ]] && printf '%s  %s\n' "${sha}" "${dest}" | sha256sum --check --status; then
+    return 0
+  fi
+  command -v aws >/dev/null 2>&1 || { warn "no AWS CLI on this image: cannot read s3 mirror object ${key}"; return 1; }
+  bucket="$(mirror_bucket)" || { warn "cannot read the account id from instance metadata: no mirror bucket"; return 1; }
+  local attempt
+  for attempt in 1 2 3; do
+    aws s3 cp --only-show-errors --region "${FMC_MIRROR_REGION:?}" "s3://${bucket}/${key}" "${dest}.part" && break
+    if [[ ${attempt} -eq 3 ]]; then
+      warn "s3://${bucket}/${key} could not be read (see the deploy's mirror/manifest.json)"
+      return 1
+    fi
+    sleep $((attempt * 5))
+  done
+  mv -f "${dest}.part" "${dest}"
+  if ! printf '%s  %s\n' "${sha}" "${dest}" | sha256sum --check --status; then
+    warn "sha256 mismatch for s3://${bucket}/${key}: expected ${sha}, got $(sha256sum "${dest}" | cut -d' ' -f1)"
+    rm -f "${dest}"
+    return 1
+  fi
+  log "s3://${bucket}/${key}: sha256 verified (${sha})"
 }
 
 key_fingerprint() {  # key_fingerprint FILE: primary key fingerprint of an armored/binary public key

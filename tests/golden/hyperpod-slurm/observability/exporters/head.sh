@@ -78,18 +78,68 @@ mkdir -p "${FMC_WORK}"
 log "${FMC_BLUEPRINT}: installing ${FMC_ROLE}-node monitoring (${FMC_METRICS}, ${FMC_ARCH}, ${FMC_PKG})"
 
 # ---- helpers ---------------------------------------------------------------------------------
+# The cluster's mirror bucket, fmc-mirror-<account id>${FMC_MIRROR_BUCKET_SUFFIX} (fmcluster/resolved/mirror.py): the
+# account comes from the instance identity document (IMDSv2; its JSON has "accountId",
+# https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/instance-identity-documents.html), so no AWS API is called.
+mirror_bucket() {
+  local token account
+  token="$(curl -fsS --connect-timeout 5 -X PUT -H 'X-aws-ec2-metadata-token-ttl-seconds: 60' \
+    http://169.254.169.254/latest/api/token)" || return 1
+  account="$(curl -fsS --connect-timeout 5 -H "X-aws-ec2-metadata-token: ${token}" \
+    http://169.254.169.254/latest/dynamic/instance-identity/document | sed -n 's/.*"accountId" *: *"\([0-9]*\)".*/\1/p')"
+  [[ -n ${account} ]] || return 1
+  printf 'fmc-mirror-%s%s\n' "${account}" "${FMC_MIRROR_BUCKET_SUFFIX:?}"
+}
+
+# fetch_mirror KEY DEST SHA256 (the caller sets FMC_MIRROR_REGION and FMC_MIRROR_BUCKET_SUFFIX): copy KEY from the
+# mirror bucket (S3 through the VPC's gateway endpoint; the deploy put it there, custom resource
+# Custom::FmclusterMirror) and check its sha256. Returns 1, never exits: the callers' files are optional. Needs the
+# AWS CLI on the image (unverified for every image fmcluster boots: a missing CLI is reported).
+fetch_mirror() {
+  local key=$1 dest=$2 sha=$3 bucket
+  mkdir -p "$(dirname "${dest}")"
+  if [[ -f ${dest} ]] && printf '%s  %s\n' "${sha}" "${dest}" | sha256sum --check --status; then
+    return 0
+  fi
+  command -v aws >/dev/null 2>&1 || { warn "no AWS CLI on this image: cannot read s3 mirror object ${key}"; return 1; }
+  bucket="$(mirror_bucket)" || { warn "cannot read the account id from instance metadata: no mirror bucket"; return 1; }
+  local attempt
+  for attempt in 1 2 3; do
+    aws s3 cp --only-show-errors --region "${FMC_MIRROR_REGION:?}" "s3://${bucket}/${key}" "${dest}.part" && break
+    if [[ ${attempt} -eq 3 ]]; then
+      warn "s3://${bucket}/${key} could not be read (see the deploy's mirror/manifest.json)"
+      return 1
+    fi
+    sleep $((attempt * 5))
+  done
+  mv -f "${dest}.part" "${dest}"
+  if ! printf '%s  %s\n' "${sha}" "${dest}" | sha256sum --check --status; then
+    warn "sha256 mismatch for s3://${bucket}/${key}: expected ${sha}, got $(sha256sum "${dest}" | cut -d' ' -f1)"
+    rm -f "${dest}"
+    return 1
+  fi
+  log "s3://${bucket}/${key}: sha256 verified (${sha})"
+}
+
 sha_for_arch() {  # amd64-sha arm64-sha
   if [[ "${FMC_ARCH}" == "amd64" ]]; then echo "$1"; else echo "$2"; fi
 }
 
-# Download a release archive, check its pinned sha256 and unpack it into a versioned folder.
-install_archive() {  # name url sha256 dest-dir
+# Download a release archive, check its pinned sha256 and unpack it into a versioned folder. A url of the form
+# mirror/... is a key of the cluster's mirror bucket (copied there at deploy, read through the S3 gateway endpoint).
+install_archive() {  # name url-or-mirror-key sha256 dest-dir
   local name="$1" url="$2" want="$3" dest="$4" tgz
   if [[ -f "${dest}/.fmcluster-verified" ]]; then
     return 0
   fi
   tgz="$(mktemp "${FMC_WORK}/${name}.XXXXXX.tar.gz")"
-  curl -fsSL --retry 5 --retry-delay 3 -o "${tgz}" "${url}" || die "download of ${name} failed: ${url}"
+  if [[ ${url} == mirror/* ]]; then
+    rm -f "${tgz}"
+    FMC_MIRROR_REGION="us-east-1" FMC_MIRROR_BUCKET_SUFFIX="-0508cb566a" \
+      fetch_mirror "${url}" "${tgz}" "${want}" || die "${name}: ${url} not available from the cluster's mirror bucket"
+  else
+    curl -fsSL --retry 5 --retry-delay 3 -o "${tgz}" "${url}" || die "download of ${name} failed: ${url}"
+  fi
   echo "${want}  ${tgz}" | sha256sum -c --quiet - || die "sha256 mismatch for ${url} (pinned ${want})"
   rm -rf "${dest}"
   mkdir -p "${dest}"
@@ -154,8 +204,7 @@ write_unit() {  # unit-name (content on stdin)
 # ---- node_exporter with the fmcluster textfile collector ---------------------------------------
 install_node_exporter() {
   local dir="/opt/node_exporter-1.7.0"
-  install_archive node_exporter \
-    "https://github.com/prometheus/node_exporter/releases/download/v1.7.0/node_exporter-1.7.0.linux-${FMC_ARCH}.tar.gz" \
+  install_archive node_exporter "mirror/node_exporter/node_exporter-1.7.0.linux-${FMC_ARCH}.tar.gz" \
     "$(sha_for_arch a550cd5c05f760b7934a2d0afad66d2e92e681482f5f57a917465b1fba3b02a6 e386c7b53bc130eaf5e74da28efc6b444857b77df8070537be52678aefd34d96)" "${dir}"
   ensure_user node_exporter
   # World-writable with the sticky bit: training jobs publish their throughput here (fmcluster-publish-throughput).
