@@ -20,6 +20,7 @@ from fmcluster.blueprint.model import Blueprint
 from fmcluster.catalog import InstanceSpec
 from fmcluster.catalog.images import BootLimit, ImageManifest, NvmeHandling, boot_limit, official_image
 from fmcluster.catalog.software import BLACKWELL_FAMILIES, HOPPER_FAMILIES, SoftwareStack
+from fmcluster.features.node.plan_contract import version_enforcement
 from fmcluster.orchestrators.registry import profile_for
 
 #: Seconds each boot step is estimated to take (see module docstring for the method).
@@ -89,8 +90,12 @@ class ResolvedImage:
         lock: component -> version the node must have (``driver``, ``kernel_modules``, ``fabric_manager``,
             ``imex``, ``cuda``, ``nccl``, ``efa_installer``, ``libfabric``, ``aws_ofi_nccl``, ``gdrcopy``);
             ``None`` for a component the node must not need (no Fabric Manager on a type without NVSwitch).
-        reported_only: lock components the boot check reports instead of failing on (unverified manifest
-            values in official mode); empty in bake and custom modes.
+        enforcement: lock component -> (enforce, reason), derived once here
+            (:func:`fmcluster.features.node.plan_contract.version_enforcement`): enforced only what fmcluster
+            installed or built, what a primary source confirms, or what a custom AMI declares.
+        reported_only: lock components whose difference is drift (reported with the measured value, never
+            fatal): the components :attr:`enforcement` does not enforce. The node contract
+            (:func:`fmcluster.features.node.plan_contract.node_contract`) reads it.
         installs_at_boot: what the boot path still installs, e.g. ``("nccl 2.31.2", "nccl-tests")``; never a
             component of :data:`fmcluster.catalog.images.GPU_STACK`.
         bake_installs: bake mode: lock components the image build installs because its parent does not carry
@@ -107,6 +112,7 @@ class ResolvedImage:
     manifest: ImageManifest | None
     ami_id: str | None
     lock: dict[str, str | None]
+    enforcement: dict[str, tuple[bool, str]]
     reported_only: frozenset[str]
     installs_at_boot: tuple[str, ...]
     bake_installs: tuple[str, ...]
@@ -222,16 +228,13 @@ def resolve_image(bp: Blueprint, inst: InstanceSpec, stack: SoftwareStack | None
     spec = bp.software.image
     manifest = blueprint_official_image(bp)
     lock = node_lock(stack, inst) if stack is not None else {}
-    reported: frozenset[str] = frozenset()
-    if spec.mode == "official" and manifest is not None:
-        # A reference that follows the newest release (PCS-ready DLAMI `latest`, HyperPod's default) boots whatever
-        # AWS published last: failing on a difference would stop every node launched after a release, so all of it
-        # is reported. Otherwise only what no primary source confirms is reported.
-        reported = frozenset(c for c, v in lock.items() if v is not None and (
-            manifest.reference.moving or c in manifest.unverified
-            or (c in ("libfabric", "aws_ofi_nccl") and "efa_installer" in manifest.unverified)))
     # Never a GPU_STACK component: _installs_at_boot only adds NCCL and nccl-tests (tests/features/node/test_image.py checks it).
     installs = _installs_at_boot(spec.mode, manifest, lock)
+    bakes = _bake_installs(spec.mode, manifest, lock)
+    # A reference that follows the newest release (PCS-ready DLAMI `latest`, HyperPod's default) boots whatever AWS
+    # published last, and an unverified value is an assumption: a difference in either is drift, not a failure.
+    built = (*bakes, *(i.split(" ")[0] for i in installs if i.startswith("nccl ")))
+    enforcement = version_enforcement(spec.mode, manifest, lock, built)
     # Baked and custom images are built from (or must match) the official image's NVMe handling only when they
     # derive from it; a custom AMI is unknown, so the boot path looks for an array before building one.
     nvme = manifest.nvme if (manifest is not None and spec.mode != "custom") else NvmeHandling("none", None)
@@ -241,9 +244,10 @@ def resolve_image(bp: Blueprint, inst: InstanceSpec, stack: SoftwareStack | None
         manifest=manifest,
         ami_id=spec.ami_id or spec.parent_ami_id,
         lock=lock,
-        reported_only=reported,
+        enforcement=enforcement,
+        reported_only=frozenset(c for c, (enforce, _) in enforcement.items() if not enforce),
         installs_at_boot=installs,
-        bake_installs=_bake_installs(spec.mode, manifest, lock),
+        bake_installs=bakes,
         # FSx wait only where the orchestrator mounts Lustre before the node scripts run (not HyperPod EKS: no host mount).
         boot_path=boot_path(installs, inst, bp.storage.lustre is not None and profile.lustre_on_nodes),
         limit=boot_limit(profile.key),

@@ -16,7 +16,6 @@ parent's own stack adds NCCL, nccl-tests, the lock and the holds.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
@@ -92,27 +91,20 @@ def group_lock(group: ResolvedGroup) -> dict[str, str | None]:
     return dict(group.image.lock)
 
 
-def _lock_step(rc: ResolvedCluster, group: ResolvedGroup) -> ImageBuildStep:
-    doc = {"blueprint": rc.name, "group": group.name, "stack": rc.blueprint.software.stack_name,
-           "os": rc.blueprint.software.os_name, "lock": group_lock(group)}
-    text = json.dumps(doc, indent=2, sort_keys=True)
-    if "FMCLUSTER_LOCK_EOF" in text:
-        raise ValueError("lock contains its heredoc delimiter FMCLUSTER_LOCK_EOF")
-    build = (
-        "#!/bin/bash\n"
-        "set -euo pipefail\n"
-        f"install -d -m 0755 {LOCK_PATH.rsplit('/', 1)[0]}\n"
-        f"cat > {LOCK_PATH} <<'FMCLUSTER_LOCK_EOF'\n{text}\nFMCLUSTER_LOCK_EOF\n"
-        f"chmod 0644 {LOCK_PATH}\n"
-    )
-    check = (
+def lock_test(rc: ResolvedCluster, group: ResolvedGroup) -> str:
+    """The ``test`` phase of the ``lock`` step: :data:`LOCK_PATH` on the new AMI must be, byte for byte, the lock
+    document the build wrote (``install/lock.sh.j2``, ``NodeContext.lock_json``): the one format the boot verify of a
+    baked node compares (issue 23: the test used to grep a field the build never wrote)."""
+    doc = node_context(rc, group).lock_json
+    if "'" in doc:
+        raise ValueError("the lock document contains a single quote")
+    return (
         "#!/bin/bash\n"
         "set -euo pipefail\n"
         f"test -s {LOCK_PATH} || {{ echo 'fmcluster: {LOCK_PATH} is missing or empty' >&2; exit 1; }}\n"
-        f"grep -q '\"group\": \"{group.name}\"' {LOCK_PATH} || "
-        f"{{ echo 'fmcluster: {LOCK_PATH} is not the lock of group {group.name}' >&2; exit 1; }}\n"
+        f"printf '%s' '{doc}' | cmp -s - {LOCK_PATH} || "
+        f"{{ echo \"fmcluster: {LOCK_PATH} is not the lock of group {group.name}: $(cat {LOCK_PATH})\" >&2; exit 1; }}\n"
     )
-    return ImageBuildStep("lock", build, check, check, STEP_TIMEOUT_S["lock"], f"write the lock to {LOCK_PATH}")
 
 
 def image_build_steps(rc: ResolvedCluster, group: ResolvedGroup) -> list[ImageBuildStep]:
@@ -124,7 +116,7 @@ def image_build_steps(rc: ResolvedCluster, group: ResolvedGroup) -> list[ImageBu
     if rc.software is not None and rc.software.plugin_override:
         wanted.add("aws-ofi-nccl")
     wanted |= {"nccl-tests", "lock", "holds"}
-    lock_check = _lock_step(rc, group).test
+    lock_check = lock_test(rc, group)
     library = f"{BUILD_SCRIPT_DIR}/lib.sh"
     steps: list[ImageBuildStep] = [_file_step("library", library, library_script(rc, group))]
     for component, script in install_scripts(rc, group, library_path=library):
