@@ -47,6 +47,11 @@ class BootLine:
     limit_s: int | None
     limit_source: str
     steps: dict[str, int]
+    #: the node contract (``ResolvedImage.contract``): lock components whose difference fails the node, those
+    #: only reported as drift, and the functional checks (always fail closed)
+    enforced: list[str] = field(default_factory=list)
+    drift: list[str] = field(default_factory=list)
+    functional: list[str] = field(default_factory=list)
 
 
 def boot_line(rg: ResolvedGroup) -> BootLine:
@@ -67,6 +72,9 @@ def boot_line(rg: ResolvedGroup) -> BootLine:
         image_mode=im.mode, image=im.source, reference=reference, installs_at_boot=list(im.installs_at_boot),
         estimated_boot_s=im.estimated_boot_s, limit_s=im.limit_s, limit_source=im.limit.source,
         steps={s.name: s.seconds for s in im.boot_steps},
+        enforced=[r.component for r in im.contract if r.kind == "version" and r.enforce],
+        drift=[r.component for r in im.contract if r.kind == "version" and not r.enforce],
+        functional=[r.component for r in im.contract if r.kind == "function"],
     )
 
 
@@ -266,6 +274,12 @@ def _rows(plan: Plan) -> list[tuple[str, list[str], list[list[str]]]]:
         ["group", "image mode", "image", "installs at boot", "estimated boot", "limit"],
         [[c.group, c.boot.image_mode, c.boot.image, ", ".join(c.boot.installs_at_boot) or "nothing",
           f"{c.boot.estimated_boot_s} s", f"{c.boot.limit_s} s" if c.boot.limit_s is not None else "none documented"]
+         for c in plan.compute if c.boot is not None],
+    ))
+    sections.append((
+        "Node contract (boot verify, node check, health check, image test: docs/software.md)",
+        ["group", "version fails closed", "version reported as drift", "functional (fail closed)"],
+        [[c.group, ", ".join(c.boot.enforced) or "none", ", ".join(c.boot.drift) or "none", ", ".join(c.boot.functional)]
          for c in plan.compute if c.boot is not None],
     ))
     if plan.storage:

@@ -14,13 +14,13 @@ is not counted.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fmcluster.blueprint.model import Blueprint
 from fmcluster.catalog import InstanceSpec
 from fmcluster.catalog.images import BootLimit, ImageManifest, NvmeHandling, boot_limit, official_image
 from fmcluster.catalog.software import BLACKWELL_FAMILIES, HOPPER_FAMILIES, SoftwareStack
-from fmcluster.features.node.plan_contract import version_enforcement
+from fmcluster.features.node.plan_contract import ContractRow, node_contract, version_enforcement
 from fmcluster.orchestrators.registry import profile_for
 
 #: Seconds each boot step is estimated to take (see module docstring for the method).
@@ -106,6 +106,9 @@ class ResolvedImage:
         limit: the orchestrator's boot limit (:class:`fmcluster.catalog.images.BootLimit`).
         nvme: how the image handles the instance-store NVMe (reuse it when it has an array).
         gpu_services: services the image owns; the boot path never stops them.
+        contract: the node contract (:func:`fmcluster.features.node.plan_contract.node_contract`): what every judge
+            of the node (boot verify, node check, health check, image test, ``fmcluster plan``) checks and whether
+            a difference fails closed.
     """
 
     mode: str
@@ -120,6 +123,7 @@ class ResolvedImage:
     limit: BootLimit
     nvme: NvmeHandling
     gpu_services: tuple[str, ...]
+    contract: tuple[ContractRow, ...] = ()
 
     @property
     def boot_steps(self) -> tuple[BootStep, ...]:
@@ -222,9 +226,11 @@ def boot_path(installs: tuple[str, ...], inst: InstanceSpec, fsx: bool) -> tuple
     return tuple(steps)
 
 
-def resolve_image(bp: Blueprint, inst: InstanceSpec, stack: SoftwareStack | None) -> ResolvedImage:
+def resolve_image(bp: Blueprint, inst: InstanceSpec, stack: SoftwareStack | None, *,
+                  efa_enabled: bool = True) -> ResolvedImage:
     """The :class:`ResolvedImage` of a group of ``inst`` in ``bp`` (``stack`` = the resolved software stack,
-    ``None`` when its name is unknown: the lock is then empty and the rules report the name)."""
+    ``None`` when its name is unknown: the lock is then empty and the rules report the name; ``efa_enabled``: the
+    group uses EFA, so the contract checks the EFA components)."""
     spec = bp.software.image
     manifest = blueprint_official_image(bp)
     lock = node_lock(stack, inst) if stack is not None else {}
@@ -239,7 +245,8 @@ def resolve_image(bp: Blueprint, inst: InstanceSpec, stack: SoftwareStack | None
     # derive from it; a custom AMI is unknown, so the boot path looks for an array before building one.
     nvme = manifest.nvme if (manifest is not None and spec.mode != "custom") else NvmeHandling("none", None)
     profile = profile_for(bp.orchestrator)
-    return ResolvedImage(
+    lustre = bp.storage.lustre is not None and profile.lustre_on_nodes
+    image = ResolvedImage(
         mode=spec.mode,
         manifest=manifest,
         ami_id=spec.ami_id or spec.parent_ami_id,
@@ -249,8 +256,9 @@ def resolve_image(bp: Blueprint, inst: InstanceSpec, stack: SoftwareStack | None
         installs_at_boot=installs,
         bake_installs=bakes,
         # FSx wait only where the orchestrator mounts Lustre before the node scripts run (not HyperPod EKS: no host mount).
-        boot_path=boot_path(installs, inst, bp.storage.lustre is not None and profile.lustre_on_nodes),
+        boot_path=boot_path(installs, inst, lustre),
         limit=boot_limit(profile.key),
         nvme=nvme,
         gpu_services=manifest.gpu_services if (manifest is not None and spec.mode != "custom") else (),
     )
+    return replace(image, contract=node_contract(image, inst, efa_enabled=efa_enabled, lustre=lustre))

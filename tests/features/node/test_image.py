@@ -139,7 +139,7 @@ def test_lock_has_fabric_manager_only_on_nvswitch_types_and_imex_only_on_nvlink_
     # stop every new node), only what fmcluster installs (NCCL) is enforced
     ({"orchestrator": {"kind": "pcs"}},
      {"aws_ofi_nccl", "cuda", "driver", "efa_installer", "fabric_manager", "gdrcopy", "kernel_modules", "libfabric"}),
-    # bake: the parent's unverified values stay drift (issue 23: GDRCopy 2.5.1 vs 2.5.2 on p6-b200); NCCL is baked
+    # bake: the parent's unverified values stay drift (issue 23: GDRCopy on p6-b200); NCCL is baked (enforced)
     ({"software": {"image": {"mode": "bake"}}}, {"cuda", "gdrcopy", "kernel_modules"}),
     # custom: the blueprint declares its AMI carries the lock, every difference fails
     ({"software": {"image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}}}, set()),

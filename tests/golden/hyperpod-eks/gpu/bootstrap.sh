@@ -283,7 +283,8 @@ step_verify() {
   local plugin
   plugin="$(plugin_library "${FMC_ROOT}/opt/amazon/ofi-nccl/lib" "${FMC_ROOT}/opt/amazon/ofi-nccl/lib64" "${FMC_ROOT}/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu")"
   if [[ -z ${plugin} ]]; then
-    lock_differs aws_ofi_nccl "no aws-ofi-nccl library in /opt/amazon/ofi-nccl/lib /opt/amazon/ofi-nccl/lib64 /opt/amazon/ofi-nccl/lib/x86_64-linux-gnu, the lock needs ${FMC_LOCK_AWS_OFI_NCCL}"
+    # functional (aws-ofi-nccl-present): without the plugin NCCL cannot use EFA, whatever the lock says
+    FMC_DIFFS+=("aws-ofi-nccl-present: no aws-ofi-nccl library in /opt/amazon/ofi-nccl/lib /opt/amazon/ofi-nccl/lib64 /opt/amazon/ofi-nccl/lib/x86_64-linux-gnu: NCCL cannot use EFA")
   else
     lock_compare aws_ofi_nccl "$(plugin_version "${plugin}")" "${FMC_LOCK_AWS_OFI_NCCL}"
   fi

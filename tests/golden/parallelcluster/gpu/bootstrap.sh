@@ -29,8 +29,8 @@ readonly FMC_LOCK_NCCL="2.31.2"
 readonly FMC_LOCK_EFA_INSTALLER="1.51.0"
 readonly FMC_LOCK_LIBFABRIC="2.7.0amzn2.0"
 readonly FMC_LOCK_AWS_OFI_NCCL="1.22.0"
-readonly FMC_LOCK_GDRCOPY="2.5.1"
-readonly FMC_LOCK_JSON='{"blueprint": "llm-train", "drift": ["cuda", "gdrcopy", "kernel_modules"], "group": "gpu", "lock": {"aws_ofi_nccl": "1.22.0", "cuda": "13.2.2", "driver": "595.112.07", "efa_installer": "1.51.0", "fabric_manager": "595.112.07", "gdrcopy": "2.5.1", "imex": null, "kernel_modules": "open", "libfabric": "2.7.0amzn2.0", "nccl": "2.31.2"}, "mode": "official", "os": "ubuntu-22.04", "stack": "pcluster-3.16.3"}'
+readonly FMC_LOCK_GDRCOPY="2.6"
+readonly FMC_LOCK_JSON='{"blueprint": "llm-train", "drift": ["cuda", "gdrcopy", "kernel_modules"], "group": "gpu", "lock": {"aws_ofi_nccl": "1.22.0", "cuda": "13.2.2", "driver": "595.112.07", "efa_installer": "1.51.0", "fabric_manager": "595.112.07", "gdrcopy": "2.6", "imex": null, "kernel_modules": "open", "libfabric": "2.7.0amzn2.0", "nccl": "2.31.2"}, "mode": "official", "os": "ubuntu-22.04", "stack": "pcluster-3.16.3"}'
 readonly FMC_LOCK_FILE="/opt/fmcluster/lock.json"
 readonly FMC_REPORTED_ONLY="cuda gdrcopy kernel_modules"
 readonly FMC_DRIFT_FILE="/opt/fmcluster/drift.txt"
@@ -336,7 +336,8 @@ step_verify() {
   local plugin
   plugin="$(plugin_library "${FMC_ROOT}/opt/amazon/ofi-nccl/lib" "${FMC_ROOT}/opt/amazon/ofi-nccl/lib64" "${FMC_ROOT}/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu")"
   if [[ -z ${plugin} ]]; then
-    lock_differs aws_ofi_nccl "no aws-ofi-nccl library in /opt/amazon/ofi-nccl/lib /opt/amazon/ofi-nccl/lib64 /opt/amazon/ofi-nccl/lib/x86_64-linux-gnu, the lock needs ${FMC_LOCK_AWS_OFI_NCCL}"
+    # functional (aws-ofi-nccl-present): without the plugin NCCL cannot use EFA, whatever the lock says
+    FMC_DIFFS+=("aws-ofi-nccl-present: no aws-ofi-nccl library in /opt/amazon/ofi-nccl/lib /opt/amazon/ofi-nccl/lib64 /opt/amazon/ofi-nccl/lib/x86_64-linux-gnu: NCCL cannot use EFA")
   else
     lock_compare aws_ofi_nccl "$(plugin_version "${plugin}")" "${FMC_LOCK_AWS_OFI_NCCL}"
   fi
@@ -582,7 +583,7 @@ readonly PIN_NCCL="2.31.2"
 readonly PIN_EFA_INSTALLER="1.51.0"
 readonly PIN_LIBFABRIC="2.7.0amzn2.0"
 readonly PIN_AWS_OFI_NCCL="1.22.0"
-readonly PIN_GDRCOPY="2.5.1"
+readonly PIN_GDRCOPY="2.6"
 readonly EXPECTED_GPUS=8
 readonly EXPECTED_EFA=32
 readonly EFA_ENABLED=1
