@@ -36,6 +36,8 @@ SCRATCH_LABEL = "fmc-scratch"
 NCCL_SOCKET_IFNAME = "^docker,lo,veth"
 #: Where a baked image carries its lock (``image_build_steps`` writes it, the boot path compares it).
 LOCK_PATH = f"{NODE_DIR}/lock.json"
+#: Where a baked image carries its measured manifest (what the build's probes found, one value per lock component).
+MEASURED_PATH = f"{NODE_DIR}/measured.json"
 #: Where the boot verify writes the drift it found (one "<component>: <detail>" line each; absent: no drift).
 DRIFT_PATH = f"{NODE_DIR}/drift.txt"
 #: Where nccl-tests is built (the node check runs ``<dir>/build/all_reduce_perf``).
@@ -281,6 +283,7 @@ def node_paths(node_dir: str, plugin_override: str | None) -> dict[str, str]:
         "plugin_prefix": f"{node_dir}/aws-ofi-nccl-{plugin_override}" if plugin_override else "",
         "lock": LOCK_PATH,
         "drift": DRIFT_PATH,
+        "measured": MEASURED_PATH,
         "nccl_tests": NCCL_TESTS_DIR,
         "mpi_home": MPI_HOME,
     }

@@ -46,6 +46,7 @@ STEP_TIMEOUT_S: dict[str, int] = {
     "gdrcopy": 1800,
     "nccl-tests": 1800,
     "lock": 300,
+    "measure": 300,
     "holds": 300,
 }
 #: Steps whose scripts are still placeholders (none: every step is rendered from the install templates).
@@ -115,7 +116,7 @@ def image_build_steps(rc: ResolvedCluster, group: ResolvedGroup) -> list[ImageBu
         wanted.add("cuda-repo")
     if rc.software is not None and rc.software.plugin_override:
         wanted.add("aws-ofi-nccl")
-    wanted |= {"nccl-tests", "lock", "holds"}
+    wanted |= {"nccl-tests", "lock", "measure", "holds"}
     lock_check = lock_test(rc, group)
     library = f"{BUILD_SCRIPT_DIR}/lib.sh"
     steps: list[ImageBuildStep] = [_file_step("library", library, library_script(rc, group))]
@@ -155,6 +156,7 @@ _TEMPLATES: dict[str, tuple[str, str]] = {
     "gdrcopy": ("node/install/gdrcopy.sh.j2", "install_gdrcopy"),
     "nccl-tests": ("node/steps/nccl_tests.sh.j2", "step_nccl_tests"),
     "lock": ("node/install/lock.sh.j2", "install_lock"),
+    "measure": ("node/install/measure.sh.j2", "install_measure"),
     "holds": ("node/steps/holds.sh.j2", "step_holds"),
 }
 
@@ -169,7 +171,7 @@ def install_scripts(rc: ResolvedCluster, group: ResolvedGroup, *, library_path: 
 
     Components: ``cuda-repo``, ``driver``, ``fabric-manager`` (types with NVSwitch; with nvlsm on NVLink5),
     ``imex`` (NVLink-domain types), ``cuda``, ``nccl``, ``efa`` (when the group uses EFA), ``aws-ofi-nccl``
-    (only with ``software.overrides.aws_ofi_nccl``), ``gdrcopy``, ``nccl-tests``, ``lock``, ``holds``. With
+    (only with ``software.overrides.aws_ofi_nccl``), ``gdrcopy``, ``nccl-tests``, ``lock``, ``measure``, ``holds``. With
     ``library_path`` each script sources the shared node library from there (:func:`library_script`) instead of
     inlining it. Otherwise each script is self-contained (``#!/usr/bin/env bash``, the shared library inlined) and idempotent (a component
     already at the locked version is left alone).
@@ -188,7 +190,7 @@ def install_scripts(rc: ResolvedCluster, group: ResolvedGroup, *, library_path: 
         names.append("efa")
     if ctx.plugin_from_source:
         names.append("aws-ofi-nccl")
-    names += ["gdrcopy", "nccl-tests", "lock", "holds"]
+    names += ["gdrcopy", "nccl-tests", "lock", "measure", "holds"]
     data = {**script_data(ctx), "library_path": library_path}
     out: list[tuple[str, str]] = []
     for name in names:

@@ -287,6 +287,57 @@ def test_proprietary_modules_on_blackwell_fail_the_boot(tmp_path: Path) -> None:
         in r.output or "kernel-modules-open: proprietary NVIDIA kernel modules loaded" in r.output
 
 
+# ---- the bake examples: the rendered Image Builder components, then a boot, on one simulated image -------------
+BAKE_EXAMPLES = [("p6-b200", "parallelcluster-3.16.3"), ("p6-b300", "pcs-dlami-ubuntu-24.04")]
+
+
+def bake_and_boot(tmp_path: Path, example_name: str, parent_key: str, *, after_bake: dict[str, str] | None = None) -> Any:
+    """Every Image Builder component of the example's image (build phase, then test phase, as Image Builder runs
+    them) against the hand-written parent image, then the boot of a node of that image in the same sandbox;
+    ``after_bake`` changes the node after the build (its drift rows measured at other values)."""
+    from fmcluster.features.node.render_image_build import image_build_steps
+    rc = resolve(load_blueprint(ROOT / "blueprints" / f"{example_name}.yaml"))
+    g = rc.groups[0]
+    real = node_context(rc, g, exporters_script="x")
+    ctx = harness.sim_context(real)
+    steps = image_build_steps(rc, g)
+    parent = images.published(parent_key)
+    state = harness.image_state(ctx, g.image.manifest, components={**parent, "nccl": None})
+    state.lock_json = None  # the lock component writes it
+    # the nccl-tests pin points at the stand-in source archive the sandbox serves (as for the boot, harness.sim_context)
+    scripts = [(f"{s.component}-{phase}", text.replace(real.nccl_tests_sha256, ctx.nccl_tests_sha256))
+               for phase in ("build", "test") for s in steps for text in [getattr(s, phase)]]
+    if after_bake:
+        # a node whose image changed after the bake: re-run the build's library against a changed state is not
+        # possible in one sandbox, so the measured manifest is rewritten by a last script, as another bake would
+        scripts.append(("changed-after-bake", "#!/bin/bash\nset -e\n" + "".join(
+            f"sed -i 's/\"{c}\": \"[^\"]*\"/\"{c}\": \"{v}\"/' \"$FMC_ROOT/opt/fmcluster/measured.json\"\n"
+            for c, v in after_bake.items())))
+    return ctx, g.image, harness.boot(tmp_path, ctx, state, pre_scripts=scripts)
+
+
+@pytest.mark.parametrize(("example_name", "parent_key"), BAKE_EXAMPLES)
+def test_bake_example_builds_tests_and_boots_against_its_measured_manifest(tmp_path: Path, example_name: str,
+                                                                          parent_key: str) -> None:
+    ctx, image, r = bake_and_boot(tmp_path, example_name, parent_key)
+    assert r.returncode == 0, r.output[-4000:]
+    for name in ("lock-build", "measure-build", "lock-test", "measure-test", "holds-test"):
+        assert f"==== {name}" in r.output
+    measured = (r.root / "opt/fmcluster/measured.json").read_text()
+    for c in image.reported_only & set(ctx.verify_components):
+        assert re.search(rf"\] {c} \S+ matches the image's measured manifest", r.output), c
+        assert re.search(rf"measured {c}: \S+ \(the parent's value, not enforced", r.output), c
+    assert '"gdrcopy": "' in measured and "[finished] --- bootstrap complete" in r.output
+
+
+def test_baked_node_that_differs_from_its_measured_manifest_fails(tmp_path: Path) -> None:
+    """The bake measured CUDA at one value; a node of that image carrying another fails closed, naming it (the
+    measurement is fmcluster's own, not an unverified parent value)."""
+    _, _, r = bake_and_boot(tmp_path, "p6-b200", "parallelcluster-3.16.3", after_bake={"cuda": "13.0.2"})
+    assert r.returncode == 1, r.output[-3000:]
+    assert "DIFFERENCE cuda: image has 13.2.2, the bake measured 13.0.2 on this image" in r.output
+
+
 # ---- faults ------------------------------------------------------------------------------------
 def test_custom_image_that_differs_fails_naming_each_difference(tmp_path: Path) -> None:
     ctx, manifest = context("parallelcluster", "ubuntu-22.04", "custom")

@@ -28,16 +28,16 @@ def _rc(data: dict[str, Any]) -> Any:
 CASES = {
     # p6-b200 bakes blackwell-580-cuda13.0 on ParallelCluster, Ubuntu 22.04
     "p6-b200": (lambda: resolve(load_blueprint(ROOT / "blueprints/p6-b200.yaml")),
-                ["cuda-repo", "driver", "fabric-manager", "cuda", "nccl", "efa", "gdrcopy", "nccl-tests", "lock", "holds"]),
+                ["cuda-repo", "driver", "fabric-manager", "cuda", "nccl", "efa", "gdrcopy", "nccl-tests", "lock", "measure", "holds"]),
     "al2023-efa-off": (lambda: _rc(merge(example("default"), {"software": {"image": {"mode": "bake"}, "stack": "h100-570-cuda12.8",
                                                                          "os": "amazon-linux-2023"},
                                                             "compute": [{"name": "gpu", "instance_type": "p5.48xlarge",
                                                                          "count": 2, "efa": False}]})),
-                       ["cuda-repo", "driver", "fabric-manager", "cuda", "nccl", "gdrcopy", "nccl-tests", "lock", "holds"]),
+                       ["cuda-repo", "driver", "fabric-manager", "cuda", "nccl", "gdrcopy", "nccl-tests", "lock", "measure", "holds"]),
     "plugin-from-source": (lambda: _rc(merge(example("default"), {"software": {
         "image": {"mode": "bake"}, "stack": "h100-570-cuda12.8", "overrides": {"aws_ofi_nccl": "1.16.3"}}})),
         ["cuda-repo", "driver", "fabric-manager", "cuda", "nccl", "efa", "aws-ofi-nccl", "gdrcopy", "nccl-tests", "lock",
-         "holds"]),
+         "measure", "holds"]),
 }
 
 

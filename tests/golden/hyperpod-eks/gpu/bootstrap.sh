@@ -34,6 +34,7 @@ readonly FMC_LOCK_JSON='{"blueprint": "hp-eks", "drift": ["aws_ofi_nccl", "cuda"
 readonly FMC_LOCK_FILE="/opt/fmcluster/lock.json"
 readonly FMC_REPORTED_ONLY="aws_ofi_nccl cuda driver efa_installer fabric_manager gdrcopy kernel_modules libfabric"
 readonly FMC_DRIFT_FILE="/opt/fmcluster/drift.txt"
+readonly FMC_MEASURED_FILE="/opt/fmcluster/measured.json"
 readonly FMC_CUDA_PATH="/usr/local/cuda-13.2"
 readonly FMC_EXPECTED_GPUS=8
 readonly FMC_EXPECTED_NVME=8
@@ -108,6 +109,7 @@ key_fingerprint() {  # key_fingerprint FILE: primary key fingerprint of an armor
 
 # "2.27.7" == "2.27.7-1+cuda12.9": the leading dotted number, ignoring suffixes like "-1", "+cuda12.9", "amzn5.0"
 num() {
+  if [[ -z ${1:-} ]]; then return 0; fi
   if [[ $1 =~ ^v?([0-9]+(\.[0-9]+)*) ]]; then printf '%s' "${BASH_REMATCH[1]}"; else printf '%s' "$1"; fi
 }
 same_version() { [[ "$(num "$1")" == "$(num "$2")" ]]; }
@@ -170,6 +172,31 @@ fabric_states() {  # one "Fabric ... State" value per GPU from nvidia-smi -q
   nvidia-smi -q 2>/dev/null | awk '
     /^[[:space:]]*Fabric[[:space:]]*$/ { in_fabric = 1; next }
     in_fabric && /^[[:space:]]*State[[:space:]]*:/ { sub(/^[^:]*:[[:space:]]*/, ""); print; in_fabric = 0 }' || true
+}
+
+# ---- the measured manifest (issue 23): the contract's version probes, one value per lock component ----------------
+# Run at the end of a bake (no GPU there: the driver is the installed module's version) into measured.json, which the
+# image test and the boot of a node of that image compare against; empty when the component is not found.
+measure_component() {  # measure_component COMPONENT
+  local lib
+  case $1 in
+    driver) installed_driver_version ;;
+    kernel_modules) module_flavor | sed 's/^none$//' ;;
+    fabric_manager) num "$(pkg_version nvidia-fabric-manager)" ;;
+    imex) num "$(pkg_version nvidia-imex)" ;;
+    cuda) cuda_version "${FMC_ROOT}/usr/local/cuda-13.2" ;;
+    nccl) num "$(pkg_version libnccl)" ;;
+    efa_installer) efa_installer_version ;;
+    libfabric) libfabric_version ;;
+    aws_ofi_nccl)
+      lib="$(plugin_library "${FMC_ROOT}/opt/amazon/ofi-nccl/lib" "${FMC_ROOT}/opt/amazon/ofi-nccl/lib64" "${FMC_ROOT}/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu")"
+      if [[ -n ${lib} ]]; then plugin_version "${lib}"; fi ;;
+    gdrcopy) num "$(pkg_version gdrcopy)" ;;
+  esac
+  return 0
+}
+measured_of() {  # measured_of FILE COMPONENT: the value measured.json records ("" when absent or not found)
+  sed -n "s/^  \"$2\": \"\(.*\)\",\{0,1\}$/\1/p" "$1" 2>/dev/null | head -n 1 || true
 }
 
 service_active() { [[ "$(systemctl is-active "$1" 2>/dev/null || true)" == active ]]; }
@@ -607,6 +634,7 @@ key_fingerprint() {  # key_fingerprint FILE: primary key fingerprint of an armor
 
 # "2.27.7" == "2.27.7-1+cuda12.9": the leading dotted number, ignoring suffixes like "-1", "+cuda12.9", "amzn5.0"
 num() {
+  if [[ -z ${1:-} ]]; then return 0; fi
   if [[ $1 =~ ^v?([0-9]+(\.[0-9]+)*) ]]; then printf '%s' "${BASH_REMATCH[1]}"; else printf '%s' "$1"; fi
 }
 same_version() { [[ "$(num "$1")" == "$(num "$2")" ]]; }
@@ -669,6 +697,31 @@ fabric_states() {  # one "Fabric ... State" value per GPU from nvidia-smi -q
   nvidia-smi -q 2>/dev/null | awk '
     /^[[:space:]]*Fabric[[:space:]]*$/ { in_fabric = 1; next }
     in_fabric && /^[[:space:]]*State[[:space:]]*:/ { sub(/^[^:]*:[[:space:]]*/, ""); print; in_fabric = 0 }' || true
+}
+
+# ---- the measured manifest (issue 23): the contract's version probes, one value per lock component ----------------
+# Run at the end of a bake (no GPU there: the driver is the installed module's version) into measured.json, which the
+# image test and the boot of a node of that image compare against; empty when the component is not found.
+measure_component() {  # measure_component COMPONENT
+  local lib
+  case $1 in
+    driver) installed_driver_version ;;
+    kernel_modules) module_flavor | sed 's/^none$//' ;;
+    fabric_manager) num "$(pkg_version nvidia-fabric-manager)" ;;
+    imex) num "$(pkg_version nvidia-imex)" ;;
+    cuda) cuda_version "${FMC_ROOT}/usr/local/cuda-13.2" ;;
+    nccl) num "$(pkg_version libnccl)" ;;
+    efa_installer) efa_installer_version ;;
+    libfabric) libfabric_version ;;
+    aws_ofi_nccl)
+      lib="$(plugin_library "${FMC_ROOT}/opt/amazon/ofi-nccl/lib" "${FMC_ROOT}/opt/amazon/ofi-nccl/lib64" "${FMC_ROOT}/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu")"
+      if [[ -n ${lib} ]]; then plugin_version "${lib}"; fi ;;
+    gdrcopy) num "$(pkg_version gdrcopy)" ;;
+  esac
+  return 0
+}
+measured_of() {  # measured_of FILE COMPONENT: the value measured.json records ("" when absent or not found)
+  sed -n "s/^  \"$2\": \"\(.*\)\",\{0,1\}$/\1/p" "$1" 2>/dev/null | head -n 1 || true
 }
 
 service_active() { [[ "$(systemctl is-active "$1" 2>/dev/null || true)" == active ]]; }
