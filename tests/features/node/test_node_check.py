@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import shutil
+import subprocess
 import sys
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -334,3 +338,31 @@ def test_reported_only_component_is_a_warning_not_a_failure(tmp_path: Path) -> N
     r = run(tmp_path, script, node, "--no-nccl")
     assert r.returncode == 0, r.stdout
     assert r.lines["cuda"][0] == "WARN" and r.lines["cuda"][1].endswith("(drift: not enforced, unverified or moving image value)")
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/bin/setpriv").exists(), reason="needs root to switch to a user")
+def test_node_check_run_by_a_user_logs_to_a_user_writable_place(p5: tuple[NodeContext, str]) -> None:
+    """`srun ... fmcluster-node-check` as a user (docs/operations.md): the NCCL log goes to
+    ${XDG_RUNTIME_DIR:-/tmp}/fmcluster-$USER, not root-owned /var/log/fmcluster, and a healthy node passes."""
+    ctx, script = p5
+    top = Path(tempfile.mkdtemp(prefix="fmc-user-check-", dir="/tmp"))
+    try:
+        root = top / "sandbox"
+        root.mkdir()
+        env = harness.build_sandbox(root, replace(harness.happy_node(ctx), nccl_tests_log=HAPPY_LOG))
+        del env["FMC_LOG_DIR"]
+        xdg = top / "run-user"
+        xdg.mkdir()
+        env.update({"XDG_RUNTIME_DIR": str(xdg), "USER": "nobody"})
+        (root / "fmcluster-node-check").write_text(script)
+        for p in [top, *top.rglob("*")]:
+            p.chmod(0o755 if p.is_dir() or os.access(p, os.X_OK) else 0o644)
+        os.chown(xdg, 65534, 65534)
+        proc = subprocess.run(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", shutil.which("bash")
+                               or "/bin/bash", str(root / "fmcluster-node-check")], env=env, capture_output=True,
+                              text=True, timeout=60, cwd=root, check=False)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        log = xdg / "fmcluster-nobody" / "nccl-check.log"
+        assert f"(log: {log})" in proc.stdout and log.read_text() == HAPPY_LOG
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
