@@ -240,8 +240,15 @@ def test_drifted_image_comes_up_and_reports_each_drift(tmp_path: Path, case: tup
     parent = images.drifted(image.manifest.key, drift)
     comp = simulated_components(ctx, image, parent)
     assert comp is not None
-    r = harness.boot(tmp_path, ctx, harness.image_state(ctx, image.manifest, components=comp), script=bootstrap_text(case))
+    state = harness.image_state(ctx, image.manifest, components=comp)
+    if ctx.nvme_kind == "dlami-raid":  # the array mounted elsewhere than the catalog says
+        state.mounts[images.DRIFTED_NVME_PATH] = state.mounts.pop(ctx.nvme_array_path)
+    r = harness.boot(tmp_path, ctx, state, script=bootstrap_text(case))
     assert r.returncode == 0, r.output[-3000:]
+    if ctx.nvme_kind == "dlami-raid":
+        assert (f"nvme: the image's NVMe array is mounted at {images.DRIFTED_NVME_PATH}, not {ctx.nvme_array_path}; "
+                "using it") in r.output
+        assert r.state["mounts"][ctx.scratch_path]["bind"] == images.DRIFTED_NVME_PATH
     changed = sorted(c for c in drift & set(ctx.verify_components) if c in images.DRIFTED_VALUES and comp.get(c))
     for c in changed:
         assert f"drift (reported, not enforced: unverified or moving image value): {c}: image has " \

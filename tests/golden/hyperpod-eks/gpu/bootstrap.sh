@@ -460,20 +460,27 @@ step_scratch() {
     log "${FMC_SCRATCH_PATH} already mounted from $(findmnt -no SOURCE "${scratch}"), reused"
     return
   fi
-  local array="${FMC_ROOT}/opt/dlami/nvme" i
+  local at="/opt/dlami/nvme" other i
   for ((i = 0; i < FMC_TIMEOUT_NVME_ARRAY_S; i += 5)); do
-    mountpoint -q "${array}" && break
+    mountpoint -q "${FMC_ROOT}${at}" && break
     sleep 5
   done
-  mountpoint -q "${array}" \
-    || die "the image's NVMe array (dlami-raid) is not mounted at /opt/dlami/nvme after ${FMC_TIMEOUT_NVME_ARRAY_S} s"
-  mkdir -p "${scratch}"
-  if ! grep -qs "^/opt/dlami/nvme ${FMC_SCRATCH_PATH} none bind" "${FMC_ROOT}/etc/fstab"; then
-    printf '%s %s none bind,nofail 0 0\n' "/opt/dlami/nvme" "${FMC_SCRATCH_PATH}" >>"${FMC_ROOT}/etc/fstab"
+  if ! mountpoint -q "${FMC_ROOT}${at}"; then
+    # Where the image mounts its array is a catalog value (unverified for HyperPod's image): an md array mounted
+    # elsewhere is drift, used and reported (findmnt -rn -o TARGET,SOURCE: every mount, util-linux findmnt(8)).
+    other="$(findmnt -rn -o TARGET,SOURCE 2>/dev/null | awk '$2 ~ /^\/dev\/md/ { print $1; exit }' || true)"
+    [[ -n ${other} ]] \
+      || die "the image's NVMe array (dlami-raid) is not mounted at ${at} after ${FMC_TIMEOUT_NVME_ARRAY_S} s, nor anywhere else"
+    warn "drift (reported, not enforced: unverified image value): nvme: the image's NVMe array is mounted at ${other}, not ${at}; using it"
+    at="${other}"
   fi
-  mount --bind "${array}" "${scratch}"
+  mkdir -p "${scratch}"
+  if ! grep -qs "^${at} ${FMC_SCRATCH_PATH} none bind" "${FMC_ROOT}/etc/fstab"; then
+    printf '%s %s none bind,nofail 0 0\n' "${at}" "${FMC_SCRATCH_PATH}" >>"${FMC_ROOT}/etc/fstab"
+  fi
+  mount --bind "${FMC_ROOT}${at}" "${scratch}"
   chmod 1777 "${scratch}"
-  log "${FMC_SCRATCH_PATH} bound to the image's NVMe array at /opt/dlami/nvme ($(findmnt -no SOURCE "${array}"))"
+  log "${FMC_SCRATCH_PATH} bound to the image's NVMe array at ${at} ($(findmnt -no SOURCE "${FMC_ROOT}${at}"))"
 }
 
 step_job_env() {
