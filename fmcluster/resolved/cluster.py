@@ -201,7 +201,7 @@ def resolve_group(index: int, group: ComputeGroup, profile: OrchestratorProfile,
         placement_group=group.uses_placement_group and not profile.places_nodes_itself,
         imex=inst.imex and profile.imex.wires(group.capacity.type),
         cpu_options=smt_off_cpu_options(inst, group.threads_per_core),
-        image=resolve_image(bp, inst, stack),
+        image=resolve_image(bp, inst, stack, efa_enabled=group.efa_enabled),
     )
 
 

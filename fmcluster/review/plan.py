@@ -53,6 +53,11 @@ class BootLine:
     sources: dict[str, str] = field(default_factory=dict)
     #: the part of ``estimated_boot_s`` that is fmcluster's own script; the rest is the orchestrator's
     script_boot_s: int = 0
+    #: the node contract (``ResolvedImage.contract``): lock components whose difference fails the node, those
+    #: only reported as drift, and the functional checks (always fail closed)
+    enforced: list[str] = field(default_factory=list)
+    drift: list[str] = field(default_factory=list)
+    functional: list[str] = field(default_factory=list)
 
 
 def boot_line(rg: ResolvedGroup) -> BootLine:
@@ -70,6 +75,9 @@ def boot_line(rg: ResolvedGroup) -> BootLine:
         estimated_boot_s=im.estimated_boot_s, limit_s=im.limit_s, limit_source=im.limit.source,
         steps={s.name: s.seconds for s in im.boot_parts},
         sources={s.name: s.source for s in im.boot_parts}, script_boot_s=im.script_boot_s,
+        enforced=[r.component for r in im.contract if r.kind == "version" and r.enforce],
+        drift=[r.component for r in im.contract if r.kind == "version" and not r.enforce],
+        functional=[r.component for r in im.contract if r.kind == "function"],
     )
 
 
@@ -283,6 +291,12 @@ def _rows(plan: Plan) -> list[tuple[str, list[str], list[list[str]]]]:
         ["group", "part", "seconds", "source"],
         [[c.group, name, str(seconds), c.boot.sources.get(name, "")]
          for c in plan.compute if c.boot is not None for name, seconds in c.boot.steps.items()],
+    ))
+    sections.append((
+        "Node contract (boot verify, node check, health check, image test: docs/software.md)",
+        ["group", "version fails closed", "version reported as drift", "functional (fail closed)"],
+        [[c.group, ", ".join(c.boot.enforced) or "none", ", ".join(c.boot.drift) or "none", ", ".join(c.boot.functional)]
+         for c in plan.compute if c.boot is not None],
     ))
     if plan.storage:
         s = plan.storage

@@ -16,12 +16,13 @@ health checks (no published duration).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fmcluster.blueprint.model import Blueprint
 from fmcluster.catalog import InstanceSpec
 from fmcluster.catalog.images import BootLimit, ImageManifest, NvmeHandling, boot_limit, official_image
 from fmcluster.catalog.software import BLACKWELL_FAMILIES, HOPPER_FAMILIES, SoftwareStack
+from fmcluster.features.node.plan_contract import ContractRow, node_contract, version_enforcement
 from fmcluster.orchestrators.profile import BootPart
 from fmcluster.orchestrators.registry import profile_for
 
@@ -98,8 +99,12 @@ class ResolvedImage:
         lock: component -> version the node must have (``driver``, ``kernel_modules``, ``fabric_manager``,
             ``imex``, ``cuda``, ``nccl``, ``efa_installer``, ``libfabric``, ``aws_ofi_nccl``, ``gdrcopy``);
             ``None`` for a component the node must not need (no Fabric Manager on a type without NVSwitch).
-        reported_only: lock components the boot check reports instead of failing on (unverified manifest
-            values in official mode); empty in bake and custom modes.
+        enforcement: lock component -> (enforce, reason), derived once here
+            (:func:`fmcluster.features.node.plan_contract.version_enforcement`): enforced only what fmcluster
+            installed or built, what a primary source confirms, or what a custom AMI declares.
+        reported_only: lock components whose difference is drift (reported with the measured value, never
+            fatal): the components :attr:`enforcement` does not enforce. The node contract
+            (:func:`fmcluster.features.node.plan_contract.node_contract`) reads it.
         installs_at_boot: what the boot path still installs, e.g. ``("nccl 2.31.2", "nccl-tests")``; never a
             component of :data:`fmcluster.catalog.images.GPU_STACK`.
         bake_installs: bake mode: lock components the image build installs because its parent does not carry
@@ -110,12 +115,16 @@ class ResolvedImage:
         limit: the orchestrator's boot limit (:class:`fmcluster.catalog.images.BootLimit`).
         nvme: how the image handles the instance-store NVMe (reuse it when it has an array).
         gpu_services: services the image owns; the boot path never stops them.
+        contract: the node contract (:func:`fmcluster.features.node.plan_contract.node_contract`): what every judge
+            of the node (boot verify, node check, health check, image test, ``fmcluster plan``) checks and whether
+            a difference fails closed.
     """
 
     mode: str
     manifest: ImageManifest | None
     ami_id: str | None
     lock: dict[str, str | None]
+    enforcement: dict[str, tuple[bool, str]]
     reported_only: frozenset[str]
     installs_at_boot: tuple[str, ...]
     bake_installs: tuple[str, ...]
@@ -125,6 +134,7 @@ class ResolvedImage:
     gpu_services: tuple[str, ...]
     orchestrator_parts: tuple[BootPart, ...] = ()
     exporters: bool = False
+    contract: tuple[ContractRow, ...] = ()
 
     @property
     def boot_steps(self) -> tuple[BootStep, ...]:
@@ -239,39 +249,41 @@ def boot_path(installs: tuple[str, ...], inst: InstanceSpec, fsx: bool) -> tuple
     return tuple(steps)
 
 
-def resolve_image(bp: Blueprint, inst: InstanceSpec, stack: SoftwareStack | None) -> ResolvedImage:
+def resolve_image(bp: Blueprint, inst: InstanceSpec, stack: SoftwareStack | None, *,
+                  efa_enabled: bool = True) -> ResolvedImage:
     """The :class:`ResolvedImage` of a group of ``inst`` in ``bp`` (``stack`` = the resolved software stack,
-    ``None`` when its name is unknown: the lock is then empty and the rules report the name)."""
+    ``None`` when its name is unknown: the lock is then empty and the rules report the name; ``efa_enabled``: the
+    group uses EFA, so the contract checks the EFA components)."""
     spec = bp.software.image
     manifest = blueprint_official_image(bp)
     lock = node_lock(stack, inst) if stack is not None else {}
-    reported: frozenset[str] = frozenset()
-    if spec.mode == "official" and manifest is not None:
-        # A reference that follows the newest release (PCS-ready DLAMI `latest`, HyperPod's default) boots whatever
-        # AWS published last: failing on a difference would stop every node launched after a release, so all of it
-        # is reported. Otherwise only what no primary source confirms is reported.
-        reported = frozenset(c for c, v in lock.items() if v is not None and (
-            manifest.reference.moving or c in manifest.unverified
-            or (c in ("libfabric", "aws_ofi_nccl") and "efa_installer" in manifest.unverified)))
     # Never a GPU_STACK component: _installs_at_boot only adds NCCL and nccl-tests (tests/features/node/test_image.py checks it).
     installs = _installs_at_boot(spec.mode, manifest, lock)
+    bakes = _bake_installs(spec.mode, manifest, lock)
+    # A reference that follows the newest release (PCS-ready DLAMI `latest`, HyperPod's default) boots whatever AWS
+    # published last, and an unverified value is an assumption: a difference in either is drift, not a failure.
+    built = (*bakes, *(i.split(" ")[0] for i in installs if i.startswith("nccl ")))
+    enforcement = version_enforcement(spec.mode, manifest, lock, built)
     # Baked and custom images are built from (or must match) the official image's NVMe handling only when they
     # derive from it; a custom AMI is unknown, so the boot path looks for an array before building one.
     nvme = manifest.nvme if (manifest is not None and spec.mode != "custom") else NvmeHandling("none", None)
     profile = profile_for(bp.orchestrator)
-    return ResolvedImage(
+    lustre = bp.storage.lustre is not None and profile.lustre_on_nodes
+    image = ResolvedImage(
         mode=spec.mode,
         manifest=manifest,
         ami_id=spec.ami_id or spec.parent_ami_id,
         lock=lock,
-        reported_only=reported,
+        enforcement=enforcement,
+        reported_only=frozenset(c for c, (enforce, _) in enforcement.items() if not enforce),
         installs_at_boot=installs,
-        bake_installs=_bake_installs(spec.mode, manifest, lock),
+        bake_installs=bakes,
         # FSx wait only where the orchestrator mounts Lustre before the node scripts run (not HyperPod EKS: no host mount).
-        boot_path=boot_path(installs, inst, bp.storage.lustre is not None and profile.lustre_on_nodes),
+        boot_path=boot_path(installs, inst, lustre),
         limit=boot_limit(profile.key),
         nvme=nvme,
         gpu_services=manifest.gpu_services if (manifest is not None and spec.mode != "custom") else (),
         orchestrator_parts=profile.boot_parts,
         exporters=bp.observability.enabled,
     )
+    return replace(image, contract=node_contract(image, inst, efa_enabled=efa_enabled, lustre=lustre))

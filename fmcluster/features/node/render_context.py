@@ -24,7 +24,8 @@ from fmcluster.catalog.software import (
     nccl_tests_artifact,
     version_ge,
 )
-from fmcluster.features.node.plan_image import fabric_state_required
+from fmcluster.features.node.plan_contract import open_modules_required
+from fmcluster.features.node.plan_image import ResolvedImage, fabric_state_required
 from fmcluster.features.node.plan_mirror import mirror_objects
 from fmcluster.features.observability.render_exporters import exporter_context, render_exporter_script
 from fmcluster.resolved import NODE_DIR, ResolvedCluster, ResolvedGroup
@@ -37,6 +38,10 @@ SCRATCH_LABEL = "fmc-scratch"
 NCCL_SOCKET_IFNAME = "^docker,lo,veth"
 #: Where a baked image carries its lock (``image_build_steps`` writes it, the boot path compares it).
 LOCK_PATH = f"{NODE_DIR}/lock.json"
+#: Where a baked image carries its measured manifest (what the build's probes found, one value per lock component).
+MEASURED_PATH = f"{NODE_DIR}/measured.json"
+#: Where the boot verify writes the drift it found (one "<component>: <detail>" line each; absent: no drift).
+DRIFT_PATH = f"{NODE_DIR}/drift.txt"
 #: Where nccl-tests is built (the node check runs ``<dir>/build/all_reduce_perf``).
 NCCL_TESTS_DIR = "/opt/nccl-tests"
 #: MPI the EFA installer ships (aws-efa-installer installs Open MPI under /opt/amazon/openmpi; EFA user guide
@@ -225,8 +230,10 @@ class NodeContext:
     image_mode: str = "official"
     #: component -> version the node must carry (``None``: not needed on this type)
     lock: dict[str, str | None] = field(default_factory=dict)
-    #: the lock as written to LOCK_PATH in a baked image (sorted keys, one line)
+    #: the lock document (:func:`lock_document`) as written to LOCK_PATH: one line, sorted keys
     lock_json: str = ""
+    #: Grace Hopper / Blackwell: proprietary modules loaded fail the node (plan_contract.open_modules_required)
+    open_modules_required: bool = False
     #: lock components the boot verification compares (efa components only with EFA; NCCL when not installed at boot)
     verify_components: tuple[str, ...] = ()
     #: components whose difference is only reported (unverified official-image values)
@@ -264,6 +271,15 @@ class NodeContext:
         return asdict(self)
 
 
+def lock_document(blueprint: str, group: str, stack: str, os_name: str, image: ResolvedImage) -> str:
+    """The one lock format, as one JSON line (sorted keys): ``{"blueprint", "group", "stack", "os", "mode",
+    "lock": {component: version|null}, "drift": [components reported, not enforced]}``. The bake writes it to
+    :data:`LOCK_PATH`, the Image Builder test compares the file with it, the boot verify of a baked node compares
+    the image's file with its own, the node check's pins are its ``lock``."""
+    return json.dumps({"blueprint": blueprint, "group": group, "stack": stack, "os": os_name, "mode": image.mode,
+                       "lock": image.lock, "drift": sorted(image.reported_only)}, sort_keys=True)
+
+
 def node_paths(node_dir: str, plugin_override: str | None) -> dict[str, str]:
     """Where a node's fmcluster files go (``paths`` in the templates): under ``node_dir``
     (:attr:`ResolvedCluster.node_dir`), plus the login-shell hook, the scratch label and, when
@@ -276,6 +292,8 @@ def node_paths(node_dir: str, plugin_override: str | None) -> dict[str, str]:
         "scratch_label": SCRATCH_LABEL,
         "plugin_prefix": f"{node_dir}/aws-ofi-nccl-{plugin_override}" if plugin_override else "",
         "lock": LOCK_PATH,
+        "drift": DRIFT_PATH,
+        "measured": MEASURED_PATH,
         "nccl_tests": NCCL_TESTS_DIR,
         "mpi_home": MPI_HOME,
     }
@@ -372,7 +390,8 @@ def node_context(rc: ResolvedCluster, group: ResolvedGroup, *, exporters_script:
         exporters_script=exporters_script,
         image_mode=image.mode,
         lock=dict(image.lock),
-        lock_json=json.dumps(image.lock, sort_keys=True),
+        lock_json=lock_document(rc.name, group.name, stack.name, software.os_name, image),
+        open_modules_required=open_modules_required(inst),
         verify_components=verify,
         reported_only=tuple(sorted(image.reported_only)),
         installs_nccl=installs_nccl,

@@ -16,7 +16,6 @@ parent's own stack adds NCCL, nccl-tests, the lock and the holds.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
@@ -47,6 +46,7 @@ STEP_TIMEOUT_S: dict[str, int] = {
     "gdrcopy": 1800,
     "nccl-tests": 1800,
     "lock": 300,
+    "measure": 300,
     "holds": 300,
 }
 #: Steps whose scripts are still placeholders (none: every step is rendered from the install templates).
@@ -92,27 +92,20 @@ def group_lock(group: ResolvedGroup) -> dict[str, str | None]:
     return dict(group.image.lock)
 
 
-def _lock_step(rc: ResolvedCluster, group: ResolvedGroup) -> ImageBuildStep:
-    doc = {"blueprint": rc.name, "group": group.name, "stack": rc.blueprint.software.stack_name,
-           "os": rc.blueprint.software.os_name, "lock": group_lock(group)}
-    text = json.dumps(doc, indent=2, sort_keys=True)
-    if "FMCLUSTER_LOCK_EOF" in text:
-        raise ValueError("lock contains its heredoc delimiter FMCLUSTER_LOCK_EOF")
-    build = (
-        "#!/bin/bash\n"
-        "set -euo pipefail\n"
-        f"install -d -m 0755 {LOCK_PATH.rsplit('/', 1)[0]}\n"
-        f"cat > {LOCK_PATH} <<'FMCLUSTER_LOCK_EOF'\n{text}\nFMCLUSTER_LOCK_EOF\n"
-        f"chmod 0644 {LOCK_PATH}\n"
-    )
-    check = (
+def lock_test(rc: ResolvedCluster, group: ResolvedGroup) -> str:
+    """The ``test`` phase of the ``lock`` step: :data:`LOCK_PATH` on the new AMI must be, byte for byte, the lock
+    document the build wrote (``install/lock.sh.j2``, ``NodeContext.lock_json``): the one format the boot verify of a
+    baked node compares (issue 23: the test used to grep a field the build never wrote)."""
+    doc = node_context(rc, group).lock_json
+    if "'" in doc:
+        raise ValueError("the lock document contains a single quote")
+    return (
         "#!/bin/bash\n"
         "set -euo pipefail\n"
         f"test -s {LOCK_PATH} || {{ echo 'fmcluster: {LOCK_PATH} is missing or empty' >&2; exit 1; }}\n"
-        f"grep -q '\"group\": \"{group.name}\"' {LOCK_PATH} || "
-        f"{{ echo 'fmcluster: {LOCK_PATH} is not the lock of group {group.name}' >&2; exit 1; }}\n"
+        f"printf '%s' '{doc}' | cmp -s - {LOCK_PATH} || "
+        f"{{ echo \"fmcluster: {LOCK_PATH} is not the lock of group {group.name}: $(cat {LOCK_PATH})\" >&2; exit 1; }}\n"
     )
-    return ImageBuildStep("lock", build, check, check, STEP_TIMEOUT_S["lock"], f"write the lock to {LOCK_PATH}")
 
 
 def image_build_steps(rc: ResolvedCluster, group: ResolvedGroup) -> list[ImageBuildStep]:
@@ -123,8 +116,8 @@ def image_build_steps(rc: ResolvedCluster, group: ResolvedGroup) -> list[ImageBu
         wanted.add("cuda-repo")
     if rc.software is not None and rc.software.plugin_override:
         wanted.add("aws-ofi-nccl")
-    wanted |= {"nccl-tests", "lock", "holds"}
-    lock_check = _lock_step(rc, group).test
+    wanted |= {"nccl-tests", "lock", "measure", "holds"}
+    lock_check = lock_test(rc, group)
     library = f"{BUILD_SCRIPT_DIR}/lib.sh"
     steps: list[ImageBuildStep] = [_file_step("library", library, library_script(rc, group))]
     for component, script in install_scripts(rc, group, library_path=library):
@@ -163,6 +156,7 @@ _TEMPLATES: dict[str, tuple[str, str]] = {
     "gdrcopy": ("node/install/gdrcopy.sh.j2", "install_gdrcopy"),
     "nccl-tests": ("node/steps/nccl_tests.sh.j2", "step_nccl_tests"),
     "lock": ("node/install/lock.sh.j2", "install_lock"),
+    "measure": ("node/install/measure.sh.j2", "install_measure"),
     "holds": ("node/steps/holds.sh.j2", "step_holds"),
 }
 
@@ -177,7 +171,7 @@ def install_scripts(rc: ResolvedCluster, group: ResolvedGroup, *, library_path: 
 
     Components: ``cuda-repo``, ``driver``, ``fabric-manager`` (types with NVSwitch; with nvlsm on NVLink5),
     ``imex`` (NVLink-domain types), ``cuda``, ``nccl``, ``efa`` (when the group uses EFA), ``aws-ofi-nccl``
-    (only with ``software.overrides.aws_ofi_nccl``), ``gdrcopy``, ``nccl-tests``, ``lock``, ``holds``. With
+    (only with ``software.overrides.aws_ofi_nccl``), ``gdrcopy``, ``nccl-tests``, ``lock``, ``measure``, ``holds``. With
     ``library_path`` each script sources the shared node library from there (:func:`library_script`) instead of
     inlining it. Otherwise each script is self-contained (``#!/usr/bin/env bash``, the shared library inlined) and idempotent (a component
     already at the locked version is left alone).
@@ -196,7 +190,7 @@ def install_scripts(rc: ResolvedCluster, group: ResolvedGroup, *, library_path: 
         names.append("efa")
     if ctx.plugin_from_source:
         names.append("aws-ofi-nccl")
-    names += ["gdrcopy", "nccl-tests", "lock", "holds"]
+    names += ["gdrcopy", "nccl-tests", "lock", "measure", "holds"]
     data = {**script_data(ctx), "library_path": library_path}
     out: list[tuple[str, str]] = []
     for name in names:

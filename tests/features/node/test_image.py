@@ -151,14 +151,22 @@ def test_lock_has_fabric_manager_only_on_nvswitch_types_and_imex_only_on_nvlink_
     assert gb["fabric_manager"] is None and gb["imex"] == "580.173.02"
 
 
-def test_official_mode_reports_only_unverified_components() -> None:
-    pc = resolve(load_blueprint_text(blueprint_text({})).blueprint).groups[0].image
-    assert pc.reported_only == {"cuda", "gdrcopy", "kernel_modules"}
-    # a reference that follows the newest release reports everything (a new release must not stop every new node)
-    pcs = resolve(load_blueprint_text(blueprint_text({"orchestrator": {"kind": "pcs"}})).blueprint).groups[0].image
-    assert pcs.reported_only == {k for k, v in pcs.lock.items() if v is not None}
-    baked = resolve(load_blueprint_text(blueprint_text({"software": {"image": {"mode": "bake"}}})).blueprint).groups[0].image
-    assert baked.reported_only == frozenset()
+@pytest.mark.parametrize(("patch", "drift"), [
+    # official: what no primary source confirms is drift; NCCL, installed at boot by fmcluster, is enforced
+    ({}, {"cuda", "gdrcopy", "kernel_modules"}),
+    # a reference that follows the newest release: everything the image carries is drift (a new release must not
+    # stop every new node), only what fmcluster installs (NCCL) is enforced
+    ({"orchestrator": {"kind": "pcs"}},
+     {"aws_ofi_nccl", "cuda", "driver", "efa_installer", "fabric_manager", "gdrcopy", "kernel_modules", "libfabric"}),
+    # bake: the parent's unverified values stay drift (issue 23: GDRCopy on p6-b200); NCCL is baked (enforced)
+    ({"software": {"image": {"mode": "bake"}}}, {"cuda", "gdrcopy", "kernel_modules"}),
+    # custom: the blueprint declares its AMI carries the lock, every difference fails
+    ({"software": {"image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}}}, set()),
+])
+def test_drift_is_what_fmcluster_did_not_build_and_no_source_confirms(patch: dict[str, Any], drift: set[str]) -> None:
+    image = resolve(load_blueprint_text(blueprint_text(patch)).blueprint).groups[0].image
+    assert image.reported_only == drift
+    assert {c for c, (enforce, _) in image.enforcement.items() if not enforce} == drift
 
 
 # ---- rules --------------------------------------------------------------------------------------

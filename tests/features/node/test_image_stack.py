@@ -151,7 +151,7 @@ def test_image_stack_resources_and_parent(orchestrator: str) -> None:
     names = [c["Properties"]["Name"].rsplit("-", 1)[-1] for c in components.values()]
     # the parent's own stack is baked: only what it lacks (NCCL, nccl-tests), the lock, then the holds
     full = [c["Properties"]["Name"] for c in components.values()]
-    assert names[-2:] == ["lock", "holds"] and any(n.endswith("nccl-tests") for n in full)
+    assert names[-3:] == ["lock", "measure", "holds"] and any(n.endswith("nccl-tests") for n in full)
     assert not any(n.endswith("driver") for n in full)
     # the recipe runs every component, in the stack's order
     arns = [c["ComponentArn"]["Fn::GetAtt"][0] for c in recipe["Properties"]["Components"]]

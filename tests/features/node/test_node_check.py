@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import shutil
+import subprocess
 import sys
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -66,7 +70,7 @@ def test_happy_path_passes(tmp_path: Path, p5: tuple[NodeContext, str]) -> None:
     assert r.lines["driver"] == ("PASS", "570.172.08 on all GPUs")
     assert r.lines["fabric-manager"] == ("PASS", "570.172.08, active")
     assert r.lines["fabric-state"] == ("PASS", "Completed on 8 GPU(s)")
-    assert r.lines["efa-devices"] == ("PASS", "32 EFA device(s), efa RDM provider present")
+    assert r.lines["efa-devices"] == ("PASS", "32 EFA device(s), 32 efa RDM domain(s) in fi_info")
     assert r.lines["efa-provider"] == ("PASS", "Selected provider is efa, fabric is efa-direct (found 32 nics)")
     assert r.lines["gdrdma"] == ("PASS", "6 NET channel(s), all GDRDMA")
     assert r.lines["network"] == ("PASS", "Using network Libfabric")
@@ -121,7 +125,7 @@ FAULTS = [
     ("driver-differs", {"drivers": ["570.158.01"] * 8}, HAPPY_LOG, "driver",
      "driver 570.158.01 does not match the pinned 570.172.08"),
     ("fabric-manager-differs", {"packages": {"nvidia-fabricmanager-570": "570.158.01-1"}}, HAPPY_LOG, "fabric-manager",
-     "Fabric Manager 570.158.01-1 does not match the driver 570.172.08"),
+     "Fabric Manager 570.158.01-1 does not match the running driver 570.172.08"),
     ("fabric-manager-inactive", {"services": {"nvidia-fabricmanager": "failed"}}, HAPPY_LOG, "fabric-manager",
      "nvidia-fabricmanager is failed, expected active"),
     ("fabric-state-in-progress", {"fabric_states": ["Completed"] * 7 + ["In Progress"]}, HAPPY_LOG, "fabric-state",
@@ -137,11 +141,14 @@ FAULTS = [
     ("plugin-init-failed", {}, INIT_FAILED, "net-plugin-init",
      "plugin initialisation failed: NET/OFI aws-ofi-nccl initialization failed"),
     ("network-socket", {}, SOCKETS, "network", "NCCL used sockets, not EFA: Using network Socket"),
-    ("efa-fewer-nics", {}, FEW_NICS, "efa-provider", "efa selected with 16 NIC(s), expected 32 for p5.48xlarge"),
-    ("no-gdrdma", {}, _strip_gdrdma(HAPPY_LOG), "gdrdma",
-     "6 of 6 NET channel(s) without GDRDMA: traffic bounces through host memory"),
     ("efa-device-short", {"ib_devices": 31}, HAPPY_LOG, "efa-devices",
      "31 EFA device(s) in {ib}, expected 32 for p5.48xlarge"),
+    ("fi-info-fewer-domains", {"efa_domains": 30}, HAPPY_LOG, "efa-devices",
+     "fi_info -p efa lists 30 efa RDM domain(s), expected 32 for p5.48xlarge"),
+    ("proprietary-loaded-open-installed", {"loaded_license": "NVIDIA"}, HAPPY_LOG, "kernel-modules",
+     "the loaded module is proprietary (/proc/driver/nvidia/version), the installed one open: reboot or reload"),
+    ("driver-updated-without-reboot", {"installed_driver": "570.195.03"}, HAPPY_LOG, "driver-loaded",
+     "the loaded nvidia module is 570.172.08, the installed one 570.195.03: reboot or reload"),
     ("gdrcopy-missing", {"packages": {"gdrcopy": None}}, HAPPY_LOG, "gdrcopy",
      "GDRCopy missing: package gdrcopy not installed, expected 2.5.1"),
     ("gdrdrv-not-loaded", {"modules": ["nvidia", "nvidia_uvm", "efa", "ib_uverbs", "ib_core"]}, HAPPY_LOG, "gdrcopy",
@@ -157,6 +164,27 @@ FAULTS = [
     ("gpu-missing", {"drivers": ["570.172.08"] * 7, "fabric_states": ["Completed"] * 7}, HAPPY_LOG, "gpus",
      "nvidia-smi sees 7 GPU(s), expected 8 for p5.48xlarge"),
 ]
+
+
+# Reported, not failed (issue 23, item 5): what no source fixes for a one-node run is left to the acceptance gate.
+REPORTED = [
+    ("efa-fewer-nics", FEW_NICS, "efa-provider", "efa selected with 16 NIC(s); 32 EFA device(s) on p5.48xlarge"),
+    ("no-gdrdma", _strip_gdrdma(HAPPY_LOG), "gdrdma",
+     "6 of 6 NET channel(s) without GDRDMA: traffic bounces through host memory"),
+    ("no-network-line", HAPPY_LOG.replace("Using network Libfabric", "Using network AWS-Libfabric-v9"), "network",
+     "no 'Using network Libfabric' line (the line differs across NCCL versions)"),
+]
+
+
+@pytest.mark.parametrize(("case", "log", "check", "detail"), REPORTED, ids=[c[0] for c in REPORTED])
+def test_ambiguous_nccl_evidence_is_reported_not_failed(tmp_path: Path, p5: tuple[NodeContext, str], case: str,
+                                                        log: str, check: str, detail: str) -> None:
+    ctx, script = p5
+    log_file = tmp_path / "nccl.log"
+    log_file.write_text(log)
+    r = run(tmp_path, script, harness.happy_node(ctx), "--nccl-log", str(log_file))
+    assert r.returncode == 0, r.stdout
+    assert r.lines[check] == ("WARN", f"{detail} (reported; judged by the acceptance gate)")
 
 
 @pytest.mark.parametrize(("fault", "change", "log", "check", "detail"), FAULTS, ids=[f[0] for f in FAULTS])
@@ -184,8 +212,9 @@ def test_each_listed_fault_fails_only_where_expected(tmp_path: Path, p5: tuple[N
     ctx, script = p5
     log_file = tmp_path / "nccl.log"
     log_file.write_text(HAPPY_LOG)
-    # another driver on the GPUs is also the module in the kernel: both driver checks name it
-    for field_name, value, checks in [("drivers", ["570.158.01"] * 8, {"driver", "driver-loaded"}),
+    # another driver on the GPUs (loaded and installed alike): the driver differs from the lock, and Fabric Manager
+    # (still the lock's) no longer matches the running driver
+    for field_name, value, checks in [("drivers", ["570.158.01"] * 8, {"driver", "fabric-manager"}),
                                       ("ib_devices", 31, {"efa-devices"}), ("efa_installer", "1.42.0", {"efa-installer"})]:
         node = replace(harness.happy_node(ctx), **{field_name: value})
         assert run(tmp_path, script, node, "--nccl-log", str(log_file)).failed == checks
@@ -201,8 +230,8 @@ def test_old_nccl_and_plugin_line_formats(tmp_path: Path, p5: tuple[NodeContext,
     assert r.lines["network"] == ("PASS", "Using network AWS Libfabric")
     assert r.lines["efa-provider"] == ("PASS", "Selected Provider is efa (found 32 nics)")
     assert r.lines["gdrdma"] == ("PASS", "2 NET channel(s), all GDRDMA")
-    assert r.lines["net-plugin"] == ("FAIL", "the job loaded aws-ofi-nccl 1.7.4-aws, expected 1.16.3")
-    assert r.failed == {"nccl-loaded", "net-plugin"}
+    assert r.lines["aws-ofi-nccl-loaded"] == ("FAIL", "the job loaded aws-ofi-nccl 1.7.4-aws, expected 1.16.3")
+    assert r.failed == {"nccl-loaded", "aws-ofi-nccl-loaded"}
 
 
 @pytest.mark.parametrize(
@@ -285,11 +314,12 @@ def test_gb200_checks_imex_not_fabric_manager(tmp_path: Path) -> None:
 
 
 def test_loaded_module_and_initramfs_are_checked(tmp_path: Path, p5: tuple[NodeContext, str]) -> None:
-    """A driver updated without a reboot (the kernel still runs the old module) and a kernel without an
-    initramfs each fail their own check."""
+    """A module in the kernel other than the installed one (a driver changed without a reboot) and a kernel without an
+    initramfs each fail their own check: the loaded module is compared with the installed one, not with the lock."""
     ctx, script = p5
     r = run(tmp_path, script, replace(harness.happy_node(ctx), loaded_driver="570.158.01"), "--no-nccl")
-    assert r.lines["driver-loaded"] == ("FAIL", "the loaded nvidia module is 570.158.01, the lock needs 570.172.08")
+    assert r.lines["driver-loaded"] == ("FAIL", "the loaded nvidia module is 570.158.01, the installed one 570.172.08: "
+                                                "reboot or reload")
     assert r.failed == {"driver-loaded"}
     r = run(tmp_path, script, replace(harness.happy_node(ctx), initramfs=False), "--no-nccl")
     assert r.lines["initramfs"] == ("FAIL", "/boot/initrd.img-6.8.0-1031-aws missing for the running kernel 6.8.0-1031-aws")
@@ -307,4 +337,32 @@ def test_reported_only_component_is_a_warning_not_a_failure(tmp_path: Path) -> N
     node = replace(harness.happy_node(ctx), cuda_version="13.2.1")
     r = run(tmp_path, script, node, "--no-nccl")
     assert r.returncode == 0, r.stdout
-    assert r.lines["cuda"][0] == "WARN" and r.lines["cuda"][1].endswith("(reported only: unverified image value)")
+    assert r.lines["cuda"][0] == "WARN" and r.lines["cuda"][1].endswith("(drift: not enforced, unverified or moving image value)")
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/bin/setpriv").exists(), reason="needs root to switch to a user")
+def test_node_check_run_by_a_user_logs_to_a_user_writable_place(p5: tuple[NodeContext, str]) -> None:
+    """`srun ... fmcluster-node-check` as a user (docs/operations.md): the NCCL log goes to
+    ${XDG_RUNTIME_DIR:-/tmp}/fmcluster-$USER, not root-owned /var/log/fmcluster, and a healthy node passes."""
+    ctx, script = p5
+    top = Path(tempfile.mkdtemp(prefix="fmc-user-check-", dir="/tmp"))
+    try:
+        root = top / "sandbox"
+        root.mkdir()
+        env = harness.build_sandbox(root, replace(harness.happy_node(ctx), nccl_tests_log=HAPPY_LOG))
+        del env["FMC_LOG_DIR"]
+        xdg = top / "run-user"
+        xdg.mkdir()
+        env.update({"XDG_RUNTIME_DIR": str(xdg), "USER": "nobody"})
+        (root / "fmcluster-node-check").write_text(script)
+        for p in [top, *top.rglob("*")]:
+            p.chmod(0o755 if p.is_dir() or os.access(p, os.X_OK) else 0o644)
+        os.chown(xdg, 65534, 65534)
+        proc = subprocess.run(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", shutil.which("bash")
+                               or "/bin/bash", str(root / "fmcluster-node-check")], env=env, capture_output=True,
+                              text=True, timeout=60, cwd=root, check=False)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        log = xdg / "fmcluster-nobody" / "nccl-check.log"
+        assert f"(log: {log})" in proc.stdout and log.read_text() == HAPPY_LOG
+    finally:
+        shutil.rmtree(top, ignore_errors=True)

@@ -63,9 +63,10 @@ CASES = [
     ("efa-direct", HAPPY_LINE, ("PASS", HAPPY_LINE)),
     ("efa-old-format", "Selected Provider is efa (found 32 nics)", ("PASS", "Selected Provider is efa (found 32 nics)")),
     ("efa-few-nics", "Selected provider is efa, fabric is efa-direct (found 8 nics)",
-     ("FAIL", "efa selected with 8 NIC(s), expected 32 for p5.48xlarge")),
+     ("WARN", "efa selected with 8 NIC(s); 32 EFA device(s) on p5.48xlarge (reported; judged by the acceptance gate)")),
     ("unrecognised", "Selected provider is efa, fabric is (null) (found 32 nics)",
-     ("FAIL", "unrecognised provider line (expected efa): Selected provider is efa, fabric is (null) (found 32 nics)")),
+     ("WARN", "unrecognised provider line (expected efa): Selected provider is efa, fabric is (null) (found 32 nics)"
+              " (reported; judged by the acceptance gate)")),
 ]
 
 
@@ -76,7 +77,7 @@ def test_provider_line(tmp_path: Path, p5: tuple[object, str], case: str, line: 
     log.write_text(HAPPY_LOG.replace(HAPPY_LINE, line))
     r = harness.run_check(tmp_path, script, harness.happy_node(ctx), "--nccl-log", str(log))
     assert r.lines["efa-provider"] == expected, r.stdout
-    assert (r.returncode == 0) == (expected[0] == "PASS"), r.stdout
+    assert (r.returncode == 0) == (expected[0] != "FAIL"), r.stdout
 
 
 def test_no_provider_line(tmp_path: Path, p5: tuple[object, str]) -> None:
@@ -84,4 +85,4 @@ def test_no_provider_line(tmp_path: Path, p5: tuple[object, str]) -> None:
     log = tmp_path / "nccl.log"
     log.write_text("\n".join(x for x in HAPPY_LOG.splitlines() if "Selected provider" not in x) + "\n")
     r = harness.run_check(tmp_path, script, harness.happy_node(ctx), "--nccl-log", str(log))
-    assert r.lines["efa-provider"] == ("FAIL", "no 'Selected provider is efa' line: the efa provider was not selected")
+    assert r.lines["efa-provider"] == ("WARN", "no 'Selected provider is efa' line (reported; judged by the acceptance gate)")
