@@ -77,14 +77,32 @@ class ImageBuildStep:
     summary: str
 
 
-def _file_step(component: str, path: str, text: str) -> ImageBuildStep:
-    """A step that writes ``text`` to ``path`` in the image; validate and test check that it is there."""
+#: Characters of file content per component: Image Builder takes at most 16,000 characters of inline component data
+#: (``construct_image.COMPONENT_DATA_LIMIT``), and the YAML document indents every line and adds its phases.
+FILE_PART_CHARS = 9_000
+
+
+def _file_steps(component: str, path: str, text: str) -> list[ImageBuildStep]:
+    """Steps that write ``text`` to ``path`` in the image, one component per :data:`FILE_PART_CHARS` of it (split at
+    line ends, the first writes, the next append: ``library``, ``library-part2``, ...); validate and test check that
+    the file is there."""
     if f"\n{_EOF}\n" in text:
         raise ValueError(f"{component} contains its heredoc delimiter {_EOF}")
-    build = (f"#!/bin/bash\nset -euo pipefail\ninstall -d -m 0755 {BUILD_SCRIPT_DIR}\n"
-             f"cat > {path} <<'{_EOF}'\n{text}\n{_EOF}\nchmod 0644 {path}\n")
+    parts: list[str] = [""]
+    for line in text.split("\n"):
+        if parts[-1] and len(parts[-1]) + len(line) + 1 > FILE_PART_CHARS:
+            parts.append("")
+        parts[-1] += ("\n" if parts[-1] else "") + line
     check = f"#!/bin/bash\nset -euo pipefail\ntest -s {path} || {{ echo 'fmcluster: {path} is missing' >&2; exit 1; }}\n"
-    return ImageBuildStep(component, build, check, check, STEP_TIMEOUT_S[component], f"write {path}")
+    steps = []
+    for i, part in enumerate(parts):
+        name = component if i == 0 else f"{component}-part{i + 1}"
+        redirect = ">" if i == 0 else ">>"
+        build = (f"#!/bin/bash\nset -euo pipefail\ninstall -d -m 0755 {BUILD_SCRIPT_DIR}\n"
+                 f"cat {redirect} {path} <<'{_EOF}'\n{part}\n{_EOF}\nchmod 0644 {path}\n")
+        summary = f"write {path}" + (f" (part {i + 1} of {len(parts)})" if len(parts) > 1 else "")
+        steps.append(ImageBuildStep(name, build, check, check, STEP_TIMEOUT_S[component], summary))
+    return steps
 
 
 def group_lock(group: ResolvedGroup) -> dict[str, str | None]:
@@ -119,7 +137,7 @@ def image_build_steps(rc: ResolvedCluster, group: ResolvedGroup) -> list[ImageBu
     wanted |= {"nccl-tests", "lock", "measure", "holds"}
     lock_check = lock_test(rc, group)
     library = f"{BUILD_SCRIPT_DIR}/lib.sh"
-    steps: list[ImageBuildStep] = [_file_step("library", library, library_script(rc, group))]
+    steps: list[ImageBuildStep] = _file_steps("library", library, library_script(rc, group))
     for component, script in install_scripts(rc, group, library_path=library):
         if component not in wanted:
             continue
