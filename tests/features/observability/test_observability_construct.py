@@ -31,7 +31,7 @@ def _synth(kind: str, metrics: str) -> tuple[Path, dict[str, dict[str, Any]]]:
     from fmcluster.stacks.build import build_app
 
     bp = load_blueprint_text(
-        blueprint_text({"observability": {"metrics": metrics}, "orchestrator": {"kind": kind}})
+        blueprint_text({"observability": {"metrics": metrics, "alert_email": "oncall@example.com"}, "orchestrator": {"kind": kind}})
     ).blueprint
     out = Path(tempfile.mkdtemp(prefix=f"fmcluster-obs-{kind}-{metrics}-"))
     app = cdk.App(outdir=str(out), context=cdk_context())
@@ -79,7 +79,7 @@ def test_managed_stack_has_amp_rules_grafana_and_scoped_node_policy() -> None:
     ((ws_id, ws),) = resources_of(tpl, "AWS::APS::Workspace").items()
     assert ws["Properties"]["Alias"] == "fmcluster-t-cluster"
     (rules,) = resources_of(tpl, "AWS::APS::RuleGroupsNamespace").values()
-    bp = load_blueprint_text(blueprint_text({"observability": {"metrics": "managed"}})).blueprint
+    bp = load_blueprint_text(blueprint_text({"observability": {"metrics": "managed", "alert_email": "oncall@example.com"}})).blueprint
     assert rules["Properties"]["Data"] == render_alert_rules(observability_context(resolve(bp)))
     assert rules["Properties"]["Workspace"] == {"Fn::GetAtt": [ws_id, "Arn"]}
     (graf,) = resources_of(tpl, "AWS::Grafana::Workspace").values()
@@ -124,9 +124,10 @@ def test_self_hosted_stack_has_no_workspaces() -> None:
     _, templates = _synth("parallelcluster", "self_hosted")
     tpl = templates["t-cluster-observability"]
     types = sorted({r["Type"] for r in tpl["Resources"].values()} - {"AWS::CDK::Metadata"})
-    # The alert topic (and its key) for the head node's Alertmanager; no AMP/AMG workspace.
+    # The alert topic (its key, the email subscription) for the head node's Alertmanager; no AMP/AMG workspace.
     assert types == [
-        "AWS::IAM::ManagedPolicy", "AWS::KMS::Key", "AWS::SNS::Topic", "AWS::SNS::TopicPolicy", "AWS::SSM::Parameter"
+        "AWS::IAM::ManagedPolicy", "AWS::KMS::Key", "AWS::SNS::Subscription", "AWS::SNS::Topic", "AWS::SNS::TopicPolicy",
+        "AWS::SSM::Parameter",
     ]
     (node_policy,) = resources_of(tpl, "AWS::IAM::ManagedPolicy").values()
     actions = {
