@@ -100,9 +100,9 @@ def test_promtool_accepts_config_and_rules(
         text=True,
     )
     assert rules.returncode == 0, rules.stdout + rules.stderr
-    # 6 GPU + 5 EFA + 5 node rules (6 with the head-node job of slurm discovery) + Watchdog + one absent()
+    # 6 GPU + 5 EFA + 6 node rules (7 with the head-node job of slurm discovery) + Watchdog + one absent()
     # per scrape job (prometheus, node, dcgm, slurm; + head-node) + the acceptance gate's 3 (docs/acceptance.md)
-    expected = (21 if discovery == "ec2" else 23) + 3
+    expected = (22 if discovery == "ec2" else 24) + 3
     assert f"SUCCESS: {expected} rules found" in rules.stdout
 
 
@@ -565,7 +565,7 @@ def test_alert_rules_parse_and_use_published_metrics() -> None:
     assert {k: rules["NodeDown"][k] for k in ("expr", "for", "labels")} == {
         "expr": 'up{job="node"} == 0',
         "for": "5m",
-        "labels": {"severity": "critical"},
+        "labels": {"severity": "critical", "cluster": "llm-train"},
     }
     known = set(known_metric_names())
     for name, rule in rules.items():
