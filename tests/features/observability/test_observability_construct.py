@@ -78,6 +78,11 @@ def test_managed_stack_has_amp_rules_grafana_and_scoped_node_policy() -> None:
     tpl = templates["t-cluster-observability"]
     ((ws_id, ws),) = resources_of(tpl, "AWS::APS::Workspace").items()
     assert ws["Properties"]["Alias"] == "fmcluster-t-cluster"
+    # alert-manager and ruler logs go to CloudWatch Logs (the ARN attribute ends in :*, as AMP requires)
+    ((log_id, log_group),) = resources_of(tpl, "AWS::Logs::LogGroup").items()
+    assert {k: log_group["Properties"][k] for k in ("LogGroupName", "RetentionInDays")} == {
+        "LogGroupName": "/aws/vendedlogs/prometheus/fmcluster-t-cluster", "RetentionInDays": 90}
+    assert ws["Properties"]["LoggingConfiguration"] == {"LogGroupArn": {"Fn::GetAtt": [log_id, "Arn"]}}
     (rules,) = resources_of(tpl, "AWS::APS::RuleGroupsNamespace").values()
     bp = load_blueprint_text(blueprint_text({"observability": {"metrics": "managed", "alert_email": "oncall@example.com"}})).blueprint
     assert rules["Properties"]["Data"] == render_alert_rules(observability_context(resolve(bp)))
@@ -111,6 +116,7 @@ def test_managed_stack_has_amp_rules_grafana_and_scoped_node_policy() -> None:
         "RemoteWriteUrl",
         "QueryUrl",
         "AlertTopicArn",
+        "AmpLogGroup",
     }
     # CDK's cross-stack export: the cluster stack attaches the node policy to the head node
     node_policy_id = next(iter(resources_of(tpl, "AWS::IAM::ManagedPolicy")))
