@@ -35,6 +35,13 @@ Sources:
   ``/aws/vendedlogs/`` as AWS's own example does. NOT VERIFIED here: whether CloudFormation needs
   ``logs:PutResourcePolicy`` rights beyond the deploy role's for AMP to deliver; check the log group after
   the first alert.
+- Head-node dead-man alarm (self-hosted, :func:`head_node_status_alarm`): ``AWS/EC2`` ``StatusCheckFailed``
+  (0 or 1 per instance, reported every minute at no charge,
+  https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/viewing_metrics_with_cloudwatch.html); missing data is
+  treated as breaching (``TreatMissingData``, https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/
+  AlarmThatSendsEmail.html), so a stopped or terminated head node alarms too. CloudWatch may publish to the
+  KMS-encrypted topic only if the key policy lets ``cloudwatch.amazonaws.com`` use the key
+  (https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws-services).
 - HyperPod EKS (``collector=False``): fmcluster runs no Prometheus there, so no AMP/AMG workspace is created
   that nothing would write to; the HyperPod observability add-on creates its own.
 """
@@ -44,6 +51,7 @@ from __future__ import annotations
 import jsii
 from aws_cdk import Acknowledgment, Annotations, Fn, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_aps as aps
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_grafana as grafana
 from aws_cdk import aws_iam as iam
@@ -230,6 +238,15 @@ class ClusterObservability(Construct):
                 self, "AlertEmail", topic=topic, protocol=sns.SubscriptionProtocol.EMAIL,
                 endpoint=spec.alert_email,
             )
+        if spec.metrics == "self_hosted":  # the head-node dead-man alarm publishes from CloudWatch
+            key.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid="AllowCloudWatchAlarmsToUseTheAlertTopicKey",
+                    principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                    actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"],
+                    conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}},
+                )
+            )
         self.alert_key, self.alert_topic, self.alert_topic_arn = key, topic, topic.topic_arn
 
     def _managed(self, cluster_name: str, alert_rules: str, authentication: str) -> None:
@@ -323,6 +340,34 @@ class ClusterObservability(Construct):
                 "Grafana uses SAML: configure the identity provider on the workspace after deploy "
                 "(aws grafana update-workspace-authentication)."
             )
+
+
+#: The head node counts as dead after this many failed (or missing) one-minute status checks.
+HEAD_NODE_ALARM_MINUTES = 5
+
+
+def head_node_status_alarm(
+    scope: Construct, id: str, *, instance_id: str, topic_arn: str, cluster_name: str
+) -> cloudwatch.CfnAlarm:
+    """A dead-man check of the node that runs Prometheus and Alertmanager, from outside it: a CloudWatch alarm on
+    its EC2 ``StatusCheckFailed`` (``Maximum`` >= 1 for ``HEAD_NODE_ALARM_MINUTES`` one-minute periods, missing data
+    breaching) that notifies ``topic_arn`` when it fails and again when it recovers.
+
+    Args:
+        instance_id: the head node's EC2 instance id (a token, e.g. ParallelCluster's ``headNode.instanceId``).
+        topic_arn: the alert topic (:attr:`ClusterObservability.alert_topic_arn`).
+        cluster_name: the blueprint name (alarm name ``fmcluster-<name>-head-node``).
+    """
+    return cloudwatch.CfnAlarm(
+        scope, id, alarm_name=f"fmcluster-{cluster_name}-head-node",
+        alarm_description=f"fmcluster {cluster_name}: the head node (Prometheus, Alertmanager) fails its EC2 status "
+        "checks or reports none; no other alert of this cluster can reach you while it is down.",
+        namespace="AWS/EC2", metric_name="StatusCheckFailed", dimensions=[
+            cloudwatch.CfnAlarm.DimensionProperty(name="InstanceId", value=instance_id)],
+        statistic="Maximum", period=60, evaluation_periods=HEAD_NODE_ALARM_MINUTES, threshold=1,
+        comparison_operator="GreaterThanOrEqualToThreshold", treat_missing_data="breaching",
+        alarm_actions=[topic_arn], ok_actions=[topic_arn],
+    )
 
 
 @jsii.implements(IValidation)

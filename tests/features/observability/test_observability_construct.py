@@ -283,3 +283,35 @@ def test_head_node_and_queues_share_the_group_that_admits_every_scrape_port() ->
     assert ["EfaSecurityGroup" in g["Fn::ImportValue"] for g in head] == [True]
     for q in config["Scheduling"]["SlurmQueues"]:
         assert head == q["Networking"]["AdditionalSecurityGroups"], q["Name"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "metrics", "alarms"),
+    [("parallelcluster", "self_hosted", 1), ("parallelcluster", "managed", 0), ("pcs", "self_hosted", 0),
+     ("hyperpod", "self_hosted", 0)],
+)
+def test_self_hosted_head_node_has_a_dead_mans_alarm_where_its_instance_id_is_known(
+    kind: str, metrics: str, alarms: int
+) -> None:
+    """Self-hosted: Prometheus and Alertmanager die with the head node, so a CloudWatch alarm on its EC2 status
+    checks (outside it) mails the alert topic. Only ParallelCluster's stack knows the head node's instance id;
+    managed mode has AMP's absent() rules outside the head node."""
+    _, templates = _synth(kind, metrics)
+    found = resources_of(templates["t-cluster-cluster"], "AWS::CloudWatch::Alarm")
+    assert len(found) == alarms
+    if alarms:
+        (alarm,) = found.values()
+        props = alarm["Properties"]
+        assert {k: props[k] for k in ("Namespace", "MetricName", "Statistic", "Period", "EvaluationPeriods",
+                                      "Threshold", "ComparisonOperator", "TreatMissingData")} == {
+            "Namespace": "AWS/EC2", "MetricName": "StatusCheckFailed", "Statistic": "Maximum", "Period": 60,
+            "EvaluationPeriods": 5, "Threshold": 1, "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+            "TreatMissingData": "breaching"}
+        (dim,) = props["Dimensions"]
+        assert dim["Name"] == "InstanceId" and "headNode.instanceId" in json.dumps(dim["Value"])
+        assert props["AlarmActions"] == props["OKActions"]
+        assert "AlertTopic" in json.dumps(props["AlarmActions"])  # the observability stack's topic (an import)
+        obs = templates["t-cluster-observability"]
+        (key,) = resources_of(obs, "AWS::KMS::Key").values()
+        sids = {s.get("Sid") for s in key["Properties"]["KeyPolicy"]["Statement"]}
+        assert "AllowCloudWatchAlarmsToUseTheAlertTopicKey" in sids
