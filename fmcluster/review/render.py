@@ -14,6 +14,7 @@ from pathlib import Path
 
 from fmcluster.blueprint import Blueprint
 from fmcluster.features.acceptance.render_gate import render_acceptance_files
+from fmcluster.features.containers.plan import first_job_dir
 from fmcluster.features.containers.render_first_job import render_fsdp_job
 from fmcluster.features.node.render_context import blueprint_node_contexts
 from fmcluster.features.node.render_scripts import render_node_scripts
@@ -54,7 +55,7 @@ def render_blueprint(bp: Blueprint) -> dict[str, dict[str, str]]:
         if group is not None and group.instance.gpu.count and rc.profile.runs_slurm:
             files["nccl-tests.sbatch"] = render_nccl_tests_sbatch(
                 blueprint_name=bp.name, group_name=name, instance_type=ctx.instance_type, gpus=group.instance.gpu.count,
-                count=group.spec.count, node_dir=rc.node_dir)
+                count=group.spec.count, node_dir=rc.node_dir, shared_dir=first_job_dir(rc))
             files.update(render_fsdp_job(rc, group, ctx))
         out[name] = files
     for rel, text in render_observability_files(rc).items():

@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from fmcluster.catalog.containers import PLUGIN_SHORT_NAME_SINCE, ContainerImage
 from fmcluster.catalog.software import version_lt
-from fmcluster.features.containers.plan import HOST_EFA_DIRS, enroot_uri, example_image, group_container
+from fmcluster.features.containers.plan import (
+    HOST_EFA_DIRS,
+    enroot_uri,
+    example_image,
+    first_job_dir,
+    group_container,
+    pyxis_on_image,
+)
 from fmcluster.features.node.render_context import NodeContext
 from fmcluster.features.slurm.render_hooks import job_env_file
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
@@ -37,7 +44,9 @@ def container_env_names(ctx: NodeContext, catalog: ContainerImage | None, mounts
 
 
 def render_fsdp_job(rc: ResolvedCluster, group: ResolvedGroup, ctx: NodeContext) -> dict[str, str]:
-    """``{file name: text}`` of the example FSDP job of ``group`` (2 nodes, 1 when the group has one)."""
+    """``{file name: text}`` of the example FSDP job of ``group`` (2 nodes, 1 when the group has one): in a container
+    where the group's image has pyxis (:func:`pyxis_on_image`), else on the host with ``$FMC_PYTHON``; submitted from
+    :func:`first_job_dir` where home is not shared."""
     image, catalog = example_image(rc.containers, group.name)
     declared = group_container(rc.containers, group.name)
     mounts_host = declared.mounts_host_plugin if declared is not None else (catalog is None or catalog.bundles_plugin is not True)
@@ -54,5 +63,6 @@ def render_fsdp_job(rc: ResolvedCluster, group: ResolvedGroup, ctx: NodeContext)
         "job_env": job_env_file(rc.node_dir), "image": enroot_uri(image), "image_note": note,
         "host_mounts": HOST_EFA_DIRS if mounts_host else (), "host_library_path": HOST_LIBRARY_PATH,
         "container_env": ",".join(container_env_names(ctx, catalog, mounts_host)),
+        "container": pyxis_on_image(group), "shared_dir": first_job_dir(rc),
     })
     return {SBATCH: sbatch, SCRIPT: render("containers/fsdp-train.py.j2", {})}
