@@ -14,12 +14,10 @@ from pathlib import Path
 
 from fmcluster.blueprint import Blueprint
 from fmcluster.features.acceptance.render_gate import render_acceptance_files
-from fmcluster.features.containers.plan import first_job_dir
-from fmcluster.features.containers.render_first_job import render_fsdp_job
+from fmcluster.features.containers.render_first_job import render_first_jobs
 from fmcluster.features.node.render_context import blueprint_node_contexts
 from fmcluster.features.node.render_scripts import render_node_scripts
 from fmcluster.features.observability.render_files import render_observability_files
-from fmcluster.features.slurm.render_hooks import render_nccl_tests_sbatch
 from fmcluster.orchestrators.hyperpod_eks.render_kubernetes import render_kubernetes_manifests
 from fmcluster.resolved import resolve
 
@@ -53,10 +51,7 @@ def render_blueprint(bp: Blueprint) -> dict[str, dict[str, str]]:
         # Slurm jobs (HyperPod EKS has the MPIJob/PyTorchJob manifests under kubernetes/ instead): nccl-tests and
         # the example FSDP job in a container (docs/first-job.md)
         if group is not None and group.instance.gpu.count and rc.profile.runs_slurm:
-            files["nccl-tests.sbatch"] = render_nccl_tests_sbatch(
-                blueprint_name=bp.name, group_name=name, instance_type=ctx.instance_type, gpus=group.instance.gpu.count,
-                count=group.spec.count, node_dir=rc.node_dir, shared_dir=first_job_dir(rc))
-            files.update(render_fsdp_job(rc, group, ctx))
+            files.update(render_first_jobs(rc, group, ctx))
         out[name] = files
     for rel, text in render_observability_files(rc).items():
         folder, _, name = rel.rpartition("/")

@@ -21,11 +21,12 @@ from fmcluster.features.containers.plan import (
     pyxis_on_image,
 )
 from fmcluster.features.node.render_context import NodeContext
-from fmcluster.features.slurm.render_hooks import job_env_file
+from fmcluster.features.slurm.render_hooks import job_env_file, render_nccl_tests_sbatch
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
 from fmcluster.templates.render import render
 
 SBATCH = "fsdp-train.sbatch"
+NCCL_TESTS = "nccl-tests.sbatch"
 SCRIPT = "fsdp-train.py"
 #: Library folders of the host's aws-ofi-nccl and libfabric inside the container when they are bind-mounted: the EFA
 #: installer's prefixes (lib, lib64 on RPM systems; the plugin under lib/<arch>-linux-gnu on some builds).
@@ -66,3 +67,12 @@ def render_fsdp_job(rc: ResolvedCluster, group: ResolvedGroup, ctx: NodeContext)
         "container": pyxis_on_image(group), "shared_dir": first_job_dir(rc),
     })
     return {SBATCH: sbatch, SCRIPT: render("containers/fsdp-train.py.j2", {})}
+
+
+def render_first_jobs(rc: ResolvedCluster, group: ResolvedGroup, ctx: NodeContext) -> dict[str, str]:
+    """``{file name: text}`` of every first job of a Slurm GPU group (docs/first-job.md): ``nccl-tests.sbatch`` and the
+    FSDP job (:func:`render_fsdp_job`), both submitted from :func:`first_job_dir` where home is not shared."""
+    nccl = render_nccl_tests_sbatch(
+        blueprint_name=rc.name, group_name=group.name, instance_type=group.instance.name, gpus=group.instance.gpu.count,
+        count=group.spec.count, node_dir=rc.node_dir, shared_dir=first_job_dir(rc))
+    return {NCCL_TESTS: nccl, **render_fsdp_job(rc, group, ctx)}
