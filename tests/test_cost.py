@@ -96,7 +96,7 @@ def test_odcr_is_billed_at_the_on_demand_rate() -> None:
 
 
 def test_managed_observability_is_approximated_with_its_assumption() -> None:
-    e = est(FULLY_PRICED, {"observability": {"metrics": "managed"}})
+    e = est(FULLY_PRICED, {"observability": {"metrics": "managed", "alert_email": "oncall@example.com"}})
     amp = line(e, "Amazon Managed Prometheus (approx.)")
     # 4 GPU nodes x 2000 + 1 head node x 1000 series, every 30 s -> 9000 x 120 samples per hour at $0.90 per 10M
     assert amp.usd_per_hour == pytest.approx(9000 * 120 * 0.9 / 1e7, abs=1e-4)

@@ -76,9 +76,9 @@ EDGE_CASES: dict[str, dict[str, Any]] = {
     "pcs-spot": _capacity(PCS, {"type": "spot"}),
     "pcs-odcr": _capacity(PCS, {"type": "odcr", "reservation_id": CR}),
     # metrics modes
-    "metrics-self-hosted": _with(DEFAULT, observability={"metrics": "self_hosted"}),
+    "metrics-self-hosted": _with(DEFAULT, observability={"metrics": "self_hosted", "alert_email": "oncall@example.com"}),
     "metrics-none": _with(DEFAULT, observability={"metrics": "none"}),
-    "pcs-metrics-self-hosted": _with(PCS, observability={"metrics": "self_hosted"}),
+    "pcs-metrics-self-hosted": _with(PCS, observability={"metrics": "self_hosted", "no_alert_receiver": True}),
     "hyperpod-metrics-none": _with(HYPERPOD, observability={"metrics": "none"}),
     # no storage at all
     "no-lustre": _with(DEFAULT, storage={"checkpoints": {"bucket": "create", "versioned": True}}),

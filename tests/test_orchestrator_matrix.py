@@ -157,7 +157,8 @@ def test_examples_are_clean(example: str, region: str) -> None:
 def test_examples_with_metrics_are_clean(example: str, region: str, metrics: str) -> None:
     """The HyperPod controller and the PCS login node run the head-node script with the node policy; the
     examples stay clean with either metrics mode (pcs-p5en itself has metrics: none)."""
-    out = synth_with_nag(blueprint_text({"observability": {"metrics": metrics}}, base=blueprints.example(example)))
+    obs = {"observability": {"metrics": metrics, "alert_email": "oncall@example.com"}}
+    out = synth_with_nag(blueprint_text(obs, base=blueprints.example(example)))
     assert nag_report(out) == []
     cluster = json.loads(next(out.glob("*-cluster.template.json")).read_text())
     assert "head-node" in json.dumps(cluster) or example == "hyperpod-p5"  # HyperPod: in the lifecycle asset

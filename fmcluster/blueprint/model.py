@@ -1180,6 +1180,12 @@ class ObservabilitySpec(Section):
         "access policy must allow aps.amazonaws.com (managed) or the head node role (self-hosted) to publish. "
         "Default: not set.",
     )
+    no_alert_receiver: bool = Field(
+        False,
+        description="The explicit choice to send alerts to nobody: with metrics on, a blueprint must set "
+        "alert_email, alert_topic_arn or this (R-OBS-7); alerts then only show in Grafana and the workspace. "
+        "Default: false.",
+    )
     amp_vpc_endpoint: bool = Field(
         False,
         description="Create an aps-workspaces interface VPC endpoint (private DNS) in the GPU subnet so the head "

@@ -86,7 +86,7 @@ class Feature:
 FEATURES: Mapping[str, Feature] = MappingProxyType({f.name: f for f in (
     Feature("node", render="fmcluster.features.node.render_files:render_files",
             image_lookups="fmcluster.features.node.plan_lookup:parent_lookups"),
-    Feature("slurm", render="fmcluster.features.slurm.render_hooks:render_files"),
+    Feature("slurm"),
     Feature("containers", render="fmcluster.features.containers.render_first_job:render_files"),
     Feature("observability", render="fmcluster.features.observability.render_files:render_observability_files",
             endpoints="fmcluster.features.observability.endpoints:observability_endpoints",

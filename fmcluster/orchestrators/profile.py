@@ -162,6 +162,15 @@ class OrchestratorProfile:
             ``database`` (ParallelCluster ``SlurmSettings.Database`` against a database fmcluster creates),
             ``managed`` (AWS PCS runs it) or ``None`` (not wired: HyperPod, R-ACCT-1). Default ``None``.
         runs_slurm: whether jobs run under Slurm (sbatch, pyxis containers, prologs). Default True (False: HyperPod EKS).
+        home_shared: the head/login node's home directories are shared with the compute nodes, so a job submitted from
+            home finds its files and writes its output there. True on ParallelCluster (the head node exports /home
+            over NFS: https://docs.aws.amazon.com/parallelcluster/latest/ug/HeadNode-v3.html ``SharedStorageType``,
+            and aws/aws-parallelcluster issue #2344 ``nfs_export[/home]``); False on HyperPod (AWS's Slurm job guide
+            puts job files on the FSx file system, "accessible to all nodes in the cluster",
+            https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-run-jobs-schedule-slurm-job.html) and
+            PCS (a shared home is an opt-in node lifecycle action, ``configure-efs-homes.sh``,
+            https://docs.aws.amazon.com/pcs/latest/userguide/cng-node-lifecycle-actions-vetted-scripts.html), where
+            the first jobs run from the Lustre mount. Default False.
         baked_ami_tags: the tags a baked AMI gets so the orchestrator accepts it, from the blueprint's ``software.os``
             name, or ``None`` when it needs none. Default ``None``.
         encrypted_custom_ami: whether the orchestrator accepts a custom AMI with an encrypted root snapshot. Default
@@ -210,6 +219,7 @@ class OrchestratorProfile:
     task_prolog: bool = False
     slurm_accounting: Literal["database", "managed"] | None = None
     runs_slurm: bool = True
+    home_shared: bool = False
     baked_ami_tags: Callable[[str], Mapping[str, str]] | None = None
     encrypted_custom_ami: bool = True
     management_instance_types: tuple[tuple[str, str], ...] = ()

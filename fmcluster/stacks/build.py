@@ -175,6 +175,10 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
         eks_plan=rc.eks, eks_cluster_arn=extra.cluster_arn if extra else None,
         images=node_images(rc, image),
         accounting_database=accounting.database if accounting else None,
+        head_node_alarm_topic_arn=(
+            observability.observability.alert_topic_arn
+            if observability is not None and bp.observability.metrics == "self_hosted" else None
+        ),
     )
     if image is not None:
         # The AMI travels as an SSM parameter (no export), so the order is explicit: images before nodes.

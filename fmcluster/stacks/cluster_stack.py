@@ -49,6 +49,8 @@ class ClusterStack(Stack):
     the orchestrator's official image everywhere.
     ``accounting_database``: the ``<name>-accounting`` stack's database (ParallelCluster with Slurm accounting,
     :mod:`fmcluster.features.accounting.construct`). Default: none.
+    ``head_node_alarm_topic_arn``: the alert topic a dead-man alarm on the head node's EC2 status checks publishes
+    to, where the orchestrator knows the head node's instance id (self-hosted metrics). Default: none.
     """
 
     def __init__(
@@ -75,6 +77,7 @@ class ClusterStack(Stack):
         eks_cluster_arn: str | None = None,
         images: NodeImages | None = None,
         accounting_database: SlurmAccountingDatabase | None = None,
+        head_node_alarm_topic_arn: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
@@ -99,6 +102,7 @@ class ClusterStack(Stack):
             head_node_text=head_node_script if delivery == "lifecycle" else None,
             head_node_policy=head_node_policy if profile.head_node_script_delivery is not None else None,
             images=images, eks_plan=eks_plan, eks_cluster_arn=eks_cluster_arn, accounting_database=accounting_database,
+            head_node_alarm_topic_arn=head_node_alarm_topic_arn,
         )
         access_outputs.cluster_name(self, cluster_name)
         # what the boot reads from S3 instead of the internet, copied at deploy before any node starts (issue 23)

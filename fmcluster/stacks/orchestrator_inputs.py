@@ -43,6 +43,9 @@ class OrchestratorInputs:
         images: the AMI per compute group (:class:`fmcluster.features.node.construct_image.NodeImages`), or ``None``.
         eks_plan, eks_cluster_arn: HyperPod EKS: the resolved EKS side and the created cluster's ARN, or ``None``.
         accounting_database: the Slurm accounting database (ParallelCluster), or ``None``.
+        head_node_alarm_topic_arn: the SNS topic of a dead-man alarm on the head node's EC2 status checks (self-hosted
+            metrics: nothing outside the head node watches it otherwise), or ``None``. Only an orchestrator whose stack
+            knows the head node's instance id acts on it (ParallelCluster).
     """
 
     orchestrator: OrchestratorSpec
@@ -66,6 +69,7 @@ class OrchestratorInputs:
     eks_plan: ClusterPlan | None = None
     eks_cluster_arn: str | None = None
     accounting_database: SlurmAccountingDatabase | None = None
+    head_node_alarm_topic_arn: str | None = None
 
     def require_vpc(self) -> ec2.IVpc:
         """The VPC (ClusterStack refuses a ``needs_vpc`` profile without one before building anything)."""

@@ -9,9 +9,13 @@ blueprint does not have (rule R-CTR-9). How a job reaches the host's EFA stack f
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fmcluster.blueprint.model import Blueprint, ContainerSpec
 from fmcluster.catalog.containers import ContainerImage, default_example_image, find_container_image
+
+if TYPE_CHECKING:  # the resolved cluster holds this module's plan: typing only
+    from fmcluster.resolved import ResolvedCluster, ResolvedGroup
 
 #: Host directories of the EFA installer's libfabric and aws-ofi-nccl (aws-efa-installer; the DLC Dockerfiles
 #: put the same paths on LD_LIBRARY_PATH: aws/deep-learning-containers docker/pytorch/Dockerfile.cuda).
@@ -90,3 +94,28 @@ def example_image(containers: tuple[ResolvedContainer, ...], group: str) -> tupl
         return declared.image, declared.catalog
     default = default_example_image()
     return default.image, default
+
+
+def pyxis_on_image(group: ResolvedGroup) -> bool:
+    """Whether ``srun --container-image`` works on the group's nodes, from the catalog's ``enroot_pyxis`` component of
+    the group's official image (``installed-disabled`` on ParallelCluster, which fmcluster enables; ``null`` on the
+    PCS-ready DLAMI and the HyperPod image: not shipped or not known). A custom image, or one the catalog has no
+    manifest for, is the user's: assumed to have them (R-CTR-11 is silent there too)."""
+    manifest = group.image.manifest
+    if manifest is None or group.image.mode == "custom":
+        return True
+    return manifest.components.get("enroot_pyxis") is not None
+
+
+#: The folder under the shared file system a user's first jobs run from where home is not shared.
+USER_JOB_DIR = "$USER/first-job"
+
+
+def first_job_dir(rc: ResolvedCluster) -> str | None:
+    """Where the first jobs are submitted from and write their output: ``None`` = your home, where the orchestrator
+    shares it with the compute nodes (``OrchestratorProfile.home_shared``); else ``<storage.lustre.mount_point>``
+    (the jobs then refuse another folder). Also ``None`` without a Lustre file system (nothing shared to use)."""
+    lustre = rc.blueprint.storage.lustre
+    if rc.profile.home_shared or lustre is None:
+        return None
+    return lustre.mount_point

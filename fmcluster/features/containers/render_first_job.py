@@ -12,13 +12,21 @@ from __future__ import annotations
 
 from fmcluster.catalog.containers import PLUGIN_SHORT_NAME_SINCE, ContainerImage
 from fmcluster.catalog.software import version_lt
-from fmcluster.features.containers.plan import HOST_EFA_DIRS, enroot_uri, example_image, group_container
+from fmcluster.features.containers.plan import (
+    HOST_EFA_DIRS,
+    enroot_uri,
+    example_image,
+    first_job_dir,
+    group_container,
+    pyxis_on_image,
+)
 from fmcluster.features.node.render_context import NodeContext, blueprint_node_contexts
-from fmcluster.features.slurm.render_hooks import job_env_file
+from fmcluster.features.slurm.render_hooks import job_env_file, render_nccl_tests_sbatch
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
 from fmcluster.templates.render import render
 
 SBATCH = "fsdp-train.sbatch"
+NCCL_TESTS = "nccl-tests.sbatch"
 SCRIPT = "fsdp-train.py"
 #: Library folders of the host's aws-ofi-nccl and libfabric inside the container when they are bind-mounted: the EFA
 #: installer's prefixes (lib, lib64 on RPM systems; the plugin under lib/<arch>-linux-gnu on some builds).
@@ -37,7 +45,9 @@ def container_env_names(ctx: NodeContext, catalog: ContainerImage | None, mounts
 
 
 def render_fsdp_job(rc: ResolvedCluster, group: ResolvedGroup, ctx: NodeContext) -> dict[str, str]:
-    """``{file name: text}`` of the example FSDP job of ``group`` (2 nodes, 1 when the group has one)."""
+    """``{file name: text}`` of the example FSDP job of ``group`` (2 nodes, 1 when the group has one): in a container
+    where the group's image has pyxis (:func:`pyxis_on_image`), else on the host with ``$FMC_PYTHON``; submitted from
+    :func:`first_job_dir` where home is not shared."""
     image, catalog = example_image(rc.containers, group.name)
     declared = group_container(rc.containers, group.name)
     mounts_host = declared.mounts_host_plugin if declared is not None else (catalog is None or catalog.bundles_plugin is not True)
@@ -54,15 +64,24 @@ def render_fsdp_job(rc: ResolvedCluster, group: ResolvedGroup, ctx: NodeContext)
         "job_env": job_env_file(rc.node_dir), "image": enroot_uri(image), "image_note": note,
         "host_mounts": HOST_EFA_DIRS if mounts_host else (), "host_library_path": HOST_LIBRARY_PATH,
         "container_env": ",".join(container_env_names(ctx, catalog, mounts_host)),
+        "container": pyxis_on_image(group), "shared_dir": first_job_dir(rc),
     })
     return {SBATCH: sbatch, SCRIPT: render("containers/fsdp-train.py.j2", {})}
 
 
 def render_files(rc: ResolvedCluster) -> dict[str, str]:
-    """The feature registry's render hook: ``<group>/<file>`` of the example FSDP job (:func:`render_fsdp_job`) for
-    every GPU group of a Slurm cluster; empty otherwise (HyperPod EKS has its Kubernetes jobs instead)."""
+    """The feature registry's render hook: ``<group>/<file>`` of every first job (:func:`render_first_jobs`:
+    ``nccl-tests.sbatch`` and the FSDP job) for every GPU group of a Slurm cluster; empty otherwise (HyperPod EKS has
+    its Kubernetes jobs instead)."""
     if not rc.profile.runs_slurm:
         return {}
     contexts = blueprint_node_contexts(rc)
     return {f"{g.name}/{name}": text for g in rc.groups if g.instance.gpu.count
-            for name, text in render_fsdp_job(rc, g, contexts[g.name]).items()}
+            for name, text in render_first_jobs(rc, g, contexts[g.name]).items()}
+def render_first_jobs(rc: ResolvedCluster, group: ResolvedGroup, ctx: NodeContext) -> dict[str, str]:
+    """``{file name: text}`` of every first job of a Slurm GPU group (docs/first-job.md): ``nccl-tests.sbatch`` and the
+    FSDP job (:func:`render_fsdp_job`), both submitted from :func:`first_job_dir` where home is not shared."""
+    nccl = render_nccl_tests_sbatch(
+        blueprint_name=rc.name, group_name=group.name, instance_type=group.instance.name, gpus=group.instance.gpu.count,
+        count=group.spec.count, node_dir=rc.node_dir, shared_dir=first_job_dir(rc))
+    return {NCCL_TESTS: nccl, **render_fsdp_job(rc, group, ctx)}

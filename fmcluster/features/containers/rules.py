@@ -22,7 +22,7 @@ from fmcluster.catalog.software import (
     same_version,
     version_lt,
 )
-from fmcluster.features.containers.plan import HOST_EFA_DIRS, ResolvedContainer
+from fmcluster.features.containers.plan import HOST_EFA_DIRS, ResolvedContainer, pyxis_on_image
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
 from fmcluster.validation.rules import Violation, rule
 
@@ -263,7 +263,8 @@ def image_architecture_unverified(rc: ResolvedCluster) -> Iterator[Violation]:
       requires="runs_slurm")
 def runtime_on_image(rc: ResolvedCluster) -> Iterator[Violation]:
     """Containers need enroot and pyxis on the nodes: fmcluster enables them on ParallelCluster's official images;
-    an image that ships none (the PCS-ready DLAMI, per the catalog) or whose state is unverified is reported."""
+    an image that ships none (the PCS-ready DLAMI, per the catalog) or whose state is unverified is reported, for a
+    declared container and for the first-job container of a GPU group that declares none."""
     for c in rc.containers:
         for name in c.groups:
             g = rc.group(name)
@@ -279,4 +280,20 @@ def runtime_on_image(rc: ResolvedCluster) -> Iterator[Violation]:
             elif not manifest.is_verified("enroot_pyxis"):
                 yield f"{c.path}", (f"enroot/pyxis on {manifest.title} is unverified ({state}) {_on(g)}, got "
                                     f"{c.spec.name!r}; allowed any, check `srun --container-image` once the cluster is up")
+    yield from _first_job_without_pyxis(rc)
+
+
+def _first_job_without_pyxis(rc: ResolvedCluster) -> Iterator[Violation]:
+    """R-CTR-11 for the example FSDP job (docs/first-job.md), which uses a container even when none is declared: where
+    the group's image has no pyxis (:func:`pyxis_on_image`) fmcluster renders it to run on the host instead."""
+    declared = {name for c in rc.containers for name in c.groups}
+    for g in rc.groups:
+        if g.instance.gpu.count and g.name not in declared and not pyxis_on_image(g):
+            title = g.image.manifest.title if g.image.manifest else "the image"
+            yield f"{g.path}.instance_type", (
+                f"{title} has no enroot/pyxis (catalog), so the first FSDP job {_on(g)} runs on the host, got no "
+                "container runtime; allowed as is (fsdp-train.sbatch then needs FMC_PYTHON: a Python with PyTorch "
+                "on the shared file system, docs/first-job.md) or software.image.mode: custom with an image that has "
+                "enroot and pyxis")
+
 

@@ -27,6 +27,21 @@ Sources:
   (https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html). NOT VERIFIED against the AMP page's
   exact statement text (the corpus holds only its title); a wrong policy shows as the "no resource based
   policy" error in the workspace's alert manager logs.
+- Alert-manager and ruler logs: ``AWS::APS::Workspace`` ``LoggingConfiguration.LogGroupArn`` (CloudFormation
+  resource schema shipped with cfn-lint); the ARN must end in ``:*`` and the log group must exist first
+  (https://docs.aws.amazon.com/prometheus/latest/APIReference/API_CloudWatchLogDestination.html; these
+  logs are "only for rules and alerting", CreateLoggingConfiguration). The ``Arn`` attribute of
+  ``AWS::Logs::LogGroup`` ends in ``:*``. AMP delivers them as vended logs; the log group name starts with
+  ``/aws/vendedlogs/`` as AWS's own example does. NOT VERIFIED here: whether CloudFormation needs
+  ``logs:PutResourcePolicy`` rights beyond the deploy role's for AMP to deliver; check the log group after
+  the first alert.
+- Head-node dead-man alarm (self-hosted, :func:`head_node_status_alarm`): ``AWS/EC2`` ``StatusCheckFailed``
+  (0 or 1 per instance, reported every minute at no charge,
+  https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/viewing_metrics_with_cloudwatch.html); missing data is
+  treated as breaching (``TreatMissingData``, https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/
+  AlarmThatSendsEmail.html), so a stopped or terminated head node alarms too. CloudWatch may publish to the
+  KMS-encrypted topic only if the key policy lets ``cloudwatch.amazonaws.com`` use the key
+  (https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws-services).
 - HyperPod EKS (``collector=False``): fmcluster runs no Prometheus there, so no AMP/AMG workspace is created
   that nothing would write to; the HyperPod observability add-on creates its own.
 """
@@ -34,12 +49,14 @@ Sources:
 from __future__ import annotations
 
 import jsii
-from aws_cdk import Acknowledgment, Annotations, Fn, Stack, Validations
+from aws_cdk import Acknowledgment, Annotations, Fn, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_aps as aps
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_grafana as grafana
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct, IValidation
@@ -48,6 +65,8 @@ from fmcluster.blueprint.model import ObservabilitySpec
 from fmcluster.features.observability.pins import GRAFANA_PORT
 from fmcluster.features.observability.render_alertmanager import render_amp_alertmanager_definition
 
+#: How long the AMP workspace's alert-manager and ruler logs are kept.
+AMP_LOG_RETENTION = logs.RetentionDays.THREE_MONTHS
 #: Amazon Managed Grafana workspace version; the generated dashboards target Grafana 10.4.
 GRAFANA_WORKSPACE_VERSION = "10.4"
 AMP_QUERY_ACTIONS = (
@@ -91,6 +110,8 @@ class ClusterObservability(Construct):
         alert_topic_arn: the SNS topic every alert goes to (created, or ``spec.alert_topic_arn``), or None
             without a collector. alert_topic: the created ``sns.Topic`` or None.
         amp_endpoint: the ``aps-workspaces`` ``ec2.InterfaceVpcEndpoint`` or None.
+        log_group: the ``logs.LogGroup`` the AMP workspace writes its alert-manager and ruler logs to
+            (``/aws/vendedlogs/prometheus/fmcluster-<name>``, 90 days), or None when self-hosted.
         parameter: ``ssm.StringParameter`` ``parameter_name`` holding JSON
             ``{"metrics", "region", "remote_write_url", "query_url", "grafana_url", "workspace_id",
             "alert_topic_arn"}``.
@@ -120,6 +141,7 @@ class ClusterObservability(Construct):
         self.alert_key: kms.Key | None = None
         self.alert_topic_arn: str | None = None
         self.amp_endpoint: ec2.InterfaceVpcEndpoint | None = None
+        self.log_group: logs.LogGroup | None = None
         if collector:
             self._alert_topic(cluster_name, spec)
         if spec.metrics == "managed" and collector:
@@ -216,15 +238,31 @@ class ClusterObservability(Construct):
                 self, "AlertEmail", topic=topic, protocol=sns.SubscriptionProtocol.EMAIL,
                 endpoint=spec.alert_email,
             )
+        if spec.metrics == "self_hosted":  # the head-node dead-man alarm publishes from CloudWatch
+            key.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid="AllowCloudWatchAlarmsToUseTheAlertTopicKey",
+                    principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                    actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"],
+                    conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}},
+                )
+            )
         self.alert_key, self.alert_topic, self.alert_topic_arn = key, topic, topic.topic_arn
 
     def _managed(self, cluster_name: str, alert_rules: str, authentication: str) -> None:
         stack = Stack.of(self)
         topic_arn = self.alert_topic_arn
+        self.log_group = logs.LogGroup(
+            self, "AmpLogs", log_group_name=f"/aws/vendedlogs/prometheus/fmcluster-{cluster_name}",
+            retention=AMP_LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY,
+        )
         ws = aps.CfnWorkspace(
             self, "Workspace", alias=f"fmcluster-{cluster_name}",
             alert_manager_definition=(
                 render_amp_alertmanager_definition(topic_arn, stack.region) if topic_arn else None
+            ),
+            logging_configuration=aps.CfnWorkspace.LoggingConfigurationProperty(
+                log_group_arn=self.log_group.log_group_arn
             ),
         )
         self.workspace = ws
@@ -302,6 +340,34 @@ class ClusterObservability(Construct):
                 "Grafana uses SAML: configure the identity provider on the workspace after deploy "
                 "(aws grafana update-workspace-authentication)."
             )
+
+
+#: The head node counts as dead after this many failed (or missing) one-minute status checks.
+HEAD_NODE_ALARM_MINUTES = 5
+
+
+def head_node_status_alarm(
+    scope: Construct, id: str, *, instance_id: str, topic_arn: str, cluster_name: str
+) -> cloudwatch.CfnAlarm:
+    """A dead-man check of the node that runs Prometheus and Alertmanager, from outside it: a CloudWatch alarm on
+    its EC2 ``StatusCheckFailed`` (``Maximum`` >= 1 for ``HEAD_NODE_ALARM_MINUTES`` one-minute periods, missing data
+    breaching) that notifies ``topic_arn`` when it fails and again when it recovers.
+
+    Args:
+        instance_id: the head node's EC2 instance id (a token, e.g. ParallelCluster's ``headNode.instanceId``).
+        topic_arn: the alert topic (:attr:`ClusterObservability.alert_topic_arn`).
+        cluster_name: the blueprint name (alarm name ``fmcluster-<name>-head-node``).
+    """
+    return cloudwatch.CfnAlarm(
+        scope, id, alarm_name=f"fmcluster-{cluster_name}-head-node",
+        alarm_description=f"fmcluster {cluster_name}: the head node (Prometheus, Alertmanager) fails its EC2 status "
+        "checks or reports none; no other alert of this cluster can reach you while it is down.",
+        namespace="AWS/EC2", metric_name="StatusCheckFailed", dimensions=[
+            cloudwatch.CfnAlarm.DimensionProperty(name="InstanceId", value=instance_id)],
+        statistic="Maximum", period=60, evaluation_periods=HEAD_NODE_ALARM_MINUTES, threshold=1,
+        comparison_operator="GreaterThanOrEqualToThreshold", treat_missing_data="breaching",
+        alarm_actions=[topic_arn], ok_actions=[topic_arn],
+    )
 
 
 @jsii.implements(IValidation)

@@ -18,6 +18,8 @@ OUTPUT_GRAFANA_URL = "GrafanaUrl"
 OUTPUT_NODE_POLICY_ARN = "NodePolicyArn"
 OUTPUT_SSM_PARAMETER = "ParameterName"
 OUTPUT_ALERT_TOPIC_ARN = "AlertTopicArn"
+#: CloudWatch Logs group of the AMP workspace's alert-manager and ruler logs (managed only).
+OUTPUT_AMP_LOG_GROUP = "AmpLogGroup"
 #: The line the head-node exporter script logs when it is done (also in /var/lib/fmcluster/monitoring-state).
 MONITORING_STATE_LOG_PREFIX = "fmcluster-monitoring-state:"
 MONITORING_STATE_FILE = "/var/lib/fmcluster/monitoring-state"

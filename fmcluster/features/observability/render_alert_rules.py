@@ -21,7 +21,7 @@ import yaml
 from fmcluster.features.observability.render_acceptance import acceptance_alert_rules
 from fmcluster.features.observability.render_alert_types import AlertRule
 from fmcluster.features.observability.render_context import ObservabilityContext
-from fmcluster.features.observability.render_metrics import efa_metric
+from fmcluster.features.observability.render_metrics import SLURM_NODE_STATE_GROUPS, efa_metric
 from fmcluster.features.observability.render_prometheus import scrape_jobs
 
 XID_FALLEN_OFF_BUS = 79
@@ -30,8 +30,6 @@ XID_FALLEN_OFF_BUS = 79
 APPLICATION_XIDS = (13, 31, 43)
 #: dcgm-exporter's --xid-count-window-size default (5 minutes, pkg/cmd/app.go at tag 4.4.2-4.7.1).
 XID_WINDOW_MIN = 5
-#: sinfo %T states of a node that is not usable (a trailing * means not responding).
-SLURM_DOWN_STATES = "down.*|fail.*|not_responding.*"
 WATCHDOG_ALERT = "Watchdog"
 WATCHDOG_REPEAT = "24h"
 
@@ -44,11 +42,41 @@ THROUGHPUT_DROP_RATIO = 0.2
 STRAGGLER_RATIO = 0.5
 #: Only judge throughput when the reference rate is real traffic (1 GB/s), not an idle cluster.
 THROUGHPUT_FLOOR_BYTES_PER_S = 1e9
+#: EfaThroughputDrop compares with the rate this long ago ...
+DROP_REFERENCE_OFFSET = "30m"
+#: ... so it judges only a node whose oldest job step is older than the offset plus the 5 m rate window: the
+#: reference rate then belongs to the job still running (a job that ended, or a new job, stays quiet).
+DROP_MIN_STEP_AGE_S = 35 * 60
+#: A node runs a job when it has a slurmstepd (textfile gauge, node_facts.sh.j2).
+NODE_IN_JOB = "(max by (instance) (fmcluster_slurm_job_steps) > 0)"
 
 
 def _tx_rate(window: str = "5m", offset: str = "") -> str:
     off = f" offset {offset}" if offset else ""
     return f"sum by (instance) (rate({efa_metric('tx_bytes')}[{window}]{off}))"
+
+
+def throughput_drop_expr() -> str:
+    """EfaThroughputDrop: the node's EFA transmit rate (bytes/s, 5 m) fell below ``THROUGHPUT_DROP_RATIO`` of its
+    rate ``DROP_REFERENCE_OFFSET`` ago, that rate was real traffic (> ``THROUGHPUT_FLOOR_BYTES_PER_S``), and the
+    node still runs a job step that already ran then (oldest step > ``DROP_MIN_STEP_AGE_S``). At a normal job
+    end the node's slurmstepd processes exit, so the rule stays quiet."""
+    now, before = _tx_rate(), _tx_rate(offset=DROP_REFERENCE_OFFSET)
+    return (
+        f"({now} < {THROUGHPUT_DROP_RATIO} * {before}) and on (instance) "
+        f"({before} > {THROUGHPUT_FLOOR_BYTES_PER_S:.0f}) and on (instance) "
+        f"(max by (instance) (fmcluster_slurm_job_step_oldest_age_seconds) > {DROP_MIN_STEP_AGE_S})"
+    )
+
+
+def straggler_expr() -> str:
+    """EfaThroughputStraggler: among the nodes that run a job (``NODE_IN_JOB``), one whose EFA transmit rate is below
+    ``STRAGGLER_RATIO`` of their median, when that median is real traffic. Idle nodes are neither judged nor part
+    of the median. Nodes of different jobs share one median (the textfile has no job id): two jobs with very
+    different traffic on one cluster can still make the smaller one look slow."""
+    busy = f"({_tx_rate()} and on (instance) {NODE_IN_JOB})"
+    median = f"quantile(0.5, {busy})"
+    return f"({busy} < {STRAGGLER_RATIO} * scalar({median})) and on () ({median} > {THROUGHPUT_FLOOR_BYTES_PER_S:.0f})"
 
 
 def alert_groups(ctx: ObservabilityContext) -> dict[str, list[AlertRule]]:
@@ -138,20 +166,18 @@ def alert_groups(ctx: ObservabilityContext) -> dict[str, list[AlertRule]]:
         ),
         AlertRule(
             "EfaThroughputDrop",
-            f"({_tx_rate()} < {THROUGHPUT_DROP_RATIO} * {_tx_rate(offset='30m')}) and on (instance) "
-            f"({_tx_rate(offset='30m')} > {THROUGHPUT_FLOOR_BYTES_PER_S:.0f})",
+            throughput_drop_expr(),
             "10m",
             "warning",
             "EFA transmit rate of {{ $labels.instance }} dropped by more than 80%",
-            "If no job ended on this node, look for a degraded link, a GPU stall or a hung rank.",
+            "The node still runs the job it ran 30 minutes ago; look for a degraded link, a GPU stall or a hung rank.",
         ),
         AlertRule(
             "EfaThroughputStraggler",
-            f"({_tx_rate()} < {STRAGGLER_RATIO} * scalar(quantile(0.5, {_tx_rate()}))) and on () "
-            f"(quantile(0.5, {_tx_rate()}) > {THROUGHPUT_FLOOR_BYTES_PER_S:.0f})",
+            straggler_expr(),
             "15m",
             "warning",
-            "{{ $labels.instance }} sends less than half the cluster median over EFA",
+            "{{ $labels.instance }} sends less than half the median of the nodes running jobs over EFA",
             "In data-parallel training every node moves about the same bytes; a slow node holds back all.",
         ),
     ]
@@ -191,11 +217,23 @@ def alert_groups(ctx: ObservabilityContext) -> dict[str, list[AlertRule]]:
         ),
         AlertRule(
             "SlurmNodesDown",
-            f'sum(slurm_node_count_per_state{{state=~"{SLURM_DOWN_STATES}"}}) > 0',
+            f'sum(slurm_node_count_per_state{{state=~"{SLURM_NODE_STATE_GROUPS["down"]}"}}) > 0',
             "10m",
             "warning",
             "{{ $value }} Slurm nodes are down",
             "Slurm marks nodes down when slurmd stops responding or a health check fails.",
+        ),
+        AlertRule(
+            "SlurmNodesDrained",
+            # sinfo %T drained (idle, out of service) and draining (jobs still finishing), per the exporter's
+            # cli-fallback; the exporter counts nodes per state without host names (exporter/nodes.go).
+            f'sum(slurm_node_count_per_state{{state=~"{SLURM_NODE_STATE_GROUPS["drain"]}"}}) > 0',
+            "10m",
+            "warning",
+            "{{ $value }} Slurm nodes are drained or draining",
+            "A health check, the acceptance gate or an operator took nodes out of service; `sinfo -R` lists them "
+            "with the reason. They stay drained until replaced or resumed (`scontrol update nodename=<n> "
+            "state=resume`).",
         ),
     ]
     if ctx.discovery == "slurm":
@@ -233,6 +271,8 @@ def pipeline_rules(ctx: ObservabilityContext) -> list[AlertRule]:
         )
     ]
     for job in scrape_jobs(ctx):
+        if min_targets(ctx, job) == 0:
+            continue  # every target may be scaled away: absence is normal, not a broken pipeline
         rules.append(
             AlertRule(
                 f"MetricsAbsent_{job.replace('-', '_')}",
@@ -247,12 +287,24 @@ def pipeline_rules(ctx: ObservabilityContext) -> list[AlertRule]:
     return rules
 
 
+def min_targets(ctx: ObservabilityContext, job: str) -> int:
+    """Fewest targets scrape job ``job`` has while the cluster runs: ``node`` the groups' minimum node counts
+    (plus the head node, which EC2 discovery finds by the same tag), ``dcgm`` those of the GPU groups
+    (``GroupFacts.min_count``; 0 when they can all scale to zero, e.g. ParallelCluster dynamic nodes or a PCS
+    node group with ``min_count: 0``), every head-node job 1."""
+    if job == "node":
+        return sum(g.min_count for g in ctx.groups) + (1 if ctx.discovery == "ec2" else 0)
+    if job == "dcgm":
+        return sum(g.min_count for g in ctx.groups if g.gpus_per_node > 0)
+    return 1
+
+
 def render_alert_rules(ctx: ObservabilityContext) -> str:
     """Prometheus rule file (also the ``Data`` of the AMP rule groups namespace)."""
     interval = f"{ctx.scrape_interval_s}s"
     doc = {
         "groups": [
-            {"name": group, "interval": interval, "rules": [r.as_dict() for r in rules]}
+            {"name": group, "interval": interval, "rules": [r.as_dict(ctx.blueprint_name) for r in rules]}
             for group, rules in alert_groups(ctx).items()
         ]
     }

@@ -15,10 +15,14 @@ class AlertRule:
     summary: str
     description: str
 
-    def as_dict(self) -> dict[str, object]:
+    def as_dict(self, cluster: str | None = None) -> dict[str, object]:
+        """The rule as a rule-file mapping. ``cluster`` adds a static ``cluster`` label ("Labels to add or
+        overwrite for each alert", https://prometheus.io/docs/prometheus/latest/configuration/alerting_rules/):
+        an expression such as ``vector(1)`` or ``absent()`` has no series labels, and AMP evaluates rules in the
+        workspace, where the agent's external labels do not reach them, so the mail subject would read ``()``."""
         d: dict[str, object] = {"alert": self.alert, "expr": self.expr}
         if self.for_ != "0m":
             d["for"] = self.for_
-        d["labels"] = {"severity": self.severity}
+        d["labels"] = {"severity": self.severity} | ({"cluster": cluster} if cluster else {})
         d["annotations"] = {"summary": self.summary, "description": self.description}
         return d

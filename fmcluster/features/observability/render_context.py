@@ -41,6 +41,8 @@ class GroupFacts:
     efa_devices_per_node: int
     network_gbps_per_node: int
     cpu_architecture: str
+    #: Nodes the orchestrator keeps running (``ComputeGroup.effective_min_count``; 0: the group can scale to zero).
+    min_count: int = 0
 
     @property
     def gpus_total(self) -> int:
@@ -107,6 +109,7 @@ def group_facts(g: ResolvedGroup) -> GroupFacts:
         efa_devices_per_node=g.efa_devices,
         network_gbps_per_node=inst.network_gbps,
         cpu_architecture=inst.cpu_architecture,
+        min_count=g.spec.effective_min_count,
     )
 
 

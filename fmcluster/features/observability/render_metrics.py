@@ -116,6 +116,8 @@ FMCLUSTER_GAUGES: dict[str, str] = {
     "fmcluster_gpus_expected": "GPUs this node should have (instance catalog)",
     "fmcluster_efa_devices_expected": "EFA devices this node should have (instance catalog, 0 when EFA is off)",
     "fmcluster_efa_devices": "EFA devices found under /sys/class/infiniband",
+    "fmcluster_slurm_job_steps": "Slurm job steps running on the node (slurmstepd processes)",
+    "fmcluster_slurm_job_step_oldest_age_seconds": "age of the node's oldest job step, 0 without one",
     "fmcluster_textfile_last_run_timestamp_seconds": "when the collector last wrote its file",
 }
 

@@ -124,3 +124,25 @@ def imported_vpc_reaches_amp(bp: Blueprint) -> Iterator[Violation]:
             "allowed true (an aps-workspaces interface endpoint) or false when the GPU subnet routes to a NAT gateway "
             "- set amp_vpc_endpoint: true for subnets without one",
         )
+
+
+@rule(
+    "R-OBS-7",
+    source="fmcluster: alerts go to one SNS topic (render_alertmanager.py), which delivers only to confirmed "
+    "subscriptions (https://aws.amazon.com/about-aws/whats-new/2023/05/amazon-sns-automatic-deletion-unconfirmed-"
+    "subscriptions/: an email subscription is pending until confirmed, deleted after 48 hours unconfirmed); "
+    "the collector (and so the topic) exists only on orchestrators that run Slurm (ClusterObservability collector)",
+    requires="runs_slurm",
+)
+def metrics_need_a_receiver(bp: Blueprint) -> Iterator[Violation]:
+    """Metrics on with no ``alert_email``, no ``alert_topic_arn`` and no explicit ``no_alert_receiver``:
+    every alert, the Watchdog and the absent() rules would reach nobody."""
+    o = bp.observability
+    if o.enabled and not (o.alert_email or o.alert_topic_arn or o.no_alert_receiver):
+        yield (
+            "observability.alert_email",
+            f"alerts reach nobody: metrics is {o.metrics!r} but no receiver is set, got none; allowed "
+            "observability.alert_email (an address fmcluster subscribes; confirm the subscription email), "
+            "observability.alert_topic_arn (your SNS topic) or observability.no_alert_receiver: true "
+            "(the explicit choice to send alerts to nobody)",
+        )

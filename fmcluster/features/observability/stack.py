@@ -15,6 +15,7 @@ from fmcluster.blueprint.model import ObservabilitySpec
 from fmcluster.features.observability.construct import ClusterObservability
 from fmcluster.features.observability.endpoints import (
     OUTPUT_ALERT_TOPIC_ARN,
+    OUTPUT_AMP_LOG_GROUP,
     OUTPUT_GRAFANA_URL,
     OUTPUT_NODE_POLICY_ARN,
     OUTPUT_QUERY_URL,
@@ -65,6 +66,9 @@ class ObservabilityStack(Stack):
         if obs.alert_topic_arn is not None:
             CfnOutput(self, OUTPUT_ALERT_TOPIC_ARN, value=obs.alert_topic_arn,
                       description="SNS topic every alert (and the daily Watchdog) is sent to")
+        if obs.log_group is not None:
+            CfnOutput(self, OUTPUT_AMP_LOG_GROUP, value=obs.log_group.log_group_name,
+                      description="CloudWatch Logs group of the AMP alert manager and ruler (delivery errors)")
         if obs.remote_write_url is not None and obs.query_url is not None:
             CfnOutput(self, OUTPUT_REMOTE_WRITE_URL, value=obs.remote_write_url)
             CfnOutput(self, OUTPUT_QUERY_URL, value=obs.query_url)

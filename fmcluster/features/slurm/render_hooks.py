@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from fmcluster.resolved import ResolvedCluster
 from fmcluster.templates.render import render
 
 #: Seconds between two runs of the node check's fast mode on a node.
@@ -151,20 +150,13 @@ def render_containers(*, head_node: bool, default_dir: str) -> str:
 
 
 def render_nccl_tests_sbatch(*, blueprint_name: str, group_name: str, instance_type: str, gpus: int, count: int,
-                             node_dir: str, nccl_tests_dir: str = "/opt/nccl-tests/build") -> str:
+                             node_dir: str, nccl_tests_dir: str = "/opt/nccl-tests/build",
+                             shared_dir: str | None = None) -> str:
     """A ready sbatch for multi-node nccl-tests ``all_reduce_perf`` on one compute group (Slurm partition =
-    group name on every orchestrator): 2 nodes (1 when the group has one), one task per GPU."""
+    group name on every orchestrator): 2 nodes (1 when the group has one), one task per GPU. ``shared_dir``: the
+    shared file system the job must be submitted from where home is not shared (it exits 2 elsewhere), or
+    ``None`` (home is shared; :func:`fmcluster.features.containers.plan.first_job_dir`)."""
     return render("slurm/nccl-tests.sbatch.j2", {
         "blueprint_name": blueprint_name, "group_name": group_name, "instance_type": instance_type, "gpus": gpus,
         "partition": group_name, "nodes": min(2, count), "job_env": job_env_file(node_dir),
-        "nccl_tests_dir": nccl_tests_dir})
-
-
-def render_files(rc: ResolvedCluster) -> dict[str, str]:
-    """The feature registry's render hook: ``<group>/nccl-tests.sbatch`` (:func:`render_nccl_tests_sbatch`) for every
-    GPU group of a Slurm cluster; empty otherwise (HyperPod EKS has its Kubernetes jobs instead)."""
-    if not rc.profile.runs_slurm:
-        return {}
-    return {f"{g.name}/nccl-tests.sbatch": render_nccl_tests_sbatch(
-        blueprint_name=rc.name, group_name=g.name, instance_type=g.instance.name, gpus=g.instance.gpu.count,
-        count=g.spec.count, node_dir=rc.node_dir) for g in rc.groups if g.instance.gpu.count}
+        "nccl_tests_dir": nccl_tests_dir, "shared_dir": shared_dir})

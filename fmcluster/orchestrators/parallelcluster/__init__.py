@@ -1,3 +1,3 @@
 """AWS ParallelCluster: profile, rules, construct, stack wiring and outputs, ClusterConfiguration review."""
 
-USES = ("accounting", "node", "slurm", "storage", "topology")
+USES = ("accounting", "node", "observability", "slurm", "storage", "topology")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from aws_cdk import CfnOutput, CfnResource, Fn, Stack
 
+from fmcluster.features.observability.construct import head_node_status_alarm
 from fmcluster.orchestrators.parallelcluster.construct import ParallelClusterCluster
 from fmcluster.stacks.access_outputs import OUTPUT_CONNECT
 from fmcluster.stacks.orchestrator_inputs import OrchestratorInputs
@@ -32,6 +33,11 @@ def build(stack: Stack, inputs: OrchestratorInputs) -> ParallelClusterCluster:
         head_node_policy=inputs.head_node_policy, images=inputs.images,
     )
     _access_outputs(stack, pc.resource, region=stack.region)
+    if inputs.head_node_alarm_topic_arn is not None:
+        head_node_status_alarm(
+            stack, "HeadNodeStatusAlarm", instance_id=pc.resource.get_att("headNode.instanceId").to_string(),
+            topic_arn=inputs.head_node_alarm_topic_arn, cluster_name=inputs.cluster_name,
+        )
     return pc
 
 

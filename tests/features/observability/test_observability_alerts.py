@@ -48,7 +48,9 @@ def amtool() -> str:
 
 
 def _text(**obs: Any) -> str:
-    return blueprint_text({"observability": obs})
+    """A blueprint with ``obs`` as its observability section; a receiver unless ``obs`` names one (R-OBS-7)."""
+    receiver = {} if {"alert_email", "alert_topic_arn", "no_alert_receiver"} & obs.keys() else {"no_alert_receiver": True}
+    return blueprint_text({"observability": {**receiver, **obs}})
 
 
 def _check(amtool: str, text: str, tmp_path: Path) -> str:
@@ -157,7 +159,7 @@ def test_self_hosted_head_node_runs_alertmanager_behind_prometheus() -> None:
 @pytest.mark.synth
 def test_hyperpod_eks_creates_no_workspaces() -> None:
     text = blueprint_text(
-        {"observability": {"metrics": "managed"},
+        {"observability": {"metrics": "managed", "alert_email": "oncall@example.com"},
          "orchestrator": {"kind": "hyperpod", "hyperpod": {"orchestration": "eks", "eks_cluster_arn": EKS_ARN}},
          # an existing EKS cluster lives in an existing VPC (R-EKS-2)
          "network": {"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"}}

@@ -31,7 +31,7 @@ def _synth(kind: str, metrics: str) -> tuple[Path, dict[str, dict[str, Any]]]:
     from fmcluster.stacks.build import build_app
 
     bp = load_blueprint_text(
-        blueprint_text({"observability": {"metrics": metrics}, "orchestrator": {"kind": kind}})
+        blueprint_text({"observability": {"metrics": metrics, "alert_email": "oncall@example.com"}, "orchestrator": {"kind": kind}})
     ).blueprint
     out = Path(tempfile.mkdtemp(prefix=f"fmcluster-obs-{kind}-{metrics}-"))
     app = cdk.App(outdir=str(out), context=cdk_context())
@@ -78,8 +78,13 @@ def test_managed_stack_has_amp_rules_grafana_and_scoped_node_policy() -> None:
     tpl = templates["t-cluster-observability"]
     ((ws_id, ws),) = resources_of(tpl, "AWS::APS::Workspace").items()
     assert ws["Properties"]["Alias"] == "fmcluster-t-cluster"
+    # alert-manager and ruler logs go to CloudWatch Logs (the ARN attribute ends in :*, as AMP requires)
+    ((log_id, log_group),) = resources_of(tpl, "AWS::Logs::LogGroup").items()
+    assert {k: log_group["Properties"][k] for k in ("LogGroupName", "RetentionInDays")} == {
+        "LogGroupName": "/aws/vendedlogs/prometheus/fmcluster-t-cluster", "RetentionInDays": 90}
+    assert ws["Properties"]["LoggingConfiguration"] == {"LogGroupArn": {"Fn::GetAtt": [log_id, "Arn"]}}
     (rules,) = resources_of(tpl, "AWS::APS::RuleGroupsNamespace").values()
-    bp = load_blueprint_text(blueprint_text({"observability": {"metrics": "managed"}})).blueprint
+    bp = load_blueprint_text(blueprint_text({"observability": {"metrics": "managed", "alert_email": "oncall@example.com"}})).blueprint
     assert rules["Properties"]["Data"] == render_alert_rules(observability_context(resolve(bp)))
     assert rules["Properties"]["Workspace"] == {"Fn::GetAtt": [ws_id, "Arn"]}
     (graf,) = resources_of(tpl, "AWS::Grafana::Workspace").values()
@@ -111,6 +116,7 @@ def test_managed_stack_has_amp_rules_grafana_and_scoped_node_policy() -> None:
         "RemoteWriteUrl",
         "QueryUrl",
         "AlertTopicArn",
+        "AmpLogGroup",
     }
     # CDK's cross-stack export: the cluster stack attaches the node policy to the head node
     node_policy_id = next(iter(resources_of(tpl, "AWS::IAM::ManagedPolicy")))
@@ -124,9 +130,10 @@ def test_self_hosted_stack_has_no_workspaces() -> None:
     _, templates = _synth("parallelcluster", "self_hosted")
     tpl = templates["t-cluster-observability"]
     types = sorted({r["Type"] for r in tpl["Resources"].values()} - {"AWS::CDK::Metadata"})
-    # The alert topic (and its key) for the head node's Alertmanager; no AMP/AMG workspace.
+    # The alert topic (its key, the email subscription) for the head node's Alertmanager; no AMP/AMG workspace.
     assert types == [
-        "AWS::IAM::ManagedPolicy", "AWS::KMS::Key", "AWS::SNS::Topic", "AWS::SNS::TopicPolicy", "AWS::SSM::Parameter"
+        "AWS::IAM::ManagedPolicy", "AWS::KMS::Key", "AWS::SNS::Subscription", "AWS::SNS::Topic", "AWS::SNS::TopicPolicy",
+        "AWS::SSM::Parameter",
     ]
     (node_policy,) = resources_of(tpl, "AWS::IAM::ManagedPolicy").values()
     actions = {
@@ -276,3 +283,35 @@ def test_head_node_and_queues_share_the_group_that_admits_every_scrape_port() ->
     assert ["EfaSecurityGroup" in g["Fn::ImportValue"] for g in head] == [True]
     for q in config["Scheduling"]["SlurmQueues"]:
         assert head == q["Networking"]["AdditionalSecurityGroups"], q["Name"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "metrics", "alarms"),
+    [("parallelcluster", "self_hosted", 1), ("parallelcluster", "managed", 0), ("pcs", "self_hosted", 0),
+     ("hyperpod", "self_hosted", 0)],
+)
+def test_self_hosted_head_node_has_a_dead_mans_alarm_where_its_instance_id_is_known(
+    kind: str, metrics: str, alarms: int
+) -> None:
+    """Self-hosted: Prometheus and Alertmanager die with the head node, so a CloudWatch alarm on its EC2 status
+    checks (outside it) mails the alert topic. Only ParallelCluster's stack knows the head node's instance id;
+    managed mode has AMP's absent() rules outside the head node."""
+    _, templates = _synth(kind, metrics)
+    found = resources_of(templates["t-cluster-cluster"], "AWS::CloudWatch::Alarm")
+    assert len(found) == alarms
+    if alarms:
+        (alarm,) = found.values()
+        props = alarm["Properties"]
+        assert {k: props[k] for k in ("Namespace", "MetricName", "Statistic", "Period", "EvaluationPeriods",
+                                      "Threshold", "ComparisonOperator", "TreatMissingData")} == {
+            "Namespace": "AWS/EC2", "MetricName": "StatusCheckFailed", "Statistic": "Maximum", "Period": 60,
+            "EvaluationPeriods": 5, "Threshold": 1, "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+            "TreatMissingData": "breaching"}
+        (dim,) = props["Dimensions"]
+        assert dim["Name"] == "InstanceId" and "headNode.instanceId" in json.dumps(dim["Value"])
+        assert props["AlarmActions"] == props["OKActions"]
+        assert "AlertTopic" in json.dumps(props["AlarmActions"])  # the observability stack's topic (an import)
+        obs = templates["t-cluster-observability"]
+        (key,) = resources_of(obs, "AWS::KMS::Key").values()
+        sids = {s.get("Sid") for s in key["Properties"]["KeyPolicy"]["Statement"]}
+        assert "AllowCloudWatchAlarmsToUseTheAlertTopicKey" in sids

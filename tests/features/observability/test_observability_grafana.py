@@ -57,7 +57,7 @@ class FakeGrafana:
 
 
 def _ctx():
-    rc = resolve(load_blueprint_text(blueprint_text({"observability": {"metrics": "managed"}})).blueprint)
+    rc = resolve(load_blueprint_text(blueprint_text({"observability": {"metrics": "managed", "alert_email": "oncall@example.com"}})).blueprint)
     return observability_context(rc)
 
 
@@ -128,7 +128,7 @@ def test_outputs_that_are_not_amg_are_rejected() -> None:
 
 def test_cli_reads_the_stack_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     blueprint = tmp_path / "bp.yaml"
-    blueprint.write_text(blueprint_text({"observability": {"metrics": "managed"}}))
+    blueprint.write_text(blueprint_text({"observability": {"metrics": "managed", "alert_email": "oncall@example.com"}}))
     grafana, gstub = _grafana_client(existing=True)
     cfn = boto3.client("cloudformation", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
     cstub = Stubber(cfn)
@@ -156,7 +156,7 @@ def test_cli_reads_the_stack_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 def test_cli_refuses_self_hosted(tmp_path: Path) -> None:
     blueprint = tmp_path / "bp.yaml"
-    blueprint.write_text(blueprint_text({"observability": {"metrics": "self_hosted"}}))
+    blueprint.write_text(blueprint_text({"observability": {"metrics": "self_hosted", "alert_email": "oncall@example.com"}}))
     assert run(blueprint, session_factory=lambda p, r: pytest.fail("no AWS call for a self-hosted blueprint")) == 2
 
 
@@ -165,7 +165,7 @@ def test_cli_without_credentials_could_not_run(tmp_path: Path, capsys: pytest.Ca
     from botocore.exceptions import NoCredentialsError
 
     blueprint = tmp_path / "bp.yaml"
-    blueprint.write_text(blueprint_text({"observability": {"metrics": "managed"}}))
+    blueprint.write_text(blueprint_text({"observability": {"metrics": "managed", "alert_email": "oncall@example.com"}}))
 
     class Session:
         def client(self, name: str) -> Any:

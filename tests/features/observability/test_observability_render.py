@@ -63,7 +63,7 @@ def _blueprint(metrics: str, discovery: str, kind: str = "parallelcluster"):
     return load_blueprint_text(
         blueprint_text(
             {
-                "observability": {"metrics": metrics, "node_discovery": discovery},
+                "observability": {"metrics": metrics, "node_discovery": discovery, "alert_email": "oncall@example.com"},
                 "orchestrator": {"kind": kind},
             }
         )
@@ -100,9 +100,9 @@ def test_promtool_accepts_config_and_rules(
         text=True,
     )
     assert rules.returncode == 0, rules.stdout + rules.stderr
-    # 6 GPU + 5 EFA + 5 node rules (6 with the head-node job of slurm discovery) + Watchdog + one absent()
+    # 6 GPU + 5 EFA + 6 node rules (7 with the head-node job of slurm discovery) + Watchdog + one absent()
     # per scrape job (prometheus, node, dcgm, slurm; + head-node) + the acceptance gate's 3 (docs/acceptance.md)
-    expected = (21 if discovery == "ec2" else 23) + 3
+    expected = (22 if discovery == "ec2" else 24) + 3
     assert f"SUCCESS: {expected} rules found" in rules.stdout
 
 
@@ -178,7 +178,7 @@ def test_slow_scrape_interval_keeps_slurm_at_least_30s_and_timeout_within() -> N
         blueprint_text(
             {
                 "observability": {
-                    "metrics": "self_hosted",
+                    "metrics": "self_hosted", "alert_email": "oncall@example.com",
                     "scrape_interval_seconds": 15,
                     "scrape_timeout_seconds": 15,
                 }
@@ -192,7 +192,7 @@ def test_slow_scrape_interval_keeps_slurm_at_least_30s_and_timeout_within() -> N
 
 def test_hyperpod_auto_discovery_is_slurm() -> None:
     bp = load_blueprint_text(
-        blueprint_text({"observability": {"metrics": "managed"}, "orchestrator": {"kind": "hyperpod"}})
+        blueprint_text({"observability": {"metrics": "managed", "alert_email": "oncall@example.com"}, "orchestrator": {"kind": "hyperpod"}})
     ).blueprint
     rc = resolve(bp)
     assert observability_context(rc).discovery == "slurm"
@@ -370,7 +370,7 @@ def test_endpoints_managed_and_self_hosted() -> None:
 
 
 def test_rendered_rules_are_the_documented_prometheus_rule_format() -> None:
-    bp = load_blueprint_text(blueprint_text({"observability": {"metrics": "managed"}})).blueprint
+    bp = load_blueprint_text(blueprint_text({"observability": {"metrics": "managed", "alert_email": "oncall@example.com"}})).blueprint
     doc = yaml.safe_load(render_alert_rules(observability_context(resolve(bp))))
     assert [g["name"] for g in doc["groups"]] == [
         "t-cluster-gpu", "t-cluster-efa", "t-cluster-nodes", "t-cluster-pipeline", "t-cluster-acceptance"
@@ -502,7 +502,7 @@ def test_groups_of_different_instance_types_get_their_own_rows() -> None:
     bp = load_blueprint_text(
         blueprint_text(
             {
-                "observability": {"metrics": "managed"},
+                "observability": {"metrics": "managed", "alert_email": "oncall@example.com"},
                 "compute": [
                     {"name": "h100", "instance_type": "p5.48xlarge", "count": 2},
                     {"name": "h200", "instance_type": "p5en.48xlarge", "count": 3},
@@ -565,7 +565,7 @@ def test_alert_rules_parse_and_use_published_metrics() -> None:
     assert {k: rules["NodeDown"][k] for k in ("expr", "for", "labels")} == {
         "expr": 'up{job="node"} == 0',
         "for": "5m",
-        "labels": {"severity": "critical"},
+        "labels": {"severity": "critical", "cluster": "llm-train"},
     }
     known = set(known_metric_names())
     for name, rule in rules.items():

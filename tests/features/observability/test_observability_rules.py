@@ -8,7 +8,7 @@ import pytest
 
 from fmcluster.blueprint import BlueprintError
 from fmcluster.validation import load_blueprint_text
-from tests.blueprints import blueprint_text
+from tests.blueprints import blueprint_text, merge
 
 VPC = {"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"}
 
@@ -83,7 +83,26 @@ RULE_CASES = [
         "got false; allowed true (an aps-workspaces interface endpoint) or false when the GPU subnet routes to a NAT "
         "gateway - set amp_vpc_endpoint: true for subnets without one [R-OBS-6]",
     ),
+    *[
+        (
+            {"observability": {"metrics": mode}, **orch},
+            "error",
+            "observability.alert_email",
+            f"alerts reach nobody: metrics is {mode!r} but no receiver is set, got none; allowed "
+            "observability.alert_email (an address fmcluster subscribes; confirm the subscription email), "
+            "observability.alert_topic_arn (your SNS topic) or observability.no_alert_receiver: true (the explicit "
+            "choice to send alerts to nobody) [R-OBS-7]",
+        )
+        for mode, orch in [
+            ("managed", {}),
+            ("self_hosted", {}),
+            ("managed", {"orchestrator": {"kind": "hyperpod"}}),
+            ("self_hosted", {"orchestrator": {"kind": "pcs"}}),
+        ]
+    ],
 ]
+#: A receiver every accept case carries, so R-OBS-7 does not hide the rule under test.
+RECEIVER = {"observability": {"alert_email": "oncall@example.com"}}
 
 
 def _problems(patch: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -120,7 +139,30 @@ def test_observability_rules(patch: dict[str, Any], level: str, path: str, messa
     ],
 )
 def test_observability_rules_accept(patch: dict[str, Any]) -> None:
-    assert [p for p in _problems(patch) if "R-OBS" in p[2]] == []
+    assert [p for p in _problems(merge(RECEIVER, patch)) if "R-OBS" in p[2]] == []
+
+
+@pytest.mark.parametrize(
+    "observability",
+    [
+        {"metrics": "managed", "alert_email": "oncall@example.com"},
+        {"metrics": "managed", "alert_topic_arn": "arn:aws:sns:us-east-1:123456789012:oncall"},
+        {"metrics": "self_hosted", "no_alert_receiver": True},
+        {"metrics": "none"},
+    ],
+)
+def test_a_receiver_or_the_explicit_choice_satisfies_r_obs_7(observability: dict[str, Any]) -> None:
+    assert [p for p in _problems({"observability": observability}) if "R-OBS-7" in p[2]] == []
+
+
+def test_hyperpod_eks_has_no_alert_topic_so_r_obs_7_stays_silent() -> None:
+    eks = {
+        "observability": {"metrics": "managed"},
+        "orchestrator": {"kind": "hyperpod", "hyperpod": {
+            "orchestration": "eks", "eks_cluster_arn": "arn:aws:eks:us-east-1:123456789012:cluster/x"}},
+        "network": VPC,
+    }
+    assert [p for p in _problems(eks) if "R-OBS-7" in p[2]] == []
 
 
 def test_unknown_metrics_mode_is_a_shape_error() -> None:

@@ -117,7 +117,7 @@ STUBS = {
 
 
 def _cluster(kind: str, metrics: str):
-    text = blueprint_text({"observability": {"metrics": metrics}, "orchestrator": {"kind": kind}})
+    text = blueprint_text({"observability": {"metrics": metrics, "alert_email": "oncall@example.com"}, "orchestrator": {"kind": kind}})
     return resolve(load_blueprint_text(text).blueprint)
 
 

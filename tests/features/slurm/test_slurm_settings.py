@@ -80,7 +80,7 @@ def test_the_refresh_owns_topology_yaml_which_parallelcluster_never_deletes() ->
 
 
 def test_with_metrics_the_topology_installer_runs_after_the_observability_script() -> None:
-    t, config = cluster(blueprint_text(P5, {"observability": {"metrics": "self_hosted"}}))
+    t, config = cluster(blueprint_text(P5, {"observability": {"metrics": "self_hosted", "alert_email": "oncall@example.com"}}))
     names = [s["Script"].rsplit("/", 1)[1] for s in head_node_steps(t, "OnNodeConfigured")]
     assert len(names) == 4 and len(set(names)) == 4  # observability, topology installer, Slurm hooks, containers
     assert len(config["HeadNode"]["Iam"]["S3Access"]) == 6  # and the placeholder and the launcher
@@ -96,7 +96,8 @@ def test_an_ultraserver_queue_leaves_topology_to_parallelcluster() -> None:
 
 @pytest.mark.skipif(not PCLUSTER_PY.exists(), reason="make setup creates .venv-pcluster")
 def test_wired_configs_load_with_the_parallelcluster_schema(tmp_path: Path) -> None:
-    texts = {"p5": blueprint_text(P5), "p5-metrics": blueprint_text(P5, {"observability": {"metrics": "self_hosted"}})}
+    metrics = {"observability": {"metrics": "self_hosted", "alert_email": "oncall@example.com"}}
+    texts = {"p5": blueprint_text(P5), "p5-metrics": blueprint_text(P5, metrics)}
     paths = []
     for name, text in texts.items():
         (config,) = cluster_configurations(cluster_template(synth_templates(text))).values()

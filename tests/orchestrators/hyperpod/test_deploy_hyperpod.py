@@ -260,7 +260,7 @@ SLURM_ALL = merge(
     hp(node_recovery="None", deep_health_checks=["InstanceStress"],
        ami_updates={"schedule": "cron(0 4 ? * SUN *)", "max_batch_percent": 25, "wait_interval_seconds": 300},
        auto_patch={"strategy": "WhenAllIdle"}),
-    {"name": "a" * 30, "observability": {"metrics": "managed"}},
+    {"name": "a" * 30, "observability": {"metrics": "managed", "alert_email": "oncall@example.com"}},
 )
 EKS_SPOT = merge(gpu(capacity={"type": "spot"}), eks())
 

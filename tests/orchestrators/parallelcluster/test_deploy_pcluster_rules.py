@@ -29,9 +29,10 @@ def errors(patch: dict[str, Any]) -> list[tuple[str, str, str | None]]:
 def warnings(patch: dict[str, Any]) -> list[tuple[str, str, str | None]]:
     # R-PCS-2: the custom AMI of the PCS fragment below must carry the PCS agent (tests/test_orchestrator_rules.py)
     """Warnings of ``patch`` except the image rules' (R-IMG-*: HyperPod's and PCS's official images float and are
-    unverified; tests/features/node/test_image.py)."""
+    unverified; tests/features/node/test_image.py) and R-CTR-11 (their official images have no pyxis for the first
+    FSDP job; tests/features/containers/test_first_job_everywhere.py)."""
     return [(p.path, p.message, p.rule_id) for p in load_blueprint_text(blueprint_text(patch)).warnings
-            if not (p.rule_id or "").startswith(("R-IMG-", "R-BAKE-", "R-PCS-2"))]
+            if not (p.rule_id or "").startswith(("R-IMG-", "R-BAKE-", "R-PCS-2", "R-CTR-11"))]
 
 
 def group(**kw: Any) -> dict[str, Any]:
@@ -115,7 +116,7 @@ DEPLOY_ERRORS: list[tuple[dict[str, Any], str, str, str]] = [
      "orchestrator.hyperpod.eks_cluster_arn",
      "EKS cluster ARN of partition 'aws-us-gov', got 'arn:aws-us-gov:eks:us-east-1:123456789012:cluster/k8s'; allowed an "
      "ARN of partition 'aws' (region us-east-1 is in aws)", "R-ARN-1"),
-    ({"region": "eu-north-1", "availability_zone": "eu-north-1a", "observability": {"metrics": "managed"}},
+    ({"region": "eu-north-1", "availability_zone": "eu-north-1a", "observability": {"metrics": "managed", "alert_email": "oncall@example.com"}},
      "observability.metrics",
      "Amazon Managed Grafana is not offered in eu-north-1, got 'managed'; allowed self_hosted or none here, or a Region "
      "offering it: ap-northeast-1, ap-northeast-2, ap-southeast-1, ap-southeast-2, eu-central-1, eu-west-1, eu-west-2, "
@@ -196,7 +197,7 @@ ACCEPTED: list[dict[str, Any]] = [
     {"tags": {"team": "ml", "project:fmcluster": "x"}},
     {**PCS, "tags": {"parallelcluster:x": "y"}},  # reserved by ParallelCluster only
     {"storage": {"checkpoints": {"kms_key_arn": f"arn:aws:kms:us-east-1:123456789012:key/{KEY}"}}},
-    {"region": "eu-north-1", "availability_zone": "eu-north-1a", "observability": {"metrics": "self_hosted"}},
+    {"region": "eu-north-1", "availability_zone": "eu-north-1a", "observability": {"metrics": "self_hosted", "alert_email": "oncall@example.com"}},
     {"compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 400}]},  # m7i.4xlarge: 64 GiB
     group(count=4, min_count=0, threads_per_core=1),
     {**group(instance_type="p5e.48xlarge"), "region": "us-east-2", "availability_zone": "us-east-2a"},

@@ -105,7 +105,7 @@ def test_image_os_follows_the_software_os(os: str, pc_os: str) -> None:
 
 @pytest.mark.parametrize("metrics", ["managed", "self_hosted"])
 def test_head_node_runs_the_observability_script_with_the_node_policy(metrics: str) -> None:
-    t, props = cluster({"observability": {"metrics": metrics}})
+    t, props = cluster({"observability": {"metrics": metrics, "alert_email": "oncall@example.com"}})
     head = props["ClusterConfiguration"]["HeadNode"]
     # first in the sequence; the topology installer follows (tests/features/slurm/test_slurm_settings.py)
     script = head_node_steps(t, "OnNodeConfigured")[0]["Script"]

@@ -180,11 +180,11 @@ def test_exporter_script_uses_the_clusters_slurm_on_pcs() -> None:
     from fmcluster.features.observability.render_exporters import exporter_context, render_exporter_script
 
     text = blueprint_text({**U24, "orchestrator": {"kind": "pcs", "pcs": {"slurm_version": "25.05"}},
-                    "observability": {"metrics": "managed"}})
+                    "observability": {"metrics": "managed", "alert_email": "oncall@example.com"}})
     script = render_exporter_script(exporter_context(resolve(load_blueprint_text(text).blueprint), role="head"))
     assert 'sinfo="/opt/aws/pcs/scheduler/slurm-25.05/bin/sinfo"' in script
     assert "slurm-*" not in script
-    pc = blueprint_text({"observability": {"metrics": "managed"}})
+    pc = blueprint_text({"observability": {"metrics": "managed", "alert_email": "oncall@example.com"}})
     other = render_exporter_script(exporter_context(resolve(load_blueprint_text(pc).blueprint), role="head"))
     assert "/opt/aws/pcs/scheduler/slurm-*/bin/sinfo" in other  # ParallelCluster: unchanged
 
@@ -294,7 +294,7 @@ MIXED = blueprint_text({
         {"name": "spot", "instance_type": "p5.4xlarge", "count": 2, "min_count": 0, "capacity": {"type": "spot"}},
     ],
     "orchestrator": {"kind": "pcs", "pcs": {"slurm_version": "25.05"}},
-    "observability": {"metrics": "managed"},
+    "observability": {"metrics": "managed", "alert_email": "oncall@example.com"},
 })
 
 

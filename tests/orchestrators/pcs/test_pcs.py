@@ -219,7 +219,7 @@ def test_example_capacity_block(tmp_path: Path) -> None:
 
 # ---- observability: the login node runs the head-node script -----------------------------------
 def _example_with_metrics(metrics: str) -> str:
-    return blueprint_text({"observability": {"metrics": metrics}}, base=example("pcs-p5en"))
+    return blueprint_text({"observability": {"metrics": metrics, "alert_email": "oncall@example.com"}}, base=example("pcs-p5en"))
 
 
 def _node_role(tpl: dict[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -252,6 +252,17 @@ for dev_path in "${sysfs}"/class/infiniband/*; do
   fi
 done
 
+# Job steps on this node: slurmd spawns one slurmstepd per job step and it exits when the step does
+# (https://slurm.schedmd.com/slurmstepd.html). The EFA throughput alerts judge only nodes that run a job,
+# so a normal job end and an idle node stay quiet. etimes = seconds since the process started (procps ps).
+n_steps=0
+oldest_step_s=0
+while read -r age; do
+  [[ "${age}" =~ ^[0-9]+$ ]] || continue
+  n_steps=$((n_steps + 1))
+  if (( age > oldest_step_s )); then oldest_step_s="${age}"; fi
+done < <(ps -C slurmstepd -o etimes= 2>/dev/null || true)
+
 {
   echo "# HELP fmcluster_node_info Node facts from the fmcluster blueprint (value is always 1)."
   echo "# TYPE fmcluster_node_info gauge"
@@ -282,6 +293,12 @@ done
       done
     done
   done
+  echo "# HELP fmcluster_slurm_job_steps Slurm job steps running on this node (slurmstepd processes)."
+  echo "# TYPE fmcluster_slurm_job_steps gauge"
+  echo "fmcluster_slurm_job_steps ${n_steps}"
+  echo "# HELP fmcluster_slurm_job_step_oldest_age_seconds Age of the oldest job step on this node (0 without one)."
+  echo "# TYPE fmcluster_slurm_job_step_oldest_age_seconds gauge"
+  echo "fmcluster_slurm_job_step_oldest_age_seconds ${oldest_step_s}"
   echo "# HELP fmcluster_textfile_last_run_timestamp_seconds When this collector last wrote its file."
   echo "# TYPE fmcluster_textfile_last_run_timestamp_seconds gauge"
   echo "fmcluster_textfile_last_run_timestamp_seconds $(date +%s)"
