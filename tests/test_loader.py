@@ -42,6 +42,7 @@ def test_three_mistakes_three_errors_with_paths_lines_and_hints() -> None:
         "name: t-cluster\nregion: us-east-1\navailability_zone: us-east-1a\n"
         "compute:\n  - name: gpu\n    instance_type: p5.48xlarg\n    count: 0\n"
         "storage:\n  lustre:\n    storage_capacity: 1200\n"
+        "observability:\n  alert_email: ops@example.com\n"  # metrics are on by default: they need a receiver (R-OBS-7)
     )
     got = problems(text)
     assert [p[0] for p in got] == ["compute[0].instance_type", "compute[0].count", "storage.lustre.storage_capacity"]

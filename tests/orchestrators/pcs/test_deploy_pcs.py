@@ -133,8 +133,9 @@ def test_pcs_profile_names_the_clusters_slurm_directory(version: str) -> None:
 
 
 @pytest.mark.parametrize("kind", ["parallelcluster", "hyperpod"])
-def test_other_orchestrators_keep_looking_for_sinfo(kind: str) -> None:
-    assert profile_for(OrchestratorSpec(kind=kind)).slurm_bin_dir is None  # type: ignore[arg-type]
+def test_other_orchestrators_name_their_slurm_directory(kind: str) -> None:
+    # one home for where Slurm lives (decision 43): /opt/slurm on ParallelCluster (cookbook) and HyperPod (AWS samples)
+    assert profile_for(OrchestratorSpec(kind=kind)).slurm_bin_dir == "/opt/slurm/bin"  # type: ignore[arg-type]
 
 
 def test_head_node_launcher_asks_only_the_clusters_slurm() -> None:
@@ -186,7 +187,7 @@ def test_exporter_script_uses_the_clusters_slurm_on_pcs() -> None:
     assert "slurm-*" not in script
     pc = blueprint_text({"observability": {"metrics": "managed", "alert_email": "oncall@example.com"}})
     other = render_exporter_script(exporter_context(resolve(load_blueprint_text(pc).blueprint), role="head"))
-    assert "/opt/aws/pcs/scheduler/slurm-*/bin/sinfo" in other  # ParallelCluster: unchanged
+    assert 'sinfo="/opt/slurm/bin/sinfo"' in other and "slurm-*" not in other  # ParallelCluster's own directory
 
 
 def test_login_user_data_waits_for_the_clusters_slurm() -> None:
