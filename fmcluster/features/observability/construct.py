@@ -49,7 +49,7 @@ Sources:
 from __future__ import annotations
 
 import jsii
-from aws_cdk import Acknowledgment, Annotations, Fn, RemovalPolicy, Stack, Validations
+from aws_cdk import Acknowledgment, Annotations, ArnFormat, Fn, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_aps as aps
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
@@ -247,6 +247,24 @@ class ClusterObservability(Construct):
                     conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}},
                 )
             )
+            # enforce_ssl gives the topic a policy of its own, which replaces SNS's default one: CloudWatch may publish
+            # only if this policy allows it (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/
+            # AlarmThatSendsEmail.html, "permissions for CloudWatch to publish to an encrypted topic"; without it the
+            # alarm history shows "not authorized to perform: SNS:Publish").
+            stack = Stack.of(self)
+            topic.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid="AllowTheHeadNodeAlarmToPublish",
+                    principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                    actions=["sns:Publish"], resources=[topic.topic_arn],
+                    conditions={
+                        "StringEquals": {"aws:SourceAccount": stack.account},
+                        "ArnLike": {"aws:SourceArn": stack.format_arn(
+                            service="cloudwatch", resource="alarm", resource_name=head_node_alarm_name(cluster_name),
+                            arn_format=ArnFormat.COLON_RESOURCE_NAME)},
+                    },
+                )
+            )
         self.alert_key, self.alert_topic, self.alert_topic_arn = key, topic, topic.topic_arn
 
     def _managed(self, cluster_name: str, alert_rules: str, authentication: str) -> None:
@@ -346,6 +364,11 @@ class ClusterObservability(Construct):
 HEAD_NODE_ALARM_MINUTES = 5
 
 
+def head_node_alarm_name(cluster_name: str) -> str:
+    """``fmcluster-<name>-head-node``: the dead-man alarm's name, also in the alert topic's policy."""
+    return f"fmcluster-{cluster_name}-head-node"
+
+
 def head_node_status_alarm(
     scope: Construct, id: str, *, instance_id: str, topic_arn: str, cluster_name: str
 ) -> cloudwatch.CfnAlarm:
@@ -359,7 +382,7 @@ def head_node_status_alarm(
         cluster_name: the blueprint name (alarm name ``fmcluster-<name>-head-node``).
     """
     return cloudwatch.CfnAlarm(
-        scope, id, alarm_name=f"fmcluster-{cluster_name}-head-node",
+        scope, id, alarm_name=head_node_alarm_name(cluster_name),
         alarm_description=f"fmcluster {cluster_name}: the head node (Prometheus, Alertmanager) fails its EC2 status "
         "checks or reports none; no other alert of this cluster can reach you while it is down.",
         namespace="AWS/EC2", metric_name="StatusCheckFailed", dimensions=[

@@ -315,3 +315,12 @@ def test_self_hosted_head_node_has_a_dead_mans_alarm_where_its_instance_id_is_kn
         (key,) = resources_of(obs, "AWS::KMS::Key").values()
         sids = {s.get("Sid") for s in key["Properties"]["KeyPolicy"]["Statement"]}
         assert "AllowCloudWatchAlarmsToUseTheAlertTopicKey" in sids
+        # alarm -> topic -> topic policy: CloudWatch may publish (the topic's own policy replaces SNS's default one),
+        # only from this alarm of this account
+        (policy,) = resources_of(obs, "AWS::SNS::TopicPolicy").values()
+        [allow] = [st for st in policy["Properties"]["PolicyDocument"]["Statement"]
+                   if st.get("Sid") == "AllowTheHeadNodeAlarmToPublish"]
+        assert allow["Effect"] == "Allow" and allow["Action"] == "sns:Publish"
+        assert allow["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+        assert props["AlarmName"] == "fmcluster-t-cluster-head-node"
+        assert ":alarm:fmcluster-t-cluster-head-node" in json.dumps(allow["Condition"]["ArnLike"]["aws:SourceArn"])

@@ -65,20 +65,22 @@ esac
 """
 
 
-def _run_launcher(tmp_path: Path, steps: list[dict[str, Any]], scripts: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def _run_launcher(tmp_path: Path, steps: list[dict[str, Any]], scripts: dict[str, str],
+                  revision: str = "abc") -> subprocess.CompletedProcess[str]:
     launcher = tmp_path / "head-node-actions.sh"
     launcher.write_text(render("parallelcluster/head-node-actions.sh.j2", {}))
     bucket, bin_dir = tmp_path / "bucket", tmp_path / "bin"
-    bucket.mkdir()
-    bin_dir.mkdir()
+    bucket.mkdir(exist_ok=True)
+    bin_dir.mkdir(exist_ok=True)
     for name, body in scripts.items():
         (bucket / name).write_text(body)
     (tmp_path / "param.json").write_text(json.dumps(steps))
     (bin_dir / "aws").write_text(STUB_AWS)
     (bin_dir / "aws").chmod(0o755)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "STUB_LOG": str(tmp_path / "aws.log"), "STUB_PARAM": str(tmp_path / "param.json"),
-           "STUB_BUCKET": str(bucket), "OUT": str(tmp_path / "out.txt")}
-    return subprocess.run(["bash", str(launcher), "/fmcluster/c/head-node/OnNodeConfigured", "us-east-1", "abc"],
+           "STUB_BUCKET": str(bucket), "OUT": str(tmp_path / "out.txt"),
+           "FMC_HEAD_NODE_STATE": str(tmp_path / "state" / "revision")}
+    return subprocess.run(["bash", str(launcher), "/fmcluster/c/head-node/OnNodeConfigured", "us-east-1", revision],
                           env=env, capture_output=True, text=True, timeout=60)
 
 
@@ -89,6 +91,22 @@ def test_launcher_runs_each_step_in_order_with_its_arguments(tmp_path: Path) -> 
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "out.txt").read_text().splitlines() == ["a 0", "b /scratch|two words"]
     assert "2 step(s) done" in proc.stdout
+
+
+def test_a_step_that_reads_standard_input_does_not_swallow_the_others(tmp_path: Path) -> None:
+    steps = [{"Script": "s3://bucket/a.sh"}, {"Script": "s3://bucket/b.sh"}]
+    proc = _run_launcher(tmp_path, steps, {"a.sh": 'cat > /dev/null; echo a >> "$OUT"\n', "b.sh": 'echo b >> "$OUT"\n'})
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out.txt").read_text().splitlines() == ["a", "b"]
+
+
+def test_an_update_with_the_applied_revision_runs_nothing_again(tmp_path: Path) -> None:
+    steps = [{"Script": "s3://bucket/a.sh"}]
+    scripts = {"a.sh": 'echo a >> "$OUT"\n'}
+    for revision in ("r1", "r1", "r2"):
+        assert _run_launcher(tmp_path, steps, scripts, revision).returncode == 0
+    assert (tmp_path / "out.txt").read_text().splitlines() == ["a", "a"]  # r1 once, then r2
+    assert (tmp_path / "state" / "revision").read_text() == "r2"
 
 
 def test_launcher_stops_at_a_failing_step(tmp_path: Path) -> None:
