@@ -43,13 +43,25 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
+def _not_blank(option: str) -> Any:
+    """A typer callback refusing an empty or blank value of ``option`` (exit 2): ``--out ""`` would write into the
+    current folder, ``--out " "`` make a folder named by a space, ``--org ""`` silently mean no organisation file."""
+    def check(value: Any) -> Any:
+        if value is not None and not str(value).strip():
+            raise typer.BadParameter(f"{option} is blank, got {str(value)!r}; allowed a path"
+                                     + (" or 'none' for no organisation file" if option == "--org" else ""))
+        return value
+    return check
+
+
 @app.callback()
 def _root(
     show_version: Annotated[bool, typer.Option(
         "--version", callback=_version, is_eager=True, help="Print the fmcluster version and exit.")] = False,
     org: Annotated[str | None, typer.Option(
-        "--org", help="Organisation file for every blueprint of this run (default: $FMCLUSTER_ORG, else "
-                      "fmcluster.org.yaml beside each blueprint; 'none': no organisation file).")] = None,
+        "--org", callback=_not_blank("--org"),
+        help="Organisation file for every blueprint of this run (default: $FMCLUSTER_ORG, else "
+             "fmcluster.org.yaml beside each blueprint; 'none': no organisation file).")] = None,
 ) -> None:
     """Cluster blueprints for foundation-model training on AWS."""
     from fmcluster.validation.organisation import use_organisation
@@ -181,7 +193,7 @@ def schema(
 @app.command()
 def render(
     file: Annotated[Path, typer.Argument(help="Blueprint YAML file.")],
-    out_dir: Annotated[Path, typer.Option("--out", "-o", help=(
+    out: Annotated[str, typer.Option("--out", "-o", callback=_not_blank("--out"), help=(
         "Folder to write DIR/<group>/<file> into: a new or empty folder, or one fmcluster render wrote before "
         "(its earlier files are replaced)."))],
 ) -> None:
@@ -194,6 +206,7 @@ def render(
     """
     from fmcluster.review.render import RenderOutError, render_blueprint, write_rendered
 
+    out_dir = Path(out)
     files = render_blueprint(_load_or_exit(file))
     try:
         written = write_rendered(files, out_dir)
@@ -371,6 +384,11 @@ def acceptance(
     if action is AcceptanceAction.plan:
         from fmcluster.acceptance.pairing import PairingError, pairing_plan, plan_lines
 
+        if len(nodes or []) < 2:
+            # nothing to pair: an empty plan would look like success (issue 26)
+            print_error(f"acceptance plan needs at least 2 nodes, got {len(nodes or [])}; allowed two or more Slurm node "
+                        "names (a single node has no partner: its node check judges it alone)")
+            raise typer.Exit(2)
         try:
             print(plan_lines(pairing_plan(nodes or [], min_partners)), end="")
         except PairingError as e:

@@ -372,6 +372,9 @@ def test_cli_plan() -> None:
     assert r.exit_code == 0 and r.stdout == "1 a d\n1 b c\n2 a c\n2 d b\n"
     r = runner.invoke(app, ["acceptance", "plan", "a", "a"])
     assert r.exit_code == 2 and "a more than once" in r.output
+    for nodes in ([], ["a"]):  # nothing to pair is "could not run", never an empty success
+        r = runner.invoke(app, ["acceptance", "plan", *nodes])
+        assert r.exit_code == 2 and f"needs at least 2 nodes, got {len(nodes)}" in " ".join(r.output.split()), r.output
 
 
 def test_readme_row_names_every_option() -> None:

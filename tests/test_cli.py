@@ -188,3 +188,22 @@ def test_render_with_a_corrupt_manifest_is_refused(tmp_path: Path) -> None:
 def test_render_help_documents_the_folder_rule() -> None:
     help_text = " ".join(CliRunner().invoke(app, ["render", "--help"]).output.split())
     assert "new or empty folder" in help_text and "stale" in help_text
+
+
+@pytest.mark.parametrize("args", [
+    ["render", "blueprints/default.yaml", "--out", ""],
+    ["render", "blueprints/default.yaml", "--out", " "],
+    ["--org", "", "validate", "blueprints/default.yaml"],
+    ["--org", "  ", "plan", "blueprints/default.yaml"],
+], ids=["out-empty", "out-space", "org-empty", "org-space"])
+def test_blank_path_arguments_are_refused_and_write_nothing(args: list[str], tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A blank path is "could not run" (exit 2), never the current folder, a folder named by a space or "no
+    organisation file" (issue 26)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "blueprints").mkdir()
+    (tmp_path / "blueprints" / "default.yaml").write_text((ROOT / "blueprints" / "default.yaml").read_text())
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2 and "is blank" in r.output, r.output
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
