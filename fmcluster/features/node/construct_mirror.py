@@ -30,6 +30,8 @@ HANDLER_SOURCE = Path(__file__).with_name("handler_mirror.py")
 RESOURCE_TYPE = "Custom::FmclusterMirror"
 #: The copy's time limit (Lambda's maximum is 15 minutes; the objects are a few MB).
 TIMEOUT = Duration.minutes(10)
+#: How long CloudFormation waits for the function's answer: a little more than its timeout (default: 1 hour).
+SERVICE_TIMEOUT = Duration.minutes(12)
 
 
 class Mirror(Construct):
@@ -65,7 +67,8 @@ class Mirror(Construct):
             self, "Function", runtime=RUNTIME, handler="index.handler", timeout=TIMEOUT, role=role,
             code=lambda_.Code.from_inline(HANDLER_SOURCE.read_text()), memory_size=512,
             description="fmcluster: copy the nodes' boot downloads into the mirror bucket, sha256 checked")
+        # ServiceTimeout: a function that dies at its own timeout never answers; CloudFormation would wait an hour.
         self.copy = CustomResource(self, "Copy", service_token=function.function_arn, resource_type=RESOURCE_TYPE,
-                                   properties={"Bucket": self.bucket.bucket_name,
+                                   service_timeout=SERVICE_TIMEOUT, properties={"Bucket": self.bucket.bucket_name,
                                                "Objects": [o.as_property() for o in objects]})
         self.copy.node.add_dependency(role)

@@ -60,7 +60,8 @@ class ParentAmiLookups(Construct):
 
     def image_id(self, key: str, name_filter: str, arch: str) -> str:
         """The AMI id the deployment finds for ``name_filter`` / ``arch`` (a token)."""
+        # ServiceTimeout a little over the function's 2 minutes: an unanswered request fails in minutes, not an hour.
         resource = CustomResource(self, key, service_token=self.function.function_arn, resource_type=RESOURCE_TYPE,
-                                  properties={"NameFilter": name_filter, "Architecture": arch,
+                                  service_timeout=Duration.minutes(4), properties={"NameFilter": name_filter, "Architecture": arch,
                                               "Owner": PARALLELCLUSTER_AMI_OWNER})
         return resource.get_att_string("ImageId")

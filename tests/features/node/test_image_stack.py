@@ -322,7 +322,8 @@ def test_parallelcluster_parent_is_a_deploy_time_lookup() -> None:
     _, img = image_template("parallelcluster")
     (lookup,) = resources_of(img, "Custom::FmclusterParentAmi").values()
     props = {k: v for k, v in lookup["Properties"].items() if k != "ServiceToken"}
-    assert props == {"NameFilter": PC_FILTER, "Architecture": "x86_64", "Owner": "amazon"}
+    # ServiceTimeout (seconds) over the function's 120 s: an unanswered request fails in minutes, not CloudFormation's hour
+    assert props == {"NameFilter": PC_FILTER, "Architecture": "x86_64", "Owner": "amazon", "ServiceTimeout": "240"}
     (fn,) = resources_of(img, "AWS::Lambda::Function").values()
     assert fn["Properties"]["Handler"] == "index.handler" and fn["Properties"]["Runtime"] == "python3.14"
     assert "def pick_official_image" in fn["Properties"]["Code"]["ZipFile"]
