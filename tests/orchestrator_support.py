@@ -216,3 +216,37 @@ class Resolver:
             return "abcdefgh"
         return "imported-value"
 
+
+
+def head_node_steps(t: dict[str, Any], phase: str) -> list[dict[str, Any]]:
+    """The ParallelCluster head node's ``phase`` steps, from the SSM parameter its launcher reads
+    (tests/orchestrators/parallelcluster/test_head_node_actions.py): the parameter's ``Fn::Join`` value, an
+    ``Fn::Sub`` shown as its template string."""
+    [value] = [r["Properties"]["Value"] for r in t["Resources"].values() if r["Type"] == "AWS::SSM::Parameter"
+               and r["Properties"]["Name"].endswith(f"/head-node/{phase}")]
+    parts = value["Fn::Join"][1] if isinstance(value, dict) else [value]
+    text = "".join(p if isinstance(p, str) else p.get("Fn::Sub", "<token>") if isinstance(p, dict) else "<token>"
+                   for p in parts)
+    steps: list[dict[str, Any]] = json.loads(text)
+    return steps
+
+
+def pcluster_schema_results(configs: dict[str, dict[str, Any]], folder: Path) -> tuple[int, list[tuple[str, bool, Any]]]:
+    """The checker's exit code and ``(file name, ok, errors)`` of each ParallelCluster config, as ParallelCluster's own schema loads it
+    (``tools/pcluster_schema_check.py`` in ``.venv-pcluster``), with the files written as ``<name>.pcluster-config.yaml``
+    in ``folder``."""
+    import subprocess
+
+    import yaml
+
+    from tests.conftest import ROOT
+
+    paths = []
+    for name, config in configs.items():
+        path = folder / f"{name}.pcluster-config.yaml"
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        paths.append(str(path))
+    proc = subprocess.run([str(ROOT / ".venv-pcluster" / "bin" / "python"), str(ROOT / "tools" / "pcluster_schema_check.py"),
+                           *paths], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    return proc.returncode, [(Path(r["file"]).name, r["ok"], r["errors"]) for r in
+                             (json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{"))]

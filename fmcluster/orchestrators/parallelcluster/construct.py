@@ -74,6 +74,11 @@ from fmcluster.templates.render import render
 HEAD_NODE_PHASES = ("OnNodeStart", "OnNodeConfigured")
 
 
+def head_node_steps_parameter(cluster_name: str, phase: str) -> str:
+    """The SSM parameter holding the head node's ``phase`` steps: ``/fmcluster/<cluster>/head-node/<phase>``."""
+    return f"/fmcluster/{cluster_name}/head-node/{phase}"
+
+
 def _steps(action: Mapping[str, Any]) -> list[dict[str, Any]]:
     """A custom action (``{"Script", "Args"}`` or ``{"Sequence": [...]}``) as its list of steps."""
     return [dict(step) for step in action["Sequence"]] if "Sequence" in action else [dict(action)]
@@ -220,18 +225,18 @@ class ParallelClusterCluster(Construct):
         stack = Stack.of(self)
         launcher = ScriptAsset(self, "HeadNodeActions", text=render("parallelcluster/head-node-actions.sh.j2", {}),
                                file_name="fmcluster-head-node-actions.sh")
+        steps = {phase: _steps(action) for phase, action in phases.items()}
+        names = {phase: head_node_steps_parameter(cluster_name, phase) for phase in phases}
         params = {
-            phase: ssm.StringParameter(self, f"HeadNode{phase}", parameter_name=f"/fmcluster/{cluster_name}/head-node/{phase}",
-                                       string_value=stack.to_json_string(_steps(action)),
+            phase: ssm.StringParameter(self, f"HeadNode{phase}", parameter_name=names[phase],
+                                       string_value=stack.to_json_string(steps[phase]),
                                        description=f"fmcluster: the head node's {phase} steps (head-node-actions.sh)")
-            for phase, action in phases.items()
+            for phase in phases
         }
-        names = {phase: f"/fmcluster/{cluster_name}/head-node/{phase}" for phase in phases}
         routed = {phase: {"Script": launcher.s3_url, "Args": [names[phase], region]} for phase in phases}
         if "OnNodeConfigured" in phases:
             # Every phase's steps: a changed OnNodeStart step (the topology placeholder) is a new revision too.
-            revision = hashlib.sha256(json.dumps(stack.resolve({p: _steps(a) for p, a in phases.items()}),
-                                                 sort_keys=True).encode()).hexdigest()[:16]
+            revision = hashlib.sha256(json.dumps(stack.resolve(steps), sort_keys=True).encode()).hexdigest()[:16]
             routed["OnNodeUpdated"] = {"Script": launcher.s3_url,
                                        "Args": [names["OnNodeConfigured"], region, revision]}
         head_node["CustomActions"] = {**{k: v for k, v in actions.items() if k not in HEAD_NODE_PHASES}, **routed}

@@ -10,14 +10,12 @@ in ParallelCluster's own schema (tools/pcluster_schema_check.py in .venv-pcluste
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from fmcluster.features.slurm.render_hooks import (
     HEALTH_CHECK_INTERVAL_S,
@@ -34,8 +32,7 @@ from fmcluster.orchestrators.parallelcluster.review import cluster_configuration
 from fmcluster.resolved.cluster import NODE_DIR
 from tests.blueprints import blueprint_text
 from tests.conftest import ROOT, resources_of, synth_templates
-from tests.orchestrator_support import cluster_template, matrix_blueprint
-from tests.orchestrators.parallelcluster.test_parallelcluster import head_node_steps
+from tests.orchestrator_support import cluster_template, head_node_steps, matrix_blueprint, pcluster_schema_results
 
 PCLUSTER_PY = ROOT / ".venv-pcluster" / "bin" / "python"
 P5 = {"compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 4, "min_count": 2}]}
@@ -98,16 +95,10 @@ def test_an_ultraserver_queue_leaves_topology_to_parallelcluster() -> None:
 def test_wired_configs_load_with_the_parallelcluster_schema(tmp_path: Path) -> None:
     metrics = {"observability": {"metrics": "self_hosted", "alert_email": "oncall@example.com"}}
     texts = {"p5": blueprint_text(P5), "p5-metrics": blueprint_text(P5, metrics)}
-    paths = []
-    for name, text in texts.items():
-        (config,) = cluster_configurations(cluster_template(synth_templates(text))).values()
-        path = tmp_path / f"{name}.pcluster-config.yaml"
-        path.write_text(yaml.safe_dump(config, sort_keys=False))
-        paths.append(str(path))
-    proc = subprocess.run([str(PCLUSTER_PY), str(ROOT / "tools" / "pcluster_schema_check.py"), *paths],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
-    results = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    assert [(Path(r["file"]).name, r["ok"], r["errors"]) for r in results] == [(Path(p).name, True, {}) for p in paths]
+    configs = {name: next(iter(cluster_configurations(cluster_template(synth_templates(text))).values()))
+               for name, text in texts.items()}
+    _, results = pcluster_schema_results(configs, tmp_path)
+    assert results == [(f"{name}.pcluster-config.yaml", True, {}) for name in texts]
 
 
 # ---- health checks and the task prolog ----------------------------------------------------------------

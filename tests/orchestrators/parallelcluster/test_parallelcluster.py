@@ -4,8 +4,6 @@ CloudWatch, head node), and every generated configuration loading with ParallelC
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +16,15 @@ from fmcluster.orchestrators.parallelcluster.review import cluster_configuration
 from fmcluster.resolved.cluster import NODE_DIR
 from tests.blueprints import blueprint_text
 from tests.conftest import EXAMPLES, ROOT, resources_of, synth_templates
-from tests.orchestrator_support import KINDS, cluster_template, matrix_stacks, matrix_templates, same_blueprint_text
+from tests.orchestrator_support import (
+    KINDS,
+    cluster_template,
+    head_node_steps,
+    matrix_stacks,
+    matrix_templates,
+    pcluster_schema_results,
+    same_blueprint_text,
+)
 
 TWO_QUEUES = {"compute": [
     {"name": "train", "instance_type": "p5.48xlarge", "count": 4},
@@ -115,18 +121,6 @@ def test_head_node_runs_the_observability_script_with_the_node_policy(metrics: s
     assert ssm == {"Policy": {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"}}
     assert "ObservabilityNodePolicy" in policy["Policy"]["Fn::ImportValue"]
     assert "HeadNodeActionsPolicy" in actions["Policy"]["Ref"]
-
-
-def head_node_steps(t: dict[str, Any], phase: str) -> list[dict[str, Any]]:
-    """The head node's ``phase`` steps, from the SSM parameter the launcher reads (tests/orchestrators/parallelcluster/
-    test_head_node_actions.py): its ``Fn::Join`` value, an ``Fn::Sub`` shown as its template string."""
-    [value] = [r["Properties"]["Value"] for r in resources_of(t, "AWS::SSM::Parameter").values()
-               if r["Properties"]["Name"].endswith(f"/head-node/{phase}")]
-    parts = value["Fn::Join"][1] if isinstance(value, dict) else [value]
-    text = "".join(p if isinstance(p, str) else p.get("Fn::Sub", "<token>") if isinstance(p, dict) else "<token>"
-                   for p in parts)
-    steps: list[dict[str, Any]] = json.loads(text)
-    return steps
 
 
 def test_head_node_runs_only_the_topology_scripts_without_metrics() -> None:
@@ -246,17 +240,9 @@ def test_generated_configs_load_with_the_parallelcluster_schema(tmp_path: Path) 
         (config,) = cluster_configurations(cluster_template(matrix_templates("parallelcluster", stack))).values()
         configs[f"matrix-{stack}"] = config
     assert {"default", "p5en-capacity-block", "p6-b200", "hyperpod-p5-as-parallelcluster"} <= set(configs)
-    paths = []
-    for name, config in configs.items():
-        path = tmp_path / f"{name}.pcluster-config.yaml"
-        path.write_text(yaml.safe_dump(config, sort_keys=False))
-        paths.append(str(path))
-    proc = subprocess.run([str(PCLUSTER_PY), str(ROOT / "tools" / "pcluster_schema_check.py"), *paths],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
-    results = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    assert [(Path(r["file"]).name, r["ok"], r["errors"]) for r in results] == [
-        (Path(p).name, True, {}) for p in paths]
-    assert proc.returncode == 0
+    returncode, results = pcluster_schema_results(configs, tmp_path)
+    assert results == [(f"{name}.pcluster-config.yaml", True, {}) for name in configs]
+    assert returncode == 0
 
 
 def test_only_parallelcluster_writes_a_pcluster_config() -> None:
