@@ -22,6 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "blueprints").glob("*.yaml"))
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("NODE_NO_WARNINGS", "1")
+# As app.py does, before the first aws_cdk import starts the jsii kernel (which reads it): no construct stack traces.
+os.environ.setdefault("CDK_DISABLE_STACK_TRACE", "1")
 
 
 def shared_dir() -> Path | None:
@@ -132,6 +134,58 @@ def _cli_synth(blueprint: Path) -> tuple[Path, subprocess.CompletedProcess[str]]
              "PATH": f"{ROOT / '.venv' / 'bin'}:{ROOT / 'node_modules' / '.bin'}:{os.environ['PATH']}"},
     )
     return out, proc
+
+
+#: What the CDK CLI adds to cdk.json's context for ``cdk synth`` (CDK CLI 2.1148: read from the ``CDK_CONTEXT_JSON``
+#: it hands the app); with it an in-process synthesis writes what ``npx cdk synth`` writes
+#: (test_examples.py::test_in_process_synthesis_writes_what_the_cdk_cli_writes).
+CLI_CONTEXT: dict[str, Any] = {"aws:cdk:enable-path-metadata": True, "aws:cdk:enable-asset-metadata": True,
+                               "aws:cdk:version-reporting": True, "aws:cdk:bundling-stacks": ["**"],
+                               "@aws-cdk/core:failSynthOnValidationErrors": False}
+
+
+@cache
+def _app_module() -> Any:
+    """app.py (the CDK entry point) as a module: importing it runs nothing (``synthesize`` runs under ``__main__``)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fmcluster_cdk_app", ROOT / "app.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@cache
+def example_synth(blueprint: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """app.py's ``synthesize`` run in-process on ``blueprint`` with cdk.json's context plus :data:`CLI_CONTEXT` into a
+    folder of its own: the cloud assembly ``npx cdk synth`` writes (templates, assets, cdk-nag's validation report,
+    ParallelCluster configs), without the CLI's and a second jsii kernel's start-up (about 10 s per blueprint).
+    Returns the folder and a process-like result (exit code, what the app printed on stderr). Once per test run for
+    every worker (:func:`shared_once`). :func:`cli_synth` is the real CLI, kept for what only the CLI can show."""
+    with shared_once("app-synth", f"{blueprint}\n{blueprint.read_text()}") as folder:
+        done = folder / "proc.json" if folder is not None else None
+        if done is not None and done.is_file():
+            r = json.loads(done.read_text())
+            return Path(r["out"]), subprocess.CompletedProcess(r["args"], r["returncode"], "", r["stderr"])
+        out, proc = _example_synth(blueprint)
+        if done is not None:
+            done.write_text(json.dumps({"out": str(out), "args": proc.args, "returncode": proc.returncode,
+                                        "stderr": proc.stderr}))
+        return out, proc
+
+
+def _example_synth(blueprint: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    import io
+
+    import aws_cdk as cdk
+
+    out = Path(tempfile.mkdtemp(prefix=f"appout-{blueprint.stem}-"))
+    context = {**json.loads((ROOT / "cdk.json").read_text())["context"], "blueprint": str(blueprint), **CLI_CONTEXT}
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        returncode = _app_module().synthesize(cdk.App(outdir=str(out), context=context))
+    return out, subprocess.CompletedProcess(["app.py", str(blueprint)], returncode, "", err.getvalue())
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,10 @@
-"""Every example blueprint is a test: loads, synthesizes through the CDK CLI, passes cfn-lint and
+"""Every example blueprint is a test: loads, synthesizes with no credentials and no lookups, passes cfn-lint and
 cdk-nag, its ParallelCluster config loads with ParallelCluster's own schema, the bootstrap scripts it
-stages are the pinned, shellcheck-clean rendered ones, and synthesis is deterministic."""
+stages are the pinned, shellcheck-clean rendered ones, and synthesis is deterministic.
+
+Each example is synthesized by app.py's own ``synthesize`` in-process with the context the CDK CLI passes
+(``tests.conftest.example_synth``); the default example also goes through ``npx cdk synth`` itself, and the two cloud
+assemblies are compared byte for byte, so the in-process path is the CLI's path."""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ import pytest
 from fmcluster.catalog.software import get_stack
 from fmcluster.review.render import render_blueprint
 from fmcluster.validation import load_blueprint
-from tests.conftest import EXAMPLES, ROOT, cli_synth
+from tests.conftest import EXAMPLES, ROOT, cli_synth, example_synth
 
 #: One xdist group per example (tests/conftest.py): the tests of one blueprint share its cached CLI synthesis on one
 #: worker, and different blueprints run on different workers.
@@ -27,22 +31,30 @@ def test_there_are_examples_for_p5_p5en_and_p6_b200() -> None:
 
 
 @pytest.mark.parametrize("blueprint", PER_EXAMPLE)
-def test_cli_synth_succeeds_with_no_credentials_and_no_placeholder_azs(blueprint: Path) -> None:
+def test_synth_succeeds_with_no_credentials_and_no_placeholder_azs(blueprint: Path) -> None:
     """No AWS_* variable, no cdk.context.json, no lookup: a bake's parent AMI is found at deploy time (issue 23)."""
     assert not (ROOT / "cdk.context.json").exists()
-    out, proc = cli_synth(blueprint)
+    out, proc = example_synth(blueprint)
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = "".join(p.read_text() for p in out.glob("*.template.json"))
     assert "dummy1a" not in text and "Fn::GetAZs" not in text
     manifest = json.loads((out / "manifest.json").read_text())
     assert "missing" not in manifest
-    # No toolchain noise: a construct stack trace line ("<tmp>/lib/program.js:1:5591") printed with each annotation.
+
+
+@pytest.mark.xdist_group("example-default")
+def test_cdk_cli_synth_succeeds_with_no_credentials_and_no_toolchain_noise() -> None:
+    """The CLI path users take (``npx cdk synth``, no AWS_* variable): exit 0, nothing missing, and no construct stack
+    trace line ("<tmp>/lib/program.js:1:5591") printed with each annotation."""
+    out, proc = cli_synth(ROOT / "blueprints" / "default.yaml")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "missing" not in json.loads((out / "manifest.json").read_text())
     assert not re.search(r"program\.js:\d+:\d+", proc.stdout + proc.stderr)
 
 
 @pytest.mark.parametrize("blueprint", PER_EXAMPLE)
 def test_cfn_lint_reports_no_errors(blueprint: Path) -> None:
-    out, proc = cli_synth(blueprint)
+    out, proc = example_synth(blueprint)
     assert proc.returncode == 0
     region = load_blueprint(blueprint).region
     lint = subprocess.run([str(ROOT / ".venv/bin/cfn-lint"), "--regions", region, "--format", "parseable", "--",
@@ -54,7 +66,7 @@ def test_cfn_lint_reports_no_errors(blueprint: Path) -> None:
 
 @pytest.mark.parametrize("blueprint", PER_EXAMPLE)
 def test_cdk_nag_has_no_unacknowledged_findings(blueprint: Path) -> None:
-    out, _ = cli_synth(blueprint)
+    out, _ = example_synth(blueprint)
     report = json.loads((out / "validation-report.json").read_text())
     nag = [p for p in report["pluginReports"] if p["pluginName"] == "AwsSolutions"]
     assert all(p["violations"] == [] for p in nag)
@@ -65,7 +77,7 @@ def test_cdk_nag_has_no_unacknowledged_findings(blueprint: Path) -> None:
 
 @pytest.mark.parametrize("blueprint", PER_EXAMPLE)
 def test_parallelcluster_config_loads_with_parallelclusters_own_schema(blueprint: Path) -> None:
-    out, _ = cli_synth(blueprint)
+    out, _ = example_synth(blueprint)
     configs = sorted(out.glob("*.pcluster-config.yaml"))
     if load_blueprint(blueprint).orchestrator.kind != "parallelcluster":
         assert configs == []
@@ -78,25 +90,29 @@ def test_parallelcluster_config_loads_with_parallelclusters_own_schema(blueprint
 
 
 @pytest.mark.xdist_group("example-default")
-def test_synthesis_is_byte_identical(tmp_path: Path) -> None:
-    first, _ = cli_synth(ROOT / "blueprints" / "default.yaml")
-    import os
-
-    env = {**os.environ, "PATH": f"{ROOT / '.venv' / 'bin'}:{ROOT / 'node_modules' / '.bin'}:{os.environ['PATH']}"}
-    proc = subprocess.run(["npx", "cdk", "synth", "--quiet", "-c", "blueprint=blueprints/default.yaml", "-o", str(tmp_path)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    names = sorted(p.name for p in first.glob("*.template.json"))
-    assert names == sorted(p.name for p in tmp_path.glob("*.template.json"))
+def test_in_process_synthesis_writes_what_the_cdk_cli_writes() -> None:
+    """Determinism and the honesty of :func:`example_synth` at once: two syntheses of the default example, one by
+    ``npx cdk synth`` and one by app.py's ``synthesize`` in-process, give byte-identical templates, assets, cdk-nag
+    report and ParallelCluster config."""
+    cli, _ = cli_synth(ROOT / "blueprints" / "default.yaml")
+    app, _ = example_synth(ROOT / "blueprints" / "default.yaml")
+    compared = ("*.template.json", "*.pcluster-config.yaml", "asset.*", "validation-report.json")
+    names = sorted(p.name for pattern in compared for p in cli.glob(pattern))
+    assert names == sorted(p.name for pattern in compared for p in app.glob(pattern))
+    assert any(n.endswith(".template.json") for n in names) and any(n.startswith("asset.") for n in names)
     for name in names:
-        assert (first / name).read_bytes() == (tmp_path / name).read_bytes(), name
-    assert sorted(p.name for p in first.glob("asset.*")) == sorted(p.name for p in tmp_path.glob("asset.*"))
+        if (cli / name).is_file():
+            assert (cli / name).read_bytes() == (app / name).read_bytes(), name
+        else:
+            files = sorted(f.relative_to(cli / name) for f in (cli / name).rglob("*") if f.is_file())
+            assert files == sorted(f.relative_to(app / name) for f in (app / name).rglob("*") if f.is_file()), name
+            assert all((cli / name / f).read_bytes() == (app / name / f).read_bytes() for f in files), name
 
 
 # ---- the bootstrap scripts synthesis stages as S3 assets are the rendered, pinned scripts --------
 @pytest.mark.parametrize("blueprint", PER_EXAMPLE)
 def test_staged_bootstrap_assets_are_pinned_and_shellcheck_clean(blueprint: Path) -> None:
-    out, proc = cli_synth(blueprint)
+    out, proc = example_synth(blueprint)
     assert proc.returncode == 0
     # ParallelCluster and PCS stage bootstrap.sh (and the head-node script) as file assets; HyperPod stages a
     # folder of lifecycle scripts (the head-node script in the controller's folder).
