@@ -63,34 +63,42 @@ def cdk_context() -> dict[str, Any]:
     return {**FEATURE_FLAGS, **json.loads((ROOT / "cdk.json").read_text())["context"]}
 
 
-@cache
 def synth_templates(blueprint_text: str, extra_context: tuple[tuple[str, Any], ...] = ()) -> dict[str, dict[str, Any]]:
-    """Synthesize in-process (no nag) and return stack name -> template JSON (no lookups: a bake's ParallelCluster
-    parent is found at deploy time); an error annotation fails (:func:`assert_no_synthesis_errors`). Once per test
-    run for every worker (:func:`shared_once`)."""
+    """Stack name -> template JSON of :func:`synth_folder` (in-process, no nag, no lookups: a bake's ParallelCluster
+    parent is found at deploy time)."""
+    return synth_folder(blueprint_text, extra_context)[1]
+
+
+@cache
+def synth_folder(blueprint_text: str, extra_context: tuple[tuple[str, Any], ...] = ()
+                 ) -> tuple[Path, dict[str, dict[str, Any]]]:
+    """Synthesize in-process (no nag) into a folder of its own; return the folder (assets are there) and stack name ->
+    template JSON. An error annotation fails (:func:`assert_no_synthesis_errors`). Once per test run for every worker
+    (:func:`shared_once`): tests of several files on two workers that synthesize the same text share one synthesis."""
     with shared_once("synth", repr((blueprint_text, extra_context))) as folder:
-        done = folder / "templates.json" if folder is not None else None
+        done = folder / "synthesis.json" if folder is not None else None
         if done is not None and done.is_file():
-            templates: dict[str, dict[str, Any]] = json.loads(done.read_text())
-            return templates
-        templates = _synth_templates(blueprint_text, extra_context)
+            r = json.loads(done.read_text())
+            return Path(r["out"]), r["templates"]
+        out, templates = _synth_folder(blueprint_text, extra_context)
         if done is not None:
-            done.write_text(json.dumps(templates))
-        return templates
+            done.write_text(json.dumps({"out": str(out), "templates": templates}))
+        return out, templates
 
 
-def _synth_templates(blueprint_text: str, extra_context: tuple[tuple[str, Any], ...]) -> dict[str, dict[str, Any]]:
+def _synth_folder(blueprint_text: str, extra_context: tuple[tuple[str, Any], ...]
+                  ) -> tuple[Path, dict[str, dict[str, Any]]]:
     import aws_cdk as cdk
 
     from fmcluster.stacks.build import build_app
     from fmcluster.validation import load_blueprint_text
 
     bp = load_blueprint_text(blueprint_text).blueprint
-    out = tempfile.mkdtemp(prefix="fmcluster-test-")
-    app = cdk.App(outdir=out, context={**cdk_context(), **dict(extra_context)})
+    out = Path(tempfile.mkdtemp(prefix="fmcluster-test-"))
+    app = cdk.App(outdir=str(out), context={**cdk_context(), **dict(extra_context)})
     stacks = build_app(app, bp)
     assert_no_synthesis_errors(app.synth())
-    return {s.stack_name: json.loads((Path(out) / f"{s.stack_name}.template.json").read_text()) for s in stacks.all()}
+    return out, {s.stack_name: json.loads((out / f"{s.stack_name}.template.json").read_text()) for s in stacks.all()}
 
 
 def assert_no_synthesis_errors(assembly: Any) -> None:

@@ -17,7 +17,7 @@ from fmcluster.catalog import get_instance, known_instance_types
 from fmcluster.catalog.images import bakeable_stacks
 from fmcluster.catalog.software import get_stack
 from tests.blueprints import DROP, blueprint_text, example
-from tests.conftest import assert_no_synthesis_errors, cdk_context, synth_templates
+from tests.conftest import assert_no_synthesis_errors, cdk_context, synth_folder, synth_templates
 
 KINDS = ("parallelcluster", "hyperpod", "pcs")
 TRAINING_PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/gb200-plan"
@@ -123,21 +123,10 @@ def synth_with_nag(blueprint_text: str) -> Path:
 
 
 
-@cache
 def synth_to_folder(blueprint_text: str) -> tuple[Path, dict[str, dict[str, Any]]]:
     """Synthesize in-process (no nag) into a folder of its own; return the folder (assets are there) and
-    stack name -> template JSON."""
-    import aws_cdk as cdk
-
-    from fmcluster.stacks.build import build_app
-    from fmcluster.validation import load_blueprint_text
-
-    bp = load_blueprint_text(blueprint_text).blueprint
-    out = Path(tempfile.mkdtemp(prefix="fmcluster-assets-"))
-    app = cdk.App(outdir=str(out), context=cdk_context())
-    stacks = build_app(app, bp)
-    assert_no_synthesis_errors(app.synth())
-    return out, {s.stack_name: json.loads((out / f"{s.stack_name}.template.json").read_text()) for s in stacks.all()}
+    stack name -> template JSON (the synthesis :func:`tests.conftest.synth_templates` shares)."""
+    return synth_folder(blueprint_text)
 
 
 def imported_resource_type(templates: dict[str, dict[str, Any]], value: dict[str, Any]) -> str:
