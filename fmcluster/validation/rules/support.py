@@ -13,9 +13,10 @@ pins is resolved once (``ResolvedCluster.support``, ``fmcluster.resolved.support
 from __future__ import annotations
 
 import datetime as dt
+import os
 from collections.abc import Iterator
 
-from fmcluster.catalog.support import evaluation_date, status, window_days
+from fmcluster.catalog.support import DATE_ENV, evaluation_date, status, window_days
 from fmcluster.resolved import ResolvedCluster
 from fmcluster.resolved.support import SupportPin
 from fmcluster.validation.rules import Violation, rule
@@ -23,9 +24,19 @@ from fmcluster.validation.rules import Violation, rule
 CALENDAR = "fmcluster/catalog/data/support.yaml (support calendar; each date's source is in the message)"
 
 
+def _today() -> dt.date | None:
+    """The evaluation date, ``None`` when ``FMCLUSTER_SUPPORT_DATE`` is not a date (R-SUP-1 reports that)."""
+    try:
+        return evaluation_date()
+    except ValueError:
+        return None
+
+
 def _pins(rc: ResolvedCluster) -> Iterator[tuple[SupportPin, str, dt.date]]:
-    """``(pin, status, today)`` of every pin with a calendar entry."""
-    today = evaluation_date()
+    """``(pin, status, today)`` of every pin with a calendar entry (none when the evaluation date is invalid)."""
+    today = _today()
+    if today is None:
+        return
     for pin in rc.support:
         if pin.entry is not None:
             yield pin, status(pin.entry, today), today
@@ -44,6 +55,10 @@ def _acknowledged(rc: ResolvedCluster, pin: SupportPin) -> bool:
 @rule("R-SUP-1", scope="cluster", source=CALENDAR)
 def past_end_of_support(rc: ResolvedCluster) -> Iterator[Violation]:
     """A verified end date in the past, not acknowledged: the vendor no longer fixes bugs or security issues."""
+    if _today() is None:
+        yield "software.acknowledge_end_of_support", (
+            f"the support calendar cannot be judged: {DATE_ENV} is not a date, got {os.environ.get(DATE_ENV)!r}; "
+            f"allowed YYYY-MM-DD or {DATE_ENV} unset (today)")
     for pin, st, today in _pins(rc):
         e = pin.entry
         if st == "ended" and e is not None and e.verified and not _acknowledged(rc, pin):
