@@ -200,7 +200,7 @@ def test_no_example_pins_a_component_past_its_end(monkeypatch: pytest.MonkeyPatc
     """Against the real today (not the suite's fixed date): this test starts failing the day an example's component
     leaves support, which is when the example must move on."""
     monkeypatch.delenv("FMCLUSTER_SUPPORT_DATE", raising=False)
-    today = dt.datetime.now(dt.timezone.utc).date()
+    today = dt.datetime.now(dt.UTC).date()
     rc = resolve(load_blueprint_with_warnings(path).blueprint)
     ended = [(p.component, p.version, p.entry.end) for p in rc.support
              if p.entry is not None and status(p.entry, today) == "ended"]

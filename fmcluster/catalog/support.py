@@ -144,7 +144,7 @@ def evaluation_date() -> dt.date:
     Raises ``ValueError`` naming the variable when its value is not ``YYYY-MM-DD``."""
     raw = os.environ.get(DATE_ENV, "").strip()
     if not raw:
-        return dt.datetime.now(dt.timezone.utc).date()
+        return dt.datetime.now(dt.UTC).date()
     try:
         return dt.date.fromisoformat(raw)
     except ValueError:
