@@ -17,8 +17,9 @@ import promql_parser
 import pytest
 import yaml
 
+from fmcluster.catalog.dcgm_exporter import published_fields
 from fmcluster.features.observability.endpoints import observability_endpoints
-from fmcluster.features.observability.pins import GRAFANA, NODE_EXPORTER, PROMETHEUS
+from fmcluster.features.observability.pins import DCGM_EXPORTER, GRAFANA, NODE_EXPORTER, PROMETHEUS
 from fmcluster.features.observability.render_alert_rules import render_alert_rules
 from fmcluster.features.observability.render_context import REMOTE_WRITE_PLACEHOLDER, observability_context
 from fmcluster.features.observability.render_dashboards import build_dashboards
@@ -29,8 +30,6 @@ from fmcluster.features.observability.render_exporters import (
     render_slurm_sd_script,
 )
 from fmcluster.features.observability.render_files import render_observability_files
-from fmcluster.catalog.dcgm_exporter import published_fields
-from fmcluster.features.observability.pins import DCGM_EXPORTER
 from fmcluster.features.observability.render_metrics import (
     DCGM_FIELDS,
     EFA_COUNTERS,
