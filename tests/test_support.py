@@ -205,3 +205,42 @@ def test_no_example_pins_a_component_past_its_end(monkeypatch: pytest.MonkeyPatc
     ended = [(p.component, p.version, p.entry.end) for p in rc.support
              if p.entry is not None and status(p.entry, today) == "ended"]
     assert ended == []
+
+
+# ---- make verify-facts (tools/verify_facts.py): offline coverage, and its verdicts against a stubbed page -------------
+
+def test_verify_facts_covers_every_dated_release_and_every_known_bad_source() -> None:
+    from fmcluster.catalog.software import known_bad_entries
+    from tools.verify_facts import checks
+
+    todo, skipped = checks()
+    dated = {(c, r) for c in SUPPORT_COMPONENTS for r in calendar_releases(c)
+             if (e := support_entry(c, r)) is not None and e.end is not None and e.verified}
+    assert len([c for c in todo if c.kind == "text"]) == len(dated)
+    assert len(skipped) == sum(len(calendar_releases(c)) for c in SUPPORT_COMPONENTS) - len(dated)
+    assert {c.subject for c in todo if c.kind == "head"} == {f"known_bad.{kb.key}" for kb in known_bad_entries()}
+
+
+@pytest.mark.parametrize(("component", "version", "text"), [
+    ("driver", "580.173.02", "June 2028"),            # NVIDIA: month and year
+    ("parallelcluster", "3.5.0", "8/31/2024"),        # ParallelCluster support policy
+    ("kubernetes", "1.33", "July 29, 2027"),
+    ("driver", "570.172.08", None),                   # unverified: nothing to look for
+    ("parallelcluster", "3.16.3", None),              # no date
+])
+def test_verify_facts_looks_for_the_vendors_wording(component: str, version: str, text: str | None) -> None:
+    from tools.verify_facts import expected_text
+
+    e = support_entry(component, version)
+    assert e is not None and expected_text(e) == text
+
+
+@pytest.mark.parametrize(("page", "problem"), [
+    ("<td>R580</td><td>June 2028</td>", ""),
+    ("<td>R580</td><td>December 2028</td>", "the page no longer says 'June 2028'"),
+])
+def test_verify_facts_verdict(monkeypatch: pytest.MonkeyPatch, page: str, problem: str) -> None:
+    import tools.verify_facts as vf
+
+    monkeypatch.setattr(vf, "_get", lambda url, method="GET": page)
+    assert vf.run(vf.Check("text", NV_620, "R580", "June 2028")) == problem
