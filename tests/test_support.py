@@ -244,3 +244,13 @@ def test_verify_facts_verdict(monkeypatch: pytest.MonkeyPatch, page: str, proble
 
     monkeypatch.setattr(vf, "_get", lambda url, method="GET": page)
     assert vf.run(vf.Check("text", NV_620, "R580", "June 2028")) == problem
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_plan_of_every_example_shows_the_driver_branch_end(path: Any) -> None:
+    rc = resolve(load_blueprint_with_warnings(path).blueprint)
+    rows = {r["component"]: r for r in support_rows(rc)}
+    driver = rows["NVIDIA driver branch"]
+    assert rc.software is not None and driver["version"] == rc.software.driver
+    assert driver["end"] == {"580": "2028-06-30", "595": "2027-03-31"}[driver["release"]]
+    assert driver["source"].startswith(NV_620)
