@@ -13,7 +13,7 @@ export NODE_NO_WARNINGS := 1
 export CDK_DISABLE_VERSION_CHECK := 1
 export PATH := $(CURDIR)/$(VENV)/bin:$(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: setup synth test plan lint clean verify-pins
+.PHONY: setup synth test plan lint clean verify-pins verify-facts
 
 setup: $(VENV)/.installed node_modules/.installed $(PCLUSTER_VENV)/.installed
 
@@ -53,6 +53,9 @@ lint: $(VENV)/.installed
 # source lines). Not part of CI: it needs network access; tests/features/observability/test_observability_pins.py checks offline.
 verify-pins: $(VENV)/.installed
 	$(VENV)/bin/python -m tools.verify_pins
+
+verify-facts: $(VENV)/.installed
+	$(VENV)/bin/python -m tools.verify_facts
 
 clean:
 	rm -rf $(CDK_OUT) .pytest_cache

@@ -29,6 +29,7 @@ from pydantic_core import PydanticCustomError
 from fmcluster.catalog import UnknownInstanceType, get_instance
 from fmcluster.catalog.images import image_stacks, official_image
 from fmcluster.catalog.software import default_stack_name, get_stack, known_stacks
+from fmcluster.catalog.support import SupportComponent
 
 # ---- defaults (used in descriptions) ---------------------------------------------------------
 DEFAULT_VPC_CIDR = "10.0.0.0/16"
@@ -303,6 +304,13 @@ class SoftwareSpec(Section):
         False,
         description="Accept a combination of versions that no known-good stack contains (reported as a warning "
         "instead of an error). Every compatibility rule still applies. Default: false.",
+    )
+    acknowledge_end_of_support: list[SupportComponent] = Field(
+        default_factory=list,
+        description="Components whose end of vendor support this blueprint accepts (support calendar, docs/software.md "
+        "'Support calendar'): past its end such a component is a warning instead of an error (R-SUP-1), and the "
+        "120-day warning before the end is not repeated (R-SUP-2). Allowed: driver, efa_installer, parallelcluster, "
+        "slurm, kubernetes. Default: none.",
     )
     environment: dict[EnvName, EnvValue] = Field(
         default_factory=dict,

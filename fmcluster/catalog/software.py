@@ -395,3 +395,59 @@ def plugin_min_for_instance(instance_type: str) -> PluginMinimum | None:
         return None
     return PluginMinimum(str(d["functional"]), _str_or_none(d["tuned"]), str(d["note"]))
 
+
+
+# ---- known-bad combinations ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class KnownBad:
+    """One known-bad combination of ``software.yaml``'s ``known_bad`` table.
+
+    Attributes:
+        key: its name (``ofi-broadcast-hang``).
+        what: what fails.
+        when: alternatives; each maps a component to an inclusive ``(min, max)`` version range (``max`` ``None``: open).
+        fix: what to run instead.
+        level: ``error`` or ``warning``.
+        rule: the rule (or test) that reports it.
+        sources: URLs.
+    """
+
+    key: str
+    what: str
+    when: tuple[dict[str, tuple[str, str | None]], ...]
+    fix: str
+    level: str
+    rule: str
+    sources: tuple[str, ...]
+
+    def matches(self, versions: dict[str, str | None]) -> bool:
+        """True when one alternative holds for ``versions`` (component -> version; a missing or ``None`` version
+        never matches)."""
+        return any(all(_within(versions.get(c), lo, hi) for c, (lo, hi) in alt.items()) for alt in self.when)
+
+
+def _within(version: str | None, lo: str, hi: str | None) -> bool:
+    if version is None:
+        return False
+    return version_ge(version, lo) and (hi is None or compare_versions(version, hi) <= 0)
+
+
+def known_bad(key: str) -> KnownBad:
+    """The entry ``key`` of the known-bad table. Raises ``KeyError`` for an unknown key."""
+    d = _raw()["known_bad"][key]
+    return KnownBad(
+        key=key, what=" ".join(str(d["what"]).split()),
+        when=tuple({c: (str(r[0]), None if r[1] is None else str(r[1])) for c, r in alt.items()} for alt in d["when"]),
+        fix=" ".join(str(d["fix"]).split()), level=str(d["level"]), rule=str(d["rule"]),
+        sources=tuple(source_url(k) for k in d["sources"]),
+    )
+
+
+def known_bad_entries() -> list[KnownBad]:
+    """Every entry of the known-bad table, in file order."""
+    return [known_bad(k) for k in _raw()["known_bad"]]
+
+
+def known_bad_matches(versions: dict[str, str | None]) -> list[KnownBad]:
+    """The entries ``versions`` (component -> version) falls into."""
+    return [kb for kb in known_bad_entries() if kb.matches(versions)]

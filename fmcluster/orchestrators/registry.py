@@ -39,13 +39,17 @@ if TYPE_CHECKING:
 class ClusterPlan(Protocol):
     """What the core reads of an orchestrator's own resolved plan (``ResolvedCluster.eks``; HyperPod EKS:
     :class:`fmcluster.orchestrators.hyperpod_eks.plan.EksPlan`): whether fmcluster creates the cluster it joins
-    (its stack then is ``<name>-eks``) and that cluster's name. The slice reads the rest of its own plan."""
+    (its stack then is ``<name>-eks``), that cluster's name and its Kubernetes version when fmcluster creates it
+    (``None`` otherwise; the support calendar reads it). The slice reads the rest of its own plan."""
 
     @property
     def creates_cluster(self) -> bool: ...
 
     @property
     def cluster_name(self) -> str: ...
+
+    @property
+    def kubernetes_version(self) -> str | None: ...
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from fmcluster.features.network.plan import SubnetUsage, subnet_usage
 from fmcluster.features.node.plan_image import ResolvedImage, resolve_image
 from fmcluster.orchestrators.profile import OrchestratorProfile
 from fmcluster.orchestrators.registry import ClusterPlan, profile_for, row_for
+from fmcluster.resolved.support import SupportPin, support_pins
 
 #: Where fmcluster puts its own files on a node (scripts, job environment, observability).
 NODE_DIR = "/opt/fmcluster"
@@ -123,6 +124,8 @@ class ResolvedCluster:
             :func:`fmcluster.orchestrators.hyperpod_eks.plan.eks_plan`), else ``None``.
         containers: the blueprint's container images (:mod:`fmcluster.features.containers.plan`).
         accounting: Slurm accounting (:func:`fmcluster.features.accounting.plan.accounting_plan`).
+        support: the components the support calendar covers, with version and YAML path
+            (:func:`fmcluster.resolved.support.support_pins`).
     """
 
     blueprint: Blueprint
@@ -137,6 +140,7 @@ class ResolvedCluster:
     eks: ClusterPlan | None = None
     containers: tuple[ResolvedContainer, ...] = ()
     accounting: AccountingPlan | None = None
+    support: tuple[SupportPin, ...] = ()
 
     @property
     def name(self) -> str:
@@ -229,6 +233,7 @@ def resolve(bp: Blueprint) -> ResolvedCluster:
     """Resolve ``bp`` (a shape-valid blueprint) into a frozen :class:`ResolvedCluster`."""
     profile = profile_for(bp.orchestrator)
     software = resolved_software(bp)
+    cluster_plan = row_for(bp.orchestrator).plan_for(bp)
     return ResolvedCluster(
         blueprint=bp,
         profile=profile,
@@ -239,7 +244,8 @@ def resolve(bp: Blueprint) -> ResolvedCluster:
         observability_parameter=observability_parameter_name(bp.name),
         node_dir=NODE_DIR,
         tags={BLUEPRINT_TAG: bp.name, **bp.tags},
-        eks=row_for(bp.orchestrator).plan_for(bp),
+        eks=cluster_plan,
         containers=resolve_containers(bp),
         accounting=accounting_plan(bp, profile),
+        support=support_pins(bp, software, cluster_plan),
     )

@@ -17,9 +17,9 @@ from fmcluster.catalog.containers import PLUGIN_SHORT_NAME_SINCE, ContainerImage
 from fmcluster.catalog.software import (
     compare_versions,
     cuda_min_driver,
+    known_bad,
     major,
     plugin_max_tested_nccl,
-    same_version,
     version_lt,
 )
 from fmcluster.features.containers.plan import HOST_EFA_DIRS, ResolvedContainer, pyxis_on_image
@@ -216,14 +216,17 @@ def image_plugin_has_efa_provider(rc: ResolvedCluster) -> Iterator[Violation]:
                 "got efa_userspace false; allowed an image built with the EFA installer (libfabric with the efa provider)")
 
 
-@rule("R-CTR-7", source="https://github.com/aws/deep-learning-containers/pull/6668 (aws-ofi-nccl 1.18.0 broadcast "
-      "hang, fixed in 1.20.0)", scope="cluster")
+@rule("R-CTR-7", source="catalog/data/software.yaml known_bad.ofi-broadcast-hang: "
+      "https://github.com/aws/deep-learning-containers/pull/6551; https://github.com/aws/deep-learning-containers/pull/6668 "
+      "(aws-ofi-nccl 1.18 broadcast hang, fixed in 1.20.0)", scope="cluster")
 def image_plugin_known_bad(rc: ResolvedCluster) -> Iterator[Violation]:
+    hang = known_bad("ofi-broadcast-hang")
     for c, img, g in _pairs(rc):
-        if g.spec.efa_enabled and img.plugin_version and same_version(img.plugin_version, "1.18.0"):
+        v = img.plugin_version
+        if g.spec.efa_enabled and v and hang.matches({"aws_ofi_nccl": v}):
             yield f"{c.path}.image", (
-                f"{img.key} carries aws-ofi-nccl 1.18.0, which hangs large inter-node NCCL broadcasts {_on(g)}, "
-                "got aws-ofi-nccl 1.18.0; allowed an image with aws-ofi-nccl >= 1.20.0 (EFA installer >= 1.49.0)")
+                f"{img.key} carries aws-ofi-nccl {v}, which hangs large inter-node NCCL broadcasts {_on(g)}, "
+                f"got aws-ofi-nccl {v}; allowed an image with aws-ofi-nccl >= 1.20.0 (EFA installer >= 1.49.0)")
 
 
 @rule("R-CTR-12", source=f"{MB_5033}; https://github.com/NVIDIA-NeMo/RL/issues/1973 (no plugin on the loader path: "

@@ -20,6 +20,7 @@ from fmcluster.catalog.software import (
     BLACKWELL_FAMILIES,
     GRACE_BLACKWELL_FAMILIES,
     HOPPER_FAMILIES,
+    KnownBad,
     SoftwareStack,
     aws_ofi_nccl_artifact,
     aws_ofi_nccl_artifacts,
@@ -31,6 +32,7 @@ from fmcluster.catalog.software import (
     gdrcopy_artifact,
     gdrcopy_artifacts,
     get_stack,
+    known_bad,
     known_cuda_versions,
     known_efa_installers,
     known_good_sets,
@@ -489,16 +491,33 @@ def cuda13_needs_plugin_1_17_1(software: SoftwareSpec) -> Iterator[Violation]:
         )
 
 
-@rule("R-OFI-FAB-7", source="https://github.com/aws/deep-learning-containers/pull/6668 (1.18.0 broadcast hang)",
-      scope="software")
+#: Known-bad combinations of the catalog (catalog/data/software.yaml ``known_bad``) these rules report.
+BROADCAST_HANG = known_bad("ofi-broadcast-hang")
+GIN_MISMATCH = known_bad("gin-type-mismatch")
+
+
+def _kb_source(kb: KnownBad) -> str:
+    return f"catalog/data/software.yaml known_bad.{kb.key}: {'; '.join(kb.sources)}"
+
+
+@rule("R-OFI-FAB-7", source=_kb_source(BROADCAST_HANG), scope="software")
 def plugin_1_18_0_is_bad(software: SoftwareSpec) -> Iterator[Violation]:
     stack = software_stack(software)
-    bad_plugin = stack.aws_ofi_nccl is not None and same_version(stack.aws_ofi_nccl, "1.18.0")
-    if bad_plugin or (version_ge(stack.efa_installer, "1.47.0") and version_lt(stack.efa_installer, "1.48.0")):
+    if BROADCAST_HANG.matches(stack.versions()):
         got = f"aws-ofi-nccl {stack.aws_ofi_nccl} (EFA installer {stack.efa_installer})"
         yield where(stack, "aws_ofi_nccl", "efa_installer"), (
             f"known-bad: inter-node broadcast hang, got {got}; allowed EFA installer >= 1.49.0 (aws-ofi-nccl >= 1.20.0)"
         )
+
+
+@rule("R-KB-2", level="warning", source=_kb_source(GIN_MISMATCH), scope="software")
+def gin_device_type_mismatch(software: SoftwareSpec) -> Iterator[Violation]:
+    """Only GPU-initiated networking (NCCL_GIN_TYPE, EFA-GDA) fails, and fmcluster never turns it on: a warning."""
+    stack = software_stack(software)
+    if GIN_MISMATCH.matches(stack.versions()):
+        yield where(stack, "aws_ofi_nccl", "efa_installer", "nccl"), (
+            f"known-bad for GPU-initiated networking: {GIN_MISMATCH.what}, got NCCL {stack.nccl} with aws-ofi-nccl "
+            f"{stack.aws_ofi_nccl}; allowed {GIN_MISMATCH.fix}")
 
 
 @rule("R-OFI-PLAT-1", source=f"{OFI_PLAT} (functional minimum per instance type)")

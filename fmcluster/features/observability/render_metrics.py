@@ -24,6 +24,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fmcluster.catalog.dcgm_exporter import published_fields, schema_problems
+from fmcluster.features.observability.pins import DCGM_EXPORTER
+
 
 @dataclass(frozen=True)
 class DcgmField:
@@ -196,8 +199,18 @@ def efa_metric(counter: str) -> str:
     return f"{EFA_METRIC_PREFIX}{counter}_total"
 
 
-def dcgm_metric_names() -> frozenset[str]:
-    return frozenset(f.name for f in DCGM_FIELDS if f.kind != "label")
+def dcgm_metric_names(exporter: str = DCGM_EXPORTER.version) -> frozenset[str]:
+    """The metrics of :data:`DCGM_FIELDS` that dcgm-exporter ``exporter`` (default: the pinned one, the exporter
+    that runs) publishes, per the catalog's table (``fmcluster.catalog.dcgm_exporter``); none for a release whose
+    names are not verified. Alert rules and dashboards may query only these."""
+    published = published_fields(exporter) or {}
+    return frozenset(f.name for f in DCGM_FIELDS if f.kind != "label" and f.name in published)
+
+
+def dcgm_schema_problems(exporter: str = DCGM_EXPORTER.version) -> list[str]:
+    """Fields of the counters file fmcluster installs that dcgm-exporter ``exporter`` would not publish (empty: all
+    exist). ``tests/features/observability/test_observability_render.py`` requires it empty for the pinned exporter."""
+    return schema_problems(exporter, [f.name for f in DCGM_FIELDS])
 
 
 def known_metric_names() -> dict[str, str]:

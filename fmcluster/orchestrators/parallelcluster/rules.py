@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 from fmcluster.blueprint.model import Blueprint
 from fmcluster.catalog import cpu_architecture_of, get_instance, memory_gib_of
+from fmcluster.catalog.software import known_bad
 from fmcluster.resolved import ResolvedCluster
 from fmcluster.validation.rules import Violation, rule
 from fmcluster.validation.rules.reserved_and_regional import PCLUSTER_VALIDATORS
@@ -110,3 +111,26 @@ def pcluster_reserved_tags(bp: Blueprint) -> Iterator[Violation]:
                 f"tag key prefix {PCLUSTER_TAG_PREFIX!r} is reserved by ParallelCluster, got {key!r}; "
                 f"allowed a key not starting with {PCLUSTER_TAG_PREFIX}"
             )
+
+
+#: Slurm 25.11 topology/block power-down regression (catalog/data/software.yaml ``known_bad``).
+BLOCK_POWER_DOWN = known_bad("slurm-block-powerdown")
+
+
+@rule("R-KB-3", level="warning", scope="cluster", orchestrators=("parallelcluster",),
+      source=f"catalog/data/software.yaml known_bad.{BLOCK_POWER_DOWN.key}: {'; '.join(BLOCK_POWER_DOWN.sources)}")
+def block_topology_power_down(rc: ResolvedCluster) -> Iterator[Violation]:
+    """ParallelCluster writes ``topology/block`` itself for a queue of an UltraServer type (aws-parallelcluster-cookbook
+    PR 3002), and replaces a node by powering it down (as at a Capacity Block's start and end). Whether its 3.16
+    cookbook carries the workaround of PR 3123 (``Topology=default:<BlockName>`` on the NodeName lines) is not
+    verified, hence a warning."""
+    slurm = next((p for p in rc.support if p.component == "slurm"), None)
+    if slurm is None or not BLOCK_POWER_DOWN.matches({"slurm": slurm.version}):
+        return
+    for g in rc.groups:
+        if g.instance.ultraserver_sizes:
+            yield f"compute[{g.index}].instance_type", (
+                f"known-bad: {BLOCK_POWER_DOWN.what}; ParallelCluster uses topology/block for {g.instance.name} and "
+                f"runs Slurm {slurm.version} (whether it carries the workaround is not verified), got {g.instance.name} "
+                f"on ParallelCluster {rc.blueprint.orchestrator.parallelcluster.version}; allowed {BLOCK_POWER_DOWN.fix}, "
+                "or 'scontrol reconfigure' after nodes of the queue power up")

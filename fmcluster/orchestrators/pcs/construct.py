@@ -69,9 +69,11 @@ Sources (the AWS::PCS::* resource schemas, botocore pcs, AWS PCS User Guide):
   "Configure UltraServer instances" does (https://docs.aws.amazon.com/pcs/latest/userguide/capacity-blocks-nvidia-imex.html:
   Slurm 25.05 or later, Capacity Block, the prolog at the cluster's Prolog path on all compute nodes; PCS selects the
   UltraServer topology plugin itself). Network topology-aware scheduling (https://docs.aws.amazon.com/pcs/latest/userguide/network-topology.html)
-  is enabled per queue; no property of AWS::PCS::Queue in the installed schemas (aws-cdk-lib 2.275, cfn-lint 1.58.0,
-  botocore 1.44.8) sets it and the queue custom-setting key is not documented there, so fmcluster does not set it
-  (docs/topology.md).
+  is enabled per queue. AWS::PCS::Queue now has ``SlurmConfiguration.SlurmCustomSettings`` (cfn-lint 1.58.0's
+  schema, aws-cdk-lib 2.275 ``CfnQueue.slurm_configuration``), but no dedicated property enables topology-aware
+  scheduling and which queue custom setting (name and value) does was not verified, so fmcluster still does not set it
+  and warns (docs/topology.md). PCS notes that compute nodes of node groups created before 2026-11-01 may report a
+  wrong network topology until PCS corrects them.
 """
 
 from __future__ import annotations
@@ -501,8 +503,8 @@ class PcsCluster(Construct):
         if g.efa_devices and g.spec.count > 1 and not g.instance.ultraserver_sizes:
             Annotations.of(queue).add_warning_v2(TOPOLOGY_WARNING, (
                 f"queue {g.name}: fmcluster does not enable PCS network topology-aware scheduling (no "
-                "AWS::PCS::Queue property or documented queue custom setting sets it); enable it on the queue "
-                "after deploy for multi-node EFA jobs (docs/topology.md, "
+                "AWS::PCS::Queue property sets it, and which queue SlurmCustomSettings entry does is not verified); "
+                "enable it on the queue after deploy for multi-node EFA jobs (docs/topology.md, "
                 "https://docs.aws.amazon.com/pcs/latest/userguide/network-topology.html)"))
         return queue
 

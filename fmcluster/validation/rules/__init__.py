@@ -108,6 +108,7 @@ RULE_MODULES = (
     "fmcluster.validation.rules.reserved_and_regional",
     "fmcluster.features.node.rules_software",
     "fmcluster.features.storage.rules",
+    "fmcluster.validation.rules.support",
 )
 
 

@@ -146,6 +146,15 @@ FAILING = [
     ("R-OFI-FAB-7", [H100_580, sw(aws_ofi_nccl="1.18.0")], "error", "software.overrides.aws_ofi_nccl",
      "known-bad: inter-node broadcast hang, got aws-ofi-nccl 1.18.0 (EFA installer 1.49.0); allowed EFA installer >= 1.49.0 "
      "(aws-ofi-nccl >= 1.20.0)"),
+    # changed on purpose (issue 28): R-OFI-FAB-7 reads the catalog's known_bad table, so 1.18.x matches, not only 1.18.0
+    ("R-OFI-FAB-7", [H100_580, sw(aws_ofi_nccl="1.18.1")], "error", "software.overrides.aws_ofi_nccl",
+     "known-bad: inter-node broadcast hang, got aws-ofi-nccl 1.18.1 (EFA installer 1.49.0); allowed EFA installer >= 1.49.0 "
+     "(aws-ofi-nccl >= 1.20.0)"),
+    ("R-KB-2", [H100_580, sw(nccl="2.31.2")], "warning", "software.overrides.nccl",
+     "known-bad for GPU-initiated networking: released aws-ofi-nccl up to 1.20 advertise the EFA-GDA GIN device as type "
+     "4, while NCCL >= 2.31.2 expects 5, so NCCL's GPU-initiated networking (NCCL_GIN_TYPE, EFA-GDA) does not "
+     "initialize, got NCCL 2.31.2 with aws-ofi-nccl 1.20.0; allowed aws-ofi-nccl >= 1.21.0 (EFA installer >= 1.50.0) "
+     "with NCCL >= 2.31.2, or leave GIN off"),
     ("R-OFI-PLAT-1", [{"compute": [group(instance_type="p5.4xlarge")]}, sw(efa_installer="1.43.0")], "error",
      "software.overrides.efa_installer",
      "aws-ofi-nccl too old for p5.4xlarge (compute[0] is p5.4xlarge: 1.14.0-1.16.1 treat it as a GDR-required p-series "
@@ -214,6 +223,9 @@ PASSING = [
     ("R-OFI-FAB-5", [sw(efa_installer="1.29.1", aws_ofi_nccl="1.16.3")]),
     ("R-OFI-FAB-6", [H100_580, sw(aws_ofi_nccl="1.17.1")]),
     ("R-OFI-FAB-7", [H100_580]),
+    ("R-OFI-FAB-7", [H100_580, sw(aws_ofi_nccl="1.19.0")]),
+    ("R-KB-2", [H100_580, sw(nccl="2.30.4")]),   # NCCL before 2.31.2 with aws-ofi-nccl 1.20.0
+    ("R-KB-2", [H100_580, sw(nccl="2.31.2", aws_ofi_nccl="1.21.0")]),
     ("R-OFI-PLAT-1", [{"compute": [group(instance_type="p5.4xlarge")]}, sw(efa_installer="1.43.1")]),
     ("R-OFI-PLAT-2", [B300]),
     ("R-NCCL-4", [sw(nccl="2.27.3"), {"software": {"environment": {"NCCL_NET_PLUGIN": "ofi"}}}]),

@@ -17,8 +17,9 @@ import promql_parser
 import pytest
 import yaml
 
+from fmcluster.catalog.dcgm_exporter import published_fields
 from fmcluster.features.observability.endpoints import observability_endpoints
-from fmcluster.features.observability.pins import GRAFANA, NODE_EXPORTER, PROMETHEUS
+from fmcluster.features.observability.pins import DCGM_EXPORTER, GRAFANA, NODE_EXPORTER, PROMETHEUS
 from fmcluster.features.observability.render_alert_rules import render_alert_rules
 from fmcluster.features.observability.render_context import REMOTE_WRITE_PLACEHOLDER, observability_context
 from fmcluster.features.observability.render_dashboards import build_dashboards
@@ -29,7 +30,14 @@ from fmcluster.features.observability.render_exporters import (
     render_slurm_sd_script,
 )
 from fmcluster.features.observability.render_files import render_observability_files
-from fmcluster.features.observability.render_metrics import DCGM_FIELDS, EFA_COUNTERS, dcgm_counters_csv, known_metric_names
+from fmcluster.features.observability.render_metrics import (
+    DCGM_FIELDS,
+    EFA_COUNTERS,
+    dcgm_counters_csv,
+    dcgm_metric_names,
+    dcgm_schema_problems,
+    known_metric_names,
+)
 from fmcluster.resolved import resolve
 from fmcluster.validation import load_blueprint, load_blueprint_text
 from tests.blueprints import blueprint_text
@@ -587,3 +595,39 @@ def test_dashboards_are_deterministic() -> None:
     a = render_observability_files(resolve(load_blueprint(ROOT / "blueprints" / "default.yaml")))
     b = render_observability_files(resolve(load_blueprint(ROOT / "blueprints" / "default.yaml")))
     assert a == b
+
+
+# ---- exporter schema: names of the dcgm-exporter that runs (catalog/data/dcgm_exporter.yaml) -----------------------
+
+DCGME_646 = ("https://github.com/NVIDIA/dcgm-exporter/issues/646 (4.5.3-4.8.2 lacks DCGM_FI_DEV_XID_ERRORS, "
+             "RETIRED_SBE/DBE; 4.4.1-4.6.0 had them); https://github.com/NVIDIA/dcgm-exporter/issues/700")
+DCGME_RELEASES = ("https://github.com/NVIDIA/dcgm-exporter/releases (4.9.0 field and unit renames; 4.10.0 "
+                  "PCIe/NVLink throughput renames)")
+
+
+@pytest.mark.parametrize(("exporter", "problems"), [
+    ("4.7.1", []),  # the pin: every field of the counters file exists
+    ("4.8.2", [f"dcgm-exporter 4.8.2 does not publish DCGM_FI_DEV_XID_ERRORS ({DCGME_646})"]),
+    ("4.9.0", [f"dcgm-exporter 4.9.0 has no verified metric names in the catalog ({DCGME_RELEASES})"]),
+    ("4.10.0", [f"dcgm-exporter 4.10.0 has no verified metric names in the catalog ({DCGME_RELEASES})"]),
+    ("5.0.0", ["dcgm-exporter 5.0.0 has no verified metric names in the catalog (not in "
+               "catalog/data/dcgm_exporter.yaml)"]),
+])
+def test_counters_file_against_each_exporter_release(exporter: str, problems: list[str]) -> None:
+    assert dcgm_schema_problems(exporter) == problems
+
+
+def test_metric_names_follow_the_exporter_that_runs() -> None:
+    assert DCGM_EXPORTER.version == "4.7.1"
+    assert dcgm_metric_names() == dcgm_metric_names("4.7.1")
+    assert "DCGM_FI_DEV_XID_ERRORS" in dcgm_metric_names("4.7.1")
+    assert dcgm_metric_names("4.7.1") - dcgm_metric_names("4.8.2") == {"DCGM_FI_DEV_XID_ERRORS"}
+    assert dcgm_metric_names("4.9.0") == frozenset()  # names unverified: nothing may be queried
+
+
+@pytest.mark.parametrize("field", [f for f in DCGM_FIELDS if "(in " in f.help], ids=lambda f: f.name)
+def test_counter_help_units_match_the_exporter_that_runs(field: Any) -> None:
+    """The unit our counters file (and the panels built on it) states is the unit the pinned exporter publishes."""
+    published = published_fields(DCGM_EXPORTER.version)
+    assert published is not None
+    assert field.help.split("(in ")[1].rstrip(").") == published[field.name]
