@@ -268,6 +268,10 @@ def diff(
     org_ctx = ctx.get("org") if isinstance(ctx.get("org"), str) else None
     if old.is_file() or new.is_file():  # two cdk.out folders carry no blueprint to price
         report.cost = cost_delta(*(blueprint_cost(str(p), org_ctx) if p.is_file() else None for p in (old, new)))
+    if new.is_file():  # the nodes that boot are NEW's: its plan's boot estimate per group
+        from fmcluster.review.impact import blueprint_boot_s, with_boot
+
+        report.impact = with_boot(report.impact, blueprint_boot_s(str(new), org_ctx))
     format = _format(format, as_json)
     if format is OutputFormat.json:
         print(render_json(report))

@@ -62,6 +62,7 @@ from typing import Any, Literal
 
 from fmcluster.resolved.mirror import REGENERATED
 from fmcluster.review.assembly import Assembly
+from fmcluster.review.impact import GroupImpact, job_impacts, markdown_lines, text_lines
 from fmcluster.review.synth import project_context, synthesize
 from fmcluster.severity import ChangeLevel, count
 
@@ -388,6 +389,9 @@ class DiffReport:
     changes: list[ResourceChange]
     #: Cost delta (fmcluster.review.cost.cost_delta) when both sides are blueprints; None otherwise.
     cost: dict[str, Any] | None = None
+    #: What the change does to each node group and its jobs (:mod:`fmcluster.review.impact`), boot estimates added
+    #: by the CLI when NEW is a blueprint.
+    impact: list[GroupImpact] = field(default_factory=list)
 
     @property
     def errors(self) -> list[ResourceChange]:
@@ -414,7 +418,8 @@ class DiffReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"old": self.old, "new": self.new, "exit_code": self.exit_code, "errors": len(self.errors),
-                "summary": self.summary(), "cost": self.cost, "changes": [c.as_dict() for c in self.changes]}
+                "summary": self.summary(), "cost": self.cost, "impact": [g.as_dict() for g in self.impact],
+                "changes": [c.as_dict() for c in self.changes]}
 
 
 def _cdk_path(res: Mapping[str, Any]) -> str:
@@ -578,7 +583,29 @@ def diff_assemblies(old: Assembly, new: Assembly) -> DiffReport:
 
     order = {"error": 0, "warning": 1, "info": 2}
     changes.sort(key=lambda c: (order[c.level], not c.stateful, c.stack, c.construct_path, c.logical_id))
-    return DiffReport(old.source, new.source, changes)
+    staying = {k: r for k, r in old_res.items() if k[0] not in gone}  # a stack that leaves keeps running
+    impact = job_impacts(_reviewed(staying, old_norm), _reviewed(new_res, new_norm), changes, region)
+    _warn_on_hit_groups(changes, impact)
+    return DiffReport(old.source, new.source, changes, impact=impact)
+
+
+def _warn_on_hit_groups(changes: list[ResourceChange], impact: list[GroupImpact]) -> None:
+    """A change whose node groups lose running work (or whose effect on them nobody documents) is at least a
+    warning, naming the groups, so the default text output shows it."""
+    for c in changes:
+        hit = [g for g in impact if g.cluster == f"{c.stack}/{c.logical_id}" and g.hits_work]
+        if hit and c.level == "info":
+            c.level = "warning"
+            jobs = "; ".join(f"{g.group}: {g.nodes}" for g in hit)
+            c.note = "; ".join(x for x in (c.note, f"node groups: {jobs}") if x)
+
+
+def _reviewed(resources: Mapping[tuple[str, str], Mapping[str, Any]], norm: _Normalizer) -> dict[tuple[str, str], dict[str, Any]]:
+    """The resources an orchestrator judges (registry ``UPDATE_REVIEWERS``), their properties normalized."""
+    from fmcluster.orchestrators.registry import UPDATE_REVIEWERS
+
+    return {k: {"Type": r["Type"], "Properties": norm(dict(r.get("Properties", {})), k[0])}
+            for k, r in resources.items() if r.get("Type") in UPDATE_REVIEWERS}
 
 
 def _orchestrator_updates(type_: str, old_props: Mapping[str, Any], new_props: Mapping[str, Any],
@@ -867,6 +894,7 @@ def _cause_text(c: ResourceChange) -> str:
 
 def render_text(report: DiffReport, *, verbose: bool = False) -> str:
     lines = [_headline(report)] + ([report.cost["text"]] if report.cost else [])
+    lines += text_lines(report.impact, verbose=verbose)
     for c in report.changes:
         if c.level == "info" and not verbose and c.action in ("update", "add") and not c.stateful:
             continue
@@ -888,6 +916,7 @@ def render_text(report: DiffReport, *, verbose: bool = False) -> str:
 def render_markdown(report: DiffReport) -> str:
     icon = ":x:" if report.errors else ":white_check_mark:"
     lines = [f"### {icon} {_headline(report)}", ""] + ([f"**Cost:** {report.cost['text']}", ""] if report.cost else [])
+    lines += markdown_lines(report.impact)
     if not report.changes:
         return "\n".join(lines)
     lines += ["| level | change | stack | resource | type | cause / changed properties |", "|---|---|---|---|---|---|"]
