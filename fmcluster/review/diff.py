@@ -581,11 +581,11 @@ def diff_assemblies(old: Assembly, new: Assembly) -> DiffReport:
     changes.extend(_stack_leaves(stack, old) for stack in gone)
     changes.extend(_export_changes(old, new, old_norm, new_norm, set(gone)))
 
-    order = {"error": 0, "warning": 1, "info": 2}
-    changes.sort(key=lambda c: (order[c.level], not c.stateful, c.stack, c.construct_path, c.logical_id))
     staying = {k: r for k, r in old_res.items() if k[0] not in gone}  # a stack that leaves keeps running
     impact = job_impacts(_reviewed(staying, old_norm), _reviewed(new_res, new_norm), changes, region)
     _warn_on_hit_groups(changes, impact)
+    order = {"error": 0, "warning": 1, "info": 2}
+    changes.sort(key=lambda c: (order[c.level], not c.stateful, c.stack, c.construct_path, c.logical_id))
     return DiffReport(old.source, new.source, changes, impact=impact)
 
 
