@@ -209,3 +209,26 @@ def test_the_cli_adds_the_new_blueprints_boot_estimate(tmp_path: Any) -> None:
     (gpu,) = json.loads(result.stdout)["impact"]
     assert (gpu["group"], gpu["kind"]) == ("gpu", "grows")
     assert gpu["boot_s"] == blueprint_boot_s(str(new))["gpu"] > 0
+
+
+def test_two_cdk_out_folders_take_the_boot_estimate_from_boot_from(tmp_path: Any) -> None:
+    """The review workflow diffs two synthesized folders, which carry no plan: ``--boot-from`` names the pull
+    request's blueprint; without it the time says the boot is not estimated."""
+    from fmcluster.cli import app
+    from fmcluster.review.diff import CLI_CONTEXT
+    from fmcluster.review.synth import synthesize
+
+    base = example("default")
+    blueprints = {"old": base, "new": merge(base, _group("gpu", "p5.48xlarge", 8, ON_DEMAND))}
+    for side, data in blueprints.items():
+        (tmp_path / f"{side}.yaml").write_text(to_yaml(data))
+        synthesize(load_blueprint_text(to_yaml(data)).blueprint, str(tmp_path / side), CLI_CONTEXT, side)
+    folders = [str(tmp_path / "old"), str(tmp_path / "new")]
+    plain = CliRunner().invoke(app, ["diff", *folders, "--format", "json"])
+    with_plan = CliRunner().invoke(app, ["diff", *folders, "--format", "json", "--boot-from", str(tmp_path / "new.yaml")])
+    assert (plain.exit_code, with_plan.exit_code) == (0, 0), plain.output + with_plan.output
+    (gpu,) = json.loads(plain.stdout)["impact"]
+    assert (gpu["kind"], gpu["boot_s"], gpu["time"]) == ("grows", None, "boot time not estimated")
+    (gpu,) = json.loads(with_plan.stdout)["impact"]
+    assert gpu["boot_s"] == blueprint_boot_s(str(tmp_path / "new.yaml"))["gpu"]
+    assert gpu["time"] == f"~{gpu['boot_s']} s per node (plan estimate)"
