@@ -210,10 +210,10 @@ def blueprint_boot_s(path: str, org: str | None = None) -> dict[str, int]:
 
 # ---- rendering ----------------------------------------------------------------------------------
 def text_lines(impacts: Sequence[GroupImpact], *, verbose: bool = False) -> list[str]:
-    """Text lines: one per group whose running work is hit or whose nodes boot (every group with ``verbose``)."""
+    """Text lines: one per group that is not untouched (every group with ``verbose``); none when there is none."""
     shown = [g for g in impacts if verbose or g.kind != "untouched"]
     if not shown:
-        return ["jobs: no running job is hit (every node group untouched)"] if impacts else []
+        return []
     lines = ["jobs (per node group):"]
     for g in shown:
         lines.append(f"  {g.group} ({g.cluster}): {g.nodes}; jobs: {g.jobs}; time: {g.time_text()}")
