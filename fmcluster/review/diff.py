@@ -299,13 +299,25 @@ def _values_at(obj: Any, parts: list[str], prefix: str = "") -> Iterator[tuple[s
 
 # ---- references -------------------------------------------------------------------------------
 _SUB_VAR = re.compile(r"\$\{([^}!][^}]*)\}")
+#: The ``Fn::GetAtt`` attribute whose value is what ``Ref`` returns, per type: the two expressions name the same
+#: physical value, so they compare equal (a template that switches from one to the other changes nothing). Each
+#: from the type's "Return values" in the CloudFormation template reference
+#: (https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-ec2-subnet.html: Ref returns
+#: the subnet ID, ``SubnetId`` the same; ...-ec2-vpc.html: the VPC ID, ``VpcId``; ...-ec2-securitygroup.html: the
+#: security group ID, ``GroupId``; ...-ec2-placementgroup.html: the placement group name, ``GroupName``;
+#: ...-iam-managedpolicy.html: the policy ARN, ``PolicyArn``), and each attribute is the type's registry-schema
+#: primary identifier but for the security group, whose schema identifier is ``Id``.
+REF_ATTRIBUTE: dict[str, str] = {"AWS::EC2::Subnet": "SubnetId", "AWS::EC2::VPC": "VpcId",
+                                 "AWS::EC2::SecurityGroup": "GroupId", "AWS::EC2::PlacementGroup": "GroupName",
+                                 "AWS::IAM::ManagedPolicy": "PolicyArn"}
 
 
 class _Normalizer:
     """Turns template values into comparable values where references name physical identities.
 
     A reference to a resource becomes ``<ref stack/id>``; on the NEW side it becomes
-    ``<ref stack/id (new)>`` when that resource is new, moved or replaced (its physical id changes).
+    ``<ref stack/id (new)>`` when that resource is new, moved or replaced (its physical id changes). A ``GetAtt`` of
+    the attribute ``Ref`` returns (:data:`REF_ATTRIBUTE`) becomes the same token as the ``Ref``.
     ``Fn::ImportValue`` is resolved through the exporting stack's output.
     """
 
@@ -330,7 +342,8 @@ class _Normalizer:
                 if k == "Fn::GetAtt":
                     target, attr = (v.split(".", 1) + [""])[:2] if isinstance(v, str) else (v + ["", ""])[:2]
                     if isinstance(target, str) and target in resources:
-                        return f"{self.token(stack, target)}.{attr}"
+                        same_as_ref = REF_ATTRIBUTE.get(resources[target].get("Type", "")) == attr
+                        return self.token(stack, target) if same_as_ref else f"{self.token(stack, target)}.{attr}"
                 if k == "Fn::ImportValue" and isinstance(v, str) and v in self.exports:
                     producer, expr = self.exports[v]
                     return self(expr, producer, depth + 1)
@@ -371,7 +384,8 @@ class ResourceChange:
     moved_from: str | None = None
     note: str = ""
     #: The orchestrator's own verdict on each changed setting of its cluster resource (:func:`_orchestrator_updates`):
-    #: ``{"setting", "kind", "text", "queue"}``, kind ``in_place``, ``replaces_nodes``, ``needs_stop`` or ``fails``.
+    #: ``{"setting", "kind", "text", "queue"}``, kind ``in_place``, ``replaces_nodes``, ``needs_stop``, ``cannot_tell``
+    #: or ``fails``.
     orchestrator_updates: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -626,7 +640,8 @@ def _orchestrator_updates(type_: str, old_props: Mapping[str, Any], new_props: M
 
 #: The change level and action of each orchestrator verdict kind, worst first.
 _VERDICT_LEVELS: tuple[tuple[str, Action, ChangeLevel], ...] = (
-    ("fails", "fail", "error"), ("needs_stop", "update", "warning"), ("replaces_nodes", "update", "warning"))
+    ("fails", "fail", "error"), ("needs_stop", "update", "warning"), ("cannot_tell", "update", "warning"),
+    ("replaces_nodes", "update", "warning"))
 
 
 def _orchestrator_verdict(updates: list[dict[str, Any]], action: Action, level: ChangeLevel) -> tuple[Action, ChangeLevel]:

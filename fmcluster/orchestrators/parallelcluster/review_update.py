@@ -26,8 +26,10 @@ from fmcluster.review.impact import GroupImpact, ImpactKind, worst
 
 #: A verdict's kind, from harmless to refused: ``in_place``; ``replaces_nodes`` (QueueUpdateStrategy DRAIN or
 #: TERMINATE replaces the queue's nodes); ``needs_stop`` (the update fails unless the compute fleet, head node or
-#: login nodes are stopped first); ``fails`` (ParallelCluster refuses the change: a new cluster is needed).
-VerdictKind = Literal["in_place", "replaces_nodes", "needs_stop", "fails"]
+#: login nodes are stopped first); ``fails`` (ParallelCluster refuses the change: a new cluster is needed);
+#: ``cannot_tell`` (ParallelCluster would refuse a change, but a side is a CloudFormation expression fmcluster cannot
+#: resolve offline, so whether the deployed values differ is unknown).
+VerdictKind = Literal["in_place", "replaces_nodes", "needs_stop", "fails", "cannot_tell"]
 
 #: Policies whose change applies while the cluster runs (``IGNORED`` changes are not even shown by ``pcluster``).
 _IN_PLACE = {"SUPPORTED", "IGNORED"}
@@ -197,6 +199,11 @@ def verdict(c: ConfigChange, new_config: dict[str, Any], region: str,
     added = c.is_list and c.old is None and c.new is not None
     if p in _IN_PLACE or (p == "SUPPORTED_UNLESS_ADC" and not region.startswith(ADC_REGION_PREFIX)):
         return UpdateVerdict(c, "in_place", "applied in place while the cluster runs")
+    if (p in _REFUSED or p == "SUPPORTED_UNLESS_ADC" or p == "EXTRA_CHEF_ATTRIBUTES") and unresolved(c):
+        return UpdateVerdict(c, "cannot_tell", f"cannot tell: ParallelCluster refuses to update {c.key} ({p}) if the "
+                                               "deployed value changes, and a side is a CloudFormation expression "
+                                               f"fmcluster cannot resolve offline ({unresolved(c)}); check the values "
+                                               "before deploying")
     if p in _REFUSED or p == "SUPPORTED_UNLESS_ADC" or p == "EXTRA_CHEF_ATTRIBUTES":
         return UpdateVerdict(c, "fails", f"ParallelCluster refuses to update {c.key} ({p}): the stack update fails and "
                                          "rolls back; keep the old value, or create a new cluster")
@@ -218,6 +225,34 @@ def verdict(c: ConfigChange, new_config: dict[str, Any], region: str,
     return UpdateVerdict(c, "needs_stop", f"ParallelCluster applies it only with {part} stopped ({p}): the stack "
                                           f"update fails while it runs - stop it first ({STOP_FLEET}), deploy, then "
                                           "start it again")
+
+
+#: Intrinsic functions whose value the diff cannot know offline once its normalizer has run: a ``Ref`` left as is
+#: names a parameter or pseudo parameter, an ``Fn::ImportValue`` left as is an export no stack of the app makes, the
+#: others compute from such values. (``Fn::Sub`` is compared by its text and the resources it names: a different
+#: text is a different value.)
+_OPAQUE = ("Ref", "Fn::ImportValue", "Fn::GetAtt", "Fn::Join", "Fn::Select", "Fn::Split", "Fn::If",
+           "Fn::FindInMap", "Fn::GetAZs", "Fn::Base64", "Fn::Cidr")
+
+
+def _opaque(value: Any) -> str | None:
+    """The first intrinsic of :data:`_OPAQUE` in ``value`` (as ``Fn::ImportValue old-name``), or ``None``."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k in _OPAQUE:
+                return f"{k} {v}" if isinstance(v, str) else k
+            found = _opaque(v)
+            if found:
+                return found
+    if isinstance(value, list):
+        return next((f for f in map(_opaque, value) if f), None)
+    return None
+
+
+def unresolved(c: ConfigChange) -> str | None:
+    """The unresolved expression on either side of a change (old first), or ``None`` when both are plain values or
+    references the diff resolved (``<ref stack/id>`` tokens)."""
+    return _opaque(c.old) or _opaque(c.new)
 
 
 def _int(value: Any, default: int = 0) -> int:
@@ -275,6 +310,8 @@ def _impact_kind(v: UpdateVerdict) -> ImpactKind:
     """What one verdict does to the nodes of the queue it concerns."""
     if v.kind == "fails":
         return "update_fails"
+    if v.kind == "cannot_tell":
+        return "unknown"
     if v.kind == "needs_stop":
         # Stopping the head node stops the scheduler too: as conservative as stopping the fleet.
         return "untouched" if v.change.policy.startswith("LOGIN_NODES") else "fleet_stop"
