@@ -124,20 +124,22 @@ def _cng(**props: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("new", "updated", "expected"), [
-    (_cng(AmiId="ami-2"), frozenset(), ("drained_replaced", ("AmiId",))),
-    (_cng(), frozenset({"c/Lt"}), ("drained_replaced", ("CustomLaunchTemplate",))),
-    (_cng(), frozenset({"c/Other"}), ("untouched", ())),
-    (_cng(ScalingConfiguration={"MinInstanceCount": 2, "MaxInstanceCount": 2}), frozenset(),
+    (_cng(AmiId="ami-2"), {}, ("drained_replaced", ("AmiId",))),
+    (_cng(), {"c/Lt": ("LaunchTemplateData/TagSpecifications",)}, ("drained_replaced", ("CustomLaunchTemplate",))),
+    (_cng(), {"c/Lt": ("TagSpecifications",)}, ("untouched", ())),
+    (_cng(), {"c/Other": ("LaunchTemplateData/ImageId",)}, ("untouched", ())),
+    (_cng(ScalingConfiguration={"MinInstanceCount": 2, "MaxInstanceCount": 2}), {},
      ("shrinks", ("ScalingConfiguration",))),
-    (_cng(ScalingConfiguration={"MinInstanceCount": 2, "MaxInstanceCount": 4}), frozenset(),
+    (_cng(ScalingConfiguration={"MinInstanceCount": 2, "MaxInstanceCount": 4}), {},
      ("unknown", ("ScalingConfiguration",))),
-    (_cng(ScalingConfiguration={"MinInstanceCount": 8, "MaxInstanceCount": 8}), frozenset(),
+    (_cng(ScalingConfiguration={"MinInstanceCount": 8, "MaxInstanceCount": 8}), {},
      ("grows", ("ScalingConfiguration",))),
-    (_cng(SubnetIds=["subnet-1", "subnet-2"]), frozenset(), ("untouched", ())),
-    (_cng(IamInstanceProfileArn="arn:aws:iam::1:instance-profile/x"), frozenset(),
+    (_cng(SubnetIds=["subnet-1", "subnet-2"]), {}, ("untouched", ())),
+    (_cng(IamInstanceProfileArn="arn:aws:iam::1:instance-profile/x"), {},
      ("unknown", ("IamInstanceProfileArn",))),
-], ids=["ami", "launch-template-updated", "other-resource-updated", "max-down", "min-down", "up", "subnet", "profile"])
-def test_pcs_node_group_impact(new: dict[str, Any], updated: frozenset[str], expected: tuple[str, tuple[str, ...]]) -> None:
+], ids=["ami", "launch-template-data-updated", "launch-template-tags-only", "other-resource-updated", "max-down",
+        "min-down", "up", "subnet", "profile"])
+def test_pcs_node_group_impact(new: dict[str, Any], updated: dict[str, tuple[str, ...]], expected: tuple[str, tuple[str, ...]]) -> None:
     (found,) = pcs.group_impacts(_cng(), new, "us-east-1", "c/Gpu", updated)
     assert (found.kind, found.causes) == expected
     assert found.group == "gpu"

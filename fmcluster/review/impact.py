@@ -6,7 +6,8 @@ asks another question: which running work does this change hit, and how long unt
 answers it per node group, from the same verdicts:
 
 - each orchestrator's ``review_update`` module (the registry's ``update_review`` hook) gives
-  ``group_impacts(old_props, new_props, region, where, updated)``: one :class:`GroupImpact` per group of its cluster resource, from
+  ``group_impacts(old_props, new_props, region, where, updated)`` (``updated``: ``stack/logical id`` -> changed
+  property paths of every resource CloudFormation updates in place): one :class:`GroupImpact` per group of its cluster resource, from
   that orchestrator's documented update behaviour (ParallelCluster's ``QueueUpdateStrategy`` and update policies;
   the HyperPod ``UpdateCluster`` and PCS ``UpdateComputeNodeGroup`` documentation);
 - :func:`job_impacts` adds what CloudFormation decides for the whole resource: a replaced or moved cluster resource
@@ -162,7 +163,7 @@ def job_impacts(old_res: Mapping[tuple[str, str], Mapping[str, Any]], new_res: M
     group. A resource type no orchestrator registers has no groups.
     """
     by_key = {(c.stack, c.logical_id): c for c in changes}
-    updated = frozenset(f"{c.stack}/{c.logical_id}" for c in changes if c.action == "update")
+    updated = {f"{c.stack}/{c.logical_id}": tuple(p.path for p in c.properties) for c in changes if c.action == "update"}
     failing_stacks = {c.stack for c in changes if c.action == "fail"}
     out: list[GroupImpact] = []
     for key in sorted(set(old_res) | set(new_res)):

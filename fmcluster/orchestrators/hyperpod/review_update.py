@@ -59,7 +59,7 @@ def _setting_kind(key: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> t
 
 
 def group_impacts(old_props: Mapping[str, Any] | None, new_props: Mapping[str, Any] | None, region: str,
-                  where: str, updated: frozenset[str] = frozenset()) -> list[GroupImpact]:
+                  where: str, updated: Mapping[str, tuple[str, ...]] | None = None) -> list[GroupImpact]:
     """One :class:`fmcluster.review.impact.GroupImpact` per instance group of either side (``None``: the cluster
     resource is added or removed). ``updated`` (resources updated in place) is not used: an instance group names
     no other resource whose update reaches its nodes."""

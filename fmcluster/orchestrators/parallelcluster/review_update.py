@@ -323,7 +323,7 @@ def _impact_kind(v: UpdateVerdict) -> ImpactKind:
 
 
 def group_impacts(old_props: Mapping[str, Any] | None, new_props: Mapping[str, Any] | None, region: str,
-                  where: str, updated: frozenset[str] = frozenset()) -> list[GroupImpact]:
+                  where: str, updated: Mapping[str, tuple[str, ...]] | None = None) -> list[GroupImpact]:
     """The registry hook ``fmcluster diff`` calls for job impact: one :class:`fmcluster.review.impact.GroupImpact`
     per Slurm queue of either side of a ``Custom::PclusterCluster`` (``None``: the resource is added or removed),
     from :func:`verdicts`. A setting ParallelCluster refuses fails the whole update (every queue ``update_fails``);

@@ -14,9 +14,11 @@ https://docs.aws.amazon.com/pcs/latest/userguide/working-with_cng_update.html ("
 - anything else (``IamInstanceProfileArn``, ``SlurmConfiguration``, a lower minimum alone): not documented, so
   ``unknown`` and a warning.
 
-fmcluster's node groups name their launch template's ``LatestVersionNumber``: CloudFormation updates the launch
-template in place and the attribute changes without the node group's template text changing, so a launch template
-updated in place (``updated``) counts as a new version.
+fmcluster's node groups name their launch template's ``LatestVersionNumber``: a change of ``LaunchTemplateData`` is
+an in-place update that creates a new template version
+(https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-ec2-launchtemplate.html,
+``LatestVersionNumber``), so the attribute changes without the node group's template text changing: a launch template
+whose data is updated in place (``updated``) counts as a new version.
 """
 
 from __future__ import annotations
@@ -68,22 +70,24 @@ def _setting_kind(key: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> I
     return "unknown"
 
 
-def _template_updated(props: Mapping[str, Any], updated: frozenset[str]) -> bool:
-    """Whether the launch template version the group names belongs to a launch template updated in place."""
+def _template_updated(props: Mapping[str, Any], updated: Mapping[str, tuple[str, ...]]) -> bool:
+    """Whether the launch template version the group names belongs to a launch template whose
+    ``LaunchTemplateData`` CloudFormation updates in place (a new version; a change of the template resource's own
+    tags makes none)."""
     version = str((props.get("CustomLaunchTemplate") or {}).get("Version", ""))
-    return any(m in updated for m in _REF.findall(version))
+    return any(path.startswith("LaunchTemplateData") for m in _REF.findall(version) for path in updated.get(m, ()))
 
 
 def group_impacts(old_props: Mapping[str, Any] | None, new_props: Mapping[str, Any] | None, region: str,
-                  where: str, updated: frozenset[str] = frozenset()) -> list[GroupImpact]:
+                  where: str, updated: Mapping[str, tuple[str, ...]] | None = None) -> list[GroupImpact]:
     """One :class:`fmcluster.review.impact.GroupImpact` for the node group (``None``: added or removed);
-    ``updated``: ``stack/logical id`` of every resource CloudFormation updates in place."""
+    ``updated``: ``stack/logical id`` -> changed property paths of every resource CloudFormation updates in place."""
     props = new_props if new_props is not None else old_props or {}
     name = str(props.get("Name", where.rpartition("/")[2]))
     if old_props is None or new_props is None:
         return [GroupImpact(where, name, "added" if old_props is None else "removed", source=UPDATE_DOC)]
     changed = {k for k in set(old_props) | set(new_props) if old_props.get(k) != new_props.get(k)}
-    if _template_updated(new_props, updated):
+    if _template_updated(new_props, updated or {}):
         changed.add("CustomLaunchTemplate")
     found = {k: _setting_kind(k, old_props, new_props) for k in sorted(changed)}
     kind = worst(list(found.values()))
