@@ -185,9 +185,9 @@ def schema(
 
         print(json.dumps(org_json_schema(), indent=2))
         return
-    from fmcluster.blueprint.reference import json_schema
+    from fmcluster.validation.organisation import blueprint_file_schema
 
-    print(json_schema())
+    print(json.dumps(blueprint_file_schema(), indent=2, sort_keys=True))
 
 
 @app.command()

@@ -19,6 +19,7 @@ from fmcluster.cli import app
 from fmcluster.validation import load_blueprint, load_blueprint_with_warnings
 from fmcluster.validation.organisation import ORG_ENV, org_json_schema, use_organisation
 from tests.blueprints import MINIMAL, blueprint, group, to_yaml
+from tests.conftest import ROOT
 
 ORG: dict[str, Any] = {
     "name": "acme",
@@ -292,3 +293,27 @@ def test_example_org_file_validates_the_examples_it_allows() -> None:
         with pytest.raises(BlueprintError) as exc:
             load_blueprint(f, org=example_org)
         assert [p.rule_id for p in exc.value.problems] == ["ORG-TAG"]
+
+
+# ---- fmcluster schema: a blueprint file with extends and x- keys (issue 25 item 5) -------------------------------
+def _file_schema_errors(data: dict[str, Any]) -> list[str]:
+    import jsonschema
+
+    r = CliRunner().invoke(app, ["schema"])
+    assert r.exit_code == 0
+    validator = jsonschema.Draft202012Validator(json.loads(r.stdout))
+    return sorted(e.message for e in validator.iter_errors(data))
+
+
+@pytest.mark.parametrize(("data", "errors"), [
+    (yaml.safe_load((ROOT / "blueprints" / "default.yaml").read_text()), []),
+    ({**MINIMAL, "x-gpu": {"instance_type": "p5.48xlarge"}}, []),
+    ({"extends": "base.yaml", "compute": [group(count=8)]}, []),
+    ({"extends": "base.yaml", "x-common": {"team": "research"}}, []),
+    ({**MINIMAL, "xgpu": 1}, ["'xgpu' does not match any of the regexes: '^x-'"]),
+    ({"compute": [group()]}, ["'name' is a required property", "'region' is a required property"]),
+    ({**MINIMAL, "extends": ""}, ["'' should be non-empty"]),
+], ids=["example", "x-key", "extends-partial", "extends-and-x-key", "unknown-key", "no-extends-needs-required",
+        "blank-extends"])
+def test_the_schema_accepts_what_the_loader_accepts(data: dict[str, Any], errors: list[str]) -> None:
+    assert _file_schema_errors(data) == errors

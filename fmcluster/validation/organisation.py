@@ -111,6 +111,25 @@ class Organisation(_Strict):
         return v
 
 
+def blueprint_file_schema() -> dict[str, Any]:
+    """JSON Schema of a blueprint *file* (``fmcluster schema``): the model's schema plus what the loader accepts
+    before the model sees it: ``extends`` (the path of a base blueprint, :func:`resolve_extends`) and top-level keys
+    starting with :data:`EXTENSION_PREFIX` (any value: YAML anchors, :func:`strip_extensions`). A file with ``extends``
+    needs none of the model's required top-level keys (its bases may give them); nested required keys are still
+    required in the file that has their section (a limit: a base may give them too)."""
+    from fmcluster.blueprint.model import Blueprint
+
+    schema = Blueprint.model_json_schema()
+    schema["properties"] = {**schema["properties"], "extends": {
+        "type": "string", "minLength": 1, "title": "Extends",
+        "description": "Path of a base blueprint, relative to this file; this file's keys merge over it "
+                       f"(at most {MAX_EXTENDS} levels, no cycles)."}}
+    schema["patternProperties"] = {f"^{EXTENSION_PREFIX}": {"description": "Ignored (e.g. YAML anchors)."}}
+    required = schema.pop("required", [])
+    schema["if"], schema["then"], schema["else"] = {"required": ["extends"]}, {}, {"required": required}
+    return schema
+
+
 def org_json_schema() -> dict[str, Any]:
     """JSON Schema of the organisation file (pydantic)."""
     return Organisation.model_json_schema()
