@@ -7,9 +7,9 @@
   orchestrators and capacity types. Anything not listed is refused; a list left out allows everything.
 - ``required_tags``: tag key -> regular expression the whole value must match (``.+``: any non-empty value).
 - ``defaults``: a blueprint fragment merged under every blueprint (mappings merge key by key, the blueprint
-  wins; any other value, lists included, is replaced by the blueprint's). Default AMIs per orchestrator are
-  defaults (``orchestrator.parallelcluster.custom_ami``, ``orchestrator.hyperpod.image_id``,
-  ``orchestrator.pcs.ami_id``), and so are default tags.
+  wins; any other value, lists included, is replaced by the blueprint's): default tags, a default image
+  (``software.image``), and per orchestrator ``orchestrator.<kind>`` sections of which a blueprint gets only its
+  own kind's (:func:`defaults_for`).
 - ``software_stacks``: extra known-good stacks, same fields as ``catalog/data/software.yaml``'s stacks (with
   ``sources`` mapping each component to a URL). They are checked when the file loads (known families,
   architectures and operating systems; pinned driver, GDRCopy and EFA-installer artifacts) and then by the
@@ -368,6 +368,23 @@ def check(org: Organisation, org_file: str, data: Mapping[str, Any]) -> list[Pro
     return out
 
 
+def defaults_for(defaults: Mapping[str, Any], data: Mapping[str, Any]) -> dict[str, Any]:
+    """The organisation's ``defaults`` for a blueprint: its ``orchestrator.<kind>`` section of every kind but the
+    blueprint's own is dropped, so one file can hold defaults for each orchestrator and a blueprint gets only those
+    of the orchestrator it chooses (never R-ORCH-1 for a section it did not write). The blueprint's kind is its own
+    ``orchestrator.kind``, else the defaults', else the model's default."""
+    from fmcluster.blueprint.model import OrchestratorSpec
+    from fmcluster.orchestrators.registry import KINDS
+
+    orch = defaults.get("orchestrator")
+    if not isinstance(orch, Mapping):
+        return dict(defaults)
+    own = data.get("orchestrator") if isinstance(data.get("orchestrator"), Mapping) else {}
+    kind = (own or {}).get("kind") or orch.get("kind") or OrchestratorSpec.model_fields["kind"].default
+    kept = {k: v for k, v in orch.items() if k not in KINDS or k == kind}
+    return {**defaults, "orchestrator": kept}
+
+
 def apply(data: dict[str, Any], file: str, explicit: str | Path | None = None) -> tuple[dict[str, Any], list[Problem], str | None]:
     """Strip ``x-`` keys, resolve ``extends``, merge the organisation's defaults under the blueprint and check its
     rules. Returns (merged data, problems, organisation file or None). Raises :class:`BlueprintError` for a bad
@@ -381,5 +398,5 @@ def apply(data: dict[str, Any], file: str, explicit: str | Path | None = None) -
         raise BlueprintError(str(org_path), [Problem("", f"no such organisation file, got {str(org_path)!r}; allowed a "
                                                          f"{ORG_FILE} file, or none")])
     org = load_organisation(org_path)
-    merged = merge_under(strip_extensions(org.defaults), data)
+    merged = merge_under(defaults_for(strip_extensions(org.defaults), data), data)
     return merged, problems + check(org, str(org_path), merged), str(org_path)
