@@ -251,22 +251,26 @@ def test_overlay_cannot_redefine_a_catalog_stack(tmp_path: Path) -> None:
 
 # ---- the org file's own errors and schema ----------------------------------------------------------------------
 @pytest.mark.parametrize(
-    ("org", "path", "fragment"),
+    ("org", "path", "line", "fragment"),
     [
-        ({"allowd": {}}, "allowd", "unknown key 'allowd'; allowed allowed, defaults, name, required_tags, software_stacks - did you mean 'allowed'?"),
-        ({"allowed": {"region": ["us-east-1"]}}, "allowed.region", "did you mean 'regions'?"),
-        ({"allowed": {"orchestrators": ["slurm"]}}, "allowed.orchestrators[0]", "invalid value, got 'slurm'"),
-        ({"required_tags": {"team": "(unclosed"}}, "required_tags", "not a regular expression"),
+        ({"allowd": {}}, "allowd", 1,
+         "unknown key 'allowd'; allowed allowed, defaults, name, required_tags, software_stacks - did you mean 'allowed'?"),
+        ({"name": "acme", "allowed": {"region": ["us-east-1"]}}, "allowed.region", 3, "did you mean 'regions'?"),
+        ({"allowed": {"regions": ["us-east-1"], "orchestrators": ["pcs", "slurm"]}}, "allowed.orchestrators[1]", 6,
+         "invalid value, got 'slurm'"),
+        ({"name": "acme", "required_tags": {"team": "(unclosed"}}, "required_tags", 2, "not a regular expression"),
     ],
 )
-def test_bad_org_file(tmp_path: Path, org: dict[str, Any], path: str, fragment: str) -> None:
+def test_bad_org_file(tmp_path: Path, org: dict[str, Any], path: str, line: int, fragment: str) -> None:
+    """Problems of the organisation file are reported against that file, at their line in it."""
     f = write(tmp_path, blueprint(TAGGED), org)
     r = CliRunner().invoke(app, ["validate", str(f)])
     assert r.exit_code == 1 and "Traceback" not in r.output
     assert r.stderr.splitlines()[0].startswith(str(tmp_path / "fmcluster.org.yaml"))
+    assert f"{path} (line {line})" in r.stderr
     with pytest.raises(BlueprintError) as exc:
         load_blueprint(f)
-    assert any(p.path == path and fragment in p.message for p in exc.value.problems), exc.value.problems
+    assert any(p.path == path and p.line == line and fragment in p.message for p in exc.value.problems), exc.value.problems
 
 
 def test_org_schema() -> None:

@@ -177,8 +177,31 @@ def _read_yaml(path: Path, what: str) -> Any:
 def load_organisation(path: Path) -> Organisation:
     """Parse and check an organisation file; registers its software stacks with the catalog.
 
-    Raises :class:`BlueprintError` (file = the organisation file) with every problem.
+    Raises :class:`BlueprintError` (file = the organisation file) with every problem, each at its line in that file
+    (the line of the key it names, or of its nearest parent written there).
     """
+    try:
+        return _load_organisation(path)
+    except BlueprintError as e:
+        raise BlueprintError(e.file, _with_lines(path, e.problems)) from None
+
+
+def _with_lines(path: Path, problems: list[Problem]) -> list[Problem]:
+    """``problems`` with the line of their YAML path in the file at ``path`` (the blueprint loader's line index)."""
+    from dataclasses import replace
+
+    from fmcluster.validation.loader import _index, _line_for, _path_tuple
+
+    try:
+        node = yaml.compose(path.read_text(encoding="utf-8"))
+        lines: dict[tuple[Any, ...], int] = {}
+        _index(node, lines, [])
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, BlueprintError):
+        return problems  # unreadable or not YAML: the problem already says so (with its own line)
+    return [p if p.line is not None else replace(p, line=_line_for(_path_tuple(p.path), lines) or 1) for p in problems]
+
+
+def _load_organisation(path: Path) -> Organisation:
     raw = _read_yaml(path, "organisation file")
     if raw is None:
         raw = {}
