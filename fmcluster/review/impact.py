@@ -146,9 +146,8 @@ def _reviewer(type_: str) -> Any:
 #: (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/using-cfn-updating-stacks-update-behaviors.html).
 REPLACEMENT_SOURCE = ("CloudFormation replaces the resource: "
                       "https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/using-cfn-updating-stacks-update-behaviors.html")
-#: A failed stack update rolls every resource of the stack back
-#: (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/using-cfn-rollback-triggers.html is about triggers;
-#: the rollback itself: https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/stack-failure-options.html).
+#: A failed stack update rolls every resource of the stack back to its previous state
+#: (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/stack-failure-options.html).
 ROLLBACK_SOURCE = ("the stack update fails and rolls back: "
                    "https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/stack-failure-options.html")
 
