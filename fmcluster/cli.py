@@ -185,9 +185,9 @@ def schema(
 
         print(json.dumps(org_json_schema(), indent=2))
         return
-    from fmcluster.blueprint.reference import json_schema
+    from fmcluster.validation.organisation import blueprint_file_schema
 
-    print(json_schema())
+    print(json.dumps(blueprint_file_schema(), indent=2, sort_keys=True))
 
 
 @app.command()
@@ -233,6 +233,9 @@ def diff(
         help="Name OLD by this in the report (e.g. its repository path blueprints/x.yaml@main); default: OLD as given.")] = None,
     new_label: Annotated[str | None, typer.Option(
         help="Name NEW by this in the report; default: NEW as given.")] = None,
+    boot_from: Annotated[Path | None, typer.Option(
+        help="The blueprint whose plan gives each node group's boot estimate in the job impact; default: NEW when "
+             "it is a blueprint (a cdk.out folder has no plan).")] = None,
 ) -> None:
     """Say, for every resource that changes between OLD and NEW, whether CloudFormation updates it in
     place or replaces it. Exit 0 when the change is safe, 1 when a stateful resource (FSx, data
@@ -268,6 +271,15 @@ def diff(
     org_ctx = ctx.get("org") if isinstance(ctx.get("org"), str) else None
     if old.is_file() or new.is_file():  # two cdk.out folders carry no blueprint to price
         report.cost = cost_delta(*(blueprint_cost(str(p), org_ctx) if p.is_file() else None for p in (old, new)))
+    plan_source = boot_from or (new if new.is_file() else None)  # the nodes that boot are NEW's
+    if plan_source is not None:
+        from fmcluster.review.impact import blueprint_boot_s, with_boot
+
+        try:
+            report.impact = with_boot(report.impact, blueprint_boot_s(str(plan_source), org_ctx))
+        except BlueprintError as e:
+            print_problems(e.file, e.problems)
+            raise typer.Exit(DIFF_INPUT_ERROR) from None
     format = _format(format, as_json)
     if format is OutputFormat.json:
         print(render_json(report))

@@ -75,6 +75,33 @@ def test_default_example_fsx_tier_without_a_price_is_unknown() -> None:
     assert "FSx for Lustre" in e.unknown and e.total_usd_per_hour is None
 
 
+@pytest.mark.parametrize(("lustre", "basis"), [
+    ({"deployment_type": "SCRATCH_2", "storage_capacity_gib": 2400, "per_unit_storage_throughput": DROP},
+     "unknown: no price for FSx for Lustre SCRATCH_2 in us-east-1 in the table"),
+    ({"deployment_type": "PERSISTENT_1", "storage_capacity_gib": 2400, "per_unit_storage_throughput": 200},
+     "unknown: no price for FSx for Lustre PERSISTENT_1 at 200 MB/s/TiB in us-east-1 in the table"),
+    ({"deployment_type": "PERSISTENT_2", "storage_capacity_gib": 2400, "per_unit_storage_throughput": 500},
+     "unknown: not found in a source we could check"),
+], ids=["scratch-no-tier", "tier-not-in-table", "tier-in-table-unknown"])
+def test_an_unpriced_file_system_says_which_price_is_missing(lustre: dict[str, Any], basis: str) -> None:
+    fsx = line(est(FULLY_PRICED, {"storage": {"lustre": lustre}}), "FSx for Lustre")
+    assert (fsx.usd_per_hour, fsx.basis) == (None, basis)
+
+
+def test_turning_accounting_on_makes_the_cost_unknown_never_zero() -> None:
+    """The Slurm accounting database (Aurora Serverless v2) is not in the price table: turning accounting on is an
+    unknown line, so the delta is unknown rather than +$0.00/h."""
+    on = {"orchestrator": {"slurm": {"accounting": {"enabled": True, "second_availability_zone": "us-east-1b",
+                                                    "min_capacity_acu": 1, "max_capacity_acu": 4}}}}
+    off_e, on_e = est(FULLY_PRICED), est(FULLY_PRICED, on)
+    db = line(on_e, "Slurm accounting database")
+    assert (db.usd_per_hour, db.quantity) == (None, "Aurora Serverless v2, 1-4 ACU")
+    assert db.basis.startswith("unknown: the price table has no Aurora Serverless v2 ACU-hour rate")
+    assert on_e.total_usd_per_hour is None and off_e.total_usd_per_hour is not None
+    delta = cost_delta(off_e, on_e)
+    assert delta["delta_usd_per_hour"] is None and delta["text"].startswith("cost delta unknown")
+
+
 @pytest.mark.parametrize(
     ("patch", "fragment"),
     [

@@ -739,3 +739,40 @@ def test_parallelcluster_update_policies_judge_its_cluster(patch: dict[str, Any]
     assert r.exit_code == (1 if level == "error" else 0)
     if updates:
         assert next(iter(updates)) in render_text(r)
+
+
+# ---- expressions that name the same value, and values fmcluster cannot resolve (issue 25) -----------------------------
+def _pcluster(subnet: Any) -> dict[str, Any]:
+    """A ParallelCluster cluster resource whose head node's subnet (UNSUPPORTED: any change fails) is ``subnet``."""
+    return res("Custom::PclusterCluster", {"ServiceToken": "arn:aws:lambda:us-east-1:1:function:p", "ClusterName": "c",
+                                           "ClusterConfiguration": {"HeadNode": {"InstanceType": "m7i.4xlarge",
+                                                                                 "Networking": {"SubnetId": subnet}}}})
+
+
+_SUBNETS = {n: res("AWS::EC2::Subnet", {"VpcId": "vpc-1", "CidrBlock": c}) for n, c in
+            (("Gpu", "10.0.0.0/24"), ("Other", "10.0.1.0/24"))}
+
+
+@pytest.mark.parametrize(("old_subnet", "new_subnet", "expected"), [
+    # The same subnet written as Ref and as GetAtt SubnetId (what Ref returns): no change. Before, the two
+    # expressions compared unequal and ParallelCluster's UNSUPPORTED policy made it a false UPDATE FAILS (exit 1).
+    ({"Ref": "Gpu"}, {"Fn::GetAtt": ["Gpu", "SubnetId"]}, None),
+    # An export no stack of the app makes, renamed: its value cannot be known offline -> cannot tell, a warning.
+    ({"Fn::ImportValue": "corp-network:GpuSubnet"}, {"Fn::ImportValue": "corp-network:GpuSubnetV2"},
+     ("update", "warning", "cannot_tell", 0)),
+    # Another subnet of the app: a real change, still refused.
+    ({"Ref": "Gpu"}, {"Ref": "Other"}, ("fail", "error", "fails", 1)),
+], ids=["ref-vs-getatt", "external-export-renamed", "another-subnet"])
+def test_the_orchestrator_judges_resolved_values(old_subnet: Any, new_subnet: Any,
+                                                 expected: tuple[str, str, str, int] | None) -> None:
+    old = Assembly.from_templates({"s": tpl({**_SUBNETS, "Cluster": _pcluster(old_subnet)})}, "us-east-1")
+    new = Assembly.from_templates({"s": tpl({**_SUBNETS, "Cluster": _pcluster(new_subnet)})}, "us-east-1")
+    r = diff_assemblies(old, new)
+    clusters = r.of_type("Custom::PclusterCluster")
+    if expected is None:
+        assert (clusters, r.exit_code) == ([], 0)
+        return
+    [cluster] = clusters
+    assert (cluster.action, cluster.level, _pcluster_updates(r)["HeadNode.Networking.SubnetId"], r.exit_code) == expected
+    if expected[2] == "cannot_tell":
+        assert "Fn::ImportValue corp-network:GpuSubnet" in cluster.orchestrator_updates[0]["text"]

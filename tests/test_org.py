@@ -19,6 +19,7 @@ from fmcluster.cli import app
 from fmcluster.validation import load_blueprint, load_blueprint_with_warnings
 from fmcluster.validation.organisation import ORG_ENV, org_json_schema, use_organisation
 from tests.blueprints import MINIMAL, blueprint, group, to_yaml
+from tests.conftest import ROOT
 
 ORG: dict[str, Any] = {
     "name": "acme",
@@ -250,22 +251,26 @@ def test_overlay_cannot_redefine_a_catalog_stack(tmp_path: Path) -> None:
 
 # ---- the org file's own errors and schema ----------------------------------------------------------------------
 @pytest.mark.parametrize(
-    ("org", "path", "fragment"),
+    ("org", "path", "line", "fragment"),
     [
-        ({"allowd": {}}, "allowd", "unknown key 'allowd'; allowed allowed, defaults, name, required_tags, software_stacks - did you mean 'allowed'?"),
-        ({"allowed": {"region": ["us-east-1"]}}, "allowed.region", "did you mean 'regions'?"),
-        ({"allowed": {"orchestrators": ["slurm"]}}, "allowed.orchestrators[0]", "invalid value, got 'slurm'"),
-        ({"required_tags": {"team": "(unclosed"}}, "required_tags", "not a regular expression"),
+        ({"allowd": {}}, "allowd", 1,
+         "unknown key 'allowd'; allowed allowed, defaults, name, required_tags, software_stacks - did you mean 'allowed'?"),
+        ({"name": "acme", "allowed": {"region": ["us-east-1"]}}, "allowed.region", 3, "did you mean 'regions'?"),
+        ({"allowed": {"regions": ["us-east-1"], "orchestrators": ["pcs", "slurm"]}}, "allowed.orchestrators[1]", 6,
+         "invalid value, got 'slurm'"),
+        ({"name": "acme", "required_tags": {"team": "(unclosed"}}, "required_tags", 2, "not a regular expression"),
     ],
 )
-def test_bad_org_file(tmp_path: Path, org: dict[str, Any], path: str, fragment: str) -> None:
+def test_bad_org_file(tmp_path: Path, org: dict[str, Any], path: str, line: int, fragment: str) -> None:
+    """Problems of the organisation file are reported against that file, at their line in it."""
     f = write(tmp_path, blueprint(TAGGED), org)
     r = CliRunner().invoke(app, ["validate", str(f)])
     assert r.exit_code == 1 and "Traceback" not in r.output
     assert r.stderr.splitlines()[0].startswith(str(tmp_path / "fmcluster.org.yaml"))
+    assert f"{path} (line {line})" in r.stderr
     with pytest.raises(BlueprintError) as exc:
         load_blueprint(f)
-    assert any(p.path == path and fragment in p.message for p in exc.value.problems), exc.value.problems
+    assert any(p.path == path and p.line == line and fragment in p.message for p in exc.value.problems), exc.value.problems
 
 
 def test_org_schema() -> None:
@@ -276,11 +281,13 @@ def test_org_schema() -> None:
     assert r.exit_code == 0 and json.loads(r.stdout) == schema
 
 
-def test_example_org_file_validates_the_examples_it_allows() -> None:
-    """docs/organisation.md's example file is real: the default blueprint passes it once tagged."""
+@pytest.mark.parametrize("name", ["default", "hyperpod-p5", "pcs-p5en"])
+def test_example_org_file_validates_the_examples_it_allows(name: str) -> None:
+    """docs/organisation.md's example file is real: an example of each orchestrator passes it once tagged (its
+    per-orchestrator defaults give each only its own section)."""
     root = Path(__file__).parent.parent
     example_org = root / "docs" / "examples" / "fmcluster.org.yaml"
-    data = yaml.safe_load((root / "blueprints" / "default.yaml").read_text())
+    data = yaml.safe_load((root / "blueprints" / f"{name}.yaml").read_text())
     data["tags"] = {**data.get("tags", {}), "cost-center": "CC-0042"}
     import tempfile
 
@@ -291,4 +298,59 @@ def test_example_org_file_validates_the_examples_it_allows() -> None:
         f.write_text(to_yaml({**data, "tags": {}}))
         with pytest.raises(BlueprintError) as exc:
             load_blueprint(f, org=example_org)
-        assert [p.rule_id for p in exc.value.problems] == ["ORG-TAG"]
+        assert [p.rule_id for p in exc.value.problems if p.level == "error"] == ["ORG-TAG"]
+
+
+# ---- fmcluster schema: a blueprint file with extends and x- keys (issue 25 item 5) -------------------------------
+def _file_schema_errors(data: dict[str, Any]) -> list[str]:
+    import jsonschema
+
+    r = CliRunner().invoke(app, ["schema"])
+    assert r.exit_code == 0
+    validator = jsonschema.Draft202012Validator(json.loads(r.stdout))
+    return sorted(e.message for e in validator.iter_errors(data))
+
+
+@pytest.mark.parametrize(("data", "errors"), [
+    (yaml.safe_load((ROOT / "blueprints" / "default.yaml").read_text()), []),
+    ({**MINIMAL, "x-gpu": {"instance_type": "p5.48xlarge"}}, []),
+    ({"extends": "base.yaml", "compute": [group(count=8)]}, []),
+    ({"extends": "base.yaml", "x-common": {"team": "research"}}, []),
+    ({**MINIMAL, "xgpu": 1}, ["'xgpu' does not match any of the regexes: '^x-'"]),
+    ({"compute": [group()]}, ["'name' is a required property", "'region' is a required property"]),
+    ({**MINIMAL, "extends": ""}, ["'' should be non-empty"]),
+], ids=["example", "x-key", "extends-partial", "extends-and-x-key", "unknown-key", "no-extends-needs-required",
+        "blank-extends"])
+def test_the_schema_accepts_what_the_loader_accepts(data: dict[str, Any], errors: list[str]) -> None:
+    assert _file_schema_errors(data) == errors
+
+
+# ---- defaults per orchestrator: only the chosen one's section applies (issue 25 item 5) ---------------------------
+PER_ORCHESTRATOR = {"name": "acme", "defaults": {"orchestrator": {
+    "parallelcluster": {"scaledown_idletime_minutes": 30},
+    "hyperpod": {"login_instance_type": "ml.m5.2xlarge"},
+    "pcs": {"scaledown_idle_seconds": 900}}}}
+
+
+def _example_without(name: str, *path: str) -> dict[str, Any]:
+    data = yaml.safe_load((ROOT / "blueprints" / f"{name}.yaml").read_text())
+    section = data
+    for key in path[:-1]:
+        section = section[key]
+    section.pop(path[-1], None)
+    return dict(data)
+
+
+@pytest.mark.parametrize(("name", "drop", "applied"), [
+    ("default", ("orchestrator", "parallelcluster", "scaledown_idletime_minutes"),
+     ("parallelcluster", "scaledown_idletime_minutes", 30)),
+    ("hyperpod-p5", ("orchestrator", "hyperpod", "login_instance_type"), ("hyperpod", "login_instance_type", "ml.m5.2xlarge")),
+    ("pcs-p5en", ("orchestrator", "pcs", "scaledown_idle_seconds"), ("pcs", "scaledown_idle_seconds", 900)),
+], ids=["parallelcluster", "hyperpod", "pcs"])
+def test_defaults_per_orchestrator_apply_only_to_the_chosen_one(tmp_path: Path, name: str, drop: tuple[str, ...],
+                                                                 applied: tuple[str, str, Any]) -> None:
+    f = write(tmp_path, _example_without(name, *drop), PER_ORCHESTRATOR)
+    bp = load_blueprint(f)  # no R-ORCH-1 for the other orchestrators' sections
+    section, key, value = applied
+    assert getattr(getattr(bp.orchestrator, section), key) == value
+    assert {k for k in ("parallelcluster", "hyperpod", "pcs") if k in bp.orchestrator.model_fields_set} == {section}

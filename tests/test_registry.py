@@ -64,6 +64,25 @@ def test_row_hooks_live_in_their_own_slice_at_their_layer(key: str) -> None:
 
 
 @pytest.mark.parametrize("key", sorted(ORCHESTRATORS))
+def test_every_row_judges_its_cluster_resource_from_its_own_slice(key: str) -> None:
+    """``fmcluster diff`` asks every orchestrator what a change does to its node groups (issue 25): each row names
+    an ``update_review`` module of its own slice (or a slice it declares in ``USES``), at the review layer, with both
+    hooks, for the resource types that launch its nodes."""
+    from tests.test_layering import layer_of
+
+    row = ORCHESTRATORS[key]
+    assert row.update_review is not None
+    types, module = row.update_review
+    package = row.stack_module.rpartition(".")[0]
+    uses = {f"fmcluster.orchestrators.{u}" for u in getattr(importlib.import_module(package), "USES", ())}
+    assert module.rpartition(".")[0] in {package, *uses}
+    assert layer_of(module) == "review"
+    loaded = importlib.import_module(module)
+    assert callable(loaded.review_resource_update) and callable(loaded.group_impacts)
+    assert types and all(t.startswith(("AWS::", "Custom::")) for t in types)
+
+
+@pytest.mark.parametrize("key", sorted(ORCHESTRATORS))
 def test_row_hooks_give_the_example_its_own_plan_stack_and_files(key: str) -> None:
     """The example of each row: ``rc.eks`` is its row's plan (or ``None``), ``<name>-eks`` exists exactly when that plan
     creates the cluster, and ``render_files`` of another orchestrator's example gives nothing."""

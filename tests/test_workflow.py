@@ -167,6 +167,10 @@ def test_workflow_commands_produce_the_comment(tmp_path: Path) -> None:
                          for t in (old_text, old_text.replace(*DEFAULT_CHANGE))))
     assert delta["delta_usd_per_hour"] is not None and f"\n{delta['text']}\n" in text
     assert "fmcluster diff blueprints/default.yaml@main -> blueprints/default.yaml: safe" in text
+    # The job impact per group, with the pull request's boot estimate (--boot-from: the diff compares cdk.out folders).
+    boot = resolve(load_blueprint_text(old_text.replace(*DEFAULT_CHANGE)).blueprint).groups[0].image.estimated_boot_s
+    assert (f"| `gpu` | llm-train-cluster/ParallelClusterBF05D33C | more nodes boot; the running ones are untouched | "
+            f"keep running | ~{boot} s per node (plan estimate) |") in text
     assert "### :x: `blueprints/pcs-p5en.yaml`: data loss or a failing update (fmcluster diff exit 1)" in text
     assert "fmcluster diff blueprints/pcs-p5en.yaml@main -> blueprints/pcs-p5en.yaml: " in text
     assert "| error | REPLACE | pcs-h200-storage | `Storage/FileSystem` | AWS::FSx::FileSystem |" in text

@@ -177,7 +177,7 @@ def _compare_one(out: Path, folder: Path) -> None:
     (folder / "base.json").write_text(plan.stdout)
     ref = (folder / "base_ref").read_text()
     diff = _run([_venv_bin("fmcluster"), "diff", str(base_out), str(head_out), "--format", "markdown",
-                 "--old-label", f"{path}@{ref}", "--new-label", path])
+                 "--old-label", f"{path}@{ref}", "--new-label", path, "--boot-from", path])
     (folder / "diff.md").write_text(diff.stdout if diff.returncode in (0, 1) else f"```\n{diff.stderr}\n```\n")
     (folder / "diff.rc").write_text(str(diff.returncode))
 

@@ -78,7 +78,8 @@ def fsx_lustre(region: str, deployment_type: str, tier: int | None) -> Price:
     """FSx for Lustre storage price, USD per GB-month, by deployment type and throughput tier (MB/s/TiB)."""
     per_type = ((_raw().get("fsx_lustre") or {}).get(region) or {}).get(deployment_type) or {}
     entry = per_type.get(str(tier)) if tier is not None else per_type.get("default")
-    return _price(entry, "usd_per_gb_month", "USD/GB-month", f"no price for {deployment_type} {tier or ''} MB/s/TiB in {region}")
+    at = f" at {tier} MB/s/TiB" if tier else ""  # SCRATCH_2 has no throughput tier
+    return _price(entry, "usd_per_gb_month", "USD/GB-month", f"no price for FSx for Lustre {deployment_type}{at} in {region} in the table")
 
 
 def nat_gateway(region: str) -> Price:

@@ -84,7 +84,9 @@ class Orchestrator:
             or ``None``. Default: none.
         update_review: ``(resource types, module)``: the CloudFormation types of the orchestrator's cluster resource
             and the module (review layer) whose ``review_resource_update(old_props, new_props, region)`` gives the
-            orchestrator's own verdict on each changed setting (``fmcluster diff``), or ``None``. Default: none.
+            orchestrator's own verdict on each changed setting and whose ``group_impacts(old_props, new_props,
+            region, where, updated)`` gives what a change does to each node group and its jobs
+            (``fmcluster diff``, :mod:`fmcluster.review.impact`), or ``None``. Default: none.
     """
 
     key: str
@@ -130,15 +132,18 @@ def _row(module: Any, kind: str, **hooks: Any) -> Orchestrator:
                         stack_module=module.__name__.rpartition(".")[0] + ".stack", **hooks)
 
 
+#: HyperPod's cluster resource, Slurm and EKS alike, is judged by the shared HyperPod slice.
+HYPERPOD_REVIEW = (("AWS::SageMaker::Cluster",), "fmcluster.orchestrators.hyperpod.review_update")
 #: Every orchestrator, by profile key, in the order fmcluster lists them.
 ORCHESTRATORS: Mapping[str, Orchestrator] = MappingProxyType({r.key: r for r in (
     _row(parallelcluster, "parallelcluster", imex_source=parallelcluster.PCLUSTER_IMEX_DOC,
          update_review=(("Custom::PclusterCluster",), "fmcluster.orchestrators.parallelcluster.review_update")),
-    _row(hyperpod_slurm, "hyperpod"),
+    _row(hyperpod_slurm, "hyperpod", update_review=HYPERPOD_REVIEW),
     _row(hyperpod_eks, "hyperpod", plan=hyperpod_eks_plan.eks_plan,
          extra_stack_module="fmcluster.orchestrators.hyperpod_eks.stack_eks",
-         render_module="fmcluster.orchestrators.hyperpod_eks.render_kubernetes"),
-    _row(pcs, "pcs", imex_source=pcs.PCS_IMEX_DOC),
+         render_module="fmcluster.orchestrators.hyperpod_eks.render_kubernetes", update_review=HYPERPOD_REVIEW),
+    _row(pcs, "pcs", imex_source=pcs.PCS_IMEX_DOC,
+         update_review=(("AWS::PCS::ComputeNodeGroup",), "fmcluster.orchestrators.pcs.review_update")),
 )})
 #: Every ``orchestrator.kind`` fmcluster knows, in registry order.
 KINDS: tuple[str, ...] = tuple(dict.fromkeys(r.kind for r in ORCHESTRATORS.values()))

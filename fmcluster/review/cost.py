@@ -6,7 +6,8 @@ On-demand and ODCR groups use the EC2 On-Demand rate (an ODCR is billed at that 
 run in it); Spot, Capacity Block, training-plan and HyperPod (``ml.*``) groups are unknown: the table has no
 current price for them (:func:`fmcluster.catalog.prices.not_in_table_reason`). Then the management nodes
 (ParallelCluster head node, PCS login node; HyperPod's are ``ml.*``, unknown), the FSx file system (GB-month
-rate / hours per month x capacity), the NAT gateway of a created VPC (hourly rate, data processing not
+rate / hours per month x capacity), the Slurm accounting database fmcluster creates (Aurora Serverless v2: not in
+the table, unknown), the NAT gateway of a created VPC (hourly rate, data processing not
 included) and, with ``metrics: managed``, approximations of Amazon Managed Grafana (editors x editor-month
 rate / hours per month) and Amazon Managed Service for Prometheus (assumed series per node x samples per
 hour x rate). AWS PCS's own per-cluster fee is not in the table: unknown.
@@ -89,6 +90,13 @@ def _instances(item: str, scope: Scope, region: str, instance_type: str, n: int,
                     group=group, **_cite(p))
 
 
+#: Why the accounting database has no price: the table holds no Aurora rate (billed per ACU-hour, at least the
+#: minimum capacity while the cluster runs: https://aws.amazon.com/rds/aurora/pricing/), so turning accounting on
+#: makes the total unknown, never ``+$0.00``.
+AURORA_UNKNOWN = ("the price table has no Aurora Serverless v2 ACU-hour rate (https://aws.amazon.com/rds/aurora/pricing/); "
+                  "at least the minimum capacity is billed while the database runs")
+
+
 def estimate(rc: ResolvedCluster) -> CostEstimate:
     """The cost lines of ``rc`` (see the module docstring)."""
     bp = rc.blueprint
@@ -130,6 +138,12 @@ def estimate(rc: ResolvedCluster) -> CostEstimate:
         else:
             est.lines.append(CostLine("FSx for Lustre", "cluster", qty, round(p.value * fs.storage_capacity_gib / hpm, 4),
                                       f"${p.value:g}/GB-month / {hpm} h", **_cite(p)))
+    if rc.accounting is not None and rc.accounting.creates_database:
+        acct = rc.accounting.spec
+        est.lines.append(CostLine(
+            "Slurm accounting database", "cluster",
+            f"Aurora Serverless v2, {acct.min_capacity_acu:g}-{acct.max_capacity_acu:g} ACU", None,
+            f"unknown: {AURORA_UNKNOWN}"))
     if bp.network.vpc_id is None:
         p = prices.nat_gateway(region)
         est.lines.append(CostLine("NAT gateway", "cluster", "1", p.value,

@@ -62,6 +62,7 @@ from typing import Any, Literal
 
 from fmcluster.resolved.mirror import REGENERATED
 from fmcluster.review.assembly import Assembly
+from fmcluster.review.impact import GroupImpact, job_impacts, markdown_lines, text_lines
 from fmcluster.review.synth import project_context, synthesize
 from fmcluster.severity import ChangeLevel, count
 
@@ -298,13 +299,25 @@ def _values_at(obj: Any, parts: list[str], prefix: str = "") -> Iterator[tuple[s
 
 # ---- references -------------------------------------------------------------------------------
 _SUB_VAR = re.compile(r"\$\{([^}!][^}]*)\}")
+#: The ``Fn::GetAtt`` attribute whose value is what ``Ref`` returns, per type: the two expressions name the same
+#: physical value, so they compare equal (a template that switches from one to the other changes nothing). Each
+#: from the type's "Return values" in the CloudFormation template reference
+#: (https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-ec2-subnet.html: Ref returns
+#: the subnet ID, ``SubnetId`` the same; ...-ec2-vpc.html: the VPC ID, ``VpcId``; ...-ec2-securitygroup.html: the
+#: security group ID, ``GroupId``; ...-ec2-placementgroup.html: the placement group name, ``GroupName``;
+#: ...-iam-managedpolicy.html: the policy ARN, ``PolicyArn``), and each attribute is the type's registry-schema
+#: primary identifier but for the security group, whose schema identifier is ``Id``.
+REF_ATTRIBUTE: dict[str, str] = {"AWS::EC2::Subnet": "SubnetId", "AWS::EC2::VPC": "VpcId",
+                                 "AWS::EC2::SecurityGroup": "GroupId", "AWS::EC2::PlacementGroup": "GroupName",
+                                 "AWS::IAM::ManagedPolicy": "PolicyArn"}
 
 
 class _Normalizer:
     """Turns template values into comparable values where references name physical identities.
 
     A reference to a resource becomes ``<ref stack/id>``; on the NEW side it becomes
-    ``<ref stack/id (new)>`` when that resource is new, moved or replaced (its physical id changes).
+    ``<ref stack/id (new)>`` when that resource is new, moved or replaced (its physical id changes). A ``GetAtt`` of
+    the attribute ``Ref`` returns (:data:`REF_ATTRIBUTE`) becomes the same token as the ``Ref``.
     ``Fn::ImportValue`` is resolved through the exporting stack's output.
     """
 
@@ -329,7 +342,8 @@ class _Normalizer:
                 if k == "Fn::GetAtt":
                     target, attr = (v.split(".", 1) + [""])[:2] if isinstance(v, str) else (v + ["", ""])[:2]
                     if isinstance(target, str) and target in resources:
-                        return f"{self.token(stack, target)}.{attr}"
+                        same_as_ref = REF_ATTRIBUTE.get(resources[target].get("Type", "")) == attr
+                        return self.token(stack, target) if same_as_ref else f"{self.token(stack, target)}.{attr}"
                 if k == "Fn::ImportValue" and isinstance(v, str) and v in self.exports:
                     producer, expr = self.exports[v]
                     return self(expr, producer, depth + 1)
@@ -370,7 +384,8 @@ class ResourceChange:
     moved_from: str | None = None
     note: str = ""
     #: The orchestrator's own verdict on each changed setting of its cluster resource (:func:`_orchestrator_updates`):
-    #: ``{"setting", "kind", "text", "queue"}``, kind ``in_place``, ``replaces_nodes``, ``needs_stop`` or ``fails``.
+    #: ``{"setting", "kind", "text", "queue"}``, kind ``in_place``, ``replaces_nodes``, ``needs_stop``, ``cannot_tell``
+    #: or ``fails``.
     orchestrator_updates: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -388,6 +403,9 @@ class DiffReport:
     changes: list[ResourceChange]
     #: Cost delta (fmcluster.review.cost.cost_delta) when both sides are blueprints; None otherwise.
     cost: dict[str, Any] | None = None
+    #: What the change does to each node group and its jobs (:mod:`fmcluster.review.impact`), boot estimates added
+    #: by the CLI when NEW is a blueprint.
+    impact: list[GroupImpact] = field(default_factory=list)
 
     @property
     def errors(self) -> list[ResourceChange]:
@@ -414,7 +432,8 @@ class DiffReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"old": self.old, "new": self.new, "exit_code": self.exit_code, "errors": len(self.errors),
-                "summary": self.summary(), "cost": self.cost, "changes": [c.as_dict() for c in self.changes]}
+                "summary": self.summary(), "cost": self.cost, "impact": [g.as_dict() for g in self.impact],
+                "changes": [c.as_dict() for c in self.changes]}
 
 
 def _cdk_path(res: Mapping[str, Any]) -> str:
@@ -576,9 +595,31 @@ def diff_assemblies(old: Assembly, new: Assembly) -> DiffReport:
     changes.extend(_stack_leaves(stack, old) for stack in gone)
     changes.extend(_export_changes(old, new, old_norm, new_norm, set(gone)))
 
+    staying = {k: r for k, r in old_res.items() if k[0] not in gone}  # a stack that leaves keeps running
+    impact = job_impacts(_reviewed(staying, old_norm), _reviewed(new_res, new_norm), changes, region)
+    _warn_on_hit_groups(changes, impact)
     order = {"error": 0, "warning": 1, "info": 2}
     changes.sort(key=lambda c: (order[c.level], not c.stateful, c.stack, c.construct_path, c.logical_id))
-    return DiffReport(old.source, new.source, changes)
+    return DiffReport(old.source, new.source, changes, impact=impact)
+
+
+def _warn_on_hit_groups(changes: list[ResourceChange], impact: list[GroupImpact]) -> None:
+    """A change whose node groups lose running work (or whose effect on them nobody documents) is at least a
+    warning, naming the groups, so the default text output shows it."""
+    for c in changes:
+        hit = [g for g in impact if g.cluster == f"{c.stack}/{c.logical_id}" and g.hits_work]
+        if hit and c.level == "info":
+            c.level = "warning"
+            jobs = "; ".join(f"{g.group}: {g.nodes}" for g in hit)
+            c.note = "; ".join(x for x in (c.note, f"node groups: {jobs}") if x)
+
+
+def _reviewed(resources: Mapping[tuple[str, str], Mapping[str, Any]], norm: _Normalizer) -> dict[tuple[str, str], dict[str, Any]]:
+    """The resources an orchestrator judges (registry ``UPDATE_REVIEWERS``), their properties normalized."""
+    from fmcluster.orchestrators.registry import UPDATE_REVIEWERS
+
+    return {k: {"Type": r["Type"], "Properties": norm(dict(r.get("Properties", {})), k[0])}
+            for k, r in resources.items() if r.get("Type") in UPDATE_REVIEWERS}
 
 
 def _orchestrator_updates(type_: str, old_props: Mapping[str, Any], new_props: Mapping[str, Any],
@@ -599,7 +640,8 @@ def _orchestrator_updates(type_: str, old_props: Mapping[str, Any], new_props: M
 
 #: The change level and action of each orchestrator verdict kind, worst first.
 _VERDICT_LEVELS: tuple[tuple[str, Action, ChangeLevel], ...] = (
-    ("fails", "fail", "error"), ("needs_stop", "update", "warning"), ("replaces_nodes", "update", "warning"))
+    ("fails", "fail", "error"), ("needs_stop", "update", "warning"), ("cannot_tell", "update", "warning"),
+    ("replaces_nodes", "update", "warning"))
 
 
 def _orchestrator_verdict(updates: list[dict[str, Any]], action: Action, level: ChangeLevel) -> tuple[Action, ChangeLevel]:
@@ -867,6 +909,7 @@ def _cause_text(c: ResourceChange) -> str:
 
 def render_text(report: DiffReport, *, verbose: bool = False) -> str:
     lines = [_headline(report)] + ([report.cost["text"]] if report.cost else [])
+    lines += text_lines(report.impact, verbose=verbose)
     for c in report.changes:
         if c.level == "info" and not verbose and c.action in ("update", "add") and not c.stateful:
             continue
@@ -888,6 +931,7 @@ def render_text(report: DiffReport, *, verbose: bool = False) -> str:
 def render_markdown(report: DiffReport) -> str:
     icon = ":x:" if report.errors else ":white_check_mark:"
     lines = [f"### {icon} {_headline(report)}", ""] + ([f"**Cost:** {report.cost['text']}", ""] if report.cost else [])
+    lines += markdown_lines(report.impact)
     if not report.changes:
         return "\n".join(lines)
     lines += ["| level | change | stack | resource | type | cause / changed properties |", "|---|---|---|---|---|---|"]

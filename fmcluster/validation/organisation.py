@@ -7,9 +7,9 @@
   orchestrators and capacity types. Anything not listed is refused; a list left out allows everything.
 - ``required_tags``: tag key -> regular expression the whole value must match (``.+``: any non-empty value).
 - ``defaults``: a blueprint fragment merged under every blueprint (mappings merge key by key, the blueprint
-  wins; any other value, lists included, is replaced by the blueprint's). Default AMIs per orchestrator are
-  defaults (``orchestrator.parallelcluster.custom_ami``, ``orchestrator.hyperpod.image_id``,
-  ``orchestrator.pcs.ami_id``), and so are default tags.
+  wins; any other value, lists included, is replaced by the blueprint's): default tags, a default image
+  (``software.image``), and per orchestrator ``orchestrator.<kind>`` sections of which a blueprint gets only its
+  own kind's (:func:`defaults_for`).
 - ``software_stacks``: extra known-good stacks, same fields as ``catalog/data/software.yaml``'s stacks (with
   ``sources`` mapping each component to a URL). They are checked when the file loads (known families,
   architectures and operating systems; pinned driver, GDRCopy and EFA-installer artifacts) and then by the
@@ -111,6 +111,25 @@ class Organisation(_Strict):
         return v
 
 
+def blueprint_file_schema() -> dict[str, Any]:
+    """JSON Schema of a blueprint *file* (``fmcluster schema``): the model's schema plus what the loader accepts
+    before the model sees it: ``extends`` (the path of a base blueprint, :func:`resolve_extends`) and top-level keys
+    starting with :data:`EXTENSION_PREFIX` (any value: YAML anchors, :func:`strip_extensions`). A file with ``extends``
+    needs none of the model's required top-level keys (its bases may give them); nested required keys are still
+    required in the file that has their section (a limit: a base may give them too)."""
+    from fmcluster.blueprint.model import Blueprint
+
+    schema = Blueprint.model_json_schema()
+    schema["properties"] = {**schema["properties"], "extends": {
+        "type": "string", "minLength": 1, "title": "Extends",
+        "description": "Path of a base blueprint, relative to this file; this file's keys merge over it "
+                       f"(at most {MAX_EXTENDS} levels, no cycles)."}}
+    schema["patternProperties"] = {f"^{EXTENSION_PREFIX}": {"description": "Ignored (e.g. YAML anchors)."}}
+    required = schema.pop("required", [])
+    schema["if"], schema["then"], schema["else"] = {"required": ["extends"]}, {}, {"required": required}
+    return schema
+
+
 def org_json_schema() -> dict[str, Any]:
     """JSON Schema of the organisation file (pydantic)."""
     return Organisation.model_json_schema()
@@ -158,8 +177,31 @@ def _read_yaml(path: Path, what: str) -> Any:
 def load_organisation(path: Path) -> Organisation:
     """Parse and check an organisation file; registers its software stacks with the catalog.
 
-    Raises :class:`BlueprintError` (file = the organisation file) with every problem.
+    Raises :class:`BlueprintError` (file = the organisation file) with every problem, each at its line in that file
+    (the line of the key it names, or of its nearest parent written there).
     """
+    try:
+        return _load_organisation(path)
+    except BlueprintError as e:
+        raise BlueprintError(e.file, _with_lines(path, e.problems)) from None
+
+
+def _with_lines(path: Path, problems: list[Problem]) -> list[Problem]:
+    """``problems`` with the line of their YAML path in the file at ``path`` (the blueprint loader's line index)."""
+    from dataclasses import replace
+
+    from fmcluster.validation.loader import _index, _line_for, _path_tuple
+
+    try:
+        node = yaml.compose(path.read_text(encoding="utf-8"))
+        lines: dict[tuple[Any, ...], int] = {}
+        _index(node, lines, [])
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, BlueprintError):
+        return problems  # unreadable or not YAML: the problem already says so (with its own line)
+    return [p if p.line is not None else replace(p, line=_line_for(_path_tuple(p.path), lines) or 1) for p in problems]
+
+
+def _load_organisation(path: Path) -> Organisation:
     raw = _read_yaml(path, "organisation file")
     if raw is None:
         raw = {}
@@ -349,6 +391,23 @@ def check(org: Organisation, org_file: str, data: Mapping[str, Any]) -> list[Pro
     return out
 
 
+def defaults_for(defaults: Mapping[str, Any], data: Mapping[str, Any]) -> dict[str, Any]:
+    """The organisation's ``defaults`` for a blueprint: its ``orchestrator.<kind>`` section of every kind but the
+    blueprint's own is dropped, so one file can hold defaults for each orchestrator and a blueprint gets only those
+    of the orchestrator it chooses (never R-ORCH-1 for a section it did not write). The blueprint's kind is its own
+    ``orchestrator.kind``, else the defaults', else the model's default."""
+    from fmcluster.blueprint.model import OrchestratorSpec
+    from fmcluster.orchestrators.registry import KINDS
+
+    orch = defaults.get("orchestrator")
+    if not isinstance(orch, Mapping):
+        return dict(defaults)
+    own = data.get("orchestrator") if isinstance(data.get("orchestrator"), Mapping) else {}
+    kind = (own or {}).get("kind") or orch.get("kind") or OrchestratorSpec.model_fields["kind"].default
+    kept = {k: v for k, v in orch.items() if k not in KINDS or k == kind}
+    return {**defaults, "orchestrator": kept}
+
+
 def apply(data: dict[str, Any], file: str, explicit: str | Path | None = None) -> tuple[dict[str, Any], list[Problem], str | None]:
     """Strip ``x-`` keys, resolve ``extends``, merge the organisation's defaults under the blueprint and check its
     rules. Returns (merged data, problems, organisation file or None). Raises :class:`BlueprintError` for a bad
@@ -362,5 +421,5 @@ def apply(data: dict[str, Any], file: str, explicit: str | Path | None = None) -
         raise BlueprintError(str(org_path), [Problem("", f"no such organisation file, got {str(org_path)!r}; allowed a "
                                                          f"{ORG_FILE} file, or none")])
     org = load_organisation(org_path)
-    merged = merge_under(strip_extensions(org.defaults), data)
+    merged = merge_under(defaults_for(strip_extensions(org.defaults), data), data)
     return merged, problems + check(org, str(org_path), merged), str(org_path)

@@ -22,10 +22,14 @@ from typing import Any, Literal
 
 import yaml
 
+from fmcluster.review.impact import GroupImpact, ImpactKind, worst
+
 #: A verdict's kind, from harmless to refused: ``in_place``; ``replaces_nodes`` (QueueUpdateStrategy DRAIN or
 #: TERMINATE replaces the queue's nodes); ``needs_stop`` (the update fails unless the compute fleet, head node or
-#: login nodes are stopped first); ``fails`` (ParallelCluster refuses the change: a new cluster is needed).
-VerdictKind = Literal["in_place", "replaces_nodes", "needs_stop", "fails"]
+#: login nodes are stopped first); ``fails`` (ParallelCluster refuses the change: a new cluster is needed);
+#: ``cannot_tell`` (ParallelCluster would refuse a change, but a side is a CloudFormation expression fmcluster cannot
+#: resolve offline, so whether the deployed values differ is unknown).
+VerdictKind = Literal["in_place", "replaces_nodes", "needs_stop", "fails", "cannot_tell"]
 
 #: Policies whose change applies while the cluster runs (``IGNORED`` changes are not even shown by ``pcluster``).
 _IN_PLACE = {"SUPPORTED", "IGNORED"}
@@ -165,11 +169,14 @@ def _compare_list(old: dict[str, Any], new: dict[str, Any], path: tuple[str, ...
 
 @dataclass(frozen=True)
 class UpdateVerdict:
-    """What a change does on a running cluster: ``kind`` and a sentence saying it, with the action it needs."""
+    """What a change does on a running cluster: ``kind`` and a sentence saying it, with the action it needs;
+    ``replacement`` says how a ``replaces_nodes`` verdict replaces them (the ``QueueUpdateStrategy``: ``DRAIN``
+    lets running jobs finish, ``TERMINATE`` ends and requeues them), ``None`` for the other kinds."""
 
     change: ConfigChange
     kind: VerdictKind
     text: str
+    replacement: Literal["DRAIN", "TERMINATE"] | None = None
 
 
 def _strategy(config: dict[str, Any]) -> str:
@@ -192,6 +199,11 @@ def verdict(c: ConfigChange, new_config: dict[str, Any], region: str,
     added = c.is_list and c.old is None and c.new is not None
     if p in _IN_PLACE or (p == "SUPPORTED_UNLESS_ADC" and not region.startswith(ADC_REGION_PREFIX)):
         return UpdateVerdict(c, "in_place", "applied in place while the cluster runs")
+    if (p in _REFUSED or p == "SUPPORTED_UNLESS_ADC" or p == "EXTRA_CHEF_ATTRIBUTES") and unresolved(c):
+        return UpdateVerdict(c, "cannot_tell", f"cannot tell: ParallelCluster refuses to update {c.key} ({p}) if the "
+                                               "deployed value changes, and a side is a CloudFormation expression "
+                                               f"fmcluster cannot resolve offline ({unresolved(c)}); check the values "
+                                               "before deploying")
     if p in _REFUSED or p == "SUPPORTED_UNLESS_ADC" or p == "EXTRA_CHEF_ATTRIBUTES":
         return UpdateVerdict(c, "fails", f"ParallelCluster refuses to update {c.key} ({p}): the stack update fails and "
                                          "rolls back; keep the old value, or create a new cluster")
@@ -203,15 +215,44 @@ def verdict(c: ConfigChange, new_config: dict[str, Any], region: str,
         return UpdateVerdict(c, "in_place", "static nodes change with MaxCount: applied while the cluster runs")
     if p == "RESIZE_UPDATE_STRATEGY_ON_REMOVE" and (_in_queues(c) or c.key == "SlurmQueues") and strategy == "TERMINATE":
         return UpdateVerdict(c, "replaces_nodes", f"nodes{where} are terminated (QueueUpdateStrategy TERMINATE): "
-                                                  "their running jobs end and are requeued")
+                                                  "their running jobs end and are requeued", "TERMINATE")
     if p in _BY_STRATEGY and _in_queues(c) and strategy != "COMPUTE_FLEET_STOP":
         how = ("drained, then replaced once their running jobs end" if strategy == "DRAIN" else
                "terminated and replaced now: their running jobs end and are requeued")
-        return UpdateVerdict(c, "replaces_nodes", f"nodes{where} are {how} (QueueUpdateStrategy {strategy})")
+        return UpdateVerdict(c, "replaces_nodes", f"nodes{where} are {how} (QueueUpdateStrategy {strategy})",
+                             "DRAIN" if strategy == "DRAIN" else "TERMINATE")
     part = _STOP.get(p, "the compute fleet")
     return UpdateVerdict(c, "needs_stop", f"ParallelCluster applies it only with {part} stopped ({p}): the stack "
                                           f"update fails while it runs - stop it first ({STOP_FLEET}), deploy, then "
                                           "start it again")
+
+
+#: Intrinsic functions whose value the diff cannot know offline once its normalizer has run: a ``Ref`` left as is
+#: names a parameter or pseudo parameter, an ``Fn::ImportValue`` left as is an export no stack of the app makes, the
+#: others compute from such values. (``Fn::Sub`` is compared by its text and the resources it names: a different
+#: text is a different value.)
+_OPAQUE = ("Ref", "Fn::ImportValue", "Fn::GetAtt", "Fn::Join", "Fn::Select", "Fn::Split", "Fn::If",
+           "Fn::FindInMap", "Fn::GetAZs", "Fn::Base64", "Fn::Cidr")
+
+
+def _opaque(value: Any) -> str | None:
+    """The first intrinsic of :data:`_OPAQUE` in ``value`` (as ``Fn::ImportValue old-name``), or ``None``."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k in _OPAQUE:
+                return f"{k} {v}" if isinstance(v, str) else k
+            found = _opaque(v)
+            if found:
+                return found
+    if isinstance(value, list):
+        return next((f for f in map(_opaque, value) if f), None)
+    return None
+
+
+def unresolved(c: ConfigChange) -> str | None:
+    """The unresolved expression on either side of a change (old first), or ``None`` when both are plain values or
+    references the diff resolved (``<ref stack/id>`` tokens)."""
+    return _opaque(c.old) or _opaque(c.new)
 
 
 def _int(value: Any, default: int = 0) -> int:
@@ -243,3 +284,69 @@ def review_resource_update(old_props: Mapping[str, Any], new_props: Mapping[str,
     old, new = old_props.get("ClusterConfiguration") or {}, new_props.get("ClusterConfiguration") or {}
     return [{"setting": v.change.setting, "kind": v.kind, "text": v.text, "queue": v.change.queue}
             for v in verdicts(dict(old), dict(new), region)]
+
+
+# ---- job impact per queue (fmcluster.review.impact) ---------------------------------------------------------------
+#: ParallelCluster's documentation of what each update policy and ``QueueUpdateStrategy`` does to a queue's nodes:
+#: DRAIN sets the queue's nodes to DRAINING (running jobs continue to completion, then a static node is replaced),
+#: TERMINATE terminates them (running jobs are requeued); nodes of other queues are not affected.
+PCLUSTER_UPDATE_DOC = ("https://docs.aws.amazon.com/parallelcluster/latest/ug/using-pcluster-update-cluster-v3.html; "
+                       "https://docs.aws.amazon.com/parallelcluster/latest/ug/Scheduling-v3.html"
+                       "#yaml-Scheduling-SlurmSettings-QueueUpdateStrategy")
+#: Settings whose TERMINATE verdict removes nodes rather than replacing them (a count going down, a compute
+#: resource removed).
+_SHRINK_KEYS = {"MinCount", "MaxCount", "ComputeResources"}
+
+
+def _queues(config: Mapping[str, Any]) -> dict[str, int]:
+    """Queue name -> the most nodes it may run (the sum of its compute resources' ``MaxCount``, ParallelCluster's
+    default 10 where unset)."""
+    queues = (config.get("Scheduling") or {}).get("SlurmQueues") or []
+    return {str(q.get("Name")): sum(_int(cr.get("MaxCount"), 10) for cr in q.get("ComputeResources") or [])
+            for q in queues if isinstance(q, dict)}
+
+
+def _impact_kind(v: UpdateVerdict) -> ImpactKind:
+    """What one verdict does to the nodes of the queue it concerns."""
+    if v.kind == "fails":
+        return "update_fails"
+    if v.kind == "cannot_tell":
+        return "unknown"
+    if v.kind == "needs_stop":
+        # Stopping the head node stops the scheduler too: as conservative as stopping the fleet.
+        return "untouched" if v.change.policy.startswith("LOGIN_NODES") else "fleet_stop"
+    if v.kind == "replaces_nodes" and v.replacement == "DRAIN":
+        return "drained_replaced"
+    if v.kind == "replaces_nodes":
+        return "shrinks" if v.change.key in _SHRINK_KEYS else "requeued"
+    return "untouched"
+
+
+def group_impacts(old_props: Mapping[str, Any] | None, new_props: Mapping[str, Any] | None, region: str,
+                  where: str, updated: Mapping[str, tuple[str, ...]] | None = None) -> list[GroupImpact]:
+    """The registry hook ``fmcluster diff`` calls for job impact: one :class:`fmcluster.review.impact.GroupImpact`
+    per Slurm queue of either side of a ``Custom::PclusterCluster`` (``None``: the resource is added or removed),
+    from :func:`verdicts`. A setting ParallelCluster refuses fails the whole update (every queue ``update_fails``);
+    a cluster-wide setting that needs the fleet stopped hits every queue; a queue's own settings hit that queue.
+    ``where``: the resource as ``stack/logical id``; ``updated`` (resources updated in place) is not used: what
+    reaches the nodes is in the configuration itself."""
+    old = dict((old_props or {}).get("ClusterConfiguration") or {})
+    new = dict((new_props or {}).get("ClusterConfiguration") or {})
+    oq, nq = _queues(old), _queues(new)
+    if old_props is None or new_props is None:
+        kind: ImpactKind = "added" if old_props is None else "removed"
+        return [GroupImpact(where, q, kind, source=PCLUSTER_UPDATE_DOC) for q in sorted(nq or oq)]
+    vs = verdicts(old, new, region)
+    refused = tuple(v.change.setting for v in vs if v.kind == "fails")
+    out = []
+    for q in sorted(set(oq) | set(nq)):
+        if refused:
+            out.append(GroupImpact(where, q, "update_fails", refused, PCLUSTER_UPDATE_DOC))
+            continue
+        mine = [(v, _impact_kind(v)) for v in vs if v.change.queue == q or v.change.queue is None]
+        base: ImpactKind = ("added" if q not in oq else "removed" if q not in nq
+                            else "grows" if nq[q] > oq[q] else "untouched")
+        k = worst([base, *(kind for _, kind in mine)])
+        causes = tuple(v.change.setting for v, kind in mine if kind == k and kind != "untouched")
+        out.append(GroupImpact(where, q, k, causes, PCLUSTER_UPDATE_DOC))
+    return out
