@@ -67,7 +67,8 @@ class EksControlPlane(Construct):
     ``security_group`` (the EFA group, which allows all traffic among its members), so nodes reach the API server and
     the API server reaches the kubelets without another group. ``az``/``az_is_id`` place the GPU-AZ control-plane
     subnet. Attributes: ``cluster`` (CfnCluster), ``cluster_name``, ``cluster_arn`` (token), ``addons`` (name ->
-    CfnAddon), ``endpoints`` (service -> CfnVPCEndpoint), ``subnet_ids``.
+    CfnAddon), ``endpoints`` (service -> CfnVPCEndpoint), ``subnet_ids``, ``api_access`` (the ingress rules on 443 of
+    ``api_access_cidrs`` and ``api_access_security_group_ids`` on EKS's cluster security group).
     """
 
     def __init__(
@@ -123,6 +124,7 @@ class EksControlPlane(Construct):
             tags=[{"key": k, "value": v} for k, v in sorted(tags.items())],
         )
         self.cluster_arn = self.cluster.attr_arn
+        self.api_access = _api_access(self, self.cluster, s.api_access_cidrs, s.api_access_security_group_ids)
         if public:
             acknowledge(self.cluster, (
                 "AwsSolutions-EKS1",
@@ -158,6 +160,13 @@ class EksControlPlane(Construct):
         CfnOutput(self, "EksClusterName", value=self.cluster.ref)
         CfnOutput(self, "EksClusterArn", value=self.cluster.attr_arn)
         CfnOutput(self, "EksClusterEndpoint", value=self.cluster.attr_endpoint)
+        CfnOutput(self, "EksClusterSecurityGroupId", value=self.cluster.attr_cluster_security_group_id,
+                  description="EKS's cluster security group (control-plane interfaces): api_access_* rules admit 443")
+        if s.admin_role_arn is not None:
+            CfnOutput(self, "KubeconfigCommand", description="Run from a host that reaches the API endpoint "
+                      "(docs/kubernetes.md 'Reaching the API')",
+                      value=f"aws eks update-kubeconfig --region {Stack.of(self).region} --name {plan.cluster_name} "
+                      f"--role-arn {s.admin_role_arn}")
 
 
 @dataclass(frozen=True)
@@ -215,6 +224,40 @@ def _pod_identity_role(scope: Construct, id: str, *, identity: cat.PodIdentity, 
             f"The add-on's own AWS managed policy ({identity.source}); AWS maintains it with the add-on.",
         ))
     return role
+
+
+#: The Kubernetes API port of the cluster endpoint.
+API_PORT = 443
+
+
+def _api_access(scope: Construct, cluster: eks.CfnCluster, cidrs: Sequence[str],
+                groups: Sequence[str]) -> list[ec2.CfnSecurityGroupIngress]:
+    """One ingress rule on 443 per CIDR and per security group on the cluster security group EKS creates and attaches
+    to the control-plane network interfaces (``ClusterSecurityGroupId``): "If you have disabled public access for your
+    cluster's Kubernetes API server endpoint, you can only access the API server from within your VPC or a connected
+    network ... your Amazon EKS control plane security group [must contain] rules to allow ingress traffic on port 443
+    from your connected network" (https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html);
+    the cluster security group: https://docs.aws.amazon.com/eks/latest/userguide/sec-group-reqs.html."""
+    if not cidrs and not groups:
+        return []
+    root = Construct(scope, "ApiAccess")
+    rules = [
+        ec2.CfnSecurityGroupIngress(
+            root, f"Cidr{i + 1}", group_id=cluster.attr_cluster_security_group_id, ip_protocol="tcp",
+            from_port=API_PORT, to_port=API_PORT, cidr_ip=cidr,
+            description=f"Kubernetes API from {cidr} (orchestrator.hyperpod.eks.api_access_cidrs)",
+        )
+        for i, cidr in enumerate(cidrs)
+    ]
+    rules += [
+        ec2.CfnSecurityGroupIngress(
+            root, f"Group{i + 1}", group_id=cluster.attr_cluster_security_group_id, ip_protocol="tcp",
+            from_port=API_PORT, to_port=API_PORT, source_security_group_id=group,
+            description=f"Kubernetes API from {group} (orchestrator.hyperpod.eks.api_access_security_group_ids)",
+        )
+        for i, group in enumerate(groups)
+    ]
+    return rules
 
 
 class EksWorkloadAddons(Construct):

@@ -176,3 +176,22 @@ def addon_metrics_unverified(rc: ResolvedCluster) -> Iterator[Violation]:
             "alerts and the Watchdog there (no EFA, node-count or Slurm alert), got 'managed'; allowed managed: after "
             "deploy check the add-on is ACTIVE (aws eks describe-addon) and the Watchdog mail arrives"
         )
+
+
+@rule("R-EKS-10", level="warning", scope="cluster", orchestrators=("hyperpod-eks",),
+      source="https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html (a private endpoint is reached "
+      "only from the VPC or a connected network whose traffic the control plane security group admits on 443)")
+def private_endpoint_reachable(rc: ResolvedCluster) -> Iterator[Violation]:
+    """A private endpoint (no ``public_access_cidrs``) with no ``api_access_cidrs`` and no
+    ``api_access_security_group_ids``: only members of the EFA security group (the nodes) reach the API."""
+    plan = as_eks_plan(rc.eks)
+    if plan is None or not plan.creates_cluster:
+        return
+    s = plan.settings
+    if not (s.public_access_cidrs or s.api_access_cidrs or s.api_access_security_group_ids):
+        yield f"{EKS}.api_access_cidrs", (
+            "nothing outside the cluster's nodes reaches the private Kubernetes API endpoint, so kubectl and the Helm "
+            "step have no place to run from, got no api_access_cidrs, api_access_security_group_ids or "
+            "public_access_cidrs; allowed your VPN or bastion network (e.g. 10.0.0.0/16 for hosts in the VPC) or an "
+            "admin security group"
+        )

@@ -31,7 +31,7 @@ def _import(arn: str = ARN, **extra: Any) -> dict[str, Any]:
     return {"orchestrator": {"kind": "hyperpod", "hyperpod": {"orchestration": "eks", "eks_cluster_arn": arn}}, **extra}
 
 
-CREATE_OK = _eks(admin_role_arn=ADMIN, control_plane_availability_zone="us-east-1b")
+CREATE_OK = _eks(admin_role_arn=ADMIN, control_plane_availability_zone="us-east-1b", api_access_cidrs=["10.0.0.0/16"])
 
 
 #: The rules about the metrics collector (observability add-on), tabled apart from the EKS cluster's own rules.
@@ -93,6 +93,11 @@ def _problems(*patches: dict[str, Any], base: dict[str, Any],
     (merge(CREATE_OK, {"orchestrator": {"hyperpod": {"eks": {"public_access_cidrs": ["0.0.0.0/0"]}}}}),
      [(f"{EKS}.public_access_cidrs[0]", "the Kubernetes API endpoint is open to the whole internet, got '0.0.0.0/0'; "
        "allowed your own address ranges (e.g. 203.0.113.7/32), or none for a private endpoint", "R-EKS-6")]),
+    (merge(CREATE_OK, {"orchestrator": {"hyperpod": {"eks": {"api_access_cidrs": []}}}}),
+     [(f"{EKS}.api_access_cidrs", "nothing outside the cluster's nodes reaches the private Kubernetes API endpoint, so "
+       "kubectl and the Helm step have no place to run from, got no api_access_cidrs, api_access_security_group_ids or "
+       "public_access_cidrs; allowed your VPN or bastion network (e.g. 10.0.0.0/16 for hosts in the VPC) or an admin "
+       "security group", "R-EKS-10")]),
 ])
 def test_eks_rules(patch: dict[str, Any], expected: list[tuple[str, str, str]]) -> None:
     base = {**example("hyperpod-eks"), "orchestrator": {"kind": "hyperpod", "hyperpod": {"orchestration": "eks"}}}
@@ -129,8 +134,12 @@ def test_metrics_rules(patch: dict[str, Any], expected: list[tuple[str, str, str
 def test_valid_variants_have_no_eks_problems() -> None:
     base = {**example("hyperpod-eks"), "orchestrator": {"kind": "hyperpod", "hyperpod": {"orchestration": "eks"}}}
     assert _problems(CREATE_OK, base=base) == []
+    # any one way in silences R-EKS-10
+    for way in ({"public_access_cidrs": ["203.0.113.7/32"]}, {"api_access_security_group_ids": ["sg-0123456789abcdef0"]}):
+        assert _problems(merge(CREATE_OK, {"orchestrator": {"hyperpod": {"eks": {"api_access_cidrs": [], **way}}}}),
+                         base=base) == []
     # an imported VPC names its control-plane subnets; an existing cluster in an existing VPC of the Region
-    assert _problems({**_eks(admin_role_arn=ADMIN, control_plane_subnet_ids=[
+    assert _problems({**_eks(admin_role_arn=ADMIN, api_access_cidrs=["10.0.0.0/16"], control_plane_subnet_ids=[
         "subnet-0123456789abcdef1", "subnet-0123456789abcdef2"]), "network": NET}, base=base) == []
     assert _problems(_import(network=NET), base=base) == []
     # placed by AZ ID: the control-plane AZ is an AZ ID too
@@ -140,13 +149,16 @@ def test_valid_variants_have_no_eks_problems() -> None:
 
 
 def test_cidr_and_name_shapes_are_refused_with_hints() -> None:
-    text = blueprint_text(_eks(admin_role_arn="role/eks", public_access_cidrs=["10.0.0.1/8"]),
+    text = blueprint_text(_eks(admin_role_arn="role/eks", public_access_cidrs=["10.0.0.1/8"],
+                               api_access_cidrs=["10.0.0.0/16", "vpn"], api_access_security_group_ids=["sg-12"]),
                           base=example("hyperpod-eks"))
     with pytest.raises(BlueprintError) as e:
         load_blueprint_text(text)
     by_path = {p.path: p.message for p in e.value.errors}
     assert "an IAM role ARN such as" in by_path[f"{EKS}.admin_role_arn"]
     assert "not IPv4 network CIDRs, got '10.0.0.1/8'" in by_path[f"{EKS}.public_access_cidrs"]
+    assert "not IPv4 network CIDRs, got 'vpn'" in by_path[f"{EKS}.api_access_cidrs"]
+    assert "sg- followed by 8 or 17 hex digits" in by_path[f"{EKS}.api_access_security_group_ids[0]"], by_path
 
 
 @pytest.mark.parametrize(("vpc", "gpu", "expected"), [
@@ -190,6 +202,18 @@ def test_eks_cluster_is_private_api_authenticated_and_pinned() -> None:
     assert len(vpc["SubnetIds"]) == 2 and len(vpc["SecurityGroupIds"]) == 1
     assert [t["Type"] for t in p["Logging"]["ClusterLogging"]["EnabledTypes"]] == [
         "api", "audit", "authenticator", "controllerManager", "scheduler"]
+
+
+def test_api_access_admits_443_on_the_cluster_security_group() -> None:
+    tpl = _templates()["hp-eks-eks"]
+    (cluster_id,) = resources_of(tpl, "AWS::EKS::Cluster")
+    (rule,) = resources_of(tpl, "AWS::EC2::SecurityGroupIngress").values()
+    p = rule["Properties"]
+    assert p["GroupId"] == {"Fn::GetAtt": [cluster_id, "ClusterSecurityGroupId"]}
+    assert (p["IpProtocol"], p["FromPort"], p["ToPort"], p["CidrIp"]) == ("tcp", 443, 443, "10.0.0.0/16")
+    (command,) = [o["Value"] for k, o in tpl["Outputs"].items() if k.startswith("EksKubeconfigCommand")]
+    assert command == (
+        "aws eks update-kubeconfig --region us-east-1 --name hp-eks --role-arn arn:aws:iam::123456789012:role/eks-admins")
 
 
 def test_control_plane_subnets_are_in_two_azs() -> None:
