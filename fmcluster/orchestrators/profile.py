@@ -124,7 +124,7 @@ class OrchestratorProfile:
             accepts only ``efa``, R-PCS-3).
         efa_only_caveat: appended to ``efa-only`` advice. Default: nothing.
         head_node_label: the node that runs the controller side and Prometheus, as users call it; ``None`` where
-            fmcluster runs no such node (HyperPod EKS: the EKS control plane is AWS's, R-OBS-3).
+            fmcluster runs no such node (HyperPod EKS: the EKS control plane is AWS's; metrics_collector says who collects).
         management: management node labels, one subnet address each (ParallelCluster head node; PCS login
             node; HyperPod Slurm controller and, when configured, login; none on HyperPod EKS).
         reserved_group_names: compute group names the orchestrator construct uses itself.
