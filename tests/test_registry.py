@@ -67,7 +67,8 @@ def test_row_hooks_live_in_their_own_slice_at_their_layer(key: str) -> None:
 @pytest.mark.parametrize("key", sorted(ORCHESTRATORS))
 def test_row_hooks_give_the_example_its_own_plan_stack_and_files(key: str) -> None:
     """The example of each row: ``rc.eks`` is its row's plan (or ``None``), ``<name>-eks`` exists exactly when that plan
-    creates the cluster, ``<name>-addons`` exactly when it installs add-ons after the cluster stack, and ``render_files`` of another orchestrator's example gives nothing."""
+    creates the cluster, ``<name>-addons`` exactly when it installs add-ons after the cluster stack, and
+    ``render_files`` of another orchestrator's example gives nothing."""
     rc = resolve(load_blueprint(ROOT / "blueprints" / f"{EXAMPLE[key]}.yaml"))
     row = row_for(rc.blueprint.orchestrator)
     assert row.key == key
