@@ -16,6 +16,8 @@ Facts behind the rules:
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import yaml
 
 from fmcluster.features.observability.render_acceptance import acceptance_alert_rules
@@ -276,8 +278,20 @@ def addon_alert_groups(name: str, gpu: list[AlertRule]) -> dict[str, list[AlertR
     whether it enables the XID count and row-remap fields, and which label names the node, is NOT VERIFIED: R-EKS-9)
     and the Watchdog, which proves that rules are evaluated and notifications delivered. No ``absent()`` rule: the
     add-on's job names are not known to fmcluster."""
-    kept = [r for r in gpu if reads_only_addon_metrics(r)]
+    kept = [_on_kubernetes(r) for r in gpu if reads_only_addon_metrics(r)]
     return {f"{name}-gpu": kept, f"{name}-pipeline": watchdog_rules()}
+
+
+#: Slurm advice in a rule's description -> what to do on Kubernetes instead.
+KUBERNETES_ADVICE = {"Drain the node in Slurm": "Cordon the node (kubectl cordon)"}
+
+
+def _on_kubernetes(rule: AlertRule) -> AlertRule:
+    """``rule`` with its Slurm advice (:data:`KUBERNETES_ADVICE`) worded for Kubernetes."""
+    description = rule.description
+    for slurm, kubernetes in KUBERNETES_ADVICE.items():
+        description = description.replace(slurm, kubernetes)
+    return replace(rule, description=description)
 
 
 def watchdog_rules() -> list[AlertRule]:

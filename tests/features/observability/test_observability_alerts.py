@@ -192,6 +192,8 @@ def test_hyperpod_eks_rules_read_only_what_the_addon_writes() -> None:
     }
     exprs = " ".join(r.expr for rules in groups.values() for r in rules)
     assert "fmcluster_" not in exprs and "slurm_" not in exprs and "absent(" not in exprs
+    descriptions = " ".join(r.description for rules in groups.values() for r in rules)
+    assert "Slurm" not in descriptions and "Cordon the node (kubectl cordon)" in descriptions
 
 
 def test_blueprint_receiver_fields_are_validated() -> None:
