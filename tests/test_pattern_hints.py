@@ -146,6 +146,9 @@ WHERE: dict[str, tuple[Callable[[str], dict[str, Any]], str]] = {
     "HyperPodEksSettings.control_plane_subnet_ids": (
         lambda v: _orch("hyperpod", orchestration="eks", eks={"control_plane_subnet_ids": [v]}),
         "orchestrator.hyperpod.eks.control_plane_subnet_ids"),
+    "HyperPodEksSettings.api_access_security_group_ids": (
+        lambda v: _orch("hyperpod", orchestration="eks", eks={"api_access_security_group_ids": [v]}),
+        "orchestrator.hyperpod.eks.api_access_security_group_ids"),
     "HyperPodEksSettings.queue_namespaces": (
         lambda v: _orch("hyperpod", orchestration="eks", eks={"queue_namespaces": [v]}),
         "orchestrator.hyperpod.eks.queue_namespaces"),

@@ -48,13 +48,14 @@ def test_example_names_exactly_its_row(key: str) -> None:
 
 @pytest.mark.parametrize("key", sorted(ORCHESTRATORS))
 def test_row_hooks_live_in_their_own_slice_at_their_layer(key: str) -> None:
-    """A hook the core imports by name (extra stack, render files) is a callable of the row's own slice whose role is
+    """A hook the core imports by name (extra stack, late stack, render files) is a callable of the row's own slice whose role is
     the layer its caller sits at (stacks, templates), so calling it through the registry keeps the layer order."""
     from tests.test_layering import layer_of
 
     row = ORCHESTRATORS[key]
     package = row.stack_module.rpartition(".")[0]
     for module, func, layer in ((row.extra_stack_module, "build_extra_stack", "stacks"),
+                                (row.late_stack_module, "build_late_stack", "stacks"),
                                 (row.render_module, "render_files", "templates")):
         if module is None:
             continue
@@ -85,12 +86,15 @@ def test_every_row_judges_its_cluster_resource_from_its_own_slice(key: str) -> N
 @pytest.mark.parametrize("key", sorted(ORCHESTRATORS))
 def test_row_hooks_give_the_example_its_own_plan_stack_and_files(key: str) -> None:
     """The example of each row: ``rc.eks`` is its row's plan (or ``None``), ``<name>-eks`` exists exactly when that plan
-    creates the cluster, and ``render_files`` of another orchestrator's example gives nothing."""
+    creates the cluster, ``<name>-addons`` exactly when it installs add-ons after the cluster stack, and
+    ``render_files`` of another orchestrator's example gives nothing."""
     rc = resolve(load_blueprint(ROOT / "blueprints" / f"{EXAMPLE[key]}.yaml"))
     row = row_for(rc.blueprint.orchestrator)
     assert row.key == key
     assert (rc.eks is None) is (row.plan is None)
     assert (rc.stacks.eks is not None) is (rc.eks is not None and rc.eks.creates_cluster)
+    assert (rc.stacks.addons is not None) is (rc.eks is not None and rc.eks.has_late_stack)
+    assert (rc.stacks.addons is not None) is (key == "hyperpod-eks")  # the EKS example installs add-ons after nodes
     for other in ORCHESTRATORS.values():
         files = other.render_files(rc)
         assert (files != {}) is (other is row and other.render_module is not None)

@@ -78,3 +78,14 @@ def test_the_parallelcluster_cluster_is_deleted_with_its_stack() -> None:
     network = templates["llm-train-network"]["Resources"].values()
     groups = [r for r in network if r["Type"] == "AWS::EC2::SecurityGroup"]
     assert groups and all(r.get("DeletionPolicy", "Delete") == "Delete" for r in groups)
+
+
+def test_hyperpod_eks_destroys_its_addons_then_the_cluster() -> None:
+    """HyperPod EKS: ``<name>-addons`` depends on ``<name>-cluster`` (docs/decisions.md 50), so `cdk destroy --all`
+    deletes the add-ons first, then the HyperPod cluster, then the EKS cluster; none of the three keeps anything."""
+    deps, templates = _app("hyperpod-eks")
+    order = _destroy_order(deps)
+    assert order[:2] == ["hp-eks-addons", "hp-eks-cluster"], order
+    assert order.index("hp-eks-cluster") < order.index("hp-eks-eks")
+    for name in ("hp-eks-addons", "hp-eks-cluster", "hp-eks-eks"):
+        assert [r["Type"] for r in templates[name]["Resources"].values() if r.get("DeletionPolicy") == "Retain"] == [], name

@@ -97,6 +97,7 @@ PATTERN_HINTS = {
     r"^ami-[0-9a-f]{8,17}$": "ami- followed by 8 or 17 hex digits",
     r"^vpc-[0-9a-f]{8,17}$": "vpc- followed by 8 or 17 hex digits",
     r"^subnet-[0-9a-f]{8,17}$": "subnet- followed by 8 or 17 hex digits",
+    r"^sg-[0-9a-f]{8,17}$": "sg- followed by 8 or 17 hex digits",
     r"^[a-z]{2}(-gov)?-[a-z]+-\d$": "an AWS Region such as us-east-1",
     r"^[a-z]{2}(-gov)?-[a-z]+-\d(-[a-z]+-\d)?[a-z]$": "an Availability Zone name such as us-east-1a",
     r"^[a-z]{3,4}\d(-[a-z]+\d)?-az\d+$": "an AZ ID such as use1-az6",
@@ -918,6 +919,17 @@ class HyperPodEksSettings(Section):
         description="CIDRs that may reach the Kubernetes API endpoint from the internet; empty keeps the endpoint "
         "private (reach it from inside the VPC). Default: none (private endpoint only).",
     )
+    api_access_cidrs: list[str] = Field(
+        default_factory=list, max_length=40,
+        description="Networks that reach the private Kubernetes API endpoint on port 443 (a VPN, Direct Connect, a "
+        "peered VPC, a bastion's subnet): an ingress rule on the EKS cluster security group per CIDR. Default: none "
+        "(only members of the EFA security group reach it).",
+    )
+    api_access_security_group_ids: list[Annotated[str, StringConstraints(pattern=r"^sg-[0-9a-f]{8,17}$")]] = Field(
+        default_factory=list, max_length=20,
+        description="Security groups (of this VPC) whose members reach the private Kubernetes API endpoint on port "
+        "443, e.g. an admin instance's group: an ingress rule on the EKS cluster security group per group. Default: none.",
+    )
     interface_endpoints: bool = Field(
         True,
         description="Create the interface VPC endpoints a private cluster needs (SageMaker API, EKS, EKS Auth, ECR "
@@ -934,7 +946,7 @@ class HyperPodEksSettings(Section):
         description="Namespaces that get a Kueue LocalQueue per compute group. Default: [default].",
     )
 
-    @field_validator("public_access_cidrs")
+    @field_validator("public_access_cidrs", "api_access_cidrs")
     @classmethod
     def _cidrs(cls, v: list[str]) -> list[str]:
         bad = []

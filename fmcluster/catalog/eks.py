@@ -55,6 +55,74 @@ TASK_GOVERNANCE = Addon(
     "amazon-sagemaker-hyperpod-taskgovernance", "v1.6.0-eksbuild.1", True,
     "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-operate-console-ui-governance-upgrade.html",
 )
+#: The SageMaker HyperPod observability add-on: DCGM, node, Kubernetes and training-operator metrics through an
+#: OpenTelemetry collector that remote-writes to an Amazon Managed Service for Prometheus workspace. Its pods need a node
+#: ("Ensure that you have at least one node in your SageMaker HyperPod cluster before installing":
+#: https://docs.aws.amazon.com/sagemaker/latest/dg/hyperpod-observability-addon-setup.html) and the EKS Pod Identity
+#: agent (same page). Version floats (EKS default): no version table was found.
+OBSERVABILITY = Addon(
+    "amazon-sagemaker-hyperpod-observability", None, True,
+    "https://docs.aws.amazon.com/sagemaker/latest/dg/hyperpod-observability-addon-setup.html",
+)
+
+
+@dataclass(frozen=True)
+class PodIdentity:
+    """The Pod Identity association an add-on needs (``AWS::EKS::Addon`` ``PodIdentityAssociations``): the
+    ``service_account`` (in ``namespace``) whose pods get a role trusted by ``pods.eks.amazonaws.com``, the AWS managed
+    policies and the inline actions that role gets, and the ``source`` of these facts."""
+
+    namespace: str
+    service_account: str
+    managed_policies: tuple[str, ...]
+    actions: tuple[str, ...]
+    source: str
+
+
+#: The observability add-on's collector: namespace, service account and the role's permissions (``aps:RemoteWrite`` on
+#: the workspace; CloudWatch Logs on ``/aws/sagemaker/Clusters/*``) and trust (``pods.eks.amazonaws.com``,
+#: ``sts:AssumeRole`` + ``sts:TagSession``, conditions aws:SourceArn = the EKS cluster, aws:SourceAccount):
+#: https://docs.aws.amazon.com/sagemaker/latest/dg/hyperpod-observability-addon-troubleshooting.html ("Verify Pod Identity
+#: association").
+OBSERVABILITY_IDENTITY = PodIdentity(
+    "hyperpod-observability", "hyperpod-observability-operator-otel-collector", (),
+    ("aps:RemoteWrite",),
+    "https://docs.aws.amazon.com/sagemaker/latest/dg/hyperpod-observability-addon-troubleshooting.html",
+)
+#: CloudWatch Logs actions of the observability role (same page), on log groups ``/aws/sagemaker/Clusters/*``.
+OBSERVABILITY_LOG_ACTIONS = (
+    "logs:CreateLogGroup", "logs:CreateLogStream", "logs:DescribeLogGroups", "logs:DescribeLogStreams",
+    "logs:PutLogEvents", "logs:GetLogEvents", "logs:FilterLogEvents", "logs:GetLogRecord", "logs:StartQuery",
+    "logs:StopQuery", "logs:GetQueryResults",
+)
+OBSERVABILITY_LOG_GROUPS = "/aws/sagemaker/Clusters/*"
+#: The training operator's controller: namespace ``aws-hyperpod``, service account
+#: ``hp-training-operator-controller-manager``, AWS managed policy ``AmazonSageMakerHyperPodTrainingOperatorAccess``.
+#: Source: aws-samples/awsome-distributed-training ``1.architectures/7.sagemaker-hyperpod-eks/terraform-modules/
+#: hyperpod-eks-tf/modules/hyperpod_training_operator/main.tf`` (a sample, not an AWS reference page: NOT VERIFIED
+#: against the SageMaker guide, which names the association only in its console flow).
+TRAINING_OPERATOR_IDENTITY = PodIdentity(
+    "aws-hyperpod", "hp-training-operator-controller-manager", ("AmazonSageMakerHyperPodTrainingOperatorAccess",), (),
+    "aws-samples/awsome-distributed-training 1.architectures/7.sagemaker-hyperpod-eks/terraform-modules/hyperpod-eks-tf/"
+    "modules/hyperpod_training_operator/main.tf",
+)
+#: Metric categories of the observability add-on's ``metricsProvider`` configuration and the level fmcluster sets
+#: (``BASIC``, ``ADVANCED`` or ``DISABLED``). Category names and levels: aws-samples/awsome-distributed-training
+#: ``1.architectures/7.sagemaker-hyperpod-eks/terraform-modules/hyperpod-eks-tf/modules/observability/eks_addon.tf`` and
+#: ``variables.tf`` (NOT VERIFIED against the add-on's configuration schema, ``aws eks describe-addon-configuration``:
+#: R-EKS-9 warns). Network metrics are off by default ("Network metrics: No" enabled by default,
+#: https://docs.aws.amazon.com/sagemaker/latest/dg/hyperpod-observability-cluster-metrics.html); fmcluster turns them on
+#: because its clusters are EFA clusters (that the category holds the EFA counters is not verified either).
+OBSERVABILITY_METRIC_LEVELS = {
+    "trainingMetrics": "BASIC",
+    "customMetrics": "BASIC",
+    "nodeMetrics": "BASIC",
+    "acceleratedComputeMetrics": "BASIC",
+    "networkMetrics": "BASIC",
+}
+#: Task governance metrics, on when the task governance add-on is installed (off by default, same page).
+OBSERVABILITY_TASK_GOVERNANCE_LEVEL = "BASIC"
+
 #: The Kueue version the pinned task governance add-on installs (same page); the rendered Kueue objects and the
 #: vendored Kueue CRDs are of this version.
 KUEUE_VERSION = "v0.19.2"

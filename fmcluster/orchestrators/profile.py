@@ -20,6 +20,8 @@ from typing import Literal
 
 Delivery = Literal["s3_asset", "lifecycle"]
 Discovery = Literal["ec2", "slurm"]
+#: What writes a cluster's metrics (:attr:`OrchestratorProfile.metrics_collector`).
+MetricsCollector = Literal["head_node", "eks_addon"]
 #: How the per-job IMEX prolog reaches Slurm (:class:`ImexWiring`).
 ImexMethod = Literal["prolog_dir", "cluster_prolog", "controller_slurm_conf"]
 #: How the node check's fast mode runs as a Slurm health check: ``HealthCheckProgram`` in slurm.conf (ParallelCluster
@@ -122,7 +124,7 @@ class OrchestratorProfile:
             accepts only ``efa``, R-PCS-3).
         efa_only_caveat: appended to ``efa-only`` advice. Default: nothing.
         head_node_label: the node that runs the controller side and Prometheus, as users call it; ``None`` where
-            fmcluster runs no such node (HyperPod EKS: the EKS control plane is AWS's, R-OBS-3).
+            fmcluster runs no such node (HyperPod EKS: the EKS control plane is AWS's; metrics_collector says who collects).
         management: management node labels, one subnet address each (ParallelCluster head node; PCS login
             node; HyperPod Slurm controller and, when configured, login; none on HyperPod EKS).
         reserved_group_names: compute group names the orchestrator construct uses itself.
@@ -162,6 +164,9 @@ class OrchestratorProfile:
             ``database`` (ParallelCluster ``SlurmSettings.Database`` against a database fmcluster creates),
             ``managed`` (AWS PCS runs it) or ``None`` (not wired: HyperPod, R-ACCT-1). Default ``None``.
         runs_slurm: whether jobs run under Slurm (sbatch, pyxis containers, prologs). Default True (False: HyperPod EKS).
+        metrics_collector: what writes the cluster's metrics to the workspace: ``head_node`` (fmcluster's Prometheus
+            and exporters on the ``head_node_label`` node) or ``eks_addon`` (the HyperPod observability EKS add-on's
+            collector, whose metrics the alert rules can read only in part). Default ``head_node``.
         home_shared: the head/login node's home directories are shared with the compute nodes, so a job submitted from
             home finds its files and writes its output there. True on ParallelCluster (the head node exports /home
             over NFS: https://docs.aws.amazon.com/parallelcluster/latest/ug/HeadNode-v3.html ``SharedStorageType``,
@@ -219,6 +224,7 @@ class OrchestratorProfile:
     task_prolog: bool = False
     slurm_accounting: Literal["database", "managed"] | None = None
     runs_slurm: bool = True
+    metrics_collector: MetricsCollector = "head_node"
     home_shared: bool = False
     baked_ami_tags: Callable[[str], Mapping[str, str]] | None = None
     encrypted_custom_ami: bool = True

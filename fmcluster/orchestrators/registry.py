@@ -39,8 +39,9 @@ if TYPE_CHECKING:
 class ClusterPlan(Protocol):
     """What the core reads of an orchestrator's own resolved plan (``ResolvedCluster.eks``; HyperPod EKS:
     :class:`fmcluster.orchestrators.hyperpod_eks.plan.EksPlan`): whether fmcluster creates the cluster it joins
-    (its stack then is ``<name>-eks``), that cluster's name and its Kubernetes version when fmcluster creates it
-    (``None`` otherwise; the support calendar reads it). The slice reads the rest of its own plan."""
+    (its stack then is ``<name>-eks``), that cluster's name, its Kubernetes version when fmcluster creates it (``None``
+    otherwise; the support calendar reads it), and whether it installs something after its cluster stack (its stack
+    then is ``<name>-addons``). The slice reads the rest of its own plan."""
 
     @property
     def creates_cluster(self) -> bool: ...
@@ -50,6 +51,9 @@ class ClusterPlan(Protocol):
 
     @property
     def kubernetes_version(self) -> str | None: ...
+
+    @property
+    def has_late_stack(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,8 @@ class Orchestrator:
             hook returns ``None``). Default: none.
         extra_stack_module: module (stacks layer) whose ``build_extra_stack(app, rc, env, network, placement)`` adds
             the stack deployed before ``<name>-cluster``, or ``None``. Default: none.
+        late_stack_module: module (stacks layer) whose ``build_late_stack(app, rc, env, cluster, observability)``
+            adds the stack deployed after ``<name>-cluster`` (``<name>-addons``), or ``None``. Default: none.
         render_module: module (templates layer) whose ``render_files(rc)`` gives ``{relative path: text}`` for
             ``fmcluster render``, or ``None``. Default: none.
         imex_source: the primary source of how the orchestrator sets the IMEX domain per job (cited by R-IMEX-1),
@@ -95,6 +101,7 @@ class Orchestrator:
     stack_module: str
     plan: Callable[[Blueprint], ClusterPlan | None] | None = None
     extra_stack_module: str | None = None
+    late_stack_module: str | None = None
     render_module: str | None = None
     imex_source: str | None = None
     update_review: tuple[tuple[str, ...], str] | None = None
@@ -115,6 +122,15 @@ class Orchestrator:
             return None
         built: ExtraStack | None = importlib.import_module(self.extra_stack_module).build_extra_stack(
             app, rc, env, network, placement)
+        return built
+
+    def build_late_stack(self, app: Any, rc: Any, env: Any, cluster: Any, observability: Any) -> Stack | None:
+        """The slice's stack after ``<name>-cluster`` (``cluster``: that stack; ``observability``: the observability
+        construct or ``None``), or ``None`` when it has none or ``rc`` needs none. Call from stacks."""
+        if self.late_stack_module is None:
+            return None
+        built: Stack | None = importlib.import_module(self.late_stack_module).build_late_stack(
+            app, rc, env, cluster, observability)
         return built
 
     def render_files(self, rc: Any) -> dict[str, str]:
@@ -141,6 +157,7 @@ ORCHESTRATORS: Mapping[str, Orchestrator] = MappingProxyType({r.key: r for r in 
     _row(hyperpod_slurm, "hyperpod", update_review=HYPERPOD_REVIEW),
     _row(hyperpod_eks, "hyperpod", plan=hyperpod_eks_plan.eks_plan,
          extra_stack_module="fmcluster.orchestrators.hyperpod_eks.stack_eks",
+         late_stack_module="fmcluster.orchestrators.hyperpod_eks.stack_addons",
          render_module="fmcluster.orchestrators.hyperpod_eks.render_kubernetes", update_review=HYPERPOD_REVIEW),
     _row(pcs, "pcs", imex_source=pcs.PCS_IMEX_DOC,
          update_review=(("AWS::PCS::ComputeNodeGroup",), "fmcluster.orchestrators.pcs.review_update")),

@@ -49,13 +49,17 @@ class StackNames:
     image: str | None = None
     #: ``<name>-accounting``: the Slurm accounting database (ParallelCluster with accounting on), else ``None``.
     accounting: str | None = None
+    #: ``<name>-addons``: what the orchestrator installs after its cluster stack (HyperPod EKS: the add-ons that need
+    #: nodes, in a stack whose failure leaves the cluster: docs/decisions.md 50), else ``None``.
+    addons: str | None = None
 
     def all(self) -> list[str]:
         """Every stack, in the order ``fmcluster plan`` lists them (network, storage, accounting, observability, image,
-        eks, cluster)."""
+        eks, cluster, addons)."""
         return [self.network, self.storage, *([self.accounting] if self.accounting else []),
                 *([self.observability] if self.observability else []),
-                *([self.image] if self.image else []), *([self.eks] if self.eks else []), self.cluster]
+                *([self.image] if self.image else []), *([self.eks] if self.eks else []), self.cluster,
+                *([self.addons] if self.addons else [])]
 
 
 @dataclass(frozen=True)
@@ -174,11 +178,12 @@ def observability_parameter_name(blueprint_name: str) -> str:
 
 
 def stack_names(bp: Blueprint, profile: OrchestratorProfile | None = None) -> StackNames:
+    plan = row_for(bp.orchestrator).plan_for(bp)
     return StackNames(
         network=f"{bp.name}-network", storage=f"{bp.name}-storage", cluster=f"{bp.name}-cluster",
         observability=f"{bp.name}-observability" if bp.observability.enabled else None,
-        eks=f"{bp.name}-eks" if (plan := row_for(bp.orchestrator).plan_for(bp)) is not None and plan.creates_cluster
-        else None,
+        eks=f"{bp.name}-eks" if plan is not None and plan.creates_cluster else None,
+        addons=f"{bp.name}-addons" if plan is not None and plan.has_late_stack else None,
         image=f"{bp.name}-image" if bp.software.image.mode == "bake" else None,
         accounting=f"{bp.name}-accounting"
         if accounting_route(bp, profile or profile_for(bp.orchestrator)) == "database" else None,

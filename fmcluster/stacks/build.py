@@ -59,11 +59,12 @@ class ClusterStacks:
     eks: Stack | None = None
     image: ImageStack | None = None
     accounting: AccountingStack | None = None
+    addons: Stack | None = None
 
     def all(self) -> list[Stack]:
         return [self.network, self.storage, self.cluster, *([self.observability] if self.observability else []),
                 *([self.eks] if self.eks else []), *([self.image] if self.image else []),
-                *([self.accounting] if self.accounting else [])]
+                *([self.accounting] if self.accounting else []), *([self.addons] if self.addons else [])]
 
 
 def node_images(rc: ResolvedCluster, image: ImageStack | None) -> NodeImages:
@@ -119,8 +120,8 @@ def _flag(app: App, name: str) -> bool:
 
 def build_app(app: App, bp: Blueprint) -> ClusterStacks:
     """Add the network, storage, observability (when ``observability.metrics`` is not ``none``), image (when
-    ``software.image.mode`` is ``bake``), EKS (HyperPod EKS with an EKS cluster fmcluster creates) and cluster
-    stacks of ``bp`` (a validated blueprint) to ``app``; returns them.
+    ``software.image.mode`` is ``bake``), EKS (HyperPod EKS with an EKS cluster fmcluster creates), cluster and
+    add-ons (HyperPod EKS add-ons that need nodes, after the cluster stack) stacks of ``bp`` (a validated blueprint) to ``app``; returns them.
 
     Resolves ``bp`` once (:func:`fmcluster.resolved.resolve`) and hands each stack its blueprint section
     plus what the resolved cluster derived: stack names, tags, placement-group names, the resolved
@@ -157,7 +158,7 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
         observability = ObservabilityStack(
             app, rc.stacks.observability, env=env, spec=bp.observability, cluster_name=bp.name,
             parameter_name=rc.observability_parameter, alert_rules=render_alert_rules(observability_context(rc)),
-            collector=rc.profile.head_node_label is not None, vpc=net.vpc, subnet=net.gpu_subnet,
+            vpc=net.vpc, subnet=net.gpu_subnet,
             security_group=net.efa_security_group,
             description=f"fmcluster {bp.name}: {bp.observability.metrics} metrics (Prometheus, Grafana, alert rules)",
         )
@@ -180,6 +181,8 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
             if observability is not None and bp.observability.metrics == "self_hosted" else None
         ),
     )
+    late = row_for(bp.orchestrator).build_late_stack(
+        app, rc, env, cluster, observability.observability if observability else None)
     if image is not None:
         # The AMI travels as an SSM parameter (no export), so the order is explicit: images before nodes.
         cluster.add_stack_dependency(image)
@@ -191,4 +194,5 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
         # on every resource; the blueprint's tags stay off REPLACE_ON_TAG_CHANGE types.
         exclude = [] if k == BLUEPRINT_TAG else list(REPLACE_ON_TAG_CHANGE)
         Tags.of(app).add(k, v, exclude_resource_types=exclude)
-    return ClusterStacks(network, storage, cluster, observability, eks=extra.stack if extra else None, image=image, accounting=accounting)
+    return ClusterStacks(network, storage, cluster, observability, eks=extra.stack if extra else None, image=image,
+                         accounting=accounting, addons=late)

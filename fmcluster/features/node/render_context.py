@@ -418,10 +418,12 @@ def node_context(rc: ResolvedCluster, group: ResolvedGroup, *, exporters_script:
 
 def blueprint_node_contexts(rc: ResolvedCluster) -> dict[str, NodeContext]:
     """Compute group name -> NodeContext, in blueprint order, with the group's exporter script when
-    metrics are on."""
+    metrics are on and fmcluster's own collection gathers them (``OrchestratorProfile.metrics_collector``
+    ``head_node``; on HyperPod EKS the observability add-on runs the exporters as pods, and host exporters on the same
+    ports would collide with them)."""
 
     def exporters(g: ResolvedGroup) -> str:
-        if not rc.blueprint.observability.enabled:
+        if not rc.blueprint.observability.enabled or rc.profile.metrics_collector != "head_node":
             return ""
         return render_exporter_script(exporter_context(rc, role="compute", group=g))
 

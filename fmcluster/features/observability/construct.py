@@ -42,8 +42,9 @@ Sources:
   AlarmThatSendsEmail.html), so a stopped or terminated head node alarms too. CloudWatch may publish to the
   KMS-encrypted topic only if the key policy lets ``cloudwatch.amazonaws.com`` use the key
   (https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws-services).
-- HyperPod EKS (``collector=False``): fmcluster runs no Prometheus there, so no AMP/AMG workspace is created
-  that nothing would write to; the HyperPod observability add-on creates its own.
+- HyperPod EKS: fmcluster runs no Prometheus there; the HyperPod observability add-on's collector writes to this
+  workspace instead (its role and configuration: ``fmcluster.orchestrators.hyperpod_eks.addons``), so the workspace,
+  rules, alert manager and topic are the same as on the Slurm orchestrators.
 """
 
 from __future__ import annotations
@@ -94,8 +95,6 @@ class ClusterObservability(Construct):
             ``/fmcluster/<name>/observability``).
         alert_rules: Prometheus rule-file YAML (``fmcluster.features.observability.render_alert_rules.render_alert_rules``),
             stored as the workspace's rule groups namespace when managed.
-        collector: whether a node of the cluster runs fmcluster's Prometheus (False on HyperPod EKS: then no
-            workspaces and no alert topic are created).
         vpc, subnet, security_group: where the ``aps-workspaces`` interface endpoint goes when
             ``spec.amp_vpc_endpoint`` (required then).
 
@@ -107,8 +106,8 @@ class ClusterObservability(Construct):
         grafana_role: the role the Grafana workspace assumes (AMP query, CloudWatch read), or None.
         node_policy: ``iam.ManagedPolicy`` for the node running Prometheus (SSM parameter read, EC2
             discovery, and aps:RemoteWrite when managed / CloudWatch read and sns:Publish when self-hosted).
-        alert_topic_arn: the SNS topic every alert goes to (created, or ``spec.alert_topic_arn``), or None
-            without a collector. alert_topic: the created ``sns.Topic`` or None.
+        alert_topic_arn: the SNS topic every alert goes to (created, or ``spec.alert_topic_arn``).
+            alert_topic: the created ``sns.Topic`` or None.
         amp_endpoint: the ``aps-workspaces`` ``ec2.InterfaceVpcEndpoint`` or None.
         log_group: the ``logs.LogGroup`` the AMP workspace writes its alert-manager and ruler logs to
             (``/aws/vendedlogs/prometheus/fmcluster-<name>``, 90 days), or None when self-hosted.
@@ -119,7 +118,7 @@ class ClusterObservability(Construct):
 
     def __init__(
         self, scope: Construct, id: str, *, spec: ObservabilitySpec, cluster_name: str, parameter_name: str,
-        alert_rules: str, collector: bool = True, vpc: ec2.IVpc | None = None,
+        alert_rules: str, vpc: ec2.IVpc | None = None,
         subnet: ec2.ISubnet | None = None, security_group: ec2.ISecurityGroup | None = None,
     ) -> None:
         super().__init__(scope, id)
@@ -142,9 +141,8 @@ class ClusterObservability(Construct):
         self.alert_topic_arn: str | None = None
         self.amp_endpoint: ec2.InterfaceVpcEndpoint | None = None
         self.log_group: logs.LogGroup | None = None
-        if collector:
-            self._alert_topic(cluster_name, spec)
-        if spec.metrics == "managed" and collector:
+        self._alert_topic(cluster_name, spec)
+        if spec.metrics == "managed":
             self._managed(cluster_name, alert_rules, spec.grafana_authentication)
             if spec.amp_vpc_endpoint:
                 if vpc is None or subnet is None or security_group is None:

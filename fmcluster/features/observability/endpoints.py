@@ -46,27 +46,26 @@ def observability_endpoints(rc: ResolvedCluster) -> list[Endpoint]:
     """The observability endpoints of ``rc`` (empty when ``observability.metrics`` is ``none``): the stack's
     outputs (``rc.stacks.observability``), the port-forwarded self-hosted UIs on the node that runs
     Prometheus (``rc.profile.head_node_label``) and the SSM parameter nodes read (``rc.observability_parameter``).
-    Where the profile has no head node (HyperPod EKS, R-OBS-3) no line names one: remote write and the SSM
-    parameter are described as being for the user's own collector."""
+    Where the profile has no head node (HyperPod EKS) no line names one: the HyperPod observability add-on writes to the
+    workspace, and the SSM parameter is described as being for the user's own collector."""
     bp = rc.blueprint
     o = bp.observability
     stack = rc.stacks.observability
     if stack is None:  # observability.metrics: none
         return []
     head = rc.profile.head_node_label
-    out: list[Endpoint] = []
-    if head is not None:
-        out.append(
-            Endpoint(
-                "Alerts",
-                f"SNS topic in stack output {stack}.{OUTPUT_ALERT_TOPIC_ARN}",
-                (f"email {o.alert_email} (confirm the subscription email)" if o.alert_email else
-                 "subscribe a person to the topic" if not o.alert_topic_arn else "your topic's subscribers")
-                + ("; routed by the AMP workspace's alert manager" if o.metrics == "managed" else
-                   f"; routed by Alertmanager on the {head}")
-                + "; a Watchdog alert arrives daily while the pipeline works",
-            )
+    out: list[Endpoint] = [
+        Endpoint(
+            "Alerts",
+            f"SNS topic in stack output {stack}.{OUTPUT_ALERT_TOPIC_ARN}",
+            (f"email {o.alert_email} (confirm the subscription email)" if o.alert_email else
+             "subscribe a person to the topic" if not o.alert_topic_arn else "your topic's subscribers")
+            + ("; routed by the AMP workspace's alert manager" if o.metrics == "managed" else
+               f"; routed by Alertmanager on the {head}")
+            + "; a Watchdog alert arrives daily while the pipeline works",
         )
+    ]
+    if head is not None:
         out.append(
             Endpoint(
                 "Monitoring state",
@@ -75,22 +74,15 @@ def observability_endpoints(rc: ResolvedCluster) -> list[Endpoint]:
                 "script's last log line (journalctl -t fmcluster-exporters)",
             )
         )
-    if o.metrics == "managed" and head is None:
-        out.append(
-            Endpoint(
-                "Metrics workspaces",
-                "none created (fmcluster runs no Prometheus on HyperPod EKS)",
-                "install the HyperPod observability add-on; it creates and writes its own AMP workspace",
-            )
-        )
-    elif o.metrics == "managed":
+    if o.metrics == "managed":
         out += [
             Endpoint(
                 "AMP workspace remote write",
                 f"stack output {stack}.{OUTPUT_REMOTE_WRITE_URL} (known at deploy)",
                 (f"SigV4 from the Prometheus agent on the {head}" if head else
-                 "SigV4 from your own collector (fmcluster runs no Prometheus agent on HyperPod EKS)")
-                + f"; needs the managed policy in output {stack}.{OUTPUT_NODE_POLICY_ARN}",
+                 "SigV4 from the HyperPod observability add-on's collector (its Pod Identity role in "
+                 f"{rc.stacks.addons or 'the add-ons stack'})")
+                + (f"; needs the managed policy in output {stack}.{OUTPUT_NODE_POLICY_ARN}" if head else ""),
             ),
             Endpoint(
                 "AMP workspace query",

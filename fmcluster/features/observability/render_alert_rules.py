@@ -16,6 +16,8 @@ Facts behind the rules:
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import yaml
 
 from fmcluster.features.observability.render_acceptance import acceptance_alert_rules
@@ -249,17 +251,52 @@ def alert_groups(ctx: ObservabilityContext) -> dict[str, list[AlertRule]]:
             ),
         )
     name = ctx.blueprint_name
+    if ctx.collector == "eks_addon":
+        return addon_alert_groups(name, gpu)
     groups = {f"{name}-gpu": gpu, f"{name}-efa": efa, f"{name}-nodes": nodes, f"{name}-pipeline": pipeline_rules(ctx)}
     # fleet acceptance gate (docs/acceptance.md): rules in their own module and group
     groups[f"{name}-acceptance"] = acceptance_alert_rules()
     return groups
 
 
-def pipeline_rules(ctx: ObservabilityContext) -> list[AlertRule]:
-    """The dead-man's switch: a Watchdog that always fires (its regular notification proves that rules are
-    evaluated and notifications are delivered) and, per scrape job, an alert when its ``up`` series is absent
-    (the agent stopped writing, discovery found nothing, or the job was never scraped)."""
-    rules = [
+#: What only fmcluster's own collection writes: its textfile gauges (``fmcluster_*``: expected GPU and EFA counts, EFA
+#: hardware counters, Slurm job steps, acceptance verdicts), the Slurm exporter (``slurm_*``) and the scrape jobs of
+#: its Prometheus (``up{job=...}``). A rule that reads one of them never fires on what the HyperPod observability
+#: add-on writes (or, for ``absent()``, always fires).
+FMCLUSTER_ONLY_SERIES = ("fmcluster_", "slurm_", "up{")
+
+
+def reads_only_addon_metrics(rule: AlertRule) -> bool:
+    """True when ``rule`` reads none of :data:`FMCLUSTER_ONLY_SERIES` (its expression reads DCGM series only)."""
+    return not any(series in rule.expr for series in FMCLUSTER_ONLY_SERIES)
+
+
+def addon_alert_groups(name: str, gpu: list[AlertRule]) -> dict[str, list[AlertRule]]:
+    """The rules for a cluster whose metrics the HyperPod observability add-on writes (HyperPod EKS): the GPU rules
+    that read DCGM series only (the add-on runs dcgm-exporter: its default alerts read ``DCGM_FI_DEV_GPU_TEMP`` and
+    ``DCGM_FI_DEV_ECC_DBE_VOL_TOTAL``, https://docs.aws.amazon.com/sagemaker/latest/dg/hyperpod-observability-addon-alerts.html;
+    whether it enables the XID count and row-remap fields, and which label names the node, is NOT VERIFIED: R-EKS-9)
+    and the Watchdog, which proves that rules are evaluated and notifications delivered. No ``absent()`` rule: the
+    add-on's job names are not known to fmcluster."""
+    kept = [_on_kubernetes(r) for r in gpu if reads_only_addon_metrics(r)]
+    return {f"{name}-gpu": kept, f"{name}-pipeline": watchdog_rules()}
+
+
+#: Slurm advice in a rule's description -> what to do on Kubernetes instead.
+KUBERNETES_ADVICE = {"Drain the node in Slurm": "Cordon the node (kubectl cordon)"}
+
+
+def _on_kubernetes(rule: AlertRule) -> AlertRule:
+    """``rule`` with its Slurm advice (:data:`KUBERNETES_ADVICE`) worded for Kubernetes."""
+    description = rule.description
+    for slurm, kubernetes in KUBERNETES_ADVICE.items():
+        description = description.replace(slurm, kubernetes)
+    return replace(rule, description=description)
+
+
+def watchdog_rules() -> list[AlertRule]:
+    """The dead-man's switch alone: a Watchdog that always fires."""
+    return [
         AlertRule(
             WATCHDOG_ALERT,
             "vector(1)",
@@ -270,6 +307,13 @@ def pipeline_rules(ctx: ObservabilityContext) -> list[AlertRule]:
             f"{WATCHDOG_REPEAT}; when it stops arriving, rule evaluation or notification delivery is broken.",
         )
     ]
+
+
+def pipeline_rules(ctx: ObservabilityContext) -> list[AlertRule]:
+    """The dead-man's switch: a Watchdog that always fires (its regular notification proves that rules are
+    evaluated and notifications are delivered) and, per scrape job, an alert when its ``up`` series is absent
+    (the agent stopped writing, discovery found nothing, or the job was never scraped)."""
+    rules = watchdog_rules()
     for job in scrape_jobs(ctx):
         if min_targets(ctx, job) == 0:
             continue  # every target may be scaled away: absence is normal, not a broken pipeline

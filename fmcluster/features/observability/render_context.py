@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from fmcluster.blueprint.model import LustreSpec, ObservabilitySpec
-from fmcluster.orchestrators.profile import Discovery, OrchestratorProfile
+from fmcluster.orchestrators.profile import Discovery, MetricsCollector, OrchestratorProfile
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
 
 MetricsMode = Literal["managed", "self_hosted"]
@@ -74,6 +74,8 @@ class ObservabilityContext:
     os: str
     #: SSM parameter nodes read at boot (:attr:`ResolvedCluster.observability_parameter`).
     ssm_parameter: str
+    #: What writes the metrics (:attr:`OrchestratorProfile.metrics_collector`); the alert rules depend on it.
+    collector: MetricsCollector = "head_node"
 
     @property
     def uid_suffix(self) -> str:
@@ -138,4 +140,5 @@ def observability_context(rc: ResolvedCluster) -> ObservabilityContext:
         lustre=lustre_facts(bp.storage.lustre),
         os=bp.software.os_name,
         ssm_parameter=rc.observability_parameter,
+        collector=rc.profile.metrics_collector,
     )

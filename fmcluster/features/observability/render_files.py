@@ -19,7 +19,8 @@ def alert_rules_file(blueprint_name: str) -> str:
 
 
 def render_observability_files(rc: ResolvedCluster) -> dict[str, str]:
-    """Every observability file of ``rc`` as relative path -> text; empty when ``metrics`` is ``none``.
+    """Every observability file of ``rc`` as relative path -> text; empty when ``metrics`` is ``none``, only the alert
+    rules where the HyperPod observability add-on collects (``ObservabilityContext.collector`` ``eks_addon``).
 
     The tree checks as is: ``promtool check config observability/prometheus.yml`` (rule files and
     file_sd paths are relative to it) and ``promtool check rules observability/rules/*.yml``.
@@ -27,6 +28,10 @@ def render_observability_files(rc: ResolvedCluster) -> dict[str, str]:
     if not rc.blueprint.observability.enabled:
         return {}
     ctx = observability_context(rc)
+    if ctx.collector != "head_node":
+        # The HyperPod observability add-on collects (HyperPod EKS): no Prometheus, exporter or dashboard of
+        # fmcluster's runs; only the rules stored in the workspace are fmcluster's.
+        return {alert_rules_file(rc.name): render_alert_rules(ctx)}
     files = {
         f"{ROOT}/prometheus.yml": render_prometheus_config(ctx),
         alert_rules_file(rc.name): render_alert_rules(ctx),

@@ -48,27 +48,6 @@ def hyperpod_needs_slurm_discovery(bp: Blueprint) -> Iterator[Violation]:
 
 
 @rule(
-    "R-OBS-3",
-    level="warning",
-    source="fmcluster: the exporters and the head-node Prometheus are installed by Slurm node scripts; "
-    "HyperPod on EKS runs no Slurm controller",
-    orchestrators=("hyperpod-eks",),
-)
-def hyperpod_eks_not_covered(bp: Blueprint) -> Iterator[Violation]:
-    o = bp.observability
-    if o.enabled:
-        yield (
-            "observability.metrics",
-            (
-                f"HyperPod on EKS gets no head-node Prometheus and no {o.metrics} workspaces "
-                "(nothing would write to them), got orchestration eks; "
-                "allowed slurm for the full metrics layer "
-                "- install the HyperPod observability add-on, which creates its own Amazon Managed Prometheus workspace"
-            ),
-        )
-
-
-@rule(
     "R-OBS-4",
     level="warning",
     source="fmcluster: grafana_authentication configures only Amazon Managed Grafana",
@@ -130,9 +109,7 @@ def imported_vpc_reaches_amp(bp: Blueprint) -> Iterator[Violation]:
     "R-OBS-7",
     source="fmcluster: alerts go to one SNS topic (render_alertmanager.py), which delivers only to confirmed "
     "subscriptions (https://aws.amazon.com/about-aws/whats-new/2023/05/amazon-sns-automatic-deletion-unconfirmed-"
-    "subscriptions/: an email subscription is pending until confirmed, deleted after 48 hours unconfirmed); "
-    "the collector (and so the topic) exists only on orchestrators that run Slurm (ClusterObservability collector)",
-    requires="runs_slurm",
+    "subscriptions/: an email subscription is pending until confirmed, deleted after 48 hours unconfirmed)",
 )
 def metrics_need_a_receiver(bp: Blueprint) -> Iterator[Violation]:
     """Metrics on with no ``alert_email``, no ``alert_topic_arn`` and no explicit ``no_alert_receiver``:

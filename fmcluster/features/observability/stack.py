@@ -27,7 +27,7 @@ from fmcluster.features.observability.endpoints import (
 class ObservabilityStack(Stack):
     """The metrics layer (``observability``: ClusterObservability) and its outputs: node policy ARN, SSM
     parameter ``parameter_name``, Grafana URL, the alert topic and, when managed, the AMP remote-write and
-    query URLs. ``collector`` False (HyperPod EKS): no workspaces, no alert topic."""
+    query URLs."""
 
     def __init__(
         self,
@@ -38,7 +38,6 @@ class ObservabilityStack(Stack):
         cluster_name: str,
         parameter_name: str,
         alert_rules: str,
-        collector: bool = True,
         vpc: ec2.IVpc | None = None,
         subnet: ec2.ISubnet | None = None,
         security_group: ec2.ISecurityGroup | None = None,
@@ -47,7 +46,7 @@ class ObservabilityStack(Stack):
         super().__init__(scope, id, **kwargs)
         self.observability = ClusterObservability(
             self, "Observability", spec=spec, cluster_name=cluster_name, parameter_name=parameter_name,
-            alert_rules=alert_rules, collector=collector, vpc=vpc, subnet=subnet, security_group=security_group,
+            alert_rules=alert_rules, vpc=vpc, subnet=subnet, security_group=security_group,
         )
         obs = self.observability
         CfnOutput(

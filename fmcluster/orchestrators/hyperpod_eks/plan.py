@@ -41,8 +41,12 @@ class EksPlan:
         control_plane_cidrs: the two /28 control-plane subnets fmcluster adds to a new VPC (GPU AZ first), or
             ``None`` (imported VPC or cluster, or no room: R-EKS-3).
         addons_before_nodes: add-ons created with the cluster (node networking and pod identity).
-        addons_after_nodes: add-ons whose pods need nodes (created after the HyperPod worker groups).
+        addons_after_nodes: add-ons whose pods need nodes, in creation order (created after the HyperPod worker
+            groups, in their own stack ``<name>-addons``: docs/decisions.md 50); the HyperPod observability add-on
+            last when ``observability.metrics`` is ``managed``.
         kueue_version: the Kueue version the task governance add-on installs (manifests are rendered for it).
+        metrics_scrape_interval_s: how often the observability add-on scrapes (``observability.scrape_interval_seconds``),
+            or ``None`` when the add-on is not installed (``observability.metrics`` not ``managed``).
     """
 
     creates_cluster: bool
@@ -54,6 +58,12 @@ class EksPlan:
     addons_before_nodes: tuple[cat.Addon, ...]
     addons_after_nodes: tuple[cat.Addon, ...]
     kueue_version: str
+    metrics_scrape_interval_s: int | None = None
+
+    @property
+    def has_late_stack(self) -> bool:
+        """True when add-ons are installed after the cluster stack (their stack: ``<name>-addons``)."""
+        return bool(self.addons_after_nodes)
 
     @property
     def kubernetes_version(self) -> str | None:
@@ -90,6 +100,9 @@ def eks_plan(bp: Blueprint) -> EksPlan | None:
             after += (cat.TRAINING_OPERATOR,)
         if settings.task_governance:
             after += (cat.TASK_GOVERNANCE,)
+        if bp.observability.metrics == "managed":
+            # Last: its task-governance metrics read Kueue; its failure leaves the others installed.
+            after += (cat.OBSERVABILITY,)
     return EksPlan(
         creates_cluster=creates,
         cluster_name=bp.name if creates else arn.rsplit("/", 1)[-1],  # type: ignore[union-attr]
@@ -100,4 +113,7 @@ def eks_plan(bp: Blueprint) -> EksPlan | None:
         addons_before_nodes=before,
         addons_after_nodes=after,
         kueue_version=cat.KUEUE_VERSION,
+        metrics_scrape_interval_s=(
+            bp.observability.scrape_interval_seconds if cat.OBSERVABILITY in after else None
+        ),
     )

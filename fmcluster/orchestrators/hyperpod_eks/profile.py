@@ -33,5 +33,7 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
             reason="HyperPod on EKS has no Slurm prolog to set the IMEX domain, and fmcluster does not install "
             "the NVIDIA DRA driver whose ComputeDomain sets it on Kubernetes"),
         runs_slurm=False, encrypted_custom_ami=False,
+        # The HyperPod observability add-on collects (fmcluster.orchestrators.hyperpod_eks.addons; docs/kubernetes.md).
+        metrics_collector="eks_addon",
         boot_parts=HYPERPOD_BOOT_PARTS,
     )

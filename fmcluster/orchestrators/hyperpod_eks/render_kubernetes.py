@@ -8,8 +8,10 @@
 - ``kueue/<group>.yaml``: a ``ResourceFlavor`` selecting the group's instance type, a ``ClusterQueue`` whose quotas
   are the group's size (GPUs, EFA devices, vCPUs, memory, 2 MiB hugepages) and a ``LocalQueue`` per namespace of
   ``orchestrator.hyperpod.eks.queue_namespaces``.
-- ``kueue/kueue-manager-config.yaml``: Kueue's ``Configuration`` with ``waitForPodsReady`` (gang admission: a workload
-  keeps its quota only once all its pods run), as the ``kueue-manager-config`` ConfigMap Kueue reads.
+- ``kueue/kueue-config-fmcluster.yaml``: the part of Kueue's ``Configuration`` fmcluster sets, ``waitForPodsReady``
+  (gang admission: a workload keeps its quota only once all its pods run) and the job frameworks, and
+  ``kueue/merge-kueue-config.sh``, which merges it into the live ``kueue-manager-config`` ConfigMap (task governance's
+  own settings kept) and restarts the Kueue controller.
 - ``jobs/<group>-nccl-tests.yaml`` (an ``MPIJob``) and ``jobs/<group>-fsdp.yaml`` (a ``PyTorchJob``): every node of the
   group, each pod requesting all of the type's GPUs, every EFA device (``vpc.amazonaws.com/efa`` = the resolved
   group's EFA count) and hugepages, with the group's job environment.
@@ -157,28 +159,39 @@ def queue_objects(g: ResolvedGroup, namespaces: list[str]) -> list[dict[str, Any
     return [flavor, queue, *local]
 
 
-def kueue_manager_config() -> dict[str, Any]:
-    """Kueue's Configuration with gang admission (``waitForPodsReady``), in the ConfigMap Kueue's install reads
-    (``kueue-manager-config`` in ``kueue-system``, key ``controller_manager_config.yaml``: kubernetes-sigs/kueue
-    config/components/manager/kustomization.yaml, name prefix ``kueue-``)."""
-    config = {
+#: Kueue's configuration ConfigMap, its key and the controller Deployment that reads it at start (kubernetes-sigs/kueue
+#: config/components/manager/kustomization.yaml: name prefix ``kueue-``, ``controller_manager_config.yaml``).
+KUEUE_CONFIG_MAP = "kueue-manager-config"
+KUEUE_CONFIG_KEY = "controller_manager_config.yaml"
+KUEUE_DEPLOYMENT = "kueue-controller-manager"
+#: The job frameworks fmcluster's jobs need Kueue to manage (MPIJob, PyTorchJob; batch/job for plain Jobs).
+KUEUE_FRAMEWORKS = ("batch/job", "kubeflow.org/mpijob", "kubeflow.org/pytorchjob")
+KUEUE_FRAGMENT = "kueue-config-fmcluster.yaml"
+
+
+def kueue_config_fragment() -> dict[str, Any]:
+    """The part of Kueue's ``Configuration`` fmcluster sets (``kueue/kueue-config-fmcluster.yaml``): gang admission
+    (``waitForPodsReady``) and the frameworks of its jobs. Merged into the live configuration by
+    :func:`merge_kueue_config_script`, never applied in its place: with task governance the add-on owns that
+    ConfigMap and its other settings (issue 27)."""
+    return {
         "apiVersion": KUEUE_CONFIG_API, "kind": "Configuration",
-        "health": {"healthProbeBindAddress": ":8081"},
-        "metrics": {"bindAddress": ":8443"},
-        "webhook": {"port": 9443},
-        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
         "waitForPodsReady": {
             "timeout": PODS_READY_TIMEOUT,
             "blockAdmission": True,
             "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600},
         },
-        "integrations": {"frameworks": ["batch/job", "kubeflow.org/mpijob", "kubeflow.org/pytorchjob"]},
+        "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
     }
-    return {
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "kueue-manager-config", "namespace": KUEUE_NAMESPACE, "labels": _labels()},
-        "data": {"controller_manager_config.yaml": yaml.safe_dump(config, sort_keys=False)},
-    }
+
+
+def merge_kueue_config_script(plan: EksPlan) -> str:
+    """``kueue/merge-kueue-config.sh``: merges :func:`kueue_config_fragment` into the live ConfigMap and restarts the
+    Kueue controller when it changed (template ``hyperpod_eks/merge-kueue-config.sh.j2`` says how)."""
+    return render("hyperpod_eks/merge-kueue-config.sh.j2", {
+        "fragment": KUEUE_FRAGMENT, "namespace": KUEUE_NAMESPACE, "config_map": KUEUE_CONFIG_MAP, "key": KUEUE_CONFIG_KEY,
+        "deployment": KUEUE_DEPLOYMENT, "config_api": KUEUE_CONFIG_API, "kueue_version": plan.kueue_version,
+    })
 
 
 def _pod_metadata(g: ResolvedGroup) -> dict[str, Any]:
@@ -417,7 +430,8 @@ def render_kubernetes_manifests(rc: ResolvedCluster, *, image_prefix: str = "") 
     namespaces = list(plan.settings.queue_namespaces)
     stack = rc.blueprint.software.stack
     out: dict[str, str] = {"kueue/topology.yaml": _dump(topology()),
-                           "kueue/kueue-manager-config.yaml": _dump(kueue_manager_config())}
+                           f"kueue/{KUEUE_FRAGMENT}": _dump(kueue_config_fragment()),
+                           "kueue/merge-kueue-config.sh": merge_kueue_config_script(plan)}
     for g in rc.groups:
         ctx = contexts[g.name]
         out[f"kueue/{g.name}.yaml"] = _dump(*queue_objects(g, namespaces))

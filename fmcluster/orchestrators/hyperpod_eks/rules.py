@@ -120,3 +120,78 @@ def public_endpoint_open(rc: ResolvedCluster) -> Iterator[Violation]:
                 f"the Kubernetes API endpoint is open to the whole internet, got {cidr!r}; "
                 "allowed your own address ranges (e.g. 203.0.113.7/32), or none for a private endpoint"
             )
+
+
+OBSERVABILITY_SETUP = "https://docs.aws.amazon.com/sagemaker/latest/dg/hyperpod-observability-addon-setup.html"
+
+
+@rule("R-EKS-7", level="warning", scope="cluster", orchestrators=("hyperpod-eks",),
+      source=f"{OBSERVABILITY_SETUP} (the HyperPod observability add-on is what collects DCGM, node and network "
+      "metrics on HyperPod EKS); fmcluster installs it only with observability.metrics: managed")
+def metrics_off_leaves_gpus_unwatched(rc: ResolvedCluster) -> Iterator[Violation]:
+    """``metrics: none`` on HyperPod EKS, or an existing EKS cluster (whose add-ons fmcluster does not manage) with
+    metrics on: no collector fmcluster installs, so no GPU, EFA or node metric and no alert."""
+    plan = as_eks_plan(rc.eks)
+    metrics = rc.blueprint.observability.metrics
+    if metrics == "managed" and plan is not None and not plan.creates_cluster:
+        yield "observability.metrics", (
+            f"fmcluster installs no add-on on an existing EKS cluster, so nothing writes to the workspace it creates "
+            f"and GPUs and EFA are unwatched, got 'managed' with eks_cluster_arn {plan.imported_arn}; allowed "
+            f"managed after installing {cat.OBSERVABILITY.name} on that cluster with the workspace of stack output "
+            "RemoteWriteUrl (docs/kubernetes.md)"
+        )
+    if metrics == "none":
+        yield "observability.metrics", (
+            "GPUs and EFA are unwatched on HyperPod EKS: no observability add-on, no alert on a failing GPU or "
+            "network card, got 'none'; allowed managed (the HyperPod observability add-on writes to an Amazon "
+            "Managed Prometheus workspace with fmcluster's alert rules and receiver)"
+        )
+
+
+@rule("R-EKS-8", scope="cluster", orchestrators=("hyperpod-eks",),
+      source=f"{OBSERVABILITY_SETUP} (the add-on writes to an Amazon Managed Prometheus workspace); fmcluster's "
+      "self-hosted Prometheus runs on a head node, which HyperPod EKS does not have")
+def self_hosted_metrics_have_no_node(rc: ResolvedCluster) -> Iterator[Violation]:
+    """``metrics: self_hosted`` on HyperPod EKS: nothing would run Prometheus or Grafana."""
+    if rc.blueprint.observability.metrics == "self_hosted":
+        yield "observability.metrics", (
+            "self-hosted Prometheus needs a head node, which HyperPod EKS does not have, got 'self_hosted'; allowed "
+            "managed (the HyperPod observability add-on writes to Amazon Managed Prometheus) or none"
+        )
+
+
+@rule("R-EKS-9", level="warning", scope="cluster", orchestrators=("hyperpod-eks",),
+      source="aws-samples/awsome-distributed-training 1.architectures/7.sagemaker-hyperpod-eks/terraform-modules/"
+      "hyperpod-eks-tf/modules/observability/eks_addon.tf (the add-on's configuration keys: a sample, not the add-on's "
+      "configuration schema); https://docs.aws.amazon.com/sagemaker/latest/dg/hyperpod-observability-addon-alerts.html "
+      "(the DCGM series its default alerts read)")
+def addon_metrics_unverified(rc: ResolvedCluster) -> Iterator[Violation]:
+    """The observability add-on fmcluster configures: its configuration keys and the labels of its series are not
+    verified, and only the DCGM-only alert rules and the Watchdog are evaluated."""
+    plan = as_eks_plan(rc.eks)
+    if plan is not None and plan.metrics_scrape_interval_s is not None:
+        yield "observability.metrics", (
+            f"the {cat.OBSERVABILITY.name} add-on's configuration keys (ampWorkspace, metricsProvider) and the labels "
+            "of its DCGM series are taken from an AWS sample, not verified; fmcluster evaluates only its DCGM GPU "
+            "alerts and the Watchdog there (no EFA, node-count or Slurm alert), got 'managed'; allowed managed: after "
+            "deploy check the add-on is ACTIVE (aws eks describe-addon) and the Watchdog mail arrives"
+        )
+
+
+@rule("R-EKS-10", level="warning", scope="cluster", orchestrators=("hyperpod-eks",),
+      source="https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html (a private endpoint is reached "
+      "only from the VPC or a connected network whose traffic the control plane security group admits on 443)")
+def private_endpoint_reachable(rc: ResolvedCluster) -> Iterator[Violation]:
+    """A private endpoint (no ``public_access_cidrs``) with no ``api_access_cidrs`` and no
+    ``api_access_security_group_ids``: only members of the EFA security group (the nodes) reach the API."""
+    plan = as_eks_plan(rc.eks)
+    if plan is None or not plan.creates_cluster:
+        return
+    s = plan.settings
+    if not (s.public_access_cidrs or s.api_access_cidrs or s.api_access_security_group_ids):
+        yield f"{EKS}.api_access_cidrs", (
+            "nothing outside the cluster's nodes reaches the private Kubernetes API endpoint, so kubectl and the Helm "
+            "step have no place to run from, got no api_access_cidrs, api_access_security_group_ids or "
+            "public_access_cidrs; allowed your VPN or bastion network (e.g. 10.0.0.0/16 for hosts in the VPC) or an "
+            "admin security group"
+        )

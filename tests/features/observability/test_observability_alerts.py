@@ -1,7 +1,7 @@
 """Alerts reach a person: the Alertmanager configuration (amtool check-config), the managed path (SNS topic
 with the policy AMP needs, the workspace's alert manager definition routing to it, the blueprint's email),
 the self-hosted path (Alertmanager on the head node, Prometheus pointing at it), the dead-man's switch, and
-HyperPod EKS (no workspaces nothing writes to)."""
+HyperPod EKS (the same workspace, topic and receiver; only the rules the observability add-on's series can satisfy)."""
 
 from __future__ import annotations
 
@@ -156,17 +156,44 @@ def test_self_hosted_head_node_runs_alertmanager_behind_prometheus() -> None:
     assert "run_step prometheus install_prometheus\nrun_step alertmanager install_alertmanager\n" in head
 
 
-@pytest.mark.synth
-def test_hyperpod_eks_creates_no_workspaces() -> None:
-    text = blueprint_text(
-        {"observability": {"metrics": "managed", "alert_email": "oncall@example.com"},
+def _eks_text(**observability: Any) -> str:
+    return blueprint_text(
+        {"observability": {"metrics": "managed", "alert_email": EMAIL, **observability},
          "orchestrator": {"kind": "hyperpod", "hyperpod": {"orchestration": "eks", "eks_cluster_arn": EKS_ARN}},
          # an existing EKS cluster lives in an existing VPC (R-EKS-2)
          "network": {"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"}}
     )
-    tpl = synth_templates(text)["t-cluster-observability"]
-    types = {r["Type"] for r in tpl["Resources"].values()}
-    assert not types & {"AWS::APS::Workspace", "AWS::Grafana::Workspace", "AWS::SNS::Topic"}, types
+
+
+@pytest.mark.synth
+def test_hyperpod_eks_gets_the_same_workspace_topic_and_receiver() -> None:
+    tpl = synth_templates(_eks_text())["t-cluster-observability"]
+    types = sorted({r["Type"] for r in tpl["Resources"].values()})
+    assert {"AWS::APS::Workspace", "AWS::APS::RuleGroupsNamespace", "AWS::Grafana::Workspace", "AWS::SNS::Topic",
+            "AWS::SNS::Subscription"} <= set(types), types
+    (sub,) = resources_of(tpl, "AWS::SNS::Subscription").values()
+    assert sub["Properties"]["Endpoint"] == EMAIL and sub["Properties"]["Protocol"] == "email"
+    ((topic_id, _),) = resources_of(tpl, "AWS::SNS::Topic").items()
+    (ws,) = resources_of(tpl, "AWS::APS::Workspace").values()
+    assert "alertmanager_config: |" in json.dumps(ws["Properties"]["AlertManagerDefinition"])
+    assert _refs(ws, topic_id) == {"Ref": topic_id}
+
+
+def test_hyperpod_eks_rules_read_only_what_the_addon_writes() -> None:
+    """On HyperPod EKS the rules are the DCGM-only GPU rules and the Watchdog: none reads fmcluster's textfile gauges,
+    Slurm or its scrape jobs (they would never fire, or, for absent(), always)."""
+    rc = resolve(load_blueprint_text(_eks_text()).blueprint)
+    groups = alert_groups(observability_context(rc))
+    got = {g: [r.alert for r in rules] for g, rules in groups.items()}
+    assert got == {
+        "t-cluster-gpu": ["GpuXidHardwareError", "GpuXidApplicationError", "GpuFallenOffBus", "GpuEccDoubleBitErrors",
+                          "GpuRowRemapFailure"],
+        "t-cluster-pipeline": ["Watchdog"],
+    }
+    exprs = " ".join(r.expr for rules in groups.values() for r in rules)
+    assert "fmcluster_" not in exprs and "slurm_" not in exprs and "absent(" not in exprs
+    descriptions = " ".join(r.description for rules in groups.values() for r in rules)
+    assert "Slurm" not in descriptions and "Cordon the node (kubectl cordon)" in descriptions
 
 
 def test_blueprint_receiver_fields_are_validated() -> None:

@@ -37,24 +37,6 @@ RULE_CASES = [
         "node_discovery: slurm? [R-OBS-2]",
     ),
     (
-        {
-            "observability": {"metrics": "self_hosted"},
-            "orchestrator": {
-                "kind": "hyperpod",
-                "hyperpod": {
-                    "orchestration": "eks",
-                    "eks_cluster_arn": "arn:aws:eks:us-east-1:123456789012:cluster/x",
-                },
-            },
-            "network": {"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"},
-        },
-        "warning",
-        "observability.metrics",
-        "HyperPod on EKS gets no head-node Prometheus and no self_hosted workspaces (nothing would write to them), got "
-        "orchestration eks; allowed slurm for the full metrics layer - install the HyperPod observability add-on, "
-        "which creates its own Amazon Managed Prometheus workspace [R-OBS-3]",
-    ),
-    (
         {"observability": {"metrics": "self_hosted", "grafana_authentication": "SAML"}},
         "warning",
         "observability.grafana_authentication",
@@ -155,14 +137,16 @@ def test_a_receiver_or_the_explicit_choice_satisfies_r_obs_7(observability: dict
     assert [p for p in _problems({"observability": observability}) if "R-OBS-7" in p[2]] == []
 
 
-def test_hyperpod_eks_has_no_alert_topic_so_r_obs_7_stays_silent() -> None:
+def test_hyperpod_eks_needs_a_receiver_too() -> None:
+    """HyperPod EKS has the same alert topic as the Slurm orchestrators (the observability add-on writes to the
+    workspace), so R-OBS-7 asks for a receiver there too."""
     eks = {
         "observability": {"metrics": "managed"},
         "orchestrator": {"kind": "hyperpod", "hyperpod": {
             "orchestration": "eks", "eks_cluster_arn": "arn:aws:eks:us-east-1:123456789012:cluster/x"}},
         "network": VPC,
     }
-    assert [p for p in _problems(eks) if "R-OBS-7" in p[2]] == []
+    assert [(p[0], p[1]) for p in _problems(eks) if "R-OBS-7" in p[2]] == [("error", "observability.alert_email")]
 
 
 def test_unknown_metrics_mode_is_a_shape_error() -> None:

@@ -225,12 +225,17 @@ def test_bucket_rule_matches_construct_in_every_region(region: str) -> None:
 
 # ---- EKS: no controller node anywhere ---------------------------------------------------------------
 def test_eks_profile_has_no_controller_or_login() -> None:
-    rc = resolve(load_blueprint_text(blueprint_text(merge(eks(), {"observability": {"metrics": "managed"}}))).blueprint)
+    rc = resolve(load_blueprint_text(blueprint_text(merge(eks(), {"observability": {
+        "metrics": "managed", "alert_email": "oncall@example.com"}}))).blueprint)
     assert rc.profile.management == () and rc.profile.head_node_label is None
     assert [label for label, _ in rc.subnet.management] == []
-    text = json.dumps([e.as_dict() for e in observability_endpoints(rc)])
+    endpoints = observability_endpoints(rc)
+    text = json.dumps([e.as_dict() for e in endpoints])
     assert "controller" not in text and "head node" not in text and "login node" not in text
-    assert "your own collector" in text
+    assert "your own collector" in text  # the SSM parameter: no node of fmcluster's reads it on EKS
+    # the alerts reach the receiver through the workspace's alert manager, as on Slurm
+    (alerts,) = [e.as_dict() for e in endpoints if e.name == "Alerts"]
+    assert "email oncall@example.com" in json.dumps(alerts) and "AMP workspace's alert manager" in json.dumps(alerts)
 
 
 @pytest.mark.parametrize(("patch", "mount"), [(HP, "/fsx"), (eks(), None)])

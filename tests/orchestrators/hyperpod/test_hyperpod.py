@@ -315,7 +315,7 @@ def test_controller_runs_the_head_node_script_with_the_node_policy(metrics: str)
 
 @pytest.mark.parametrize(("metrics", "orchestrator"), [
     ("none", {}),
-    ("managed", {"orchestration": "eks", "eks_cluster_arn": EKS_ARN}),  # no controller on EKS (R-OBS-3 warns)
+    ("managed", {"orchestration": "eks", "eks_cluster_arn": EKS_ARN}),  # no controller on EKS (R-EKS-7 warns)
 ])
 def test_no_head_node_script_or_node_policy(metrics: str, orchestrator: dict[str, Any]) -> None:
     out, templates = synth_to_folder(_with_metrics(metrics, **orchestrator))

@@ -31,16 +31,23 @@ def _import(arn: str = ARN, **extra: Any) -> dict[str, Any]:
     return {"orchestrator": {"kind": "hyperpod", "hyperpod": {"orchestration": "eks", "eks_cluster_arn": arn}}, **extra}
 
 
-CREATE_OK = _eks(admin_role_arn=ADMIN, control_plane_availability_zone="us-east-1b")
+CREATE_OK = _eks(admin_role_arn=ADMIN, control_plane_availability_zone="us-east-1b", api_access_cidrs=["10.0.0.0/16"])
 
 
-def _problems(*patches: dict[str, Any], base: dict[str, Any]) -> list[tuple[str, str, str | None]]:
+#: The rules about the metrics collector (observability add-on), tabled apart from the EKS cluster's own rules.
+METRICS_RULES = ("R-EKS-7", "R-EKS-8", "R-EKS-9")
+
+
+def _problems(*patches: dict[str, Any], base: dict[str, Any],
+              rules: tuple[str, ...] | None = None) -> list[tuple[str, str, str | None]]:
+    """Errors (all), or the R-EKS warnings: ``rules`` when given, else every R-EKS rule but :data:`METRICS_RULES`."""
     text = blueprint_text(*patches, base=base)
     try:
         loaded = load_blueprint_text(text)
     except BlueprintError as e:
         return [(p.path, p.message, p.rule_id) for p in e.errors]
-    return [(p.path, p.message, p.rule_id) for p in loaded.warnings if p.rule_id and p.rule_id.startswith("R-EKS")]
+    return [(p.path, p.message, p.rule_id) for p in loaded.warnings if p.rule_id and p.rule_id.startswith("R-EKS")
+            and (p.rule_id in rules if rules is not None else p.rule_id not in METRICS_RULES)]
 
 
 @pytest.mark.parametrize(("patch", "expected"), [
@@ -86,17 +93,53 @@ def _problems(*patches: dict[str, Any], base: dict[str, Any]) -> list[tuple[str,
     (merge(CREATE_OK, {"orchestrator": {"hyperpod": {"eks": {"public_access_cidrs": ["0.0.0.0/0"]}}}}),
      [(f"{EKS}.public_access_cidrs[0]", "the Kubernetes API endpoint is open to the whole internet, got '0.0.0.0/0'; "
        "allowed your own address ranges (e.g. 203.0.113.7/32), or none for a private endpoint", "R-EKS-6")]),
+    (merge(CREATE_OK, {"orchestrator": {"hyperpod": {"eks": {"api_access_cidrs": []}}}}),
+     [(f"{EKS}.api_access_cidrs", "nothing outside the cluster's nodes reaches the private Kubernetes API endpoint, so "
+       "kubectl and the Helm step have no place to run from, got no api_access_cidrs, api_access_security_group_ids or "
+       "public_access_cidrs; allowed your VPN or bastion network (e.g. 10.0.0.0/16 for hosts in the VPC) or an admin "
+       "security group", "R-EKS-10")]),
 ])
 def test_eks_rules(patch: dict[str, Any], expected: list[tuple[str, str, str]]) -> None:
     base = {**example("hyperpod-eks"), "orchestrator": {"kind": "hyperpod", "hyperpod": {"orchestration": "eks"}}}
     assert _problems(patch, base=base) == expected
 
 
+OBS = "observability.metrics"
+ADDON_UNVERIFIED = (
+    OBS, "the amazon-sagemaker-hyperpod-observability add-on's configuration keys (ampWorkspace, metricsProvider) and "
+    "the labels of its DCGM series are taken from an AWS sample, not verified; fmcluster evaluates only its DCGM GPU "
+    "alerts and the Watchdog there (no EFA, node-count or Slurm alert), got 'managed'; allowed managed: after deploy "
+    "check the add-on is ACTIVE (aws eks describe-addon) and the Watchdog mail arrives", "R-EKS-9")
+
+
+@pytest.mark.parametrize(("patch", "expected"), [
+    ({}, [ADDON_UNVERIFIED]),
+    ({"observability": {"metrics": "none", "alert_email": DROP}},
+     [(OBS, "GPUs and EFA are unwatched on HyperPod EKS: no observability add-on, no alert on a failing GPU or network "
+       "card, got 'none'; allowed managed (the HyperPod observability add-on writes to an Amazon Managed Prometheus "
+       "workspace with fmcluster's alert rules and receiver)", "R-EKS-7")]),
+    ({"observability": {"metrics": "self_hosted"}},
+     [(OBS, "self-hosted Prometheus needs a head node, which HyperPod EKS does not have, got 'self_hosted'; allowed "
+       "managed (the HyperPod observability add-on writes to Amazon Managed Prometheus) or none", "R-EKS-8")]),
+    ({**_import(network=NET), "orchestrator": {"hyperpod": {"eks": DROP, "eks_cluster_arn": ARN}}},
+     [(OBS, "fmcluster installs no add-on on an existing EKS cluster, so nothing writes to the workspace it creates and "
+       f"GPUs and EFA are unwatched, got 'managed' with eks_cluster_arn {ARN}; allowed managed after installing "
+       "amazon-sagemaker-hyperpod-observability on that cluster with the workspace of stack output RemoteWriteUrl "
+       "(docs/kubernetes.md)", "R-EKS-7")]),
+])
+def test_metrics_rules(patch: dict[str, Any], expected: list[tuple[str, str, str]]) -> None:
+    assert _problems(patch, base=example("hyperpod-eks"), rules=METRICS_RULES) == expected
+
+
 def test_valid_variants_have_no_eks_problems() -> None:
     base = {**example("hyperpod-eks"), "orchestrator": {"kind": "hyperpod", "hyperpod": {"orchestration": "eks"}}}
     assert _problems(CREATE_OK, base=base) == []
+    # any one way in silences R-EKS-10
+    for way in ({"public_access_cidrs": ["203.0.113.7/32"]}, {"api_access_security_group_ids": ["sg-0123456789abcdef0"]}):
+        assert _problems(merge(CREATE_OK, {"orchestrator": {"hyperpod": {"eks": {"api_access_cidrs": [], **way}}}}),
+                         base=base) == []
     # an imported VPC names its control-plane subnets; an existing cluster in an existing VPC of the Region
-    assert _problems({**_eks(admin_role_arn=ADMIN, control_plane_subnet_ids=[
+    assert _problems({**_eks(admin_role_arn=ADMIN, api_access_cidrs=["10.0.0.0/16"], control_plane_subnet_ids=[
         "subnet-0123456789abcdef1", "subnet-0123456789abcdef2"]), "network": NET}, base=base) == []
     assert _problems(_import(network=NET), base=base) == []
     # placed by AZ ID: the control-plane AZ is an AZ ID too
@@ -106,13 +149,16 @@ def test_valid_variants_have_no_eks_problems() -> None:
 
 
 def test_cidr_and_name_shapes_are_refused_with_hints() -> None:
-    text = blueprint_text(_eks(admin_role_arn="role/eks", public_access_cidrs=["10.0.0.1/8"]),
+    text = blueprint_text(_eks(admin_role_arn="role/eks", public_access_cidrs=["10.0.0.1/8"],
+                               api_access_cidrs=["10.0.0.0/16", "vpn"], api_access_security_group_ids=["sg-12"]),
                           base=example("hyperpod-eks"))
     with pytest.raises(BlueprintError) as e:
         load_blueprint_text(text)
     by_path = {p.path: p.message for p in e.value.errors}
     assert "an IAM role ARN such as" in by_path[f"{EKS}.admin_role_arn"]
     assert "not IPv4 network CIDRs, got '10.0.0.1/8'" in by_path[f"{EKS}.public_access_cidrs"]
+    assert "not IPv4 network CIDRs, got 'vpn'" in by_path[f"{EKS}.api_access_cidrs"]
+    assert "sg- followed by 8 or 17 hex digits" in by_path[f"{EKS}.api_access_security_group_ids[0]"], by_path
 
 
 @pytest.mark.parametrize(("vpc", "gpu", "expected"), [
@@ -141,7 +187,8 @@ def _templates() -> dict[str, dict[str, Any]]:
 
 
 def test_stacks_of_the_example() -> None:
-    assert sorted(_templates()) == ["hp-eks-cluster", "hp-eks-eks", "hp-eks-network", "hp-eks-storage"]
+    assert sorted(_templates()) == ["hp-eks-addons", "hp-eks-cluster", "hp-eks-eks", "hp-eks-network",
+                                    "hp-eks-observability", "hp-eks-storage"]
 
 
 def test_eks_cluster_is_private_api_authenticated_and_pinned() -> None:
@@ -155,6 +202,18 @@ def test_eks_cluster_is_private_api_authenticated_and_pinned() -> None:
     assert len(vpc["SubnetIds"]) == 2 and len(vpc["SecurityGroupIds"]) == 1
     assert [t["Type"] for t in p["Logging"]["ClusterLogging"]["EnabledTypes"]] == [
         "api", "audit", "authenticator", "controllerManager", "scheduler"]
+
+
+def test_api_access_admits_443_on_the_cluster_security_group() -> None:
+    tpl = _templates()["hp-eks-eks"]
+    (cluster_id,) = resources_of(tpl, "AWS::EKS::Cluster")
+    (rule,) = resources_of(tpl, "AWS::EC2::SecurityGroupIngress").values()
+    p = rule["Properties"]
+    assert p["GroupId"] == {"Fn::GetAtt": [cluster_id, "ClusterSecurityGroupId"]}
+    assert (p["IpProtocol"], p["FromPort"], p["ToPort"], p["CidrIp"]) == ("tcp", 443, 443, "10.0.0.0/16")
+    (command,) = [o["Value"] for k, o in tpl["Outputs"].items() if k.startswith("EksKubeconfigCommand")]
+    assert command == (
+        "aws eks update-kubeconfig --region us-east-1 --name hp-eks --role-arn arn:aws:iam::123456789012:role/eks-admins")
 
 
 def test_control_plane_subnets_are_in_two_azs() -> None:
@@ -178,15 +237,94 @@ def test_addons_before_and_after_the_worker_groups() -> None:
               for r in resources_of(_templates()["hp-eks-eks"], "AWS::EKS::Addon").values()}
     assert before == {"vpc-cni": "v1.20.1-eksbuild.3", "kube-proxy": None, "eks-pod-identity-agent": None}
     assert cat.version_tuple(before["vpc-cni"] or "") >= cat.MIN_VPC_CNI
-    cluster = _templates()["hp-eks-cluster"]
-    (hyperpod_id,) = resources_of(cluster, "AWS::SageMaker::Cluster")
-    after = resources_of(cluster, "AWS::EKS::Addon")
+    after = resources_of(_templates()["hp-eks-addons"], "AWS::EKS::Addon")
     names = [r["Properties"]["AddonName"] for r in after.values()]
-    assert names == ["coredns", "amazon-sagemaker-hyperpod-training-operator", "amazon-sagemaker-hyperpod-taskgovernance"]
-    assert all(hyperpod_id in r["DependsOn"] for r in after.values())
+    assert names == ["coredns", "amazon-sagemaker-hyperpod-training-operator",
+                     "amazon-sagemaker-hyperpod-taskgovernance", "amazon-sagemaker-hyperpod-observability"]
+    # one at a time, in that order
+    ids = list(after)
+    assert [after[i].get("DependsOn") for i in ids[1:]] == [[i] for i in ids[:-1]]
     assert all(r["Properties"]["ClusterName"] == "hp-eks" for r in after.values())
     versions = {r["Properties"]["AddonName"]: r["Properties"].get("AddonVersion") for r in after.values()}
     assert versions["amazon-sagemaker-hyperpod-taskgovernance"] == "v1.6.0-eksbuild.1"
+
+
+def test_an_addon_failure_cannot_roll_back_the_hyperpod_cluster() -> None:
+    """The HyperPod cluster and the add-ons that need nodes are in different stacks, and the add-ons' stack is
+    deployed after the cluster's: a failed add-on rolls back <name>-addons only (docs/decisions.md 50)."""
+    templates = _templates()
+    holding = {name: sorted({r["Type"] for r in t["Resources"].values()} & {"AWS::SageMaker::Cluster", "AWS::EKS::Addon"})
+               for name, t in templates.items()}
+    assert holding["hp-eks-cluster"] == ["AWS::SageMaker::Cluster"]
+    assert holding["hp-eks-addons"] == ["AWS::EKS::Addon"]
+    assert holding["hp-eks-eks"] == ["AWS::EKS::Addon"]  # the node add-ons, which need no node, come before HyperPod
+    assert all(holding[n] == [] for n in ("hp-eks-network", "hp-eks-storage", "hp-eks-observability"))
+
+
+def test_addons_stack_deploys_after_the_cluster_stack() -> None:
+    import aws_cdk as cdk
+
+    from fmcluster.stacks.build import build_app
+    from tests.conftest import cdk_context
+
+    app = cdk.App(context=cdk_context())
+    stacks = build_app(app, load_blueprint_text((ROOT / "blueprints" / "hyperpod-eks.yaml").read_text()).blueprint)
+    assert stacks.addons is not None
+    assert stacks.cluster in stacks.addons.dependencies
+    assert stacks.addons not in stacks.cluster.dependencies
+
+
+def _addon(name: str) -> dict[str, Any]:
+    (addon,) = [r for r in resources_of(_templates()["hp-eks-addons"], "AWS::EKS::Addon").values()
+                if r["Properties"]["AddonName"] == name]
+    return addon
+
+
+def _role(addon: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The Pod Identity role of ``addon`` and the statements of its inline policies."""
+    (assoc,) = addon["Properties"]["PodIdentityAssociations"]
+    role_id = assoc["RoleArn"]["Fn::GetAtt"][0]
+    tpl = _templates()["hp-eks-addons"]
+    statements = [st for p in resources_of(tpl, "AWS::IAM::Policy").values()
+                  if {"Ref": role_id} in p["Properties"]["Roles"] for st in p["Properties"]["PolicyDocument"]["Statement"]]
+    return tpl["Resources"][role_id], statements
+
+
+@pytest.mark.parametrize(("addon", "identity"), [
+    ("amazon-sagemaker-hyperpod-training-operator", cat.TRAINING_OPERATOR_IDENTITY),
+    ("amazon-sagemaker-hyperpod-observability", cat.OBSERVABILITY_IDENTITY),
+])
+def test_addons_get_their_pod_identity_roles(addon: str, identity: cat.PodIdentity) -> None:
+    a = _addon(addon)
+    (assoc,) = a["Properties"]["PodIdentityAssociations"]
+    assert assoc["ServiceAccount"] == identity.service_account
+    role, _ = _role(a)
+    (trust,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    assert sorted(trust["Action"]) == ["sts:AssumeRole", "sts:TagSession"]
+    source_arn = json.dumps(trust["Condition"]["StringEquals"]["aws:SourceArn"])
+    assert source_arn.endswith(':eks:us-east-1:", {"Ref": "AWS::AccountId"}, ":cluster/hp-eks"]]}')
+    managed = json.dumps(role["Properties"].get("ManagedPolicyArns", []))
+    assert all(f":iam::aws:policy/{p}" in managed for p in identity.managed_policies)
+
+
+def test_observability_addon_writes_to_the_observability_workspace() -> None:
+    a = _addon("amazon-sagemaker-hyperpod-observability")
+    # ConfigurationValues is a JSON string joined with the workspace's exported attributes
+    parts = a["Properties"]["ConfigurationValues"]["Fn::Join"][1]
+    imports = [p["Fn::ImportValue"] for p in parts if isinstance(p, dict)]
+    assert len(imports) == 2 and all(i.startswith("hp-eks-observability:") for i in imports)
+    assert "PrometheusEndpoint" in imports[0]
+    assert "PrometheusEndpoint" not in imports[1] and "Arn" in imports[1]
+    text = "".join(p if isinstance(p, str) else "X" for p in parts)
+    config = json.loads(text)
+    assert config["ampWorkspace"] == {"prometheusEndpoint": "X", "arn": "X"}
+    assert config["metricsProvider"] == {
+        k: {"level": v, "scrapeInterval": 30}
+        for k, v in {**cat.OBSERVABILITY_METRIC_LEVELS, "taskGovernanceMetrics": "BASIC"}.items()}
+    _, statements = _role(a)
+    (write,) = [st for st in statements if st["Action"] == "aps:RemoteWrite"]
+    assert write["Resource"] == {"Fn::ImportValue": imports[1]}
 
 
 def test_interface_endpoints_of_a_private_cluster() -> None:

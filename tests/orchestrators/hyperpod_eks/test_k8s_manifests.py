@@ -96,6 +96,8 @@ def _validate(doc: dict[str, Any]) -> None:
 @pytest.mark.parametrize("text", [None, MIXED], ids=["example", "mixed"])
 def test_every_rendered_object_validates_against_its_schema(text: str | None) -> None:
     docs = _docs(_rc(text))
+    # Kueue's Configuration is a file Kueue reads, not an API object: the merge script's tests cover it
+    docs.pop("kueue/kueue-config-fmcluster.yaml")
     kinds = set()
     for path, objects in docs.items():
         assert objects, path
@@ -194,10 +196,10 @@ def test_topology_levels_and_gang_admission() -> None:
     assert [lvl["nodeLabel"] for lvl in topo["spec"]["levels"]] == [
         "topology.k8s.aws/network-node-layer-1", "topology.k8s.aws/network-node-layer-2",
         "topology.k8s.aws/network-node-layer-3", "kubernetes.io/hostname"]
-    (config_map,) = docs["kueue/kueue-manager-config.yaml"]
-    config = yaml.safe_load(config_map["data"]["controller_manager_config.yaml"])
+    (config,) = docs["kueue/kueue-config-fmcluster.yaml"]
     assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
     assert config["waitForPodsReady"]["blockAdmission"] is True and config["waitForPodsReady"]["timeout"] == "10m"
+    assert "kueue/kueue-manager-config.yaml" not in docs  # merged into the live ConfigMap, never applied in its place
     (mpi,) = docs["jobs/gpu-nccl-tests.yaml"]
     annotations = mpi["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["metadata"]["annotations"]
     assert annotations == {"kueue.x-k8s.io/podset-preferred-topology": "topology.k8s.aws/network-node-layer-3"}
@@ -365,3 +367,89 @@ def test_helm_install_passes_on_a_cluster_without_nodes(tmp_path: Path) -> None:
         proc = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0, proc.stderr
     assert log.read_text().count("helm upgrade --install") == 2
+
+
+# ---- Kueue configuration merge, run for real against a stub kubectl ----------------------------------------------
+#: What task governance's Kueue might hold (keys of Kueue's Configuration v1beta2, apis/config/v1beta2): settings and
+#: integrations fmcluster does not set, which the merge must keep.
+TASK_GOVERNANCE_CONFIG = """apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+manageJobsWithoutQueueName: false
+integrations:
+  frameworks:
+  - batch/job
+  - ray.io/rayjob
+  - kubeflow.org/pytorchjob
+waitForPodsReady:
+  timeout: 5m
+"""
+#: kubectl as documented: ``get ... -o jsonpath=`` prints the value (NotFound on stderr, exit 1, for a missing object),
+#: ``apply -f -`` reads the manifest from stdin, ``rollout restart`` restarts a Deployment.
+STUB_KUBECTL = """if [[ "$*" == *"get configmap kueue-manager-config"* ]]; then
+  if [[ -f "$LIVE" ]]; then cat "$LIVE"; exit 0; fi
+  echo 'Error from server (NotFound): configmaps "kueue-manager-config" not found' >&2; exit 1
+fi
+echo "kubectl $*" >> "$STUB_LOG"
+if [[ "$*" == "apply -f -" ]]; then cat > "$APPLIED"; fi
+"""
+
+
+def _run_merge(tmp_path: Path, live: str | None) -> tuple[subprocess.CompletedProcess[str], list[str], dict[str, Any] | None]:
+    files = render_kubernetes_manifests(_rc())
+    folder = tmp_path / "kueue"
+    folder.mkdir()
+    for name in ("merge-kueue-config.sh", "kueue-config-fmcluster.yaml"):
+        (folder / name).write_text(files[f"kueue/{name}"])
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _stub(bin_dir, "kubectl", STUB_KUBECTL)
+    if live is not None:
+        (tmp_path / "live.yaml").write_text(live)
+    log, applied = tmp_path / "kubectl.log", tmp_path / "applied.json"
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "LIVE": str(tmp_path / "live.yaml"),
+           "STUB_LOG": str(log), "APPLIED": str(applied), "FMC_PYTHON": str(ROOT / ".venv/bin/python")}
+    proc = subprocess.run(["bash", str(folder / "merge-kueue-config.sh")], env=env, capture_output=True, text=True,
+                          timeout=60)
+    calls = log.read_text().splitlines() if log.exists() else []
+    return proc, calls, json.loads(applied.read_text()) if applied.exists() else None
+
+
+def test_kueue_merge_keeps_what_task_governance_set(tmp_path: Path) -> None:
+    proc, calls, applied = _run_merge(tmp_path, TASK_GOVERNANCE_CONFIG)
+    assert proc.returncode == 0, proc.stderr
+    assert calls == ["kubectl apply -f -", "kubectl -n kueue-system rollout restart deployment/kueue-controller-manager"]
+    assert applied is not None and applied["metadata"] == {"name": "kueue-manager-config", "namespace": "kueue-system"}
+    config = yaml.safe_load(applied["data"]["controller_manager_config.yaml"])
+    assert config["manageJobsWithoutQueueName"] is False  # the add-on's own setting stays
+    assert config["integrations"]["frameworks"] == [
+        "batch/job", "ray.io/rayjob", "kubeflow.org/pytorchjob", "kubeflow.org/mpijob"]  # union, existing first
+    assert config["waitForPodsReady"]["timeout"] == "10m" and config["waitForPodsReady"]["blockAdmission"] is True
+
+
+def test_kueue_merge_twice_applies_nothing_the_second_time(tmp_path: Path) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    _, _, applied = _run_merge(first, TASK_GOVERNANCE_CONFIG)
+    assert applied is not None
+    proc, calls, again = _run_merge(second, applied["data"]["controller_manager_config.yaml"])
+    assert proc.returncode == 0 and calls == [] and again is None, proc.stderr
+    assert "nothing applied" in proc.stdout
+
+
+@pytest.mark.parametrize(("live", "rc", "message"), [
+    (None, 2, "no ConfigMap kueue-system/kueue-manager-config: install Kueue first"),
+    (TASK_GOVERNANCE_CONFIG.replace("v1beta2", "v1beta1"), 1,
+     "the live configuration is config.kueue.x-k8s.io/v1beta1, fmcluster's config.kueue.x-k8s.io/v1beta2"),
+])
+def test_kueue_merge_refuses_without_changing_anything(tmp_path: Path, live: str | None, rc: int, message: str) -> None:
+    proc, calls, applied = _run_merge(tmp_path, live)
+    assert proc.returncode == rc and message in proc.stderr, proc.stderr
+    assert calls == [] and applied is None
+
+
+def test_kueue_merge_script_is_shellcheck_clean(tmp_path: Path) -> None:
+    script = tmp_path / "merge.sh"
+    script.write_text(render_kubernetes_manifests(_rc())["kueue/merge-kueue-config.sh"])
+    check = subprocess.run([str(ROOT / ".venv/bin/shellcheck"), "-S", "style", str(script)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout
