@@ -95,3 +95,14 @@ def accounting_plan(bp: Blueprint, profile: OrchestratorProfile) -> AccountingPl
     if route == "database" and bp.network.vpc_id is None:
         cidrs = database_subnet_cidrs(bp.network.vpc_cidr, bp.network.gpu_subnet_prefix_length)
     return AccountingPlan(spec=bp.orchestrator.slurm.accounting, route=route, subnet_cidrs=cidrs)
+
+
+def as_accounting_plan(plan: object) -> AccountingPlan | None:
+    """``plan`` (the resolved cluster's ``accounting`` slot) as this feature's :class:`AccountingPlan`, or ``None``.
+
+    Raises:
+        TypeError: ``plan`` is something else (the slot was filled by another hook: a wiring mistake).
+    """
+    if plan is None or isinstance(plan, AccountingPlan):
+        return plan
+    raise TypeError(f"accounting plan expected, got {type(plan).__name__}")
