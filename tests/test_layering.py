@@ -54,10 +54,7 @@ SLICE_ROOTS = {"orchestrators": SLICES, "features": FEATURES}
 CORE_TO_SLICE: dict[str, set[str]] = {}
 #: Modules outside ``fmcluster/features/`` that still import a feature slice's module directly. Each is a debt, as in
 #: :data:`CORE_TO_SLICE`: remove the import and its line; never add one.
-CORE_TO_FEATURE = {
-    "fmcluster.resolved.cluster": {"fmcluster.features.accounting.plan", "fmcluster.features.containers.plan",
-                                   "fmcluster.features.network.plan", "fmcluster.features.node.plan_image"},
-}
+CORE_TO_FEATURE: dict[str, set[str]] = {}
 
 
 
