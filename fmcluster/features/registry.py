@@ -13,8 +13,8 @@ Hooks (each optional; a feature without it contributes nothing):
   order of :data:`FEATURES` (files of one folder keep the order they are given in).
 - ``endpoints``: ``(rc) -> [endpoint]``, the plan's endpoint lines (each with ``as_dict() -> {name, address, access}``).
 - ``provision``: ``(file, *, profile, session_factory) -> exit code``, the after-deploy command of the feature.
-- ``image_lookups``: ``(rc) -> [(cdk.context.json key, DescribeImages name filter, CPU architecture)]``, the parent
-  AMIs bake mode needs looked up once (``fmcluster image lookup``).
+- ``image_lookups``: ``(rc) -> [(image key, DescribeImages name filter, CPU architecture)]``, the parent AMIs a
+  bake-mode deployment finds (``fmcluster image lookup`` shows them).
 - ``parent_image``: ``(ec2 client, name filter, arch) -> AMI id``, the image the deployment would pick now for one of
   those lookups; raises ``LookupError`` (with a message naming the filter or the tied AMIs) when there is no single one.
 - ``plan``: ``(bp, profile) -> plan``, the feature's resolved plan of the blueprint, computed once by
@@ -70,8 +70,8 @@ class Feature:
     def hooks(self) -> dict[str, str]:
         """Hook name -> ``"<module>:<function>"`` of the hooks this row has."""
         specs = {"render": self.render, "endpoints": self.endpoints, "provision": self.provision,
-                 "image_lookups": self.image_lookups, "parent_image": self.parent_image, "stack": self.stack, "plan": self.plan,
-                 "group_plan": self.group_plan}
+                 "image_lookups": self.image_lookups, "parent_image": self.parent_image, "stack": self.stack,
+                 "plan": self.plan, "group_plan": self.group_plan}
         return {k: v for k, v in specs.items() if v is not None}
 
     def render_files(self, rc: Any) -> dict[str, str]:
