@@ -54,29 +54,7 @@ SLICE_ROOTS = {"orchestrators": SLICES, "features": FEATURES}
 CORE_TO_SLICE: dict[str, set[str]] = {}
 #: Modules outside ``fmcluster/features/`` that still import a feature slice's module directly. Each is a debt, as in
 #: :data:`CORE_TO_SLICE`: remove the import and its line; never add one.
-CORE_TO_FEATURE = {
-    "fmcluster.preflight.image_lookup": {"fmcluster.features.node.handler_parent_ami"},
-    "fmcluster.resolved.cluster": {"fmcluster.features.accounting.plan", "fmcluster.features.containers.plan",
-                                   "fmcluster.features.network.plan", "fmcluster.features.node.plan_image"},
-    "fmcluster.stacks.build": {"fmcluster.features.accounting.stack", "fmcluster.features.network.construct",
-                               "fmcluster.features.network.stack", "fmcluster.features.node.construct_image",
-                               "fmcluster.features.node.plan_bake", "fmcluster.features.node.render_context",
-                               "fmcluster.features.node.render_image_build", "fmcluster.features.node.stack_image",
-                               "fmcluster.features.observability.render_alert_rules",
-                               "fmcluster.features.observability.render_context",
-                               "fmcluster.features.observability.render_exporters",
-                               "fmcluster.features.observability.stack", "fmcluster.features.storage.stack"},
-    "fmcluster.stacks.cluster_stack": {"fmcluster.features.accounting.construct",
-                                       "fmcluster.features.node.construct_bootstrap",
-                                       "fmcluster.features.node.construct_image",
-                                       "fmcluster.features.node.render_context",
-                                       "fmcluster.features.storage.construct"},
-    "fmcluster.stacks.orchestrator_inputs": {"fmcluster.features.accounting.construct",
-                                             "fmcluster.features.node.construct_bootstrap",
-                                             "fmcluster.features.node.construct_image",
-                                             "fmcluster.features.node.render_context",
-                                             "fmcluster.features.storage.construct"},
-}
+CORE_TO_FEATURE: dict[str, set[str]] = {}
 
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -211,3 +212,120 @@ def test_render_composes_every_features_files_in_registry_order(key: str) -> Non
     assert sorted(f"{folder}/{name}" for folder, files in got.items() for name in files) == sorted(expected)
     assert "versions.txt" in got[rc.groups[0].name]
     assert (rc.groups[0].name in got and ("nccl-tests.sbatch" in got[rc.groups[0].name])) is rc.profile.runs_slurm
+
+
+# ---- stack hooks and plan slots (the core names no feature) -------------------------------------------------------
+def test_stack_order_builds_every_stack_role_once_from_a_stack_hook() -> None:
+    """Every role of :class:`StackNames` is built once, by a feature whose row has a ``stack`` hook or by the
+    orchestrator row's extra or late stack; a feature's stack hook is in the order exactly when it has one; the late
+    stack comes after the cluster."""
+    from dataclasses import fields
+
+    from fmcluster.features.registry import FEATURES, ORCHESTRATOR, ORCHESTRATOR_LATE, STACK_ORDER
+    from fmcluster.resolved import StackNames
+
+    roles = [role for role, _ in STACK_ORDER]
+    providers = [p for _, p in STACK_ORDER if p not in (ORCHESTRATOR, ORCHESTRATOR_LATE)]
+    assert sorted(roles) == sorted(f.name for f in fields(StackNames))
+    assert sorted(providers) == sorted(name for name, row in FEATURES.items() if row.stack is not None)
+    assert [p for _, p in STACK_ORDER].count(ORCHESTRATOR) == 1
+    assert [p for _, p in STACK_ORDER].count(ORCHESTRATOR_LATE) == 1
+    assert roles.index("cluster") < [p for _, p in STACK_ORDER].index(ORCHESTRATOR_LATE)
+
+
+def _slot_fields(cls: type) -> set[str]:
+    """Fields of ``cls`` typed by a protocol of fmcluster/resolved/slots.py (annotation names a ``*Slot``)."""
+    import re
+    from dataclasses import fields
+
+    from fmcluster.resolved import slots
+
+    names = {n for n in vars(slots) if n.endswith("Slot")}
+    return {f.name for f in fields(cls) if set(re.findall(r"\w+", str(f.type))) & names}
+
+
+def test_plan_slots_are_exactly_the_protocol_typed_fields() -> None:
+    """Each ``plan_slot``/``group_plan_slot`` names a field of ResolvedCluster/ResolvedGroup typed by a slot protocol,
+    and every such field is filled by exactly one row."""
+    from fmcluster.features.registry import FEATURES
+    from fmcluster.resolved import ResolvedCluster, ResolvedGroup
+
+    plan_slots = [f.plan_slot for f in FEATURES.values() if f.plan is not None]
+    group_slots = [f.group_plan_slot for f in FEATURES.values() if f.group_plan is not None]
+    assert sorted(plan_slots) == sorted(_slot_fields(ResolvedCluster))
+    assert sorted(group_slots) == sorted(_slot_fields(ResolvedGroup))
+    assert all((f.plan is None) is (f.plan_slot is None) and (f.group_plan is None) is (f.group_plan_slot is None)
+               for f in FEATURES.values())
+
+
+@pytest.mark.parametrize("key", sorted(EXAMPLE))
+def test_each_feature_reads_its_own_plan_of_every_example(key: str) -> None:
+    """The slots hold the features' own frozen plans: each narrowing function returns the very object in the slot."""
+    from fmcluster.features.accounting.plan import AccountingPlan, as_accounting_plan
+    from fmcluster.features.containers.plan import containers_of
+    from fmcluster.features.network.plan import SubnetUsage, as_subnet_usage
+    from fmcluster.features.node.plan_image import ResolvedImage, image_of
+
+    rc = resolve(load_blueprint(ROOT / "blueprints" / f"{EXAMPLE[key]}.yaml"))
+    assert isinstance(rc.subnet, SubnetUsage) and as_subnet_usage(rc.subnet) is rc.subnet
+    assert isinstance(rc.accounting, AccountingPlan) and as_accounting_plan(rc.accounting) is rc.accounting
+    assert containers_of(rc) == rc.containers
+    assert all(isinstance(g.image, ResolvedImage) and image_of(g) is g.image for g in rc.groups)
+    assert (rc.stacks.accounting is not None) is rc.accounting.creates_database
+
+
+def _narrow_cases() -> list[tuple[str, Any]]:
+    from dataclasses import replace
+
+    from fmcluster.features.accounting.plan import as_accounting_plan
+    from fmcluster.features.containers.plan import containers_of
+    from fmcluster.features.network.plan import as_subnet_usage
+    from fmcluster.features.node.plan_image import image_of
+
+    rc = resolve(load_blueprint(ROOT / "blueprints" / "default.yaml"))
+    return [
+        ("subnet usage expected, got object", lambda: as_subnet_usage(object())),
+        ("accounting plan expected, got str", lambda: as_accounting_plan("database")),
+        ("resolved containers expected, got object", lambda: containers_of(replace(rc, containers=(object(),)))),
+        ("resolved image expected, got dict", lambda: image_of(replace(rc.groups[0], image={}))),
+    ]
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_a_slot_filled_by_another_hook_is_refused(case: int) -> None:
+    message, call = _narrow_cases()[case]
+    with pytest.raises(TypeError, match=message):
+        call()
+
+
+def test_a_feature_without_a_hook_says_so() -> None:
+    from fmcluster.features.registry import Feature
+
+    bare = Feature("bare")
+    with pytest.raises(LookupError, match="feature 'bare' looks up no parent image"):
+        bare.newest_parent_image(None, "aws-parallelcluster-*", "x86_64")
+    with pytest.raises(LookupError, match="feature 'bare' has no resolved plan"):
+        bare.resolve_plan(None, None)
+    with pytest.raises(LookupError, match="feature 'bare' has no compute-group plan"):
+        bare.resolve_group_plan(None, None, None, efa_enabled=True)
+    assert (bare.build_stack(None), bare.hooks()) == (None, {})
+
+
+def test_stack_context_gives_a_built_stack_of_its_type_only() -> None:
+    """A hook reads an earlier stack by role and type; a missing role or another type is a wiring error."""
+    import aws_cdk as cdk
+
+    from fmcluster.features.network.stack import NetworkStack
+    from fmcluster.stacks.context import StackContext
+
+    app = cdk.App()
+    ctx = StackContext(app, resolve(load_blueprint(ROOT / "blueprints" / "default.yaml")),
+                       cdk.Environment(region="us-east-1"), allow_data_destruction=False)
+    with pytest.raises(LookupError, match="no 'network' stack built yet \\(built: none\\)"):
+        ctx.stack("network", NetworkStack)
+    assert ctx.find("observability", cdk.Stack) is None
+    plain = cdk.Stack(app, "plain")
+    ctx.built["network"] = plain
+    with pytest.raises(TypeError, match="stack 'network' is a Stack, not a NetworkStack"):
+        ctx.find("network", NetworkStack)
+    assert ctx.stack("network", cdk.Stack) is plain

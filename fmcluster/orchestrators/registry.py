@@ -80,10 +80,10 @@ class Orchestrator:
         stack_module: the slice's stack wiring module (``fmcluster.orchestrators.<slice>.stack``).
         plan: builds the orchestrator's own resolved plan from the blueprint (``None`` when it has none, or the
             hook returns ``None``). Default: none.
-        extra_stack_module: module (stacks layer) whose ``build_extra_stack(app, rc, env, network, placement)`` adds
-            the stack deployed before ``<name>-cluster``, or ``None``. Default: none.
-        late_stack_module: module (stacks layer) whose ``build_late_stack(app, rc, env, cluster, observability)``
-            adds the stack deployed after ``<name>-cluster`` (``<name>-addons``), or ``None``. Default: none.
+        extra_stack_module: module (stacks layer) whose ``build_extra_stack(ctx)`` adds the stack deployed before
+            ``<name>-cluster`` (``ctx``: :class:`fmcluster.stacks.context.StackContext`), or ``None``. Default: none.
+        late_stack_module: module (stacks layer) whose ``build_late_stack(ctx)`` adds the stack deployed after
+            ``<name>-cluster`` (``<name>-addons``), or ``None``. Default: none.
         render_module: module (templates layer) whose ``render_files(rc)`` gives ``{relative path: text}`` for
             ``fmcluster render``, or ``None``. Default: none.
         imex_source: the primary source of how the orchestrator sets the IMEX domain per job (cited by R-IMEX-1),
@@ -108,29 +108,28 @@ class Orchestrator:
 
     def build(self, stack: Any, inputs: Any) -> Any:
         """The slice's ``stack.build(stack, inputs)``: its orchestrator construct in ``<name>-cluster``
-        (``inputs``: :class:`fmcluster.stacks.orchestrator_inputs.OrchestratorInputs`)."""
+        (``inputs``: :class:`fmcluster.features.cluster.stack_inputs.OrchestratorInputs`)."""
         return importlib.import_module(self.stack_module).build(stack, inputs)
 
     def plan_for(self, bp: Blueprint) -> ClusterPlan | None:
         """The orchestrator's own resolved plan of ``bp`` (``ResolvedCluster.eks``), or ``None``."""
         return self.plan(bp) if self.plan is not None else None
 
-    def build_extra_stack(self, app: Any, rc: Any, env: Any, network: Any, placement: Any) -> ExtraStack | None:
-        """The slice's stack before ``<name>-cluster`` (``rc``: the resolved cluster, ``network``: the network
-        construct, ``placement``: the AZ), or ``None`` when it has none or ``rc`` needs none. Call from stacks."""
+    def build_extra_stack(self, ctx: Any) -> ExtraStack | None:
+        """The slice's stack before ``<name>-cluster`` (``ctx``: :class:`fmcluster.stacks.context.StackContext`, the
+        stacks built before it), or ``None`` when it has none or the resolved cluster needs none. Call from stacks."""
         if self.extra_stack_module is None:
             return None
-        built: ExtraStack | None = importlib.import_module(self.extra_stack_module).build_extra_stack(
-            app, rc, env, network, placement)
+        built: ExtraStack | None = importlib.import_module(self.extra_stack_module).build_extra_stack(ctx)
         return built
 
-    def build_late_stack(self, app: Any, rc: Any, env: Any, cluster: Any, observability: Any) -> Stack | None:
-        """The slice's stack after ``<name>-cluster`` (``cluster``: that stack; ``observability``: the observability
-        construct or ``None``), or ``None`` when it has none or ``rc`` needs none. Call from stacks."""
+    def build_late_stack(self, ctx: Any) -> Stack | None:
+        """The slice's stack after ``<name>-cluster`` (``ctx``: :class:`fmcluster.stacks.context.StackContext`, the
+        stacks built before it, ``cluster`` included), or ``None`` when it has none or the resolved cluster needs
+        none. Call from stacks."""
         if self.late_stack_module is None:
             return None
-        built: Stack | None = importlib.import_module(self.late_stack_module).build_late_stack(
-            app, rc, env, cluster, observability)
+        built: Stack | None = importlib.import_module(self.late_stack_module).build_late_stack(ctx)
         return built
 
     def render_files(self, rc: Any) -> dict[str, str]:

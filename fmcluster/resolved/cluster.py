@@ -14,17 +14,16 @@ downloads are missing, say) is left for the rules to report.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from fmcluster.blueprint.model import Blueprint, ComputeGroup, SoftwareSpec
 from fmcluster.catalog import InstanceSpec, get_instance
 from fmcluster.catalog.networking import InterfaceSlot, describe_layout, interface_layout, layout_ipv4
 from fmcluster.catalog.software import SoftwareStack, get_stack
-from fmcluster.features.accounting.plan import AccountingPlan, accounting_plan, accounting_route
-from fmcluster.features.containers.plan import ResolvedContainer, resolve_containers
-from fmcluster.features.network.plan import SubnetUsage, subnet_usage
-from fmcluster.features.node.plan_image import ResolvedImage, resolve_image
+from fmcluster.features.registry import FEATURES
 from fmcluster.orchestrators.profile import OrchestratorProfile
 from fmcluster.orchestrators.registry import ClusterPlan, profile_for, row_for
+from fmcluster.resolved.slots import AccountingSlot, ContainerSlot, ImageSlot, SubnetSlot
 from fmcluster.resolved.support import SupportPin, support_pins
 
 #: Where fmcluster puts its own files on a node (scripts, job environment, observability).
@@ -79,8 +78,9 @@ class ResolvedGroup:
             whose capacity type the orchestrator wires (:meth:`fmcluster.orchestrators.profile.ImexWiring.wires`).
             The one fact R-IMEX-1 and the orchestrator constructs read.
         cpu_options: launch-template ``CpuOptions`` turning SMT off (``threads_per_core: 1`` on x86), else None.
-        image: what the group boots, the lock it is verified against and the boot-time estimate
-            (:class:`fmcluster.features.node.plan_image.ResolvedImage`).
+        image: what the group boots, the lock it is verified against and the boot-time estimate: the node
+            feature's group plan (``fmcluster.features.node.plan_image.ResolvedImage``; the core reads
+            :class:`fmcluster.resolved.slots.ImageSlot`).
     """
 
     spec: ComputeGroup
@@ -92,7 +92,7 @@ class ResolvedGroup:
     placement_group: bool
     imex: bool
     cpu_options: dict[str, int] | None
-    image: ResolvedImage
+    image: ImageSlot
 
     @property
     def name(self) -> str:
@@ -120,16 +120,20 @@ class ResolvedCluster:
         software: the catalog stack with ``software.overrides`` applied, or ``None`` when the stack name
             is unknown (the model reports that).
         stacks: CloudFormation stack names.
-        subnet: GPU-subnet IPv4 usage (:func:`fmcluster.features.network.plan.subnet_usage`).
+        subnet: GPU-subnet IPv4 usage (the network feature's plan; :class:`fmcluster.resolved.slots.SubnetSlot`).
         observability_parameter: SSM parameter (String, JSON) nodes read at boot for the metrics layer.
         node_dir: where fmcluster keeps its files on nodes (:data:`NODE_DIR`).
         tags: tags on every resource: ``fmcluster:blueprint`` plus the blueprint's tags.
         eks: the orchestrator's own plan (its registry row's ``plan``; HyperPod EKS: the EKS side,
             :func:`fmcluster.orchestrators.hyperpod_eks.plan.eks_plan`), else ``None``.
-        containers: the blueprint's container images (:mod:`fmcluster.features.containers.plan`).
-        accounting: Slurm accounting (:func:`fmcluster.features.accounting.plan.accounting_plan`).
+        containers: the blueprint's container images (the containers feature's plan;
+            :class:`fmcluster.resolved.slots.ContainerSlot`).
+        accounting: Slurm accounting (the accounting feature's plan; :class:`fmcluster.resolved.slots.AccountingSlot`).
         support: the components the support calendar covers, with version and YAML path
             (:func:`fmcluster.resolved.support.support_pins`).
+
+    ``subnet``, ``containers`` and ``accounting`` (and each group's ``image``) are filled by the registered features'
+    ``plan`` (``group_plan``) hooks, named by their rows' ``plan_slot`` (:data:`fmcluster.features.registry.FEATURES`).
     """
 
     blueprint: Blueprint
@@ -137,13 +141,13 @@ class ResolvedCluster:
     groups: tuple[ResolvedGroup, ...]
     software: SoftwareStack | None
     stacks: StackNames
-    subnet: SubnetUsage
+    subnet: SubnetSlot
     observability_parameter: str
     node_dir: str
     tags: dict[str, str]
     eks: ClusterPlan | None = None
-    containers: tuple[ResolvedContainer, ...] = ()
-    accounting: AccountingPlan | None = None
+    containers: tuple[ContainerSlot, ...] = ()
+    accounting: AccountingSlot | None = None
     support: tuple[SupportPin, ...] = ()
 
     @property
@@ -177,7 +181,9 @@ def observability_parameter_name(blueprint_name: str) -> str:
     return f"/fmcluster/{blueprint_name}/observability"
 
 
-def stack_names(bp: Blueprint, profile: OrchestratorProfile | None = None) -> StackNames:
+def stack_names(bp: Blueprint, accounting: AccountingSlot | None) -> StackNames:
+    """The stack names of ``bp``; ``accounting``: its accounting plan (``<name>-accounting`` exists when it creates
+    a database)."""
     plan = row_for(bp.orchestrator).plan_for(bp)
     return StackNames(
         network=f"{bp.name}-network", storage=f"{bp.name}-storage", cluster=f"{bp.name}-cluster",
@@ -185,8 +191,7 @@ def stack_names(bp: Blueprint, profile: OrchestratorProfile | None = None) -> St
         eks=f"{bp.name}-eks" if plan is not None and plan.creates_cluster else None,
         addons=f"{bp.name}-addons" if plan is not None and plan.has_late_stack else None,
         image=f"{bp.name}-image" if bp.software.image.mode == "bake" else None,
-        accounting=f"{bp.name}-accounting"
-        if accounting_route(bp, profile or profile_for(bp.orchestrator)) == "database" else None,
+        accounting=f"{bp.name}-accounting" if accounting is not None and accounting.creates_database else None,
     )
 
 
@@ -210,8 +215,22 @@ def resolve_group(index: int, group: ComputeGroup, profile: OrchestratorProfile,
         placement_group=group.uses_placement_group and not profile.places_nodes_itself,
         imex=inst.imex and profile.imex.wires(group.capacity.type),
         cpu_options=smt_off_cpu_options(inst, group.threads_per_core),
-        image=resolve_image(bp, inst, stack, efa_enabled=group.efa_enabled),
+        **group_plans(bp, inst, stack, efa_enabled=group.efa_enabled),
     )
+
+
+def group_plans(bp: Blueprint, inst: InstanceSpec, stack: SoftwareStack | None, *,
+                efa_enabled: bool) -> dict[str, Any]:
+    """``{ResolvedGroup field: plan}`` of one compute group of ``inst``: every registered feature's ``group_plan``
+    hook, in registry order."""
+    return {f.group_plan_slot: f.resolve_group_plan(bp, inst, stack, efa_enabled=efa_enabled)
+            for f in FEATURES.values() if f.group_plan is not None and f.group_plan_slot is not None}
+
+
+def feature_plans(bp: Blueprint, profile: OrchestratorProfile) -> dict[str, Any]:
+    """``{ResolvedCluster field: plan}``: every registered feature's ``plan`` hook, in registry order."""
+    return {f.plan_slot: f.resolve_plan(bp, profile)
+            for f in FEATURES.values() if f.plan is not None and f.plan_slot is not None}
 
 
 def software_stack(spec: SoftwareSpec) -> SoftwareStack:
@@ -239,18 +258,17 @@ def resolve(bp: Blueprint) -> ResolvedCluster:
     profile = profile_for(bp.orchestrator)
     software = resolved_software(bp)
     cluster_plan = row_for(bp.orchestrator).plan_for(bp)
+    plans = feature_plans(bp, profile)
     return ResolvedCluster(
         blueprint=bp,
         profile=profile,
         groups=tuple(resolve_group(i, g, profile, bp, software) for i, g in enumerate(bp.compute)),
         software=software,
-        stacks=stack_names(bp, profile),
-        subnet=subnet_usage(bp, profile=profile),
+        stacks=stack_names(bp, plans.get("accounting")),
         observability_parameter=observability_parameter_name(bp.name),
         node_dir=NODE_DIR,
         tags={BLUEPRINT_TAG: bp.name, **bp.tags},
         eks=cluster_plan,
-        containers=resolve_containers(bp),
-        accounting=accounting_plan(bp, profile),
         support=support_pins(bp, software, cluster_plan),
+        **plans,
     )

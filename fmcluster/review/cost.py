@@ -139,11 +139,8 @@ def estimate(rc: ResolvedCluster) -> CostEstimate:
             est.lines.append(CostLine("FSx for Lustre", "cluster", qty, round(p.value * fs.storage_capacity_gib / hpm, 4),
                                       f"${p.value:g}/GB-month / {hpm} h", **_cite(p)))
     if rc.accounting is not None and rc.accounting.creates_database:
-        acct = rc.accounting.spec
-        est.lines.append(CostLine(
-            "Slurm accounting database", "cluster",
-            f"Aurora Serverless v2, {acct.min_capacity_acu:g}-{acct.max_capacity_acu:g} ACU", None,
-            f"unknown: {AURORA_UNKNOWN}"))
+        est.lines.append(CostLine("Slurm accounting database", "cluster", rc.accounting.database_capacity, None,
+                                  f"unknown: {AURORA_UNKNOWN}"))
     if bp.network.vpc_id is None:
         p = prices.nat_gateway(region)
         est.lines.append(CostLine("NAT gateway", "cluster", "1", p.value,

@@ -1,5 +1,6 @@
-"""Blueprint -> stacks. The ONLY place that hands blueprint sections (and the resolved cluster's
-derived facts) to constructs.
+"""Blueprint -> stacks: resolve once, then call the stack hooks of the registries in their declared order
+(:data:`fmcluster.features.registry.STACK_ORDER`); each hook hands its construct the blueprint section and the
+resolved cluster's derived facts. The builder names no feature: the hooks do.
 
 Stacks are region-bound and account-agnostic (``env`` has a region, no account), so synthesis
 needs no credentials and makes no lookups: the AZ comes from the blueprint, never from context.
@@ -8,27 +9,14 @@ needs no credentials and makes no lookups: the AZ comes from the blueprint, neve
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from aws_cdk import App, Environment, Stack, Tags
 
 from fmcluster.blueprint.model import Blueprint
-from fmcluster.features.accounting.stack import AccountingStack
-from fmcluster.features.network.construct import Placement
-from fmcluster.features.network.stack import NetworkStack
-from fmcluster.features.node.construct_image import NodeImages
-from fmcluster.features.node.plan_bake import bake_targets, parent_image
-from fmcluster.features.node.render_context import blueprint_node_contexts
-from fmcluster.features.node.render_image_build import image_build_steps
-from fmcluster.features.node.stack_image import ImageStack
-from fmcluster.features.observability.render_alert_rules import render_alert_rules
-from fmcluster.features.observability.render_context import observability_context
-from fmcluster.features.observability.render_exporters import exporter_context, render_exporter_script
-from fmcluster.features.observability.stack import ObservabilityStack
-from fmcluster.features.storage.stack import StorageStack
+from fmcluster.features.registry import FEATURES, ORCHESTRATOR, ORCHESTRATOR_LATE, STACK_ORDER
 from fmcluster.orchestrators.registry import row_for
-from fmcluster.resolved import BLUEPRINT_TAG, ResolvedCluster, resolve
-from fmcluster.stacks.cluster_stack import ClusterStack
+from fmcluster.resolved import BLUEPRINT_TAG, resolve
+from fmcluster.stacks.context import StackContext
 
 ALLOW_DATA_DESTRUCTION = "fmcluster:allowDataDestruction"
 
@@ -52,13 +40,16 @@ REPLACE_ON_TAG_CHANGE = ("AWS::EC2::PlacementGroup",)
 
 @dataclass(frozen=True)
 class ClusterStacks:
-    network: NetworkStack
-    storage: StorageStack
-    cluster: ClusterStack
-    observability: ObservabilityStack | None = None
+    """The stacks of one blueprint, by role (:class:`fmcluster.resolved.cluster.StackNames`); the optional ones are
+    ``None`` when the blueprint needs none."""
+
+    network: Stack
+    storage: Stack
+    cluster: Stack
+    observability: Stack | None = None
     eks: Stack | None = None
-    image: ImageStack | None = None
-    accounting: AccountingStack | None = None
+    image: Stack | None = None
+    accounting: Stack | None = None
     addons: Stack | None = None
 
     def all(self) -> list[Stack]:
@@ -67,50 +58,17 @@ class ClusterStacks:
                 *([self.accounting] if self.accounting else []), *([self.addons] if self.addons else [])]
 
 
-def node_images(rc: ResolvedCluster, image: ImageStack | None) -> NodeImages:
-    """The AMI per compute group: the image stack's in bake mode, ``software.image.ami_id`` everywhere in custom
-    mode, none (the official image) in official mode."""
-    spec = rc.blueprint.software.image
-    if spec.mode == "custom" and spec.ami_id:
-        return NodeImages({g.name: spec.ami_id for g in rc.groups}, others=spec.ami_id)
-    if spec.mode == "bake" and image is not None:
-        return NodeImages(dict(image.group_amis))
-    return NodeImages({})
-
-
-def _image_stack(app: App, rc: ResolvedCluster, env: Environment, net: Any) -> ImageStack | None:
-    """The ``<name>-image`` stack when some group bakes (a ParallelCluster parent is found at deploy time)."""
-    if rc.stacks.image is None:
-        return None
-    bp = rc.blueprint
-    targets = bake_targets(rc)
-    parents = {t.key: parent_image(rc, t.manifest, t.arch) for t in targets}
-    return ImageStack(
-        app, rc.stacks.image, env=env, cluster_name=rc.name, os=rc.blueprint.software.os_name, targets=targets,
-        steps={t.key: image_build_steps(rc, t.groups[0]) for t in targets}, parents=parents,
-        vpc=net.vpc, subnet=net.gpu_subnet, tags=rc.tags,
-        ami_tags=rc.profile.baked_ami_tags(bp.software.os_name) if rc.profile.baked_ami_tags else None,
-        encryption_allowed=rc.profile.encrypted_custom_ami,
-        description=f"fmcluster {rc.name}: baked AMIs (EC2 Image Builder) of the bake-mode compute groups",
-    )
-
-
-def _accounting_stack(app: App, rc: ResolvedCluster, env: Environment, net: Any,
-                      placement: Placement) -> AccountingStack | None:
-    """The ``<name>-accounting`` stack when the orchestrator's accounting route is a database fmcluster creates
-    (ParallelCluster with ``orchestrator.slurm.accounting.enabled``; docs/accounting.md)."""
-    plan = rc.accounting
-    if plan is None or rc.stacks.accounting is None:
-        return None
-    stack = AccountingStack(
-        app, rc.stacks.accounting, env=env, spec=plan.spec, vpc=net.vpc, placement=placement, subnet_cidrs=plan.subnet_cidrs,
-        cluster_name=rc.name,
-        description=f"fmcluster {rc.name}: Slurm accounting database (Aurora MySQL, retained)",
-    )
-    # The retained database keeps its network interfaces in the VPC, so the VPC stays too (docs/accounting.md).
-    net.retain_gpu_subnet()
-    Tags.of(stack).add("fmcluster:stack", "accounting")
-    return stack
+def _build_stack(ctx: StackContext, provider: str) -> Stack | None:
+    """The stack of ``provider`` (a feature's ``stack`` hook; the orchestrator row's extra stack for
+    :data:`fmcluster.features.registry.ORCHESTRATOR`, kept in ``ctx.extra``; its late stack for
+    :data:`fmcluster.features.registry.ORCHESTRATOR_LATE`), or ``None`` when it adds none."""
+    if provider == ORCHESTRATOR_LATE:
+        return row_for(ctx.rc.blueprint.orchestrator).build_late_stack(ctx)
+    if provider != ORCHESTRATOR:
+        stack: Stack | None = FEATURES[provider].build_stack(ctx)
+        return stack
+    ctx.extra = row_for(ctx.rc.blueprint.orchestrator).build_extra_stack(ctx)
+    return ctx.extra.stack if ctx.extra is not None else None
 
 
 def _flag(app: App, name: str) -> bool:
@@ -123,9 +81,10 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
     ``software.image.mode`` is ``bake``), EKS (HyperPod EKS with an EKS cluster fmcluster creates), cluster and
     add-ons (HyperPod EKS add-ons that need nodes, after the cluster stack) stacks of ``bp`` (a validated blueprint) to ``app``; returns them.
 
-    Resolves ``bp`` once (:func:`fmcluster.resolved.resolve`) and hands each stack its blueprint section
-    plus what the resolved cluster derived: stack names, tags, placement-group names, the resolved
-    compute groups, the orchestrator profile and the observability SSM parameter name.
+    Resolves ``bp`` once (:func:`fmcluster.resolved.resolve`) and calls the stack hooks in the order of
+    :data:`fmcluster.features.registry.STACK_ORDER` (each feature's ``stack`` hook, and the orchestrator row's extra
+    stack), each with a :class:`fmcluster.stacks.context.StackContext` holding the stacks built before it; every
+    stack is tagged ``fmcluster:stack: <role>``, every resource with the blueprint's tags.
 
     Must be called before anything else is added to ``app`` (it sets CDK feature flags that the
     app's context does not already set).
@@ -134,65 +93,15 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
         if app.node.try_get_context(flag) is None:
             app.node.set_context(flag, value)
     rc = resolve(bp)
-    env = Environment(region=bp.region)
-    placement = Placement(az=bp.az_label, az_is_id=bp.availability_zone_id is not None)
-
-    network = NetworkStack(
-        app, rc.stacks.network, env=env, spec=bp.network, placement=placement,
-        placement_group_names=rc.placement_group_names,
-        description=f"fmcluster {bp.name}: VPC, GPU subnet, EFA security group, placement groups",
-    )
-    net = network.network
-    storage = StorageStack(
-        app, rc.stacks.storage, env=env, spec=bp.storage, vpc=net.vpc, subnet=net.gpu_subnet,
-        client_security_group=net.efa_security_group, allow_destruction=_flag(app, ALLOW_DATA_DESTRUCTION),
-        description=f"fmcluster {bp.name}: FSx for Lustre, data repositories, checkpoint bucket (retained)",
-    )
-    st = storage.storage
-    if st.file_system_retained:
-        # Teardown with retained data (docs/storage.md): the retained file system keeps its ENIs in the GPU subnet.
-        net.retain_gpu_subnet()
-    accounting = _accounting_stack(app, rc, env, net, placement)
-    observability = None
-    if rc.stacks.observability is not None:
-        observability = ObservabilityStack(
-            app, rc.stacks.observability, env=env, spec=bp.observability, cluster_name=bp.name,
-            parameter_name=rc.observability_parameter, alert_rules=render_alert_rules(observability_context(rc)),
-            vpc=net.vpc, subnet=net.gpu_subnet,
-            security_group=net.efa_security_group,
-            description=f"fmcluster {bp.name}: {bp.observability.metrics} metrics (Prometheus, Grafana, alert rules)",
-        )
-        Tags.of(observability).add("fmcluster:stack", "observability")
-    extra = row_for(bp.orchestrator).build_extra_stack(app, rc, env, net, placement)
-    image = _image_stack(app, rc, env, net)
-    cluster = ClusterStack(
-        app, rc.stacks.cluster, env=env, profile=rc.profile, orchestrator=bp.orchestrator, cluster_name=bp.name,
-        os=bp.software.os_name, groups=rc.groups, node_contexts=blueprint_node_contexts(rc), vpc=net.vpc,
-        subnet=net.gpu_subnet, security_group=net.efa_security_group, placement_groups=net.placement_groups,
-        lustre=st.mount, checkpoints=st.checkpoint_access, tags=rc.tags,
-        description=f"fmcluster {bp.name}: {bp.orchestrator.kind} cluster and node bootstrap",
-        head_node_script=render_exporter_script(exporter_context(rc, role="head")) if observability else None,
-        head_node_policy=observability.observability.node_policy if observability else None,
-        eks_plan=rc.eks, eks_cluster_arn=extra.cluster_arn if extra else None,
-        images=node_images(rc, image),
-        accounting_database=accounting.database if accounting else None,
-        head_node_alarm_topic_arn=(
-            observability.observability.alert_topic_arn
-            if observability is not None and bp.observability.metrics == "self_hosted" else None
-        ),
-    )
-    late = row_for(bp.orchestrator).build_late_stack(
-        app, rc, env, cluster, observability.observability if observability else None)
-    if image is not None:
-        # The AMI travels as an SSM parameter (no export), so the order is explicit: images before nodes.
-        cluster.add_stack_dependency(image)
-        Tags.of(image).add("fmcluster:stack", "image")
-    for stack, role in ((network, "network"), (storage, "storage"), (cluster, "cluster")):
-        Tags.of(stack).add("fmcluster:stack", role)
+    ctx = StackContext(app, rc, Environment(region=bp.region), _flag(app, ALLOW_DATA_DESTRUCTION))
+    for role, provider in STACK_ORDER:
+        stack = _build_stack(ctx, provider)
+        if stack is not None:
+            ctx.built[role] = stack
+            Tags.of(stack).add("fmcluster:stack", role)
     for k, v in rc.tags.items():
         # fmcluster's own tag is fixed for a blueprint name (a new name is a new set of stacks), so it stays
         # on every resource; the blueprint's tags stay off REPLACE_ON_TAG_CHANGE types.
         exclude = [] if k == BLUEPRINT_TAG else list(REPLACE_ON_TAG_CHANGE)
         Tags.of(app).add(k, v, exclude_resource_types=exclude)
-    return ClusterStacks(network, storage, cluster, observability, eks=extra.stack if extra else None, image=image,
-                         accounting=accounting, addons=late)
+    return ClusterStacks(**ctx.built)

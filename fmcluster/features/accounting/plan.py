@@ -65,6 +65,11 @@ class AccountingPlan:
     def creates_database(self) -> bool:
         return self.route == "database"
 
+    @property
+    def database_capacity(self) -> str:
+        """The database fmcluster creates, as a cost line's quantity: ``"Aurora Serverless v2, <min>-<max> ACU"``."""
+        return f"Aurora Serverless v2, {self.spec.min_capacity_acu:g}-{self.spec.max_capacity_acu:g} ACU"
+
     def summary(self, stack: str | None) -> dict[str, str] | None:
         """What ``fmcluster plan`` shows (route, where, retention), or ``None`` when accounting is off. ``stack``: the
         accounting stack's name (:attr:`fmcluster.resolved.cluster.StackNames.accounting`)."""
@@ -95,3 +100,14 @@ def accounting_plan(bp: Blueprint, profile: OrchestratorProfile) -> AccountingPl
     if route == "database" and bp.network.vpc_id is None:
         cidrs = database_subnet_cidrs(bp.network.vpc_cidr, bp.network.gpu_subnet_prefix_length)
     return AccountingPlan(spec=bp.orchestrator.slurm.accounting, route=route, subnet_cidrs=cidrs)
+
+
+def as_accounting_plan(plan: object) -> AccountingPlan | None:
+    """``plan`` (the resolved cluster's ``accounting`` slot) as this feature's :class:`AccountingPlan`, or ``None``.
+
+    Raises:
+        TypeError: ``plan`` is something else (the slot was filled by another hook: a wiring mistake).
+    """
+    if plan is None or isinstance(plan, AccountingPlan):
+        return plan
+    raise TypeError(f"accounting plan expected, got {type(plan).__name__}")

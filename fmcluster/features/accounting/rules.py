@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fmcluster.blueprint.model import OrchestratorSpec
+from fmcluster.features.accounting.plan import as_accounting_plan
 from fmcluster.features.network.rules_subnet import second_az_subnet_problems
 from fmcluster.resolved import ResolvedCluster
 from fmcluster.validation.rules import Violation, rule
@@ -45,7 +46,7 @@ def hyperpod_accounting(rc: ResolvedCluster) -> Iterator[Violation]:
       "two /28 subnets to a new VPC (fmcluster.features.accounting.plan.database_subnet_cidrs)")
 def database_subnets(rc: ResolvedCluster) -> Iterator[Violation]:
     """ParallelCluster: the accounting database's subnet group has subnets in two AZs."""
-    plan = rc.accounting
+    plan = as_accounting_plan(rc.accounting)
     if plan is None or not plan.creates_database:
         return
     s = plan.spec
@@ -78,7 +79,7 @@ _MANAGED_ONLY = ("purge_after_days",)
       f"{PCS_ACCOUNTING} (Accounting: Mode, DefaultPurgeTimeInDays; PCS runs the database)")
 def unused_settings(rc: ResolvedCluster) -> Iterator[Violation]:
     """A setting the orchestrator's accounting route does not read is reported, not silently dropped."""
-    plan = rc.accounting
+    plan = as_accounting_plan(rc.accounting)
     if plan is None or plan.route is None:
         return
     s = plan.spec

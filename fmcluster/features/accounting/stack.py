@@ -16,7 +16,10 @@ from constructs import Construct
 
 from fmcluster.blueprint.model import SlurmAccountingSpec
 from fmcluster.features.accounting.construct import SlurmAccountingDatabase, database_uri
+from fmcluster.features.accounting.plan import as_accounting_plan
 from fmcluster.features.network.construct import Placement
+from fmcluster.features.network.stack import NetworkStack
+from fmcluster.stacks.context import StackContext
 
 
 class AccountingStack(Stack):
@@ -31,3 +34,22 @@ class AccountingStack(Stack):
         CfnOutput(self, "DatabaseUserName", value=self.database.user_name)
         CfnOutput(self, "DatabasePasswordSecretArn", value=self.database.secret.secret_arn)
         CfnOutput(self, "DatabaseClientSecurityGroup", value=self.database.client_security_group.security_group_id)
+
+
+def build_stack(ctx: StackContext) -> AccountingStack | None:
+    """The feature registry's ``stack`` hook: ``<name>-accounting`` when the orchestrator's accounting route is a
+    database fmcluster creates (ParallelCluster with ``orchestrator.slurm.accounting.enabled``; docs/accounting.md),
+    in the ``network`` stack's VPC, else ``None``. The retained database keeps its network interfaces in the VPC,
+    so the GPU subnet (and with it the VPC) is retained too."""
+    rc = ctx.rc
+    plan = as_accounting_plan(rc.accounting)
+    if plan is None or rc.stacks.accounting is None:
+        return None
+    network = ctx.stack("network", NetworkStack)
+    stack = AccountingStack(
+        ctx.app, rc.stacks.accounting, env=ctx.env, spec=plan.spec, vpc=network.network.vpc,
+        placement=network.placement, subnet_cidrs=plan.subnet_cidrs, cluster_name=rc.name,
+        description=f"fmcluster {rc.name}: Slurm accounting database (Aurora MySQL, retained)",
+    )
+    network.network.retain_gpu_subnet()
+    return stack

@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING
 
 from fmcluster.blueprint.model import Blueprint, ContainerSpec
 from fmcluster.catalog.containers import ContainerImage, default_example_image, find_container_image
+from fmcluster.features.node.plan_image import image_of
 
 if TYPE_CHECKING:  # the resolved cluster holds this module's plan: typing only
+    from fmcluster.orchestrators.profile import OrchestratorProfile
     from fmcluster.resolved import ResolvedCluster, ResolvedGroup
 
 #: Host directories of the EFA installer's libfabric and aws-ofi-nccl (aws-efa-installer; the DLC Dockerfiles
@@ -55,6 +57,25 @@ class ResolvedContainer:
         the image carries no plugin, or the catalog does not say whether it does. An image with its own plugin
         keeps it (its plugin is built against its own libfabric)."""
         return self.catalog is None or self.catalog.bundles_plugin is not True
+
+
+def containers_plan(bp: Blueprint, profile: OrchestratorProfile) -> tuple[ResolvedContainer, ...]:
+    """The feature registry's ``plan`` hook (slot ``ResolvedCluster.containers``): :func:`resolve_containers` of
+    ``bp`` (the same for every orchestrator ``profile``)."""
+    return resolve_containers(bp)
+
+
+def containers_of(rc: ResolvedCluster) -> tuple[ResolvedContainer, ...]:
+    """``rc.containers`` (typed by the core as :class:`fmcluster.resolved.slots.ContainerSlot`) as this feature's
+    :class:`ResolvedContainer` entries.
+
+    Raises:
+        TypeError: an entry is something else (the slot was filled by another hook: a wiring mistake).
+    """
+    bad = [type(c).__name__ for c in rc.containers if not isinstance(c, ResolvedContainer)]
+    if bad:
+        raise TypeError(f"resolved containers expected, got {', '.join(bad)}")
+    return tuple(c for c in rc.containers if isinstance(c, ResolvedContainer))
 
 
 def enroot_uri(uri: str) -> str:
@@ -101,8 +122,8 @@ def pyxis_on_image(group: ResolvedGroup) -> bool:
     the group's official image (``installed-disabled`` on ParallelCluster, which fmcluster enables; ``null`` on the
     PCS-ready DLAMI and the HyperPod image: not shipped or not known). A custom image, or one the catalog has no
     manifest for, is the user's: assumed to have them (R-CTR-11 is silent there too)."""
-    manifest = group.image.manifest
-    if manifest is None or group.image.mode == "custom":
+    manifest = image_of(group).manifest
+    if manifest is None or image_of(group).mode == "custom":
         return True
     return manifest.components.get("enroot_pyxis") is not None
 

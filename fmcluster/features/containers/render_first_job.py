@@ -14,6 +14,7 @@ from fmcluster.catalog.containers import PLUGIN_SHORT_NAME_SINCE, ContainerImage
 from fmcluster.catalog.software import version_lt
 from fmcluster.features.containers.plan import (
     HOST_EFA_DIRS,
+    containers_of,
     enroot_uri,
     example_image,
     first_job_dir,
@@ -48,8 +49,8 @@ def render_fsdp_job(rc: ResolvedCluster, group: ResolvedGroup, ctx: NodeContext)
     """``{file name: text}`` of the example FSDP job of ``group`` (2 nodes, 1 when the group has one): in a container
     where the group's image has pyxis (:func:`pyxis_on_image`), else on the host with ``$FMC_PYTHON``; submitted from
     :func:`first_job_dir` where home is not shared."""
-    image, catalog = example_image(rc.containers, group.name)
-    declared = group_container(rc.containers, group.name)
+    image, catalog = example_image(containers_of(rc), group.name)
+    declared = group_container(containers_of(rc), group.name)
     mounts_host = declared.mounts_host_plugin if declared is not None else (catalog is None or catalog.bundles_plugin is not True)
     mounts_host = mounts_host and group.spec.efa_enabled
     if declared is not None:

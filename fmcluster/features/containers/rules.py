@@ -22,7 +22,8 @@ from fmcluster.catalog.software import (
     plugin_max_tested_nccl,
     version_lt,
 )
-from fmcluster.features.containers.plan import HOST_EFA_DIRS, ResolvedContainer, pyxis_on_image
+from fmcluster.features.containers.plan import HOST_EFA_DIRS, ResolvedContainer, containers_of, pyxis_on_image
+from fmcluster.features.node.plan_image import image_of
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
 from fmcluster.validation.rules import Violation, rule
 
@@ -36,7 +37,7 @@ CATALOG = "catalog/data/containers.yaml"
 
 def _pairs(rc: ResolvedCluster) -> Iterator[tuple[ResolvedContainer, ContainerImage, ResolvedGroup]]:
     """(container, its catalog image, a group that runs it) for every catalog-known container."""
-    for c in rc.containers:
+    for c in containers_of(rc):
         if c.catalog is None:
             continue
         for name in c.groups:
@@ -44,11 +45,11 @@ def _pairs(rc: ResolvedCluster) -> Iterator[tuple[ResolvedContainer, ContainerIm
 
 
 def _host(g: ResolvedGroup, component: str) -> str | None:
-    return g.image.lock.get(component)
+    return image_of(g).lock.get(component)
 
 
 def _host_unverified(g: ResolvedGroup, component: str) -> bool:
-    return component in g.image.reported_only
+    return component in image_of(g).reported_only
 
 
 def _on(g: ResolvedGroup) -> str:
@@ -61,7 +62,7 @@ def image_in_catalog(rc: ResolvedCluster) -> Iterator[Violation]:
     """An image the catalog does not know cannot be checked against the host: a warning, not an error."""
     from fmcluster.catalog.containers import known_container_images
 
-    for c in rc.containers:
+    for c in containers_of(rc):
         if c.catalog is None:
             yield f"{c.path}.image", (
                 "not in the container catalog, so its CUDA, NCCL and aws-ofi-nccl cannot be checked against the host, "
@@ -73,7 +74,7 @@ def image_in_catalog(rc: ResolvedCluster) -> Iterator[Violation]:
 @rule("R-CTR-9", source="software.containers[].groups (compute group names)", scope="cluster")
 def groups_exist(rc: ResolvedCluster) -> Iterator[Violation]:
     names = [g.name for g in rc.groups]
-    for c in rc.containers:
+    for c in containers_of(rc):
         for n in c.unknown_groups:
             close = difflib.get_close_matches(n, names, n=1, cutoff=0.6)
             yield f"{c.path}.groups", (f"not a compute group, got {n!r}; allowed {', '.join(names)}"
@@ -268,11 +269,11 @@ def runtime_on_image(rc: ResolvedCluster) -> Iterator[Violation]:
     """Containers need enroot and pyxis on the nodes: fmcluster enables them on ParallelCluster's official images;
     an image that ships none (the PCS-ready DLAMI, per the catalog) or whose state is unverified is reported, for a
     declared container and for the first-job container of a GPU group that declares none."""
-    for c in rc.containers:
+    for c in containers_of(rc):
         for name in c.groups:
             g = rc.group(name)
-            manifest = g.image.manifest
-            if manifest is None or g.image.mode == "custom":
+            manifest = image_of(g).manifest
+            if manifest is None or image_of(g).mode == "custom":
                 continue
             state = manifest.components.get("enroot_pyxis")
             if state is None:
@@ -289,10 +290,11 @@ def runtime_on_image(rc: ResolvedCluster) -> Iterator[Violation]:
 def _first_job_without_pyxis(rc: ResolvedCluster) -> Iterator[Violation]:
     """R-CTR-11 for the example FSDP job (docs/first-job.md), which uses a container even when none is declared: where
     the group's image has no pyxis (:func:`pyxis_on_image`) fmcluster renders it to run on the host instead."""
-    declared = {name for c in rc.containers for name in c.groups}
+    declared = {name for c in containers_of(rc) for name in c.groups}
     for g in rc.groups:
         if g.instance.gpu.count and g.name not in declared and not pyxis_on_image(g):
-            title = g.image.manifest.title if g.image.manifest else "the image"
+            manifest = image_of(g).manifest
+            title = manifest.title if manifest else "the image"
             yield f"{g.path}.instance_type", (
                 f"{title} has no enroot/pyxis (catalog), so the first FSDP job {_on(g)} runs on the host, got no "
                 "container runtime; allowed as is (fsdp-train.sbatch then needs FMC_PYTHON: a Python with PyTorch "

@@ -152,3 +152,21 @@ def subnet_usage(bp: Blueprint, *, efa_interface_type: str | None = None,
     return SubnetUsage(orchestrator=profile.kind, efa_interface_type=interface_type, groups=tuple(groups),
                        management=profile.management_nodes(), headroom=tuple(headroom), prefix_length=prefix,
                        notes=profile.notes)
+
+
+def network_plan(bp: Blueprint, profile: OrchestratorProfile) -> SubnetUsage:
+    """The feature registry's ``plan`` hook (slot ``ResolvedCluster.subnet``): :func:`subnet_usage` of ``bp`` for its
+    orchestrator ``profile``."""
+    return subnet_usage(bp, profile=profile)
+
+
+def as_subnet_usage(plan: object) -> SubnetUsage:
+    """``plan`` (``ResolvedCluster.subnet``, typed by the core as :class:`fmcluster.resolved.slots.SubnetSlot`) as
+    this feature's :class:`SubnetUsage`.
+
+    Raises:
+        TypeError: ``plan`` is something else (the slot was filled by another hook: a wiring mistake).
+    """
+    if isinstance(plan, SubnetUsage):
+        return plan
+    raise TypeError(f"subnet usage expected, got {type(plan).__name__}")

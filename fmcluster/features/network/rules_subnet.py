@@ -22,7 +22,7 @@ from fmcluster.catalog.vpc_layout import (
     smallest_vpc_for,
     vpc_holds,
 )
-from fmcluster.features.network.plan import SubnetUsage, subnet_usage
+from fmcluster.features.network.plan import SubnetUsage, as_subnet_usage, subnet_usage
 from fmcluster.resolved import ResolvedCluster
 from fmcluster.validation.rules import Violation, rule
 from fmcluster.validation.rules.capacity import az_id_prefix
@@ -103,7 +103,7 @@ def vpc_holds_gpu_subnet(net: NetworkSpec) -> Iterator[Violation]:
       "efa-only none)")
 def gpu_subnet_holds_cluster(rc: ResolvedCluster) -> Iterator[Violation]:
     """A new VPC's GPU subnet must hold every node's addresses, the management nodes and AWS's five."""
-    bp, usage = rc.blueprint, rc.subnet
+    bp, usage = rc.blueprint, as_subnet_usage(rc.subnet)
     if usage.fits is False:
         vpc_prefix = int(bp.network.vpc_cidr.split("/")[1])
         yield "network.gpu_subnet_prefix_length", (
@@ -120,7 +120,7 @@ def gpu_subnet_holds_cluster(rc: ResolvedCluster) -> Iterator[Violation]:
       "service interfaces; the FSx interface count is unverified)")
 def gpu_subnet_headroom(rc: ResolvedCluster) -> Iterator[Violation]:
     """Fits, but without room for replacement nodes, FSx interfaces and endpoints."""
-    bp, usage = rc.blueprint, rc.subnet
+    bp, usage = rc.blueprint, as_subnet_usage(rc.subnet)
     if usage.fits and usage.fits_with_headroom is False:
         vpc_prefix = int(bp.network.vpc_cidr.split("/")[1])
         yield "network.gpu_subnet_prefix_length", (

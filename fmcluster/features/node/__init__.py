@@ -4,4 +4,4 @@ check (render_scripts.py, templates/), the EC2 Image Builder steps (render_image
 image build (construct_bootstrap.py, construct_image.py), the <name>-image stack (stack_image.py) and the image,
 bake and software rules (rules_image.py, rules_bake.py, rules_software.py); docs/software.md."""
 
-USES = ("observability",)
+USES = ("network", "observability")

@@ -28,6 +28,7 @@ from fmcluster.catalog.images import (
     ImageManifest,
     parallelcluster_ami_name_filter,
 )
+from fmcluster.features.node.plan_image import image_of
 from fmcluster.resolved.cluster import ResolvedCluster, ResolvedGroup
 
 ParentKind = Literal["ami", "ssm", "lookup", "unknown"]
@@ -98,9 +99,9 @@ def bake_targets(rc: ResolvedCluster) -> list[BakeTarget]:
     """The AMIs to build for the groups in bake mode (empty when no group bakes)."""
     out: dict[tuple[str, str], list[ResolvedGroup]] = {}
     for g in rc.groups:
-        if g.image.mode != "bake":
+        if image_of(g).mode != "bake":
             continue
-        key = (g.instance.cpu_architecture, repr(sorted(g.image.lock.items())))
+        key = (g.instance.cpu_architecture, repr(sorted(image_of(g).lock.items())))
         out.setdefault(key, []).append(g)
-    return [BakeTarget(gs[0].name, arch, tuple(gs), dict(gs[0].image.lock), gs[0].image.manifest)
+    return [BakeTarget(gs[0].name, arch, tuple(gs), dict(image_of(gs[0]).lock), image_of(gs[0]).manifest)
             for (arch, _), gs in out.items()]

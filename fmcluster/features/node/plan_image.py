@@ -17,6 +17,7 @@ health checks (no published duration).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from fmcluster.blueprint.model import Blueprint
 from fmcluster.catalog import InstanceSpec
@@ -25,6 +26,9 @@ from fmcluster.catalog.software import BLACKWELL_FAMILIES, HOPPER_FAMILIES, Soft
 from fmcluster.features.node.plan_contract import ContractRow, node_contract, version_enforcement
 from fmcluster.orchestrators.profile import BootPart
 from fmcluster.orchestrators.registry import profile_for
+
+if TYPE_CHECKING:
+    from fmcluster.resolved.cluster import ResolvedGroup
 
 #: Seconds each boot step is estimated to take (see module docstring for the method).
 STEP_SECONDS: dict[str, int] = {
@@ -287,3 +291,15 @@ def resolve_image(bp: Blueprint, inst: InstanceSpec, stack: SoftwareStack | None
         exporters=bp.observability.enabled,
     )
     return replace(image, contract=node_contract(image, inst, efa_enabled=efa_enabled, lustre=lustre))
+
+
+def image_of(group: ResolvedGroup) -> ResolvedImage:
+    """``group.image`` (typed by the core as :class:`fmcluster.resolved.slots.ImageSlot`) as this feature's
+    :class:`ResolvedImage`.
+
+    Raises:
+        TypeError: it is something else (the slot was filled by another hook: a wiring mistake).
+    """
+    if isinstance(group.image, ResolvedImage):
+        return group.image
+    raise TypeError(f"resolved image expected, got {type(group.image).__name__}")

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fmcluster.catalog.software import nccl_tests_artifact
+from fmcluster.features.node.plan_image import image_of
 from fmcluster.features.observability.pins import NODE_EXPORTER
 from fmcluster.resolved.cluster import ResolvedCluster
 from fmcluster.resolved.mirror import mirror_key
@@ -54,7 +55,7 @@ def mirror_objects(rc: ResolvedCluster) -> list[MirrorObject]:
     """The files the compute nodes' boot would fetch from outside AWS, in a stable order: the nccl-tests source
     when a group builds it at boot, node_exporter per CPU architecture when metrics are on. Empty: no mirror."""
     out: dict[str, MirrorObject] = {}
-    if any("nccl_tests" in g.image.boot_path for g in rc.groups):  # the boot builds nccl-tests
+    if any("nccl_tests" in image_of(g).boot_path for g in rc.groups):  # the boot builds nccl-tests
         tests = nccl_tests_artifact()
         out.setdefault("nccl-tests", MirrorObject("nccl-tests", tests.url, mirror_key("nccl-tests", tests.url),
                                                   tests.sha256 or None, optional=True))

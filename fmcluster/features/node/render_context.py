@@ -25,7 +25,7 @@ from fmcluster.catalog.software import (
     version_ge,
 )
 from fmcluster.features.node.plan_contract import open_modules_required
-from fmcluster.features.node.plan_image import ResolvedImage, fabric_state_required
+from fmcluster.features.node.plan_image import ResolvedImage, fabric_state_required, image_of
 from fmcluster.features.node.plan_mirror import mirror_objects
 from fmcluster.features.observability.render_exporters import exporter_context, render_exporter_script
 from fmcluster.resolved import NODE_DIR, ResolvedCluster, ResolvedGroup
@@ -316,7 +316,7 @@ def node_context(rc: ResolvedCluster, group: ResolvedGroup, *, exporters_script:
     arch = inst.cpu_architecture
     drv = driver_artifact(stack.driver, arch)
     gdr = gdrcopy_artifact(stack.gdrcopy)
-    builds = group.image.bake_installs
+    builds = image_of(group).bake_installs
     if ("driver" in builds and drv is None) or ("gdrcopy" in builds and gdr is None):
         raise ValueError(f"no pinned download for driver {stack.driver} ({arch}) or GDRCopy {stack.gdrcopy} (rule R-ART-1)")
     plugin = aws_ofi_nccl_artifact(stack.plugin_override) if stack.plugin_override else None
@@ -325,7 +325,7 @@ def node_context(rc: ResolvedCluster, group: ResolvedGroup, *, exporters_script:
     efa = efa_installer_artifact(stack.efa_installer)
     repo = cuda_repository(software.os_name, arch)
     efa_enabled = group.spec.efa_enabled
-    image = group.image
+    image = image_of(group)
     installs_nccl = any(i.startswith("nccl ") for i in image.installs_at_boot)
     installs_nccl_tests = "nccl-tests" in image.installs_at_boot
     tests = nccl_tests_artifact()

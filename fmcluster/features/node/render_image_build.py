@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from fmcluster.features.node.plan_image import image_of
 from fmcluster.features.node.render_context import LOCK_PATH, node_context
 from fmcluster.features.node.render_scripts import script_data
 from fmcluster.resolved import NODE_DIR, ResolvedCluster, ResolvedGroup
@@ -107,7 +108,7 @@ def _file_steps(component: str, path: str, text: str) -> list[ImageBuildStep]:
 
 def group_lock(group: ResolvedGroup) -> dict[str, str | None]:
     """The lock the image of ``group`` is built from: ``ResolvedImage.lock`` (component -> version)."""
-    return dict(group.image.lock)
+    return dict(image_of(group).lock)
 
 
 def lock_test(rc: ResolvedCluster, group: ResolvedGroup) -> str:
@@ -128,8 +129,8 @@ def lock_test(rc: ResolvedCluster, group: ResolvedGroup) -> str:
 
 def image_build_steps(rc: ResolvedCluster, group: ResolvedGroup) -> list[ImageBuildStep]:
     """The build steps of ``group``'s image, in install order (see :func:`install_scripts`), limited to what the
-    parent lacks at the locked version (``group.image.bake_installs``) plus nccl-tests, the lock and the holds."""
-    wanted = {_STEP_OF[c] for c in group.image.bake_installs}
+    parent lacks at the locked version (``image_of(group).bake_installs``) plus nccl-tests, the lock and the holds."""
+    wanted = {_STEP_OF[c] for c in image_of(group).bake_installs}
     if wanted & {"fabric-manager", "imex", "cuda", "nccl"}:
         wanted.add("cuda-repo")
     if rc.software is not None and rc.software.plugin_override:

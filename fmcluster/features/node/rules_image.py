@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from fmcluster.blueprint.model import Blueprint
 from fmcluster.catalog.images import ImageManifest, known_images
 from fmcluster.catalog.software import get_stack, version_lt
-from fmcluster.features.node.plan_image import blueprint_official_image
+from fmcluster.features.node.plan_image import blueprint_official_image, image_of
 from fmcluster.resolved import ResolvedCluster
 from fmcluster.validation.rules import Violation, rule
 
@@ -88,8 +88,8 @@ def image_os_unverified(bp: Blueprint) -> Iterator[Violation]:
 @rule("R-IMG-5", source=f"{IMAGES} (CPU architectures per image)", scope="cluster", suppressed_by=("R-IMG-2",))
 def image_offers_architecture(rc: ResolvedCluster) -> Iterator[Violation]:
     for g in rc.groups:
-        image = g.image.manifest
-        if g.image.mode == "custom" or image is None:
+        image = image_of(g).manifest
+        if image_of(g).mode == "custom" or image is None:
             continue
         if g.instance.cpu_architecture not in image.cpu_architectures:
             yield f"{g.path}.instance_type", (
@@ -120,11 +120,11 @@ JUDGED = frozenset({"driver", "efa_installer"})
 def official_image_unverified(rc: ResolvedCluster) -> Iterator[Violation]:
     seen: set[str] = set()
     for g in rc.groups:
-        image = g.image.manifest
-        if g.image.mode != "official" or image is None or not (image.unverified & JUDGED) or image.key in seen:
+        image = image_of(g).manifest
+        if image_of(g).mode != "official" or image is None or not (image.unverified & JUDGED) or image.key in seen:
             continue
         seen.add(image.key)
-        unverified = sorted(c for c in image.unverified if c in g.image.lock and g.image.lock[c] is not None)
+        unverified = sorted(c for c in image.unverified if c in image_of(g).lock and image_of(g).lock[c] is not None)
         yield "software.image.mode", (
             f"what {image.title} ships is not confirmed by a primary source for "
             f"{', '.join(unverified)}, got official; "
@@ -175,16 +175,16 @@ def image_lustre_client_unverified(bp: Blueprint) -> Iterator[Violation]:
       "_fabric_manager_install_debian.rb (Fabric Manager held)", scope="cluster", suppressed_by=("R-IMG-2",))
 def bake_downgrades_parent(rc: ResolvedCluster) -> Iterator[Violation]:
     for g in rc.groups:
-        parent = g.image.manifest
-        if g.image.mode != "bake" or parent is None:
+        parent = image_of(g).manifest
+        if image_of(g).mode != "bake" or parent is None:
             continue
-        older = [c for c in ("driver", "efa_installer") if parent.components.get(c) and g.image.lock.get(c)
-                 and version_lt(str(g.image.lock[c]), str(parent.components[c]))]
+        older = [c for c in ("driver", "efa_installer") if parent.components.get(c) and image_of(g).lock.get(c)
+                 and version_lt(str(image_of(g).lock[c]), str(parent.components[c]))]
         if older:
             yield "software.stack", (
                 f"the image build would replace {', '.join(f'{c} {parent.components[c]}' for c in older)} of its parent "
                 f"{parent.title} with older versions ({g.name}), got "
-                f"{', '.join(f'{c} {g.image.lock[c]}' for c in older)}; "
+                f"{', '.join(f'{c} {image_of(g).lock[c]}' for c in older)}; "
                 "allowed a stack at or above the parent's versions "
                 "(the EFA installer does not downgrade, and the parent holds Fabric Manager), "
                 "or a custom image built from a base without them"

@@ -44,6 +44,7 @@ from fmcluster.catalog.software import (
     version_ge,
     version_lt,
 )
+from fmcluster.features.node.plan_image import image_of
 from fmcluster.resolved import ResolvedCluster
 from fmcluster.resolved.cluster import software_stack
 from fmcluster.validation.rules import Violation, rule
@@ -225,16 +226,16 @@ def downloads_are_pinned(rc: ResolvedCluster) -> Iterator[Violation]:
     stack = rc.software
     if stack is None:
         return
-    baking = [g for g in rc.groups if g.image.mode == "bake"]
+    baking = [g for g in rc.groups if image_of(g).mode == "bake"]
     # An architecture the stack is not built for is R-CAP-7's finding; do not report it twice.
-    archs = {g.instance.cpu_architecture for g in baking if "driver" in g.image.bake_installs}
+    archs = {g.instance.cpu_architecture for g in baking if "driver" in image_of(g).bake_installs}
     for arch in sorted(archs & set(stack.cpu_architectures)):
         if driver_artifact(stack.driver, arch) is None:
             yield where(stack, "driver"), (
                 f"no pinned NVIDIA driver installer (URL + sha256) for {arch}, got driver {stack.driver}; "
                 f"allowed {', '.join(driver_artifacts(arch)) or 'none'}"
             )
-    if any("gdrcopy" in g.image.bake_installs for g in baking) and gdrcopy_artifact(stack.gdrcopy) is None:
+    if any("gdrcopy" in image_of(g).bake_installs for g in baking) and gdrcopy_artifact(stack.gdrcopy) is None:
         yield where(stack, "gdrcopy"), (
             f"no pinned GDRCopy source archive (URL + sha256), got {stack.gdrcopy}; allowed {', '.join(gdrcopy_artifacts())}"
         )

@@ -12,6 +12,7 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fmcluster.blueprint.model import ObservabilitySpec
+from fmcluster.features.network.stack import NetworkStack
 from fmcluster.features.observability.construct import ClusterObservability
 from fmcluster.features.observability.endpoints import (
     OUTPUT_ALERT_TOPIC_ARN,
@@ -22,6 +23,9 @@ from fmcluster.features.observability.endpoints import (
     OUTPUT_REMOTE_WRITE_URL,
     OUTPUT_SSM_PARAMETER,
 )
+from fmcluster.features.observability.render_alert_rules import render_alert_rules
+from fmcluster.features.observability.render_context import observability_context
+from fmcluster.stacks.context import StackContext
 
 
 class ObservabilityStack(Stack):
@@ -71,3 +75,19 @@ class ObservabilityStack(Stack):
         if obs.remote_write_url is not None and obs.query_url is not None:
             CfnOutput(self, OUTPUT_REMOTE_WRITE_URL, value=obs.remote_write_url)
             CfnOutput(self, OUTPUT_QUERY_URL, value=obs.query_url)
+
+
+def build_stack(ctx: StackContext) -> ObservabilityStack | None:
+    """The feature registry's ``stack`` hook: ``<name>-observability`` when ``observability.metrics`` is not ``none``
+    (else ``None``), with the rendered alert rules, in the ``network`` stack's GPU subnet."""
+    rc, bp = ctx.rc, ctx.rc.blueprint
+    if rc.stacks.observability is None:
+        return None
+    net = ctx.stack("network", NetworkStack).network
+    return ObservabilityStack(
+        ctx.app, rc.stacks.observability, env=ctx.env, spec=bp.observability, cluster_name=bp.name,
+        parameter_name=rc.observability_parameter, alert_rules=render_alert_rules(observability_context(rc)),
+        vpc=net.vpc, subnet=net.gpu_subnet,
+        security_group=net.efa_security_group,
+        description=f"fmcluster {bp.name}: {bp.observability.metrics} metrics (Prometheus, Grafana, alert rules)",
+    )

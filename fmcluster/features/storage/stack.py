@@ -9,7 +9,9 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fmcluster.blueprint.model import StorageSpec
+from fmcluster.features.network.stack import NetworkStack
 from fmcluster.features.storage.construct import TrainingStorage
+from fmcluster.stacks.context import StackContext
 
 
 class StorageStack(Stack):
@@ -30,3 +32,19 @@ class StorageStack(Stack):
         if self.storage.checkpoint_bucket is not None:
             CfnOutput(self, "CheckpointBucket", value=self.storage.checkpoint_bucket.bucket_name)
             CfnOutput(self, "CheckpointPrefix", value=self.storage.checkpoint_prefix)
+
+
+def build_stack(ctx: StackContext) -> StorageStack:
+    """The feature registry's ``stack`` hook: ``<name>-storage`` in the ``network`` stack's GPU subnet, clients in its
+    EFA security group. A file system kept at teardown keeps its network interfaces in the GPU subnet, so the GPU
+    subnet is then retained too (docs/storage.md)."""
+    rc, bp = ctx.rc, ctx.rc.blueprint
+    net = ctx.stack("network", NetworkStack).network
+    stack = StorageStack(
+        ctx.app, rc.stacks.storage, env=ctx.env, spec=bp.storage, vpc=net.vpc, subnet=net.gpu_subnet,
+        client_security_group=net.efa_security_group, allow_destruction=ctx.allow_data_destruction,
+        description=f"fmcluster {bp.name}: FSx for Lustre, data repositories, checkpoint bucket (retained)",
+    )
+    if stack.storage.file_system_retained:
+        net.retain_gpu_subnet()
+    return stack

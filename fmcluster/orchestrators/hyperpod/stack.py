@@ -14,10 +14,10 @@ from collections.abc import Callable
 from aws_cdk import CfnOutput, Fn, Stack
 from aws_cdk import aws_sagemaker as sagemaker
 
+from fmcluster.features.cluster.stack_inputs import OrchestratorInputs
 from fmcluster.orchestrators.hyperpod.construct import HyperPodCluster, HyperPodOrchestration
 from fmcluster.orchestrators.hyperpod.profile import HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP
 from fmcluster.orchestrators.profile import OrchestratorProfile
-from fmcluster.stacks.orchestrator_inputs import OrchestratorInputs
 
 OUTPUT_CLUSTER_ARN = "ClusterArn"
 OUTPUT_LIFECYCLE_BUCKET = "LifecycleBucket"

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from aws_cdk import Stack
 
+from fmcluster.features.cluster.stack_inputs import OrchestratorInputs
 from fmcluster.orchestrators.hyperpod import stack as hyperpod
 from fmcluster.orchestrators.hyperpod.construct import HyperPodCluster
 from fmcluster.orchestrators.hyperpod_eks.construct_eks import EksOrchestration
-from fmcluster.stacks.orchestrator_inputs import OrchestratorInputs
 
 
 def build(stack: Stack, inputs: OrchestratorInputs) -> HyperPodCluster:

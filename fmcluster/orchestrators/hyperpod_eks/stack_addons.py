@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Environment, Stack, Tags
-from constructs import Construct
+from aws_cdk import Stack
 
 from fmcluster.orchestrators.hyperpod_eks.addons import EksWorkloadAddons, MetricsWorkspace
 from fmcluster.orchestrators.hyperpod_eks.plan import as_eks_plan
@@ -29,20 +28,20 @@ def metrics_workspace(observability: Any) -> MetricsWorkspace | None:
     return MetricsWorkspace(arn=ws.attr_arn, prometheus_endpoint=ws.attr_prometheus_endpoint)
 
 
-def build_late_stack(app: Construct, rc: ResolvedCluster, env: Environment, cluster: Stack,
-                     observability: Any) -> Stack | None:
-    """The registry row's late-stack hook: ``<name>-addons`` (tagged ``fmcluster:stack: addons``) with the plan's
-    add-ons that need nodes, depending on ``cluster`` (``<name>-cluster``); ``None`` when the plan has none
-    (``rc.stacks.addons``). ``observability``: the observability construct or ``None``; its workspace feeds the
-    observability add-on."""
+def build_late_stack(ctx: Any) -> Stack | None:
+    """The registry row's late-stack hook: ``<name>-addons`` with the plan's add-ons that need nodes, depending on
+    ``<name>-cluster``; ``None`` when the plan has none (``rc.stacks.addons``). ``ctx``:
+    :class:`fmcluster.stacks.context.StackContext` (the builder tags the stack ``fmcluster:stack: addons``); the
+    observability stack's workspace, when there is one, feeds the observability add-on."""
+    rc: ResolvedCluster = ctx.rc
     plan = as_eks_plan(rc.eks)
     if plan is None or rc.stacks.addons is None or not plan.addons_after_nodes:
         return None
-    stack = Stack(app, rc.stacks.addons, env=env,
+    stack = Stack(ctx.app, rc.stacks.addons, env=ctx.env,
                   description=f"fmcluster {rc.name}: EKS add-ons that need nodes (after the HyperPod cluster)")
     cluster_arn = stack.format_arn(service="eks", resource="cluster", resource_name=plan.cluster_name)
+    observability = getattr(ctx.built.get("observability"), "observability", None)
     EksWorkloadAddons(stack, "EksAddons", plan=plan, cluster_name=plan.cluster_name, cluster_arn=cluster_arn,
                       tags=rc.tags, workspace=metrics_workspace(observability))
-    stack.add_stack_dependency(cluster, "the add-ons' pods need the HyperPod worker groups' nodes")
-    Tags.of(stack).add("fmcluster:stack", "addons")
+    stack.add_stack_dependency(ctx.built["cluster"], "the add-ons' pods need the HyperPod worker groups' nodes")
     return stack

@@ -6,15 +6,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aws_cdk import Environment, Stack, Tags
+from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from fmcluster.features.network.construct import Placement
+from fmcluster.features.network.stack import NetworkStack
 from fmcluster.orchestrators.hyperpod_eks.addons import EksControlPlane
 from fmcluster.orchestrators.hyperpod_eks.plan import EksPlan, as_eks_plan
 from fmcluster.orchestrators.registry import ExtraStack
-from fmcluster.resolved import ResolvedCluster
+from fmcluster.stacks.context import StackContext
 
 
 class EksStack(Stack):
@@ -33,18 +34,19 @@ class EksStack(Stack):
         )
 
 
-def build_extra_stack(app: Construct, rc: ResolvedCluster, env: Environment, network: Any,
-                      placement: Placement) -> ExtraStack | None:
-    """The registry row's extra-stack hook: ``<name>-eks`` (tagged ``fmcluster:stack: eks``) when fmcluster creates
-    the EKS cluster (``rc.stacks.eks``), else ``None``. ``network``: the network construct (VPC, GPU subnet, EFA
-    security group)."""
+def build_extra_stack(ctx: StackContext) -> ExtraStack | None:
+    """The registry row's extra-stack hook: ``<name>-eks`` (tagged ``fmcluster:stack: eks`` by the app builder) when
+    fmcluster creates the EKS cluster (``rc.stacks.eks``), else ``None``. Reads the ``network`` stack (VPC, GPU subnet,
+    EFA security group, AZ) of ``ctx``."""
+    rc = ctx.rc
     plan = as_eks_plan(rc.eks)
     if rc.stacks.eks is None or plan is None:
         return None
+    network = ctx.stack("network", NetworkStack)
+    net = network.network
     stack = EksStack(
-        app, rc.stacks.eks, env=env, plan=plan, vpc=network.vpc, gpu_subnet=network.gpu_subnet,
-        security_group=network.efa_security_group, placement=placement, tags=rc.tags,
+        ctx.app, rc.stacks.eks, env=ctx.env, plan=plan, vpc=net.vpc, gpu_subnet=net.gpu_subnet,
+        security_group=net.efa_security_group, placement=network.placement, tags=rc.tags,
         description=f"fmcluster {rc.name}: EKS cluster {plan.cluster_name}, node add-ons, admin access, endpoints",
     )
-    Tags.of(stack).add("fmcluster:stack", "eks")
     return ExtraStack(stack, stack.control_plane.cluster_arn)

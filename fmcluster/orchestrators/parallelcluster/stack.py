@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from aws_cdk import CfnOutput, CfnResource, Fn, Stack
 
+from fmcluster.features.cluster.stack_inputs import OrchestratorInputs
 from fmcluster.features.observability.construct import head_node_status_alarm
 from fmcluster.orchestrators.parallelcluster.construct import ParallelClusterCluster
 from fmcluster.stacks.access_outputs import OUTPUT_CONNECT
-from fmcluster.stacks.orchestrator_inputs import OrchestratorInputs
 
 OUTPUT_HEAD_NODE_ID = "HeadNodeInstanceId"
 OUTPUT_HEAD_NODE_IP = "HeadNodePrivateIp"

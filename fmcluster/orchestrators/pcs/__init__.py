@@ -1,3 +1,3 @@
 """AWS PCS: profile, rules, construct, stack wiring and outputs."""
 
-USES = ("network", "node", "slurm", "storage")
+USES = ("cluster", "network", "node", "slurm", "storage")

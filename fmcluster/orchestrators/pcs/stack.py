@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from aws_cdk import CfnOutput, Fn, Stack, aws_pcs
 
+from fmcluster.features.cluster.stack_inputs import OrchestratorInputs
 from fmcluster.orchestrators.pcs.construct import PcsCluster
 from fmcluster.orchestrators.pcs.profile import PCS_LOGIN_GROUP
 from fmcluster.stacks.access_outputs import OUTPUT_CONNECT
-from fmcluster.stacks.orchestrator_inputs import OrchestratorInputs
 
 OUTPUT_CLUSTER_ID = "PcsClusterId"
 OUTPUT_LOGIN_GROUP_ID = "LoginNodeGroupId"

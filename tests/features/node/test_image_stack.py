@@ -382,7 +382,7 @@ def test_lookup_picks_pclusters_image() -> None:
 def test_lookup_without_images_is_an_error_naming_the_filter() -> None:
     from fmcluster.preflight.image_lookup import Lookup, LookupError_, newest_official_image
 
-    lk = Lookup("b200", PC_FILTER, "x86_64")
+    lk = Lookup("b200", PC_FILTER, "x86_64", "node")
     with pytest.raises(LookupError_, match=r"no available AMI named aws-parallelcluster-3\.16\.3-ubuntu-2204"):
         newest_official_image(_stubbed_ec2([], lk.name_filter), lk)
 

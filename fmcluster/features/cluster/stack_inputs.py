@@ -1,5 +1,6 @@
 """What every orchestrator's stack wiring receives from ``<name>-cluster`` (:class:`OrchestratorInputs`): the typed
-contract between :class:`fmcluster.stacks.cluster_stack.ClusterStack` and the slices' ``stack.py`` builders."""
+contract between :class:`fmcluster.features.cluster.stack.ClusterStack` and the orchestrator slices' ``stack.py``
+builders."""
 
 from __future__ import annotations
 

@@ -13,14 +13,21 @@ from constructs import Construct
 from fmcluster.blueprint.model import OrchestratorSpec
 from fmcluster.constructs.orchestrator import HEAD_NODE_SCRIPT
 from fmcluster.features.accounting.construct import SlurmAccountingDatabase
+from fmcluster.features.accounting.stack import AccountingStack
+from fmcluster.features.cluster.stack_inputs import OrchestratorInputs
+from fmcluster.features.network.stack import NetworkStack
 from fmcluster.features.node.construct_bootstrap import NodeBootstrap, ScriptAsset, node_mirror
 from fmcluster.features.node.construct_image import NodeImages
-from fmcluster.features.node.render_context import NodeContext
+from fmcluster.features.node.render_context import NodeContext, blueprint_node_contexts
+from fmcluster.features.node.stack_image import ImageStack, node_images
+from fmcluster.features.observability.render_exporters import exporter_context, render_exporter_script
+from fmcluster.features.observability.stack import ObservabilityStack
 from fmcluster.features.storage.construct import CheckpointAccess, LustreMount
+from fmcluster.features.storage.stack import StorageStack
 from fmcluster.orchestrators.registry import ORCHESTRATORS, ClusterPlan
 from fmcluster.resolved import OrchestratorProfile, ResolvedGroup
 from fmcluster.stacks import access_outputs
-from fmcluster.stacks.orchestrator_inputs import OrchestratorInputs
+from fmcluster.stacks.context import StackContext
 
 
 class ClusterStack(Stack):
@@ -110,3 +117,35 @@ class ClusterStack(Stack):
         self.orchestrator: Construct = ORCHESTRATORS[profile.key].build(self, inputs)
         if self.mirror is not None:
             self.orchestrator.node.add_dependency(self.mirror.copy)
+
+
+def build_stack(ctx: StackContext) -> ClusterStack:
+    """The feature registry's ``stack`` hook: ``<name>-cluster`` from the stacks built before it (``network``,
+    ``storage``, and when present ``accounting``, ``observability``, the orchestrator's extra stack and ``image``).
+    With metrics on, the head node gets the exporter script and the observability node policy; with self-hosted
+    metrics also the alert topic for its dead-man alarm. In bake mode the cluster depends on ``<name>-image``
+    explicitly: the AMI travels as an SSM parameter, not an export."""
+    rc, bp = ctx.rc, ctx.rc.blueprint
+    net = ctx.stack("network", NetworkStack).network
+    st = ctx.stack("storage", StorageStack).storage
+    accounting = ctx.find("accounting", AccountingStack)
+    observability = ctx.find("observability", ObservabilityStack)
+    image = ctx.find("image", ImageStack)
+    obs = observability.observability if observability is not None else None
+    cluster = ClusterStack(
+        ctx.app, rc.stacks.cluster, env=ctx.env, profile=rc.profile, orchestrator=bp.orchestrator,
+        cluster_name=bp.name, os=bp.software.os_name, groups=rc.groups, node_contexts=blueprint_node_contexts(rc),
+        vpc=net.vpc, subnet=net.gpu_subnet, security_group=net.efa_security_group,
+        placement_groups=net.placement_groups, lustre=st.mount, checkpoints=st.checkpoint_access, tags=rc.tags,
+        description=f"fmcluster {bp.name}: {bp.orchestrator.kind} cluster and node bootstrap",
+        head_node_script=render_exporter_script(exporter_context(rc, role="head")) if obs is not None else None,
+        head_node_policy=obs.node_policy if obs is not None else None,
+        eks_plan=rc.eks, eks_cluster_arn=ctx.extra.cluster_arn if ctx.extra is not None else None,
+        images=node_images(rc, image),
+        accounting_database=accounting.database if accounting is not None else None,
+        head_node_alarm_topic_arn=(
+            obs.alert_topic_arn if obs is not None and bp.observability.metrics == "self_hosted" else None),
+    )
+    if image is not None:
+        cluster.add_stack_dependency(image)
+    return cluster
