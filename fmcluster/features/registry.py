@@ -15,6 +15,9 @@ Hooks (each optional; a feature without it contributes nothing):
 - ``provision``: ``(file, *, profile, session_factory) -> exit code``, the after-deploy command of the feature.
 - ``image_lookups``: ``(rc) -> [(cdk.context.json key, DescribeImages name filter, CPU architecture)]``, the parent
   AMIs bake mode needs looked up once (``fmcluster image lookup``).
+- ``admin_node_script``: ``(rc) -> (file name, text) | None``, a script for the node that administers Slurm (the
+  ParallelCluster head node, the HyperPod controller), run by root after the orchestrator configured it; ``None``: none
+  for this cluster.
 """
 
 from __future__ import annotations
@@ -50,11 +53,12 @@ class Feature:
     endpoints: str | None = None
     provision: str | None = None
     image_lookups: str | None = None
+    admin_node_script: str | None = None
 
     def hooks(self) -> dict[str, str]:
         """Hook name -> ``"<module>:<function>"`` of the hooks this row has."""
         specs = {"render": self.render, "endpoints": self.endpoints, "provision": self.provision,
-                 "image_lookups": self.image_lookups}
+                 "image_lookups": self.image_lookups, "admin_node_script": self.admin_node_script}
         return {k: v for k, v in specs.items() if v is not None}
 
     def render_files(self, rc: Any) -> dict[str, str]:
@@ -77,6 +81,11 @@ class Feature:
         code: int = _hook(self.provision)(file, profile=profile, session_factory=session_factory)
         return code
 
+    def admin_script(self, rc: Any) -> tuple[str, str] | None:
+        """``(file name, text)`` of the feature's script for the node that administers Slurm of ``rc``, or ``None``."""
+        script: tuple[str, str] | None = _hook(self.admin_node_script)(rc) if self.admin_node_script else None
+        return script
+
     def parent_image_lookups(self, rc: Any) -> list[tuple[str, str, str]]:
         """``(context key, name filter, arch)`` of each parent AMI ``rc``'s bake mode needs looked up (empty: none)."""
         return list(_hook(self.image_lookups)(rc)) if self.image_lookups else []
@@ -91,8 +100,16 @@ FEATURES: Mapping[str, Feature] = MappingProxyType({f.name: f for f in (
     Feature("observability", render="fmcluster.features.observability.render_files:render_observability_files",
             endpoints="fmcluster.features.observability.endpoints:observability_endpoints",
             provision="fmcluster.features.observability.provision_command:run"),
-    Feature("acceptance", render="fmcluster.features.acceptance.render_watch:render_files"),
+    Feature("acceptance", render="fmcluster.features.acceptance.render_watch:render_files",
+            admin_node_script="fmcluster.features.acceptance.render_watch:admin_node_script"),
 )})
 #: The layer each hook's module must have (its role), so that a caller at that layer may call it.
 HOOK_LAYERS: Mapping[str, str] = MappingProxyType({
-    "render": "templates", "endpoints": "resolved", "provision": "provision", "image_lookups": "resolved"})
+    "render": "templates", "endpoints": "resolved", "provision": "provision", "image_lookups": "resolved",
+    "admin_node_script": "templates"})
+
+
+def admin_node_scripts(rc: Any) -> dict[str, str]:
+    """File name -> text of every feature's script for the node that administers Slurm of ``rc``, in
+    :data:`FEATURES` order (empty: none)."""
+    return dict(script for f in FEATURES.values() if (script := f.admin_script(rc)) is not None)

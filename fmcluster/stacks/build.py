@@ -25,6 +25,7 @@ from fmcluster.features.observability.render_alert_rules import render_alert_rul
 from fmcluster.features.observability.render_context import observability_context
 from fmcluster.features.observability.render_exporters import exporter_context, render_exporter_script
 from fmcluster.features.observability.stack import ObservabilityStack
+from fmcluster.features.registry import admin_node_scripts
 from fmcluster.features.storage.stack import StorageStack
 from fmcluster.orchestrators.registry import row_for
 from fmcluster.resolved import BLUEPRINT_TAG, ResolvedCluster, resolve
@@ -172,6 +173,7 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
         description=f"fmcluster {bp.name}: {bp.orchestrator.kind} cluster and node bootstrap",
         head_node_script=render_exporter_script(exporter_context(rc, role="head")) if observability else None,
         head_node_policy=observability.observability.node_policy if observability else None,
+        admin_scripts=admin_node_scripts(rc),
         eks_plan=rc.eks, eks_cluster_arn=extra.cluster_arn if extra else None,
         images=node_images(rc, image),
         accounting_database=accounting.database if accounting else None,

@@ -93,3 +93,10 @@ def render_files(rc: ResolvedCluster) -> dict[str, str]:
     if installer is not None:
         files[f"{FOLDER}/{WATCH_INSTALLER_FILE}"] = installer
     return files
+
+
+def admin_node_script(rc: ResolvedCluster) -> tuple[str, str] | None:
+    """``(file name, installer)`` for the node that administers Slurm (the feature registry's ``admin_node_script``
+    hook; each orchestrator slice runs it there), or ``None`` without a gated group."""
+    installer = render_gate_watch_installer(rc)
+    return (WATCH_INSTALLER_FILE, installer) if installer is not None else None
