@@ -235,3 +235,50 @@ def test_hyperpod_replacement_back_in_service_is_tested(tmp_path: Path) -> None:
     sim.hyperpod_replace(nodes[0])
     sim.watch()
     assert nodes[0] in sim.jobs[-1]["nodes"] and len(sim.jobs[-1]["nodes"]) == 3
+
+
+# ---- wired where Slurm is administered -------------------------------------------------------------------------
+def _installer(text: str) -> str:
+    from fmcluster.validation import load_blueprint_text
+
+    installer = render_gate_watch_installer(resolve(load_blueprint_text(text).blueprint))
+    assert installer is not None
+    return installer
+
+
+def test_parallelcluster_head_node_installs_the_watcher_after_the_slurm_hooks() -> None:
+    from tests.orchestrator_support import cluster_template, head_node_steps, synth_to_folder
+
+    text = (ROOT / "blueprints/default.yaml").read_text()
+    out, templates = synth_to_folder(text)
+    steps = head_node_steps(cluster_template(templates), "OnNodeConfigured")
+    contents = [(out / f"asset.{step['Script'].rsplit('/', 1)[1]}").read_text() for step in steps]
+    watch = contents.index(_installer(text))
+    hooks = next(i for i, c in enumerate(contents) if "TaskProlog" in c and "fmcluster-task-prolog" in c)
+    assert hooks < watch
+
+
+def test_hyperpod_controller_installs_the_watcher_after_the_slurm_conf_watch() -> None:
+    from tests.orchestrator_support import synth_to_folder
+
+    text = (ROOT / "blueprints/hyperpod-p5.yaml").read_text()
+    out, _ = synth_to_folder(text)
+    (root,) = {p.parent.parent for p in out.glob("asset.*/*/on_init_complete.sh")}
+    assert (root / "controller" / WATCH_INSTALLER_FILE).read_text() == _installer(text)
+    on_init = (root / "controller/on_init_complete.sh").read_text()
+    assert on_init.index("fmcluster-slurm-conf-watch.sh") < on_init.index(WATCH_INSTALLER_FILE)
+    assert not (root / "gpu" / WATCH_INSTALLER_FILE).exists()
+
+
+def test_pcs_login_node_installs_the_watcher() -> None:
+    from tests.orchestrator_support import Resolver, cluster_template, pcs_launch_templates, synth_to_folder
+
+    text = (ROOT / "blueprints/pcs-p5en.yaml").read_text()
+    out, templates = synth_to_folder(text)
+    tpl = cluster_template(templates)
+    [(_, data)] = [v for k, v in pcs_launch_templates(tpl).items() if k == "login"]
+    login = Resolver(tpl, "us-east-2")(data["UserData"]["Fn::Base64"])
+    [url] = [line.split()[3] for line in login.splitlines()
+             if line.startswith("aws s3 cp ") and line.endswith(f"/opt/fmcluster/{WATCH_INSTALLER_FILE}")]
+    assert (out / f"asset.{url.rsplit('/', 1)[1]}").read_text() == _installer(text)
+    assert f"bash /opt/fmcluster/{WATCH_INSTALLER_FILE}" in login
