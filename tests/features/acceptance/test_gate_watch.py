@@ -282,3 +282,38 @@ def test_pcs_login_node_installs_the_watcher() -> None:
              if line.startswith("aws s3 cp ") and line.endswith(f"/opt/fmcluster/{WATCH_INSTALLER_FILE}")]
     assert (out / f"asset.{url.rsplit('/', 1)[1]}").read_text() == _installer(text)
     assert f"bash /opt/fmcluster/{WATCH_INSTALLER_FILE}" in login
+
+
+def test_a_blocked_group_raises_a_critical_alert(tmp_path: Path) -> None:
+    """promtool unit test: the watcher's blocked metric fires AcceptanceGateBlocked for that group only."""
+    import shutil
+
+    import yaml
+
+    from fmcluster.features.observability.render_acceptance import acceptance_alert_rules
+    from fmcluster.review.render import render_blueprint
+
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("no promtool")
+    files = render_blueprint(load_blueprint(ROOT / "blueprints/default.yaml"))
+    (tmp_path / "rules.yml").write_text(files["observability/rules"]["llm-train-alerts.yml"])
+    [rule] = [r for r in acceptance_alert_rules() if r.alert == "AcceptanceGateBlocked"]
+    base = 'cluster="llm-train",job="node",instance="head:9100"'
+    doc = {"rule_files": ["rules.yml"], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m",
+        "input_series": [
+            {"series": f'fmcluster_acceptance_watch_blocked{{{base},group="gpu"}}', "values": "0 0 1x5"},
+            {"series": f'fmcluster_acceptance_watch_blocked{{{base},group="cpu"}}', "values": "0x7"},
+        ],
+        "alert_rule_test": [
+            {"eval_time": "1m", "alertname": "AcceptanceGateBlocked", "exp_alerts": []},
+            {"eval_time": "3m", "alertname": "AcceptanceGateBlocked", "exp_alerts": [{
+                "exp_labels": {"severity": "critical", "cluster": "llm-train", "group": "gpu"},
+                "exp_annotations": {"summary": rule.summary.replace("{{ $labels.cluster }}", "llm-train")
+                                    .replace("{{ $labels.group }}", "gpu"), "description": rule.description}}]},
+        ],
+    }]}
+    (tmp_path / "test.yml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    r = subprocess.run([promtool, "test", "rules", "test.yml"], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
