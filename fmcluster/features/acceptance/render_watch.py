@@ -13,6 +13,7 @@ loop (docs/acceptance.md "Loops").
 
 from __future__ import annotations
 
+from fmcluster.acceptance.metrics import WATCH_BLOCKED, WATCH_HELD_NODES, WATCH_LAST_PASS
 from fmcluster.features.acceptance.render_gate import (
     FOLDER,
     gate_file_name,
@@ -56,6 +57,7 @@ def render_gate_watch(rc: ResolvedCluster) -> str:
         "resume_own_drains": drain.reason.startswith("fmcluster-acceptance:"),
         "slurm_bin_dir": rc.profile.slurm_bin_dir or "", "gate_dir": GATE_DIR,
         "results_root": results_root(rc), "textfile_dir": TEXTFILE_DIR,
+        "m_blocked": WATCH_BLOCKED, "m_held": WATCH_HELD_NODES, "m_last_pass": WATCH_LAST_PASS,
     })
 
 

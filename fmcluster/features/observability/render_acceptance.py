@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from fmcluster.acceptance.metrics import WATCH_BLOCKED
 from fmcluster.features.observability.render_alert_types import AlertRule
 
 if TYPE_CHECKING:  # the builder needs grafana-foundation-sdk, imported only where dashboards are built
@@ -62,7 +63,7 @@ def acceptance_alert_rules() -> list[AlertRule]:
         ),
         AlertRule(
             "AcceptanceGateBlocked",
-            "max by (cluster, group) (fmcluster_acceptance_watch_blocked == 1)",
+            f"max by (cluster, group) ({WATCH_BLOCKED} == 1)",
             "0m",
             "critical",
             "The acceptance gate of {{ $labels.cluster }}/{{ $labels.group }} stopped draining nodes",

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from fmcluster.acceptance.metrics import WATCH_BLOCKED, WATCH_HELD_NODES
 from fmcluster.features.acceptance.render_watch import (
     GATE_DIR,
     WATCH_INSTALLER_FILE,
@@ -158,14 +159,14 @@ def test_a_replacement_that_fails_again_is_held_not_drained_in_a_loop(sim: Slurm
     sim.watch()
     assert "DRAIN" not in sim.node(bad)["flags"] and not sim.in_service(bad)
     assert sim.reservations["fmcluster-gate-hold-gpu"]["nodes"] == [bad]
-    assert sim.metric("fmcluster_acceptance_watch_blocked") == 1
-    assert sim.metric("fmcluster_acceptance_watch_held_nodes") == 1
+    assert sim.metric(WATCH_BLOCKED) == 1
+    assert sim.metric(WATCH_HELD_NODES) == 1
     for _ in range(3):
         sim.watch()
         sim.run_jobs()
     assert len(sim.jobs) == 4, "a held node is not tested, drained or replaced again"
     sim.watch("release", "gpu")
-    assert sim.metric("fmcluster_acceptance_watch_blocked") == 0
+    assert sim.metric(WATCH_BLOCKED) == 0
     assert bad in sim.jobs[-1]["nodes"] and sim.jobs[-1]["env"]["FMC_DRAIN"] == "1"
 
 
@@ -178,7 +179,7 @@ def test_blueprint_wide_failure_drains_nothing_and_alerts(sim: SlurmSim) -> None
     assert not any("DRAIN" in sim.node(n)["flags"] for n in FOUR)
     assert len(sim.jobs) == 1, "no gate after gate on a blueprint-wide cause"
     assert sorted(sim.reservations["fmcluster-gate-hold-gpu"]["nodes"]) == FOUR
-    assert sim.metric("fmcluster_acceptance_watch_blocked") == 1
+    assert sim.metric(WATCH_BLOCKED) == 1
     assert "failed-not-drained" in (sim.root / "state/blocked-gpu").read_text()
 
 
@@ -303,8 +304,8 @@ def test_a_blocked_group_raises_a_critical_alert(tmp_path: Path) -> None:
     doc = {"rule_files": ["rules.yml"], "evaluation_interval": "1m", "tests": [{
         "interval": "1m",
         "input_series": [
-            {"series": f'fmcluster_acceptance_watch_blocked{{{base},group="gpu"}}', "values": "0 0 1x5"},
-            {"series": f'fmcluster_acceptance_watch_blocked{{{base},group="cpu"}}', "values": "0x7"},
+            {"series": f'{WATCH_BLOCKED}{{{base},group="gpu"}}', "values": "0 0 1x5"},
+            {"series": f'{WATCH_BLOCKED}{{{base},group="cpu"}}', "values": "0x7"},
         ],
         "alert_rule_test": [
             {"eval_time": "1m", "alertname": "AcceptanceGateBlocked", "exp_alerts": []},
