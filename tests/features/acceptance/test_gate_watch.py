@@ -318,3 +318,12 @@ def test_a_blocked_group_raises_a_critical_alert(tmp_path: Path) -> None:
     (tmp_path / "test.yml").write_text(yaml.safe_dump(doc, sort_keys=False))
     r = subprocess.run([promtool, "test", "rules", "test.yml"], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_parallelcluster_dynamic_nodes_are_gated_on_request_only(sim: SlurmSim) -> None:
+    dynamic = "gpu-dy-p5-48xlarge-1"
+    sim.add_nodes([dynamic])
+    accept_all(sim)
+    assert dynamic not in sim.jobs[0]["nodes"]
+    sim.watch("request", "gpu")
+    assert dynamic in sim.jobs[-1]["nodes"]
