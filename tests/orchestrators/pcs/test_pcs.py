@@ -81,10 +81,11 @@ def test_node_role_and_instance_profile(two_groups: dict[str, Any]) -> None:
     assert statements["PcsNodeRegistration"]["Action"] == "pcs:RegisterComputeNodeGroupInstance"
     assert statements["LustreEfaDiscovery"]["Action"] == "fsx:DescribeFileSystems"
     assert statements["CheckpointPrefixList"]["Condition"] == {"StringLike": {"s3:prefix": ["checkpoints/*"]}}
-    # bootstrap objects (two groups), the Lustre mount and the Slurm hooks lifecycle scripts: exact keys, no wildcard
+    # bootstrap objects (two groups), the Lustre mount and the Slurm hooks lifecycle scripts, the acceptance gate's
+    # watcher installer (login node): exact keys, no wildcard
     (read,) = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Action"] == "s3:GetObject"]
     keys = Resolver(two_groups, "us-east-1")(read["Resource"])
-    assert len(keys) == 4 and all(k.endswith(".sh") and "*" not in k for k in keys)
+    assert len(keys) == 5 and all(k.endswith(".sh") and "*" not in k for k in keys)
     (profile,) = _by_type(two_groups, "AWS::IAM::InstanceProfile").values()
     assert profile["Properties"]["Roles"] == [{"Ref": role_id}]
     for ng in _by_type(two_groups, "AWS::PCS::ComputeNodeGroup").values():
