@@ -34,6 +34,12 @@ METRIC_NAMES = (
     "fmcluster_acceptance_node_busbw_gbps",
     "fmcluster_acceptance_node_drained",
 )
+#: What the gate's watcher writes (fmcluster-gate-watch, rendered with these names): 1 when it stopped draining a group,
+#: the nodes it holds without a drain, when it last looked.
+WATCH_BLOCKED = "fmcluster_acceptance_watch_blocked"
+WATCH_HELD_NODES = "fmcluster_acceptance_watch_held_nodes"
+WATCH_LAST_PASS = "fmcluster_acceptance_watch_last_pass_timestamp_seconds"
+WATCH_METRIC_NAMES = (WATCH_BLOCKED, WATCH_HELD_NODES, WATCH_LAST_PASS)
 def prom_file(group: str) -> str:
     """The textfile name of a group's gate: ``fmcluster_acceptance_<group>.prom``."""
     return f"fmcluster_acceptance_{group}.prom" if group else "fmcluster_acceptance.prom"

@@ -25,6 +25,9 @@ Hooks (each optional; a feature without it contributes nothing):
 - ``stack``: ``(ctx) -> Stack | None``, the feature's stack (``ctx``: :class:`fmcluster.stacks.context.StackContext`,
   the stacks built before it), or ``None`` when the resolved cluster needs none; the app builder calls it in the
   order of :data:`STACK_ORDER` and records the stack under its role there.
+- ``admin_node_script``: ``(rc) -> (file name, text) | None``, a script for the node that administers Slurm (the
+  ParallelCluster head node, the HyperPod controller, the PCS login node), run by root after the orchestrator
+  configured it; ``None``: none for this cluster.
 """
 
 from __future__ import annotations
@@ -66,12 +69,13 @@ class Feature:
     plan_slot: str | None = None
     group_plan: str | None = None
     group_plan_slot: str | None = None
+    admin_node_script: str | None = None
 
     def hooks(self) -> dict[str, str]:
         """Hook name -> ``"<module>:<function>"`` of the hooks this row has."""
         specs = {"render": self.render, "endpoints": self.endpoints, "provision": self.provision,
                  "image_lookups": self.image_lookups, "parent_image": self.parent_image, "stack": self.stack,
-                 "plan": self.plan, "group_plan": self.group_plan}
+                 "plan": self.plan, "group_plan": self.group_plan, "admin_node_script": self.admin_node_script}
         return {k: v for k, v in specs.items() if v is not None}
 
     def render_files(self, rc: Any) -> dict[str, str]:
@@ -93,6 +97,11 @@ class Feature:
             raise LookupError(f"feature {self.name!r} provisions nothing after deploy")
         code: int = _hook(self.provision)(file, profile=profile, session_factory=session_factory)
         return code
+
+    def admin_script(self, rc: Any) -> tuple[str, str] | None:
+        """``(file name, text)`` of the feature's script for the node that administers Slurm of ``rc``, or ``None``."""
+        script: tuple[str, str] | None = _hook(self.admin_node_script)(rc) if self.admin_node_script else None
+        return script
 
     def parent_image_lookups(self, rc: Any) -> list[tuple[str, str, str]]:
         """``(context key, name filter, arch)`` of each parent AMI ``rc``'s bake mode needs looked up (empty: none)."""
@@ -151,7 +160,8 @@ FEATURES: Mapping[str, Feature] = MappingProxyType({f.name: f for f in (
             endpoints="fmcluster.features.observability.endpoints:observability_endpoints",
             provision="fmcluster.features.observability.provision_command:run",
             stack="fmcluster.features.observability.stack:build_stack"),
-    Feature("acceptance", render="fmcluster.features.acceptance.render_gate:render_acceptance_files"),
+    Feature("acceptance", render="fmcluster.features.acceptance.render_watch:render_files",
+            admin_node_script="fmcluster.features.acceptance.render_watch:admin_node_script"),
     Feature("network", stack="fmcluster.features.network.stack:build_stack",
             plan="fmcluster.features.network.plan:network_plan", plan_slot="subnet"),
     Feature("storage", stack="fmcluster.features.storage.stack:build_stack"),
@@ -176,4 +186,10 @@ STACK_ORDER: tuple[tuple[str, str], ...] = (
 HOOK_LAYERS: Mapping[str, str] = MappingProxyType({
     "render": "templates", "endpoints": "resolved", "provision": "provision", "image_lookups": "resolved",
     "parent_image": "resolved", "stack": "stacks", "plan": "resolved",
-    "group_plan": "resolved"})
+    "group_plan": "resolved", "admin_node_script": "templates"})
+
+
+def admin_node_scripts(rc: Any) -> dict[str, str]:
+    """File name -> text of every feature's script for the node that administers Slurm of ``rc``, in
+    :data:`FEATURES` order (empty: none)."""
+    return dict(script for f in FEATURES.values() if (script := f.admin_script(rc)) is not None)

@@ -22,6 +22,7 @@ from fmcluster.features.node.render_context import NodeContext, blueprint_node_c
 from fmcluster.features.node.stack_image import ImageStack, node_images
 from fmcluster.features.observability.render_exporters import exporter_context, render_exporter_script
 from fmcluster.features.observability.stack import ObservabilityStack
+from fmcluster.features.registry import admin_node_scripts
 from fmcluster.features.storage.construct import CheckpointAccess, LustreMount
 from fmcluster.features.storage.stack import StorageStack
 from fmcluster.orchestrators.registry import ORCHESTRATORS, ClusterPlan
@@ -58,6 +59,9 @@ class ClusterStack(Stack):
     :mod:`fmcluster.features.accounting.construct`). Default: none.
     ``head_node_alarm_topic_arn``: the alert topic a dead-man alarm on the head node's EC2 status checks publishes
     to, where the orchestrator knows the head node's instance id (self-hosted metrics). Default: none.
+    ``admin_scripts``: file name -> text of the features' scripts for the node that administers Slurm
+    (:func:`fmcluster.features.registry.admin_node_scripts`: the acceptance gate's watcher), run there by the
+    orchestrator's slice. Default: none.
     """
 
     def __init__(
@@ -85,6 +89,7 @@ class ClusterStack(Stack):
         images: NodeImages | None = None,
         accounting_database: SlurmAccountingDatabase | None = None,
         head_node_alarm_topic_arn: str | None = None,
+        admin_scripts: Mapping[str, str] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
@@ -109,7 +114,7 @@ class ClusterStack(Stack):
             head_node_text=head_node_script if delivery == "lifecycle" else None,
             head_node_policy=head_node_policy if profile.head_node_script_delivery is not None else None,
             images=images, eks_plan=eks_plan, eks_cluster_arn=eks_cluster_arn, accounting_database=accounting_database,
-            head_node_alarm_topic_arn=head_node_alarm_topic_arn,
+            head_node_alarm_topic_arn=head_node_alarm_topic_arn, admin_scripts=dict(admin_scripts or {}),
         )
         access_outputs.cluster_name(self, cluster_name)
         # what the boot reads from S3 instead of the internet, copied at deploy before any node starts (issue 23)
@@ -123,8 +128,9 @@ def build_stack(ctx: StackContext) -> ClusterStack:
     """The feature registry's ``stack`` hook: ``<name>-cluster`` from the stacks built before it (``network``,
     ``storage``, and when present ``accounting``, ``observability``, the orchestrator's extra stack and ``image``).
     With metrics on, the head node gets the exporter script and the observability node policy; with self-hosted
-    metrics also the alert topic for its dead-man alarm. In bake mode the cluster depends on ``<name>-image``
-    explicitly: the AMI travels as an SSM parameter, not an export."""
+    metrics also the alert topic for its dead-man alarm; every feature's script for the node that administers Slurm
+    (:func:`fmcluster.features.registry.admin_node_scripts`: the gate's watcher) goes to the orchestrator. In bake mode
+    the cluster depends on ``<name>-image`` explicitly: the AMI travels as an SSM parameter, not an export."""
     rc, bp = ctx.rc, ctx.rc.blueprint
     net = ctx.stack("network", NetworkStack).network
     st = ctx.stack("storage", StorageStack).storage
@@ -145,6 +151,7 @@ def build_stack(ctx: StackContext) -> ClusterStack:
         accounting_database=accounting.database if accounting is not None else None,
         head_node_alarm_topic_arn=(
             obs.alert_topic_arn if obs is not None and bp.observability.metrics == "self_hosted" else None),
+        admin_scripts=admin_node_scripts(rc),
     )
     if image is not None:
         cluster.add_stack_dependency(image)

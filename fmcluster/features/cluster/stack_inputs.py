@@ -5,7 +5,7 @@ builders."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -47,6 +47,8 @@ class OrchestratorInputs:
         head_node_alarm_topic_arn: the SNS topic of a dead-man alarm on the head node's EC2 status checks (self-hosted
             metrics: nothing outside the head node watches it otherwise), or ``None``. Only an orchestrator whose stack
             knows the head node's instance id acts on it (ParallelCluster).
+        admin_scripts: file name -> text of the scripts for the node that administers Slurm (the acceptance gate's
+            watcher), which each Slurm orchestrator runs as root there after Slurm is configured; empty: none.
     """
 
     orchestrator: OrchestratorSpec
@@ -71,6 +73,7 @@ class OrchestratorInputs:
     eks_cluster_arn: str | None = None
     accounting_database: SlurmAccountingDatabase | None = None
     head_node_alarm_topic_arn: str | None = None
+    admin_scripts: Mapping[str, str] = field(default_factory=dict)
 
     def require_vpc(self) -> ec2.IVpc:
         """The VPC (ClusterStack refuses a ``needs_vpc`` profile without one before building anything)."""

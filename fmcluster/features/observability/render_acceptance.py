@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from fmcluster.acceptance.metrics import WATCH_BLOCKED
 from fmcluster.features.observability.render_alert_types import AlertRule
 
 if TYPE_CHECKING:  # the builder needs grafana-foundation-sdk, imported only where dashboards are built
@@ -36,7 +37,8 @@ def latest(expr: str) -> str:
 
 
 def acceptance_alert_rules() -> list[AlertRule]:
-    """A failed gate (critical), a node the gate drained (warning) and a suspect node (warning)."""
+    """A failed gate (critical), a group whose gate watcher stopped draining (critical), a node the gate drained
+    (warning) and a suspect node (warning)."""
     return [
         AlertRule(
             "AcceptanceGateFailed",
@@ -54,8 +56,21 @@ def acceptance_alert_rules() -> list[AlertRule]:
             "0m",
             "warning",
             "{{ $labels.node }} was drained by the fleet acceptance gate",
-            "The gate drained the node (Slurm reason starts with fmcluster-acceptance). Replace or repair it, "
-            "re-run the gate, then `scontrol update NodeName=<node> State=RESUME`.",
+            "The gate took the node out of service (ParallelCluster, PCS: Slurm reason fmcluster-acceptance; "
+            "HyperPod: Action:Replace). fmcluster-gate-watch gates the node again when a new instance boots behind "
+            "its name and puts it back into service when it passes; otherwise replace or repair it "
+            "(docs/acceptance.md \"When it runs\").",
+        ),
+        AlertRule(
+            "AcceptanceGateBlocked",
+            f"max by (cluster, group) ({WATCH_BLOCKED} == 1)",
+            "0m",
+            "critical",
+            "The acceptance gate of {{ $labels.cluster }}/{{ $labels.group }} stopped draining nodes",
+            "Drains repeat (a replacement failed like its predecessor, or most of the group failed), or a gate "
+            "failed nodes without draining them or could not run: a cause no replacement fixes. The failing nodes "
+            "are held in the Slurm reservation fmcluster-gate-hold-<group>. Fix the cause (see the gate's "
+            "verdict.json), then `fmcluster-gate-watch release <group>` (docs/acceptance.md \"Loops\").",
         ),
         AlertRule(
             "AcceptanceNodeSuspect",

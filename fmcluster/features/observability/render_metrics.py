@@ -225,8 +225,10 @@ def known_metric_names() -> dict[str, str]:
     out.update({m: "prometheus" for m in PROMETHEUS_BUILTIN})
     # fleet acceptance gate textfile (fmcluster/acceptance/metrics.py, docs/acceptance.md)
     from fmcluster.acceptance.metrics import METRIC_NAMES as ACCEPTANCE_METRICS
+    from fmcluster.acceptance.metrics import WATCH_METRIC_NAMES
 
     out.update({m: "fmcluster acceptance gate (textfile)" for m in ACCEPTANCE_METRICS})
+    out.update({m: "fmcluster-gate-watch (textfile)" for m in WATCH_METRIC_NAMES})
     return out
 
 

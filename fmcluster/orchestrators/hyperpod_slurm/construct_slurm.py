@@ -34,7 +34,7 @@ drained with fmcluster's reason. The login group gets none of this (no GPUs, no 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aws_cdk import aws_iam as iam
@@ -90,12 +90,14 @@ class SlurmOrchestration(HyperPodOrchestration):
     ``profile`` and ``groups``: the IMEX groups the profile wires (``imex_types``, R-IMEX-1 refuses the others).
     ``lustre``: mounted by HyperPod on every group; default: none. ``head_node_script`` (text) runs on the controller
     group once Slurm answers and ``head_node_policy`` is attached to the execution role (shared by all groups);
-    default: no head-node script and no extra policy.
+    default: no head-node script and no extra policy. ``admin_scripts`` (file name -> text: the acceptance gate's
+    watcher) run on the controller after the Slurm hooks; default: none.
     """
 
     def __init__(self, *, profile: OrchestratorProfile, groups: Sequence[ResolvedGroup],
                  lustre: LustreMount | None = None, head_node_script: str | None = None,
-                 head_node_policy: iam.IManagedPolicy | None = None) -> None:
+                 head_node_policy: iam.IManagedPolicy | None = None,
+                 admin_scripts: Mapping[str, str] | None = None) -> None:
         self.lustre = lustre
         self.head_node_script = head_node_script
         self.head_node_policy = head_node_policy
@@ -103,6 +105,7 @@ class SlurmOrchestration(HyperPodOrchestration):
         self.imex_types = sorted({g.spec.instance_type for g in groups
                                   if g.imex})
         self.scontrol = f"{profile.slurm_bin_dir or HYPERPOD_SLURM + '/bin'}/scontrol"
+        self.admin_scripts = dict(admin_scripts or {})
         self.hooks = self._slurm_hooks()
 
     def management_groups(self, spec: HyperPodSettings) -> list[tuple[str, str]]:
@@ -120,7 +123,7 @@ class SlurmOrchestration(HyperPodOrchestration):
             files[HEAD_NODE_SCRIPT] = head
         hooks = self.hooks.get(node_type, {})
         files.update(hooks)
-        first = {"Controller": (SLURM_CONF_WATCH_SCRIPT,), "Compute": (DRAIN_SCRIPT, HOOKS_INSTALL_SCRIPT)}
+        first = {"Controller": (SLURM_CONF_WATCH_SCRIPT, *self.admin_scripts), "Compute": (DRAIN_SCRIPT, HOOKS_INSTALL_SCRIPT)}
         last = {"Compute": (RESUME_SCRIPT,)}
         return GroupLifecycle(files=files, hooks=first.get(node_type, ()) if hooks else (),
                               final_hooks=last.get(node_type, ()) if hooks else (), starts_head_node=head is not None)
@@ -173,5 +176,5 @@ class SlurmOrchestration(HyperPodOrchestration):
             orchestrator="SageMaker HyperPod", node_label="controller", why=WATCH_WHY)
         state = {mode: render_node_state(mode=mode, scontrol=scontrol, orchestrator="SageMaker HyperPod", why=DRAIN_WHY)
                  for mode in ("drain", "resume")}
-        return {"Controller": {SLURM_CONF_SCRIPT: editor, SLURM_CONF_WATCH_SCRIPT: watch},
+        return {"Controller": {SLURM_CONF_SCRIPT: editor, SLURM_CONF_WATCH_SCRIPT: watch, **self.admin_scripts},
                 "Compute": {DRAIN_SCRIPT: state["drain"], HOOKS_INSTALL_SCRIPT: installer, RESUME_SCRIPT: state["resume"]}}

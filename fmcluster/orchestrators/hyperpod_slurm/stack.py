@@ -15,5 +15,6 @@ def build(stack: Stack, inputs: OrchestratorInputs) -> HyperPodCluster:
     """The ``HyperPod`` construct (Slurm: controller and login groups, Slurm hooks, head-node script and policy) and
     its outputs."""
     slurm = SlurmOrchestration(profile=inputs.profile, groups=inputs.groups, lustre=inputs.lustre,
-                               head_node_script=inputs.head_node_text, head_node_policy=inputs.head_node_policy)
+                               head_node_script=inputs.head_node_text, head_node_policy=inputs.head_node_policy,
+                               admin_scripts=inputs.admin_scripts)
     return hyperpod.build(stack, inputs, slurm)

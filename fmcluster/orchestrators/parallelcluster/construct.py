@@ -130,6 +130,7 @@ class ParallelClusterCluster(Construct):
         lustre: LustreMount | None, checkpoints: CheckpointAccess | None, tags: Mapping[str, str],
         head_node_script: ScriptAsset | None = None, head_node_policy: iam.IManagedPolicy | None = None,
         images: NodeImages | None = None, accounting: SlurmAccountingDatabase | None = None,
+        admin_scripts: Mapping[str, str] | None = None,
     ) -> None:
         """``accounting``: the Slurm accounting database (``<name>-accounting`` stack) wired as
         ``SlurmSettings.Database`` (:meth:`_wire_accounting`). Default: no accounting.
@@ -137,7 +138,9 @@ class ParallelClusterCluster(Construct):
         ``head_node_script`` runs as the head node's OnNodeConfigured (e.g. the Prometheus agent and
         Slurm exporter of the observability layer); ``head_node_policy`` is attached to its role. ``images``:
         each listed queue's ``Image.CustomAmi`` (bake and custom modes; the head node keeps the official AMI,
-        see :class:`fmcluster.features.node.construct_image.NodeImages`). Default: every node on the official AMI."""
+        see :class:`fmcluster.features.node.construct_image.NodeImages`). Default: every node on the official AMI.
+        ``admin_scripts`` (file name -> text: the acceptance gate's watcher) run on the head node after the Slurm hooks
+        (:meth:`_wire_admin_scripts`). Default: none."""
         super().__init__(scope, id)
         self._check_capacity_types(profile, groups)
         key_policy = self._checkpoint_policy(checkpoints)
@@ -151,6 +154,7 @@ class ParallelClusterCluster(Construct):
         imex_types = sorted({g.spec.instance_type for g in groups
                              if g.imex})
         self._wire_slurm_hooks(head_node, imex_types)
+        self._wire_admin_scripts(head_node, admin_scripts or {})
         head_node.setdefault("Iam", {})["AdditionalIamPolicies"] = head_policies
         amis = images or NodeImages({})
         queues = [
@@ -440,6 +444,14 @@ class ParallelClusterCluster(Construct):
                                     share_note="Compute nodes mount /opt/slurm from the head node over NFS.",
                                     imex_prolog=IMEX_PROLOG if imex_types else None, imex_script=imex_script))
         self._on_node_configured(head_node, installer)
+
+    def _wire_admin_scripts(self, head_node: dict[str, Any], scripts: Mapping[str, str]) -> None:
+        """Each script for the node that administers Slurm (the acceptance gate's watcher, which installs a systemd
+        timer) at the head node's ``OnNodeConfigured``, as root, after slurmctld is configured; the compute fleet may
+        not be up yet (ParallelCluster runs ``OnNodeConfigured`` on the head node before it starts the static nodes),
+        which the watcher's timer waits for. Construct id ``AdminScript-<file name>`` (stable)."""
+        for name, text in scripts.items():
+            self._on_node_configured(head_node, ScriptAsset(self, f"AdminScript-{name}", text=text, file_name=name))
 
     def _checkpoint_policy(self, checkpoints: CheckpointAccess | None) -> iam.ManagedPolicy | None:
         """What ParallelCluster's ``S3Access`` does not grant for the checkpoint prefix, as one managed policy

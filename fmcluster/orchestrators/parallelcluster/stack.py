@@ -30,7 +30,7 @@ def build(stack: Stack, inputs: OrchestratorInputs) -> ParallelClusterCluster:
         head_node_script=inputs.head_node_asset, accounting=inputs.accounting_database,
         cluster_name=inputs.cluster_name, groups=inputs.groups, subnet=inputs.subnet,
         security_group=inputs.security_group, lustre=inputs.lustre, checkpoints=inputs.checkpoints, tags=inputs.tags,
-        head_node_policy=inputs.head_node_policy, images=inputs.images,
+        head_node_policy=inputs.head_node_policy, images=inputs.images, admin_scripts=inputs.admin_scripts,
     )
     _access_outputs(stack, pc.resource, region=stack.region)
     if inputs.head_node_alarm_topic_arn is not None:

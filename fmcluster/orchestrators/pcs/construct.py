@@ -176,12 +176,15 @@ def node_shell_script(
     embed_limit_bytes: int | None,
     head_node_script: ScriptAsset | None = None,
     slurm_bin_dir: str | None = None,
+    admin_scripts: Sequence[tuple[str, ScriptAsset]] = (),
 ) -> str:
     """The shell part of a node's user data: mount Lustre, then run ``bootstrap.sh`` from
     :data:`fmcluster.resolved.NODE_DIR` (embedded when it is at most ``embed_limit_bytes`` bytes, the
     profile's ``user_data_embed_limit_bytes``, else copied from its S3 asset; ``None``: always copied),
-    then, with ``head_node_script``, copy that script from its S3 asset and start it once Slurm answers.
-    Default: no head-node script. Raises ValueError when an embedded script contains the heredoc
+    then, with ``head_node_script``, copy that script from its S3 asset and start it once Slurm answers, then copy
+    and run each of ``admin_scripts`` (``(file name, asset)``: the acceptance gate's watcher installer; its timer
+    waits for Slurm itself).
+    Default: no head-node script, no admin script. Raises ValueError when an embedded script contains the heredoc
     terminator."""
     lines = [
         "#!/bin/bash",
@@ -212,6 +215,8 @@ def node_shell_script(
             f"aws s3 cp {head_node_script.s3_url} {HEAD_NODE_PATH}",
             start_after_slurm(HEAD_NODE_PATH, slurm_bin_dir),
         ]
+    for name, asset in admin_scripts:
+        lines += [f"install -d -m 0755 {NODE_DIR}", f"aws s3 cp {asset.s3_url} {NODE_DIR}/{name}", f"bash {NODE_DIR}/{name}"]
     return "\n".join(lines) + "\n"
 
 
@@ -307,7 +312,10 @@ class PcsCluster(Construct):
 
     ``head_node_script`` (an S3 asset) runs on the login node once Slurm answers and ``head_node_policy``
     is attached to the node role (shared by all node groups). Default: no head-node script and no extra
-    policy. ``images`` (:class:`fmcluster.features.node.construct_image.NodeImages`): the AMI per compute group and of the login
+    policy. ``admin_scripts`` (file name -> text: the acceptance gate's watcher installer) run as root on the login
+    node, the one node of a PCS cluster fmcluster configures that is not a compute node (the controller is AWS's):
+    S3 assets ``AdminScript-<file name>``, read by the node role. Default: none. ``images``
+    (:class:`fmcluster.features.node.construct_image.NodeImages`): the AMI per compute group and of the login
     group; default: the PCS-ready DLAMI everywhere.
     """
 
@@ -333,6 +341,7 @@ class PcsCluster(Construct):
         head_node_policy: iam.IManagedPolicy | None = None,
         images: NodeImages | None = None,
         accounting: SlurmAccountingSpec | None = None,
+        admin_scripts: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(scope, id)
         self._check_capacity_types(profile, groups)
@@ -345,6 +354,7 @@ class PcsCluster(Construct):
         self.cluster = self._add_cluster(spec, cluster_name, subnet, tags, accounting)
         self.role = self._node_role(cluster_name, Stack.of(self).region, groups, bootstraps, lustre, checkpoints)
         self._grant_head_node(head_node_script, head_node_policy)
+        self.admin_scripts = self._admin_scripts(admin_scripts or {})
         self.instance_profile = iam.InstanceProfile(self, "NodeInstanceProfile", role=self.role)
         self.lustre_script = self._add_lustre_script(lustre)
         self.hooks_script = self._slurm_hooks(profile)
@@ -401,6 +411,15 @@ class PcsCluster(Construct):
         if head_node_policy is not None:
             self.role.add_managed_policy(head_node_policy)
 
+    def _admin_scripts(self, scripts: Mapping[str, str]) -> list[tuple[str, ScriptAsset]]:
+        """``(file name, S3 asset)`` per admin script (construct id ``AdminScript-<file name>``), readable by the node
+        role."""
+        assets = [(name, ScriptAsset(self, f"AdminScript-{name}", text=text, file_name=name))
+                  for name, text in scripts.items()]
+        for _, asset in assets:
+            asset.grant_read(self.role)
+        return assets
+
     def _add_lustre_script(self, lustre: LustreMount | None) -> ScriptAsset | None:
         """The ``mount-lustre.sh`` lifecycle script, readable by the node role (``None`` without Lustre)."""
         if lustre is None:
@@ -434,8 +453,9 @@ class PcsCluster(Construct):
             user_data=mime_user_data(
                 node_shell_script(group=PCS_LOGIN_GROUP, bootstrap=None, lustre=None,
                                   embed_limit_bytes=nodes.profile.user_data_embed_limit_bytes,
-                                  head_node_script=head_node_script, slurm_bin_dir=nodes.profile.slurm_bin_dir)
-            ) if head_node_script is not None else None,
+                                  head_node_script=head_node_script, slurm_bin_dir=nodes.profile.slurm_bin_dir,
+                                  admin_scripts=self.admin_scripts)
+            ) if head_node_script is not None or self.admin_scripts else None,
             tags={**nodes.tags, "fmcluster:node-group": PCS_LOGIN_GROUP},
             **nodes.template,
         )

@@ -28,7 +28,7 @@ def build(stack: Stack, inputs: OrchestratorInputs) -> PcsCluster:
         accounting=inputs.orchestrator.slurm.accounting,
         cluster_name=inputs.cluster_name, groups=inputs.groups, subnet=inputs.subnet,
         security_group=inputs.security_group, lustre=inputs.lustre, checkpoints=inputs.checkpoints, tags=inputs.tags,
-        head_node_policy=inputs.head_node_policy, images=inputs.images,
+        head_node_policy=inputs.head_node_policy, images=inputs.images, admin_scripts=inputs.admin_scripts,
     )
     CfnOutput(stack, OUTPUT_CLUSTER_ID, value=pcs.cluster.attr_id)
     _access_outputs(stack, pcs.node_groups[PCS_LOGIN_GROUP], region=stack.region)

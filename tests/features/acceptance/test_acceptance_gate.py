@@ -161,6 +161,21 @@ def test_small_cluster_one_node_at_90_percent_is_drained(gate: Path, tmp_path: P
     assert drain.startswith("NodeName=p5-st-gpu-2 State=DRAIN Reason=fmcluster-acceptance: 2 of 2 pair(s) more than 7%")
 
 
+@pytest.mark.parametrize(("env", "failed", "drained"), [
+    ({"STUB_FACTORS": "p5-st-gpu-2=0.9"}, ["p5-st-gpu-2"], ["p5-st-gpu-2"]),
+    ({"STUB_FACTORS": "p5-st-gpu-2=0.9", "FMC_DRAIN": "0"}, ["p5-st-gpu-2"], []),
+    ({}, [], []),
+], ids=["drained", "report-only", "healthy"])
+def test_the_gate_writes_the_node_lists_the_watcher_reads(gate: Path, tmp_path: Path, env: dict[str, str],
+                                                          failed: list[str], drained: list[str]) -> None:
+    """failed.txt (node TAB reason) and drained.txt (one node a line): fmcluster-gate-watch's only input from a run
+    (tests/features/acceptance/test_gate_watch.py models a gate by these files)."""
+    r = run(gate, tmp_path, EIGHT[:4], "p5-st-gpu-[1-4]", **env)
+    rows = [line.split("\t") for line in (r.run_dir / "failed.txt").read_text().splitlines()]
+    assert [row[0] for row in rows] == failed and all(row[1].startswith("2 of 2 pair(s)") for row in rows)
+    assert (r.run_dir / "drained.txt").read_text().splitlines() == drained
+
+
 def test_broadcast_runs_once_per_node_under_a_timeout(gate: Path, tmp_path: Path) -> None:
     r = run(gate, tmp_path)
     calls = [c for c in r.srun_calls if c.endswith(tuple(f"broadcast_perf {a}" for a in ["-b 8 -e 2147483648 -f 2 -g 1 -c 1 -n 20"]))]

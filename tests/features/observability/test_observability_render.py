@@ -109,8 +109,8 @@ def test_promtool_accepts_config_and_rules(
     )
     assert rules.returncode == 0, rules.stdout + rules.stderr
     # 6 GPU + 5 EFA + 6 node rules (7 with the head-node job of slurm discovery) + Watchdog + one absent()
-    # per scrape job (prometheus, node, dcgm, slurm; + head-node) + the acceptance gate's 3 (docs/acceptance.md)
-    expected = (22 if discovery == "ec2" else 24) + 3
+    # per scrape job (prometheus, node, dcgm, slurm; + head-node) + the acceptance gate's 4 (docs/acceptance.md)
+    expected = (22 if discovery == "ec2" else 24) + 4
     assert f"SUCCESS: {expected} rules found" in rules.stdout
 
 

@@ -49,10 +49,10 @@ def test_p5_gets_tree_topology_wired_on_the_head_node() -> None:
     assert config["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"][0] == {"TopologyPlugin": "topology/tree"}
     # the head node's steps are in SSM; its phases name the launcher (tests/orchestrators/parallelcluster/test_head_node_actions.py)
     [start] = head_node_steps(t, "OnNodeStart")
-    configured = [s["Script"] for s in head_node_steps(t, "OnNodeConfigured")]  # topology, hooks, containers
+    configured = [s["Script"] for s in head_node_steps(t, "OnNodeConfigured")]  # topology, hooks, gate watcher, containers
     launcher = config["HeadNode"]["CustomActions"]["OnNodeStart"]["Script"]["Fn::Sub"]
     keys = {a["KeyName"] for a in config["HeadNode"]["Iam"]["S3Access"]}
-    assert {u.rsplit("/", 1)[1] for u in [start["Script"], *configured, launcher]} == keys and len(keys) == 5
+    assert {u.rsplit("/", 1)[1] for u in [start["Script"], *configured, launcher]} == keys and len(keys) == 6
     [policy] = [r for k, r in resources_of(t, "AWS::IAM::ManagedPolicy").items() if "TopologyPolicy" in k]
     assert policy["Properties"]["PolicyDocument"]["Statement"] == [{
         "Action": ["ec2:DescribeInstanceTopology", "ec2:DescribeInstances"], "Effect": "Allow", "Resource": "*",
@@ -79,8 +79,9 @@ def test_the_refresh_owns_topology_yaml_which_parallelcluster_never_deletes() ->
 def test_with_metrics_the_topology_installer_runs_after_the_observability_script() -> None:
     t, config = cluster(blueprint_text(P5, {"observability": {"metrics": "self_hosted", "alert_email": "oncall@example.com"}}))
     names = [s["Script"].rsplit("/", 1)[1] for s in head_node_steps(t, "OnNodeConfigured")]
-    assert len(names) == 4 and len(set(names)) == 4  # observability, topology installer, Slurm hooks, containers
-    assert len(config["HeadNode"]["Iam"]["S3Access"]) == 6  # and the placeholder and the launcher
+    # observability, topology installer, Slurm hooks, the acceptance gate's watcher, containers
+    assert len(names) == 5 and len(set(names)) == 5
+    assert len(config["HeadNode"]["Iam"]["S3Access"]) == 7  # and the placeholder and the launcher
 
 
 def test_an_ultraserver_queue_leaves_topology_to_parallelcluster() -> None:
@@ -88,7 +89,7 @@ def test_an_ultraserver_queue_leaves_topology_to_parallelcluster() -> None:
     assert config["Scheduling"]["SlurmSettings"]["CustomSlurmSettings"] == [
         *slurm_conf_settings(NODE_DIR, TASK_PROLOG), {"PrologFlags": "Alloc,NoHold"}]  # IMEX per job
     assert "OnNodeStart" not in config["HeadNode"]["CustomActions"]
-    assert len(head_node_steps(t, "OnNodeConfigured")) == 2  # Slurm hooks, containers
+    assert len(head_node_steps(t, "OnNodeConfigured")) == 3  # Slurm hooks, the acceptance gate's watcher, containers
 
 
 @pytest.mark.skipif(not PCLUSTER_PY.exists(), reason="make setup creates .venv-pcluster")

@@ -166,7 +166,7 @@ def test_hyperpod_groups_run_their_hooks_first() -> None:
     controller: the editor through its watch installer; login: nothing of Slurm's hooks or GPU checks."""
     scripts = hyperpod_scripts()
     assert sorted(scripts["controller"]) == sorted([hyperpod.SLURM_CONF_SCRIPT, hyperpod.SLURM_CONF_WATCH_SCRIPT,
-                                                    "on_init_complete.sh"])
+                                                    "fmcluster-gate-watch-install.sh", "on_init_complete.sh"])
     assert sorted(scripts["login"]) == ["on_init_complete.sh"]
     assert "bash" not in scripts["login"]["on_init_complete.sh"].split("set -euo pipefail")[1]
     gpu = scripts["p6e-gb200-36xlarge"]
@@ -175,7 +175,8 @@ def test_hyperpod_groups_run_their_hooks_first() -> None:
                                                        "bootstrap.sh", hyperpod.RESUME_SCRIPT)]
     controller = [line for line in scripts["controller"]["on_init_complete.sh"].splitlines()
                   if line.startswith('bash "${here}/')]
-    assert controller == [f'bash "${{here}}/{hyperpod.SLURM_CONF_WATCH_SCRIPT}"']
+    assert controller == [f'bash "${{here}}/{f}"' for f in (hyperpod.SLURM_CONF_WATCH_SCRIPT,
+                                                             "fmcluster-gate-watch-install.sh")]
 
 
 SHOW_NODE = ("NodeName=gpu-1 Arch=x86_64 CoresPerSocket=48\n   NodeAddr=10.1.2.3 NodeHostName=gpu-1\n"

@@ -136,7 +136,8 @@ def test_lifecycle_scripts_per_group() -> None:
     # lifecycle files per group: on_init_complete everywhere, node scripts only on the GPU group
     # (the example has metrics: the controller also gets the head-node script, see test_controller_runs_...)
     assert {n: sorted(f) for n, f in hp.scripts.items() if n != "gpu"} == {
-        "controller": ["fmcluster-slurm-conf-watch.sh", "fmcluster-slurm-conf.sh", "head-node.sh",  # Slurm hooks
+        "controller": ["fmcluster-gate-watch-install.sh",  # the acceptance gate's watcher (issue 24 item 3)
+                       "fmcluster-slurm-conf-watch.sh", "fmcluster-slurm-conf.sh", "head-node.sh",  # Slurm hooks
                        "on_init_complete.sh"],  # (issue 13) re-applied by a path unit and timer (issue 23)
         "login": ["on_init_complete.sh"]}
     assert {"on_init_complete.sh", "bootstrap.sh"} <= set(hp.scripts["gpu"])  # plus whatever else render_node_scripts adds

@@ -129,7 +129,7 @@ def test_head_node_runs_only_the_topology_scripts_without_metrics() -> None:
     # the phases name the constant launcher; the steps (topology placeholder, installers) are in SSM
     assert set(head["CustomActions"]) == {"OnNodeStart", "OnNodeConfigured", "OnNodeUpdated"}
     assert len(head_node_steps(t, "OnNodeStart")) == 1  # topology placeholder
-    assert len(head_node_steps(t, "OnNodeConfigured")) == 3  # topology, Slurm hooks, containers
+    assert len(head_node_steps(t, "OnNodeConfigured")) == 4  # topology, Slurm hooks, gate watcher, containers
     [topology] = [k for k in resources_of(t, "AWS::IAM::ManagedPolicy") if "TopologyPolicy" in k]
     [actions] = [k for k in resources_of(t, "AWS::IAM::ManagedPolicy") if "HeadNodeActionsPolicy" in k]
     assert head["Iam"]["AdditionalIamPolicies"] == [

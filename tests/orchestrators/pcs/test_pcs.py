@@ -81,10 +81,11 @@ def test_node_role_and_instance_profile(two_groups: dict[str, Any]) -> None:
     assert statements["PcsNodeRegistration"]["Action"] == "pcs:RegisterComputeNodeGroupInstance"
     assert statements["LustreEfaDiscovery"]["Action"] == "fsx:DescribeFileSystems"
     assert statements["CheckpointPrefixList"]["Condition"] == {"StringLike": {"s3:prefix": ["checkpoints/*"]}}
-    # bootstrap objects (two groups), the Lustre mount and the Slurm hooks lifecycle scripts: exact keys, no wildcard
+    # bootstrap objects (two groups), the Lustre mount and the Slurm hooks lifecycle scripts, the acceptance gate's
+    # watcher installer (login node): exact keys, no wildcard
     (read,) = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Action"] == "s3:GetObject"]
     keys = Resolver(two_groups, "us-east-1")(read["Resource"])
-    assert len(keys) == 4 and all(k.endswith(".sh") and "*" not in k for k in keys)
+    assert len(keys) == 5 and all(k.endswith(".sh") and "*" not in k for k in keys)
     (profile,) = _by_type(two_groups, "AWS::IAM::InstanceProfile").values()
     assert profile["Properties"]["Roles"] == [{"Ref": role_id}]
     for ng in _by_type(two_groups, "AWS::PCS::ComputeNodeGroup").values():
@@ -132,9 +133,16 @@ def _user_data(tpl: dict[str, Any], instance_type: str, region: str = "us-east-1
 
 def test_node_setup_is_not_in_user_data(two_groups: dict[str, Any]) -> None:
     """Changed on purpose (issue 12 item 3): the Lustre mount and bootstrap.sh run as PCS node lifecycle
-    actions (tests/orchestrators/pcs/test_deploy_pcs.py); without a metrics layer no launch template has user data."""
+    actions (tests/orchestrators/pcs/test_deploy_pcs.py); without a metrics layer no compute launch template has user
+    data, and the login node's runs only the acceptance gate's watcher installer (issue 24 item 3,
+    tests/features/acceptance/test_gate_watch.py)."""
     for group, (_, data) in pcs_launch_templates(two_groups).items():
-        assert "UserData" not in data, group
+        if group == "login":
+            login = _user_data(two_groups, "m7i.2xlarge")
+            assert [line.split()[0] for line in login.splitlines() if line.startswith(("aws ", "bash "))] == ["aws", "bash"]
+            assert "bash /opt/fmcluster/fmcluster-gate-watch-install.sh" in login
+        else:
+            assert "UserData" not in data, group
 
 
 class _BigBootstrap:
@@ -270,11 +278,12 @@ def test_login_node_runs_the_head_node_script_with_the_node_policy(metrics: str)
 
 def test_no_head_node_script_or_node_policy_without_metrics() -> None:
     tpl = cluster_template(synth_templates(EXAMPLE))  # the example has metrics: none
-    assert all("UserData" not in data for _, data in pcs_launch_templates(tpl).values())
+    assert all("UserData" not in data for group, (_, data) in pcs_launch_templates(tpl).items() if group != "login")
+    assert "head-node" not in _user_data(tpl, "m7i.2xlarge", "us-east-2")  # only the gate watcher (issue 24 item 3)
     _, role = _node_role(tpl)
     assert [json.dumps(a) for a in role["ManagedPolicyArns"]] == [json.dumps(role["ManagedPolicyArns"][0])]
     assert "AmazonSSMManagedInstanceCore" in json.dumps(role["ManagedPolicyArns"][0])
-    assert len(_object_reads(tpl)) == 3  # the h200 bootstrap, the Lustre mount and the Slurm hooks lifecycle scripts
+    assert len(_object_reads(tpl)) == 4  # the h200 bootstrap, the Lustre mount, the Slurm hooks, the gate watcher
 
 
 @pytest.mark.parametrize("text", [TWO_GROUPS, EXAMPLE], ids=["two-groups", "example"])
