@@ -109,7 +109,8 @@ PLAN: dict[tuple[str, str], list[Run | Classified]] = {
     ("docs/operations.md", "sinfo                                   # one partition per compute group; nodes idle~ "
                            "(powered down) are normal"): [
         Run("node", SLURM, before="cd ~\n"), Classified("Slurm only: docs/kubernetes.md is the EKS first job", ("hyperpod-eks",))],
-    ("docs/operations.md", "fmcluster diff deployed.yaml changed.yaml     # count changes update the cluster in place"): [
+    ("docs/operations.md", ".venv/bin/fmcluster diff deployed.yaml changed.yaml     # count changes update the cluster "
+                           "in place"): [
         Run("laptop", ALL, before="cp {bp} deployed.yaml && sed 's/^\\(    count: \\)\\([0-9]*\\)/\\1 3/' {bp} > "
                                   "changed.yaml\n")],
     ("docs/operations.md", "npx cdk destroy --all -c blueprint=blueprints/default.yaml"): [
