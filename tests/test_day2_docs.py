@@ -75,7 +75,7 @@ PLAN: dict[tuple[str, str], list[Run | Classified]] = {
     ("docs/first-job.md", "sbatch nccl-tests.sbatch            # 2 nodes of the group, one task per GPU; sbatch -N 4 "
                           "... for more"): [
         Run("node", SLURM), Classified("Slurm only", ("hyperpod-eks",))],
-    ("docs/first-job.md", "sbatch fsdp-train.sbatch            # submit from the folder that holds fsdp-train.py"): [
+    ("docs/first-job.md", "sbatch fsdp-train.sbatch            # with pyxis; without: \"Without pyxis\" below"): [
         Run("node", ("parallelcluster",)),
         Classified("its own comment sends an image without pyxis (PCS, HyperPod) to the next block",
                    ("pcs", "hyperpod")),
