@@ -192,3 +192,56 @@ def test_the_docs_run_as_written(orchestrator: str, tmp_path: Path) -> None:
     assert outcome.failures == [], outcome.output[-6000:]
     failed_jobs = [j for j in outcome.state["jobs"] if j["state"] != "COMPLETED"]
     assert failed_jobs == [], failed_jobs
+
+
+#: The simulation refuses what the real cluster refuses: (orchestrator, where, commands, what the output says).
+#: Each row must fail on its own (a recorded failing command), or the stubs have stopped modelling that behaviour.
+REFUSED = [
+    ("parallelcluster", "node", "printf '#!/bin/bash\\ntrue\\n' > /fsx/ok.sbatch\nsudo sbatch /fsx/ok.sbatch",
+     "sudo: sbatch: command not found"),
+    ("parallelcluster", "node", "sbatch --nodes=8 /fsx/ok.sbatch", "Requested node configuration is not available"),
+    ("parallelcluster", "node", "printf 'true\\n' > /fsx/plain.sh\nsbatch /fsx/plain.sh", "does not look like a batch script"),
+    ("parallelcluster", "node", "sbatch --nodelist=gpu-st-p5-[1-2] /fsx/ok.sbatch", "Invalid node name specified"),
+    ("parallelcluster", "laptop", "fmcluster plan blueprints/default.yaml", "fmcluster: command not found"),
+    ("parallelcluster", "laptop", "npx cdk deploy --all", "no blueprint: pass -c blueprint=FILE"),
+    ("parallelcluster", "laptop", ".venv/bin/fmcluster plan blueprints/default.yaml --formatt json", "No such option"),
+    ("parallelcluster", "laptop", "npx cdk bootstrap aws://123456789012/us-west-2", "expected the environment"),
+    ("hyperpod", "node", "srun -p gpu -N 1 --container-image=x true", "unrecognized option '--container-image=x'"),
+    ("hyperpod", "node", "printf 'import torch\\n' > /fsx/t.py\nsrun -p gpu -N 1 python3 /fsx/t.py",
+     "No module named 'torch'"),
+    ("pcs", "node", "srun -p gpu -N 1 true", "Invalid partition name specified"),
+    ("pcs", "laptop", "aws cloudformation describe-stacks --region us-east-2 --stack-name pcs-h200-cluster",
+     "Stack with id pcs-h200-cluster does not exist"),
+    ("hyperpod-eks", "laptop", "kubectl get nodes", "connection to the server localhost:8080 was refused"),
+    ("hyperpod-eks", "laptop", "npx cdk deploy hp-eks-eks -c blueprint=blueprints/hyperpod-eks.yaml\n"
+     "aws eks update-kubeconfig --region us-east-1 --name hp-eks\n"
+     "printf 'apiVersion: kubeflow.org/v2beta1\\nkind: MPIJob\\nmetadata: {name: j}\\n' > j.yaml\nkubectl apply -f j.yaml",
+     "ensure CRDs are installed first"),
+]
+
+
+@pytest.mark.parametrize("orchestrator", ALL)
+def test_the_simulation_refuses_what_the_cluster_refuses(orchestrator: str, tmp_path: Path) -> None:
+    rows = [r for r in REFUSED if r[0] == orchestrator]
+    w = world(orchestrator, EXAMPLES[orchestrator], tmp_path)
+    steps = [Step(Block("refused", i, "bash", text + "\n"), where) for i, (_, where, text, _) in enumerate(rows)]
+    outcome = run(w, steps)
+    failed = {line.split(" [", 1)[0] for line in outcome.failures}
+    assert failed == {f"refused:{i}" for i in range(len(rows))}, outcome.output[-4000:]
+    for _, _, _, said in rows:
+        assert said in outcome.output, said
+
+
+@pytest.mark.parametrize(("orchestrator", "folder", "state"), [
+    ("hyperpod", "~", "FAILED"), ("pcs", "~", "FAILED"), ("parallelcluster", "~", "COMPLETED"),
+    ("hyperpod", "/fsx/$USER", "COMPLETED"),
+])
+def test_a_job_runs_only_from_a_folder_the_compute_nodes_share(
+        orchestrator: str, folder: str, state: str, tmp_path: Path) -> None:
+    """Home is shared on ParallelCluster only (profile home_shared): elsewhere a job submitted from home fails before it
+    runs (slurmstepd cannot open its output file), although sbatch accepted it."""
+    w = world(orchestrator, EXAMPLES[orchestrator], tmp_path)
+    text = f"mkdir -p {folder} && cd {folder}\nprintf '#!/bin/bash\\necho ran\\n' > j.sbatch\nsbatch j.sbatch\n"
+    outcome = run(w, [Step(Block("job", 1, "bash", text), "node")])
+    assert outcome.failures == [] and "Submitted batch job 101" in outcome.output
+    assert [j["state"] for j in outcome.state["jobs"]] == [state]
