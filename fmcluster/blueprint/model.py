@@ -417,6 +417,10 @@ Capacity = Annotated[
 ]
 #: Capacity types whose nodes are placed by a reservation (no new placement group by default).
 RESERVATION_BACKED = ("odcr", "capacity_block", "training_plan")
+#: Capacity types whose term ends at a fixed time that EC2 announces with an EventBridge warning 40 minutes before
+#: the end (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-monitor.html): Capacity Blocks.
+#: A training plan's end reaches HyperPod, not the account's EventBridge bus, in any form AWS documents.
+ANNOUNCED_END = ("capacity_block",)
 
 
 class ComputeGroup(Section):
@@ -486,6 +490,11 @@ class ComputeGroup(Section):
     @property
     def reservation_backed(self) -> bool:
         return self.capacity.type in RESERVATION_BACKED
+
+    @property
+    def announced_end(self) -> bool:
+        """True when the group's capacity ends at a time EC2 announces on EventBridge (:data:`ANNOUNCED_END`)."""
+        return self.capacity.type in ANNOUNCED_END
 
     @property
     def reservation_id(self) -> str | None:

@@ -92,6 +92,7 @@ FEATURES: Mapping[str, Feature] = MappingProxyType({f.name: f for f in (
             endpoints="fmcluster.features.observability.endpoints:observability_endpoints",
             provision="fmcluster.features.observability.provision_command:run"),
     Feature("acceptance", render="fmcluster.features.acceptance.render_gate:render_acceptance_files"),
+    Feature("capacity_window", render="fmcluster.features.capacity_window.render_window:render_window_files"),
 )})
 #: The layer each hook's module must have (its role), so that a caller at that layer may call it.
 HOOK_LAYERS: Mapping[str, str] = MappingProxyType({

@@ -51,6 +51,8 @@ class ClusterStack(Stack):
     :mod:`fmcluster.features.accounting.construct`). Default: none.
     ``head_node_alarm_topic_arn``: the alert topic a dead-man alarm on the head node's EC2 status checks publishes
     to, where the orchestrator knows the head node's instance id (self-hosted metrics). Default: none.
+    ``alert_topic_arn``: the alert receivers' topic (any metrics mode with a topic), which the capacity window's
+    warning also reaches. Default: none.
     """
 
     def __init__(
@@ -78,6 +80,7 @@ class ClusterStack(Stack):
         images: NodeImages | None = None,
         accounting_database: SlurmAccountingDatabase | None = None,
         head_node_alarm_topic_arn: str | None = None,
+        alert_topic_arn: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
@@ -102,7 +105,7 @@ class ClusterStack(Stack):
             head_node_text=head_node_script if delivery == "lifecycle" else None,
             head_node_policy=head_node_policy if profile.head_node_script_delivery is not None else None,
             images=images, eks_plan=eks_plan, eks_cluster_arn=eks_cluster_arn, accounting_database=accounting_database,
-            head_node_alarm_topic_arn=head_node_alarm_topic_arn,
+            head_node_alarm_topic_arn=head_node_alarm_topic_arn, alert_topic_arn=alert_topic_arn,
         )
         access_outputs.cluster_name(self, cluster_name)
         # what the boot reads from S3 instead of the internet, copied at deploy before any node starts (issue 23)

@@ -46,6 +46,8 @@ class OrchestratorInputs:
         head_node_alarm_topic_arn: the SNS topic of a dead-man alarm on the head node's EC2 status checks (self-hosted
             metrics: nothing outside the head node watches it otherwise), or ``None``. Only an orchestrator whose stack
             knows the head node's instance id acts on it (ParallelCluster).
+        alert_topic_arn: the alert receivers' SNS topic (created or ``observability.alert_topic_arn``), or ``None``
+            without one; the capacity window's rule publishes its warning there (docs/capacity.md).
     """
 
     orchestrator: OrchestratorSpec
@@ -70,6 +72,7 @@ class OrchestratorInputs:
     eks_cluster_arn: str | None = None
     accounting_database: SlurmAccountingDatabase | None = None
     head_node_alarm_topic_arn: str | None = None
+    alert_topic_arn: str | None = None
 
     def require_vpc(self) -> ec2.IVpc:
         """The VPC (ClusterStack refuses a ``needs_vpc`` profile without one before building anything)."""

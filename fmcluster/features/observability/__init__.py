@@ -6,3 +6,5 @@ Modules by role: ``pins`` (pinned releases and their sources), ``endpoints`` (st
 ``fmcluster plan`` lists), ``render_*`` (the rendered files: :mod:`.render_files` for ``fmcluster render``), ``rules``
 (blueprint rules), ``construct`` / ``stack`` (CDK), ``provision_grafana`` (``fmcluster grafana``).
 """
+
+USES = ("capacity_window",)

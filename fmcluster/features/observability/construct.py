@@ -62,6 +62,7 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct, IValidation
 
 from fmcluster.blueprint.model import ObservabilitySpec
+from fmcluster.features.capacity_window.construct import rule_arn
 from fmcluster.features.observability.pins import GRAFANA_PORT
 from fmcluster.features.observability.render_alertmanager import render_amp_alertmanager_definition
 
@@ -98,6 +99,8 @@ class ClusterObservability(Construct):
             workspaces and no alert topic are created).
         vpc, subnet, security_group: where the ``aps-workspaces`` interface endpoint goes when
             ``spec.amp_vpc_endpoint`` (required then).
+        window_events: the cluster has a capacity window whose EventBridge rule publishes to the created alert topic
+            (:mod:`fmcluster.features.capacity_window.construct`): the topic and key policies let it. Default False.
 
     Attributes:
         workspace: ``aps.CfnWorkspace`` or None (self-hosted).
@@ -121,6 +124,7 @@ class ClusterObservability(Construct):
         self, scope: Construct, id: str, *, spec: ObservabilitySpec, cluster_name: str, parameter_name: str,
         alert_rules: str, collector: bool = True, vpc: ec2.IVpc | None = None,
         subnet: ec2.ISubnet | None = None, security_group: ec2.ISecurityGroup | None = None,
+        window_events: bool = False,
     ) -> None:
         super().__init__(scope, id)
         if not spec.enabled:
@@ -144,6 +148,8 @@ class ClusterObservability(Construct):
         self.log_group: logs.LogGroup | None = None
         if collector:
             self._alert_topic(cluster_name, spec)
+            if window_events:
+                self._allow_window_rule(cluster_name)
         if spec.metrics == "managed" and collector:
             self._managed(cluster_name, alert_rules, spec.grafana_authentication)
             if spec.amp_vpc_endpoint:
@@ -266,6 +272,27 @@ class ClusterObservability(Construct):
                 )
             )
         self.alert_key, self.alert_topic, self.alert_topic_arn = key, topic, topic.topic_arn
+
+    def _allow_window_rule(self, cluster_name: str) -> None:
+        """Let the capacity window's EventBridge rule publish to the created topic (an imported topic's policy is its
+        owner's). EventBridge publishes to SNS under the topic's resource policy, and to a topic encrypted with a
+        customer managed key only if the key policy lets ``events.amazonaws.com`` use the key
+        (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-use-resource-based.html "Amazon SNS permissions").
+        The rule lives in ``<name>-cluster``, so its ARN is built from its fixed name (no reference back)."""
+        if self.alert_topic is None or self.alert_key is None:
+            return
+        stack = Stack.of(self)
+        events_principal = iam.ServicePrincipal("events.amazonaws.com")
+        self.alert_key.add_to_resource_policy(iam.PolicyStatement(
+            sid="AllowTheWindowRuleToUseTheAlertTopicKey", principals=[events_principal],
+            actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"],
+            conditions={"StringEquals": {"aws:SourceAccount": stack.account}},
+        ))
+        self.alert_topic.add_to_resource_policy(iam.PolicyStatement(
+            sid="AllowTheWindowRuleToPublish", principals=[events_principal],
+            actions=["sns:Publish"], resources=[self.alert_topic.topic_arn],
+            conditions={"ArnEquals": {"aws:SourceArn": rule_arn(stack, cluster_name)}},
+        ))
 
     def _managed(self, cluster_name: str, alert_rules: str, authentication: str) -> None:
         stack = Stack.of(self)

@@ -27,7 +27,8 @@ from fmcluster.features.observability.endpoints import (
 class ObservabilityStack(Stack):
     """The metrics layer (``observability``: ClusterObservability) and its outputs: node policy ARN, SSM
     parameter ``parameter_name``, Grafana URL, the alert topic and, when managed, the AMP remote-write and
-    query URLs. ``collector`` False (HyperPod EKS): no workspaces, no alert topic."""
+    query URLs. ``collector`` False (HyperPod EKS): no workspaces, no alert topic. ``window_events``: the capacity
+    window's rule may publish to the alert topic (:class:`ClusterObservability`)."""
 
     def __init__(
         self,
@@ -42,12 +43,14 @@ class ObservabilityStack(Stack):
         vpc: ec2.IVpc | None = None,
         subnet: ec2.ISubnet | None = None,
         security_group: ec2.ISecurityGroup | None = None,
+        window_events: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
         self.observability = ClusterObservability(
             self, "Observability", spec=spec, cluster_name=cluster_name, parameter_name=parameter_name,
             alert_rules=alert_rules, collector=collector, vpc=vpc, subnet=subnet, security_group=security_group,
+            window_events=window_events,
         )
         obs = self.observability
         CfnOutput(

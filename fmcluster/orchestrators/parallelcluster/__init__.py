@@ -1,3 +1,3 @@
 """AWS ParallelCluster: profile, rules, construct, stack wiring and outputs, ClusterConfiguration review."""
 
-USES = ("accounting", "node", "observability", "slurm", "storage", "topology")
+USES = ("accounting", "capacity_window", "node", "observability", "slurm", "storage", "topology")

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from aws_cdk import CfnOutput, CfnResource, Fn, Stack
 
+from fmcluster.features.capacity_window.construct import WindowEndAutomation
+from fmcluster.features.capacity_window.plan import windows
+from fmcluster.features.capacity_window.render_window import render_window_end
 from fmcluster.features.observability.construct import head_node_status_alarm
 from fmcluster.orchestrators.parallelcluster.construct import ParallelClusterCluster
 from fmcluster.stacks.access_outputs import OUTPUT_CONNECT
@@ -38,7 +41,19 @@ def build(stack: Stack, inputs: OrchestratorInputs) -> ParallelClusterCluster:
             stack, "HeadNodeStatusAlarm", instance_id=pc.resource.get_att("headNode.instanceId").to_string(),
             topic_arn=inputs.head_node_alarm_topic_arn, cluster_name=inputs.cluster_name,
         )
+    _window_end(stack, inputs, pc.resource.get_att("headNode.instanceId").to_string())
     return pc
+
+
+def _window_end(stack: Stack, inputs: OrchestratorInputs, instance_id: str) -> None:
+    """The capacity window's end automation (docs/capacity.md "The capacity window") when a group is on a Capacity
+    Block: the head node runs ``fmcluster-window-end`` from Slurm's directory (``OrchestratorProfile.slurm_bin_dir``)."""
+    ws = windows(g.spec for g in inputs.groups)
+    if not ws or inputs.profile.slurm_bin_dir is None:
+        return
+    script = render_window_end(ws, cluster_name=inputs.cluster_name, slurm_bin_dir=inputs.profile.slurm_bin_dir)
+    WindowEndAutomation(stack, "WindowEnd", windows=ws, script=script, instance_id=instance_id,
+                        cluster_name=inputs.cluster_name, topic_arn=inputs.alert_topic_arn)
 
 
 def _access_outputs(stack: Stack, resource: CfnResource, *, region: str) -> None:

@@ -1,0 +1,43 @@
+"""The head node's end-of-window script (``fmcluster-window-end``), rendered from the cluster's windows
+(:mod:`fmcluster.features.capacity_window.plan`); the EventBridge rule's Run Command runs it
+(:mod:`fmcluster.features.capacity_window.construct`), and ``fmcluster render`` writes it for review."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fmcluster.features.capacity_window.plan import (
+    CHECKPOINT_GRACE_S,
+    CHECKPOINT_SIGNAL,
+    Window,
+    window_end_rule_name,
+    windows,
+)
+from fmcluster.resolved import ResolvedCluster
+from fmcluster.templates.render import render
+
+FOLDER = "capacity-window"
+SCRIPT = "fmcluster-window-end"
+
+
+def render_window_end(ws: Sequence[Window], *, cluster_name: str, slurm_bin_dir: str) -> str:
+    """The bash script ``fmcluster-window-end <reservation id> <end date>`` for the windows ``ws`` (one or more).
+
+    Raises:
+        ValueError: ``ws`` is empty (a cluster without a window has no end script).
+    """
+    if not ws:
+        raise ValueError("no capacity window: nothing to render")
+    return render("capacity_window/window-end.sh.j2", {
+        "cluster_name": cluster_name, "rule_name": window_end_rule_name(cluster_name), "windows": list(ws),
+        "slurm_bin_dir": slurm_bin_dir, "grace_s": CHECKPOINT_GRACE_S, "signal": CHECKPOINT_SIGNAL,
+    })
+
+
+def render_window_files(rc: ResolvedCluster) -> dict[str, str]:
+    """The feature registry's render hook: ``capacity-window/fmcluster-window-end`` when the cluster has a window
+    and the orchestrator runs Slurm with a known Slurm directory; empty otherwise."""
+    ws = windows(g.spec for g in rc.groups)
+    if not ws or not rc.profile.runs_slurm or rc.profile.slurm_bin_dir is None:
+        return {}
+    return {f"{FOLDER}/{SCRIPT}": render_window_end(ws, cluster_name=rc.name, slurm_bin_dir=rc.profile.slurm_bin_dir)}

@@ -1,0 +1,260 @@
+"""The capacity window (docs/capacity.md "The capacity window"): the windows and timings (plan), the rendered
+``fmcluster-window-end`` and FSDP job run for real against stub Slurm (tests/fixtures/capacity_window/slurm.py) and a
+stand-in torch, and the synthesized EventBridge rule, its targets, IAM and the alert topic's policy."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import subprocess
+import sys
+import threading
+import time
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fmcluster.features.capacity_window.plan import (
+    CHECKPOINT_GRACE_S,
+    EXPIRATION_WARNING_DETAIL_TYPES,
+    TERMINATION_AFTER_WARNING_S,
+    Window,
+    expiration_warning_pattern,
+    windows,
+)
+from fmcluster.review.render import render_blueprint
+from fmcluster.validation import load_blueprint_text
+from tests.blueprints import blueprint_text, example, group
+from tests.fixtures.capacity_window.slurm import write_stubs
+from tests.orchestrator_support import synth_with_nag
+
+SHELLCHECK = str(Path(sys.executable).parent / "shellcheck")
+CB = {"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"}
+EXAMPLE = blueprint_text({}, base=example("p5en-capacity-block"))
+WITH_ALERTS = blueprint_text({"observability": {"metrics": "self_hosted", "alert_email": "oncall@example.com"}},
+                             base=example("p5en-capacity-block"))
+
+
+# ---- plan: which groups have a window, the event they wait for, the grace --------------------------------------
+@pytest.mark.parametrize(("capacity", "expected"), [
+    ({"type": "on_demand"}, ()),
+    ({"type": "spot"}, ()),
+    ({"type": "odcr", "reservation_id": "cr-0123456789abcdef1"}, ()),
+    (CB, (Window("gpu", "cr-0123456789abcdef0"),)),
+], ids=["on_demand", "spot", "odcr", "capacity_block"])
+def test_only_capacity_blocks_have_an_announced_end(capacity: dict[str, Any], expected: tuple[Window, ...]) -> None:
+    bp = load_blueprint_text(blueprint_text({"compute": [group(capacity=capacity)]})).blueprint
+    assert windows(bp.compute) == expected
+
+
+def test_the_grace_leaves_the_requeue_margin_of_the_ten_minutes() -> None:
+    # EC2 user guide capacity-blocks-monitor: warning 40 min before the end, termination begins 10 min later
+    assert (TERMINATION_AFTER_WARNING_S, CHECKPOINT_GRACE_S) == (600, 420)
+
+
+def test_the_pattern_matches_both_spellings_of_the_warning_and_only_its_reservations() -> None:
+    pattern = expiration_warning_pattern([Window("a", "cr-0000000000000000b"), Window("b", "cr-0000000000000000a")])
+    assert pattern == {"source": ["aws.ec2"],
+                       "detail-type": ["Capacity Block Expiration Warning",
+                                       "Capacity Block Reservation Expiration Warning"],
+                       "detail": {"capacity-reservation-id": ["cr-0000000000000000a", "cr-0000000000000000b"]}}
+    assert EXPIRATION_WARNING_DETAIL_TYPES == tuple(pattern["detail-type"])
+
+
+# ---- the rendered end script against stub Slurm ------------------------------------------------------------------
+@cache
+def _rendered(text: str = EXAMPLE) -> dict[str, dict[str, str]]:
+    return render_blueprint(load_blueprint_text(text).blueprint)
+
+
+def _window_end(tmp_path: Path, args: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], Path]:
+    script = tmp_path / "fmcluster-window-end"
+    script.write_text(_rendered()["capacity-window"]["fmcluster-window-end"])
+    log = tmp_path / "log"
+    log.mkdir(exist_ok=True)
+    stubs = write_stubs(tmp_path / "bin")
+    full = {"PATH": f"{stubs}:/usr/bin:/bin", "STUB_LOG": str(log), "STUB_NODES": "h200-st-p5en-1 h200-st-p5en-2",
+            "FMC_WINDOW_POLL_S": "1", **env}
+    res = subprocess.run(["bash", str(script), *args], env=full, capture_output=True, text=True, timeout=120)
+    return res, log
+
+
+def _lines(log: Path, name: str) -> list[str]:
+    path = log / f"{name}.log"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_the_end_script_is_shellcheck_clean(tmp_path: Path) -> None:
+    f = tmp_path / "s.sh"
+    f.write_text(_rendered()["capacity-window"]["fmcluster-window-end"])
+    res = subprocess.run([SHELLCHECK, "-s", "bash", str(f)], capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stdout
+
+
+def _reaped(proc: subprocess.Popen[str]) -> subprocess.Popen[str]:
+    """``proc``, waited for by a thread as soon as it exits, as slurmd reaps a job's shell (a zombie still answers
+    ``kill -0``, so the stub squeue would see it running)."""
+    threading.Thread(target=proc.wait, daemon=True).start()
+    return proc
+
+
+#: a job's batch shell: one that checkpoints and stops on USR1, one that ignores it (runs on past the grace)
+JOB = {"stops": 'trap "exit 0" USR1; while :; do /bin/sleep 0.1; done',
+       "ignores": 'trap "" USR1; while :; do /bin/sleep 0.1; done'}
+
+
+@pytest.mark.parametrize(("jobs", "no_requeue", "code", "waited"), [
+    ({"7": "stops"}, "", 0, r"waited [0-2] s of 3 s"),
+    ({"7": "ignores"}, "", 0, r"waited 3 s of 3 s"),
+    ({"7": "stops", "8": "stops"}, "8", 1, r"waited [0-2] s of 3 s"),
+    ({}, "", 0, None),
+], ids=["stops-and-is-requeued", "ignores-and-is-requeued-after-the-grace", "one-cannot-be-requeued", "no-job"])
+def test_the_end_script_drains_signals_and_requeues(tmp_path: Path, jobs: dict[str, str], no_requeue: str, code: int,
+                                                    waited: str | None) -> None:
+    procs = {job: _reaped(subprocess.Popen(["bash", "-c", JOB[kind]])) for job, kind in jobs.items()}
+    try:
+        res, log = _window_end(tmp_path, ["cr-0123456789abcdef0", "2026-12-05T11:30:00Z"], {
+            "STUB_JOBS": ",".join(f"{job}={p.pid}" for job, p in procs.items()), "STUB_NO_REQUEUE": no_requeue,
+            "FMC_WINDOW_GRACE_S": "3"})
+    finally:
+        for p in procs.values():
+            p.kill()
+            p.wait()
+    assert res.returncode == code, res.stdout + res.stderr
+    scontrol = _lines(log, "scontrol")
+    assert scontrol[0] == ("scontrol update NodeName=h200-st-p5en-1,h200-st-p5en-2 State=DRAIN "
+                           "Reason=fmcluster: capacity block cr-0123456789abcdef0 ends 2026-12-05T11:30:00Z")
+    assert scontrol[1:] == [f"scontrol requeue {job}" for job in sorted(jobs)]
+    assert _lines(log, "scancel") == [f"scancel --signal=USR1 --full {job}" for job in sorted(jobs)]
+    found = re.search(r"waited \d+ s of \d+ s", res.stdout)
+    assert (found is None) if waited is None else (found is not None and re.fullmatch(waited, found.group(0)))
+    if no_requeue:
+        assert f"job {no_requeue}: could not be requeued" in res.stdout
+
+
+def test_the_end_script_refuses_a_reservation_it_does_not_know(tmp_path: Path) -> None:
+    res, log = _window_end(tmp_path, ["cr-00000000000000000", "2026-12-05T11:30:00Z"], {"STUB_JOBS": "7=0"})
+    assert res.returncode == 2
+    assert "not a capacity window of h200-cb; allowed cr-0123456789abcdef0" in res.stdout
+    assert _lines(log, "scontrol") == [] and _lines(log, "scancel") == []
+
+
+# ---- the day-2 simulation of the end: the FSDP job checkpoints on the warning and resumes when requeued ---------
+def _start_job(tmp_path: Path, work: Path, stubs: Path, *, restart: int, step_s: str) -> subprocess.Popen[str]:
+    files = _rendered()["h200"]
+    job_env = tmp_path / "job-env.sh"
+    job_env.write_text(files["job-env.sh"])
+    (work / "fsdp-train.py").write_text(files["fsdp-train.py"])
+    sbatch = tmp_path / "fsdp-train.sbatch"
+    sbatch.write_text(files["fsdp-train.sbatch"].replace('source "/opt/fmcluster/etc/job-env.sh"', f'source "{job_env}"'))
+    env = {"PATH": f"{stubs}:/usr/bin:/bin", "STUB_LOG": str(tmp_path / "log"), "SLURM_JOB_ID": "41",
+           "SLURM_RESTART_COUNT": str(restart), "SLURM_JOB_NODELIST": "node-1", "SLURM_SUBMIT_DIR": str(work),
+           "FSDP_STEPS": "200", "FAKE_TORCH_STEP_S": step_s, "FAKE_TORCH_PROGRESS": str(tmp_path / "progress.json")}
+    out = open(work / "fsdp-train-41.out", "a")  # --open-mode=append
+    return _reaped(subprocess.Popen(["bash", str(sbatch)], env=env, stdout=out, stderr=subprocess.STDOUT, text=True))
+
+
+def _progress(tmp_path: Path) -> int:
+    try:
+        return int(json.loads((tmp_path / "progress.json").read_text())["step"])
+    except (FileNotFoundError, ValueError):
+        return 0
+
+
+def test_the_fsdp_job_checkpoints_on_the_warning_and_resumes_when_requeued(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (tmp_path / "log").mkdir()
+    stubs = write_stubs(tmp_path / "bin")
+    job = _start_job(tmp_path, work, stubs, restart=0, step_s="0.05")
+    deadline = time.monotonic() + 60
+    while _progress(tmp_path) < 5 and time.monotonic() < deadline and job.returncode is None:
+        time.sleep(0.05)
+    assert _progress(tmp_path) >= 5, (work / "fsdp-train-41.out").read_text()
+
+    res, log = _window_end(tmp_path, ["cr-0123456789abcdef0", "2026-12-05T11:30:00Z"], {"STUB_JOBS": f"41={job.pid}"})
+    assert job.wait(timeout=60) == 0
+    assert res.returncode == 0, res.stdout + res.stderr
+    output = (work / "fsdp-train-41.out").read_text()
+    [stopped] = re.findall(r"stopped after step (\d+) on request", output)
+    assert 5 <= int(stopped) < 200
+    ckpt = work / "checkpoints" / "fsdp-train-41"
+    assert (ckpt / "latest").read_text().strip() == stopped
+    assert json.loads((ckpt / f"step-{stopped}" / "state.json").read_text())["optim"] == {"steps": int(stopped)}
+    assert "USR1: the tasks write a checkpoint" in output
+    assert _lines(log, "scontrol")[-1] == "scontrol requeue 41"
+    assert re.search(r"waited \d+ s of 420 s", res.stdout)
+
+    # Slurm starts the requeued job again with the same id: it resumes and finishes the remaining steps
+    again = _start_job(tmp_path, work, stubs, restart=1, step_s="0")
+    assert again.wait(timeout=60) == 0
+    output = (work / "fsdp-train-41.out").read_text()
+    assert f"resumed from the checkpoint of step {stopped}" in output
+    assert "done: 200 steps" in output
+    # the optimizer's state came from the checkpoint: its step counter ends at 200, not at 200 - stopped
+    assert _progress(tmp_path) == 200
+
+
+# ---- synthesized: the rule, its targets, its role, the topic's policy; cdk-nag and cfn-lint --------------------
+@cache
+def _templates(text: str) -> tuple[Path, dict[str, dict[str, Any]]]:
+    out = synth_with_nag(text)
+    return out, {p.name.removesuffix(".template.json"): json.loads(p.read_text()) for p in out.glob("*.template.json")}
+
+
+def _of_type(tpl: dict[str, Any], type_: str) -> list[dict[str, Any]]:
+    return [r for r in tpl["Resources"].values() if r["Type"] == type_]
+
+
+@pytest.mark.synth
+def test_the_cluster_stack_has_the_window_end_rule_with_head_node_and_alert_targets() -> None:
+    _, templates = _templates(WITH_ALERTS)
+    [rule] = _of_type(templates["h200-cb-cluster"], "AWS::Events::Rule")
+    props = rule["Properties"]
+    assert props["Name"] == "fmcluster-h200-cb-window-end"
+    assert props["EventPattern"] == expiration_warning_pattern(windows(load_blueprint_text(EXAMPLE).blueprint.compute))
+    head, alert = props["Targets"]
+    assert head["Id"] == "HeadNode" and alert["Id"] == "AlertTopic"
+    assert head["RunCommandParameters"]["RunCommandTargets"] == [
+        {"Key": "InstanceIds", "Values": [{"Fn::GetAtt": [head["RunCommandParameters"]["RunCommandTargets"][0]
+                                                          ["Values"][0]["Fn::GetAtt"][0], "headNode.instanceId"]}]}]
+    assert head["InputTransformer"]["InputPathsMap"] == {"reservation": "$.detail.capacity-reservation-id",
+                                                         "end": "$.detail.end-date"}
+    [command] = json.loads(head["InputTransformer"]["InputTemplate"])["commands"]
+    encoded = re.fullmatch(r'bash -c "\$\(echo (\S+) \| base64 -d\)" fmcluster-window-end <reservation> <end>',
+                           command)
+    assert encoded is not None
+    assert base64.b64decode(encoded.group(1)).decode() == _rendered(WITH_ALERTS)["capacity-window"]["fmcluster-window-end"]
+    assert "<reservation> ends at <end>" in json.loads(alert["InputTransformer"]["InputTemplate"])
+    [policy] = _of_type(templates["h200-cb-cluster"], "AWS::IAM::Policy")[-1:]
+    assert policy["Properties"]["PolicyDocument"]["Statement"][0]["Action"] == "ssm:SendCommand"
+
+
+@pytest.mark.synth
+def test_the_alert_topic_lets_only_the_window_rule_publish() -> None:
+    _, templates = _templates(WITH_ALERTS)
+    [topic_policy] = _of_type(templates["h200-cb-observability"], "AWS::SNS::TopicPolicy")
+    [stmt] = [s for s in topic_policy["Properties"]["PolicyDocument"]["Statement"]
+              if s.get("Sid") == "AllowTheWindowRuleToPublish"]
+    assert stmt["Principal"] == {"Service": "events.amazonaws.com"} and stmt["Action"] == "sns:Publish"
+    arn = json.dumps(stmt["Condition"]["ArnEquals"]["aws:SourceArn"])
+    assert "rule/fmcluster-h200-cb-window-end" in arn
+    [key] = _of_type(templates["h200-cb-observability"], "AWS::KMS::Key")
+    assert any(s.get("Sid") == "AllowTheWindowRuleToUseTheAlertTopicKey"
+               for s in key["Properties"]["KeyPolicy"]["Statement"])
+
+
+@pytest.mark.synth
+def test_the_window_stacks_pass_cfn_lint() -> None:
+    from tests.features.storage.test_storage_construct import cfn_lint_errors
+
+    out, _ = _templates(WITH_ALERTS)
+    paths = [out / "h200-cb-cluster.template.json", out / "h200-cb-observability.template.json"]
+    assert cfn_lint_errors(paths, "us-east-2") == []
+
+
+def test_a_cluster_without_a_window_renders_no_end_script() -> None:
+    assert "capacity-window" not in _rendered(blueprint_text({}))
