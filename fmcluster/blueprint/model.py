@@ -16,6 +16,7 @@ from typing import Annotated, Any, Final, Literal, cast
 
 from pydantic import (
     AfterValidator,
+    AwareDatetime,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -399,6 +400,36 @@ class CapacityBlockCapacity(Section):
 
     type: Literal["capacity_block"] = Field(description="Launch into an EC2 Capacity Block for ML.")
     reservation_id: str = Field(pattern=RESERVATION_ID_PATTERN, description="The Capacity Block's reservation id (cr-...).")
+    starts_at: AwareDatetime | None = Field(
+        None, description="When the block starts, with its time zone (2026-12-10T11:30:00Z; EC2 DescribeCapacityBlocks "
+        "StartDate). Default: not given (fmcluster plan shows the window without it and nothing is scheduled before "
+        "the start).",
+    )
+    ends_at: AwareDatetime | None = Field(
+        None, description="When the block ends (EndDate; blocks end at 11:30 UTC). Default: not given (only shown by "
+        "fmcluster plan: the end automation waits for EC2's warning, not for this time).",
+    )
+    preload_lead_minutes: WholeNumber | None = Field(
+        None, ge=5, le=2880, description="Minutes before starts_at at which the head node preloads the data "
+        "repositories that set preload_gib. Default: derived from their size and the file system's throughput "
+        "(fmcluster plan shows it).",
+    )
+
+    @field_validator("starts_at", "ends_at", mode="before")
+    @classmethod
+    def _not_a_number(cls, v: object) -> object:
+        """A number would be read as seconds since 1970: refuse it instead."""
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            raise ValueError(f"must be a date and time with its time zone, got the number {v!r}; "
+                             "allowed e.g. 2026-12-10T11:30:00Z")
+        return v
+
+    @model_validator(mode="after")
+    def _ends_after_start(self) -> CapacityBlockCapacity:
+        if self.starts_at is not None and self.ends_at is not None and self.ends_at <= self.starts_at:
+            raise ValueError(f"ends_at must be after starts_at, got {self.ends_at.isoformat()} <= "
+                             f"{self.starts_at.isoformat()}; allowed an end after the start")
+        return self
 
 
 class TrainingPlanCapacity(Section):
@@ -560,6 +591,11 @@ class DataRepository(Section):
     batch_import_metadata_on_create: bool = Field(
         True, description="Import existing S3 metadata at creation. Default: true. Changing it replaces the association.",
         json_schema_extra={"replaces": True},
+    )
+    preload_gib: WholeNumber | None = Field(
+        None, ge=1, le=10_000_000, description="GiB of this repository's files to load into the file system before a "
+        "capacity window starts (lfs hsm_restore on the head node; sizes the default lead time). Default: none (files "
+        "load on first read).",
     )
 
     @field_validator("import_policy", "export_policy")

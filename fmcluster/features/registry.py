@@ -15,6 +15,8 @@ Hooks (each optional; a feature without it contributes nothing):
 - ``provision``: ``(file, *, profile, session_factory) -> exit code``, the after-deploy command of the feature.
 - ``image_lookups``: ``(rc) -> [(cdk.context.json key, DescribeImages name filter, CPU architecture)]``, the parent
   AMIs bake mode needs looked up once (``fmcluster image lookup``).
+- ``plan_rows``: ``(rc) -> [{column: text}]``, the rows of the feature's own table in ``fmcluster plan`` (the capacity
+  windows).
 """
 
 from __future__ import annotations
@@ -50,11 +52,12 @@ class Feature:
     endpoints: str | None = None
     provision: str | None = None
     image_lookups: str | None = None
+    plan_rows: str | None = None
 
     def hooks(self) -> dict[str, str]:
         """Hook name -> ``"<module>:<function>"`` of the hooks this row has."""
         specs = {"render": self.render, "endpoints": self.endpoints, "provision": self.provision,
-                 "image_lookups": self.image_lookups}
+                 "image_lookups": self.image_lookups, "plan_rows": self.plan_rows}
         return {k: v for k, v in specs.items() if v is not None}
 
     def render_files(self, rc: Any) -> dict[str, str]:
@@ -77,6 +80,10 @@ class Feature:
         code: int = _hook(self.provision)(file, profile=profile, session_factory=session_factory)
         return code
 
+    def plan_table(self, rc: Any) -> list[dict[str, str]]:
+        """The rows of the feature's table in ``fmcluster plan`` of ``rc`` (empty: no table)."""
+        return list(_hook(self.plan_rows)(rc)) if self.plan_rows else []
+
     def parent_image_lookups(self, rc: Any) -> list[tuple[str, str, str]]:
         """``(context key, name filter, arch)`` of each parent AMI ``rc``'s bake mode needs looked up (empty: none)."""
         return list(_hook(self.image_lookups)(rc)) if self.image_lookups else []
@@ -92,8 +99,10 @@ FEATURES: Mapping[str, Feature] = MappingProxyType({f.name: f for f in (
             endpoints="fmcluster.features.observability.endpoints:observability_endpoints",
             provision="fmcluster.features.observability.provision_command:run"),
     Feature("acceptance", render="fmcluster.features.acceptance.render_gate:render_acceptance_files"),
-    Feature("capacity_window", render="fmcluster.features.capacity_window.render_window:render_window_files"),
+    Feature("capacity_window", render="fmcluster.features.capacity_window.render_window:render_window_files",
+            plan_rows="fmcluster.features.capacity_window.plan:plan_rows"),
 )})
 #: The layer each hook's module must have (its role), so that a caller at that layer may call it.
 HOOK_LAYERS: Mapping[str, str] = MappingProxyType({
-    "render": "templates", "endpoints": "resolved", "provision": "provision", "image_lookups": "resolved"})
+    "render": "templates", "endpoints": "resolved", "provision": "provision", "image_lookups": "resolved",
+    "plan_rows": "resolved"})

@@ -138,6 +138,9 @@ class Plan:
     #: placeholder ids of the blueprint (:func:`fmcluster.blueprint.placeholders.placeholder_ids`) as
     #: ``{"path", "id"}``; left out of JSON when there is none
     placeholders: list[dict[str, str]] = field(default_factory=list)
+    #: capacity windows (fmcluster.features.capacity_window.plan.window_row), one per Capacity Block group; left out
+    #: of JSON when there is none
+    windows: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def gpus_total(self) -> int:
@@ -150,6 +153,8 @@ class Plan:
             del d["accounting"]
         if not d["placeholders"]:
             del d["placeholders"]
+        if not d["windows"]:
+            del d["windows"]
         return d
 
 
@@ -215,6 +220,7 @@ def build_plan(rc: ResolvedCluster, stacks: dict[str, int] | None = None, checkp
         observability=bp.observability.metrics, cost=estimate(rc).as_dict(),
         accounting=rc.accounting.summary(rc.stacks.accounting) if rc.accounting is not None else None,
         placeholders=[{"path": p, "id": i} for p, i in placeholder_ids(bp)],
+        windows=FEATURES["capacity_window"].plan_table(rc),
     )
 
 
@@ -330,6 +336,10 @@ def _rows(plan: Plan) -> list[tuple[str, list[str], list[list[str]]]]:
         a = plan.accounting
         sections.append(("Slurm accounting", ["route", "stack", "database", "data"],
                          [[a["route"], a["stack"] or "-", a["database"], a["data"]]]))
+    if plan.windows:
+        header = list(plan.windows[0])
+        sections.append(("Capacity windows (docs/capacity.md \"The capacity window\"; preload times are estimates)",
+                         header, [[w[h] for h in header] for w in plan.windows]))
     if plan.placeholders:
         sections.append((f"Placeholder ids: {PLACEHOLDER_REASON}; fmcluster preflight refuses them", ["path", "id"],
                          [[p["path"], p["id"]] for p in plan.placeholders]))

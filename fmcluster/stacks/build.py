@@ -180,6 +180,7 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
             if observability is not None and bp.observability.metrics == "self_hosted" else None
         ),
         alert_topic_arn=observability.observability.alert_topic_arn if observability is not None else None,
+        lustre_spec=bp.storage.lustre,
     )
     if image is not None:
         # The AMI travels as an SSM parameter (no export), so the order is explicit: images before nodes.

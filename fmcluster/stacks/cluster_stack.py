@@ -10,7 +10,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from fmcluster.blueprint.model import OrchestratorSpec
+from fmcluster.blueprint.model import LustreSpec, OrchestratorSpec
 from fmcluster.constructs.orchestrator import HEAD_NODE_SCRIPT
 from fmcluster.features.accounting.construct import SlurmAccountingDatabase
 from fmcluster.features.node.construct_bootstrap import NodeBootstrap, ScriptAsset, node_mirror
@@ -52,7 +52,8 @@ class ClusterStack(Stack):
     ``head_node_alarm_topic_arn``: the alert topic a dead-man alarm on the head node's EC2 status checks publishes
     to, where the orchestrator knows the head node's instance id (self-hosted metrics). Default: none.
     ``alert_topic_arn``: the alert receivers' topic (any metrics mode with a topic), which the capacity window's
-    warning also reaches. Default: none.
+    warning also reaches. Default: none. ``lustre_spec``: the blueprint's ``storage.lustre`` (the capacity window's
+    preload). Default: none.
     """
 
     def __init__(
@@ -81,6 +82,7 @@ class ClusterStack(Stack):
         accounting_database: SlurmAccountingDatabase | None = None,
         head_node_alarm_topic_arn: str | None = None,
         alert_topic_arn: str | None = None,
+        lustre_spec: LustreSpec | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
@@ -106,6 +108,7 @@ class ClusterStack(Stack):
             head_node_policy=head_node_policy if profile.head_node_script_delivery is not None else None,
             images=images, eks_plan=eks_plan, eks_cluster_arn=eks_cluster_arn, accounting_database=accounting_database,
             head_node_alarm_topic_arn=head_node_alarm_topic_arn, alert_topic_arn=alert_topic_arn,
+            lustre_spec=lustre_spec,
         )
         access_outputs.cluster_name(self, cluster_name)
         # what the boot reads from S3 instead of the internet, copied at deploy before any node starts (issue 23)

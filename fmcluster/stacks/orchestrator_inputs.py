@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 
-from fmcluster.blueprint.model import OrchestratorSpec
+from fmcluster.blueprint.model import LustreSpec, OrchestratorSpec
 from fmcluster.features.accounting.construct import SlurmAccountingDatabase
 from fmcluster.features.node.construct_bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.features.node.construct_image import NodeImages
@@ -48,6 +48,8 @@ class OrchestratorInputs:
             knows the head node's instance id acts on it (ParallelCluster).
         alert_topic_arn: the alert receivers' SNS topic (created or ``observability.alert_topic_arn``), or ``None``
             without one; the capacity window's rule publishes its warning there (docs/capacity.md).
+        lustre_spec: the blueprint's ``storage.lustre`` (the capacity window's preload reads its data repositories,
+            mount point and throughput), or ``None``.
     """
 
     orchestrator: OrchestratorSpec
@@ -73,6 +75,7 @@ class OrchestratorInputs:
     accounting_database: SlurmAccountingDatabase | None = None
     head_node_alarm_topic_arn: str | None = None
     alert_topic_arn: str | None = None
+    lustre_spec: LustreSpec | None = None
 
     def require_vpc(self) -> ec2.IVpc:
         """The VPC (ClusterStack refuses a ``needs_vpc`` profile without one before building anything)."""

@@ -22,19 +22,22 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Sequence
+from datetime import UTC
 
 from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_scheduler as scheduler
 from constructs import Construct
 
 from fmcluster.features.capacity_window.plan import (
     CHECKPOINT_GRACE_S,
     Window,
     expiration_warning_pattern,
+    preload_schedule_name,
     window_end_rule_name,
 )
-from fmcluster.features.capacity_window.render_window import SCRIPT
+from fmcluster.features.capacity_window.render_window import PRELOAD_SCRIPT, SCRIPT
 
 #: EventBridge's limit on an input transformer's ``InputTemplate`` (API InputTransformer: "Maximum length of 8192").
 INPUT_TEMPLATE_MAX = 8192
@@ -48,6 +51,13 @@ def run_command(script: str) -> str:
     so the command has no ``<`` or ``>`` but the placeholders'."""
     encoded = base64.b64encode(script.encode()).decode()
     return f'bash -c "$(echo {encoded} | base64 -d)" {SCRIPT} <reservation> <end>'
+
+
+def preload_command(script: str) -> str:
+    """The one shell command the head node runs for a window's preload (the script from base64, as
+    :func:`run_command`)."""
+    encoded = base64.b64encode(script.encode()).decode()
+    return f'bash -c "$(echo {encoded} | base64 -d)" {PRELOAD_SCRIPT}'
 
 
 def alert_message(cluster_name: str, ws: Sequence[Window]) -> str:
@@ -110,6 +120,69 @@ class WindowEndAutomation(Construct):
             description=f"fmcluster {cluster_name}: Capacity Block expiration warning -> checkpoint, requeue, drain, alert",
             event_pattern=expiration_warning_pattern(windows), targets=targets,
         )
+
+
+#: EventBridge Scheduler's limit on a schedule name (API CreateSchedule: Name, 1-64 characters).
+SCHEDULE_NAME_MAX = 64
+
+
+class WindowPreloadSchedules(Construct):
+    """One ``AWS::Scheduler::Schedule`` per window that has a start time and a preload: at
+    ``starts_at - lead_s`` (a one-time ``at()`` expression in UTC, flexible window off) its universal target calls
+    SSM ``SendCommand`` (``arn:aws:scheduler:::aws-sdk:ssm:sendCommand``) with ``AWS-RunShellScript`` on the head node,
+    which runs ``fmcluster-window-preload`` (https://docs.aws.amazon.com/scheduler/latest/UserGuide/schedule-types.html
+    "One-time schedules"; https://docs.aws.amazon.com/scheduler/latest/UserGuide/managing-targets-universal.html).
+    The schedule stays after it ran (``ActionAfterCompletion: NONE``): CloudFormation owns it. EventBridge Scheduler's
+    limit on a target's ``Input`` is not checked here (not verified offline; the command of the example is ~3 KB).
+
+    Args:
+        windows: the cluster's windows; those without ``starts_at`` or a preload get no schedule.
+        scripts: group -> the rendered ``fmcluster-window-preload`` of that window.
+        instance_id: the head node's EC2 instance id (a token).
+        cluster_name: the blueprint name.
+
+    Attributes: ``schedules`` (group -> ``CfnSchedule``), ``role`` (or ``None`` without a schedule).
+
+    Raises:
+        ValueError: a schedule name longer than :data:`SCHEDULE_NAME_MAX`.
+    """
+
+    def __init__(self, scope: Construct, id: str, *, windows: Sequence[Window], scripts: dict[str, str],
+                 instance_id: str, cluster_name: str) -> None:
+        super().__init__(scope, id)
+        stack = Stack.of(self)
+        due = [w for w in windows if w.preload_starts_at is not None and w.group in scripts]
+        self.schedules: dict[str, scheduler.CfnSchedule] = {}
+        self.role: iam.Role | None = None
+        if not due:
+            return
+        document_arn = stack.format_arn(service="ssm", account="", resource="document",
+                                        resource_name="AWS-RunShellScript")
+        instance_arn = stack.format_arn(service="ec2", resource="instance", resource_name=instance_id)
+        self.role = iam.Role(self, "SchedulerRole", assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"),
+                             description=f"fmcluster {cluster_name}: EventBridge Scheduler starts the window preload")
+        self.role.add_to_policy(iam.PolicyStatement(actions=["ssm:SendCommand"], resources=[document_arn, instance_arn]))
+        for w in due:
+            name = preload_schedule_name(cluster_name, w.group)
+            if len(name) > SCHEDULE_NAME_MAX:
+                raise ValueError(f"schedule name {name!r} is longer than {SCHEDULE_NAME_MAX} characters")
+            when = w.preload_starts_at
+            assert when is not None
+            self.schedules[w.group] = scheduler.CfnSchedule(
+                self, w.group, name=name, state="ENABLED",
+                description=f"fmcluster {cluster_name}: preload {w.preload_gib} GiB before window {w.group} starts",
+                schedule_expression=f"at({when.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S')})",
+                schedule_expression_timezone="UTC",
+                flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(mode="OFF"),
+                target=scheduler.CfnSchedule.TargetProperty(
+                    arn="arn:aws:scheduler:::aws-sdk:ssm:sendCommand", role_arn=self.role.role_arn,
+                    input=stack.to_json_string({
+                        "DocumentName": "AWS-RunShellScript", "InstanceIds": [instance_id],
+                        "Parameters": {"commands": [preload_command(scripts[w.group])]},
+                        "Comment": f"fmcluster {cluster_name} preload {w.group}"[:100],
+                    }),
+                ),
+            )
 
 
 def rule_arn(stack: Stack, cluster_name: str) -> str:

@@ -258,3 +258,99 @@ def test_the_window_stacks_pass_cfn_lint() -> None:
 
 def test_a_cluster_without_a_window_renders_no_end_script() -> None:
     assert "capacity-window" not in _rendered(blueprint_text({}))
+
+
+# ---- before the start: the preload script against stub lfs, the schedule, the plan ------------------------------
+def _preload(tmp_path: Path, env: dict[str, str], *, with_data: bool = True) -> subprocess.CompletedProcess[str]:
+    data = tmp_path / "fsx" / "datasets"
+    if with_data:
+        (data / "shard").mkdir(parents=True)
+        for name in ("a.bin", "shard/b.bin", "shard/c.bin"):
+            (data / name).write_bytes(b"x" * 1024)
+    text = _rendered()["capacity-window"]["fmcluster-window-preload-h200"]
+    script = tmp_path / "preload.sh"
+    script.write_text(text.replace('"/fsx/datasets"', f'"{data}"'))
+    log = tmp_path / "log"
+    log.mkdir(exist_ok=True)
+    stubs = write_stubs(tmp_path / "bin")
+    full = {"PATH": f"{stubs}:/usr/bin:/bin", "STUB_LOG": str(log), "FMC_PRELOAD_POLL_S": "1", **env}
+    return subprocess.run(["bash", str(script)], env=full, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize(("env", "code", "last"), [
+    ({}, 0, "preload done after 0 s"),
+    ({"STUB_LOAD_AFTER_POLLS": "2"}, 0, "preload done after 2 s"),
+    ({"STUB_LOAD_AFTER_POLLS": "never", "FMC_PRELOAD_DEADLINE_S": "3"}, 1,
+     "the window starts with 3 files still loading: they load on first read"),
+], ids=["loaded-at-once", "loaded-after-two-polls", "still-loading-at-the-start"])
+def test_the_preload_restores_every_file_and_reports_progress(tmp_path: Path, env: dict[str, str], code: int,
+                                                              last: str) -> None:
+    res = _preload(tmp_path, env)
+    assert res.returncode == code, res.stdout + res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[-1] == f"fmcluster-window-preload: {last}"
+    restored = sorted(Path(p).relative_to(tmp_path / "fsx/datasets").as_posix()
+                      for p in (tmp_path / "log" / "restored").read_text().split())
+    assert restored == ["a.bin", "shard/b.bin", "shard/c.bin"]
+    assert any(re.fullmatch(r"fmcluster-window-preload: loaded \d+ of 800 GiB, [0-3] files still loading", x)
+               for x in lines)
+
+
+def test_the_preload_refuses_a_missing_path(tmp_path: Path) -> None:
+    res = _preload(tmp_path, {}, with_data=False)
+    assert res.returncode == 2 and "is not a directory" in res.stdout
+    assert not (tmp_path / "log" / "restored").exists()
+
+
+def test_the_preload_script_is_shellcheck_clean(tmp_path: Path) -> None:
+    f = tmp_path / "p.sh"
+    f.write_text(_rendered()["capacity-window"]["fmcluster-window-preload-h200"])
+    res = subprocess.run([SHELLCHECK, "-s", "bash", str(f)], capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stdout
+
+
+@pytest.mark.parametrize(("lustre", "lead_minutes", "expected"), [
+    # SCRATCH_2 2400 GiB = 480 MB/s: 800 GiB in 1789.6 s; lead = 1789.6 * 1.5 + 900 s = 3584.4 s -> 60 min
+    ({}, None, (800, 1789.6, 3600, True)),
+    ({}, 30, (800, 1789.6, 1800, False)),
+    # no repository marked: no preload, no lead
+    ({"data_repositories": [{"file_system_path": "/datasets"}]}, None, (0, None, None, False)),
+], ids=["default-lead", "blueprint-lead", "no-preload"])
+def test_preload_size_estimate_and_lead(lustre: dict[str, Any], lead_minutes: int | None,
+                                        expected: tuple[int, float | None, int | None, bool]) -> None:
+    data = example("p5en-capacity-block")
+    data["storage"]["lustre"].update(lustre)
+    if lead_minutes:
+        data["compute"][0]["capacity"]["preload_lead_minutes"] = lead_minutes
+    bp = load_blueprint_text(blueprint_text({}, base=data)).blueprint
+    [w] = windows(bp.compute, bp.storage.lustre)
+    assert (w.preload_gib, w.preload_estimate_s, w.lead_s, w.lead_is_default) == expected
+
+
+def test_the_plan_shows_the_window() -> None:
+    from fmcluster.resolved import resolve
+    from fmcluster.review.plan import build_plan, render_markdown
+
+    plan = build_plan(resolve(load_blueprint_text(EXAMPLE).blueprint))
+    assert plan.windows == [{
+        "group": "h200", "reservation": "cr-0123456789abcdef0", "starts": "2026-12-14 11:30 UTC",
+        "ends": "2026-12-16 11:30 UTC", "preload": "800 GiB: /fsx/datasets", "preload time": "29.8 min",
+        "lead": "60 min (estimate)", "preload starts": "2026-12-14 10:30 UTC", "end warning": "40 min before the end",
+        "checkpoint grace": "420 s (requeue 180 s before termination)"}]
+    assert "## Capacity windows" in render_markdown(plan)
+    assert "windows" not in build_plan(resolve(load_blueprint_text(blueprint_text({})).blueprint)).as_dict()
+
+
+@pytest.mark.synth
+def test_the_cluster_stack_schedules_the_preload_on_the_head_node() -> None:
+    _, templates = _templates(WITH_ALERTS)
+    [schedule] = _of_type(templates["h200-cb-cluster"], "AWS::Scheduler::Schedule")
+    props = schedule["Properties"]
+    assert (props["Name"], props["ScheduleExpression"], props["ScheduleExpressionTimezone"]) == (
+        "fmcluster-h200-cb-h200-preload", "at(2026-12-14T10:30:00)", "UTC")
+    assert props["FlexibleTimeWindow"] == {"Mode": "OFF"}
+    assert props["Target"]["Arn"] == "arn:aws:scheduler:::aws-sdk:ssm:sendCommand"
+    text = json.dumps(props["Target"]["Input"])
+    script = _rendered(WITH_ALERTS)["capacity-window"]["fmcluster-window-preload-h200"]
+    assert "AWS-RunShellScript" in text and base64.b64encode(script.encode()).decode() in text
+    assert "headNode.instanceId" in text
