@@ -51,7 +51,7 @@ def _window_end(stack: Stack, inputs: OrchestratorInputs, instance_id: str) -> N
     (``OrchestratorProfile.slurm_bin_dir``); before a window with ``starts_at`` and a preload, a schedule runs
     ``fmcluster-window-preload`` there."""
     ws = windows((g.spec for g in inputs.groups), inputs.lustre_spec)
-    if not ws or inputs.profile.slurm_bin_dir is None:
+    if not ws or not inputs.profile.window_automation or inputs.profile.slurm_bin_dir is None:
         return
     script = render_window_end(ws, cluster_name=inputs.cluster_name, slurm_bin_dir=inputs.profile.slurm_bin_dir)
     WindowEndAutomation(stack, "WindowEnd", windows=ws, script=script, instance_id=instance_id,
