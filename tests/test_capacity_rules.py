@@ -690,7 +690,7 @@ SHAPE_CASES = [
     ),
     pytest.param(
         {"compute": [group(capacity={"type": "capacity_block", "reservation_id": CR, "ends_at": 1765000000})]},
-        ("compute[0].capacity.ends_at", "must be a date and time with its time zone, got the number 1765000000; "
+        ("compute[0].capacity.ends_at", "must be a date and time with its time zone, got 1765000000; "
          "allowed e.g. 2026-12-10T11:30:00Z"),
         id="window end as a number",
     ),

@@ -420,8 +420,8 @@ class CapacityBlockCapacity(Section):
     def _not_a_number(cls, v: object) -> object:
         """A number would be read as seconds since 1970: refuse it instead."""
         if isinstance(v, (int, float)) and not isinstance(v, bool):
-            raise ValueError(f"must be a date and time with its time zone, got the number {v!r}; "
-                             "allowed e.g. 2026-12-10T11:30:00Z")
+            # the loader words datetime_* errors with the value as written (validation/loader.py)
+            raise PydanticCustomError("datetime_type", "a number is not a date and time")
         return v
 
     @model_validator(mode="after")
