@@ -1243,6 +1243,25 @@ class ObservabilitySpec(Section):
         return self.metrics != "none"
 
 
+class BudgetSpec(Section):
+    """A monthly cost budget of the cluster (``AWS::Budgets::Budget``, COST, MONTHLY) over the resources that carry the
+    cluster's ``fmcluster:blueprint`` tag, notifying the alert topic at each threshold (docs/capacity.md "Budget")."""
+
+    monthly_usd: WholeNumber = Field(ge=1, le=100_000_000, description="The budget, USD per calendar month.")
+    thresholds_percent: list[Annotated[int, Field(ge=1, le=1000), BeforeValidator(_whole_number_input)]] = Field(
+        default_factory=lambda: [80, 100], min_length=1, max_length=5,
+        description="Actual spend, in percent of monthly_usd, at which the alert topic is told (1-5 thresholds). "
+        "Default: 80 and 100.",
+    )
+
+    @field_validator("thresholds_percent")
+    @classmethod
+    def _distinct(cls, v: list[int]) -> list[int]:
+        if len(set(v)) != len(v):
+            raise ValueError(f"each threshold once, got {v}; allowed distinct percentages such as [80, 100]")
+        return v
+
+
 # ---- blueprint -------------------------------------------------------------------------------
 class Blueprint(Section):
     """A whole training cluster. Load with :func:`fmcluster.blueprint.load_blueprint`."""
@@ -1269,6 +1288,10 @@ class Blueprint(Section):
     storage: StorageSpec = Field(default_factory=StorageSpec, description="Default: FSx PERSISTENT_2 1200 GiB and a checkpoint bucket.")
     orchestrator: OrchestratorSpec = Field(default_factory=OrchestratorSpec, description="Default: ParallelCluster.")
     observability: ObservabilitySpec = Field(default_factory=ObservabilitySpec, description="Default: managed Prometheus + Grafana.")
+    budget: BudgetSpec | None = Field(
+        None, description="A monthly cost budget that notifies the alert receivers (needs observability with an alert "
+        "topic, R-BUDGET-1). Default: none.",
+    )
 
     @property
     def az_label(self) -> str:

@@ -159,6 +159,7 @@ def build_app(app: App, bp: Blueprint) -> ClusterStacks:
             parameter_name=rc.observability_parameter, alert_rules=render_alert_rules(observability_context(rc)),
             collector=rc.profile.head_node_label is not None, vpc=net.vpc, subnet=net.gpu_subnet,
             security_group=net.efa_security_group, window_events=rc.profile.window_automation and any(g.announced_end for g in bp.compute),
+            budget=bp.budget, budget_tag=(BLUEPRINT_TAG, bp.name),
             description=f"fmcluster {bp.name}: {bp.observability.metrics} metrics (Prometheus, Grafana, alert rules)",
         )
         Tags.of(observability).add("fmcluster:stack", "observability")

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from datetime import UTC
 
 from aws_cdk import ArnFormat, Stack
+from aws_cdk import aws_budgets as budgets
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_scheduler as scheduler
@@ -163,7 +164,7 @@ class WindowPreloadSchedules(Construct):
                              description=f"fmcluster {cluster_name}: EventBridge Scheduler starts the window preload")
         self.role.add_to_policy(iam.PolicyStatement(actions=["ssm:SendCommand"], resources=[document_arn, instance_arn]))
         for w in due:
-            name = preload_schedule_name(cluster_name, w.group)
+            name = preload_schedule_name(cluster_name, w.index)
             if len(name) > SCHEDULE_NAME_MAX:
                 raise ValueError(f"schedule name {name!r} is longer than {SCHEDULE_NAME_MAX} characters")
             when = w.preload_starts_at
@@ -189,3 +190,55 @@ def rule_arn(stack: Stack, cluster_name: str) -> str:
     """The ARN of the cluster's window-end rule, from its fixed name (for the alert topic's policy, in another stack)."""
     return stack.format_arn(service="events", resource="rule", resource_name=window_end_rule_name(cluster_name),
                             arn_format=ArnFormat.SLASH_RESOURCE_NAME)
+
+
+#: The cost-allocation tag the budget filters on: fmcluster's own tag, which every resource of the cluster carries
+#: (``fmcluster.resolved.BLUEPRINT_TAG``; a user-defined tag appears in billing data as ``user:<key>``, and only
+#: after it is activated as a cost allocation tag in the Billing console:
+#: https://docs.aws.amazon.com/awsaccountbilling/latest/aboutv2/activating-tags.html).
+def budget_tag_filter(tag_key: str, tag_value: str) -> str:
+    """The budget's ``TagKeyValue`` cost filter value, ``user:<key>$<value>`` (AWS Budgets CostFilters: the tag key
+    and value joined by ``$``; https://docs.aws.amazon.com/aws-cost-management/latest/APIReference/API_budgets_Budget.html)."""
+    return f"user:{tag_key}${tag_value}"
+
+
+def budget_name(cluster_name: str) -> str:
+    """``fmcluster-<name>``: the budget's name (unique per account)."""
+    return f"fmcluster-{cluster_name}"
+
+
+class ClusterBudget(Construct):
+    """An ``AWS::Budgets::Budget`` (COST, MONTHLY, USD) over the resources tagged ``tag_key=tag_value``, with one
+    ACTUAL / GREATER_THAN / PERCENTAGE notification per threshold, each to the alert topic (subscriber type SNS).
+    The topic's policy must let ``budgets.amazonaws.com`` publish (:meth:`ClusterObservability`'s budget statement;
+    https://docs.aws.amazon.com/cost-management/latest/userguide/budgets-sns-policy.html).
+
+    Args:
+        monthly_usd: the limit; thresholds_percent: the notification thresholds (percent of the limit).
+        tag_key, tag_value: the cost filter (the cluster's ``fmcluster:blueprint`` tag).
+        topic_arn: the alert topic.
+        cluster_name: the blueprint name (budget name ``fmcluster-<name>``).
+
+    Attributes: ``budget`` (the ``CfnBudget``).
+    """
+
+    def __init__(self, scope: Construct, id: str, *, monthly_usd: int, thresholds_percent: Sequence[int], tag_key: str,
+                 tag_value: str, topic_arn: str, cluster_name: str) -> None:
+        super().__init__(scope, id)
+        self.budget = budgets.CfnBudget(
+            self, "Budget",
+            budget=budgets.CfnBudget.BudgetDataProperty(
+                budget_name=budget_name(cluster_name), budget_type="COST", time_unit="MONTHLY",
+                budget_limit=budgets.CfnBudget.SpendProperty(amount=monthly_usd, unit="USD"),
+                cost_filters={"TagKeyValue": [budget_tag_filter(tag_key, tag_value)]},
+            ),
+            notifications_with_subscribers=[
+                budgets.CfnBudget.NotificationWithSubscribersProperty(
+                    notification=budgets.CfnBudget.NotificationProperty(
+                        notification_type="ACTUAL", comparison_operator="GREATER_THAN", threshold=pct,
+                        threshold_type="PERCENTAGE"),
+                    subscribers=[budgets.CfnBudget.SubscriberProperty(subscription_type="SNS", address=topic_arn)],
+                )
+                for pct in thresholds_percent
+            ],
+        )

@@ -52,6 +52,7 @@ class Window:
 
     Attributes:
         group: the compute group's name (also its Slurm partition on every Slurm orchestrator).
+        index: the group's position in ``compute`` (names its preload schedule).
         reservation_id: the Capacity Block's reservation id (``cr-...``), what the event's
             ``detail.capacity-reservation-id`` carries.
         grace_s: seconds jobs get to checkpoint after the signal (:data:`CHECKPOINT_GRACE_S`).
@@ -69,6 +70,7 @@ class Window:
     group: str
     reservation_id: str
     grace_s: int = CHECKPOINT_GRACE_S
+    index: int = 0
     starts_at: datetime | None = None
     ends_at: datetime | None = None
     preload_paths: tuple[str, ...] = ()
@@ -100,7 +102,7 @@ def default_lead_s(estimate_s: float) -> int:
     return int(math.ceil((estimate_s * PRELOAD_FACTOR + PRELOAD_MARGIN_S) / 60) * 60)
 
 
-def _window(g: ComputeGroup, lustre: LustreSpec | None) -> Window:
+def _window(index: int, g: ComputeGroup, lustre: LustreSpec | None) -> Window:
     repos = [r for r in (lustre.data_repositories if lustre is not None else []) if r.preload_gib]
     gib = sum(r.preload_gib or 0 for r in repos)
     estimate = preload_seconds(gib, lustre.throughput_mbps) if gib and lustre is not None else None
@@ -108,7 +110,7 @@ def _window(g: ComputeGroup, lustre: LustreSpec | None) -> Window:
     lead = None if estimate is None else (lead_minutes * 60 if lead_minutes else default_lead_s(estimate))
     mount = lustre.mount_point.rstrip("/") if lustre is not None else ""
     return Window(
-        g.name, g.reservation_id or "", starts_at=getattr(g.capacity, "starts_at", None),
+        g.name, g.reservation_id or "", index=index, starts_at=getattr(g.capacity, "starts_at", None),
         ends_at=getattr(g.capacity, "ends_at", None), preload_paths=tuple(mount + r.file_system_path for r in repos),
         preload_gib=gib, preload_estimate_s=estimate, lead_s=lead, lead_is_default=lead is not None and not lead_minutes,
     )
@@ -117,14 +119,27 @@ def _window(g: ComputeGroup, lustre: LustreSpec | None) -> Window:
 def windows(groups: Iterable[ComputeGroup], lustre: LustreSpec | None = None) -> tuple[Window, ...]:
     """The :class:`Window` of every group whose capacity end EC2 announces, in blueprint order (empty: none);
     ``lustre`` (the blueprint's file system) gives the preload paths, size and lead time."""
-    return tuple(_window(g, lustre) for g in groups if g.announced_end and g.reservation_id)
+    return tuple(_window(i, g, lustre) for i, g in enumerate(groups) if g.announced_end and g.reservation_id)
 
 
 def plan_rows(rc: Any) -> list[dict[str, str]]:
     """The feature registry's ``plan`` hook: one row per window for ``fmcluster plan`` (start, end, the preload's
     start, lead, size and estimated time, the warning and the checkpoint grace)."""
     bp = rc.blueprint
-    return [window_row(w) for w in windows(bp.compute, bp.storage.lustre)]
+    budget = "none" if bp.budget is None else (
+        f"{bp.budget.monthly_usd:,} USD/month, alerts at " + ", ".join(f"{p}%" for p in bp.budget.thresholds_percent))
+    counts = {g.name: g.count for g in bp.compute}
+    return [{**window_row(w), "instance-hours": instance_hours(w, counts[w.group]), "budget": budget}
+            for w in windows(bp.compute, bp.storage.lustre)]
+
+
+def instance_hours(w: Window, count: int) -> str:
+    """The window's length times its instances, the quantity a Capacity Block is paid for up front (its price is
+    quoted at purchase, so fmcluster's price table has none: docs/cost.md); "unknown" without both times."""
+    if w.starts_at is None or w.ends_at is None:
+        return "unknown (set starts_at and ends_at)"
+    hours = (w.ends_at - w.starts_at).total_seconds() / 3600
+    return f"{hours:g} h x {count} = {hours * count:g} (price quoted at purchase)"
 
 
 def _when(t: datetime | None) -> str:
@@ -150,9 +165,10 @@ def window_end_rule_name(cluster_name: str) -> str:
     return f"fmcluster-{cluster_name}-window-end"
 
 
-def preload_schedule_name(cluster_name: str, group: str) -> str:
-    """``fmcluster-<name>-<group>-preload``: the EventBridge Scheduler schedule of a window's preload."""
-    return f"fmcluster-{cluster_name}-{group}-preload"
+def preload_schedule_name(cluster_name: str, index: int) -> str:
+    """``fmcluster-<name>-preload-<n>``: the EventBridge Scheduler schedule of the preload of ``compute[n]``'s window
+    (at most 10 + 32 + 9 + 2 = 53 characters: Scheduler allows 64, and a group name would not fit)."""
+    return f"fmcluster-{cluster_name}-preload-{index}"
 
 
 def expiration_warning_pattern(ws: Sequence[Window]) -> dict[str, Any]:

@@ -62,6 +62,6 @@ def render_window_preload(w: Window, *, cluster_name: str) -> str:
         raise ValueError(f"window {w.group} has no preload: nothing to render")
     return render("capacity_window/window-preload.sh.j2", {
         "cluster_name": cluster_name, "group": w.group, "reservation_id": w.reservation_id,
-        "schedule_name": preload_schedule_name(cluster_name, w.group), "paths": list(w.preload_paths),
+        "schedule_name": preload_schedule_name(cluster_name, w.index), "paths": list(w.preload_paths),
         "gib": w.preload_gib, "lead_s": w.lead_s, "lead_min": w.lead_s // 60,
     })

@@ -11,7 +11,7 @@ from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from fmcluster.blueprint.model import ObservabilitySpec
+from fmcluster.blueprint.model import BudgetSpec, ObservabilitySpec
 from fmcluster.features.observability.construct import ClusterObservability
 from fmcluster.features.observability.endpoints import (
     OUTPUT_ALERT_TOPIC_ARN,
@@ -28,7 +28,8 @@ class ObservabilityStack(Stack):
     """The metrics layer (``observability``: ClusterObservability) and its outputs: node policy ARN, SSM
     parameter ``parameter_name``, Grafana URL, the alert topic and, when managed, the AMP remote-write and
     query URLs. ``collector`` False (HyperPod EKS): no workspaces, no alert topic. ``window_events``: the capacity
-    window's rule may publish to the alert topic (:class:`ClusterObservability`)."""
+    window's rule may publish to the alert topic; ``budget``/``budget_tag``: the cluster's budget
+    (:class:`ClusterObservability`)."""
 
     def __init__(
         self,
@@ -44,13 +45,15 @@ class ObservabilityStack(Stack):
         subnet: ec2.ISubnet | None = None,
         security_group: ec2.ISecurityGroup | None = None,
         window_events: bool = False,
+        budget: BudgetSpec | None = None,
+        budget_tag: tuple[str, str] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
         self.observability = ClusterObservability(
             self, "Observability", spec=spec, cluster_name=cluster_name, parameter_name=parameter_name,
             alert_rules=alert_rules, collector=collector, vpc=vpc, subnet=subnet, security_group=security_group,
-            window_events=window_events,
+            window_events=window_events, budget=budget, budget_tag=budget_tag,
         )
         obs = self.observability
         CfnOutput(

@@ -336,7 +336,8 @@ def test_the_plan_shows_the_window() -> None:
         "group": "h200", "reservation": "cr-0123456789abcdef0", "starts": "2026-12-14 11:30 UTC",
         "ends": "2026-12-16 11:30 UTC", "preload": "800 GiB: /fsx/datasets", "preload time": "29.8 min",
         "lead": "60 min (estimate)", "preload starts": "2026-12-14 10:30 UTC", "end warning": "40 min before the end",
-        "checkpoint grace": "420 s (requeue 180 s before termination)"}]
+        "checkpoint grace": "420 s (requeue 180 s before termination)",
+        "instance-hours": "48 h x 2 = 96 (price quoted at purchase)", "budget": "none"}]
     assert "## Capacity windows" in render_markdown(plan)
     assert "windows" not in build_plan(resolve(load_blueprint_text(blueprint_text({})).blueprint)).as_dict()
 
@@ -347,10 +348,66 @@ def test_the_cluster_stack_schedules_the_preload_on_the_head_node() -> None:
     [schedule] = _of_type(templates["h200-cb-cluster"], "AWS::Scheduler::Schedule")
     props = schedule["Properties"]
     assert (props["Name"], props["ScheduleExpression"], props["ScheduleExpressionTimezone"]) == (
-        "fmcluster-h200-cb-h200-preload", "at(2026-12-14T10:30:00)", "UTC")
+        "fmcluster-h200-cb-preload-0", "at(2026-12-14T10:30:00)", "UTC")
     assert props["FlexibleTimeWindow"] == {"Mode": "OFF"}
     assert props["Target"]["Arn"] == "arn:aws:scheduler:::aws-sdk:ssm:sendCommand"
     text = json.dumps(props["Target"]["Input"])
     script = _rendered(WITH_ALERTS)["capacity-window"]["fmcluster-window-preload-h200"]
     assert "AWS-RunShellScript" in text and base64.b64encode(script.encode()).decode() in text
     assert "headNode.instanceId" in text
+
+
+# ---- the budget guard ---------------------------------------------------------------------------------------------
+WITH_BUDGET = blueprint_text({"observability": {"metrics": "self_hosted", "alert_email": "oncall@example.com"},
+                              "budget": {"monthly_usd": 250000, "thresholds_percent": [50, 90, 100]}},
+                             base=example("p5en-capacity-block"))
+
+
+@pytest.mark.synth
+def test_the_budget_filters_on_the_tag_every_resource_carries_and_notifies_the_alert_topic() -> None:
+    from fmcluster.resolved import BLUEPRINT_TAG
+
+    _, templates = _templates(WITH_BUDGET)
+    obs = templates["h200-cb-observability"]
+    [budget] = _of_type(obs, "AWS::Budgets::Budget")
+    data = budget["Properties"]["Budget"]
+    assert (data["BudgetType"], data["TimeUnit"], data["BudgetLimit"]) == ("COST", "MONTHLY",
+                                                                           {"Amount": 250000, "Unit": "USD"})
+    assert data["CostFilters"] == {"TagKeyValue": [f"user:{BLUEPRINT_TAG}$h200-cb"]}
+    notes = budget["Properties"]["NotificationsWithSubscribers"]
+    assert [n["Notification"]["Threshold"] for n in notes] == [50, 90, 100]
+    [topic] = [k for k, r in obs["Resources"].items() if r["Type"] == "AWS::SNS::Topic"]
+    assert all(n["Subscribers"] == [{"SubscriptionType": "SNS", "Address": {"Ref": topic}}] for n in notes)
+    # the tag the filter names is on the cluster's resources (here every taggable resource of every stack)
+    for name, tpl in templates.items():
+        for rid, r in tpl["Resources"].items():
+            tags = r.get("Properties", {}).get("Tags")
+            if isinstance(tags, list) and tags and isinstance(tags[0], dict) and "Key" in tags[0]:
+                assert {"Key": BLUEPRINT_TAG, "Value": "h200-cb"} in tags, f"{name} {rid}"
+    [policy] = _of_type(obs, "AWS::SNS::TopicPolicy")
+    [stmt] = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s.get("Sid") == "AllowTheBudgetToPublish"]
+    assert stmt["Principal"] == {"Service": "budgets.amazonaws.com"}
+    assert "budgets::" in json.dumps(stmt["Condition"]["ArnLike"]["aws:SourceArn"])
+
+
+def test_a_budget_needs_the_alert_topic() -> None:
+    from fmcluster.validation.loader import BlueprintError
+
+    with pytest.raises(BlueprintError) as e:
+        load_blueprint_text(blueprint_text({"budget": {"monthly_usd": 1000}}, base=example("p5en-capacity-block")))
+    [problem] = [p for p in e.value.errors]
+    assert (problem.path, problem.rule_id) == ("budget", "R-BUDGET-1")
+    assert "got observability.metrics 'none' on orchestrator 'parallelcluster'" in problem.message
+
+
+@pytest.mark.parametrize(("budget", "message"), [
+    ({"monthly_usd": 0}, "out of range, got 0; allowed >= 1"),
+    ({"monthly_usd": 10, "thresholds_percent": [80, 80]}, "each threshold once, got [80, 80]"),
+    ({"monthly_usd": 10, "thresholds_percent": []}, "at least 1"),
+], ids=["zero", "twice", "none"])
+def test_budget_shape(budget: dict[str, Any], message: str) -> None:
+    from fmcluster.validation.loader import BlueprintError
+
+    with pytest.raises(BlueprintError) as e:
+        load_blueprint_text(blueprint_text({"budget": budget}))
+    assert [p.path for p in e.value.errors if message in p.message] != [], [p.message for p in e.value.errors]
