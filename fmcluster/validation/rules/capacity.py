@@ -263,8 +263,9 @@ def window_not_automated(rc: ResolvedCluster) -> Iterator[Violation]:
         if g.announced_end:
             yield f"compute[{i}].capacity", (
                 f"the Capacity Block's end is not automated on orchestrator.kind {rc.profile.kind!r}, got "
-                f"{g.capacity.type!r}; allowed as is (run capacity-window/fmcluster-window-end from fmcluster render "
-                "on the login node at EC2's warning) or orchestrator.kind: parallelcluster, which automates it"
+                f"{g.capacity.type!r}; allowed as is "
+                "(run capacity-window/fmcluster-window-end from fmcluster render on the login node at EC2's warning) "
+                "or orchestrator.kind: parallelcluster, which automates it"
             )
 
 
