@@ -123,10 +123,6 @@ class WindowEndAutomation(Construct):
         )
 
 
-#: EventBridge Scheduler's limit on a schedule name (API CreateSchedule: Name, 1-64 characters).
-SCHEDULE_NAME_MAX = 64
-
-
 class WindowPreloadSchedules(Construct):
     """One ``AWS::Scheduler::Schedule`` per window that has a start time and a preload: at
     ``starts_at - lead_s`` (a one-time ``at()`` expression in UTC, flexible window off) its universal target calls
@@ -143,9 +139,6 @@ class WindowPreloadSchedules(Construct):
         cluster_name: the blueprint name.
 
     Attributes: ``schedules`` (group -> ``CfnSchedule``), ``role`` (or ``None`` without a schedule).
-
-    Raises:
-        ValueError: a schedule name longer than :data:`SCHEDULE_NAME_MAX`.
     """
 
     def __init__(self, scope: Construct, id: str, *, windows: Sequence[Window], scripts: dict[str, str],
@@ -164,9 +157,7 @@ class WindowPreloadSchedules(Construct):
                              description=f"fmcluster {cluster_name}: EventBridge Scheduler starts the window preload")
         self.role.add_to_policy(iam.PolicyStatement(actions=["ssm:SendCommand"], resources=[document_arn, instance_arn]))
         for w in due:
-            name = preload_schedule_name(cluster_name, w.index)
-            if len(name) > SCHEDULE_NAME_MAX:
-                raise ValueError(f"schedule name {name!r} is longer than {SCHEDULE_NAME_MAX} characters")
+            name = preload_schedule_name(cluster_name, w.index)  # at most 53 of Scheduler's 64 characters
             when = w.preload_starts_at
             assert when is not None
             self.schedules[w.group] = scheduler.CfnSchedule(

@@ -229,8 +229,15 @@ def test_the_cluster_stack_has_the_window_end_rule_with_head_node_and_alert_targ
     assert encoded is not None
     assert base64.b64decode(encoded.group(1)).decode() == _rendered(WITH_ALERTS)["capacity-window"]["fmcluster-window-end"]
     assert "<reservation> ends at <end>" in json.loads(alert["InputTransformer"]["InputTemplate"])
-    [policy] = _of_type(templates["h200-cb-cluster"], "AWS::IAM::Policy")[-1:]
-    assert policy["Properties"]["PolicyDocument"]["Statement"][0]["Action"] == "ssm:SendCommand"
+    # two roles may send commands (the rule's and the preload schedule's), each only AWS-RunShellScript to the head node
+    senders = [p["Properties"]["PolicyDocument"]["Statement"] for p in _of_type(templates["h200-cb-cluster"], "AWS::IAM::Policy")
+               if any(st["Action"] == "ssm:SendCommand" for st in p["Properties"]["PolicyDocument"]["Statement"])]
+    assert len(senders) == 2
+    for statements in senders:
+        [stmt] = statements
+        resources = json.dumps(stmt["Resource"])
+        assert "document/AWS-RunShellScript" in resources and "headNode.instanceId" in resources
+        assert len(stmt["Resource"]) == 2
 
 
 @pytest.mark.synth
