@@ -454,6 +454,22 @@ WARNING_CASES = [
         ],
         id="R-CAP-3 training plan",
     ),
+    pytest.param(
+        # valid on PCS (no error: test_capacity_rule_warnings checks), with this one warning
+        {"compute": [group(capacity={"type": "capacity_block", "reservation_id": CR})], "orchestrator": {"kind": "pcs"},
+         "software": {"os": "ubuntu-24.04"}},  # the PCS-ready DLAMI is Ubuntu 24.04 (R-PCS-2)
+        [("compute[0].capacity",
+          "the Capacity Block's end is not automated on orchestrator.kind 'pcs', got 'capacity_block'; allowed as is "
+          "(run capacity-window/fmcluster-window-end from fmcluster render on the login node at EC2's warning) or "
+          "orchestrator.kind: parallelcluster, which automates it", "R-CAP-10")],
+        id="R-CAP-10 capacity block on pcs",
+    ),
+    pytest.param(
+        # ParallelCluster automates the window: no R-CAP-10
+        {"compute": [group(capacity={"type": "capacity_block", "reservation_id": CR})]},
+        [],
+        id="R-CAP-10 quiet on parallelcluster",
+    ),
 ]
 
 
@@ -514,14 +530,6 @@ VALID_CASES = [
     pytest.param(
         {"compute": [group(capacity={"type": "on_demand"})], "orchestrator": {"kind": "hyperpod"}},
         id="on demand on hyperpod",
-    ),
-    pytest.param(
-        {
-            "compute": [group(capacity={"type": "capacity_block", "reservation_id": CR})],
-            "orchestrator": {"kind": "pcs"},
-            "software": {"os": "ubuntu-24.04"},  # the PCS-ready DLAMI is Ubuntu 24.04 (R-PCS-2)
-        },
-        id="capacity block on pcs",
     ),
     pytest.param(
         {
@@ -612,7 +620,7 @@ SHAPE_CASES = [
         },
         (
             "compute[0].capacity.allocation_strategy",
-            "unknown key 'allocation_strategy'; allowed reservation_id, type",
+            "unknown key 'allocation_strategy'; allowed ends_at, preload_lead_minutes, reservation_id, starts_at, type",
         ),
         id="no spot options on a capacity block",
     ),
@@ -672,6 +680,31 @@ SHAPE_CASES = [
             "invalid type, got 'reserved'; allowed on_demand, spot, odcr, capacity_block, training_plan",
         ),
         id="unknown capacity type",
+    ),
+    pytest.param(
+        {"compute": [group(capacity={"type": "capacity_block", "reservation_id": CR,
+                                     "starts_at": "2026-12-14T11:30:00"})]},
+        ("compute[0].capacity.starts_at", "must be a date and time with its time zone, got '2026-12-14T11:30:00'; "
+         "allowed e.g. 2026-12-10T11:30:00Z"),
+        id="window start without a time zone",
+    ),
+    pytest.param(
+        {"compute": [group(capacity={"type": "capacity_block", "reservation_id": CR, "ends_at": 1765000000})]},
+        ("compute[0].capacity.ends_at", "must be a date and time with its time zone, got 1765000000; "
+         "allowed e.g. 2026-12-10T11:30:00Z"),
+        id="window end as a number",
+    ),
+    pytest.param(
+        {"compute": [group(capacity={"type": "capacity_block", "reservation_id": CR,
+                                     "starts_at": "2026-12-14T11:30:00Z", "ends_at": "2026-12-14T11:30:00Z"})]},
+        ("compute[0].capacity", "ends_at must be after starts_at, got 2026-12-14T11:30:00+00:00 <= "
+         "2026-12-14T11:30:00+00:00; allowed an end after the start"),
+        id="window ending at its start",
+    ),
+    pytest.param(
+        {"compute": [group(capacity={"type": "capacity_block", "reservation_id": CR, "preload_lead_minutes": 2})]},
+        ("compute[0].capacity.preload_lead_minutes", "out of range, got 2; allowed >= 5"),
+        id="preload lead too short",
     ),
 ]
 

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Final, Literal, cast
 
 from pydantic import (
     AfterValidator,
+    AwareDatetime,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -408,6 +409,36 @@ class CapacityBlockCapacity(Section):
 
     type: Literal["capacity_block"] = Field(description="Launch into an EC2 Capacity Block for ML.")
     reservation_id: str = Field(pattern=RESERVATION_ID_PATTERN, description="The Capacity Block's reservation id (cr-...).")
+    starts_at: AwareDatetime | None = Field(
+        None, description="When the block starts, with its time zone (2026-12-10T11:30:00Z; EC2 DescribeCapacityBlocks "
+        "StartDate). Default: not given (fmcluster plan shows the window without it and nothing is scheduled before "
+        "the start).",
+    )
+    ends_at: AwareDatetime | None = Field(
+        None, description="When the block ends (EndDate; blocks end at 11:30 UTC). Default: not given (only shown by "
+        "fmcluster plan: the end automation waits for EC2's warning, not for this time).",
+    )
+    preload_lead_minutes: WholeNumber | None = Field(
+        None, ge=5, le=2880, description="Minutes before starts_at at which the head node preloads the data "
+        "repositories that set preload_gib. Default: derived from their size and the file system's throughput "
+        "(fmcluster plan shows it).",
+    )
+
+    @field_validator("starts_at", "ends_at", mode="before")
+    @classmethod
+    def _not_a_number(cls, v: object) -> object:
+        """A number would be read as seconds since 1970: refuse it instead."""
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            # the loader words datetime_* errors with the value as written (validation/loader.py)
+            raise PydanticCustomError("datetime_type", "a number is not a date and time")
+        return v
+
+    @model_validator(mode="after")
+    def _ends_after_start(self) -> CapacityBlockCapacity:
+        if self.starts_at is not None and self.ends_at is not None and self.ends_at <= self.starts_at:
+            raise ValueError(f"ends_at must be after starts_at, got {self.ends_at.isoformat()} <= "
+                             f"{self.starts_at.isoformat()}; allowed an end after the start")
+        return self
 
 
 class TrainingPlanCapacity(Section):
@@ -426,6 +457,10 @@ Capacity = Annotated[
 ]
 #: Capacity types whose nodes are placed by a reservation (no new placement group by default).
 RESERVATION_BACKED = ("odcr", "capacity_block", "training_plan")
+#: Capacity types whose term ends at a fixed time that EC2 announces with an EventBridge warning 40 minutes before
+#: the end (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-monitor.html): Capacity Blocks.
+#: A training plan's end reaches HyperPod, not the account's EventBridge bus, in any form AWS documents.
+ANNOUNCED_END = ("capacity_block",)
 
 
 class ComputeGroup(Section):
@@ -497,6 +532,11 @@ class ComputeGroup(Section):
         return self.capacity.type in RESERVATION_BACKED
 
     @property
+    def announced_end(self) -> bool:
+        """True when the group's capacity ends at a time EC2 announces on EventBridge (:data:`ANNOUNCED_END`)."""
+        return self.capacity.type in ANNOUNCED_END
+
+    @property
     def reservation_id(self) -> str | None:
         """The EC2 Capacity Reservation id this group launches into (odcr or capacity_block), else None."""
         return getattr(self.capacity, "reservation_id", None)
@@ -560,6 +600,11 @@ class DataRepository(Section):
     batch_import_metadata_on_create: bool = Field(
         True, description="Import existing S3 metadata at creation. Default: true. Changing it replaces the association.",
         json_schema_extra={"replaces": True},
+    )
+    preload_gib: WholeNumber | None = Field(
+        None, ge=1, le=10_000_000, description="GiB of this repository's files to load into the file system before a "
+        "capacity window starts (lfs hsm_restore on the head node; sizes the default lead time). Default: none (files "
+        "load on first read).",
     )
 
     @field_validator("import_policy", "export_policy")
@@ -1218,6 +1263,25 @@ class ObservabilitySpec(Section):
         return self.metrics != "none"
 
 
+class BudgetSpec(Section):
+    """A monthly cost budget of the cluster (``AWS::Budgets::Budget``, COST, MONTHLY) over the resources that carry the
+    cluster's ``fmcluster:blueprint`` tag, notifying the alert topic at each threshold (docs/capacity.md "Budget")."""
+
+    monthly_usd: WholeNumber = Field(ge=1, le=100_000_000, description="The budget, USD per calendar month.")
+    thresholds_percent: list[Annotated[int, Field(ge=1, le=1000), BeforeValidator(_whole_number_input)]] = Field(
+        default_factory=lambda: [80, 100], min_length=1, max_length=5,
+        description="Actual spend, in percent of monthly_usd, at which the alert topic is told (1-5 thresholds). "
+        "Default: 80 and 100.",
+    )
+
+    @field_validator("thresholds_percent")
+    @classmethod
+    def _distinct(cls, v: list[int]) -> list[int]:
+        if len(set(v)) != len(v):
+            raise ValueError(f"each threshold once, got {v}; allowed distinct percentages such as [80, 100]")
+        return v
+
+
 # ---- blueprint -------------------------------------------------------------------------------
 class Blueprint(Section):
     """A whole training cluster. Load with :func:`fmcluster.blueprint.load_blueprint`."""
@@ -1244,6 +1308,10 @@ class Blueprint(Section):
     storage: StorageSpec = Field(default_factory=StorageSpec, description="Default: FSx PERSISTENT_2 1200 GiB and a checkpoint bucket.")
     orchestrator: OrchestratorSpec = Field(default_factory=OrchestratorSpec, description="Default: ParallelCluster.")
     observability: ObservabilitySpec = Field(default_factory=ObservabilitySpec, description="Default: managed Prometheus + Grafana.")
+    budget: BudgetSpec | None = Field(
+        None, description="A monthly cost budget that notifies the alert receivers (needs observability with an alert "
+        "topic, R-BUDGET-1). Default: none.",
+    )
 
     @property
     def az_label(self) -> str:

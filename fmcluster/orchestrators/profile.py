@@ -156,6 +156,10 @@ class OrchestratorProfile:
             are downloaded (PCS: EC2's 16 KB raw limit minus headroom for the MIME wrapper); ``None`` when
             fmcluster writes no user data.
         imex: whether and how IMEX is set per job on NVLink-domain types (:class:`ImexWiring`). Default: cannot.
+        window_automation: the orchestrator's stack wires the capacity window (docs/capacity.md "The capacity
+            window": the EventBridge rule and the preload schedule reach the head node by SSM Run Command, which needs
+            the head node's instance id in the stack). True for ParallelCluster only; elsewhere R-CAP-10 warns.
+            Default False.
         health_check: how the node check's fast mode runs as a draining health check (:data:`HealthCheckMethod`),
             or ``None`` where there is no Slurm (HyperPod EKS). Default ``None``.
         task_prolog: the job environment is applied as a Slurm ``TaskProlog``. False on PCS (not a PCS custom
@@ -216,6 +220,7 @@ class OrchestratorProfile:
     efa_only_caveat: str = ""
     user_data_embed_limit_bytes: int | None = None
     slurm_bin_dir: str | None = None
+    window_automation: bool = False
     notes: tuple[str, ...] = field(default=())
     imex: ImexWiring = ImexWiring(None, source="fmcluster", blocked_by="orchestrator.kind",
                                   reason="fmcluster has no per-job IMEX wiring for this orchestrator",

@@ -142,6 +142,9 @@ class Plan:
     placeholders: list[dict[str, str]] = field(default_factory=list)
     #: the support calendar per pinned component (:func:`support_rows`): component, release, version, end, source
     support: list[dict[str, str]] = field(default_factory=list)
+    #: capacity windows (fmcluster.features.capacity_window.plan.window_row), one per Capacity Block group; left out
+    #: of JSON when there is none
+    windows: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def gpus_total(self) -> int:
@@ -154,6 +157,8 @@ class Plan:
             del d["accounting"]
         if not d["placeholders"]:
             del d["placeholders"]
+        if not d["windows"]:
+            del d["windows"]
         return d
 
 
@@ -244,6 +249,7 @@ def build_plan(rc: ResolvedCluster, stacks: dict[str, int] | None = None, checkp
         accounting=rc.accounting.summary(rc.stacks.accounting) if rc.accounting is not None else None,
         placeholders=[{"path": p, "id": i} for p, i in placeholder_ids(bp)],
         support=support_rows(rc),
+        windows=FEATURES["capacity_window"].plan_table(rc),
     )
 
 
@@ -363,6 +369,10 @@ def _rows(plan: Plan) -> list[tuple[str, list[str], list[list[str]]]]:
         a = plan.accounting
         sections.append(("Slurm accounting", ["route", "stack", "database", "data"],
                          [[a["route"], a["stack"] or "-", a["database"], a["data"]]]))
+    if plan.windows:
+        header = list(plan.windows[0])
+        sections.append(("Capacity windows (docs/capacity.md \"The capacity window\"; preload times are estimates)",
+                         header, [[w[h] for h in header] for w in plan.windows]))
     if plan.placeholders:
         sections.append((f"Placeholder ids: {PLACEHOLDER_REASON}; fmcluster preflight refuses them", ["path", "id"],
                          [[p["path"], p["id"]] for p in plan.placeholders]))

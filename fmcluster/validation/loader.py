@@ -390,6 +390,8 @@ def _convert(err: Any, data: Any, lines: dict[tuple[Any, ...], int],
         msg = f"must be true or false, got {got}"
     elif typ == "value_error":
         msg = str(ctx.get("error", err["msg"]))
+    elif typ.startswith(("datetime_", "timezone_")):
+        msg = f"must be a date and time with its time zone, got {got}; allowed e.g. 2026-12-10T11:30:00Z"
     else:
         msg = f"invalid value, got {got}; allowed the values docs/blueprint.md lists for {path or 'the blueprint'}"
     return Problem(path, msg, line=_line_for(loc, lines))

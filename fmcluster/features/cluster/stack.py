@@ -10,7 +10,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from fmcluster.blueprint.model import OrchestratorSpec
+from fmcluster.blueprint.model import LustreSpec, OrchestratorSpec
 from fmcluster.constructs.orchestrator import HEAD_NODE_SCRIPT
 from fmcluster.features.accounting.construct import SlurmAccountingDatabase
 from fmcluster.features.accounting.stack import AccountingStack
@@ -62,6 +62,9 @@ class ClusterStack(Stack):
     ``admin_scripts``: file name -> text of the features' scripts for the node that administers Slurm
     (:func:`fmcluster.features.registry.admin_node_scripts`: the acceptance gate's watcher), run there by the
     orchestrator's slice. Default: none.
+    ``alert_topic_arn``: the alert receivers' topic (any metrics mode with a topic), which the capacity window's
+    warning also reaches. Default: none. ``lustre_spec``: the blueprint's ``storage.lustre`` (the capacity window's
+    preload). Default: none.
     """
 
     def __init__(
@@ -90,6 +93,8 @@ class ClusterStack(Stack):
         accounting_database: SlurmAccountingDatabase | None = None,
         head_node_alarm_topic_arn: str | None = None,
         admin_scripts: Mapping[str, str] | None = None,
+        alert_topic_arn: str | None = None,
+        lustre_spec: LustreSpec | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
@@ -115,6 +120,7 @@ class ClusterStack(Stack):
             head_node_policy=head_node_policy if profile.head_node_script_delivery is not None else None,
             images=images, eks_plan=eks_plan, eks_cluster_arn=eks_cluster_arn, accounting_database=accounting_database,
             head_node_alarm_topic_arn=head_node_alarm_topic_arn, admin_scripts=dict(admin_scripts or {}),
+            alert_topic_arn=alert_topic_arn, lustre_spec=lustre_spec,
         )
         access_outputs.cluster_name(self, cluster_name)
         # what the boot reads from S3 instead of the internet, copied at deploy before any node starts (issue 23)
@@ -152,6 +158,8 @@ def build_stack(ctx: StackContext) -> ClusterStack:
         head_node_alarm_topic_arn=(
             obs.alert_topic_arn if obs is not None and bp.observability.metrics == "self_hosted" else None),
         admin_scripts=admin_node_scripts(rc),
+        alert_topic_arn=obs.alert_topic_arn if obs is not None else None,
+        lustre_spec=bp.storage.lustre,
     )
     if image is not None:
         cluster.add_stack_dependency(image)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 
-from fmcluster.blueprint.model import OrchestratorSpec
+from fmcluster.blueprint.model import LustreSpec, OrchestratorSpec
 from fmcluster.features.accounting.construct import SlurmAccountingDatabase
 from fmcluster.features.node.construct_bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.features.node.construct_image import NodeImages
@@ -49,6 +49,10 @@ class OrchestratorInputs:
             knows the head node's instance id acts on it (ParallelCluster).
         admin_scripts: file name -> text of the scripts for the node that administers Slurm (the acceptance gate's
             watcher), which each Slurm orchestrator runs as root there after Slurm is configured; empty: none.
+        alert_topic_arn: the alert receivers' SNS topic (created or ``observability.alert_topic_arn``), or ``None``
+            without one; the capacity window's rule publishes its warning there (docs/capacity.md).
+        lustre_spec: the blueprint's ``storage.lustre`` (the capacity window's preload reads its data repositories,
+            mount point and throughput), or ``None``.
     """
 
     orchestrator: OrchestratorSpec
@@ -74,6 +78,8 @@ class OrchestratorInputs:
     accounting_database: SlurmAccountingDatabase | None = None
     head_node_alarm_topic_arn: str | None = None
     admin_scripts: Mapping[str, str] = field(default_factory=dict)
+    alert_topic_arn: str | None = None
+    lustre_spec: LustreSpec | None = None
 
     def require_vpc(self) -> ec2.IVpc:
         """The VPC (ClusterStack refuses a ``needs_vpc`` profile without one before building anything)."""

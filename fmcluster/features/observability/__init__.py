@@ -7,4 +7,4 @@ Modules by role: ``pins`` (pinned releases and their sources), ``endpoints`` (st
 (blueprint rules), ``construct`` / ``stack`` (CDK), ``provision_grafana`` (``fmcluster grafana``).
 """
 
-USES = ("network",)
+USES = ("capacity_window", "network")

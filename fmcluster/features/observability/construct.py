@@ -62,7 +62,8 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct, IValidation
 
-from fmcluster.blueprint.model import ObservabilitySpec
+from fmcluster.blueprint.model import BudgetSpec, ObservabilitySpec
+from fmcluster.features.capacity_window.construct import ClusterBudget, rule_arn
 from fmcluster.features.observability.pins import GRAFANA_PORT
 from fmcluster.features.observability.render_alertmanager import render_amp_alertmanager_definition
 
@@ -97,6 +98,11 @@ class ClusterObservability(Construct):
             stored as the workspace's rule groups namespace when managed.
         vpc, subnet, security_group: where the ``aps-workspaces`` interface endpoint goes when
             ``spec.amp_vpc_endpoint`` (required then).
+        budget, budget_tag: the blueprint's ``budget`` and the ``(key, value)`` tag it filters on: a
+            :class:`fmcluster.features.capacity_window.construct.ClusterBudget` notifying the alert topic, whose policy
+            (when created here) lets ``budgets.amazonaws.com`` publish. Default: none.
+        window_events: the cluster has a capacity window whose EventBridge rule publishes to the created alert topic
+            (:mod:`fmcluster.features.capacity_window.construct`): the topic and key policies let it. Default False.
 
     Attributes:
         workspace: ``aps.CfnWorkspace`` or None (self-hosted).
@@ -120,6 +126,7 @@ class ClusterObservability(Construct):
         self, scope: Construct, id: str, *, spec: ObservabilitySpec, cluster_name: str, parameter_name: str,
         alert_rules: str, vpc: ec2.IVpc | None = None,
         subnet: ec2.ISubnet | None = None, security_group: ec2.ISecurityGroup | None = None,
+        window_events: bool = False, budget: BudgetSpec | None = None, budget_tag: tuple[str, str] | None = None,
     ) -> None:
         super().__init__(scope, id)
         if not spec.enabled:
@@ -142,6 +149,10 @@ class ClusterObservability(Construct):
         self.amp_endpoint: ec2.InterfaceVpcEndpoint | None = None
         self.log_group: logs.LogGroup | None = None
         self._alert_topic(cluster_name, spec)
+        if window_events:
+            self._allow_window_rule(cluster_name)
+        if budget is not None and budget_tag is not None and self.alert_topic_arn is not None:
+            self._budget(cluster_name, budget, budget_tag)
         if spec.metrics == "managed":
             self._managed(cluster_name, alert_rules, spec.grafana_authentication)
             if spec.amp_vpc_endpoint:
@@ -264,6 +275,50 @@ class ClusterObservability(Construct):
                 )
             )
         self.alert_key, self.alert_topic, self.alert_topic_arn = key, topic, topic.topic_arn
+
+    def _budget(self, cluster_name: str, spec: BudgetSpec, tag: tuple[str, str]) -> None:
+        """The cluster's budget, and on a created topic the policy statements AWS Budgets needs to publish to it: the
+        topic policy (principal ``budgets.amazonaws.com``, conditions aws:SourceAccount and aws:SourceArn
+        ``arn:<partition>:budgets::<account>:*``) and, the topic being KMS-encrypted, the key policy
+        (https://docs.aws.amazon.com/cost-management/latest/userguide/budgets-sns-policy.html). An imported topic's
+        policy is its owner's to change (docs/capacity.md "Budget")."""
+        assert self.alert_topic_arn is not None
+        ClusterBudget(self, "Budget", monthly_usd=spec.monthly_usd, thresholds_percent=spec.thresholds_percent,
+                      tag_key=tag[0], tag_value=tag[1], topic_arn=self.alert_topic_arn, cluster_name=cluster_name)
+        if self.alert_topic is None or self.alert_key is None:
+            return
+        stack = Stack.of(self)
+        principal = iam.ServicePrincipal("budgets.amazonaws.com")
+        conditions = {"StringEquals": {"aws:SourceAccount": stack.account},
+                      "ArnLike": {"aws:SourceArn": stack.format_arn(service="budgets", region="", resource="*",
+                                                                    arn_format=ArnFormat.NO_RESOURCE_NAME)}}
+        self.alert_key.add_to_resource_policy(iam.PolicyStatement(
+            sid="AllowTheBudgetToUseTheAlertTopicKey", principals=[principal],
+            actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"], conditions=conditions))
+        self.alert_topic.add_to_resource_policy(iam.PolicyStatement(
+            sid="AllowTheBudgetToPublish", principals=[principal], actions=["sns:Publish"],
+            resources=[self.alert_topic.topic_arn], conditions=conditions))
+
+    def _allow_window_rule(self, cluster_name: str) -> None:
+        """Let the capacity window's EventBridge rule publish to the created topic (an imported topic's policy is its
+        owner's). EventBridge publishes to SNS under the topic's resource policy, and to a topic encrypted with a
+        customer managed key only if the key policy lets ``events.amazonaws.com`` use the key
+        (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-use-resource-based.html "Amazon SNS permissions").
+        The rule lives in ``<name>-cluster``, so its ARN is built from its fixed name (no reference back)."""
+        if self.alert_topic is None or self.alert_key is None:
+            return
+        stack = Stack.of(self)
+        events_principal = iam.ServicePrincipal("events.amazonaws.com")
+        self.alert_key.add_to_resource_policy(iam.PolicyStatement(
+            sid="AllowTheWindowRuleToUseTheAlertTopicKey", principals=[events_principal],
+            actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"],
+            conditions={"StringEquals": {"aws:SourceAccount": stack.account}},
+        ))
+        self.alert_topic.add_to_resource_policy(iam.PolicyStatement(
+            sid="AllowTheWindowRuleToPublish", principals=[events_principal],
+            actions=["sns:Publish"], resources=[self.alert_topic.topic_arn],
+            conditions={"ArnEquals": {"aws:SourceArn": rule_arn(stack, cluster_name)}},
+        ))
 
     def _managed(self, cluster_name: str, alert_rules: str, authentication: str) -> None:
         stack = Stack.of(self)

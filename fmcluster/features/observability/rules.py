@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fmcluster.blueprint.model import Blueprint, ObservabilitySpec
+from fmcluster.resolved import ResolvedCluster
 from fmcluster.validation.rules import Violation, rule
 
 
@@ -122,4 +123,25 @@ def metrics_need_a_receiver(bp: Blueprint) -> Iterator[Violation]:
             "observability.alert_email (an address fmcluster subscribes; confirm the subscription email), "
             "observability.alert_topic_arn (your SNS topic) or observability.no_alert_receiver: true "
             "(the explicit choice to send alerts to nobody)",
+        )
+
+
+@rule(
+    "R-BUDGET-1", scope="cluster",
+    source="fmcluster: the budget notifies the alert topic the observability stack creates or imports "
+    "(ClusterObservability; docs/capacity.md \"Budget\"); that topic exists only with metrics on an orchestrator "
+    "that runs Slurm",
+)
+def budget_needs_the_alert_topic(rc: ResolvedCluster) -> Iterator[Violation]:
+    """A ``budget`` with no alert topic to notify: its thresholds would reach nobody."""
+    bp = rc.blueprint
+    if bp.budget is None:
+        return
+    o = bp.observability
+    if not o.enabled or not rc.profile.runs_slurm:
+        yield (
+            "budget",
+            f"the budget's notifications go to the alert topic, and this cluster has none, got observability.metrics "
+            f"{o.metrics!r} on orchestrator {rc.profile.key!r}; allowed observability.metrics managed or self_hosted "
+            "(with alert_email or alert_topic_arn) on a Slurm orchestrator, or no budget",
         )

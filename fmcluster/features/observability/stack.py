@@ -11,7 +11,7 @@ from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from fmcluster.blueprint.model import ObservabilitySpec
+from fmcluster.blueprint.model import BudgetSpec, ObservabilitySpec
 from fmcluster.features.network.stack import NetworkStack
 from fmcluster.features.observability.construct import ClusterObservability
 from fmcluster.features.observability.endpoints import (
@@ -25,13 +25,15 @@ from fmcluster.features.observability.endpoints import (
 )
 from fmcluster.features.observability.render_alert_rules import render_alert_rules
 from fmcluster.features.observability.render_context import observability_context
+from fmcluster.resolved import BLUEPRINT_TAG
 from fmcluster.stacks.context import StackContext
 
 
 class ObservabilityStack(Stack):
     """The metrics layer (``observability``: ClusterObservability) and its outputs: node policy ARN, SSM
     parameter ``parameter_name``, Grafana URL, the alert topic and, when managed, the AMP remote-write and
-    query URLs."""
+    query URLs. ``window_events``: the capacity window's rule may publish to the alert topic; ``budget``/
+    ``budget_tag``: the cluster's budget (:class:`ClusterObservability`)."""
 
     def __init__(
         self,
@@ -45,12 +47,16 @@ class ObservabilityStack(Stack):
         vpc: ec2.IVpc | None = None,
         subnet: ec2.ISubnet | None = None,
         security_group: ec2.ISecurityGroup | None = None,
+        window_events: bool = False,
+        budget: BudgetSpec | None = None,
+        budget_tag: tuple[str, str] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
         self.observability = ClusterObservability(
             self, "Observability", spec=spec, cluster_name=cluster_name, parameter_name=parameter_name,
             alert_rules=alert_rules, vpc=vpc, subnet=subnet, security_group=security_group,
+            window_events=window_events, budget=budget, budget_tag=budget_tag,
         )
         obs = self.observability
         CfnOutput(
@@ -79,7 +85,8 @@ class ObservabilityStack(Stack):
 
 def build_stack(ctx: StackContext) -> ObservabilityStack | None:
     """The feature registry's ``stack`` hook: ``<name>-observability`` when ``observability.metrics`` is not ``none``
-    (else ``None``), with the rendered alert rules, in the ``network`` stack's GPU subnet."""
+    (else ``None``), with the rendered alert rules, in the ``network`` stack's GPU subnet; the alert topic admits the
+    capacity window's rule where the orchestrator automates a window's end, and carries the blueprint's budget."""
     rc, bp = ctx.rc, ctx.rc.blueprint
     if rc.stacks.observability is None:
         return None
@@ -87,7 +94,8 @@ def build_stack(ctx: StackContext) -> ObservabilityStack | None:
     return ObservabilityStack(
         ctx.app, rc.stacks.observability, env=ctx.env, spec=bp.observability, cluster_name=bp.name,
         parameter_name=rc.observability_parameter, alert_rules=render_alert_rules(observability_context(rc)),
-        vpc=net.vpc, subnet=net.gpu_subnet,
-        security_group=net.efa_security_group,
+        vpc=net.vpc, subnet=net.gpu_subnet, security_group=net.efa_security_group,
+        window_events=rc.profile.window_automation and any(g.announced_end for g in bp.compute),
+        budget=bp.budget, budget_tag=(BLUEPRINT_TAG, bp.name),
         description=f"fmcluster {bp.name}: {bp.observability.metrics} metrics (Prometheus, Grafana, alert rules)",
     )

@@ -1,3 +1,3 @@
 """AWS ParallelCluster: profile, rules, construct, stack wiring and outputs, ClusterConfiguration review."""
 
-USES = ("accounting", "cluster", "node", "observability", "slurm", "storage", "topology")
+USES = ("accounting", "capacity_window", "cluster", "node", "observability", "slurm", "storage", "topology")

@@ -87,6 +87,8 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
         management_instance_types=(("head node", orch.parallelcluster.head_node_instance_type),),
         imds_lockdown_service=PCLUSTER_IMDS_LOCKDOWN_SERVICE,
         slurm_bin_dir=f"{PARALLELCLUSTER_SLURM}/bin",
+        # the stack knows the head node's instance id (headNode.instanceId), so SSM Run Command reaches it
+        window_automation=True,
         gate_drain=PCLUSTER_GATE_DRAIN,
         boot_parts=(
             BootPart("parallelcluster-node-config", 120,

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from aws_cdk import CfnOutput, CfnResource, Fn, Stack
 
+from fmcluster.features.capacity_window.construct import WindowEndAutomation, WindowPreloadSchedules
+from fmcluster.features.capacity_window.plan import windows
+from fmcluster.features.capacity_window.render_window import render_window_end, render_window_preload
 from fmcluster.features.cluster.stack_inputs import OrchestratorInputs
 from fmcluster.features.observability.construct import head_node_status_alarm
 from fmcluster.orchestrators.parallelcluster.construct import ParallelClusterCluster
@@ -38,7 +41,25 @@ def build(stack: Stack, inputs: OrchestratorInputs) -> ParallelClusterCluster:
             stack, "HeadNodeStatusAlarm", instance_id=pc.resource.get_att("headNode.instanceId").to_string(),
             topic_arn=inputs.head_node_alarm_topic_arn, cluster_name=inputs.cluster_name,
         )
+    _window_end(stack, inputs, pc.resource.get_att("headNode.instanceId").to_string())
     return pc
+
+
+def _window_end(stack: Stack, inputs: OrchestratorInputs, instance_id: str) -> None:
+    """The capacity window's automation (docs/capacity.md "The capacity window") when a group is on a Capacity
+    Block: at EC2's warning the head node runs ``fmcluster-window-end`` from Slurm's directory
+    (``OrchestratorProfile.slurm_bin_dir``); before a window with ``starts_at`` and a preload, a schedule runs
+    ``fmcluster-window-preload`` there."""
+    ws = windows((g.spec for g in inputs.groups), inputs.lustre_spec)
+    if not ws or not inputs.profile.window_automation or inputs.profile.slurm_bin_dir is None:
+        return
+    script = render_window_end(ws, cluster_name=inputs.cluster_name, slurm_bin_dir=inputs.profile.slurm_bin_dir)
+    WindowEndAutomation(stack, "WindowEnd", windows=ws, script=script, instance_id=instance_id,
+                        cluster_name=inputs.cluster_name, topic_arn=inputs.alert_topic_arn)
+    preloads = {w.group: render_window_preload(w, cluster_name=inputs.cluster_name) for w in ws if w.preload_gib}
+    if preloads:
+        WindowPreloadSchedules(stack, "WindowPreload", windows=ws, scripts=preloads, instance_id=instance_id,
+                               cluster_name=inputs.cluster_name)
 
 
 def _access_outputs(stack: Stack, resource: CfnResource, *, region: str) -> None:

@@ -250,6 +250,25 @@ def az_id_prefix(region: str) -> str:
     return parts[0] + "".join(_DIRECTIONS.get(p, p) for p in parts[1:-1]) + parts[-1]
 
 
+@rule("R-CAP-10", level="warning", scope="cluster",
+      source="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-monitor.html (the expiration "
+      "warning 40 minutes before the end); fmcluster wires the window where its stack knows the head node's "
+      "instance id (OrchestratorProfile.window_automation)")
+def window_not_automated(rc: ResolvedCluster) -> Iterator[Violation]:
+    """A Capacity Block group on an orchestrator whose stack does not wire the capacity window: nothing checkpoints,
+    requeues or preloads on its own (docs/capacity.md "The capacity window")."""
+    if rc.profile.window_automation:
+        return
+    for i, g in enumerate(rc.blueprint.compute):
+        if g.announced_end:
+            yield f"compute[{i}].capacity", (
+                f"the Capacity Block's end is not automated on orchestrator.kind {rc.profile.kind!r}, got "
+                f"{g.capacity.type!r}; allowed as is "
+                "(run capacity-window/fmcluster-window-end from fmcluster render on the login node at EC2's warning) "
+                "or orchestrator.kind: parallelcluster, which automates it"
+            )
+
+
 @rule("R-AZ-3",
       source="https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html; "
       "prefix derivation checked against getmoto/moto moto/ec2/models/availability_zones_and_regions.py",

@@ -401,7 +401,9 @@ def test_the_rendered_files_are_listed_in_the_blueprint_render() -> None:
     assert {"nccl-tests.sbatch", "fsdp-train.sbatch", "fsdp-train.py"} <= set(files)
     directives = [line.split(None, 1)[1] for line in files["fsdp-train.sbatch"].splitlines() if line.startswith("#SBATCH")]
     assert directives == ["--job-name=fsdp-train", "--partition=gpu", "--nodes=2", "--ntasks-per-node=8",
-                          "--gpus-per-node=8", "--exclusive", "--output=fsdp-train-%j.out"]
+                          "--gpus-per-node=8", "--exclusive", "--output=fsdp-train-%j.out",
+                          # one output file across requeues, and requeueable (docs/capacity.md "The capacity window")
+                          "--open-mode=append", "--requeue"]
 
 
 def test_an_unknown_image_on_hyperpod_eks_says_pods_get_nothing_of_the_host() -> None:

@@ -1,0 +1,6 @@
+"""The capacity window: what fmcluster does around the fixed end of a Capacity Block (plan.py: the windows and their
+timings, resolved once; render_window.py + templates/: the head node's end-of-window script; construct.py: the
+EventBridge rule on EC2's expiration warning, its Run Command and alert-topic targets); docs/capacity.md
+"The capacity window"."""
+
+USES: tuple[str, ...] = ()

@@ -1,0 +1,235 @@
+"""The end of a capacity window in ``<name>-cluster``: one EventBridge rule on EC2's Capacity Block expiration
+warning (:func:`fmcluster.features.capacity_window.plan.expiration_warning_pattern`) with two targets:
+
+- ``HeadNode``: SSM Run Command of the AWS-owned document ``AWS-RunShellScript`` on the head node's instance id, whose
+  one command runs the rendered ``fmcluster-window-end`` (carried in the command, base64, so the head node needs no
+  download and no extra permission) with the event's ``capacity-reservation-id`` and ``end-date``. EventBridge can
+  target Run Command directly with a role that may ``ssm:SendCommand`` (RunCommandParameters: ``InstanceIds`` or a
+  tag; https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_RunCommandParameters.html,
+  https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-targets.html "Systems Manager Run Command"); the input
+  transformer puts the event's fields into the command
+  (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-transform-target-input.html; an input template is at
+  most 8192 characters: :data:`INPUT_TEMPLATE_MAX`, checked here).
+- ``AlertTopic`` (when the cluster has one): the alert receivers get one message from the same event; the topic's
+  policy lets this rule publish (:mod:`fmcluster.features.observability.construct`).
+
+What fmcluster cannot check offline: that the head node's SSM agent is online at the warning (it is the same agent the
+Session Manager access output uses); the Run Command's output is in the SSM console's command history.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from datetime import UTC
+
+from aws_cdk import ArnFormat, Stack
+from aws_cdk import aws_budgets as budgets
+from aws_cdk import aws_events as events
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_scheduler as scheduler
+from constructs import Construct
+
+from fmcluster.features.capacity_window.plan import (
+    CHECKPOINT_GRACE_S,
+    Window,
+    expiration_warning_pattern,
+    preload_schedule_name,
+    window_end_rule_name,
+)
+from fmcluster.features.capacity_window.render_window import PRELOAD_SCRIPT, SCRIPT
+
+#: EventBridge's limit on an input transformer's ``InputTemplate`` (API InputTransformer: "Maximum length of 8192").
+INPUT_TEMPLATE_MAX = 8192
+#: The event fields the targets receive (the detail of the expiration warning, EC2 user guide capacity-blocks-monitor).
+INPUT_PATHS = {"reservation": "$.detail.capacity-reservation-id", "end": "$.detail.end-date"}
+
+
+def run_command(script: str) -> str:
+    """The one shell command the head node runs: the script decoded from base64 and run by bash with the event's
+    reservation id and end date (EventBridge placeholders ``<reservation>`` ``<end>``); no file and no redirection,
+    so the command has no ``<`` or ``>`` but the placeholders'."""
+    encoded = base64.b64encode(script.encode()).decode()
+    return f'bash -c "$(echo {encoded} | base64 -d)" {SCRIPT} <reservation> <end>'
+
+
+def preload_command(script: str) -> str:
+    """The one shell command the head node runs for a window's preload (the script from base64, as
+    :func:`run_command`)."""
+    encoded = base64.b64encode(script.encode()).decode()
+    return f'bash -c "$(echo {encoded} | base64 -d)" {PRELOAD_SCRIPT}'
+
+
+def alert_message(cluster_name: str, ws: Sequence[Window]) -> str:
+    """The alert topic's message (an input template: a JSON string with the event's placeholders)."""
+    groups = ", ".join(f"{w.group} ({w.reservation_id})" for w in ws)
+    return json.dumps(
+        f"fmcluster {cluster_name}: Capacity Block <reservation> ends at <end>; its instances begin to terminate in "
+        f"10 minutes. The head node drains the window's nodes, signals their jobs to checkpoint and requeues them "
+        f"after {CHECKPOINT_GRACE_S} s (SSM Run Command history: {SCRIPT}). Windows of this cluster: {groups}."
+    )
+
+
+class WindowEndAutomation(Construct):
+    """The rule ``fmcluster-<name>-window-end`` and the role EventBridge sends the command with.
+
+    Args:
+        windows: the cluster's windows (one or more; :func:`fmcluster.features.capacity_window.plan.windows`).
+        script: the rendered ``fmcluster-window-end`` (:func:`render_window.render_window_end`).
+        instance_id: the head node's EC2 instance id (a token, e.g. ParallelCluster's ``headNode.instanceId``).
+        cluster_name: the blueprint name.
+        topic_arn: the alert topic, or ``None`` (no receivers: only the head node acts).
+
+    Attributes: ``rule`` (the ``AWS::Events::Rule``), ``role``.
+
+    Raises:
+        ValueError: ``windows`` is empty, or the command does not fit EventBridge's input template.
+    """
+
+    def __init__(self, scope: Construct, id: str, *, windows: Sequence[Window], script: str, instance_id: str,
+                 cluster_name: str, topic_arn: str | None = None) -> None:
+        super().__init__(scope, id)
+        if not windows:
+            raise ValueError("WindowEndAutomation needs at least one window")
+        stack = Stack.of(self)
+        document_arn = stack.format_arn(service="ssm", account="", resource="document",
+                                        resource_name="AWS-RunShellScript")
+        instance_arn = stack.format_arn(service="ec2", resource="instance", resource_name=instance_id)
+        self.role = iam.Role(self, "RunCommandRole", assumed_by=iam.ServicePrincipal("events.amazonaws.com"),
+                             description=f"fmcluster {cluster_name}: EventBridge sends the window-end command to the head node")
+        self.role.add_to_policy(iam.PolicyStatement(actions=["ssm:SendCommand"], resources=[document_arn, instance_arn]))
+        template = json.dumps({"commands": [run_command(script)]})
+        if len(template) > INPUT_TEMPLATE_MAX:
+            raise ValueError(f"the window-end command takes {len(template)} characters; EventBridge allows "
+                             f"{INPUT_TEMPLATE_MAX} in an input template")
+        targets = [events.CfnRule.TargetProperty(
+            id="HeadNode", arn=document_arn, role_arn=self.role.role_arn,
+            run_command_parameters=events.CfnRule.RunCommandParametersProperty(run_command_targets=[
+                events.CfnRule.RunCommandTargetProperty(key="InstanceIds", values=[instance_id])]),
+            input_transformer=events.CfnRule.InputTransformerProperty(input_paths_map=INPUT_PATHS,
+                                                                      input_template=template),
+        )]
+        if topic_arn is not None:
+            targets.append(events.CfnRule.TargetProperty(
+                id="AlertTopic", arn=topic_arn,
+                input_transformer=events.CfnRule.InputTransformerProperty(
+                    input_paths_map=INPUT_PATHS, input_template=alert_message(cluster_name, windows)),
+            ))
+        self.rule = events.CfnRule(
+            self, "Rule", name=window_end_rule_name(cluster_name), state="ENABLED",
+            description=f"fmcluster {cluster_name}: Capacity Block expiration warning -> checkpoint, requeue, drain, alert",
+            event_pattern=expiration_warning_pattern(windows), targets=targets,
+        )
+
+
+class WindowPreloadSchedules(Construct):
+    """One ``AWS::Scheduler::Schedule`` per window that has a start time and a preload: at
+    ``starts_at - lead_s`` (a one-time ``at()`` expression in UTC, flexible window off) its universal target calls
+    SSM ``SendCommand`` (``arn:aws:scheduler:::aws-sdk:ssm:sendCommand``) with ``AWS-RunShellScript`` on the head node,
+    which runs ``fmcluster-window-preload`` (https://docs.aws.amazon.com/scheduler/latest/UserGuide/schedule-types.html
+    "One-time schedules"; https://docs.aws.amazon.com/scheduler/latest/UserGuide/managing-targets-universal.html).
+    The schedule stays after it ran (``ActionAfterCompletion: NONE``): CloudFormation owns it. EventBridge Scheduler's
+    limit on a target's ``Input`` is not checked here (not verified offline; the command of the example is ~3 KB).
+
+    Args:
+        windows: the cluster's windows; those without ``starts_at`` or a preload get no schedule.
+        scripts: group -> the rendered ``fmcluster-window-preload`` of that window.
+        instance_id: the head node's EC2 instance id (a token).
+        cluster_name: the blueprint name.
+
+    Attributes: ``schedules`` (group -> ``CfnSchedule``), ``role`` (or ``None`` without a schedule).
+    """
+
+    def __init__(self, scope: Construct, id: str, *, windows: Sequence[Window], scripts: dict[str, str],
+                 instance_id: str, cluster_name: str) -> None:
+        super().__init__(scope, id)
+        stack = Stack.of(self)
+        due = [w for w in windows if w.preload_starts_at is not None and w.group in scripts]
+        self.schedules: dict[str, scheduler.CfnSchedule] = {}
+        self.role: iam.Role | None = None
+        if not due:
+            return
+        document_arn = stack.format_arn(service="ssm", account="", resource="document",
+                                        resource_name="AWS-RunShellScript")
+        instance_arn = stack.format_arn(service="ec2", resource="instance", resource_name=instance_id)
+        self.role = iam.Role(self, "SchedulerRole", assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"),
+                             description=f"fmcluster {cluster_name}: EventBridge Scheduler starts the window preload")
+        self.role.add_to_policy(iam.PolicyStatement(actions=["ssm:SendCommand"], resources=[document_arn, instance_arn]))
+        for w in due:
+            name = preload_schedule_name(cluster_name, w.index)  # at most 53 of Scheduler's 64 characters
+            when = w.preload_starts_at
+            assert when is not None
+            self.schedules[w.group] = scheduler.CfnSchedule(
+                self, w.group, name=name, state="ENABLED",
+                description=f"fmcluster {cluster_name}: preload {w.preload_gib} GiB before window {w.group} starts",
+                schedule_expression=f"at({when.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S')})",
+                schedule_expression_timezone="UTC",
+                flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(mode="OFF"),
+                target=scheduler.CfnSchedule.TargetProperty(
+                    arn="arn:aws:scheduler:::aws-sdk:ssm:sendCommand", role_arn=self.role.role_arn,
+                    input=stack.to_json_string({
+                        "DocumentName": "AWS-RunShellScript", "InstanceIds": [instance_id],
+                        "Parameters": {"commands": [preload_command(scripts[w.group])]},
+                        "Comment": f"fmcluster {cluster_name} preload {w.group}"[:100],
+                    }),
+                ),
+            )
+
+
+def rule_arn(stack: Stack, cluster_name: str) -> str:
+    """The ARN of the cluster's window-end rule, from its fixed name (for the alert topic's policy, in another stack)."""
+    return stack.format_arn(service="events", resource="rule", resource_name=window_end_rule_name(cluster_name),
+                            arn_format=ArnFormat.SLASH_RESOURCE_NAME)
+
+
+#: The cost-allocation tag the budget filters on: fmcluster's own tag, which every resource of the cluster carries
+#: (``fmcluster.resolved.BLUEPRINT_TAG``; a user-defined tag appears in billing data as ``user:<key>``, and only
+#: after it is activated as a cost allocation tag in the Billing console:
+#: https://docs.aws.amazon.com/awsaccountbilling/latest/aboutv2/activating-tags.html).
+def budget_tag_filter(tag_key: str, tag_value: str) -> str:
+    """The budget's ``TagKeyValue`` cost filter value, ``user:<key>$<value>`` (AWS Budgets CostFilters: the tag key
+    and value joined by ``$``; https://docs.aws.amazon.com/aws-cost-management/latest/APIReference/API_budgets_Budget.html)."""
+    return f"user:{tag_key}${tag_value}"
+
+
+def budget_name(cluster_name: str) -> str:
+    """``fmcluster-<name>``: the budget's name (unique per account)."""
+    return f"fmcluster-{cluster_name}"
+
+
+class ClusterBudget(Construct):
+    """An ``AWS::Budgets::Budget`` (COST, MONTHLY, USD) over the resources tagged ``tag_key=tag_value``, with one
+    ACTUAL / GREATER_THAN / PERCENTAGE notification per threshold, each to the alert topic (subscriber type SNS).
+    The topic's policy must let ``budgets.amazonaws.com`` publish (:meth:`ClusterObservability`'s budget statement;
+    https://docs.aws.amazon.com/cost-management/latest/userguide/budgets-sns-policy.html).
+
+    Args:
+        monthly_usd: the limit; thresholds_percent: the notification thresholds (percent of the limit).
+        tag_key, tag_value: the cost filter (the cluster's ``fmcluster:blueprint`` tag).
+        topic_arn: the alert topic.
+        cluster_name: the blueprint name (budget name ``fmcluster-<name>``).
+
+    Attributes: ``budget`` (the ``CfnBudget``).
+    """
+
+    def __init__(self, scope: Construct, id: str, *, monthly_usd: int, thresholds_percent: Sequence[int], tag_key: str,
+                 tag_value: str, topic_arn: str, cluster_name: str) -> None:
+        super().__init__(scope, id)
+        self.budget = budgets.CfnBudget(
+            self, "Budget",
+            budget=budgets.CfnBudget.BudgetDataProperty(
+                budget_name=budget_name(cluster_name), budget_type="COST", time_unit="MONTHLY",
+                budget_limit=budgets.CfnBudget.SpendProperty(amount=monthly_usd, unit="USD"),
+                cost_filters={"TagKeyValue": [budget_tag_filter(tag_key, tag_value)]},
+            ),
+            notifications_with_subscribers=[
+                budgets.CfnBudget.NotificationWithSubscribersProperty(
+                    notification=budgets.CfnBudget.NotificationProperty(
+                        notification_type="ACTUAL", comparison_operator="GREATER_THAN", threshold=pct,
+                        threshold_type="PERCENTAGE"),
+                    subscribers=[budgets.CfnBudget.SubscriberProperty(subscription_type="SNS", address=topic_arn)],
+                )
+                for pct in thresholds_percent
+            ],
+        )

@@ -1,0 +1,420 @@
+"""The capacity window (docs/capacity.md "The capacity window"): the windows and timings (plan), the rendered
+``fmcluster-window-end`` and FSDP job run for real against stub Slurm (tests/fixtures/capacity_window/slurm.py) and a
+stand-in torch, and the synthesized EventBridge rule, its targets, IAM and the alert topic's policy."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import subprocess
+import sys
+import threading
+import time
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fmcluster.features.capacity_window.plan import (
+    CHECKPOINT_GRACE_S,
+    EXPIRATION_WARNING_DETAIL_TYPES,
+    TERMINATION_AFTER_WARNING_S,
+    Window,
+    expiration_warning_pattern,
+    windows,
+)
+from fmcluster.review.render import render_blueprint
+from fmcluster.validation import load_blueprint_text
+from tests.blueprints import blueprint_text, example, group
+from tests.fixtures.capacity_window.slurm import write_stubs
+from tests.orchestrator_support import synth_with_nag
+
+SHELLCHECK = str(Path(sys.executable).parent / "shellcheck")
+CB = {"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"}
+EXAMPLE = blueprint_text({}, base=example("p5en-capacity-block"))
+WITH_ALERTS = blueprint_text({"observability": {"metrics": "self_hosted", "alert_email": "oncall@example.com"}},
+                             base=example("p5en-capacity-block"))
+
+
+# ---- plan: which groups have a window, the event they wait for, the grace --------------------------------------
+@pytest.mark.parametrize(("capacity", "expected"), [
+    ({"type": "on_demand"}, ()),
+    ({"type": "spot"}, ()),
+    ({"type": "odcr", "reservation_id": "cr-0123456789abcdef1"}, ()),
+    (CB, (Window("gpu", "cr-0123456789abcdef0"),)),
+], ids=["on_demand", "spot", "odcr", "capacity_block"])
+def test_only_capacity_blocks_have_an_announced_end(capacity: dict[str, Any], expected: tuple[Window, ...]) -> None:
+    bp = load_blueprint_text(blueprint_text({"compute": [group(capacity=capacity)]})).blueprint
+    assert windows(bp.compute) == expected
+
+
+def test_the_grace_leaves_the_requeue_margin_of_the_ten_minutes() -> None:
+    # EC2 user guide capacity-blocks-monitor: warning 40 min before the end, termination begins 10 min later
+    assert (TERMINATION_AFTER_WARNING_S, CHECKPOINT_GRACE_S) == (600, 420)
+
+
+def test_the_pattern_matches_both_spellings_of_the_warning_and_only_its_reservations() -> None:
+    pattern = expiration_warning_pattern([Window("a", "cr-0000000000000000b"), Window("b", "cr-0000000000000000a")])
+    assert pattern == {"source": ["aws.ec2"],
+                       "detail-type": ["Capacity Block Expiration Warning",
+                                       "Capacity Block Reservation Expiration Warning"],
+                       "detail": {"capacity-reservation-id": ["cr-0000000000000000a", "cr-0000000000000000b"]}}
+    assert EXPIRATION_WARNING_DETAIL_TYPES == tuple(pattern["detail-type"])
+
+
+# ---- the rendered end script against stub Slurm ------------------------------------------------------------------
+@cache
+def _rendered(text: str = EXAMPLE) -> dict[str, dict[str, str]]:
+    return render_blueprint(load_blueprint_text(text).blueprint)
+
+
+def _window_end(tmp_path: Path, args: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], Path]:
+    script = tmp_path / "fmcluster-window-end"
+    script.write_text(_rendered()["capacity-window"]["fmcluster-window-end"])
+    log = tmp_path / "log"
+    log.mkdir(exist_ok=True)
+    stubs = write_stubs(tmp_path / "bin")
+    full = {"PATH": f"{stubs}:/usr/bin:/bin", "STUB_LOG": str(log), "STUB_NODES": "h200-st-p5en-1 h200-st-p5en-2",
+            "FMC_WINDOW_POLL_S": "1", **env}
+    res = subprocess.run(["bash", str(script), *args], env=full, capture_output=True, text=True, timeout=120)
+    return res, log
+
+
+def _lines(log: Path, name: str) -> list[str]:
+    path = log / f"{name}.log"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_the_end_script_is_shellcheck_clean(tmp_path: Path) -> None:
+    f = tmp_path / "s.sh"
+    f.write_text(_rendered()["capacity-window"]["fmcluster-window-end"])
+    res = subprocess.run([SHELLCHECK, "-s", "bash", str(f)], capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stdout
+
+
+def _reaped(proc: subprocess.Popen[str]) -> subprocess.Popen[str]:
+    """``proc``, waited for by a thread as soon as it exits, as slurmd reaps a job's shell (a zombie still answers
+    ``kill -0``, so the stub squeue would see it running)."""
+    threading.Thread(target=proc.wait, daemon=True).start()
+    return proc
+
+
+#: a job's batch shell: one that checkpoints and stops on USR1, one that ignores it (runs on past the grace)
+JOB = {"stops": 'trap "exit 0" USR1; while :; do /bin/sleep 0.1; done',
+       "ignores": 'trap "" USR1; while :; do /bin/sleep 0.1; done'}
+
+
+@pytest.mark.parametrize(("jobs", "no_requeue", "code", "waited"), [
+    ({"7": "stops"}, "", 0, r"waited [0-2] s of 3 s"),
+    ({"7": "ignores"}, "", 0, r"waited 3 s of 3 s"),
+    ({"7": "stops", "8": "stops"}, "8", 1, r"waited [0-2] s of 3 s"),
+    ({}, "", 0, None),
+], ids=["stops-and-is-requeued", "ignores-and-is-requeued-after-the-grace", "one-cannot-be-requeued", "no-job"])
+def test_the_end_script_drains_signals_and_requeues(tmp_path: Path, jobs: dict[str, str], no_requeue: str, code: int,
+                                                    waited: str | None) -> None:
+    procs = {job: _reaped(subprocess.Popen(["bash", "-c", JOB[kind]])) for job, kind in jobs.items()}
+    try:
+        res, log = _window_end(tmp_path, ["cr-0123456789abcdef0", "2026-12-05T11:30:00Z"], {
+            "STUB_JOBS": ",".join(f"{job}={p.pid}" for job, p in procs.items()), "STUB_NO_REQUEUE": no_requeue,
+            "FMC_WINDOW_GRACE_S": "3"})
+    finally:
+        for p in procs.values():
+            p.kill()
+            p.wait()
+    assert res.returncode == code, res.stdout + res.stderr
+    scontrol = _lines(log, "scontrol")
+    assert scontrol[0] == ("scontrol update NodeName=h200-st-p5en-1,h200-st-p5en-2 State=DRAIN "
+                           "Reason=fmcluster: capacity block cr-0123456789abcdef0 ends 2026-12-05T11:30:00Z")
+    assert scontrol[1:] == [f"scontrol requeue {job}" for job in sorted(jobs)]
+    assert _lines(log, "scancel") == [f"scancel --signal=USR1 --full {job}" for job in sorted(jobs)]
+    found = re.search(r"waited \d+ s of \d+ s", res.stdout)
+    assert (found is None) if waited is None else (found is not None and re.fullmatch(waited, found.group(0)))
+    if no_requeue:
+        assert f"job {no_requeue}: could not be requeued" in res.stdout
+
+
+def test_the_end_script_refuses_a_reservation_it_does_not_know(tmp_path: Path) -> None:
+    res, log = _window_end(tmp_path, ["cr-00000000000000000", "2026-12-05T11:30:00Z"], {"STUB_JOBS": "7=0"})
+    assert res.returncode == 2
+    assert "not a capacity window of h200-cb; allowed cr-0123456789abcdef0" in res.stdout
+    assert _lines(log, "scontrol") == [] and _lines(log, "scancel") == []
+
+
+# ---- the day-2 simulation of the end: the FSDP job checkpoints on the warning and resumes when requeued ---------
+def _start_job(tmp_path: Path, work: Path, stubs: Path, *, restart: int, step_s: str) -> subprocess.Popen[str]:
+    files = _rendered()["h200"]
+    job_env = tmp_path / "job-env.sh"
+    job_env.write_text(files["job-env.sh"])
+    (work / "fsdp-train.py").write_text(files["fsdp-train.py"])
+    sbatch = tmp_path / "fsdp-train.sbatch"
+    sbatch.write_text(files["fsdp-train.sbatch"].replace('source "/opt/fmcluster/etc/job-env.sh"', f'source "{job_env}"'))
+    env = {"PATH": f"{stubs}:/usr/bin:/bin", "STUB_LOG": str(tmp_path / "log"), "SLURM_JOB_ID": "41",
+           "SLURM_RESTART_COUNT": str(restart), "SLURM_JOB_NODELIST": "node-1", "SLURM_SUBMIT_DIR": str(work),
+           "FSDP_STEPS": "200", "FAKE_TORCH_STEP_S": step_s, "FAKE_TORCH_PROGRESS": str(tmp_path / "progress.json")}
+    out = open(work / "fsdp-train-41.out", "a")  # --open-mode=append
+    return _reaped(subprocess.Popen(["bash", str(sbatch)], env=env, stdout=out, stderr=subprocess.STDOUT, text=True))
+
+
+def _progress(tmp_path: Path) -> int:
+    try:
+        return int(json.loads((tmp_path / "progress.json").read_text())["step"])
+    except (FileNotFoundError, ValueError):
+        return 0
+
+
+def test_the_fsdp_job_checkpoints_on_the_warning_and_resumes_when_requeued(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (tmp_path / "log").mkdir()
+    stubs = write_stubs(tmp_path / "bin")
+    job = _start_job(tmp_path, work, stubs, restart=0, step_s="0.05")
+    deadline = time.monotonic() + 60
+    while _progress(tmp_path) < 5 and time.monotonic() < deadline and job.returncode is None:
+        time.sleep(0.05)
+    assert _progress(tmp_path) >= 5, (work / "fsdp-train-41.out").read_text()
+
+    res, log = _window_end(tmp_path, ["cr-0123456789abcdef0", "2026-12-05T11:30:00Z"], {"STUB_JOBS": f"41={job.pid}"})
+    assert job.wait(timeout=60) == 0
+    assert res.returncode == 0, res.stdout + res.stderr
+    output = (work / "fsdp-train-41.out").read_text()
+    [stopped] = re.findall(r"stopped after step (\d+) on request", output)
+    assert 5 <= int(stopped) < 200
+    ckpt = work / "checkpoints" / "fsdp-train-41"
+    assert (ckpt / "latest").read_text().strip() == stopped
+    assert json.loads((ckpt / f"step-{stopped}" / "state.json").read_text())["optim"] == {"steps": int(stopped)}
+    assert "USR1: the tasks write a checkpoint" in output
+    assert _lines(log, "scontrol")[-1] == "scontrol requeue 41"
+    assert re.search(r"waited \d+ s of 420 s", res.stdout)
+
+    # Slurm starts the requeued job again with the same id: it resumes and finishes the remaining steps
+    again = _start_job(tmp_path, work, stubs, restart=1, step_s="0")
+    assert again.wait(timeout=60) == 0
+    output = (work / "fsdp-train-41.out").read_text()
+    assert f"resumed from the checkpoint of step {stopped}" in output
+    assert "done: 200 steps" in output
+    # the optimizer's state came from the checkpoint: its step counter ends at 200, not at 200 - stopped
+    assert _progress(tmp_path) == 200
+
+
+# ---- synthesized: the rule, its targets, its role, the topic's policy; cdk-nag and cfn-lint --------------------
+@cache
+def _templates(text: str) -> tuple[Path, dict[str, dict[str, Any]]]:
+    out = synth_with_nag(text)
+    return out, {p.name.removesuffix(".template.json"): json.loads(p.read_text()) for p in out.glob("*.template.json")}
+
+
+def _of_type(tpl: dict[str, Any], type_: str) -> list[dict[str, Any]]:
+    return [r for r in tpl["Resources"].values() if r["Type"] == type_]
+
+
+@pytest.mark.synth
+def test_the_cluster_stack_has_the_window_end_rule_with_head_node_and_alert_targets() -> None:
+    _, templates = _templates(WITH_ALERTS)
+    [rule] = _of_type(templates["h200-cb-cluster"], "AWS::Events::Rule")
+    props = rule["Properties"]
+    assert props["Name"] == "fmcluster-h200-cb-window-end"
+    assert props["EventPattern"] == expiration_warning_pattern(windows(load_blueprint_text(EXAMPLE).blueprint.compute))
+    head, alert = props["Targets"]
+    assert head["Id"] == "HeadNode" and alert["Id"] == "AlertTopic"
+    assert head["RunCommandParameters"]["RunCommandTargets"] == [
+        {"Key": "InstanceIds", "Values": [{"Fn::GetAtt": [head["RunCommandParameters"]["RunCommandTargets"][0]
+                                                          ["Values"][0]["Fn::GetAtt"][0], "headNode.instanceId"]}]}]
+    assert head["InputTransformer"]["InputPathsMap"] == {"reservation": "$.detail.capacity-reservation-id",
+                                                         "end": "$.detail.end-date"}
+    [command] = json.loads(head["InputTransformer"]["InputTemplate"])["commands"]
+    encoded = re.fullmatch(r'bash -c "\$\(echo (\S+) \| base64 -d\)" fmcluster-window-end <reservation> <end>',
+                           command)
+    assert encoded is not None
+    assert base64.b64decode(encoded.group(1)).decode() == _rendered(WITH_ALERTS)["capacity-window"]["fmcluster-window-end"]
+    assert "<reservation> ends at <end>" in json.loads(alert["InputTransformer"]["InputTemplate"])
+    # two roles may send commands (the rule's and the preload schedule's), each only AWS-RunShellScript to the head node
+    senders = [p["Properties"]["PolicyDocument"]["Statement"] for p in _of_type(templates["h200-cb-cluster"], "AWS::IAM::Policy")
+               if any(st["Action"] == "ssm:SendCommand" for st in p["Properties"]["PolicyDocument"]["Statement"])]
+    assert len(senders) == 2
+    for statements in senders:
+        [stmt] = statements
+        resources = json.dumps(stmt["Resource"])
+        assert "document/AWS-RunShellScript" in resources and "headNode.instanceId" in resources
+        assert len(stmt["Resource"]) == 2
+
+
+@pytest.mark.synth
+def test_the_alert_topic_lets_only_the_window_rule_publish() -> None:
+    _, templates = _templates(WITH_ALERTS)
+    [topic_policy] = _of_type(templates["h200-cb-observability"], "AWS::SNS::TopicPolicy")
+    [stmt] = [s for s in topic_policy["Properties"]["PolicyDocument"]["Statement"]
+              if s.get("Sid") == "AllowTheWindowRuleToPublish"]
+    assert stmt["Principal"] == {"Service": "events.amazonaws.com"} and stmt["Action"] == "sns:Publish"
+    arn = json.dumps(stmt["Condition"]["ArnEquals"]["aws:SourceArn"])
+    assert "rule/fmcluster-h200-cb-window-end" in arn
+    [key] = _of_type(templates["h200-cb-observability"], "AWS::KMS::Key")
+    assert any(s.get("Sid") == "AllowTheWindowRuleToUseTheAlertTopicKey"
+               for s in key["Properties"]["KeyPolicy"]["Statement"])
+
+
+@pytest.mark.synth
+def test_the_window_stacks_pass_cfn_lint() -> None:
+    from tests.features.storage.test_storage_construct import cfn_lint_errors
+
+    out, _ = _templates(WITH_ALERTS)
+    paths = [out / "h200-cb-cluster.template.json", out / "h200-cb-observability.template.json"]
+    assert cfn_lint_errors(paths, "us-east-2") == []
+
+
+def test_a_cluster_without_a_window_renders_no_end_script() -> None:
+    assert "capacity-window" not in _rendered(blueprint_text({}))
+
+
+# ---- before the start: the preload script against stub lfs, the schedule, the plan ------------------------------
+def _preload(tmp_path: Path, env: dict[str, str], *, with_data: bool = True) -> subprocess.CompletedProcess[str]:
+    data = tmp_path / "fsx" / "datasets"
+    if with_data:
+        (data / "shard").mkdir(parents=True)
+        for name in ("a.bin", "shard/b.bin", "shard/c.bin"):
+            (data / name).write_bytes(b"x" * 1024)
+    text = _rendered()["capacity-window"]["fmcluster-window-preload-h200"]
+    script = tmp_path / "preload.sh"
+    script.write_text(text.replace('"/fsx/datasets"', f'"{data}"'))
+    log = tmp_path / "log"
+    log.mkdir(exist_ok=True)
+    stubs = write_stubs(tmp_path / "bin")
+    full = {"PATH": f"{stubs}:/usr/bin:/bin", "STUB_LOG": str(log), "FMC_PRELOAD_POLL_S": "1", **env}
+    return subprocess.run(["bash", str(script)], env=full, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize(("env", "code", "last"), [
+    ({}, 0, "preload done after 0 s"),
+    ({"STUB_LOAD_AFTER_POLLS": "2"}, 0, "preload done after 2 s"),
+    ({"STUB_LOAD_AFTER_POLLS": "never", "FMC_PRELOAD_DEADLINE_S": "3"}, 1,
+     "the window starts with 3 files still loading: they load on first read"),
+], ids=["loaded-at-once", "loaded-after-two-polls", "still-loading-at-the-start"])
+def test_the_preload_restores_every_file_and_reports_progress(tmp_path: Path, env: dict[str, str], code: int,
+                                                              last: str) -> None:
+    res = _preload(tmp_path, env)
+    assert res.returncode == code, res.stdout + res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[-1] == f"fmcluster-window-preload: {last}"
+    restored = sorted(Path(p).relative_to(tmp_path / "fsx/datasets").as_posix()
+                      for p in (tmp_path / "log" / "restored").read_text().split())
+    assert restored == ["a.bin", "shard/b.bin", "shard/c.bin"]
+    assert any(re.fullmatch(r"fmcluster-window-preload: loaded \d+ of 800 GiB, [0-3] files still loading", x)
+               for x in lines)
+
+
+def test_the_preload_refuses_a_missing_path(tmp_path: Path) -> None:
+    res = _preload(tmp_path, {}, with_data=False)
+    assert res.returncode == 2 and "is not a directory" in res.stdout
+    assert not (tmp_path / "log" / "restored").exists()
+
+
+def test_the_preload_script_is_shellcheck_clean(tmp_path: Path) -> None:
+    f = tmp_path / "p.sh"
+    f.write_text(_rendered()["capacity-window"]["fmcluster-window-preload-h200"])
+    res = subprocess.run([SHELLCHECK, "-s", "bash", str(f)], capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stdout
+
+
+@pytest.mark.parametrize(("lustre", "lead_minutes", "expected"), [
+    # SCRATCH_2 2400 GiB = 480 MB/s: 800 GiB in 1789.6 s; lead = 1789.6 * 1.5 + 900 s = 3584.4 s -> 60 min
+    ({}, None, (800, 1789.6, 3600, True)),
+    ({}, 30, (800, 1789.6, 1800, False)),
+    # no repository marked: no preload, no lead
+    ({"data_repositories": [{"file_system_path": "/datasets"}]}, None, (0, None, None, False)),
+], ids=["default-lead", "blueprint-lead", "no-preload"])
+def test_preload_size_estimate_and_lead(lustre: dict[str, Any], lead_minutes: int | None,
+                                        expected: tuple[int, float | None, int | None, bool]) -> None:
+    data = example("p5en-capacity-block")
+    data["storage"]["lustre"].update(lustre)
+    if lead_minutes:
+        data["compute"][0]["capacity"]["preload_lead_minutes"] = lead_minutes
+    bp = load_blueprint_text(blueprint_text({}, base=data)).blueprint
+    [w] = windows(bp.compute, bp.storage.lustre)
+    assert (w.preload_gib, w.preload_estimate_s, w.lead_s, w.lead_is_default) == expected
+
+
+def test_the_plan_shows_the_window() -> None:
+    from fmcluster.resolved import resolve
+    from fmcluster.review.plan import build_plan, render_markdown
+
+    plan = build_plan(resolve(load_blueprint_text(EXAMPLE).blueprint))
+    assert plan.windows == [{
+        "group": "h200", "reservation": "cr-0123456789abcdef0", "starts": "2026-12-14 11:30 UTC",
+        "ends": "2026-12-16 11:30 UTC", "preload": "800 GiB: /fsx/datasets", "preload time": "29.8 min",
+        "lead": "60 min (estimate)", "preload starts": "2026-12-14 10:30 UTC", "end warning": "40 min before the end",
+        "checkpoint grace": "420 s (requeue 180 s before termination)",
+        "instance-hours": "48 h x 2 = 96 (price quoted at purchase)", "budget": "none"}]
+    assert "## Capacity windows" in render_markdown(plan)
+    assert "windows" not in build_plan(resolve(load_blueprint_text(blueprint_text({})).blueprint)).as_dict()
+
+
+@pytest.mark.synth
+def test_the_cluster_stack_schedules_the_preload_on_the_head_node() -> None:
+    _, templates = _templates(WITH_ALERTS)
+    [schedule] = _of_type(templates["h200-cb-cluster"], "AWS::Scheduler::Schedule")
+    props = schedule["Properties"]
+    assert (props["Name"], props["ScheduleExpression"], props["ScheduleExpressionTimezone"]) == (
+        "fmcluster-h200-cb-preload-0", "at(2026-12-14T10:30:00)", "UTC")
+    assert props["FlexibleTimeWindow"] == {"Mode": "OFF"}
+    assert props["Target"]["Arn"] == "arn:aws:scheduler:::aws-sdk:ssm:sendCommand"
+    text = json.dumps(props["Target"]["Input"])
+    script = _rendered(WITH_ALERTS)["capacity-window"]["fmcluster-window-preload-h200"]
+    assert "AWS-RunShellScript" in text and base64.b64encode(script.encode()).decode() in text
+    assert "headNode.instanceId" in text
+
+
+# ---- the budget guard ---------------------------------------------------------------------------------------------
+WITH_BUDGET = blueprint_text({"observability": {"metrics": "self_hosted", "alert_email": "oncall@example.com"},
+                              "budget": {"monthly_usd": 250000, "thresholds_percent": [50, 90, 100]}},
+                             base=example("p5en-capacity-block"))
+
+
+@pytest.mark.synth
+def test_the_budget_filters_on_the_tag_every_resource_carries_and_notifies_the_alert_topic() -> None:
+    from fmcluster.resolved import BLUEPRINT_TAG
+
+    _, templates = _templates(WITH_BUDGET)
+    obs = templates["h200-cb-observability"]
+    [budget] = _of_type(obs, "AWS::Budgets::Budget")
+    data = budget["Properties"]["Budget"]
+    assert (data["BudgetType"], data["TimeUnit"], data["BudgetLimit"]) == ("COST", "MONTHLY",
+                                                                           {"Amount": 250000, "Unit": "USD"})
+    assert data["CostFilters"] == {"TagKeyValue": [f"user:{BLUEPRINT_TAG}$h200-cb"]}
+    notes = budget["Properties"]["NotificationsWithSubscribers"]
+    assert [n["Notification"]["Threshold"] for n in notes] == [50, 90, 100]
+    [topic] = [k for k, r in obs["Resources"].items() if r["Type"] == "AWS::SNS::Topic"]
+    assert all(n["Subscribers"] == [{"SubscriptionType": "SNS", "Address": {"Ref": topic}}] for n in notes)
+    # the tag the filter names is on the cluster's resources (here every taggable resource of every stack)
+    for name, tpl in templates.items():
+        for rid, r in tpl["Resources"].items():
+            tags = r.get("Properties", {}).get("Tags")
+            if isinstance(tags, list) and tags and isinstance(tags[0], dict) and "Key" in tags[0]:
+                assert {"Key": BLUEPRINT_TAG, "Value": "h200-cb"} in tags, f"{name} {rid}"
+    [policy] = _of_type(obs, "AWS::SNS::TopicPolicy")
+    [stmt] = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s.get("Sid") == "AllowTheBudgetToPublish"]
+    assert stmt["Principal"] == {"Service": "budgets.amazonaws.com"}
+    assert "budgets::" in json.dumps(stmt["Condition"]["ArnLike"]["aws:SourceArn"])
+
+
+def test_a_budget_needs_the_alert_topic() -> None:
+    from fmcluster.validation.loader import BlueprintError
+
+    with pytest.raises(BlueprintError) as e:
+        load_blueprint_text(blueprint_text({"budget": {"monthly_usd": 1000}}, base=example("p5en-capacity-block")))
+    [problem] = [p for p in e.value.errors]
+    assert (problem.path, problem.rule_id) == ("budget", "R-BUDGET-1")
+    assert "got observability.metrics 'none' on orchestrator 'parallelcluster'" in problem.message
+
+
+@pytest.mark.parametrize(("budget", "message"), [
+    ({"monthly_usd": 0}, "out of range, got 0; allowed >= 1"),
+    ({"monthly_usd": 10, "thresholds_percent": [80, 80]}, "each threshold once, got [80, 80]"),
+    ({"monthly_usd": 10, "thresholds_percent": []}, "at least 1"),
+], ids=["zero", "twice", "none"])
+def test_budget_shape(budget: dict[str, Any], message: str) -> None:
+    from fmcluster.validation.loader import BlueprintError
+
+    with pytest.raises(BlueprintError) as e:
+        load_blueprint_text(blueprint_text({"budget": budget}))
+    assert [p.path for p in e.value.errors if message in p.message] != [], [p.message for p in e.value.errors]
