@@ -53,6 +53,7 @@ readonly FMC_TIMEOUT_FABRIC_MANAGER_START_S=60
 readonly FMC_TIMEOUT_FABRIC_STATE_S=300
 readonly FMC_TIMEOUT_NVME_ARRAY_S=120
 readonly FMC_TIMEOUT_FSX_S=600
+readonly FMC_TIMEOUT_LNETCTL_S=60
 readonly FMC_TIMEOUT_NCCL_CHECK_S=600
 FMC_LOG_TAG=fmcluster-bootstrap
 # Services the image owns around the GPUs; the boot path starts what is missing and never stops them:
@@ -209,6 +210,16 @@ cuda_version() {  # cuda_version CUDA_HOME: "cuda" version of the toolkit's vers
     sed -n '/"cuda"[[:space:]]*:/,/}/ s/.*"version"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' "$1/version.json" | head -n 1
   fi
   return 0
+}
+
+# EFA network interfaces LNet lists for an EFA-enabled FSx for Lustre file system, counted from `lnetctl net show
+# --net efa` (YAML: "net type: efa", then per local NI "- nid: <address>@efa" and "status: up|down"; Lustre
+# Operations Manual, lnetctl "net show"): the ones up, or every one with "any". 0 when LNet has no efa network.
+lnet_efa_nis() {  # lnet_efa_nis [any]
+  timeout "${FMC_TIMEOUT_LNETCTL_S:-60}" lnetctl net show --net efa 2>/dev/null | awk -v want="${1:-up}" '
+    /- nid: .*@efa/ { nis++; in_ni = 1; next }
+    in_ni && /status:/ { if ($2 == "up") up++; in_ni = 0 }
+    END { print (want == "any" ? nis + 0 : up + 0) }' || echo 0
 }
 
 fabric_states() {  # one "Fabric ... State" value per GPU from nvidia-smi -q
@@ -789,6 +800,16 @@ cuda_version() {  # cuda_version CUDA_HOME: "cuda" version of the toolkit's vers
     sed -n '/"cuda"[[:space:]]*:/,/}/ s/.*"version"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' "$1/version.json" | head -n 1
   fi
   return 0
+}
+
+# EFA network interfaces LNet lists for an EFA-enabled FSx for Lustre file system, counted from `lnetctl net show
+# --net efa` (YAML: "net type: efa", then per local NI "- nid: <address>@efa" and "status: up|down"; Lustre
+# Operations Manual, lnetctl "net show"): the ones up, or every one with "any". 0 when LNet has no efa network.
+lnet_efa_nis() {  # lnet_efa_nis [any]
+  timeout "${FMC_TIMEOUT_LNETCTL_S:-60}" lnetctl net show --net efa 2>/dev/null | awk -v want="${1:-up}" '
+    /- nid: .*@efa/ { nis++; in_ni = 1; next }
+    in_ni && /status:/ { if ($2 == "up") up++; in_ni = 0 }
+    END { print (want == "any" ? nis + 0 : up + 0) }' || echo 0
 }
 
 fabric_states() {  # one "Fabric ... State" value per GPU from nvidia-smi -q
