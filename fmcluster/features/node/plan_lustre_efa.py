@@ -47,6 +47,9 @@ FSX_EFA_CLIENT_INTERFACES: dict[str, int] = {
     "p6-b300.48xlarge": 16,
     "p6e-gb200.36xlarge": 8,
 }
+#: OS -> the oldest kernel an EFA Lustre client runs on there (same page: "Ubuntu 22.04 or newer with kernel version
+#: 6.8+"; Amazon Linux 2023 is listed without a kernel bound). Checked on the node by the boot step.
+FSX_EFA_MIN_KERNEL: dict[str, str] = {"ubuntu-22.04": "6.8", "ubuntu-24.04": "6.8"}
 #: Instance types on which FSx for Lustre supports GPUDirect Storage (same page, "Install the GDS driver").
 FSX_GDS_TYPES: frozenset[str] = frozenset({"p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge"})
 #: FSx for Lustre's limit of EFA connections to one file system, across all client instances (same page, Step 4).

@@ -25,7 +25,7 @@ from fmcluster.catalog.software import (
     version_ge,
 )
 from fmcluster.features.node.plan_contract import open_modules_required
-from fmcluster.features.node.plan_lustre_efa import FSX_GDS_TYPES
+from fmcluster.features.node.plan_lustre_efa import FSX_EFA_MIN_KERNEL, FSX_GDS_TYPES
 from fmcluster.features.node.plan_image import ResolvedImage, fabric_state_required
 from fmcluster.features.node.plan_mirror import mirror_objects
 from fmcluster.features.observability.render_exporters import exporter_context, render_exporter_script
@@ -274,6 +274,8 @@ class NodeContext:
     #: and whether FSx supports GPUDirect Storage on the type (reported at boot, never installed)
     lustre_efa_interfaces: int = 0
     lustre_gds_type: bool = False
+    #: the oldest kernel an EFA Lustre client runs on for this OS ("": no bound; plan_lustre_efa.FSX_EFA_MIN_KERNEL)
+    lustre_efa_min_kernel: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -423,6 +425,7 @@ def node_context(rc: ResolvedCluster, group: ResolvedGroup, *, exporters_script:
         mirror_objects=tuple(mirror_objects(rc)),
         lustre_efa_interfaces=image.lustre_efa_interfaces,
         lustre_gds_type=inst.name in FSX_GDS_TYPES,
+        lustre_efa_min_kernel=FSX_EFA_MIN_KERNEL.get(software.os_name, ""),
     )
 
 

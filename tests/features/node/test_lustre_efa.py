@@ -88,8 +88,8 @@ def test_boot_path_and_contract(efa_fs: bool, steps: tuple[str, ...], row: bool)
 
 
 # ---- the rendered step in the boot simulation ----------------------------------------------------------------------
-def efa_lustre_context() -> tuple[Any, Any]:
-    rc = resolve(blueprint())
+def efa_lustre_context(patch: dict[str, Any] | None = None) -> tuple[Any, Any]:
+    rc = resolve(blueprint(patch))
     g = rc.groups[0]
     ctx = harness.sim_context(node_context(rc, g, exporters_script="x"))
     return ctx, g.image
@@ -123,6 +123,16 @@ def test_node_comes_up_with_lnet_over_efa_and_remounts(tmp_path: Path) -> None:
     assert "reported: GPUDirect Storage unavailable: nvidia-fs is not loaded" in r.output
 
 
+def test_amazon_linux_2023_has_no_kernel_bound(tmp_path: Path) -> None:
+    """FSx lists Amazon Linux 2023 without a kernel bound: its 6.1 kernel configures LNet over EFA."""
+    ctx, image = efa_lustre_context({"software": {"os": "amazon-linux-2023"}})
+    s = harness.image_state(ctx, image.manifest, components=images.published(image.manifest.key))
+    assert s.kernel.startswith("6.1.")
+    r = harness.boot(tmp_path, ctx, s)
+    assert r.returncode == 0, r.output[-3000:]
+    assert len(r.state["lnet"]["nets"]["efa"]) == 8
+
+
 def test_gds_is_reported_when_nvidia_fs_is_loaded(tmp_path: Path) -> None:
     ctx, image = efa_lustre_context()
     s = harness.image_state(ctx, image.manifest, components=images.published(image.manifest.key))
@@ -144,7 +154,7 @@ FAULTS = [
     ("no EFA LNet driver", {"missing_modules": ("kefalnd",)}, "has no EFA LNet driver"),
     ("no Lustre client", {"missing_modules": ("lnet",)}, "no Lustre client modules"),
     ("EFA interfaces down", {"efa_ni_status": "down"}, "lists no EFA network interface up"),
-    ("Ubuntu kernel before 6.8", {"kernel": "6.5.0-1024-aws"}, "needs kernel 6.8 or newer on Ubuntu"),
+    ("Ubuntu kernel before 6.8", {"kernel": "6.5.0-1024-aws"}, "needs kernel 6.8 or newer on ubuntu-22.04"),
 ]
 
 
