@@ -25,8 +25,8 @@ from fmcluster.catalog.software import (
     version_ge,
 )
 from fmcluster.features.node.plan_contract import open_modules_required
-from fmcluster.features.node.plan_lustre_efa import FSX_EFA_MIN_KERNEL, FSX_GDS_TYPES
 from fmcluster.features.node.plan_image import ResolvedImage, fabric_state_required
+from fmcluster.features.node.plan_lustre_efa import FSX_EFA_MIN_KERNEL, FSX_GDS_TYPES
 from fmcluster.features.node.plan_mirror import mirror_objects
 from fmcluster.features.observability.render_exporters import exporter_context, render_exporter_script
 from fmcluster.resolved import NODE_DIR, ResolvedCluster, ResolvedGroup
