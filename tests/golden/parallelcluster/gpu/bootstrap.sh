@@ -238,7 +238,7 @@ measure_component() {  # measure_component COMPONENT
     kernel_modules) module_flavor | sed 's/^none$//' ;;
     fabric_manager) num "$(pkg_version nvidia-fabricmanager)" ;;
     imex) num "$(pkg_version nvidia-imex)" ;;
-    cuda) cuda_version "${FMC_ROOT}/usr/local/cuda-13.2" ;;
+    cuda) cuda_version "${FMC_CUDA_HOME:-${FMC_ROOT}/usr/local/cuda-13.2}" ;;
     nccl) num "$(pkg_version libnccl2)" ;;
     efa_installer) efa_installer_version ;;
     libfabric) libfabric_version ;;
@@ -701,6 +701,8 @@ else  # a user's srun: root-owned /var/log/fmcluster is not writable
   LOG_DIR="${XDG_RUNTIME_DIR:-/tmp}/fmcluster-${USER:-$(id -un)}"
 fi
 JOB_ENV="${FMC_JOB_ENV:-/opt/fmcluster/etc/job-env.sh}"
+DRIFT_FILE="${FMC_ROOT}/opt/fmcluster/drift.txt"
+TEXTFILE_DIR="${FMC_TEXTFILE_DIR:-${FMC_ROOT}/var/lib/node_exporter/textfile}"
 
 AS_JSON=0
 NCCL_LOG=""
@@ -898,7 +900,7 @@ measure_component() {  # measure_component COMPONENT
     kernel_modules) module_flavor | sed 's/^none$//' ;;
     fabric_manager) num "$(pkg_version nvidia-fabricmanager)" ;;
     imex) num "$(pkg_version nvidia-imex)" ;;
-    cuda) cuda_version "${FMC_ROOT}/usr/local/cuda-13.2" ;;
+    cuda) cuda_version "${FMC_CUDA_HOME:-${FMC_ROOT}/usr/local/cuda-13.2}" ;;
     nccl) num "$(pkg_version libnccl2)" ;;
     efa_installer) efa_installer_version ;;
     libfabric) libfabric_version ;;
@@ -1041,13 +1043,16 @@ record() {
   fi
 }
 pass() { record "$1" PASS "$2"; }
+DRIFTED=()
 fail() {  # a drifted lock component (check name with - for _; nccl-loaded: nccl, aws-ofi-nccl-loaded: aws_ofi_nccl) is a WARN
   local component=${1%-loaded}
-  if [[ " ${REPORTED_ONLY} " == *" ${component//-/_} "* ]]; then
-    record "$1" WARN "$2 (drift: not enforced, unverified or moving image value)"
-  else
+  component=${component//-/_}
+  if [[ " ${REPORTED_ONLY} " != *" ${component} "* ]]; then
     record "$1" FAIL "$2"
+    return
   fi
+  record "$1" WARN "$2 (drift: not enforced, unverified or moving image value)"
+  DRIFTED+=("${component}: $2")
 }
 skip() { record "$1" SKIP "$2"; }
 report() { record "$1" WARN "$2 (reported; judged by the acceptance gate)"; }
@@ -1535,6 +1540,31 @@ elif [[ -x ${NCCL_TESTS_DIR}/all_reduce_perf ]]; then
 else
   skip nccl-log "nccl-tests not found at ${NCCL_TESTS_DIR}; pass --nccl-log FILE to judge a job's NCCL_DEBUG=INFO log"
 fi
+
+# Drift as node facts, where this run may write them (root's directories: a user's run skips them). One gauge per drifted lock component and their count, in
+# node_exporter's textfile directory (the textfile collector reads *.prom; written to a temporary file and renamed,
+# as node_exporter's documentation asks), and the boot verify's drift file with the same components. Every run
+# rewrites both, so a periodic health check keeps them current.
+export_drift() {
+  local c tmp
+  mkdir -p "${TEXTFILE_DIR}" "$(dirname "${DRIFT_FILE}")" || return 0
+  tmp="$(mktemp "${TEXTFILE_DIR}/.fmcluster_drift.prom.XXXXXX")" || return 0
+  {
+    echo "# HELP fmcluster_node_drift A lock component that differs from the lock and is not enforced (reported, never fatal; fmcluster-node-check)."
+    echo "# TYPE fmcluster_node_drift gauge"
+    for c in ${DRIFTED[@]+"${DRIFTED[@]}"}; do
+      echo "fmcluster_node_drift{component=\"${c%%:*}\"} 1"
+    done
+    echo "# HELP fmcluster_node_drift_components Lock components drifted on this node (0: the node carries the lock)."
+    echo "# TYPE fmcluster_node_drift_components gauge"
+    echo "fmcluster_node_drift_components $(len ${DRIFTED[@]+"${DRIFTED[@]}"})"
+  } >"${tmp}"
+  chmod 0644 "${tmp}"
+  mv -f "${tmp}" "${TEXTFILE_DIR}/fmcluster_drift.prom"
+  # "<component>: <detail>" lines, as the boot verify writes them
+  printf '%s\n' ${DRIFTED[@]+"${DRIFTED[@]}"} | sed '/^$/d' 2>/dev/null >"${DRIFT_FILE}" || true
+}
+export_drift 2>/dev/null || true
 
 failed=0
 first_failure=""
