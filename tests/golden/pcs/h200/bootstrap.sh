@@ -216,10 +216,12 @@ cuda_version() {  # cuda_version CUDA_HOME: "cuda" version of the toolkit's vers
 # --net efa` (YAML: "net type: efa", then per local NI "- nid: <address>@efa" and "status: up|down"; Lustre
 # Operations Manual, lnetctl "net show"): the ones up, or every one with "any". 0 when LNet has no efa network.
 lnet_efa_nis() {  # lnet_efa_nis [any]
-  timeout "${FMC_TIMEOUT_LNETCTL_S:-60}" lnetctl net show --net efa 2>/dev/null | awk -v want="${1:-up}" '
+  local shown
+  shown="$(timeout "${FMC_TIMEOUT_LNETCTL_S:-60}" lnetctl net show --net efa 2>/dev/null || true)"
+  printf '%s\n' "${shown}" | awk -v want="${1:-up}" '
     /- nid: .*@efa/ { nis++; in_ni = 1; next }
     in_ni && /status:/ { if ($2 == "up") up++; in_ni = 0 }
-    END { print (want == "any" ? nis + 0 : up + 0) }' || echo 0
+    END { print (want == "any" ? nis + 0 : up + 0) }'
 }
 
 fabric_states() {  # one "Fabric ... State" value per GPU from nvidia-smi -q
@@ -878,10 +880,12 @@ cuda_version() {  # cuda_version CUDA_HOME: "cuda" version of the toolkit's vers
 # --net efa` (YAML: "net type: efa", then per local NI "- nid: <address>@efa" and "status: up|down"; Lustre
 # Operations Manual, lnetctl "net show"): the ones up, or every one with "any". 0 when LNet has no efa network.
 lnet_efa_nis() {  # lnet_efa_nis [any]
-  timeout "${FMC_TIMEOUT_LNETCTL_S:-60}" lnetctl net show --net efa 2>/dev/null | awk -v want="${1:-up}" '
+  local shown
+  shown="$(timeout "${FMC_TIMEOUT_LNETCTL_S:-60}" lnetctl net show --net efa 2>/dev/null || true)"
+  printf '%s\n' "${shown}" | awk -v want="${1:-up}" '
     /- nid: .*@efa/ { nis++; in_ni = 1; next }
     in_ni && /status:/ { if ($2 == "up") up++; in_ni = 0 }
-    END { print (want == "any" ? nis + 0 : up + 0) }' || echo 0
+    END { print (want == "any" ? nis + 0 : up + 0) }'
 }
 
 fabric_states() {  # one "Fabric ... State" value per GPU from nvidia-smi -q
