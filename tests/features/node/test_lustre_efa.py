@@ -142,6 +142,15 @@ def test_gds_is_reported_when_nvidia_fs_is_loaded(tmp_path: Path) -> None:
     assert "GPUDirect Storage: nvidia-fs loaded" in r.output
 
 
+def test_a_mount_without_fstab_entry_is_remounted_from_its_source(tmp_path: Path) -> None:
+    """HyperPod mounts through FsxLustreConfig, with no documented fstab entry: the remount uses the mount's source."""
+    _, r = boot(tmp_path, lustre_in_fstab=False)
+    assert r.returncode == 0, r.output[-3000:]
+    assert [a for a in r.actions if a.startswith(("umount", "mount "))][-2:] == [
+        "umount /fsx", "mount -t lustre -o relatime,flock 10.0.0.5@tcp:/abcdefgh /fsx"]
+    assert r.state["mounts"]["/fsx"] == {"source": "10.0.0.5@tcp:/abcdefgh", "fstype": "lustre"}
+
+
 def test_a_busy_mount_is_kept_with_a_warning(tmp_path: Path) -> None:
     _, r = boot(tmp_path, fsx_busy=True)
     assert r.returncode == 0, r.output[-3000:]
