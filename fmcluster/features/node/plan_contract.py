@@ -111,7 +111,7 @@ def open_modules_required(inst: InstanceSpec) -> bool:
     return inst.family in BLACKWELL_FAMILIES or inst.family in GRACE_BLACKWELL_FAMILIES or inst.gpu.model.startswith("GH")
 
 
-def _function_rows(inst: InstanceSpec, efa_enabled: bool, lustre: bool) -> list[ContractRow]:
+def _function_rows(inst: InstanceSpec, efa_enabled: bool, lustre: bool, lustre_efa: bool) -> list[ContractRow]:
     rows = [
         ContractRow("gpus", "nvidia-smi --query-gpu", "function", True, f"{inst.gpu.count} GPU(s) on {inst.name}"),
         ContractRow("driver-loaded", "loaded_driver_version", "function", True,
@@ -137,13 +137,19 @@ def _function_rows(inst: InstanceSpec, efa_enabled: bool, lustre: bool) -> list[
                                 "Grace Hopper / Blackwell GPUs run only on the open kernel modules"))
     if lustre:
         rows.append(ContractRow("lustre-mounted", "mountpoint", "function", True, "FSx for Lustre mounted"))
+    if lustre and lustre_efa:
+        rows.append(ContractRow("lustre-efa", "lnetctl net show --net efa", "function", True,
+                                "EFA-enabled file system: LNet has an efa network with an interface up "
+                                "(else the client reaches it over TCP only)"))
     return rows
 
 
-def node_contract(image: ResolvedImage, inst: InstanceSpec, *, efa_enabled: bool, lustre: bool) -> tuple[ContractRow, ...]:
+def node_contract(image: ResolvedImage, inst: InstanceSpec, *, efa_enabled: bool, lustre: bool,
+                  lustre_efa: bool = False) -> tuple[ContractRow, ...]:
     """The contract of a group of ``inst`` booting ``image``: one ``version`` row per lock component the node
     needs (EFA components only with ``efa_enabled``), then the ``function`` rows (``lustre``: the orchestrator
-    mounts FSx for Lustre on the node)."""
+    mounts FSx for Lustre on the node; ``lustre_efa``: the node configures LNet over EFA for an EFA-enabled file
+    system, :mod:`fmcluster.features.node.plan_lustre_efa`)."""
     rows = [ContractRow(c, VERSION_PROBES[c], "version", *image.enforcement.get(c, (True, "")))
             for c, v in image.lock.items() if v is not None and (efa_enabled or c not in EFA_COMPONENTS)]
-    return (*rows, *_function_rows(inst, efa_enabled, lustre))
+    return (*rows, *_function_rows(inst, efa_enabled, lustre, lustre_efa))

@@ -24,6 +24,7 @@ from fmcluster.catalog import InstanceSpec
 from fmcluster.catalog.images import BootLimit, ImageManifest, NvmeHandling, boot_limit, official_image
 from fmcluster.catalog.software import BLACKWELL_FAMILIES, HOPPER_FAMILIES, SoftwareStack
 from fmcluster.features.node.plan_contract import ContractRow, node_contract, version_enforcement
+from fmcluster.features.node.plan_lustre_efa import lustre_efa_interfaces
 from fmcluster.orchestrators.profile import BootPart
 from fmcluster.orchestrators.registry import profile_for
 
@@ -47,6 +48,8 @@ STEP_SECONDS: dict[str, int] = {
     # reusing the image's NVMe array is a mount check; building one is mdadm + mkfs.xfs
     "scratch-reuse": 2,
     "scratch-build": 25,
+    # LNet over EFA to an EFA-enabled file system: module loads, lnetctl, and a remount of a mount made over TCP
+    "lustre-efa": 15,
     # FSx for Lustre client mount and the wait for the file system to answer
     "fsx": 20,
     "job-environment": 2,
@@ -64,7 +67,8 @@ STEP_SOURCE = "model: fmcluster's estimate (fmcluster/features/node/plan_image.p
 #: and ``holds`` are not estimated (the exporters are added by :attr:`ResolvedImage.boot_steps`).
 ESTIMATED_AS: dict[str, str] = {
     "verify": "verify", "guard_upgrades": "guard-upgrades", "fabric_manager": "fabric-manager", "imex": "imex",
-    "nccl": "nccl", "nccl_tests": "nccl-tests", "fsx": "fsx", "job_env": "job-environment", "node_check": "node-check",
+    "nccl": "nccl", "nccl_tests": "nccl-tests", "lustre_efa": "lustre-efa", "fsx": "fsx", "job_env": "job-environment",
+    "node_check": "node-check",
 }
 
 
@@ -122,6 +126,9 @@ class ResolvedImage:
         contract: the node contract (:func:`fmcluster.features.node.plan_contract.node_contract`): what every judge
             of the node (boot verify, node check, health check, image test, ``fmcluster plan``) checks and whether
             a difference fails closed.
+        lustre_efa_interfaces: EFA interfaces the node adds to LNet for an EFA-enabled FSx for Lustre file system
+            (FSx's default for the type); 0 when the group does not configure LNet over EFA
+            (:func:`fmcluster.features.node.plan_lustre_efa.lustre_efa_interfaces`).
     """
 
     mode: str
@@ -139,6 +146,7 @@ class ResolvedImage:
     orchestrator_parts: tuple[BootPart, ...] = ()
     exporters: bool = False
     contract: tuple[ContractRow, ...] = ()
+    lustre_efa_interfaces: int = 0
 
     @property
     def boot_steps(self) -> tuple[BootStep, ...]:
@@ -226,13 +234,14 @@ def _bake_installs(mode: str, manifest: ImageManifest | None, lock: dict[str, st
     return tuple(c for c in BUILDABLE if lock.get(c) and shipped.get(c) != lock.get(c))
 
 
-def boot_path(installs: tuple[str, ...], inst: InstanceSpec, fsx: bool) -> tuple[str, ...]:
+def boot_path(installs: tuple[str, ...], inst: InstanceSpec, fsx: bool, lustre_efa: bool = False) -> tuple[str, ...]:
     """The boot steps of a group of ``inst``, in order (each a template ``node/steps/<step>.sh.j2``).
 
     preflight -> verify -> guard-upgrades -> Fabric Manager / IMEX / fabric state (where the type has them) -> what
     the image lacks (``installs``: NCCL, nccl-tests; official mode) -> holds (once, after every install) -> scratch
-    (instance-store NVMe) -> FSx wait (``fsx``: the orchestrator mounts Lustre on the node) -> job environment ->
-    node check. The observability feature's ``exporters`` step follows when it gives the group an exporter script."""
+    (instance-store NVMe) -> LNet over EFA (``lustre_efa``: the group configures it for an EFA-enabled file system,
+    :mod:`fmcluster.features.node.plan_lustre_efa`) -> FSx wait (``fsx``: the orchestrator mounts Lustre on the node)
+    -> job environment -> node check. The observability feature's ``exporters`` step follows when it gives the group an exporter script."""
     steps = ["preflight", "verify", "guard_upgrades"]
     if inst.fabric_manager:
         steps.append("fabric_manager")
@@ -247,6 +256,8 @@ def boot_path(installs: tuple[str, ...], inst: InstanceSpec, fsx: bool) -> tuple
     steps.append("holds")
     if inst.nvme.count:
         steps.append("scratch")
+    if fsx and lustre_efa:
+        steps.append("lustre_efa")
     if fsx:
         steps.append("fsx")
     steps += ["job_env", "node_check"]
@@ -273,6 +284,7 @@ def resolve_image(bp: Blueprint, inst: InstanceSpec, stack: SoftwareStack | None
     nvme = manifest.nvme if (manifest is not None and spec.mode != "custom") else NvmeHandling("none", None)
     profile = profile_for(bp.orchestrator)
     lustre = bp.storage.lustre is not None and profile.lustre_on_nodes
+    lnet_efa = lustre_efa_interfaces(bp, inst, efa_enabled=efa_enabled, lustre_on_nodes=profile.lustre_on_nodes)
     image = ResolvedImage(
         mode=spec.mode,
         manifest=manifest,
@@ -283,14 +295,16 @@ def resolve_image(bp: Blueprint, inst: InstanceSpec, stack: SoftwareStack | None
         installs_at_boot=installs,
         bake_installs=bakes,
         # FSx wait only where the orchestrator mounts Lustre before the node scripts run (not HyperPod EKS: no host mount).
-        boot_path=boot_path(installs, inst, lustre),
+        boot_path=boot_path(installs, inst, lustre, lustre_efa=lnet_efa > 0),
         limit=boot_limit(profile.key),
         nvme=nvme,
         gpu_services=manifest.gpu_services if (manifest is not None and spec.mode != "custom") else (),
         orchestrator_parts=profile.boot_parts,
         exporters=bp.observability.enabled,
+        lustre_efa_interfaces=lnet_efa,
     )
-    return replace(image, contract=node_contract(image, inst, efa_enabled=efa_enabled, lustre=lustre))
+    return replace(image, contract=node_contract(image, inst, efa_enabled=efa_enabled, lustre=lustre,
+                                                 lustre_efa=lnet_efa > 0))
 
 
 def image_of(group: ResolvedGroup) -> ResolvedImage:

@@ -26,6 +26,7 @@ from fmcluster.catalog.software import (
 )
 from fmcluster.features.node.plan_contract import open_modules_required
 from fmcluster.features.node.plan_image import ResolvedImage, fabric_state_required, image_of
+from fmcluster.features.node.plan_lustre_efa import FSX_EFA_MIN_KERNEL, FSX_GDS_TYPES
 from fmcluster.features.node.plan_mirror import mirror_objects
 from fmcluster.features.observability.render_exporters import exporter_context, render_exporter_script
 from fmcluster.resolved import NODE_DIR, ResolvedCluster, ResolvedGroup
@@ -63,6 +64,9 @@ BOOT_TIMEOUTS_S: dict[str, int] = {
     "nvme_array": 120,
     # FSx for Lustre mounted by the orchestrator and answering read-only probes
     "fsx": 600,
+    # each lnetctl call configuring LNet over EFA (a kernel-module operation: seconds; bounded so a hung LNet
+    # fails the step with a message instead of hanging the boot)
+    "lnetctl": 60,
     # the node check's single-node all_reduce_perf through the network plugin
     "nccl_check": 600,
 }
@@ -266,6 +270,12 @@ class NodeContext:
     mirror_bucket_suffix: str = ""
     nccl_tests_key: str = ""
     mirror_objects: tuple[Any, ...] = ()
+    #: LNet over EFA to an EFA-enabled FSx for Lustre (``ResolvedImage.lustre_efa_interfaces``; 0: not configured)
+    #: and whether FSx supports GPUDirect Storage on the type (reported at boot, never installed)
+    lustre_efa_interfaces: int = 0
+    lustre_gds_type: bool = False
+    #: the oldest kernel an EFA Lustre client runs on for this OS ("": no bound; plan_lustre_efa.FSX_EFA_MIN_KERNEL)
+    lustre_efa_min_kernel: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -413,6 +423,9 @@ def node_context(rc: ResolvedCluster, group: ResolvedGroup, *, exporters_script:
         mirror_bucket_suffix=mirror_bucket_suffix(rc.name, rc.blueprint.region),
         nccl_tests_key=mirror_key("nccl-tests", tests.url),
         mirror_objects=tuple(mirror_objects(rc)),
+        lustre_efa_interfaces=image.lustre_efa_interfaces,
+        lustre_gds_type=inst.name in FSX_GDS_TYPES,
+        lustre_efa_min_kernel=FSX_EFA_MIN_KERNEL.get(software.os_name, ""),
     )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from fmcluster.features.node.render_context import NodeContext
+from fmcluster.features.observability.render_exporters import TEXTFILE_DIR
 from fmcluster.templates.render import render
 
 ENTRY_POINT = "bootstrap.sh"
@@ -49,7 +50,9 @@ def script_data(ctx: NodeContext) -> dict[str, Any]:
     """The template data of a group: the context plus the boot path and the plugin directories."""
     dirs = plugin_dirs(ctx)
     return {**ctx.as_dict(), "boot_path": boot_path(ctx), "plugin_dirs": dirs,
-            "plugin_dirs_shell": " ".join(f'"${{FMC_ROOT}}{d}"' for d in dirs)}
+            "plugin_dirs_shell": " ".join(f'"${{FMC_ROOT}}{d}"' for d in dirs),
+            # node_exporter's textfile collector directory: the node check exports its drift there (node facts)
+            "textfile_dir": TEXTFILE_DIR}
 
 
 def render_node_lib(ctx: NodeContext) -> str:

@@ -98,6 +98,7 @@ RULE_MODULES = (
     "fmcluster.orchestrators.hyperpod_eks.rules",
     "fmcluster.validation.rules.environment",
     "fmcluster.features.node.rules_image",
+    "fmcluster.features.node.rules_lustre_efa",
     "fmcluster.validation.rules.imex",
     "fmcluster.features.network.rules",
     "fmcluster.features.observability.rules",

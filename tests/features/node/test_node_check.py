@@ -366,3 +366,62 @@ def test_node_check_run_by_a_user_logs_to_a_user_writable_place(p5: tuple[NodeCo
         assert f"(log: {log})" in proc.stdout and log.read_text() == HAPPY_LOG
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+# ---- drift as node facts, and a baked node judged by its image's measured manifest (issue 23) ------------------------
+def _drift_outputs(root: Path) -> tuple[str, str]:
+    return ((root / "var/lib/node_exporter/textfile/fmcluster_drift.prom").read_text(),
+            (root / "opt/fmcluster/drift.txt").read_text())
+
+
+@pytest.mark.parametrize(("cuda", "gauges", "count"), [
+    ("13.2.1", ['fmcluster_node_drift{component="cuda"} 1'], 1),  # an unverified value differs: drift
+    (None, [], 0),  # the node carries the lock: no drift, and the gauges say so
+])
+def test_drift_is_exported_as_node_facts(tmp_path: Path, cuda: str | None, gauges: list[str], count: int) -> None:
+    """Official ParallelCluster 3.16.3 image: each drifted component becomes a node_exporter textfile gauge and a line
+    of the drift file the boot verify writes; every run rewrites both."""
+    bp = load_blueprint_text(blueprint_text(base=example("default"))).blueprint
+    rc = resolve(bp)
+    ctx = node_context(rc, rc.groups[0])
+    script = render_node_scripts(ctx)["fmcluster-node-check"]
+    node = harness.happy_node(ctx)
+    if cuda:
+        node = replace(node, cuda_version=cuda)
+    r = run(tmp_path, script, node, "--no-nccl")
+    assert r.returncode == 0, r.stdout
+    prom, drift = _drift_outputs(tmp_path / "sandbox")
+    assert [line for line in prom.splitlines() if line.startswith("fmcluster_node_drift{")] == gauges
+    assert f"fmcluster_node_drift_components {count}" in prom.splitlines()
+    assert [line.split(":")[0] for line in drift.splitlines()] == [g.split('"')[1] for g in gauges]
+
+
+def _bake_check(tmp_path: Path, measured_cuda: str, node_cuda: str) -> Any:
+    rc = resolve(load_blueprint_text(blueprint_text(base=example("p6-b200"))).blueprint)
+    ctx = node_context(rc, rc.groups[0])
+    assert ctx.image_mode == "bake" and "cuda" in ctx.reported_only
+    root = tmp_path / "sandbox"
+    root.mkdir(parents=True)
+    env = harness.build_sandbox(root, replace(harness.happy_node(ctx), cuda_version=node_cuda))
+    (root / "opt/fmcluster").mkdir(parents=True, exist_ok=True)
+    (root / "opt/fmcluster/measured.json").write_text(f'{{\n  "cuda": "{measured_cuda}",\n  "driver": "x"\n}}\n')
+    (root / "fmcluster-node-check").write_text(render_node_scripts(ctx)["fmcluster-node-check"])
+    proc = subprocess.run([shutil.which("bash") or "/bin/bash", str(root / "fmcluster-node-check"), "--no-nccl"],
+                          env=env, capture_output=True, text=True, timeout=60, cwd=root, check=False)
+    return harness.CheckResult(proc.returncode, proc.stdout, proc.stderr), ctx
+
+
+def test_baked_node_matching_its_measured_manifest_passes(tmp_path: Path) -> None:
+    """The lock names one CUDA, the bake measured another on this image (an unverified parent value): the node
+    check, as the boot verify, judges the node by the measurement."""
+    r, ctx = _bake_check(tmp_path, "13.0.9", "13.0.9")
+    assert ctx.lock["cuda"] != "13.0.9"
+    assert r.returncode == 0, r.stdout
+    assert r.lines["cuda"] == ("PASS", "13.0.9, the image's measured manifest (/opt/fmcluster/measured.json)")
+
+
+def test_baked_node_that_differs_from_its_measured_manifest_fails(tmp_path: Path) -> None:
+    r, _ = _bake_check(tmp_path, "13.0.9", "13.1.1")
+    assert r.returncode == 1
+    status, detail = r.lines["cuda"]
+    assert status == "FAIL" and detail.endswith("; the bake measured 13.0.9 on this image, the node has 13.1.1")

@@ -31,8 +31,14 @@ def errors(patch: dict[str, Any]) -> list[tuple[str, str, str | None]]:
     return [(p.path, p.message, p.rule_id) for p in exc.value.errors]
 
 
+#: The node slice's warning that an image's Lustre EFA driver is not recorded fires on every EFA-enabled file system
+#: whose groups configure LNet over EFA (tests/features/node/test_lustre_efa.py); the storage rules are judged without it.
+NODE_SLICE = {"R-FSX-13"}
+
+
 def warnings(patch: dict[str, Any]) -> list[tuple[str, str, str | None]]:
-    return [(p.path, p.message, p.rule_id) for p in load_blueprint_text(blueprint_text(patch)).warnings]
+    return [(p.path, p.message, p.rule_id) for p in load_blueprint_text(blueprint_text(patch)).warnings
+            if p.rule_id not in NODE_SLICE]
 
 
 FSX_ERRORS = [
@@ -237,7 +243,7 @@ VALID = [
 
 @pytest.mark.parametrize("patch", VALID)
 def test_valid_storage_has_no_problems(patch: dict[str, Any]) -> None:
-    assert load_blueprint_text(blueprint_text(patch)).warnings == []
+    assert warnings(patch) == []
 
 
 @pytest.mark.parametrize(

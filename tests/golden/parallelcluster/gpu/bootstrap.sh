@@ -53,6 +53,7 @@ readonly FMC_TIMEOUT_FABRIC_MANAGER_START_S=60
 readonly FMC_TIMEOUT_FABRIC_STATE_S=300
 readonly FMC_TIMEOUT_NVME_ARRAY_S=120
 readonly FMC_TIMEOUT_FSX_S=600
+readonly FMC_TIMEOUT_LNETCTL_S=60
 readonly FMC_TIMEOUT_NCCL_CHECK_S=600
 FMC_LOG_TAG=fmcluster-bootstrap
 # Services the image owns around the GPUs; the boot path starts what is missing and never stops them:
@@ -211,6 +212,18 @@ cuda_version() {  # cuda_version CUDA_HOME: "cuda" version of the toolkit's vers
   return 0
 }
 
+# EFA network interfaces LNet lists for an EFA-enabled FSx for Lustre file system, counted from `lnetctl net show
+# --net efa` (YAML: "net type: efa", then per local NI "- nid: <address>@efa" and "status: up|down"; Lustre
+# Operations Manual, lnetctl "net show"): the ones up, or every one with "any". 0 when LNet has no efa network.
+lnet_efa_nis() {  # lnet_efa_nis [any]
+  local shown
+  shown="$(timeout "${FMC_TIMEOUT_LNETCTL_S:-60}" lnetctl net show --net efa 2>/dev/null || true)"
+  printf '%s\n' "${shown}" | awk -v want="${1:-up}" '
+    /- nid: .*@efa/ { nis++; in_ni = 1; next }
+    in_ni && /status:/ { if ($2 == "up") up++; in_ni = 0 }
+    END { print (want == "any" ? nis + 0 : up + 0) }'
+}
+
 fabric_states() {  # one "Fabric ... State" value per GPU from nvidia-smi -q
   nvidia-smi -q 2>/dev/null | awk '
     /^[[:space:]]*Fabric[[:space:]]*$/ { in_fabric = 1; next }
@@ -227,7 +240,7 @@ measure_component() {  # measure_component COMPONENT
     kernel_modules) module_flavor | sed 's/^none$//' ;;
     fabric_manager) num "$(pkg_version nvidia-fabricmanager)" ;;
     imex) num "$(pkg_version nvidia-imex)" ;;
-    cuda) cuda_version "${FMC_ROOT}/usr/local/cuda-13.2" ;;
+    cuda) cuda_version "${FMC_CUDA_HOME:-${FMC_ROOT}/usr/local/cuda-13.2}" ;;
     nccl) num "$(pkg_version libnccl2)" ;;
     efa_installer) efa_installer_version ;;
     libfabric) libfabric_version ;;
@@ -690,6 +703,8 @@ else  # a user's srun: root-owned /var/log/fmcluster is not writable
   LOG_DIR="${XDG_RUNTIME_DIR:-/tmp}/fmcluster-${USER:-$(id -un)}"
 fi
 JOB_ENV="${FMC_JOB_ENV:-/opt/fmcluster/etc/job-env.sh}"
+DRIFT_FILE="${FMC_ROOT}/opt/fmcluster/drift.txt"
+TEXTFILE_DIR="${FMC_TEXTFILE_DIR:-${FMC_ROOT}/var/lib/node_exporter/textfile}"
 
 AS_JSON=0
 NCCL_LOG=""
@@ -861,6 +876,18 @@ cuda_version() {  # cuda_version CUDA_HOME: "cuda" version of the toolkit's vers
   return 0
 }
 
+# EFA network interfaces LNet lists for an EFA-enabled FSx for Lustre file system, counted from `lnetctl net show
+# --net efa` (YAML: "net type: efa", then per local NI "- nid: <address>@efa" and "status: up|down"; Lustre
+# Operations Manual, lnetctl "net show"): the ones up, or every one with "any". 0 when LNet has no efa network.
+lnet_efa_nis() {  # lnet_efa_nis [any]
+  local shown
+  shown="$(timeout "${FMC_TIMEOUT_LNETCTL_S:-60}" lnetctl net show --net efa 2>/dev/null || true)"
+  printf '%s\n' "${shown}" | awk -v want="${1:-up}" '
+    /- nid: .*@efa/ { nis++; in_ni = 1; next }
+    in_ni && /status:/ { if ($2 == "up") up++; in_ni = 0 }
+    END { print (want == "any" ? nis + 0 : up + 0) }'
+}
+
 fabric_states() {  # one "Fabric ... State" value per GPU from nvidia-smi -q
   nvidia-smi -q 2>/dev/null | awk '
     /^[[:space:]]*Fabric[[:space:]]*$/ { in_fabric = 1; next }
@@ -877,7 +904,7 @@ measure_component() {  # measure_component COMPONENT
     kernel_modules) module_flavor | sed 's/^none$//' ;;
     fabric_manager) num "$(pkg_version nvidia-fabricmanager)" ;;
     imex) num "$(pkg_version nvidia-imex)" ;;
-    cuda) cuda_version "${FMC_ROOT}/usr/local/cuda-13.2" ;;
+    cuda) cuda_version "${FMC_CUDA_HOME:-${FMC_ROOT}/usr/local/cuda-13.2}" ;;
     nccl) num "$(pkg_version libnccl2)" ;;
     efa_installer) efa_installer_version ;;
     libfabric) libfabric_version ;;
@@ -1020,13 +1047,16 @@ record() {
   fi
 }
 pass() { record "$1" PASS "$2"; }
+DRIFTED=()
 fail() {  # a drifted lock component (check name with - for _; nccl-loaded: nccl, aws-ofi-nccl-loaded: aws_ofi_nccl) is a WARN
   local component=${1%-loaded}
-  if [[ " ${REPORTED_ONLY} " == *" ${component//-/_} "* ]]; then
-    record "$1" WARN "$2 (drift: not enforced, unverified or moving image value)"
-  else
+  component=${component//-/_}
+  if [[ " ${REPORTED_ONLY} " != *" ${component} "* ]]; then
     record "$1" FAIL "$2"
+    return
   fi
+  record "$1" WARN "$2 (drift: not enforced, unverified or moving image value)"
+  DRIFTED+=("${component}: $2")
 }
 skip() { record "$1" SKIP "$2"; }
 report() { record "$1" WARN "$2 (reported; judged by the acceptance gate)"; }
@@ -1514,6 +1544,31 @@ elif [[ -x ${NCCL_TESTS_DIR}/all_reduce_perf ]]; then
 else
   skip nccl-log "nccl-tests not found at ${NCCL_TESTS_DIR}; pass --nccl-log FILE to judge a job's NCCL_DEBUG=INFO log"
 fi
+
+# Drift as node facts, where this run may write them (root's directories: a user's run skips them). One gauge per drifted lock component and their count, in
+# node_exporter's textfile directory (the textfile collector reads *.prom; written to a temporary file and renamed,
+# as node_exporter's documentation asks), and the boot verify's drift file with the same components. Every run
+# rewrites both, so a periodic health check keeps them current.
+export_drift() {
+  local c tmp
+  mkdir -p "${TEXTFILE_DIR}" "$(dirname "${DRIFT_FILE}")" || return 0
+  tmp="$(mktemp "${TEXTFILE_DIR}/.fmcluster_drift.prom.XXXXXX")" || return 0
+  {
+    echo "# HELP fmcluster_node_drift A lock component that differs from the lock and is not enforced (reported, never fatal; fmcluster-node-check)."
+    echo "# TYPE fmcluster_node_drift gauge"
+    for c in ${DRIFTED[@]+"${DRIFTED[@]}"}; do
+      echo "fmcluster_node_drift{component=\"${c%%:*}\"} 1"
+    done
+    echo "# HELP fmcluster_node_drift_components Lock components drifted on this node (0: the node carries the lock)."
+    echo "# TYPE fmcluster_node_drift_components gauge"
+    echo "fmcluster_node_drift_components $(len ${DRIFTED[@]+"${DRIFTED[@]}"})"
+  } >"${tmp}"
+  chmod 0644 "${tmp}"
+  mv -f "${tmp}" "${TEXTFILE_DIR}/fmcluster_drift.prom"
+  # "<component>: <detail>" lines, as the boot verify writes them
+  printf '%s\n' ${DRIFTED[@]+"${DRIFTED[@]}"} | sed '/^$/d' 2>/dev/null >"${DRIFT_FILE}" || true
+}
+export_drift 2>/dev/null || true
 
 failed=0
 first_failure=""
