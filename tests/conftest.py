@@ -211,10 +211,19 @@ def default_templates() -> dict[str, dict[str, Any]]:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under xdist (``--dist loadgroup``, pyproject addopts) a file's tests run on one worker, so its module
     fixtures and ``@cache``'d syntheses are built once; tests marked ``spread`` (independent cases that share
-    nothing, such as the CLI round trips of test_no_traceback.py) are handed out one by one instead."""
+    nothing, such as the CLI round trips of test_no_traceback.py) are handed out one by one instead; in a file marked
+    ``group_by(param)`` (the boot simulation: one boot per case, read by several tests) the tests of one value of
+    ``param`` form a group and the others are spread."""
     for item in items:
-        if item.get_closest_marker("spread") is None and item.get_closest_marker("xdist_group") is None:
+        if item.get_closest_marker("xdist_group") is not None or item.get_closest_marker("spread") is not None:
+            continue
+        by = item.get_closest_marker("group_by")
+        if by is None:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+            continue
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if by.args[0] in params:  # the tests sharing one case's (cached) work run together, cases spread
+            item.add_marker(pytest.mark.xdist_group(f"{item.nodeid.split('::')[0]}::{params[by.args[0]]!r}"))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -13,6 +13,9 @@ import pytest
 
 from tests.fixtures.day2.docsim import PASTE_MARK, Block, Step, doc_blocks, run, world
 
+# Independent cases with small shared fixtures: xdist hands them out one by one (tests/conftest.py).
+pytestmark = pytest.mark.spread
+
 DOCS = ("README.md", "docs/first-job.md", "docs/kubernetes.md", "docs/acceptance.md", "docs/operations.md")
 
 #: One example blueprint per orchestrator (docs/first-job.md's names: HyperPod Slurm is ``hyperpod``).

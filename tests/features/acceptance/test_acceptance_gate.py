@@ -22,6 +22,9 @@ from tests.conftest import ROOT
 from tests.fixtures.acceptance.gate_harness import GateRun, run_gate
 from tests.test_render import shellcheck
 
+# Independent cases with small shared fixtures: xdist hands them out one by one (tests/conftest.py).
+pytestmark = pytest.mark.spread
+
 EIGHT = [f"p5-st-gpu-{i}" for i in range(1, 9)]
 SLOW = "p5-st-gpu-5"
 

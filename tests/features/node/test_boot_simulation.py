@@ -42,6 +42,9 @@ images = importlib.util.module_from_spec(_ispec)
 sys.modules["boot_sim_images"] = images
 _ispec.loader.exec_module(images)
 
+# One boot per case, read by several tests: a case's tests run on one worker, the cases on all (tests/conftest.py).
+pytestmark = pytest.mark.group_by("case")
+
 AMI = "ami-0123456789abcdef0"
 EKS = {"orchestration": "eks", "eks_cluster_arn": "arn:aws:eks:us-east-1:123456789012:cluster/ml",
        "controller_instance_type": DROP, "login_instance_type": DROP}
