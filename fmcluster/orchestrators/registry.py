@@ -93,6 +93,9 @@ class Orchestrator:
             orchestrator's own verdict on each changed setting and whose ``group_impacts(old_props, new_props,
             region, where, updated)`` gives what a change does to each node group and its jobs
             (``fmcluster diff``, :mod:`fmcluster.review.impact`), or ``None``. Default: none.
+        releases: ``(bp, cluster plan) -> [(component, version, YAML path)]``: the releases the orchestrator section
+            of ``bp`` pins that the support calendar covers (:mod:`fmcluster.resolved.support`), or ``None``: none.
+            Default: none.
     """
 
     key: str
@@ -105,6 +108,7 @@ class Orchestrator:
     render_module: str | None = None
     imex_source: str | None = None
     update_review: tuple[tuple[str, ...], str] | None = None
+    releases: Callable[[Blueprint, ClusterPlan | None], list[tuple[str, str, str]]] | None = None
 
     def build(self, stack: Any, inputs: Any) -> Any:
         """The slice's ``stack.build(stack, inputs)``: its orchestrator construct in ``<name>-cluster``
@@ -114,6 +118,11 @@ class Orchestrator:
     def plan_for(self, bp: Blueprint) -> ClusterPlan | None:
         """The orchestrator's own resolved plan of ``bp`` (``ResolvedCluster.eks``), or ``None``."""
         return self.plan(bp) if self.plan is not None else None
+
+    def pinned_releases(self, bp: Blueprint, cluster_plan: ClusterPlan | None) -> list[tuple[str, str, str]]:
+        """``(component, version, YAML path)`` of each release the orchestrator section of ``bp`` pins that the
+        support calendar covers (empty: none); ``cluster_plan``: :meth:`plan_for` of ``bp``."""
+        return self.releases(bp, cluster_plan) if self.releases is not None else []
 
     def build_extra_stack(self, ctx: Any) -> ExtraStack | None:
         """The slice's stack before ``<name>-cluster`` (``ctx``: :class:`fmcluster.stacks.context.StackContext`, the
@@ -152,14 +161,17 @@ HYPERPOD_REVIEW = (("AWS::SageMaker::Cluster",), "fmcluster.orchestrators.hyperp
 #: Every orchestrator, by profile key, in the order fmcluster lists them.
 ORCHESTRATORS: Mapping[str, Orchestrator] = MappingProxyType({r.key: r for r in (
     _row(parallelcluster, "parallelcluster", imex_source=parallelcluster.PCLUSTER_IMEX_DOC,
-         update_review=(("Custom::PclusterCluster",), "fmcluster.orchestrators.parallelcluster.review_update")),
+         update_review=(("Custom::PclusterCluster",), "fmcluster.orchestrators.parallelcluster.review_update"),
+         releases=parallelcluster.pinned_releases),
     _row(hyperpod_slurm, "hyperpod", update_review=HYPERPOD_REVIEW),
     _row(hyperpod_eks, "hyperpod", plan=hyperpod_eks_plan.eks_plan,
          extra_stack_module="fmcluster.orchestrators.hyperpod_eks.stack_eks",
          late_stack_module="fmcluster.orchestrators.hyperpod_eks.stack_addons",
-         render_module="fmcluster.orchestrators.hyperpod_eks.render_kubernetes", update_review=HYPERPOD_REVIEW),
+         render_module="fmcluster.orchestrators.hyperpod_eks.render_kubernetes", update_review=HYPERPOD_REVIEW,
+         releases=hyperpod_eks_plan.pinned_releases),
     _row(pcs, "pcs", imex_source=pcs.PCS_IMEX_DOC,
-         update_review=(("AWS::PCS::ComputeNodeGroup",), "fmcluster.orchestrators.pcs.review_update")),
+         update_review=(("AWS::PCS::ComputeNodeGroup",), "fmcluster.orchestrators.pcs.review_update"),
+         releases=pcs.pinned_releases),
 )})
 #: Every ``orchestrator.kind`` fmcluster knows, in registry order.
 KINDS: tuple[str, ...] = tuple(dict.fromkeys(r.kind for r in ORCHESTRATORS.values()))

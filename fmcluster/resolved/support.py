@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from fmcluster.blueprint.model import Blueprint
 from fmcluster.catalog.software import SoftwareStack
-from fmcluster.catalog.support import SupportEntry, parallelcluster_slurm, support_entry
-from fmcluster.orchestrators.registry import ClusterPlan
+from fmcluster.catalog.support import SupportEntry, support_entry
+from fmcluster.orchestrators.registry import ClusterPlan, row_for
 
 
 @dataclass(frozen=True)
@@ -29,26 +29,11 @@ def _stack_path(stack: SoftwareStack, component: str) -> str:
     return f"software.overrides.{component}" if component in stack.overridden else "software.stack"
 
 
-def _orchestrator_pins(bp: Blueprint, cluster_plan: ClusterPlan | None) -> list[tuple[str, str, str]]:
-    """``(component, version, path)`` of what the orchestrator section pins: the ParallelCluster version and the Slurm
-    it runs, the PCS Slurm version, the Kubernetes version of an EKS cluster fmcluster creates."""
-    orch = bp.orchestrator
-    if orch.kind == "parallelcluster":
-        path = "orchestrator.parallelcluster.version"
-        out = [("parallelcluster", orch.parallelcluster.version, path)]
-        slurm = parallelcluster_slurm(orch.parallelcluster.version)
-        return out + ([("slurm", slurm[0], path)] if slurm else [])
-    if orch.kind == "pcs":
-        return [("slurm", orch.pcs.slurm_version, "orchestrator.pcs.slurm_version")]
-    k8s = cluster_plan.kubernetes_version if cluster_plan is not None else None
-    return [("kubernetes", k8s, "orchestrator.hyperpod.eks.kubernetes_version")] if k8s else []
-
-
 def support_pins(bp: Blueprint, software: SoftwareStack | None, cluster_plan: ClusterPlan | None) -> tuple[SupportPin, ...]:
     """Every calendar component ``bp`` pins, in ``SUPPORT_COMPONENTS`` order: the driver and EFA installer of the
-    resolved stack (none when the stack is unknown), then the orchestrator's (:func:`_orchestrator_pins`)."""
+    resolved stack (none when the stack is unknown), then the orchestrator's (its registry row's ``releases`` hook)."""
     pins: list[tuple[str, str, str]] = []
     if software is not None:
         pins += [(c, getattr(software, c), _stack_path(software, c)) for c in ("driver", "efa_installer")]
-    pins += _orchestrator_pins(bp, cluster_plan)
+    pins += row_for(bp.orchestrator).pinned_releases(bp, cluster_plan)
     return tuple(SupportPin(c, v, p, support_entry(c, v)) for c, v, p in pins)

@@ -117,3 +117,11 @@ def eks_plan(bp: Blueprint) -> EksPlan | None:
             bp.observability.scrape_interval_seconds if cat.OBSERVABILITY in after else None
         ),
     )
+
+
+def pinned_releases(bp: Blueprint, cluster_plan: object = None) -> list[tuple[str, str, str]]:
+    """The registry row's ``releases`` hook: the Kubernetes version of an EKS cluster fmcluster creates (none for an
+    existing cluster, whose version fmcluster does not choose)."""
+    plan = as_eks_plan(cluster_plan)
+    version = plan.kubernetes_version if plan is not None else None
+    return [("kubernetes", version, "orchestrator.hyperpod.eks.kubernetes_version")] if version else []

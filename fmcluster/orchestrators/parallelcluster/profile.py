@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from functools import partial
 
-from fmcluster.blueprint.model import OrchestratorSpec
+from fmcluster.blueprint.model import Blueprint, OrchestratorSpec
+from fmcluster.catalog.support import parallelcluster_slurm
 from fmcluster.orchestrators.profile import (
     EC2_PURCHASE_OPTIONS,
     GATE_DRAIN_DEFAULT,
@@ -100,3 +101,11 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
                      "model: slurmd starts after OnNodeConfigured and the node registers with slurmctld"),
         ),
     )
+
+
+def pinned_releases(bp: Blueprint, cluster_plan: object = None) -> list[tuple[str, str, str]]:
+    """The registry row's ``releases`` hook: the ParallelCluster version and the Slurm release it ships (when the
+    catalog records it), both chosen at ``orchestrator.parallelcluster.version``."""
+    path, version = "orchestrator.parallelcluster.version", bp.orchestrator.parallelcluster.version
+    slurm = parallelcluster_slurm(version)
+    return [("parallelcluster", version, path)] + ([("slurm", slurm[0], path)] if slurm else [])

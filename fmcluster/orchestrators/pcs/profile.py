@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fmcluster.blueprint.model import PCS_SLURM_VERSIONS, OrchestratorSpec
+from fmcluster.blueprint.model import PCS_SLURM_VERSIONS, Blueprint, OrchestratorSpec
 from fmcluster.orchestrators.profile import (
     EC2_PURCHASE_OPTIONS,
     GATE_DRAIN_DEFAULT,
@@ -78,3 +78,8 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
                      "AWS publishes no duration for the PCS agent's configuration and slurmd's registration"),
         ),
     )
+
+
+def pinned_releases(bp: Blueprint, cluster_plan: object = None) -> list[tuple[str, str, str]]:
+    """The registry row's ``releases`` hook: the Slurm release of the PCS cluster (``orchestrator.pcs.slurm_version``)."""
+    return [("slurm", bp.orchestrator.pcs.slurm_version, "orchestrator.pcs.slurm_version")]
