@@ -171,6 +171,11 @@ class OrchestratorProfile:
         metrics_collector: what writes the cluster's metrics to the workspace: ``head_node`` (fmcluster's Prometheus
             and exporters on the ``head_node_label`` node) or ``eks_addon`` (the HyperPod observability EKS add-on's
             collector, whose metrics the alert rules can read only in part). Default ``head_node``.
+        dynamic_node_glob: a shell glob matching the Slurm names of nodes the orchestrator powers up for a job and down
+            when idle (ParallelCluster: ``*-dy-*``, its ``<queue>-dy-<compute resource>-<n>`` names,
+            https://docs.aws.amazon.com/parallelcluster/latest/ug/multiple-queue-mode-slurm-user-guide-v3.html); the
+            gate's watcher gates them on request only. Default empty: none (HyperPod nodes are always on; PCS names no
+            dynamic nodes apart: unverified).
         home_shared: the head/login node's home directories are shared with the compute nodes, so a job submitted from
             home finds its files and writes its output there. True on ParallelCluster (the head node exports /home
             over NFS: https://docs.aws.amazon.com/parallelcluster/latest/ug/HeadNode-v3.html ``SharedStorageType``,
@@ -231,6 +236,7 @@ class OrchestratorProfile:
     runs_slurm: bool = True
     metrics_collector: MetricsCollector = "head_node"
     home_shared: bool = False
+    dynamic_node_glob: str = ""
     baked_ami_tags: Callable[[str], Mapping[str, str]] | None = None
     encrypted_custom_ami: bool = True
     management_instance_types: tuple[tuple[str, str], ...] = ()

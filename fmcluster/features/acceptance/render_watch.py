@@ -36,13 +36,6 @@ WATCH_EOF = "FMCLUSTER_GATE_WATCH_EOF"
 WATCH_INSTALLER_FILE = "fmcluster-gate-watch-install.sh"
 
 
-#: Nodes the watcher never gates, per orchestrator (a bash glob on the Slurm node name): ParallelCluster's dynamic nodes
-#: (``<queue>-dy-<compute resource>-<n>``, :func:`fmcluster.features.topology.render_scripts.parallelcluster_node_names`)
-#: power up for a job and down when idle; gating each power-up would hold every node a job just released. They are
-#: gated on request only. Elsewhere none (HyperPod nodes are always on; PCS names no dynamic nodes apart: unverified).
-SKIP_NODES = {"parallelcluster": "*-dy-*"}
-
-
 def watch_path(rc: ResolvedCluster) -> str:
     """The watcher's path on its node: ``<node_dir>/bin/fmcluster-gate-watch``."""
     return f"{rc.node_dir}/bin/fmcluster-gate-watch"
@@ -64,7 +57,7 @@ def render_gate_watch(rc: ResolvedCluster) -> str:
         "resume_own_drains": drain.reason.startswith("fmcluster-acceptance:"),
         "slurm_bin_dir": rc.profile.slurm_bin_dir or "", "gate_dir": GATE_DIR,
         "results_root": results_root(rc), "textfile_dir": TEXTFILE_DIR,
-        "skip_nodes": SKIP_NODES.get(rc.profile.key, ""),
+        "skip_nodes": rc.profile.dynamic_node_glob,  # gated on request only (powered up for a job)
         "m_blocked": WATCH_BLOCKED, "m_held": WATCH_HELD_NODES, "m_last_pass": WATCH_LAST_PASS,
     })
 

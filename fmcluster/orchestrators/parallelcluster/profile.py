@@ -83,7 +83,7 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
         reserved_group_names=("default",), capacity_types=EC2_PURCHASE_OPTIONS,
         node_bootstrap_delivery="s3_asset", head_node_script_delivery="s3_asset", default_node_discovery="ec2",
         imex=ImexWiring("prolog_dir", source=PCLUSTER_IMEX_DOC), health_check="slurm_conf", task_prolog=True,
-        slurm_accounting="database", home_shared=True,
+        slurm_accounting="database", home_shared=True, dynamic_node_glob="*-dy-*",
         baked_ami_tags=partial(parallelcluster_ami_tags, orch.parallelcluster.version),
         management_instance_types=(("head node", orch.parallelcluster.head_node_instance_type),),
         imds_lockdown_service=PCLUSTER_IMDS_LOCKDOWN_SERVICE,

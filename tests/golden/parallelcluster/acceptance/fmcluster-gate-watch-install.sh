@@ -1813,7 +1813,7 @@ tick_group() {
   while IFS=$'\t' read -r name state boot reason rtime; do
     size=$((size + 1))
     held "${group}" "${name}" && continue
-    # never gated by itself (render_watch.SKIP_NODES: nodes that power up for a job); `request` gates them
+    # never gated by itself (the profile's dynamic_node_glob: nodes that power up for a job); `request` gates them
     [[ ${requested} == 0 && ${name} == *-dy-* ]] && continue
     [[ +${state}+ == *+POWERING_UP+* || ${state} == *'#'* ]] && coming=1
     if ! is_up "${state}" "${boot}"; then
