@@ -385,8 +385,9 @@ def test_arch_rule_alone_reports_a_gb200_x86_stack() -> None:
             ]
         }
     )
-    # R-PC-2: x86 head node; R-COMPUTE-3: the warning that gb200's catalog layout is unverified
-    assert sorted(r for _p, _m, r, _l in problems) == ["R-CAP-7", "R-COMPUTE-3", "R-PC-2"]
+    # R-PC-2: x86 head node; R-COMPUTE-3: the warning that gb200's catalog layout is unverified; R-KB-3: the Slurm
+    # 25.11 block-topology known issue on a ParallelCluster UltraServer queue
+    assert sorted(r for _p, _m, r, _l in problems) == ["R-CAP-7", "R-COMPUTE-3", "R-KB-3", "R-PC-2"]
     assert [p for p, _m, r, _l in problems if p == "software.stack"] == ["software.stack"]
 
 

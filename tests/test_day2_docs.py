@@ -129,6 +129,20 @@ PLAN: dict[tuple[str, str], list[Run | Classified]] = {
     ("docs/kubernetes.md", "kubectl apply -f rendered/kubernetes/kueue/topology.yaml "
                            "-f rendered/kubernetes/kueue/gpu.yaml"): [
         Run("laptop", ("hyperpod-eks",)), Classified("HyperPod EKS only", SLURM)],
+    ("docs/kubernetes.md", "FMC_PYTHON=.venv/bin/python bash rendered/kubernetes/kueue/merge-kueue-config.sh"): [
+        Classified("runs against a stub kubectl holding the live kueue-manager-config ConfigMap in "
+                   "tests/orchestrators/hyperpod_eks/test_k8s_manifests.py (merge, second run unchanged, v1beta1 "
+                   "refused, no Kueue: exit 2); this harness's kubectl models no ConfigMaps", ("hyperpod-eks",)),
+        Classified("HyperPod EKS only", SLURM)],
+    ("docs/kubernetes.md", "aws eks update-kubeconfig --region us-east-1 --name hp-eks --role-arn "
+                           "arn:aws:iam::123456789012:role/eks-admins"): [
+        Run("laptop", ("hyperpod-eks",)), Classified("HyperPod EKS only", SLURM)],
+    ("docs/operations.md", "sudo /opt/fmcluster/bin/fmcluster-gate-watch status          # accepted nodes, pending gate "
+                           "jobs, held nodes"): [
+        Classified("the watcher runs as root against stub scontrol/sbatch/squeue in "
+                   "tests/features/acceptance/test_gate_watch.py (request, release, status); this harness installs no "
+                   "watcher on its simulated admin node", SLURM),
+        Classified("Slurm only: the watcher is a Slurm admin-node script", ("hyperpod-eks",))],
     ("docs/kubernetes.md", "sed -i \"s|image: nccl-tests:|image: <account>.dkr.ecr.us-east-1.amazonaws.com/"
                            "nccl-tests:|\" rendered/kubernetes/jobs/gpu-nccl-tests.yaml"): [
         Run("laptop", ("hyperpod-eks",)), Classified("HyperPod EKS only", SLURM)],

@@ -688,12 +688,12 @@ def test_blueprint_accounting_second_az_change_fails_and_turning_accounting_off_
 
 @pytest.mark.synth
 def test_cli_diff_and_plan_refuse_a_blueprint_with_synthesis_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import fmcluster.stacks.build as build
+    import fmcluster.features.node.stack_image as stack_image
     from fmcluster.cli import app
     from fmcluster.features.node.plan_bake import ParentImage
 
     # a synthesis error (an error annotation, as an image without a known parent gets): the examples have none
-    monkeypatch.setattr(build, "parent_image", lambda *a: ParentImage("unknown", None, problem="test: no parent known"))
+    monkeypatch.setattr(stack_image, "parent_image", lambda *a: ParentImage("unknown", None, problem="test: no parent known"))
     bake = tmp_path / "p6-b200.yaml"
     bake.write_text((Path(__file__).parent.parent / "blueprints" / "p6-b200.yaml").read_text())
     monkeypatch.chdir(tmp_path)  # no cdk.json / cdk.context.json above the blueprint or the working directory

@@ -140,7 +140,8 @@ def test_staged_bootstrap_assets_are_pinned_and_shellcheck_clean(blueprint: Path
     # the Slurm-side scripts of ParallelCluster's head and compute nodes (topology, hooks, containers) are checked above too
     slurm_side = ("Slurm topology refresh", "a first /opt/slurm", "Slurm TaskProlog", "enroot + pyxis",
                   "draining health check",  # the PCS Slurm hooks lifecycle script
-                  "head-node actions for AWS ParallelCluster")  # the launcher of the head node's steps (SSM)
+                  "head-node actions for AWS ParallelCluster",  # the launcher of the head node's steps (SSM)
+                  "install the acceptance gate's watcher")  # the gate watcher's installer (admin-node script)
     head = [p for p in staged if p not in scripts and "fmcluster: mount FSx for Lustre" not in p.read_text()
             and not any(marker in p.read_text().splitlines()[1] for marker in slurm_side)]
     eks = bp.orchestrator.kind == "hyperpod" and bp.orchestrator.hyperpod.orchestration == "eks"

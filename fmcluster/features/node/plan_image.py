@@ -300,7 +300,9 @@ def resolve_image(bp: Blueprint, inst: InstanceSpec, stack: SoftwareStack | None
         nvme=nvme,
         gpu_services=manifest.gpu_services if (manifest is not None and spec.mode != "custom") else (),
         orchestrator_parts=profile.boot_parts,
-        exporters=bp.observability.enabled,
+        # host exporters only where fmcluster's own collection gathers them (OrchestratorProfile.metrics_collector
+        # head_node); on HyperPod EKS the observability add-on runs them as pods, on the same ports
+        exporters=bp.observability.enabled and profile.metrics_collector == "head_node",
         lustre_efa_interfaces=lnet_efa,
     )
     return replace(image, contract=node_contract(image, inst, efa_enabled=efa_enabled, lustre=lustre,

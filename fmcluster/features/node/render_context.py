@@ -436,7 +436,7 @@ def blueprint_node_contexts(rc: ResolvedCluster) -> dict[str, NodeContext]:
     ports would collide with them)."""
 
     def exporters(g: ResolvedGroup) -> str:
-        if not rc.blueprint.observability.enabled or rc.profile.metrics_collector != "head_node":
+        if not image_of(g).exporters:  # one home: the resolved image says whether the node installs exporters
             return ""
         return render_exporter_script(exporter_context(rc, role="compute", group=g))
 

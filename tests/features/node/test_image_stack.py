@@ -18,7 +18,7 @@ import yaml
 from fmcluster.blueprint import BlueprintError
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import DROP, blueprint_text, example, merge, to_yaml
-from tests.conftest import ROOT, assert_no_synthesis_errors, resources_of, synth_templates
+from tests.conftest import ROOT, _synth_folder, assert_no_synthesis_errors, resources_of, synth_templates
 
 PC_PARENT = "ami-0a1b2c3d4e5f60718"
 HP_PARENT = "ami-0fedcba9876543210"
@@ -344,7 +344,7 @@ def test_synth_makes_no_aws_call(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", refuse)
     for o in ORCHESTRATORS:
         text, ctx = CASES[o]
-        synth_templates.__wrapped__(text, ctx)  # type: ignore[attr-defined]  # uncached: really synthesize
+        _synth_folder(text, ctx)  # uncached: really synthesize
 
 
 def _stubbed_ec2(images: list[dict[str, Any]], name: str, arch: str = "x86_64") -> Any:
