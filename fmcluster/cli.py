@@ -260,17 +260,19 @@ def diff(
         load_side,
         parse_context,
         relabel,
-        render_json,
         render_markdown,
         render_text,
     )
     from fmcluster.review.synth import SynthesisError
 
+    format = _format(format, as_json)
     try:
         ctx = parse_context(context or [])
         report = diff_assemblies(load_side(old, ctx), load_side(new, ctx))
     except BlueprintError as e:
         print_problems(e.file, e.problems)
+        if format is OutputFormat.json:
+            print(json_envelope("diff", ok=False, problems=[(e.file, p) for p in e.problems], result=None))
         raise typer.Exit(DIFF_INPUT_ERROR) from None
     except (AssemblyError, DiffInputError, SynthesisError) as e:
         print_error(str(e))
@@ -281,9 +283,8 @@ def diff(
     org_ctx = ctx.get("org") if isinstance(ctx.get("org"), str) else None
     if old.is_file() or new.is_file():  # two cdk.out folders carry no blueprint to price
         report.cost = cost_delta(*(blueprint_cost(str(p), org_ctx) if p.is_file() else None for p in (old, new)))
-    format = _format(format, as_json)
     if format is OutputFormat.json:
-        print(render_json(report))
+        print(json_envelope("diff", ok=report.exit_code == 0, problems=[], result=report.as_dict()))
     elif format is OutputFormat.markdown:
         print(render_markdown(report))
     else:

@@ -77,10 +77,11 @@ def problem_json(file: str, p: Problem) -> dict[str, object]:
 
 
 def json_envelope(command: str, *, ok: bool, problems: Sequence[tuple[str, Problem]], result: object) -> str:
-    """What ``validate --json`` and ``plan --json`` print: one object ``{"command", "ok", "problems", "result"}``.
+    """What ``validate --json``, ``plan --json`` and ``diff --json`` print: one object ``{"command", "ok", "problems",
+    "result"}``.
 
     ``ok``: the command succeeded (its exit code is 0); ``problems``: every error and warning, each
     :func:`problem_json`; ``result``: the command's own answer (``validate``: ``[{"file", "valid"}]``, ``plan``: the
-    plan, ``null`` when there is none)."""
+    plan, ``diff``: the diff report; ``null`` when there is none)."""
     return json.dumps({"command": command, "ok": ok, "problems": [problem_json(f, p) for f, p in problems],
                        "result": result}, indent=2)

@@ -63,6 +63,16 @@ def test_validate_and_plan_json_share_one_envelope(tmp_path: Path) -> None:
     assert (warning["path"], warning["severity"], warning["value"]) == ("network.vpc_cidr", "warning", "vpc_cidr=10.1.0.0/16")
 
 
+def test_diff_json_of_an_invalid_blueprint_is_the_envelope(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(blueprint_text({"compute": [{"name": "gpu", "instance_type": "p5.48xlarg", "count": 2}]}))
+    res = CliRunner().invoke(app, ["diff", str(bad), str(bad), "--json"])
+    assert res.exit_code == 2
+    report = json.loads(res.stdout)
+    assert (report["command"], report["ok"], report["result"]) == ("diff", False, None)
+    assert [(p["path"], p["severity"]) for p in report["problems"]] == [("compute[0].instance_type", "error")]
+
+
 @pytest.mark.parametrize(("message", "value"), [
     ("unknown instance type, got 'p5.48xlarg'; allowed p5.48xlarge", "'p5.48xlarg'"),
     ("out of range, got 91; allowed <= 90", "91"),
