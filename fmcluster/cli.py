@@ -12,23 +12,34 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperOption
 
 from fmcluster.acceptance.judge import MEDIAN_FRACTION
 from fmcluster.blueprint import Blueprint, BlueprintError
 from fmcluster.blueprint.errors import Problem
-from fmcluster.output import OutputFormat, out, print_error, print_ok, print_problems
+from fmcluster.output import OutputFormat, json_envelope, out, print_error, print_ok, print_problems
 from fmcluster.validation import load_blueprint_with_warnings
 
 # `plan` synthesizes in-process; keep jsii's Node 20 end-of-life banner out of the output.
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="Cluster blueprints for foundation-model training on AWS.")
+
+_option_type = TyperOption.display_type_rich
+
+
+def _flag_has_no_type(self: TyperOption, ctx: Any) -> str | None:
+    """A flag takes no value: its help row shows no type (typer 0.29 shows ``<bool>`` after ``--json``/``--help``, as
+    if they took one; ``typer/core.py`` ``TyperOption.display_type_rich``). Every other option keeps its type."""
+    return None if self.is_flag else _option_type(self, ctx)
+
+
+TyperOption.display_type_rich = _flag_has_no_type  # type: ignore[method-assign]
 
 
 def _version(value: bool) -> None:
@@ -69,24 +80,20 @@ def _root(
     use_organisation(org)
 
 
-def _file_report(file: Path, valid: bool, problems: Sequence[Problem]) -> dict[str, Any]:
-    """``validate --json``'s report of one file: ``{"file", "valid", "problems": [Problem.as_dict(), ...]}``."""
-    return {"file": str(file), "valid": valid, "problems": [p.as_dict() for p in problems]}
-
-
-def _load_or_exit(file: Path, *, as_json: bool = False) -> Blueprint:
-    """The blueprint, after printing its warnings; its problems and exit 1 when it is invalid. With ``as_json``
-    the problems of an invalid blueprint also go to standard output as ``validate --json``'s report of the file
-    (``{"file", "valid": false, "problems": [...]}``), so machine-readable callers get JSON either way."""
+def _load_or_exit(file: Path, *, json_command: str | None = None) -> tuple[Blueprint, list[Problem]]:
+    """The blueprint and its warnings, after printing the warnings; its problems and exit 1 when it is invalid. With
+    ``json_command`` (the command's ``--json``) an invalid blueprint also prints the JSON envelope
+    (:func:`fmcluster.output.json_envelope`, ``ok: false``, ``result: null``) on standard output, so
+    machine-readable callers get JSON either way."""
     try:
         result = load_blueprint_with_warnings(file)
     except BlueprintError as e:
         print_problems(e.file, e.problems)
-        if as_json:
-            print(json.dumps(_file_report(file, False, e.problems), indent=2))
+        if json_command:
+            print(json_envelope(json_command, ok=False, problems=[(str(file), p) for p in e.problems], result=None))
         raise typer.Exit(1) from None
     print_problems(str(file), result.warnings)
-    return result.blueprint
+    return result.blueprint, list(result.warnings)
 
 
 def _format(format: OutputFormat, as_json: bool) -> OutputFormat:
@@ -104,22 +111,24 @@ def validate(
     as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
 ) -> None:
     """Check blueprints: exit 0 when all are valid, 1 with every problem listed otherwise."""
-    failed = False
-    report = []
+    results: list[dict[str, Any]] = []
+    problems: list[tuple[str, Problem]] = []
     for f in files:
         try:
             res = load_blueprint_with_warnings(f)
-            report.append(_file_report(f, True, res.warnings))
+            found, valid = list(res.warnings), True
             if not as_json:
                 print_ok(str(f), res.warnings)
         except BlueprintError as e:
-            failed = True
-            report.append(_file_report(f, False, e.problems))
+            found, valid = e.problems, False
             if not as_json:
                 print_problems(e.file, e.problems)
+        results.append({"file": str(f), "valid": valid})
+        problems += [(str(f), p) for p in found]
+    ok = all(r["valid"] for r in results)
     if as_json:
-        print(json.dumps(report, indent=2))
-    raise typer.Exit(1 if failed else 0)
+        print(json_envelope("validate", ok=ok, problems=problems, result=results))
+    raise typer.Exit(0 if ok else 1)
 
 
 #: Upper bound of ``plan --checkpoint-gib`` (10 PiB-ish): beyond it the number is a typo.
@@ -148,7 +157,6 @@ def plan(
     from fmcluster.review.plan import (
         assembly_resource_counts,
         build_plan,
-        render_json,
         render_markdown,
         render_rich,
         synth_resource_counts,
@@ -156,7 +164,9 @@ def plan(
     from fmcluster.review.synth import SynthesisError, project_context
 
     format = _format(format, as_json)
-    rc = resolve(_load_or_exit(file, as_json=format is OutputFormat.json))
+    json_command = "plan" if format is OutputFormat.json else None
+    bp, warnings = _load_or_exit(file, json_command=json_command)
+    rc = resolve(bp)
     try:
         counts = (assembly_resource_counts(cdk_out, rc) if cdk_out
                   else synth_resource_counts(rc, project_context(file), source=str(file)))
@@ -165,10 +175,13 @@ def plan(
         raise typer.Exit(2) from None
     except SynthesisError as e:  # a synthesis error annotation: cdk synth refuses it too (the blueprint is wrong)
         print_error(str(e))
+        if json_command:
+            problems = [(str(file), p) for p in [*warnings, Problem("", str(e), rule_id="synth")]]
+            print(json_envelope(json_command, ok=False, problems=problems, result=None))
         raise typer.Exit(1) from None
     result = build_plan(rc, counts, checkpoint_gib=checkpoint_gib)
     if format is OutputFormat.json:
-        print(render_json(result))
+        print(json_envelope("plan", ok=True, problems=[(str(file), p) for p in warnings], result=result.as_dict()))
     elif format is OutputFormat.markdown:
         print(render_markdown(result))
     else:
@@ -207,7 +220,7 @@ def render(
     from fmcluster.review.render import RenderOutError, render_blueprint, write_rendered
 
     out_dir = Path(out)
-    files = render_blueprint(_load_or_exit(file))
+    files = render_blueprint(_load_or_exit(file)[0])
     try:
         written = write_rendered(files, out_dir)
     except RenderOutError as e:
@@ -250,17 +263,19 @@ def diff(
         load_side,
         parse_context,
         relabel,
-        render_json,
         render_markdown,
         render_text,
     )
     from fmcluster.review.synth import SynthesisError
 
+    format = _format(format, as_json)
     try:
         ctx = parse_context(context or [])
         report = diff_assemblies(load_side(old, ctx), load_side(new, ctx))
     except BlueprintError as e:
         print_problems(e.file, e.problems)
+        if format is OutputFormat.json:
+            print(json_envelope("diff", ok=False, problems=[(e.file, p) for p in e.problems], result=None))
         raise typer.Exit(DIFF_INPUT_ERROR) from None
     except (AssemblyError, DiffInputError, SynthesisError) as e:
         print_error(str(e))
@@ -280,9 +295,8 @@ def diff(
         except BlueprintError as e:
             print_problems(e.file, e.problems)
             raise typer.Exit(DIFF_INPUT_ERROR) from None
-    format = _format(format, as_json)
     if format is OutputFormat.json:
-        print(render_json(report))
+        print(json_envelope("diff", ok=report.exit_code == 0, problems=[], result=report.as_dict()))
     elif format is OutputFormat.markdown:
         print(render_markdown(report))
     else:
@@ -527,7 +541,7 @@ def image_lookup(
     from fmcluster.preflight.image_lookup import LookupError_, lookups, newest_official_image
     from fmcluster.resolved import resolve
 
-    bp = _load_or_exit(file)
+    bp, _ = _load_or_exit(file)
     needed = lookups(resolve(bp))
     if not needed:
         out.print(f"{file}: nothing to look up (no bake-mode parent AMI without software.image.parent_ami_id)")

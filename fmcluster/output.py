@@ -6,6 +6,8 @@ Severity words and their colours come from :mod:`fmcluster.severity`.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from enum import StrEnum
 
@@ -53,3 +55,33 @@ def print_error(message: str, label: str = "error") -> None:
     ``label="warning"``, one warning about input (``fmcluster topology``)."""
     style = STYLE["error"] if label == "error" else STYLE["warning"] if label == "warning" else f"bold {STYLE['error']}"
     err.print(f"[{style}]{escape(label)}[/]: {escape(message)}", highlight=False)
+
+
+# ---- one JSON shape for every ``--json`` of a blueprint command ----------------------------------------------------
+#: ``got <value>;`` (or ``got <value>`` at the end) in a problem's message: the value as the user wrote it
+#: (README.md, "A bad blueprint never produces a traceback": every message says ``got X; allowed Y``).
+_GOT = re.compile(r"\bgot (.+?)(?:;|$)")
+
+
+def problem_value(message: str) -> str | None:
+    """The value a problem quotes (``got 'p5.4xlarge'; allowed ...`` -> ``'p5.4xlarge'``), or ``None``."""
+    m = _GOT.search(message)
+    return m.group(1).strip() if m else None
+
+
+def problem_json(file: str, p: Problem) -> dict[str, object]:
+    """One problem of ``file`` in the JSON envelope: ``file``, ``path``, ``line``, ``value`` (as quoted by the
+    message, :func:`problem_value`), ``message``, ``severity`` (error/warning), ``rule_id``, ``source``."""
+    return {"file": file, "path": p.path, "line": p.line, "value": problem_value(p.message), "message": p.message,
+            "severity": p.level, "rule_id": p.rule_id, "source": p.source}
+
+
+def json_envelope(command: str, *, ok: bool, problems: Sequence[tuple[str, Problem]], result: object) -> str:
+    """What ``validate --json``, ``plan --json`` and ``diff --json`` print: one object ``{"command", "ok", "problems",
+    "result"}``.
+
+    ``ok``: the command succeeded (its exit code is 0); ``problems``: every error and warning, each
+    :func:`problem_json`; ``result``: the command's own answer (``validate``: ``[{"file", "valid"}]``, ``plan``: the
+    plan, ``diff``: the diff report; ``null`` when there is none)."""
+    return json.dumps({"command": command, "ok": ok, "problems": [problem_json(f, p) for f, p in problems],
+                       "result": result}, indent=2)

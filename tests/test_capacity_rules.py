@@ -481,8 +481,13 @@ def test_capacity_rule_warnings(patch: dict[str, Any], expected: list[tuple[str,
     assert [w for w in warnings if w[2] in {e[2] for e in expected}] == expected
 
 
+#: What a Local Zone blueprint needs to be valid (R-LZ-1: an existing VPC) and quiet (R-LZ-3: no FSx).
+LOCAL_ZONE_VPC = {"network": {"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"},
+                  "storage": {"lustre": None}}
+
+
 @pytest.mark.parametrize("patch", [
-    {"availability_zone_id": "use1-dfw2-az1"},  # a Local Zone ID: not in the table, not judged by it
+    {"availability_zone_id": "use1-dfw2-az1", **LOCAL_ZONE_VPC},  # a Local Zone ID: not in the table, not judged by it
     {"region": "ap-northeast-1", "availability_zone_id": "apne1-az4"},
     {"availability_zone_id": "use1-az3"},
 ])
@@ -572,7 +577,8 @@ VALID_CASES = [
         id="two groups share a reservation, a third has its own",
     ),
     pytest.param({"region": "us-gov-west-1", "availability_zone_id": "usgw1-az1"}, id="GovCloud AZ ID"),
-    pytest.param({"availability_zone_id": "use1-dfw2-az1"}, id="Local Zone ID"),
+    # A Local Zone needs an existing VPC (R-LZ-1) and FSx there is unconfirmed (R-LZ-3): tests/features/network.
+    pytest.param({"availability_zone_id": "use1-dfw2-az1", **LOCAL_ZONE_VPC}, id="Local Zone ID"),
     pytest.param(
         {"compute": [group(), {"name": "gpu2", "instance_type": "p5en.48xlarge", "count": 1}]},
         id="two x86_64 groups of different families",

@@ -35,14 +35,76 @@ def test_validate_never_tracebacks(tmp_path: Path, content: str) -> None:
 
 
 @pytest.mark.parametrize("args", [("--json",), ("--format", "json")])
-def test_plan_json_of_an_invalid_blueprint_is_validates_report(tmp_path: Path, args: tuple[str, ...]) -> None:
+def test_plan_json_of_an_invalid_blueprint_is_the_envelope(tmp_path: Path, args: tuple[str, ...]) -> None:
     f = tmp_path / "bad.yaml"
     f.write_text(blueprint_text({"compute": [{"name": "gpu", "instance_type": "p5.48xlarg", "count": 2}]}))
     res = CliRunner().invoke(app, ["plan", str(f), *args])
     assert res.exit_code == 1
-    report = json.loads(res.stdout[res.stdout.index("{"):])
-    assert (report["file"], report["valid"]) == (str(f), False)
-    assert [(p["path"], p["level"]) for p in report["problems"]] == [("compute[0].instance_type", "error")]
+    report = json.loads(res.stdout)
+    assert (report["command"], report["ok"], report["result"]) == ("plan", False, None)
+    assert [(p["file"], p["path"], p["severity"], p["value"]) for p in report["problems"]] == [
+        (str(f), "compute[0].instance_type", "error", "'p5.48xlarg'")]
+
+
+#: The keys of every problem in a ``--json`` envelope (fmcluster.output.problem_json).
+PROBLEM_KEYS = ["file", "path", "line", "value", "message", "severity", "rule_id", "source"]
+
+
+def test_validate_and_plan_json_share_one_envelope(tmp_path: Path) -> None:
+    """``validate --json`` and ``plan --json`` print the same object shape, problems included (a warning here)."""
+    f = tmp_path / "warn.yaml"
+    f.write_text(blueprint_text({"network": {"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0",
+                                             "vpc_cidr": "10.1.0.0/16"}}))
+    validated = json.loads(run("validate", "--json", str(f)).stdout)
+    assert list(validated) == ["command", "ok", "problems", "result"]
+    assert (validated["command"], validated["ok"], validated["result"]) == ("validate", True, [{"file": str(f), "valid": True}])
+    [warning] = [p for p in validated["problems"] if p["rule_id"] == "R-NET-2"]
+    assert list(warning) == PROBLEM_KEYS
+    assert (warning["path"], warning["severity"], warning["value"]) == ("network.vpc_cidr", "warning", "vpc_cidr=10.1.0.0/16")
+
+
+def test_diff_json_of_an_invalid_blueprint_is_the_envelope(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(blueprint_text({"compute": [{"name": "gpu", "instance_type": "p5.48xlarg", "count": 2}]}))
+    res = CliRunner().invoke(app, ["diff", str(bad), str(bad), "--json"])
+    assert res.exit_code == 2
+    report = json.loads(res.stdout)
+    assert (report["command"], report["ok"], report["result"]) == ("diff", False, None)
+    assert [(p["path"], p["severity"]) for p in report["problems"]] == [("compute[0].instance_type", "error")]
+
+
+@pytest.mark.parametrize(("message", "value"), [
+    ("unknown instance type, got 'p5.48xlarg'; allowed p5.48xlarge", "'p5.48xlarg'"),
+    ("out of range, got 91; allowed <= 90", "91"),
+    ("required with vpc_id 'vpc-1', got nothing", "nothing"),
+    ("a blueprint must name a receiver", None),
+], ids=["quoted", "number", "at-the-end", "none"])
+def test_problem_value_is_what_the_message_quotes(message: str, value: str | None) -> None:
+    from fmcluster.output import problem_value
+
+    assert problem_value(message) == value
+
+
+@pytest.mark.parametrize("command", [(), ("validate",), ("plan",), ("render",), ("diff",), ("preflight",), ("topology",)])
+def test_help_shows_no_type_after_a_flag(command: tuple[str, ...]) -> None:
+    """A flag takes no value, so its help row names no type (typer shows ``<bool>`` by default)."""
+    res = run(*command, "--help")
+    assert res.exit_code == 0, res.output
+    assert "<bool>" not in res.output
+    assert "--help" in res.output
+
+
+def test_topology_says_why_a_node_line_is_ignored(tmp_path: Path) -> None:
+    """``topology --nodes``: a line it cannot use is reported on standard error with its line number, never dropped
+    silently."""
+    instances = tmp_path / "instances.json"
+    instances.write_text(json.dumps({"Instances": [{"InstanceId": "i-0123456789abcdef0", "InstanceType": "p5.48xlarge",
+                                                    "NetworkNodes": ["nn-1", "nn-2", "nn-3"]}]}))
+    nodes = tmp_path / "nodes.txt"
+    nodes.write_text("i-0123456789abcdef0 gpu-1\ni-0123456789abcdef1\n")
+    res = CliRunner().invoke(app, ["topology", "--instances", str(instances), "--nodes", str(nodes)])
+    assert res.exit_code == 0, res.output
+    assert "nodes line 2: an instance id without a node name" in " ".join(res.stderr.split())
 
 
 def test_validate_three_mistakes_prints_three_path_qualified_errors(tmp_path: Path) -> None:
@@ -52,7 +114,7 @@ def test_validate_three_mistakes_prints_three_path_qualified_errors(tmp_path: Pa
                                  "storage": {"lustre": {"storage_capacity_gib": 3000}}}))
     res = run("validate", "--json", str(f))
     assert res.exit_code == 1
-    [report] = json.loads(res.stdout)
+    report = json.loads(res.stdout)
     assert [p["path"] for p in report["problems"]] == [
         "availability_zone", "compute[0].instance_type", "storage.lustre.storage_capacity_gib"]
 

@@ -23,7 +23,6 @@ from fmcluster.review.diff import (
     create_only,
     diff_assemblies,
     is_stateful,
-    render_json,
     render_markdown,
     render_text,
 )
@@ -376,7 +375,9 @@ def test_cli_on_folders_text_markdown_json() -> None:
     assert "| error | REPLACE | demo-storage | `FileSystem` | AWS::FSx::FileSystem | SubnetIds: " in md.stdout
 
     js = run(old, new, "--json")
-    doc = json.loads(js.stdout)
+    envelope = json.loads(js.stdout)
+    doc = envelope["result"]
+    assert (envelope["command"], envelope["ok"], envelope["problems"]) == ("diff", False, [])
     assert (js.exit_code, doc["errors"], doc["summary"]) == (1, 3, {"replace": 2, "remove": 1, "may-replace": 1, "update": 2,
                                                                    "fail": 1})
 
@@ -416,7 +417,7 @@ def test_cli_bad_inputs(tmp_path: Path) -> None:
 def test_markdown_and_json_of_a_clean_diff() -> None:
     r = diff_to(SCALED)
     assert render_markdown(r).splitlines()[0].startswith("### :white_check_mark: fmcluster diff llm-train -> llm-train: safe")
-    assert json.loads(render_json(r))["exit_code"] == 0
+    assert r.as_dict()["exit_code"] == 0
 
 
 # ---- damaged or foreign inputs: one-line error naming the folder or file, exit 2, no traceback -------

@@ -19,7 +19,7 @@ from fmcluster.orchestrators.hyperpod import review_update as hyperpod
 from fmcluster.orchestrators.parallelcluster import review_update as pcluster
 from fmcluster.orchestrators.pcs import review_update as pcs
 from fmcluster.review.assembly import Assembly
-from fmcluster.review.diff import DiffReport, ResourceChange, diff_assemblies, render_json, render_markdown, render_text
+from fmcluster.review.diff import DiffReport, ResourceChange, diff_assemblies, render_markdown, render_text
 from fmcluster.review.impact import GroupImpact, blueprint_boot_s, job_impacts, with_boot
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import example, merge, to_yaml
@@ -197,7 +197,7 @@ def test_text_markdown_and_json_show_each_group_with_its_boot_estimate() -> None
     assert ("| `gpu` | c/Pc | drained, then replaced once their running jobs end | running jobs finish; new jobs wait "
             "for the new nodes | after its running jobs end, ~412 s per node (plan estimate) | "
             "`SlurmQueues[gpu].CapacityType` |") in md
-    data = json.loads(render_json(report))["impact"]
+    data = json.loads(json.dumps(report.as_dict()))["impact"]  # what diff --json prints as the envelope's result
     assert [(g["group"], g["kind"], g["boot_s"]) for g in data] == [("gpu", "drained_replaced", 412), ("cpu", "untouched", None)]
 
 
@@ -210,7 +210,7 @@ def test_the_cli_adds_the_new_blueprints_boot_estimate(tmp_path: Any) -> None:
     new.write_text(to_yaml(merge(base, _group("gpu", "p5.48xlarge", 8, ON_DEMAND))))
     result = CliRunner().invoke(app, ["diff", str(old), str(new), "--format", "json"])
     assert result.exit_code == 0, result.output
-    (gpu,) = json.loads(result.stdout)["impact"]
+    (gpu,) = json.loads(result.stdout)["result"]["impact"]
     assert (gpu["group"], gpu["kind"]) == ("gpu", "grows")
     assert gpu["boot_s"] == blueprint_boot_s(str(new))["gpu"] > 0
 
@@ -231,8 +231,8 @@ def test_two_cdk_out_folders_take_the_boot_estimate_from_boot_from(tmp_path: Any
     plain = CliRunner().invoke(app, ["diff", *folders, "--format", "json"])
     with_plan = CliRunner().invoke(app, ["diff", *folders, "--format", "json", "--boot-from", str(tmp_path / "new.yaml")])
     assert (plain.exit_code, with_plan.exit_code) == (0, 0), plain.output + with_plan.output
-    (gpu,) = json.loads(plain.stdout)["impact"]
+    (gpu,) = json.loads(plain.stdout)["result"]["impact"]
     assert (gpu["kind"], gpu["boot_s"], gpu["time"]) == ("grows", None, "boot time not estimated")
-    (gpu,) = json.loads(with_plan.stdout)["impact"]
+    (gpu,) = json.loads(with_plan.stdout)["result"]["impact"]
     assert gpu["boot_s"] == blueprint_boot_s(str(tmp_path / "new.yaml"))["gpu"]
     assert gpu["time"] == f"~{gpu['boot_s']} s per node (plan estimate)"

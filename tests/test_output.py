@@ -166,7 +166,7 @@ def test_plan_json_is_format_json(tmp_path: Path) -> None:
     a = invoke("plan", str(ROOT / "blueprints/default.yaml"), "--cdk-out", str(out), "--json")
     b = invoke("plan", str(ROOT / "blueprints/default.yaml"), "--cdk-out", str(out), "--format", "json")
     assert (a.exit_code, b.exit_code) == (0, 0) and a.stdout == b.stdout
-    assert json.loads(a.stdout)["stacks"]["llm-train-cluster"] == 2
+    assert json.loads(a.stdout)["result"]["stacks"]["llm-train-cluster"] == 2
 
 
 # ---- one severity vocabulary ------------------------------------------------------------------------

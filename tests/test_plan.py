@@ -77,7 +77,7 @@ def test_cli_checkpoint_gib(tmp_path: Path) -> None:
     r = CliRunner().invoke(app, ["plan", str(ROOT / "blueprints" / "default.yaml"), "--cdk-out", cdk_out,
                                  "--checkpoint-gib", "250", "--format", "json"])
     assert r.exit_code == 0, r.output
-    storage = json.loads(r.stdout)["storage"]
+    storage = json.loads(r.stdout)["result"]["storage"]
     assert (storage["checkpoint_gib"], storage["checkpoint_write_seconds"], storage["write_throughput_mbps"]) == (250, 223.7, 1200)
     bad = CliRunner().invoke(app, ["plan", str(ROOT / "blueprints" / "default.yaml"), "--cdk-out", cdk_out,
                                    "--checkpoint-gib", "0"])
@@ -90,7 +90,7 @@ def test_plan_formats(fmt: str) -> None:
     res = run("plan", str(ROOT / "blueprints" / "default.yaml"), "--format", fmt)
     assert res.exit_code == 0, res.output
     if fmt == "json":
-        plan = json.loads(res.stdout)
+        plan = json.loads(res.stdout)["result"]
         [c] = plan["compute"]
         assert (c["gpus_total"], c["efa_interfaces_per_node"], c["network_gbps_total"]) == (32, 32, 12800)
         # ParallelCluster 3.16 gives nodes an ENA primary + efa-only EFAs: 1 address per node, + head node + 5 AWS-reserved
@@ -145,7 +145,7 @@ def test_plan_cdk_out_of_this_blueprint_lists_its_stacks(tmp_path: Path) -> None
     out = fake_assembly(tmp_path / "cdk.out", (*DEFAULT_STACKS, "unrelated-stack"))
     res = run("plan", str(ROOT / "blueprints" / "default.yaml"), "--cdk-out", str(out), "--format", "json")
     assert res.exit_code == 0, res.output
-    assert json.loads(res.stdout)["stacks"] == {n: 2 for n in ("llm-train-network", "llm-train-storage",
+    assert json.loads(res.stdout)["result"]["stacks"] == {n: 2 for n in ("llm-train-network", "llm-train-storage",
                                                                 "llm-train-observability", "llm-train-cluster")}
 
 

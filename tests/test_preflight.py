@@ -214,8 +214,11 @@ def run_cli(*args: str) -> tuple[int, str, str]:
 
 
 def run_json(path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    """Exit code and the report (the envelope's ``result``; the envelope itself is checked here)."""
     code, out, _err = run_cli(str(path), "--json", *extra)
-    return code, json.loads(out)
+    envelope = json.loads(out)
+    assert (envelope["command"], envelope["ok"]) == ("preflight", code == 0)
+    return code, envelope["result"]
 
 
 def rows(report: dict[str, Any], *statuses: str) -> list[tuple[str, str, str, str]]:
@@ -790,7 +793,7 @@ def test_no_credentials_subprocess(aws_env: None, tmp_path: Path, monkeypatch: p
         check=False,
     )
     assert proc.returncode == 2
-    assert json.loads(proc.stdout)["verdict"] == "could_not_run"
+    assert json.loads(proc.stdout)["result"]["verdict"] == "could_not_run"
 
 
 # ---- IAM Identity Center for managed Grafana with AWS_SSO (botocore Stubber: shapes from the sso-admin model) ----

@@ -18,7 +18,9 @@ import pytest
 from tests.conftest import ROOT, cdk_context
 
 NETWORK_KEPT = {"AWS::EC2::VPC", "AWS::EC2::Subnet", "AWS::Logs::LogGroup"}  # VPC + GPU subnet for the FSx ENIs; flow logs
-STORAGE_KEPT = {"AWS::FSx::FileSystem", "AWS::EC2::SecurityGroup", "AWS::S3::Bucket"}
+#: The file system, its group and the group's rules between file servers (docs/storage.md "Teardown"), the buckets.
+STORAGE_KEPT = {"AWS::FSx::FileSystem", "AWS::EC2::SecurityGroup", "AWS::EC2::SecurityGroupIngress",
+                "AWS::EC2::SecurityGroupEgress", "AWS::S3::Bucket"}
 TEARDOWN = [
     # (example, stack suffix -> resource types kept by DeletionPolicy Retain)
     ("default", {"network": NETWORK_KEPT, "storage": STORAGE_KEPT | {"AWS::FSx::DataRepositoryAssociation"},

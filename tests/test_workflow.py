@@ -73,10 +73,11 @@ def test_workflow_triggers_caches_and_permissions() -> None:
 
 # ---- annotations ----------------------------------------------------------------------------------------
 def test_annotations_at_the_yaml_line_with_escaping() -> None:
-    report = [{"file": "blueprints/a,b.yaml", "valid": False, "problems": [
-        {"path": "region", "line": 4, "level": "error", "message": "not allowed, got 'eu-west-1'; 100% sure\nreally",
-         "rule_id": "ORG-REGION"},
-        {"path": "", "line": None, "level": "warning", "message": "x", "rule_id": None}]}]
+    f = "blueprints/a,b.yaml"
+    report = {"command": "validate", "ok": False, "result": [{"file": f, "valid": False}], "problems": [
+        {"file": f, "path": "region", "line": 4, "severity": "error",
+         "message": "not allowed, got 'eu-west-1'; 100% sure\nreally", "rule_id": "ORG-REGION"},
+        {"file": f, "path": "", "line": None, "severity": "warning", "message": "x", "rule_id": None}]}
     assert github_annotations(report) == [
         "::error file=blueprints/a%2Cb.yaml,line=4,title=fmcluster ORG-REGION::region: not allowed, got 'eu-west-1'; "
         "100%25 sure%0Areally",

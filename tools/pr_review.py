@@ -80,7 +80,7 @@ def validate(out: Path) -> int:
 
     names = (out / "changed.txt").read_text().split()
     if not names:
-        (out / "validate.json").write_text("[]")
+        (out / "validate.json").write_text(json.dumps({"command": "validate", "ok": True, "problems": [], "result": []}))
         return 0
     res = _run([_venv_bin("fmcluster"), "validate", "--json", *names])
     try:
@@ -95,8 +95,10 @@ def validate(out: Path) -> int:
 
 
 def _invalid(out: Path) -> set[str]:
+    from fmcluster.review.pr import invalid_files
+
     f = out / "validate.json"
-    return {e["file"] for e in json.loads(f.read_text()) if not e["valid"]} if f.is_file() else set()
+    return invalid_files(json.loads(f.read_text())) if f.is_file() else set()
 
 
 def _base_file(out: Path, path: str) -> Path | None:

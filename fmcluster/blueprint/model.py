@@ -1291,11 +1291,12 @@ class Blueprint(Section):
     availability_zone: str | None = Field(
         None, pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d(-[a-z]+-\d)?[a-z]$",
         description="AZ name (or Local Zone name such as us-east-1-dfw-2a) for the GPU subnet, nodes, placement groups "
-        "and FSx. Set this or availability_zone_id.",
+        "and FSx. Set this or availability_zone_id. A Local Zone needs an existing VPC (R-LZ-1), not PCS (R-LZ-2).",
     )
     availability_zone_id: str | None = Field(
         None, pattern=r"^[a-z]{3,4}\d(-[a-z]+\d)?-az\d+$",
-        description="AZ ID (or Local Zone ID such as use1-dfw2-az1). Capacity is bound to AZ IDs (names differ per account).",
+        description="AZ ID (or Local Zone ID such as use1-dfw2-az1, with the limits of availability_zone). Capacity is "
+        "bound to AZ IDs (names differ per account).",
     )
     tags: dict[TagKey, TagValue] = Field(
         default_factory=dict, max_length=40,

@@ -9,16 +9,15 @@ then, so other commands stay fast. Clients come from
 from __future__ import annotations
 
 import datetime as dt
-import json
 from pathlib import Path
-from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
 from rich.table import Table
 from rich.text import Text
 
 from fmcluster.blueprint import BlueprintError
-from fmcluster.output import err, out, print_error, print_problems
+from fmcluster.blueprint.errors import Problem
+from fmcluster.output import err, json_envelope, out, print_error, print_problems
 from fmcluster.severity import STYLE, CheckStatus, count
 from fmcluster.validation import load_blueprint_with_warnings
 
@@ -29,7 +28,7 @@ _VERDICT_STYLE = {0: STYLE["ok"], 1: f"bold {STYLE['error']}", 2: STYLE["unknown
 
 
 class _CannotRun(Exception):
-    def __init__(self, message: str, problems: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, message: str, problems: list[Problem] | None = None) -> None:
         super().__init__(message)
         self.problems = problems or []
 
@@ -41,8 +40,8 @@ def run(file: Path, *, region: str | None, profile: str | None, until: str | Non
         return _run(file, region=region, profile=profile, until=until, as_json=as_json)
     except _CannotRun as e:
         if as_json:
-            print(json.dumps({"file": str(file), "verdict": "could_not_run", "exit_code": 2, "message": str(e),
-                              "problems": e.problems}, indent=2))
+            result = {"file": str(file), "verdict": "could_not_run", "exit_code": 2, "message": str(e)}
+            print(json_envelope("preflight", ok=False, problems=[(str(file), p) for p in e.problems], result=result))
         else:
             print_error(str(e), label="preflight could not run")
         return 2
@@ -59,7 +58,7 @@ def _run(file: Path, *, region: str | None, profile: str | None, until: str | No
     except BlueprintError as e:
         if not as_json:
             print_problems(e.file, e.problems)
-        raise _CannotRun("the blueprint is not valid (run fmcluster validate)", [p.as_dict() for p in e.problems]) from None
+        raise _CannotRun("the blueprint is not valid (run fmcluster validate)", e.problems) from None
     print_problems(name, loaded.warnings)
     bp = loaded.blueprint
     until_day = None
@@ -84,7 +83,8 @@ def _run(file: Path, *, region: str | None, profile: str | None, until: str | No
     except clients_module.PreflightCannotRun as e:
         raise _CannotRun(str(e)) from None
     if as_json:
-        print(json.dumps(report.as_dict(), indent=2))
+        print(json_envelope("preflight", ok=report.exit_code == 0, problems=[(name, p) for p in loaded.warnings],
+                            result=report.as_dict()))
         return report.exit_code
     table = Table(title=f"preflight {name} - {bp.region}, account {report.account or '?'}", title_justify="left")
     for col in ("check", "subject", "status", "detail"):

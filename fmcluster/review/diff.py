@@ -944,10 +944,6 @@ def render_markdown(report: DiffReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_json(report: DiffReport) -> str:
-    return json.dumps(report.as_dict(), indent=2)
-
-
 # ---- the --context option ----------------------------------------------------------------------
 def parse_context(pairs: list[str]) -> dict[str, Any]:
     """``--context KEY=VALUE`` pairs: a JSON value when VALUE parses as JSON, else the string."""

@@ -18,7 +18,6 @@ can be faster. Sizes are GiB (2^30 bytes), rates MB/s (10^6 bytes per second).
 
 from __future__ import annotations
 
-import json
 import math
 import tempfile
 from collections.abc import Mapping
@@ -402,10 +401,6 @@ def render_markdown(plan: Plan) -> str:
         lines += ["| " + " | ".join(r) + " |" for r in rows]
         lines.append("")
     return "\n".join(lines)
-
-
-def render_json(plan: Plan) -> str:
-    return json.dumps(plan.as_dict(), indent=2)
 
 
 def render_rich(plan: Plan, console: Any) -> None:

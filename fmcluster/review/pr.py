@@ -34,20 +34,24 @@ def _escape_property(s: str) -> str:
     return _escape_data(s).replace(":", "%3A").replace(",", "%2C")
 
 
-def github_annotations(report: Sequence[Mapping[str, Any]]) -> list[str]:
-    """One workflow command per problem of a ``fmcluster validate --json`` report (errors ``::error``,
+def github_annotations(report: Mapping[str, Any]) -> list[str]:
+    """One workflow command per problem of a ``fmcluster validate --json`` envelope (errors ``::error``,
     warnings ``::warning``), at the blueprint file and YAML line (line 1 when the problem has none)."""
     out = []
-    for entry in report:
-        for p in entry.get("problems", []):
-            level = "error" if p.get("level") == "error" else "warning"
-            rule = p.get("rule_id") or "shape"
-            where = p.get("path") or "(blueprint)"
-            title = _escape_property(f"fmcluster {rule}")
-            props = f"file={_escape_property(str(entry['file']))},line={p.get('line') or 1},title={title}"
-            message = f"{where}: {p.get('message')}"
-            out.append(f"::{level} {props}::{_escape_data(message)}")
+    for p in report.get("problems", []):
+        level = "error" if p.get("severity") == "error" else "warning"
+        rule = p.get("rule_id") or "shape"
+        where = p.get("path") or "(blueprint)"
+        title = _escape_property(f"fmcluster {rule}")
+        props = f"file={_escape_property(str(p['file']))},line={p.get('line') or 1},title={title}"
+        message = f"{where}: {p.get('message')}"
+        out.append(f"::{level} {props}::{_escape_data(message)}")
     return out
+
+
+def invalid_files(report: Mapping[str, Any]) -> set[str]:
+    """The files a ``fmcluster validate --json`` envelope refused."""
+    return {r["file"] for r in report.get("result") or [] if not r["valid"]}
 
 
 @dataclass
@@ -75,11 +79,13 @@ def load_review(folder: Path) -> BlueprintReview:
         return f.read_text(encoding="utf-8") if f.is_file() else None
 
     def plan(name: str) -> dict[str, Any] | None:
+        """The plan of a ``fmcluster plan --json`` envelope (``result``), ``None`` when there is none."""
         raw = text(name)
         try:
-            return json.loads(raw) if raw else None
+            envelope = json.loads(raw) if raw else None
         except json.JSONDecodeError:
             return None
+        return envelope.get("result") if isinstance(envelope, dict) else None
 
     rc = (text("diff.rc") or "").strip()
     return BlueprintReview(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from fmcluster.blueprint.model import Blueprint, NetworkSpec
@@ -77,3 +78,73 @@ def new_vpc_settings_ignored(net: NetworkSpec) -> Iterator[Violation]:
             f"ignored with an imported VPC ({net.vpc_id}), got {', '.join(f'{k}={getattr(net, k)}' for k in ignored)}; "
             "allowed these settings only for a VPC fmcluster creates (remove them, or remove vpc_id)"
         )
+
+
+#: Why a Local Zone is refused with a VPC fmcluster creates (R-LZ-1).
+NAT_IN_LOCAL_ZONES = "https://docs.aws.amazon.com/local-zones/latest/ug/local-zones-connectivity-nat.html"
+#: The PCS control plane's subnet: "Subnets can't be in AWS Outposts, AWS Wavelength or an AWS Local Zone" (R-LZ-2).
+PCS_CONTROL_PLANE_SUBNET = "https://docs.aws.amazon.com/pcs/latest/APIReference/API_NetworkingRequest.html"
+
+
+def local_zone(bp: Blueprint) -> tuple[str, str] | None:
+    """``(field, zone)`` when the blueprint's zone is not a regular Availability Zone (a Local Zone such as
+    us-east-1-dfw-2a / use1-dfw2-az1, or a Wavelength Zone), else ``None``.
+
+    A regular AZ name is the Region plus one letter (us-east-1a) and a regular AZ ID is ``<prefix>-az<n>``
+    (use1-az6); Local Zone names and IDs carry a location between them
+    (https://docs.aws.amazon.com/local-zones/latest/ug/how-local-zones-work.html: a Local Zone such as us-west-2-lax-1
+    extends its parent Region)."""
+    az, zid = bp.availability_zone, bp.availability_zone_id
+    if az and az.startswith(f"{bp.region}-"):
+        return "availability_zone", az
+    if zid and not re.fullmatch(r"[a-z0-9]+-az\d+", zid):
+        return "availability_zone_id", zid
+    return None
+
+
+@rule("R-LZ-1", source=f"{NAT_IN_LOCAL_ZONES}; fmcluster: a VPC it creates has its public subnet, NAT gateway and "
+      "GPU subnet in the blueprint's one zone (features/network/construct.py)")
+def local_zone_needs_existing_vpc(bp: Blueprint) -> Iterator[Violation]:
+    """A Local Zone with a VPC fmcluster creates would put the public subnet and the NAT gateway in the Local Zone,
+    where NAT gateways exist only in some zones, and fmcluster has no subnet in the parent zone to put them in.
+    The user brings a VPC whose GPU subnet in the Local Zone routes through the parent Region."""
+    found = local_zone(bp)
+    if found is None or bp.network.vpc_id:
+        return
+    field, zone = found
+    yield field, (
+        f"a Local Zone with a VPC fmcluster creates, got {zone!r}: its NAT gateway and public subnet would be created in "
+        "the Local Zone, and NAT gateways exist only in some Local Zones; allowed a regular Availability Zone, or an "
+        "existing VPC (network.vpc_id and network.gpu_subnet_id: a subnet in the Local Zone whose route table reaches "
+        "a NAT gateway or endpoints in the parent Region)"
+    )
+
+
+@rule("R-LZ-2", source=PCS_CONTROL_PLANE_SUBNET, orchestrators=("pcs",))
+def local_zone_pcs_control_plane(bp: Blueprint) -> Iterator[Violation]:
+    """PCS puts its control plane's network interface in the GPU subnet, and that subnet cannot be in a Local Zone."""
+    found = local_zone(bp)
+    if found is None:
+        return
+    field, zone = found
+    yield field, (
+        f"AWS PCS cannot place its control plane in a Local Zone, got {zone!r} (fmcluster gives PCS the GPU subnet); "
+        "allowed a regular Availability Zone with PCS, or ParallelCluster or HyperPod in the Local Zone"
+    )
+
+
+@rule("R-LZ-3", level="warning",
+      source="UNVERIFIED: no AWS page found lists FSx for Lustre among the Local Zone services; the AWS Compute blog "
+      "(https://aws.amazon.com/blogs/compute/deploying-low-latency-hybrid-cloud-storage-on-aws-local-zones-using-aws-"
+      "storage-gateway/) describes using FSx in the parent Region")
+def local_zone_lustre(bp: Blueprint) -> Iterator[Violation]:
+    """fmcluster creates FSx for Lustre in the GPU subnet; in a Local Zone that may not be possible (unverified)."""
+    found = local_zone(bp)
+    if found is None or bp.storage.lustre is None:
+        return
+    field, zone = found
+    yield "storage.lustre", (
+        f"created in the GPU subnet, which is in the Local Zone {zone!r} ({field}); FSx for Lustre in Local Zones is "
+        "not confirmed by AWS documentation and creation may fail; allowed a regular Availability Zone, or drop "
+        "storage.lustre and mount a file system of the parent Region yourself"
+    )

@@ -69,11 +69,11 @@ from aws_cdk import Annotations, RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_imagebuilder as imagebuilder
-from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from fmcluster.constructs.capacity import ROOT_DEVICE, ROOT_VOLUME_GIB
 from fmcluster.constructs.orchestrator import acknowledge
+from fmcluster.constructs.parameter import string_parameter
 from fmcluster.features.node.construct_parent_ami import ParentAmiLookups
 from fmcluster.features.node.plan_bake import BakeTarget, ParentImage
 from fmcluster.features.node.render_image_build import ImageBuildStep, placeholder_steps
@@ -311,7 +311,7 @@ class ImageBuild(Construct):
         # https://docs.aws.amazon.com/imagebuilder/latest/APIReference/API_DeleteImage.html), so a node group or a
         # rollback never points at a deregistered AMI, and the recipe and components it uses can be deleted.
         name = f"{PARAMETER_PREFIX}/{cluster_name}/image/{target.key}/{recipe_version}"
-        parameter = ssm.StringParameter(
+        parameter = string_parameter(
             scope, "AmiParameter", parameter_name=name, string_value=image.attr_image_id,
             description=f"fmcluster {cluster_name}: AMI of compute group(s) {groups} (recipe {recipe_version})",
         )

@@ -12,7 +12,8 @@ phase (``render_image_build.py``) and ``fmcluster plan`` (``fmcluster.review.pla
 - ``function``: a fact the node cannot work without (driver loaded and equal to the installed driver, the type's
   GPU and EFA counts, services the type needs active, the plugin present, an initramfs). Always fails closed.
 
-Decision: docs/decisions.md, item 42 (issue 23).
+Decision: docs/decisions.md, item 45 (issue 23). A lock component the enforcement map does not cover is reported only
+(:data:`UNJUDGED`), never enforced by default.
 """
 
 from __future__ import annotations
@@ -144,12 +145,22 @@ def _function_rows(inst: InstanceSpec, efa_enabled: bool, lustre: bool, lustre_e
     return rows
 
 
+#: What a lock component without a derived enforcement gets: reported only. Enforcing it would fail nodes on a value
+#: nothing confirmed (decision 45: versions fail closed only where fmcluster built them or a source confirms them).
+UNJUDGED = (False, "no enforcement derived for it: reported only")
+
+
+def enforcement_of(image: ResolvedImage, component: str) -> tuple[bool, str]:
+    """``(enforce, reason)`` of ``component`` in ``image.enforcement``, else :data:`UNJUDGED` (report only)."""
+    return image.enforcement.get(component, UNJUDGED)
+
+
 def node_contract(image: ResolvedImage, inst: InstanceSpec, *, efa_enabled: bool, lustre: bool,
                   lustre_efa: bool = False) -> tuple[ContractRow, ...]:
     """The contract of a group of ``inst`` booting ``image``: one ``version`` row per lock component the node
     needs (EFA components only with ``efa_enabled``), then the ``function`` rows (``lustre``: the orchestrator
     mounts FSx for Lustre on the node; ``lustre_efa``: the node configures LNet over EFA for an EFA-enabled file
     system, :mod:`fmcluster.features.node.plan_lustre_efa`)."""
-    rows = [ContractRow(c, VERSION_PROBES[c], "version", *image.enforcement.get(c, (True, "")))
+    rows = [ContractRow(c, VERSION_PROBES[c], "version", *enforcement_of(image, c))
             for c, v in image.lock.items() if v is not None and (efa_enabled or c not in EFA_COMPONENTS)]
     return (*rows, *_function_rows(inst, efa_enabled, lustre, lustre_efa))

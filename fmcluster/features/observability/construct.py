@@ -59,10 +59,10 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
-from aws_cdk import aws_ssm as ssm
 from constructs import Construct, IValidation
 
 from fmcluster.blueprint.model import BudgetSpec, ObservabilitySpec
+from fmcluster.constructs.parameter import string_parameter
 from fmcluster.features.capacity_window.construct import ClusterBudget, rule_arn
 from fmcluster.features.observability.pins import GRAFANA_PORT
 from fmcluster.features.observability.render_alertmanager import render_amp_alertmanager_definition
@@ -179,7 +179,7 @@ class ClusterObservability(Construct):
                 "alert_topic_arn": self.alert_topic_arn or "",
             }
         )
-        self.parameter = ssm.StringParameter(
+        self.parameter = string_parameter(
             self,
             "Parameter",
             parameter_name=parameter_name,

@@ -29,7 +29,15 @@ Sources (FSx CreateFileSystem API, FSx for Lustre User Guide, CloudFormation res
 - Effective egress of the file system's group is exactly its explicit rules
   (:func:`fmcluster.features.network.construct.explicit_egress_only`).
 - Teardown: the file system's security group follows the file system's removal policy (a retained
-  file system keeps its network interfaces, which keep their group in use); see docs/storage.md.
+  file system keeps its network interfaces, which keep their group in use), and so do the group's
+  self-referencing rules (Lustre 988 and 1018-1023, all traffic for EFA): "You must set up the security
+  group to allow inbound traffic on ports 988 and 1018-1023" and, for EFA, "all inbound and outbound
+  traffic to and from the security group itself"
+  (https://docs.aws.amazon.com/fsx/latest/LustreGuide/cannot-create-fs.html). Without them a kept file
+  system's servers cannot reach each other (UNVERIFIED what FSx does then: the guide documents only the
+  creation failure), so they are kept with it. The rules to and from the cluster's group cannot be kept
+  (they would keep that group referenced and its stack's deletion would fail), so a synth warning
+  (``fmcluster:lustreClientRulesDeleted``) says so; see docs/storage.md.
 - Data repository associations:
   https://docs.aws.amazon.com/fsx/latest/LustreGuide/create-dra-linked-data-repo.html
 What nodes need (:func:`grant_node_storage`, :func:`lustre_mount_script`, called by the orchestrator constructs):
@@ -63,6 +71,7 @@ LUSTRE_PORT_RANGE = (1018, 1023)
 ABORT_INCOMPLETE_UPLOADS_DAYS = 7
 ACCESS_LOG_RETENTION_DAYS = 365
 DATA_DESTRUCTION_WARNING = "fmcluster:dataRetained"
+CLIENT_RULES_WARNING = "fmcluster:lustreClientRulesDeleted"
 S3_LOGS_USE_BUCKET_POLICY = "@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy"
 
 #: Blueprint storage-class names -> CDK storage classes.
@@ -319,7 +328,12 @@ class TrainingStorage(Construct):
         # A retained file system keeps its ENIs and so its security group: the group must stay with it, or
         # stack deletion fails on the group ("has a dependent object").
         sg.apply_removal_policy(removal)
+        kept_rules = self_rules(sg)
+        for rule in kept_rules:
+            rule.apply_removal_policy(removal)
         self.file_system_retained = removal == RemovalPolicy.RETAIN
+        if self.file_system_retained:
+            self._warn_client_rules_not_kept(len(security_group_rules(sg)) - len(kept_rules))
         for rule in security_group_rules(sg):
             fs.node.add_dependency(rule)
         self.file_system = fs
@@ -329,6 +343,17 @@ class TrainingStorage(Construct):
         )
         if spec.data_repositories:
             self._data_repositories(fs, spec)
+
+    def _warn_client_rules_not_kept(self, deleted: int) -> None:
+        """Say that a kept file system loses its rules to and from the cluster's group on teardown."""
+        Annotations.of(self).add_warning_v2(
+            CLIENT_RULES_WARNING,
+            f"FSx for Lustre file system is RETAINED with its security group and its rules between file servers, "
+            f"but its {deleted} rule(s) to and from the cluster's security group are deleted with this stack (they "
+            "refer to a group the teardown deletes). A cluster that mounts the kept file system later must allow "
+            f"TCP {LUSTRE_PORT} and {LUSTRE_PORT_RANGE[0]}-{LUSTRE_PORT_RANGE[1]} (all traffic for EFA) between its "
+            "group and the file system's group (docs/storage.md, \"Teardown\").",
+        )
 
     def _data_repositories(self, fs: fsx.CfnFileSystem, spec: LustreSpec) -> None:
         if any(r.s3_uri is None for r in spec.data_repositories):
@@ -402,6 +427,24 @@ class TrainingStorage(Construct):
             "CheckpointBucket", removal=self._removal(spec.removal_policy, "checkpoint bucket"),
             logs_prefix="checkpoints/", versioned=spec.versioned, rules=rules, key=key,
         )
+
+
+def self_rules(sg: ec2.SecurityGroup) -> list[ec2.CfnSecurityGroupIngress | ec2.CfnSecurityGroupEgress]:
+    """The standalone rules of ``sg`` whose peer is ``sg`` itself (file server to file server).
+
+    These are the rules a retained file system needs to stay reachable; they refer only to the group
+    that is retained with it, so they can be kept too. Rules whose peer is another group are not
+    returned: keeping them would keep that group referenced and its deletion would fail
+    (DependencyViolation, https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DeleteSecurityGroup.html).
+    """
+    own = sg.security_group_id
+    return [r for r in security_group_rules(sg) if r.group_id == own and _peer(r) == own]
+
+
+def _peer(rule: ec2.CfnSecurityGroupIngress | ec2.CfnSecurityGroupEgress) -> str | None:
+    if isinstance(rule, ec2.CfnSecurityGroupIngress):
+        return rule.source_security_group_id
+    return rule.destination_security_group_id
 
 
 def _dra_id(repo: DataRepository) -> str:

@@ -46,6 +46,7 @@ from constructs import Construct
 from fmcluster.blueprint.model import ComputeGroup, ParallelClusterSettings
 from fmcluster.constructs.capacity import ROOT_VOLUME_GIB, ROOT_VOLUME_TYPE, reservation_target
 from fmcluster.constructs.orchestrator import acknowledge
+from fmcluster.constructs.parameter import string_parameter
 from fmcluster.features.accounting.construct import SlurmAccountingDatabase, database_uri
 from fmcluster.features.node.construct_bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.features.node.construct_image import NodeImages
@@ -232,9 +233,9 @@ class ParallelClusterCluster(Construct):
         steps = {phase: _steps(action) for phase, action in phases.items()}
         names = {phase: head_node_steps_parameter(cluster_name, phase) for phase in phases}
         params = {
-            phase: ssm.StringParameter(self, f"HeadNode{phase}", parameter_name=names[phase],
-                                       string_value=stack.to_json_string(steps[phase]),
-                                       description=f"fmcluster: the head node's {phase} steps (head-node-actions.sh)")
+            phase: string_parameter(self, f"HeadNode{phase}", parameter_name=names[phase],
+                                    string_value=stack.to_json_string(steps[phase]),
+                                    description=f"fmcluster: the head node's {phase} steps (head-node-actions.sh)")
             for phase in phases
         }
         routed = {phase: {"Script": launcher.s3_url, "Args": [names[phase], region]} for phase in phases}

@@ -7,13 +7,14 @@ image is a custom AMI the blueprint declares, or the manifest records a confirme
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from fmcluster.catalog.images import get_image, known_images
 from fmcluster.catalog.software import get_stack
-from fmcluster.features.node.plan_contract import EFA_BUNDLED, version_enforcement
+from fmcluster.features.node.plan_contract import EFA_BUNDLED, node_contract, version_enforcement
 from fmcluster.resolved import resolve
 from fmcluster.validation import load_blueprint
 from tests.conftest import ROOT
@@ -78,3 +79,18 @@ def test_every_example_enforces_only_what_is_built_declared_or_confirmed(example
 def test_the_issue_examples_report_their_unverified_values_as_drift(example: str, drift: set[str]) -> None:
     im = resolve(load_blueprint(ROOT / "blueprints" / f"{example}.yaml")).groups[0].image
     assert {r.component for r in im.contract if r.kind == "version" and not r.enforce} == drift
+
+
+@pytest.mark.parametrize(("enforcement", "expected"), [
+    ({"driver": (True, "installed by fmcluster")}, (True, "installed by fmcluster")),
+    ({"driver": (False, "not confirmed")}, (False, "not confirmed")),
+    ({}, (False, "no enforcement derived for it: reported only")),
+], ids=["enforced", "drift", "missing-is-reported-only"])
+def test_a_component_without_enforcement_is_reported_only(enforcement: dict[str, tuple[bool, str]],
+                                                           expected: tuple[bool, str]) -> None:
+    """A lock component the enforcement map does not cover fails open (drift), never closed."""
+    rc = resolve(load_blueprint(Path(ROOT / "blueprints" / "default.yaml")))
+    g = rc.groups[0]
+    image = dataclasses.replace(g.image, enforcement=enforcement)
+    [driver] = [r for r in node_contract(image, g.instance, efa_enabled=True, lustre=False) if r.component == "driver"]
+    assert (driver.enforce, driver.reason) == expected

@@ -243,6 +243,64 @@ FLAG_ONLY = ("{what}: the context flag fmcluster:allowDataDestruction is true bu
 WHAT = ("FSx for Lustre file system", "data bucket", "data repository associations", "checkpoint bucket")
 
 
+def rule_policies(tpl: dict[str, Any]) -> dict[tuple[str, str, str], set[str]]:
+    """(rule type, peer, ports) -> the DeletionPolicy of every rule on the file system's group; peer is
+    ``self`` for the group itself, ``cluster`` for the imported cluster group."""
+    [sg_id] = resources_of(tpl, "AWS::EC2::SecurityGroup")
+    found: dict[tuple[str, str, str], set[str]] = {}
+    for type_, peer_key in (("AWS::EC2::SecurityGroupIngress", "SourceSecurityGroupId"),
+                            ("AWS::EC2::SecurityGroupEgress", "DestinationSecurityGroupId")):
+        for r in resources_of(tpl, type_).values():
+            p = r["Properties"]
+            if p["GroupId"] != {"Fn::GetAtt": [sg_id, "GroupId"]}:
+                continue
+            peer = "self" if p[peer_key] == {"Fn::GetAtt": [sg_id, "GroupId"]} else "cluster"
+            ports = "all" if p["IpProtocol"] == "-1" else f"{p['FromPort']}-{p['ToPort']}"
+            found.setdefault((type_.rsplit("Group", 1)[1], peer, ports), set()).add(r.get("DeletionPolicy", "Delete"))
+    return found
+
+
+def expected_rules(kept: str, efa: bool) -> dict[tuple[str, str, str], set[str]]:
+    ports = ["988-988", "1018-1023", *(["all"] if efa else [])]
+    return {(kind, peer, p): {kept if peer == "self" else "Delete"}
+            for kind in ("Ingress", "Egress") for peer in ("self", "cluster") for p in ports}
+
+
+CLIENT_RULES = ("FSx for Lustre file system is RETAINED with its security group and its rules between file servers, "
+                "but its {n} rule(s) to and from the cluster's security group are deleted with this stack")
+
+
+@pytest.mark.parametrize(
+    ("patch", "allow", "efa", "kept", "warned"),
+    [
+        (RETAIN_BOTH, False, False, "Retain", 4),
+        ({"storage": {"lustre": {"efa_enabled": True, "deployment_type": "PERSISTENT_2",
+                                 "storage_capacity_gib": 12000, "per_unit_storage_throughput": 1000}}},
+         False, True, "Retain", 7),
+        (DESTROY_BOTH, True, False, "Delete", None),
+    ],
+    ids=["retained", "retained-efa", "both-destroy-keys"],
+)
+def test_a_kept_file_system_keeps_its_self_rules(patch: dict[str, Any], allow: bool, efa: bool, kept: str,
+                                                 warned: int | None) -> None:
+    """The rules between file servers follow the file system (a kept file system stays reachable from
+    itself); rules to the cluster's group are deleted (they would keep that group in use) and a warning
+    says how many."""
+    import aws_cdk as cdk
+    from aws_cdk.assertions import Annotations, Match
+
+    from fmcluster.stacks.build import ALLOW_DATA_DESTRUCTION, build_app
+    from fmcluster.validation import load_blueprint_text
+
+    app = cdk.App(outdir=tempfile.mkdtemp(prefix="fmcluster-test-"), context={**cdk_context(), ALLOW_DATA_DESTRUCTION: allow})
+    stacks = build_app(app, load_blueprint_text(blueprint_text(patch)).blueprint)
+    tpl = app.synth().get_stack_by_name(stacks.storage.stack_name).template
+    assert rule_policies(tpl) == expected_rules(kept, efa)
+    warnings = [str(w.entry.data) for w in Annotations.from_stack(stacks.storage).find_warning("*", Match.any_value())
+                if "lustreClientRulesDeleted" in str(w.entry.data)]
+    assert [w.startswith(CLIENT_RULES.format(n=warned)) for w in warnings] == ([True] if warned else [])
+
+
 @pytest.mark.parametrize(
     ("patch", "allow", "policy", "auto_delete", "warnings"),
     [
