@@ -54,6 +54,10 @@ def run_command(script: str) -> str:
     return f'bash -c "$(echo {encoded} | base64 -d)" {SCRIPT} <reservation> <end>'
 
 
+#: Seconds the preload's Run Command may run past the window's start (its last progress report and exit).
+PRELOAD_TIMEOUT_MARGIN_S = 900
+
+
 def preload_command(script: str) -> str:
     """The one shell command the head node runs for a window's preload (the script from base64, as
     :func:`run_command`)."""
@@ -167,10 +171,13 @@ class WindowPreloadSchedules(Construct):
                 schedule_expression_timezone="UTC",
                 flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(mode="OFF"),
                 target=scheduler.CfnSchedule.TargetProperty(
-                    arn="arn:aws:scheduler:::aws-sdk:ssm:sendCommand", role_arn=self.role.role_arn,
+                    arn=f"arn:{stack.partition}:scheduler:::aws-sdk:ssm:sendCommand", role_arn=self.role.role_arn,
                     input=stack.to_json_string({
                         "DocumentName": "AWS-RunShellScript", "InstanceIds": [instance_id],
-                        "Parameters": {"commands": [preload_command(scripts[w.group])]},
+                        # AWS-RunShellScript stops a command at executionTimeout, 3600 s by default (the document's
+                        # parameters); the preload polls until the window starts: lead time plus a margin.
+                        "Parameters": {"commands": [preload_command(scripts[w.group])],
+                                       "executionTimeout": [str((w.lead_s or 0) + PRELOAD_TIMEOUT_MARGIN_S)]},
                         "Comment": f"fmcluster {cluster_name} preload {w.group}"[:100],
                     }),
                 ),

@@ -309,10 +309,14 @@ class ClusterObservability(Construct):
             return
         stack = Stack.of(self)
         events_principal = iam.ServicePrincipal("events.amazonaws.com")
+        # No aws:SourceAccount/aws:SourceArn condition on the key statement: the SNS developer guide ("Enabling
+        # compatibility between event sources from AWS services and encrypted topics",
+        # https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html) says those conditions in a KMS key policy
+        # are not supported for EventBridge publishing to an encrypted topic (the publish then fails: the rule's
+        # FailedInvocations; awslabs/landing-zone-accelerator-on-aws#407). The topic policy keeps aws:SourceArn.
         self.alert_key.add_to_resource_policy(iam.PolicyStatement(
             sid="AllowTheWindowRuleToUseTheAlertTopicKey", principals=[events_principal],
             actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"],
-            conditions={"StringEquals": {"aws:SourceAccount": stack.account}},
         ))
         self.alert_topic.add_to_resource_policy(iam.PolicyStatement(
             sid="AllowTheWindowRuleToPublish", principals=[events_principal],

@@ -172,7 +172,9 @@ class EksControlPlane(Construct):
 @dataclass(frozen=True)
 class MetricsWorkspace:
     """The AMP workspace the observability add-on writes to (the ``<name>-observability`` stack's, tokens):
-    ``arn`` and ``prometheus_endpoint`` (``https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>/``).
+    ``arn`` and ``prometheus_endpoint`` (``https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>``, without
+    the trailing ``/`` of the workspace's ``PrometheusEndpoint`` attribute: AWS's sample strips it before handing it to
+    the add-on, aws-samples/awsome-distributed-training ``.../modules/observability/main.tf`` ``trimsuffix``).
 
     No Grafana workspace is handed to the add-on (its ``amgWorkspace`` setting): that needs the workspace ARN, which
     ``AWS::Grafana::Workspace`` does not return, and what the add-on then does in it is not documented at hand."""
@@ -303,6 +305,9 @@ class EksWorkloadAddons(Construct):
         addon.pod_identity_associations = [eks.CfnAddon.PodIdentityAssociationProperty(
             role_arn=role.role_arn, service_account=identity.service_account)]
         self.roles[addon.addon_name] = role
+        # The add-on starts its collector as soon as it exists: it waits for the role's inline policy (remote write,
+        # logs), not only for the role's ARN, or its first writes are refused.
+        addon.node.add_dependency(role)
         return role
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Stack
+from aws_cdk import Fn, Stack
 
 from fmcluster.orchestrators.hyperpod_eks.addons import EksWorkloadAddons, MetricsWorkspace
 from fmcluster.orchestrators.hyperpod_eks.plan import as_eks_plan
@@ -25,7 +25,10 @@ def metrics_workspace(observability: Any) -> MetricsWorkspace | None:
     ws = getattr(observability, "workspace", None)
     if ws is None:
         return None
-    return MetricsWorkspace(arn=ws.attr_arn, prometheus_endpoint=ws.attr_prometheus_endpoint)
+    # The endpoint without the attribute's trailing "/" (MetricsWorkspace): built from the workspace id.
+    endpoint = Fn.join("", ["https://aps-workspaces.", Stack.of(ws).region, ".", Stack.of(ws).url_suffix,
+                            "/workspaces/", ws.attr_workspace_id])
+    return MetricsWorkspace(arn=ws.attr_arn, prometheus_endpoint=endpoint)
 
 
 def build_late_stack(ctx: Any) -> Stack | None:

@@ -203,6 +203,41 @@ def test_a_gate_that_could_not_run_holds_its_nodes(sim: SlurmSim) -> None:
     assert drain_calls(sim) == [] and (sim.root / "state/blocked-gpu").read_text().strip() == "could-not-run"
 
 
+def test_a_submission_that_fails_holds_nothing_resumes_nothing_and_is_retried(sim: SlurmSim) -> None:
+    """slurmctld away for one pass: the gate reservation is deleted, no node is held or resumed, and the next pass
+    submits the gate (deploy review: a failed sbatch used to hold the whole group until someone ran release)."""
+    sim.set_controller_down(True)
+    sim.watch()
+    assert sim.jobs == [] and sim.reservations == {}
+    assert not (sim.root / "state/blocked-gpu").exists()
+    sim.set_controller_down(False)
+    sim.watch()
+    assert len(sim.jobs) == 1 and "fmcluster-gate-gpu" in sim.reservations
+
+
+def test_a_gate_job_queued_too_long_is_cancelled_and_its_reservation_deleted(sim: SlurmSim) -> None:
+    """A gate job that never starts (a node of it went DOWN) does not keep its reservation's nodes from jobs: after
+    FMC_GATE_PENDING_MAX_S it is cancelled and its reservation deleted; the same pass gates the idle nodes anew."""
+    sim.watch()
+    [job] = sim.jobs
+    assert job["state"] == "PENDING" and "fmcluster-gate-gpu" in sim.reservations
+    sim.watch(FMC_GATE_PENDING_MAX_S="3600")  # still within the limit: waits
+    assert sim.jobs[0]["state"] == "PENDING" and "fmcluster-gate-gpu" in sim.reservations
+    sim.watch(FMC_GATE_PENDING_MAX_S="0")
+    assert ["scancel", job["id"]] in sim.calls and sim.jobs[0]["state"] == "CANCELLED"
+    assert ["delete-reservation", "fmcluster-gate-gpu"] in sim.calls
+    new = (sim.root / "state/pending-gpu").read_text().split("\t")[0]
+    assert new != job["id"] and [j["state"] for j in sim.jobs] == ["CANCELLED", "PENDING"]
+
+
+def test_the_gate_reservation_ends_by_itself_and_a_hold_lasts_until_release(sim: SlurmSim) -> None:
+    sim.watch()
+    sim.run_jobs(could_not_run=True)
+    sim.watch()
+    durations = {c[1]: c[3] for c in sim.calls if c[0] == "create-reservation"}
+    assert durations == {"fmcluster-gate-gpu": "180", "fmcluster-gate-hold-gpu": "infinite"}
+
+
 def test_a_resumed_node_is_tested_again(sim: SlurmSim) -> None:
     accept_all(sim)
     node = FOUR[1]

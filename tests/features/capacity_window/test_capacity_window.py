@@ -135,6 +135,24 @@ def test_the_end_script_drains_signals_and_requeues(tmp_path: Path, jobs: dict[s
         assert f"job {no_requeue}: could not be requeued" in res.stdout
 
 
+def test_a_job_that_stops_early_is_requeued_at_once_not_after_the_grace(tmp_path: Path) -> None:
+    """slurmctld forgets a finished job after MinJobAge (300 s by default): a job that checkpointed and stopped is
+    requeued as soon as it stops, while another job still runs out the grace (deploy review)."""
+    procs = {job: _reaped(subprocess.Popen(["bash", "-c", JOB[kind]])) for job, kind in (("7", "stops"),
+                                                                                          ("8", "ignores"))}
+    try:
+        res, log = _window_end(tmp_path, ["cr-0123456789abcdef0", "2026-12-05T11:30:00Z"], {
+            "STUB_JOBS": ",".join(f"{job}={p.pid}" for job, p in procs.items()), "FMC_WINDOW_GRACE_S": "3"})
+    finally:
+        for p in procs.values():
+            p.kill()
+            p.wait()
+    assert res.returncode == 0, res.stdout + res.stderr
+    out = res.stdout
+    assert out.index("job 7: requeued") < out.index("waited 3 s of 3 s") < out.index("job 8: requeued")
+    assert _lines(log, "scontrol")[1:] == ["scontrol requeue 7", "scontrol requeue 8"]
+
+
 def test_the_end_script_refuses_a_reservation_it_does_not_know(tmp_path: Path) -> None:
     res, log = _window_end(tmp_path, ["cr-00000000000000000", "2026-12-05T11:30:00Z"], {"STUB_JOBS": "7=0"})
     assert res.returncode == 2
@@ -357,7 +375,8 @@ def test_the_cluster_stack_schedules_the_preload_on_the_head_node() -> None:
     assert (props["Name"], props["ScheduleExpression"], props["ScheduleExpressionTimezone"]) == (
         "fmcluster-h200-cb-preload-0", "at(2026-12-14T10:30:00)", "UTC")
     assert props["FlexibleTimeWindow"] == {"Mode": "OFF"}
-    assert props["Target"]["Arn"] == "arn:aws:scheduler:::aws-sdk:ssm:sendCommand"
+    assert props["Target"]["Arn"] == {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
+                                                         ":scheduler:::aws-sdk:ssm:sendCommand"]]}
     text = json.dumps(props["Target"]["Input"])
     script = _rendered(WITH_ALERTS)["capacity-window"]["fmcluster-window-preload-h200"]
     assert "AWS-RunShellScript" in text and base64.b64encode(script.encode()).decode() in text

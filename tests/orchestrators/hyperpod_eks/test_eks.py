@@ -241,9 +241,12 @@ def test_addons_before_and_after_the_worker_groups() -> None:
     names = [r["Properties"]["AddonName"] for r in after.values()]
     assert names == ["coredns", "amazon-sagemaker-hyperpod-training-operator",
                      "amazon-sagemaker-hyperpod-taskgovernance", "amazon-sagemaker-hyperpod-observability"]
-    # one at a time, in that order
+    # one at a time, in that order (an add-on with a Pod Identity role also waits for the role and its policy)
     ids = list(after)
-    assert [after[i].get("DependsOn") for i in ids[1:]] == [[i] for i in ids[:-1]]
+    assert all(prev in (after[i].get("DependsOn") or []) for prev, i in zip(ids, ids[1:], strict=False))
+    assert all(set(after[i].get("DependsOn") or []) - {prev} <= {d for d in after[i].get("DependsOn") or []
+                                                                if "role" in d.lower()}
+               for prev, i in zip(ids, ids[1:], strict=False))
     assert all(r["Properties"]["ClusterName"] == "hp-eks" for r in after.values())
     versions = {r["Properties"]["AddonName"]: r["Properties"].get("AddonVersion") for r in after.values()}
     assert versions["amazon-sagemaker-hyperpod-taskgovernance"] == "v1.6.0-eksbuild.1"
@@ -310,15 +313,20 @@ def test_addons_get_their_pod_identity_roles(addon: str, identity: cat.PodIdenti
 
 def test_observability_addon_writes_to_the_observability_workspace() -> None:
     a = _addon("amazon-sagemaker-hyperpod-observability")
-    # ConfigurationValues is a JSON string joined with the workspace's exported attributes
+    # ConfigurationValues is a JSON string joined with the workspace's exported attributes (its id and ARN) and the
+    # URL suffix: the endpoint is https://aps-workspaces.<region>.<url suffix>/workspaces/<id>, no trailing "/"
     parts = a["Properties"]["ConfigurationValues"]["Fn::Join"][1]
-    imports = [p["Fn::ImportValue"] for p in parts if isinstance(p, dict)]
+    imports = [p["Fn::ImportValue"] for p in parts if isinstance(p, dict) and "Fn::ImportValue" in p]
     assert len(imports) == 2 and all(i.startswith("hp-eks-observability:") for i in imports)
-    assert "PrometheusEndpoint" in imports[0]
-    assert "PrometheusEndpoint" not in imports[1] and "Arn" in imports[1]
-    text = "".join(p if isinstance(p, str) else "X" for p in parts)
+    assert "WorkspaceId" in imports[0]
+    assert "WorkspaceId" not in imports[1] and "Arn" in imports[1]
+    refs = [p["Ref"] for p in parts if isinstance(p, dict) and "Ref" in p]
+    assert refs == ["AWS::URLSuffix"]  # the stack's Region is the blueprint's (us-east-1)
+    text = "".join(p if isinstance(p, str) else ("<" + (p.get("Ref") or "import") + ">") for p in parts)
     config = json.loads(text)
-    assert config["ampWorkspace"] == {"prometheusEndpoint": "X", "arn": "X"}
+    assert config["ampWorkspace"] == {
+        "prometheusEndpoint": "https://aps-workspaces.us-east-1.<AWS::URLSuffix>/workspaces/<import>",
+        "arn": "<import>"}
     assert config["metricsProvider"] == {
         k: {"level": v, "scrapeInterval": 30}
         for k, v in {**cat.OBSERVABILITY_METRIC_LEVELS, "taskGovernanceMetrics": "BASIC"}.items()}

@@ -1665,6 +1665,11 @@ TEXTFILE_DIR="${FMC_TEXTFILE_DIR:-/var/lib/node_exporter/textfile}"
 MAX_REPEAT="${FMC_GATE_MAX_REPEAT:-2}"
 MAX_DRAIN_FRACTION="${FMC_MAX_DRAIN_FRACTION:-0.5}"
 WINDOW_S="${FMC_GATE_WINDOW_S:-86400}"
+# A gate job still queued this long (a node of it went DOWN, a user job holds one) is cancelled and its reservation
+# deleted, so that the reservation never keeps nodes from jobs for good; the nodes are tried again on a later pass.
+PENDING_MAX_S="${FMC_GATE_PENDING_MAX_S:-3600}"
+# The gate reservation ends by itself after this many minutes (the hold reservation lasts until `release`).
+GATE_RESERVATION_MIN="${FMC_GATE_RESERVATION_MIN:-180}"
 # times as scontrol prints them without SLURM_TIME_FORMAT (ISO 8601, "standard"): comparable as text
 export SLURM_TIME_FORMAT=standard
 
@@ -1702,12 +1707,12 @@ held() { grep -qxF "$2" "${STATE}/hold-$1" 2>/dev/null; }
 accepted_boot() { cat "${STATE}/accepted/$1" 2>/dev/null; }
 forget() { rm -f "${STATE}/accepted/$1"; }
 
-reservation() {  # reservation NAME NODES...: create it, or set its nodes when it exists
-  local name=$1; shift
+reservation() {  # reservation NAME DURATION NODES...: create it (DURATION: minutes or infinite), or set its nodes
+  local name=$1 duration=$2; shift 2
   if scontrol show reservation "${name}" >/dev/null 2>&1; then
     scontrol update ReservationName="${name}" Nodes="$(join "$@")"
   else
-    scontrol create reservation ReservationName="${name}" StartTime=now Duration=infinite Users=root \
+    scontrol create reservation ReservationName="${name}" StartTime=now Duration="${duration}" Users=root \
       Flags=MAINT,IGNORE_JOBS Nodes="$(join "$@")"
   fi
 }
@@ -1718,7 +1723,7 @@ hold() {  # hold GROUP CAUSE NODES...: keep NODES out of service without a drain
   for node in "$@"; do held "${group}" "${node}" || echo "${node}" >>"${STATE}/hold-${group}"; done
   echo "${cause}" >"${STATE}/blocked-${group}"
   mapfile -t all <"${STATE}/hold-${group}"
-  reservation "fmcluster-gate-hold-${group}" "${all[@]}" || log "${group}: could not reserve held nodes $(join "${all[@]}")"
+  reservation "fmcluster-gate-hold-${group}" infinite "${all[@]}" || log "${group}: could not reserve held nodes $(join "${all[@]}")"
   log "${group}: BLOCKED (${cause}); held without a drain: $(join "$@"); fix the cause, then: fmcluster-gate-watch release ${group}"
 }
 
@@ -1730,14 +1735,19 @@ drains_in_window() {  # drains_in_window GROUP [NODE]: drains recorded within WI
 
 # ---- 1. read back a finished gate job ----------------------------------------------------------------------------
 finish() {  # finish GROUP: 0 when no gate job of GROUP is still queued
-  local group=$1 job nodes tested node boot run queued
+  local group=$1 job nodes tested submitted node boot run queued
   local -a tested_nodes=() undrained=() job_nodes=()
   [[ -s ${STATE}/pending-${group} ]] || return 0
-  IFS=$'\t' read -r job nodes tested <"${STATE}/pending-${group}"
-  if [[ ${job} != none ]]; then
-    # the queue's unfinished jobs (squeue.1 --states); a failing squeue (controller away) means: look again later
-    queued="$(squeue -h -t PENDING,RUNNING,CONFIGURING,COMPLETING,SUSPENDED,REQUEUED -o %i 2>/dev/null)" || return 1
-    grep -qxF "${job}" <<<"${queued}" && return 1
+  IFS=$'\t' read -r job nodes tested submitted <"${STATE}/pending-${group}"
+  # the queue's unfinished jobs (squeue.1 --states); a failing squeue (controller away) means: look again later
+  queued="$(squeue -h -t PENDING,RUNNING,CONFIGURING,COMPLETING,SUSPENDED,REQUEUED -o %i 2>/dev/null)" || return 1
+  if grep -qxF "${job}" <<<"${queued}"; then
+    (( $(date +%s) - ${submitted:-0} < PENDING_MAX_S )) && return 1
+    log "${group}: gate job ${job} still queued after ${PENDING_MAX_S} s: cancelled, its nodes are tried again later"
+    scancel "${job}" 2>/dev/null
+    scontrol delete ReservationName="fmcluster-gate-${group}" >/dev/null 2>&1
+    rm -f "${STATE}/pending-${group}"
+    return 0
   fi
   run="${OUT_ROOT}/${job}"
   declare -A boot_of=()
@@ -1835,17 +1845,24 @@ tick_group() {
     echo "${blocked}" >"${STATE}/blocked-${group}"
     log "${group}: ${blocked}: the gate reports and holds, it drains nothing"
   fi
-  reservation "fmcluster-gate-${group}" "${test[@]}" || { log "${group}: could not create the gate reservation"; return; }
+  reservation "fmcluster-gate-${group}" "${GATE_RESERVATION_MIN}" "${test[@]}" \
+    || { log "${group}: could not create the gate reservation"; return; }
+  local job
+  # Submitted before any node is resumed: the job waits in the reservation for them, and a submission that fails
+  # resumes nothing (a replacement is never put back in service untested); the next pass tries again.
+  if ! job="$(sbatch --parsable --reservation="fmcluster-gate-${group}" --nodelist="$(join "${test[@]}")" \
+      --nodes="$(count "${test[@]}")" --output="${OUT_ROOT}/fmcluster-acceptance-%j.out" \
+      --export="ALL,FMC_ACCEPTANCE_DIR=${OUT_ROOT},FMC_DRAIN=${drain}" "${GATE_DIR}/fmcluster-acceptance-${group}.sbatch")"; then
+    log "${group}: could not submit the gate job: tried again on the next pass"
+    scontrol delete ReservationName="fmcluster-gate-${group}" >/dev/null 2>&1
+    return 0
+  fi
+  job="${job%%;*}"
+  printf '%s\t%s\t%s\t%s\n' "${job}" "$(join "${test[@]}")" "$(join "${candidates[@]}")" "$(date +%s)" \
+    >"${STATE}/pending-${group}"
   for name in "${resume[@]}"; do
     scontrol update NodeName="${name}" State=RESUME && log "${group}: resumed ${name} inside the gate reservation"
   done
-  local job
-  job="$(sbatch --parsable --reservation="fmcluster-gate-${group}" --nodelist="$(join "${test[@]}")" \
-    --nodes="$(count "${test[@]}")" --output="${OUT_ROOT}/fmcluster-acceptance-%j.out" \
-    --export="ALL,FMC_ACCEPTANCE_DIR=${OUT_ROOT},FMC_DRAIN=${drain}" "${GATE_DIR}/fmcluster-acceptance-${group}.sbatch")" \
-    || job=none
-  job="${job%%;*}"
-  printf '%s\t%s\t%s\n' "${job}" "$(join "${test[@]}")" "$(join "${candidates[@]}")" >"${STATE}/pending-${group}"
   rm -f "${STATE}/request-${group}"
   log "${group}: gate job ${job} on $(join "${test[@]}") (FMC_DRAIN=${drain})"
 }
