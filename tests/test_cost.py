@@ -20,7 +20,7 @@ from fmcluster.cli import app
 from fmcluster.resolved import resolve
 from fmcluster.review.cost import CostEstimate, cost_delta, estimate, money
 from fmcluster.review.diff import DiffReport, render_markdown, render_text
-from fmcluster.review.plan import build_plan, render_json
+from fmcluster.review.plan import build_plan
 from fmcluster.review.plan import render_markdown as plan_markdown
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import DROP, blueprint_text, example, group, to_yaml
@@ -155,7 +155,7 @@ def test_every_price_is_dated_and_sourced_or_explicitly_unknown() -> None:
 def test_plan_json_and_markdown_carry_cost_and_the_table_date() -> None:
     rc = resolve(load_blueprint_text(blueprint_text(FULLY_PRICED)).blueprint)
     plan = build_plan(rc, {})
-    doc = json.loads(render_json(plan))
+    doc = json.loads(json.dumps(plan.as_dict()))  # the envelope's result of plan --json
     assert doc["cost"]["table_date"] == prices.table_date()
     assert doc["cost"]["groups"] == {"gpu": pytest.approx(4 * P5)}
     assert doc["cost"]["total_usd_per_hour"] == pytest.approx(estimate(rc).total_usd_per_hour)
