@@ -119,7 +119,11 @@ def test_nodes_powering_up_are_waited_for(sim: SlurmSim) -> None:
     assert sorted(sim.jobs[0]["nodes"]) == FOUR
 
 
-def test_parallelcluster_replacement_in_drain_is_tested_and_resumed(sim: SlurmSim) -> None:
+@pytest.mark.parametrize("reason", [None, "Static node maintenance: unhealthy node is being replaced"],
+                         ids=["reason-kept", "reason-rewritten-by-clustermgtd"])
+def test_parallelcluster_replacement_in_drain_is_tested_and_resumed(sim: SlurmSim, reason: str | None) -> None:
+    """Whether clustermgtd keeps the gate's reason or writes its own, the watcher knows the name it drained (its own
+    record of the drained boot) and tests the new instance (deploy review)."""
     accept_all(sim)
     bad = FOUR[2]
     sim.watch("request", "gpu")
@@ -128,7 +132,7 @@ def test_parallelcluster_replacement_in_drain_is_tested_and_resumed(sim: SlurmSi
     assert sim.node(bad)["reason"].startswith(OWN) and not sim.in_service(bad)
     sim.watch()
     assert len(sim.jobs) == 2, "a drained node that was not replaced yet is not tested again"
-    sim.clustermgtd_replace(bad)  # a new instance; the Slurm record keeps DRAIN and the gate's reason
+    sim.clustermgtd_replace(bad, reason)  # a new instance; the Slurm record keeps DRAIN
     assert "DRAIN" in sim.node(bad)["flags"]
     sim.watch()
     job = sim.jobs[-1]

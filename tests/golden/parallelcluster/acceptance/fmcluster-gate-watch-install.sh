@@ -1743,6 +1743,10 @@ hold() {  # hold GROUP CAUSE NODES...: keep NODES out of service without a drain
   log "${group}: BLOCKED (${cause}); held without a drain: $(join "$@"); fix the cause, then: fmcluster-gate-watch release ${group}"
 }
 
+drained_boot() {  # drained_boot GROUP NODE: the BootTime of NODE when the gate last drained it, or nothing
+  awk -F '\t' -v g="$1" -v n="$2" '$2 == g && $3 == n {b = $4} END {print b}' "${STATE}/drains.tsv" 2>/dev/null
+}
+
 drains_in_window() {  # drains_in_window GROUP [NODE]: drains recorded within WINDOW_S
   local now; now="$(date +%s)"
   awk -F '\t' -v g="$1" -v n="${2:-}" -v since="$((now - WINDOW_S))" \
@@ -1783,7 +1787,8 @@ finish() {  # finish GROUP: 0 when no gate job of GROUP is still queued
       log "${group}: ${node} passed (gate job ${job}): in service"
     done
     while IFS= read -r node; do
-      printf '%s\t%s\t%s\n' "$(date +%s)" "${group}" "${node}" >>"${STATE}/drains.tsv"
+      # the boot the gate drained: a later BootTime of that name is a new instance (drained_boot)
+      printf '%s\t%s\t%s\t%s\n' "$(date +%s)" "${group}" "${node}" "${boot_of[${node}]:-}" >>"${STATE}/drains.tsv"
       forget "${node}"
       log "${group}: gate job ${job} drained ${node}"
     done < <(grep -v '^$' "${run}/drained.txt" 2>/dev/null)
@@ -1815,7 +1820,7 @@ blocked_reason() {  # the reason GROUP's gates must not drain, or nothing
 }
 
 tick_group() {
-  local group=$1 name state boot reason rtime size=0 blocked drain=1 coming=0
+  local group=$1 name state boot reason rtime gate_boot size=0 blocked drain=1 coming=0
   local -a test=() resume=() partners=() candidates=()
   finish "${group}" || { log "${group}: gate job $(cut -f 1 "${STATE}/pending-${group}") still queued"; return; }
   local requested=0
@@ -1830,9 +1835,16 @@ tick_group() {
       forget "${name}"
       continue
     fi
-    if [[ +${state}+ == *+DRAIN+* && ${reason} == "${OWN_REASON}"* && ${RESUME_OWN} == 1 ]]; then
+    # A name the gate drained: by the gate's reason, or by the watcher's own record when the orchestrator rewrote the
+    # reason while replacing the instance (clustermgtd sets "Static node maintenance: unhealthy node is being
+    # replaced", aws-parallelcluster-node clustermgtd.py _handle_unhealthy_static_nodes). A BootTime other than the
+    # drained one (or after the gate's drain) is a new instance behind the name: tested, and resumed when it passes.
+    gate_boot="$(drained_boot "${group}" "${name}")"
+    if [[ +${state}+ == *+DRAIN+* && ${RESUME_OWN} == 1 ]] \
+        && { [[ ${reason} == "${OWN_REASON}"* ]] || [[ -n ${gate_boot} ]]; }; then
       forget "${name}"
-      if is_idle "${state}" && [[ ${boot} > ${rtime} ]]; then
+      if is_idle "${state}" && { [[ -n ${gate_boot} && ${boot} != "${gate_boot}" ]] \
+          || [[ ${reason} == "${OWN_REASON}"* && ${boot} > ${rtime} ]]; }; then
         test+=("${name}") resume+=("${name}")   # a new instance behind a name the gate drained
       fi
       continue
