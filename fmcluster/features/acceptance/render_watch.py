@@ -38,7 +38,18 @@ WATCH_INSTALLER_FILE = "fmcluster-gate-watch-install.sh"
 
 def watch_path(rc: ResolvedCluster) -> str:
     """The watcher's path on its node: ``<node_dir>/bin/fmcluster-gate-watch``."""
-    return f"{rc.node_dir}/bin/fmcluster-gate-watch"
+    return watch_path_in(rc.node_dir)
+
+
+def watch_path_in(node_dir: str) -> str:
+    """The watcher's path under ``node_dir`` (``ResolvedCluster.node_dir``)."""
+    return f"{node_dir}/bin/fmcluster-gate-watch"
+
+
+def request_command(node_dir: str, group: str) -> str:
+    """The command (run as root on the watcher's node) that gates every idle node of ``group`` on the watcher's next
+    pass: what a Capacity Block's start runs (docs/acceptance.md "The watcher")."""
+    return f"{watch_path_in(node_dir)} request {group}"
 
 
 def gated_groups(rc: ResolvedCluster) -> list[str]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Sequence
-from datetime import UTC
+from datetime import UTC, datetime
 
 from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_budgets as budgets
@@ -148,40 +148,103 @@ class WindowPreloadSchedules(Construct):
     def __init__(self, scope: Construct, id: str, *, windows: Sequence[Window], scripts: dict[str, str],
                  instance_id: str, cluster_name: str) -> None:
         super().__init__(scope, id)
-        stack = Stack.of(self)
         due = [w for w in windows if w.preload_starts_at is not None and w.group in scripts]
         self.schedules: dict[str, scheduler.CfnSchedule] = {}
         self.role: iam.Role | None = None
         if not due:
             return
-        document_arn = stack.format_arn(service="ssm", account="", resource="document",
-                                        resource_name="AWS-RunShellScript")
-        instance_arn = stack.format_arn(service="ec2", resource="instance", resource_name=instance_id)
-        self.role = iam.Role(self, "SchedulerRole", assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"),
-                             description=f"fmcluster {cluster_name}: EventBridge Scheduler starts the window preload")
-        self.role.add_to_policy(iam.PolicyStatement(actions=["ssm:SendCommand"], resources=[document_arn, instance_arn]))
+        self.role = send_command_role(self, instance_id,
+                                      f"fmcluster {cluster_name}: EventBridge Scheduler starts the window preload")
         for w in due:
-            name = preload_schedule_name(cluster_name, w.index)  # at most 53 of Scheduler's 64 characters
             when = w.preload_starts_at
             assert when is not None
-            self.schedules[w.group] = scheduler.CfnSchedule(
-                self, w.group, name=name, state="ENABLED",
+            self.schedules[w.group] = send_command_schedule(
+                self, w.group, role=self.role, instance_id=instance_id, when=when,
+                name=preload_schedule_name(cluster_name, w.index),  # at most 53 of Scheduler's 64 characters
                 description=f"fmcluster {cluster_name}: preload {w.preload_gib} GiB before window {w.group} starts",
-                schedule_expression=f"at({when.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S')})",
-                schedule_expression_timezone="UTC",
-                flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(mode="OFF"),
-                target=scheduler.CfnSchedule.TargetProperty(
-                    arn=f"arn:{stack.partition}:scheduler:::aws-sdk:ssm:sendCommand", role_arn=self.role.role_arn,
-                    input=stack.to_json_string({
-                        "DocumentName": "AWS-RunShellScript", "InstanceIds": [instance_id],
-                        # AWS-RunShellScript stops a command at executionTimeout, 3600 s by default (the document's
-                        # parameters); the preload polls until the window starts: lead time plus a margin.
-                        "Parameters": {"commands": [preload_command(scripts[w.group])],
-                                       "executionTimeout": [str((w.lead_s or 0) + PRELOAD_TIMEOUT_MARGIN_S)]},
-                        "Comment": f"fmcluster {cluster_name} preload {w.group}"[:100],
-                    }),
-                ),
-            )
+                # AWS-RunShellScript stops a command at executionTimeout, 3600 s by default (the document's
+                # parameters); the preload polls until the window starts: lead time plus a margin.
+                command=preload_command(scripts[w.group]), timeout_s=(w.lead_s or 0) + PRELOAD_TIMEOUT_MARGIN_S,
+                comment=f"fmcluster {cluster_name} preload {w.group}")
+
+
+class WindowStartGate(Construct):
+    """One ``AWS::Scheduler::Schedule`` per window with a start time: at ``starts_at`` it runs ``commands[group]`` on
+    the head node through SSM ``SendCommand`` (as :class:`WindowPreloadSchedules`): the acceptance gate watcher's
+    ``request <group>``, so that the window's nodes are gated on the watcher's next pass (docs/capacity.md "The
+    capacity window"). Jobs already queued for the window may still start on a node before that pass (up to the
+    watcher's 60 s); submit them with ``--begin`` after the start to leave the gate the first minutes.
+
+    Args:
+        windows: the cluster's windows; those without ``starts_at`` or a command get no schedule.
+        commands: group -> the command to run at that window's start.
+        instance_id: the head node's EC2 instance id (a token).
+        cluster_name: the blueprint name.
+
+    Attributes: ``schedules`` (group -> ``CfnSchedule``), ``role`` (or ``None`` without a schedule).
+    """
+
+    def __init__(self, scope: Construct, id: str, *, windows: Sequence[Window], commands: dict[str, str],
+                 instance_id: str, cluster_name: str) -> None:
+        super().__init__(scope, id)
+        due = [w for w in windows if w.starts_at is not None and w.group in commands]
+        self.schedules: dict[str, scheduler.CfnSchedule] = {}
+        self.role: iam.Role | None = None
+        if not due:
+            return
+        self.role = send_command_role(self, instance_id,
+                                      f"fmcluster {cluster_name}: EventBridge Scheduler gates a window's nodes at its start")
+        for w in due:
+            assert w.starts_at is not None
+            self.schedules[w.group] = send_command_schedule(
+                self, w.group, role=self.role, instance_id=instance_id, when=w.starts_at,
+                name=start_schedule_name(cluster_name, w.index),
+                description=f"fmcluster {cluster_name}: gate the nodes of window {w.group} at its start",
+                command=commands[w.group], timeout_s=START_COMMAND_TIMEOUT_S,
+                comment=f"fmcluster {cluster_name} window start {w.group}")
+
+
+#: Seconds the start's Run Command may run (it only writes the watcher's request and returns).
+START_COMMAND_TIMEOUT_S = 300
+
+
+def start_schedule_name(cluster_name: str, index: int) -> str:
+    """``fmcluster-<name>-start-<n>``: the schedule of ``compute[n]``'s window start (at most 51 characters)."""
+    return f"fmcluster-{cluster_name}-start-{index}"
+
+
+def send_command_role(scope: Construct, instance_id: str, description: str) -> iam.Role:
+    """A role EventBridge Scheduler assumes to run ``AWS-RunShellScript`` on the instance ``instance_id`` only."""
+    stack = Stack.of(scope)
+    document_arn = stack.format_arn(service="ssm", account="", resource="document", resource_name="AWS-RunShellScript")
+    instance_arn = stack.format_arn(service="ec2", resource="instance", resource_name=instance_id)
+    role = iam.Role(scope, "SchedulerRole", assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"),
+                    description=description)
+    role.add_to_policy(iam.PolicyStatement(actions=["ssm:SendCommand"], resources=[document_arn, instance_arn]))
+    return role
+
+
+def send_command_schedule(scope: Construct, id: str, *, role: iam.Role, instance_id: str, when: datetime, name: str,
+                          description: str, command: str, timeout_s: int, comment: str) -> scheduler.CfnSchedule:
+    """A one-time schedule at ``when`` (``at()`` in UTC, flexible window off) whose universal target calls SSM
+    ``SendCommand`` with ``AWS-RunShellScript`` running ``command`` on ``instance_id`` for at most ``timeout_s``
+    (https://docs.aws.amazon.com/scheduler/latest/UserGuide/schedule-types.html "One-time schedules";
+    https://docs.aws.amazon.com/scheduler/latest/UserGuide/managing-targets-universal.html)."""
+    stack = Stack.of(scope)
+    return scheduler.CfnSchedule(
+        scope, id, name=name, state="ENABLED", description=description,
+        schedule_expression=f"at({when.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S')})",
+        schedule_expression_timezone="UTC",
+        flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(mode="OFF"),
+        target=scheduler.CfnSchedule.TargetProperty(
+            arn=f"arn:{stack.partition}:scheduler:::aws-sdk:ssm:sendCommand", role_arn=role.role_arn,
+            input=stack.to_json_string({
+                "DocumentName": "AWS-RunShellScript", "InstanceIds": [instance_id],
+                "Parameters": {"commands": [command], "executionTimeout": [str(timeout_s)]},
+                "Comment": comment[:100],
+            }),
+        ),
+    )
 
 
 def rule_arn(stack: Stack, cluster_name: str) -> str:

@@ -1,3 +1,3 @@
 """AWS ParallelCluster: profile, rules, construct, stack wiring and outputs, ClusterConfiguration review."""
 
-USES = ("accounting", "capacity_window", "cluster", "node", "observability", "slurm", "storage", "topology")
+USES = ("acceptance", "accounting", "capacity_window", "cluster", "node", "observability", "slurm", "storage", "topology")

@@ -247,10 +247,11 @@ def test_the_cluster_stack_has_the_window_end_rule_with_head_node_and_alert_targ
     assert encoded is not None
     assert base64.b64decode(encoded.group(1)).decode() == _rendered(WITH_ALERTS)["capacity-window"]["fmcluster-window-end"]
     assert "<reservation> ends at <end>" in json.loads(alert["InputTransformer"]["InputTemplate"])
-    # two roles may send commands (the rule's and the preload schedule's), each only AWS-RunShellScript to the head node
+    # three roles may send commands (the rule's, the preload schedule's and the start schedule's), each only
+    # AWS-RunShellScript to the head node
     senders = [p["Properties"]["PolicyDocument"]["Statement"] for p in _of_type(templates["h200-cb-cluster"], "AWS::IAM::Policy")
                if any(st["Action"] == "ssm:SendCommand" for st in p["Properties"]["PolicyDocument"]["Statement"])]
-    assert len(senders) == 2
+    assert len(senders) == 3
     for statements in senders:
         [stmt] = statements
         resources = json.dumps(stmt["Resource"])
@@ -370,10 +371,9 @@ def test_the_plan_shows_the_window() -> None:
 @pytest.mark.synth
 def test_the_cluster_stack_schedules_the_preload_on_the_head_node() -> None:
     _, templates = _templates(WITH_ALERTS)
-    [schedule] = _of_type(templates["h200-cb-cluster"], "AWS::Scheduler::Schedule")
-    props = schedule["Properties"]
-    assert (props["Name"], props["ScheduleExpression"], props["ScheduleExpressionTimezone"]) == (
-        "fmcluster-h200-cb-preload-0", "at(2026-12-14T10:30:00)", "UTC")
+    schedules = {r["Properties"]["Name"]: r for r in _of_type(templates["h200-cb-cluster"], "AWS::Scheduler::Schedule")}
+    props = schedules["fmcluster-h200-cb-preload-0"]["Properties"]
+    assert (props["ScheduleExpression"], props["ScheduleExpressionTimezone"]) == ("at(2026-12-14T10:30:00)", "UTC")
     assert props["FlexibleTimeWindow"] == {"Mode": "OFF"}
     assert props["Target"]["Arn"] == {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
                                                          ":scheduler:::aws-sdk:ssm:sendCommand"]]}
@@ -381,6 +381,24 @@ def test_the_cluster_stack_schedules_the_preload_on_the_head_node() -> None:
     script = _rendered(WITH_ALERTS)["capacity-window"]["fmcluster-window-preload-h200"]
     assert "AWS-RunShellScript" in text and base64.b64encode(script.encode()).decode() in text
     assert "headNode.instanceId" in text
+
+
+@pytest.mark.synth
+def test_the_window_start_asks_the_gate_watcher_to_gate_the_windows_nodes() -> None:
+    """At starts_at a schedule runs the watcher's request for the window's group on the head node (issue 29: the gate
+    at the start); the watcher's request path itself runs against stub Slurm in test_gate_watch.py."""
+    _, templates = _templates(WITH_ALERTS)
+    schedules = {r["Properties"]["Name"]: r for r in _of_type(templates["h200-cb-cluster"], "AWS::Scheduler::Schedule")}
+    assert sorted(schedules) == ["fmcluster-h200-cb-preload-0", "fmcluster-h200-cb-start-0"]
+    props = schedules["fmcluster-h200-cb-start-0"]["Properties"]
+    assert props["ScheduleExpression"] == "at(2026-12-14T11:30:00)"  # the window's starts_at, in UTC
+    parts = props["Target"]["Input"]["Fn::Join"][1]
+    assert "headNode.instanceId" in json.dumps([p for p in parts if not isinstance(p, str)])
+    sent = json.loads("".join(p if isinstance(p, str) else "<head node>" for p in parts))
+    assert sent == {"DocumentName": "AWS-RunShellScript", "InstanceIds": ["<head node>"],
+                    "Parameters": {"commands": ["/opt/fmcluster/bin/fmcluster-gate-watch request h200"],
+                                   "executionTimeout": ["300"]},
+                    "Comment": "fmcluster h200-cb window start h200"}
 
 
 # ---- the budget guard ---------------------------------------------------------------------------------------------
