@@ -100,7 +100,11 @@ class WindowEndAutomation(Construct):
         document_arn = stack.format_arn(service="ssm", account="", resource="document",
                                         resource_name="AWS-RunShellScript")
         instance_arn = stack.format_arn(service="ec2", resource="instance", resource_name=instance_id)
-        self.role = iam.Role(self, "RunCommandRole", assumed_by=iam.ServicePrincipal("events.amazonaws.com"),
+        # Only this rule may assume the role (confused-deputy guard: aws:SourceArn on the trust,
+        # https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-use-identity-based.html)
+        trusted = iam.ServicePrincipal("events.amazonaws.com",
+                                       conditions={"ArnEquals": {"aws:SourceArn": rule_arn(stack, cluster_name)}})
+        self.role = iam.Role(self, "RunCommandRole", assumed_by=trusted,
                              description=f"fmcluster {cluster_name}: EventBridge sends the window-end command to the head node")
         self.role.add_to_policy(iam.PolicyStatement(actions=["ssm:SendCommand"], resources=[document_arn, instance_arn]))
         template = json.dumps({"commands": [run_command(script)]})

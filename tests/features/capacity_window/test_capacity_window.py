@@ -260,6 +260,16 @@ def test_the_cluster_stack_has_the_window_end_rule_with_head_node_and_alert_targ
 
 
 @pytest.mark.synth
+def test_only_the_window_rule_may_assume_its_run_command_role() -> None:
+    _, templates = _templates(WITH_ALERTS)
+    trusts = [st for r in _of_type(templates["h200-cb-cluster"], "AWS::IAM::Role")
+              for st in r["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+              if st["Principal"] == {"Service": "events.amazonaws.com"}]
+    [trust] = trusts
+    assert "rule/fmcluster-h200-cb-window-end" in json.dumps(trust["Condition"]["ArnEquals"]["aws:SourceArn"])
+
+
+@pytest.mark.synth
 def test_the_alert_topic_lets_only_the_window_rule_publish() -> None:
     _, templates = _templates(WITH_ALERTS)
     [topic_policy] = _of_type(templates["h200-cb-observability"], "AWS::SNS::TopicPolicy")
