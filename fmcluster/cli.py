@@ -65,6 +65,31 @@ def _not_blank(option: str) -> Any:
     return check
 
 
+def _blueprint_path(value: Path) -> None:
+    """Refuse (typer.BadParameter: exit 2, could not run) a blueprint argument that is blank (which would read the
+    current folder), missing or a folder: nothing was read, so nothing is judged."""
+    if not str(value).strip():
+        raise typer.BadParameter(f"the blueprint path is blank, got {str(value)!r}; allowed a blueprint YAML file")
+    if not value.exists():
+        raise typer.BadParameter(f"no such file, got {str(value)!r}; allowed a blueprint YAML file")
+    if value.is_dir():
+        blank = " (an empty argument reads as the current folder)" if str(value) == "." else ""
+        raise typer.BadParameter(f"a folder, got {str(value)!r}{blank}; allowed a blueprint YAML file")
+
+
+def _blueprint_file(value: Path) -> Path:
+    """Typer callback of a FILE argument: :func:`_blueprint_path`."""
+    _blueprint_path(value)
+    return value
+
+
+def _blueprint_files(values: list[Path]) -> list[Path]:
+    """Typer callback of a FILE... argument: :func:`_blueprint_path` for each."""
+    for value in values:
+        _blueprint_path(value)
+    return values
+
+
 @app.callback()
 def _root(
     show_version: Annotated[bool, typer.Option(
@@ -107,7 +132,7 @@ JSON_ALIAS_HELP = "Same as --format json."
 
 @app.command()
 def validate(
-    files: Annotated[list[Path], typer.Argument(help="Blueprint YAML files.")],
+    files: Annotated[list[Path], typer.Argument(help="Blueprint YAML files.", callback=_blueprint_files)],
     as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
 ) -> None:
     """Check blueprints: exit 0 when all are valid, 1 with every problem listed otherwise."""
@@ -137,7 +162,7 @@ MAX_CHECKPOINT_GIB = 10_000_000
 
 @app.command()
 def plan(
-    file: Annotated[Path, typer.Argument(help="Blueprint YAML file.")],
+    file: Annotated[Path, typer.Argument(help="Blueprint YAML file.", callback=_blueprint_file)],
     format: Annotated[OutputFormat, typer.Option("--format", "-f", help=FORMAT_HELP)] = OutputFormat.text,
     as_json: Annotated[bool, typer.Option("--json", help=JSON_ALIAS_HELP)] = False,
     cdk_out: Annotated[Path | None, typer.Option(help=(
@@ -205,7 +230,7 @@ def schema(
 
 @app.command()
 def render(
-    file: Annotated[Path, typer.Argument(help="Blueprint YAML file.")],
+    file: Annotated[Path, typer.Argument(help="Blueprint YAML file.", callback=_blueprint_file)],
     out: Annotated[str, typer.Option("--out", "-o", callback=_not_blank("--out"), help=(
         "Folder to write DIR/<group>/<file> into: a new or empty folder, or one fmcluster render wrote before "
         "(its earlier files are replaced)."))],
@@ -362,7 +387,7 @@ def _refresh_prices(price_file: Path | None, profile: str | None) -> None:
 
 @app.command()
 def preflight(
-    file: Annotated[Path, typer.Argument(help="Blueprint YAML file.")],
+    file: Annotated[Path, typer.Argument(help="Blueprint YAML file.", callback=_blueprint_file)],
     region: Annotated[
         str | None, typer.Option(help="AWS Region; must match the blueprint's. Default: the blueprint's.")
     ] = None,
@@ -460,7 +485,8 @@ def acceptance(
     raise typer.Exit(verdict.exit_code)
 @app.command()
 def grafana(
-    file: Annotated[Path, typer.Argument(help="Blueprint YAML file (metrics: managed, deployed).")],
+    file: Annotated[Path, typer.Argument(help="Blueprint YAML file (metrics: managed, deployed).",
+                                         callback=_blueprint_file)],
     profile: Annotated[
         str | None, typer.Option(help="AWS profile. Default: the standard credential chain.")
     ] = None,
@@ -526,7 +552,7 @@ app.add_typer(image_app, name="image")
 
 @image_app.command("lookup")
 def image_lookup(
-    file: Annotated[Path, typer.Argument(help="Blueprint YAML file.")],
+    file: Annotated[Path, typer.Argument(help="Blueprint YAML file.", callback=_blueprint_file)],
     profile: Annotated[
         str | None, typer.Option(help="AWS profile. Default: the standard credential chain.")
     ] = None,

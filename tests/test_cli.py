@@ -119,9 +119,35 @@ def test_validate_three_mistakes_prints_three_path_qualified_errors(tmp_path: Pa
         "availability_zone", "compute[0].instance_type", "storage.lustre.storage_capacity_gib"]
 
 
-def test_validate_missing_file_is_a_problem_not_a_crash() -> None:
-    res = run("validate", "does-not-exist.yaml")
-    assert res.exit_code == 1 and "cannot read the file" in res.output
+@pytest.mark.parametrize(("command", "argument", "says"), [
+    (["validate"], "does-not-exist.yaml", "no such file, got 'does-not-exist.yaml'"),
+    (["validate"], "blueprints", "a folder, got 'blueprints'"),
+    (["plan"], "", "(an empty argument reads as the current folder)"),
+    (["render", "--out", "/tmp/fmcluster-never-written"], "nope.yaml", "no such file, got 'nope.yaml'"),
+    (["preflight"], "does-not-exist.yaml", "no such file"),
+    (["image", "lookup"], "does-not-exist.yaml", "no such file"),
+])
+def test_a_blueprint_argument_that_cannot_be_read_is_could_not_run(command: list[str], argument: str, says: str) -> None:
+    """Missing, a folder or blank: nothing was read, so exit 2 (could not run), for every command, never 1."""
+    res = run(*command, argument) if command[0] != "render" else run("render", argument, *command[1:])
+    assert res.exit_code == 2, res.output
+    assert says in _flat(res.output), res.output
+    assert "Traceback" not in res.output
+
+
+def _flat(text: str) -> str:
+    """``text`` without rich's box drawing and line wrapping."""
+    import re
+
+    return " ".join(re.sub(r"[│╭╮╰╯─]", " ", text).split())
+
+
+def test_a_file_that_is_not_utf8_says_so(tmp_path: Path) -> None:
+    bad = tmp_path / "latin1.yaml"
+    bad.write_bytes("name: caf\xe9\n".encode("latin-1"))
+    res = run("validate", str(bad))
+    assert res.exit_code == 1
+    assert "not UTF-8 text, got byte 0xe9 at byte offset 9; allowed a UTF-8 file" in _flat(res.output)
 
 
 # ---- preflight summary line: counted nouns are pluralised ------------------------------------------

@@ -43,8 +43,12 @@ def load_blueprint_with_warnings(path: str | Path, *, org: str | Path | None = N
     file = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise BlueprintError(file, [Problem("", f"cannot read the file ({e.__class__.__name__}: {e})")]) from None
+    except UnicodeDecodeError as e:
+        raise BlueprintError(file, [Problem("", (
+            f"not UTF-8 text, got byte 0x{e.object[e.start]:02x} at byte offset {e.start}; allowed a UTF-8 file "
+            "(YAML 1.2 is UTF-8: save the file as UTF-8)"))]) from None
+    except OSError as e:
+        raise BlueprintError(file, [Problem("", f"cannot read the file ({e.strerror or e.__class__.__name__})")]) from None
     return load_blueprint_text(text, file=file, org=org)
 
 
