@@ -155,3 +155,18 @@ def test_duplicate_keys_are_errors_with_both_lines() -> None:
 ])
 def test_messages_speak_yaml_not_python(patch: dict, path: str, message: str) -> None:
     assert (path, message) in [(p, m) for p, m, _ in problems(blueprint_text(patch))]
+
+
+@pytest.mark.parametrize(("written", "got"), [
+    ("2026-12-14T11:30:00", "got 2026-12-14T11:30:00;"),  # a time without a zone
+    ("2026-12-16", "got 2026-12-16;"),  # a date alone
+])
+def test_a_date_without_its_time_zone_is_quoted_as_written(written: str, got: str) -> None:
+    """YAML reads a timestamp into a Python date or datetime: the message quotes the text, never datetime.datetime(...)."""
+    text = blueprint_text({"compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "capacity": {
+        "type": "capacity_block", "reservation_id": "cr-0123456789abcdef0", "starts_at": "@WHEN@"}}]})
+    with pytest.raises(BlueprintError) as e:
+        load_blueprint_text(text.replace("'@WHEN@'", written).replace("@WHEN@", written))
+    [problem] = [p for p in e.value.problems if p.path == "compute[0].capacity.starts_at"]
+    assert got in problem.message and "datetime" not in problem.message
+    assert "with its time zone" in problem.message

@@ -12,6 +12,7 @@ import difflib
 import types
 import typing
 from dataclasses import dataclass, field
+from datetime import date, time
 from pathlib import Path
 from typing import Any, cast
 
@@ -248,6 +249,8 @@ def _show(value: Any) -> str:
         return "a mapping"
     if isinstance(value, list):
         return "a list" if value else "an empty list"
+    if isinstance(value, (date, time)):
+        return value.isoformat()
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -303,6 +306,9 @@ def _written(loc: tuple[Any, ...], value: Any, written: dict[tuple[Any, ...], ya
 
 def _got(loc: tuple[Any, ...], value: Any, written: dict[tuple[Any, ...], yaml.ScalarNode]) -> str:
     """The value for a message, as the user wrote it (:class:`_Written`) or shown (:func:`_show`)."""
+    node = written.get(loc)
+    if node is not None and node.tag == "tag:yaml.org,2002:timestamp":
+        return node.value  # a date or time as written, not Python's datetime(...)
     w = _written(loc, value, written)
     return w.got() if w is not None else _show(value)
 
