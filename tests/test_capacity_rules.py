@@ -731,3 +731,19 @@ def test_az_id_prefix_matches_every_zone_moto_knows() -> None:
     zones = [(region, z.zone_id) for region, zs in RegionsAndZonesBackend.zones.items() for z in zs]
     assert len(zones) > 100
     assert [(r, z) for r, z in zones if z.rsplit("-az", 1)[0] != az_id_prefix(r)] == []
+
+
+@pytest.mark.parametrize(("starts", "ends", "path"), [
+    ("2024-01-01T11:30:00Z", "2024-01-03T11:30:00Z", "compute[0].capacity.ends_at"),  # over
+    ("2026-04-20T11:30:00Z", "2026-05-20T11:30:00Z", "compute[0].capacity.starts_at"),  # started (suite date 2026-05-01)
+])
+def test_a_capacity_block_in_the_past_warns(starts: str, ends: str, path: str) -> None:
+    """R-CAP-11 against the suite's evaluation date (FMCLUSTER_SUPPORT_DATE, tests/conftest.py): a window that is
+    over or has started gets a warning naming the field; one still ahead gets none."""
+    cap = {"type": "capacity_block", "reservation_id": CR, "starts_at": starts, "ends_at": ends}
+    errors, warnings = load({"compute": [group(capacity=cap)]})
+    assert errors == []
+    [(got_path, message, _)] = [w for w in warnings if w[2] == "R-CAP-11"]
+    assert got_path == path and "in the past (today is 2026-05-01)" in message
+    ahead = {**cap, "starts_at": "2026-06-01T11:30:00Z", "ends_at": "2026-06-03T11:30:00Z"}
+    assert [w for w in load({"compute": [group(capacity=ahead)]})[1] if w[2] == "R-CAP-11"] == []

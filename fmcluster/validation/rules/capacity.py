@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import UTC
 
 from fmcluster.blueprint.model import Blueprint, ComputeGroup
 from fmcluster.catalog import get_instance
 from fmcluster.catalog.images import bakeable_stacks
 from fmcluster.catalog.regions import recorded_zone_ids
 from fmcluster.catalog.software import get_stack
+from fmcluster.catalog.support import evaluation_date
 from fmcluster.resolved import ResolvedCluster
 from fmcluster.validation.rules import Violation, rule
 
@@ -267,6 +269,32 @@ def window_not_automated(rc: ResolvedCluster) -> Iterator[Violation]:
                 "(run capacity-window/fmcluster-window-end from fmcluster render on the login node at EC2's warning) "
                 "or orchestrator.kind: parallelcluster, which automates it"
             )
+
+
+@rule("R-CAP-11", level="warning", scope="compute",
+      source="https://docs.aws.amazon.com/scheduler/latest/UserGuide/schedule-types.html (one-time at() schedules: "
+      "fmcluster's preload and start schedules); the evaluation date is today in UTC or FMCLUSTER_SUPPORT_DATE "
+      "(fmcluster/catalog/support.py); whether Scheduler refuses an at() in the past is not verified")
+def window_in_the_past(groups: list[ComputeGroup]) -> Iterator[Violation]:
+    """A Capacity Block whose ``ends_at`` (or ``starts_at``) is before today: the window is over (or has started),
+    so its preload and start-gate schedules would lie in the past and never run; usually a copied or stale date."""
+    try:
+        today = evaluation_date()
+    except ValueError:
+        return  # R-SUP-1 reports a bad FMCLUSTER_SUPPORT_DATE
+    for i, g in enumerate(groups):
+        cap = g.capacity
+        if cap.type != "capacity_block":
+            continue
+        for field in ("ends_at", "starts_at"):
+            when = getattr(cap, field)
+            if when is not None and when.astimezone(UTC).date() < today:
+                yield f"compute[{i}].capacity.{field}", (
+                    f"in the past (today is {today.isoformat()}), got {when.isoformat()}; "
+                    "allowed the dates of a block still ahead (EC2 DescribeCapacityReservations StartDate/EndDate); "
+                    "the preload and start schedules of a past date never run"
+                )
+                break
 
 
 @rule("R-AZ-3",
