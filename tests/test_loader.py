@@ -170,3 +170,12 @@ def test_a_date_without_its_time_zone_is_quoted_as_written(written: str, got: st
     [problem] = [p for p in e.value.problems if p.path == "compute[0].capacity.starts_at"]
     assert got in problem.message and "datetime" not in problem.message
     assert "with its time zone" in problem.message
+
+
+@pytest.mark.parametrize("written", [".inf", "-.inf", ".nan"])
+def test_yaml_infinity_and_nan_are_not_finite_numbers(written: str) -> None:
+    text = blueprint_text({"compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": "@N@"}]})
+    with pytest.raises(BlueprintError) as e:
+        load_blueprint_text(text.replace("'@N@'", written))
+    [problem] = [p for p in e.value.problems if p.path == "compute[0].count"]
+    assert problem.message.startswith(f"must be a finite number, got {written}, which YAML reads as the number")

@@ -394,7 +394,9 @@ def _convert(err: Any, data: Any, lines: dict[tuple[Any, ...], int],
         msg = f"must be a whole number, got the text {value!r}; allowed an integer without quotes, such as 4"
     elif typ in ("int_from_float", "int_parsing", "int_type", "int_parsing_size"):
         msg = f"must be a whole number, got {got}"
-    elif typ in ("float_parsing", "float_type", "finite_number"):
+    elif typ == "finite_number":  # .inf / .nan: YAML's infinity and not-a-number, for whole and decimal fields alike
+        msg = f"must be a finite number, got {got}"
+    elif typ in ("float_parsing", "float_type"):
         msg = f"must be a number, got {got}"
     elif typ in ("bool_parsing", "bool_type"):
         msg = f"must be true or false, got {got}"
