@@ -179,3 +179,23 @@ def test_yaml_infinity_and_nan_are_not_finite_numbers(written: str) -> None:
         load_blueprint_text(text.replace("'@N@'", written))
     [problem] = [p for p in e.value.problems if p.path == "compute[0].count"]
     assert problem.message.startswith(f"must be a finite number, got {written}, which YAML reads as the number")
+
+
+@pytest.mark.parametrize(("key", "read"), [
+    ("on", "the boolean true"), ("no", "the boolean false"), ("1", "the number 1"), ("2.5", "the number 2.5"),
+    ("~", "null"),
+])
+def test_a_key_yaml_reads_as_something_else_is_named_as_written(key: str, read: str) -> None:
+    """tags: {on: x} is the key true for YAML 1.1: the message names the key as written, at its path, and how to quote
+    it (it used to say 'tags[1]: must be text, got a boolean')."""
+    text = blueprint_text({}) + f"tags:\n  team: research\n  {key}: x\n"
+    with pytest.raises(BlueprintError) as e:
+        load_blueprint_text(text)
+    [problem] = e.value.problems
+    assert problem.path == f"tags.{key}"
+    assert problem.message == (f"a key must be text, got {key}, which YAML reads as {read}; "
+                               f"allowed text - quote it: '{key}'")
+
+
+def test_keys_inside_an_extension_block_are_the_users_own() -> None:
+    load_blueprint_text(blueprint_text({}) + "x-notes:\n  1: first\n  on: second\n")

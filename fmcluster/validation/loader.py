@@ -103,7 +103,7 @@ def _parse(text: str, file: str) -> tuple[dict[str, Any], dict[tuple[Any, ...], 
     except BlueprintError as e:
         raise BlueprintError(file, e.problems) from None
     if duplicates:
-        raise BlueprintError(file, duplicates)
+        raise BlueprintError(file, sorted(duplicates, key=lambda p: p.line or 0))
     return data, lines, written
 
 
@@ -134,6 +134,11 @@ def _index(root: yaml.Node | None, out: dict[tuple[Any, ...], int], duplicates: 
             for key_node, value_node in node.value:
                 key = key_node.value
                 line = key_node.start_mark.line + 1
+                kind = _YAML_TYPES.get(key_node.tag) if isinstance(key_node, yaml.ScalarNode) and not key_node.style else None
+                if kind is not None and not (path and str(path[0]).startswith("x-")):
+                    # YAML 1.1 reads a plain key on/yes/no/off as a boolean, 1 or 1.0 as a number: every blueprint key
+                    # is text (x- extension blocks are the user's own and keep theirs)
+                    duplicates.append(Problem(format_path((*path, key or "~")), _key_not_text(key, kind), line=line))
                 if key in keys:
                     duplicates.append(Problem(format_path((*path, key)), f"duplicate key, got {key!r} again (first on line "
                                               f"{keys[key]}); allowed each key once - YAML would silently keep the last value",
@@ -145,6 +150,17 @@ def _index(root: yaml.Node | None, out: dict[tuple[Any, ...], int], duplicates: 
             stack.extend((item, (*path, i)) for i, item in enumerate(node.value))
         elif isinstance(node, yaml.ScalarNode) and written is not None:
             written.setdefault(path, node)
+
+
+def _key_not_text(raw: str, kind: str) -> str:
+    """The message for a mapping key YAML read as a ``kind`` (boolean, number, null) instead of text."""
+    if kind == "null":
+        read = "null"
+    elif kind == "boolean":
+        read = f"the boolean {str(yaml.safe_load(raw)).lower()}"
+    else:
+        read = f"the number {yaml.safe_load(raw)!r}"
+    return f"a key must be text, got {raw or 'an empty key'}, which YAML reads as {read}; allowed text - quote it: '{raw}'"
 
 
 def _line_for(path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> int | None:
