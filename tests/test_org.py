@@ -354,3 +354,12 @@ def test_defaults_per_orchestrator_apply_only_to_the_chosen_one(tmp_path: Path, 
     section, key, value = applied
     assert getattr(getattr(bp.orchestrator, section), key) == value
     assert {k for k in ("parallelcluster", "hyperpod", "pcs") if k in bp.orchestrator.model_fields_set} == {section}
+
+
+def test_bad_org_file_messages_have_no_pydantic_wording(tmp_path: Path) -> None:
+    f = write(tmp_path, blueprint(TAGGED), {"name": "acme", "required_tags": {"team": "(unclosed"}})
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint(f)
+    [problem] = exc.value.problems
+    assert problem.message.startswith("required_tags.team: not a regular expression, got '(unclosed'")
+    assert "Value error" not in problem.message

@@ -220,6 +220,8 @@ def _load_organisation(path: Path) -> Organisation:
                 msg = f"unknown key {loc[-1]!r}; allowed {', '.join(allowed)}{_hint(str(loc[-1]), allowed)}"
             elif err["type"] == "literal_error":
                 msg = f"invalid value, got {err.get('input')!r}; allowed {err['ctx']['expected']}"
+            elif err["type"] == "value_error":  # the model's own words, without pydantic's "Value error, " prefix
+                msg = str(err.get("ctx", {}).get("error", msg))
             problems.append(Problem(format_path(loc), msg))
         raise BlueprintError(str(path), problems) from None
     problems = _check_stacks(org)
