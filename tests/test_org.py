@@ -363,3 +363,13 @@ def test_bad_org_file_messages_have_no_pydantic_wording(tmp_path: Path) -> None:
     [problem] = exc.value.problems
     assert problem.message.startswith("required_tags.team: not a regular expression, got '(unclosed'")
     assert "Value error" not in problem.message
+
+
+def test_an_org_path_that_is_a_folder_says_so(tmp_path: Path) -> None:
+    f = write(tmp_path, blueprint(TAGGED), None)
+    folder = tmp_path / "orgs"
+    folder.mkdir()
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint(f, org=str(folder))
+    [problem] = exc.value.problems
+    assert problem.message.startswith(f"a folder, not an organisation file, got '{folder}'")

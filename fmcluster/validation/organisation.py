@@ -420,7 +420,8 @@ def apply(data: dict[str, Any], file: str, explicit: str | Path | None = None) -
     if org_path is None:
         return data, problems, None
     if not org_path.is_file():
-        raise BlueprintError(str(org_path), [Problem("", f"no such organisation file, got {str(org_path)!r}; allowed a "
+        what = "a folder, not an organisation file" if org_path.is_dir() else "no such organisation file"
+        raise BlueprintError(str(org_path), [Problem("", f"{what}, got {str(org_path)!r}; allowed a "
                                                          f"{ORG_FILE} file, or none")])
     org = load_organisation(org_path)
     merged = merge_under(defaults_for(strip_extensions(org.defaults), data), data)
