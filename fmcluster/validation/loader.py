@@ -97,13 +97,13 @@ def _parse(text: str, file: str) -> tuple[dict[str, Any], dict[tuple[Any, ...], 
         )
     lines: dict[tuple[Any, ...], int] = {}
     written: dict[tuple[Any, ...], yaml.ScalarNode] = {}
-    duplicates: list[Problem] = []
+    key_problems: list[Problem] = []
     try:
-        _index(node, lines, duplicates, written)
+        _index(node, lines, key_problems, written)
     except BlueprintError as e:
         raise BlueprintError(file, e.problems) from None
-    if duplicates:
-        raise BlueprintError(file, sorted(duplicates, key=lambda p: p.line or 0))
+    if key_problems:
+        raise BlueprintError(file, sorted(key_problems, key=lambda p: p.line or 0))
     return data, lines, written
 
 
@@ -112,10 +112,11 @@ MAX_NODES = 20_000
 MAX_DEPTH = 40
 
 
-def _index(root: yaml.Node | None, out: dict[tuple[Any, ...], int], duplicates: list[Problem],
+def _index(root: yaml.Node | None, out: dict[tuple[Any, ...], int], key_problems: list[Problem],
            written: dict[tuple[Any, ...], yaml.ScalarNode] | None = None) -> None:
     """Record the line of every YAML path (and into ``written`` its scalar node, the value as the user wrote it)
-    and find duplicate keys. Iterative, and each node (an alias points at an already seen node) is walked once, so
+    and put into ``key_problems`` every duplicate key and every key YAML reads as a boolean, number or null.
+    Iterative, and each node (an alias points at an already seen node) is walked once, so
     the cost is bounded by the file size."""
     seen: set[int] = set()
     stack: list[tuple[yaml.Node, tuple[Any, ...]]] = [(root, ())] if root is not None else []
@@ -138,9 +139,9 @@ def _index(root: yaml.Node | None, out: dict[tuple[Any, ...], int], duplicates: 
                 if kind is not None and not (path and str(path[0]).startswith("x-")):
                     # YAML 1.1 reads a plain key on/yes/no/off as a boolean, 1 or 1.0 as a number: every blueprint key
                     # is text (x- extension blocks are the user's own and keep theirs)
-                    duplicates.append(Problem(format_path((*path, key or "~")), _key_not_text(key, kind), line=line))
+                    key_problems.append(Problem(format_path((*path, key or "~")), _key_not_text(key, kind), line=line))
                 if key in keys:
-                    duplicates.append(Problem(format_path((*path, key)), f"duplicate key, got {key!r} again (first on line "
+                    key_problems.append(Problem(format_path((*path, key)), f"duplicate key, got {key!r} again (first on line "
                                               f"{keys[key]}); allowed each key once - YAML would silently keep the last value",
                                               line=line))
                 keys.setdefault(key, line)

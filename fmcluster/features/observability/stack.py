@@ -96,6 +96,6 @@ def build_stack(ctx: StackContext) -> ObservabilityStack | None:
         parameter_name=rc.observability_parameter, alert_rules=render_alert_rules(observability_context(rc)),
         vpc=net.vpc, subnet=net.gpu_subnet, security_group=net.efa_security_group,
         window_events=rc.profile.window_automation and any(g.announced_end for g in bp.compute),
-        budget=bp.budget, budget_tag=(BLUEPRINT_TAG, bp.name),
+        budget=bp.budget, budget_tag=(BLUEPRINT_TAG, rc.tags[BLUEPRINT_TAG]),
         description=f"fmcluster {bp.name}: {bp.observability.metrics} metrics (Prometheus, Grafana, alert rules)",
     )
