@@ -7,6 +7,7 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -231,5 +232,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The session guard of tests/rule_fires.py: every registered rule fires on some test blueprint."""
+    """The session guard of tests/rule_fires.py: every registered rule fires on some test blueprint. In the main
+    process (not an xdist worker): one temporary folder for the whole run (``TMPDIR``, inherited by the workers and by
+    every script and CLI the tests start), removed when the run ends, so the thousands of syntheses, boots and
+    ``cdk.out`` folders of a run leave nothing in the system's temporary folder."""
     config.pluginmanager.register(rule_fires.RuleFires(config), "rule_fires")
+    if not hasattr(config, "workerinput"):
+        root = tempfile.mkdtemp(prefix="fmcluster-run-")
+        config.stash[_RUN_TMP] = root
+        os.environ["TMPDIR"] = tempfile.tempdir = root
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    root = config.stash.get(_RUN_TMP, None)
+    if root is not None:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+_RUN_TMP = pytest.StashKey[str]()

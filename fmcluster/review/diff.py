@@ -224,9 +224,9 @@ def synth_blueprint(path: str | Path, context: Mapping[str, Any] | None = None) 
 
     org = (context or {}).get("org")
     bp = load_blueprint(path, org=org if isinstance(org, str) else None)  # -c org=FILE, as for cdk synth (app.py)
-    out = tempfile.mkdtemp(prefix="fmcluster-diff-")
-    synthesize(bp, out, {**CLI_CONTEXT, **project_context(path), **dict(context or {})}, source=str(path))
-    assembly = Assembly.from_dir(out)
+    with tempfile.TemporaryDirectory(prefix="fmcluster-diff-") as out:  # the templates are read into memory
+        synthesize(bp, out, {**CLI_CONTEXT, **project_context(path), **dict(context or {})}, source=str(path))
+        assembly = Assembly.from_dir(out)
     return Assembly(assembly.stacks, bp.region, str(path))
 
 

@@ -7,14 +7,13 @@ pinned versions; the construct only stages them as assets and grants read on the
 from __future__ import annotations
 
 import hashlib
-import tempfile
 from collections.abc import Iterable
-from pathlib import Path
 
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
+from fmcluster.constructs.staging import scratch_dir
 from fmcluster.features.node.construct_mirror import Mirror
 from fmcluster.features.node.render_context import NodeContext
 from fmcluster.features.node.render_scripts import ENTRY_POINT, render_node_scripts
@@ -29,7 +28,7 @@ class ScriptAsset(Construct):
 
     def __init__(self, scope: Construct, id: str, *, text: str, file_name: str) -> None:
         super().__init__(scope, id)
-        staging = Path(tempfile.mkdtemp(prefix="fmcluster-script-")) / file_name
+        staging = scratch_dir("fmcluster-script-") / file_name
         data = text.encode("utf-8")
         staging.write_bytes(data)
         #: SHA-256 (hex) of the uploaded bytes, e.g. for an AWS PCS lifecycle script's ``Checksum``.

@@ -47,7 +47,6 @@ Sources (botocore sagemaker CreateCluster, the AWS::SageMaker::Cluster resource 
 """
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +69,7 @@ from fmcluster.constructs.orchestrator import (
     acknowledge_wildcards,
     start_after_slurm,
 )
+from fmcluster.constructs.staging import scratch_dir
 from fmcluster.features.node.construct_image import NodeImages
 from fmcluster.features.node.render_context import NodeContext
 from fmcluster.features.node.render_scripts import ENTRY_POINT, render_node_scripts
@@ -157,7 +157,7 @@ def on_init_complete_script(*, group: str, role: str, runs_bootstrap: bool, star
 def stage_lifecycle_scripts(scripts: Mapping[str, Mapping[str, str]]) -> Path:
     """A new temporary folder holding ``<group>/<file>`` for every script (``*.sh`` executable): the asset the
     lifecycle bucket deployment uploads."""
-    staging = Path(tempfile.mkdtemp(prefix="fmcluster-lifecycle-"))
+    staging = scratch_dir("fmcluster-lifecycle-")
     for name, files in scripts.items():
         for fname, text in files.items():
             path = staging / name / fname
