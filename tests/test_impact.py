@@ -127,6 +127,8 @@ def _cng(**props: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("new", "updated", "expected"), [
     (_cng(AmiId="ami-2"), {}, ("drained_replaced", ("AmiId",))),
+    (_cng(NodeLifecycleActions={"Stages": {"NodeBootstrapped": [{"ScriptSource": {"ScriptLocation": "s3://b/new.sh"}}]}}),
+     {}, ("drained_replaced", ("NodeLifecycleActions",))),
     (_cng(), {"c/Lt": ("LaunchTemplateData/TagSpecifications",)}, ("drained_replaced", ("CustomLaunchTemplate",))),
     (_cng(), {"c/Lt": ("TagSpecifications",)}, ("untouched", ())),
     (_cng(), {"c/Other": ("LaunchTemplateData/ImageId",)}, ("untouched", ())),
@@ -139,7 +141,7 @@ def _cng(**props: Any) -> dict[str, Any]:
     (_cng(SubnetIds=["subnet-1", "subnet-2"]), {}, ("untouched", ())),
     (_cng(IamInstanceProfileArn="arn:aws:iam::1:instance-profile/x"), {},
      ("unknown", ("IamInstanceProfileArn",))),
-], ids=["ami", "launch-template-data-updated", "launch-template-tags-only", "other-resource-updated", "max-down",
+], ids=["ami", "lifecycle-script", "launch-template-data-updated", "launch-template-tags-only", "other-resource-updated", "max-down",
         "min-down", "up", "subnet", "profile"])
 def test_pcs_node_group_impact(new: dict[str, Any], updated: dict[str, tuple[str, ...]], expected: tuple[str, tuple[str, ...]]) -> None:
     (found,) = pcs.group_impacts(_cng(), new, "us-east-1", "c/Gpu", updated)

@@ -31,8 +31,11 @@ from fmcluster.review.impact import GroupImpact, ImpactKind, worst
 
 UPDATE_DOC = "https://docs.aws.amazon.com/pcs/latest/userguide/working-with_cng_update.html"
 UNKNOWN_WHY = f"not documented: what PCS does to running nodes when this setting changes ({UPDATE_DOC})"
-#: Settings whose change makes PCS replace the group's instances once their jobs end.
-_REPLACES = {"CustomLaunchTemplate", "AmiId"}
+#: Settings whose change makes PCS replace the group's instances once their jobs end. Node lifecycle actions:
+#: "Configuration changes drain and replace existing nodes"
+#: (https://docs.aws.amazon.com/pcs/latest/userguide/cng-node-lifecycle-actions.html); fmcluster's lifecycle scripts
+#: are content-addressed S3 assets, so any change to a rendered script is such a change.
+_REPLACES = {"CustomLaunchTemplate", "AmiId", "NodeLifecycleActions"}
 #: Settings whose change does not reach running nodes.
 _UNTOUCHED = {"SubnetIds", "SpotOptions", "PurchaseOption", "Tags"}
 _REF = re.compile(r"<ref ([^>]+?)(?: \(new\))?>")
