@@ -7,6 +7,7 @@ or a replacement that fails again is held and alerted, never drained in a loop."
 from __future__ import annotations
 
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -260,6 +261,24 @@ def test_busy_nodes_wait_and_request_tests_every_idle_node(sim: SlurmSim) -> Non
     assert r.returncode == 0, r.stderr
     assert sorted(sim.jobs[-1]["nodes"]) == FOUR[:3]
     assert sim.watch("request", "nope").returncode == 2
+
+
+def test_a_request_waits_for_a_running_pass_and_a_tick_skips(sim: SlurmSim) -> None:
+    """A request (the window-start schedule's) arriving while a timer pass holds the lock is carried out when the pass
+    ends, not dropped with exit 0; a second tick during a pass skips (the next one comes in 60 s)."""
+    accept_all(sim)
+    state = sim.root / "state"
+    holder = subprocess.Popen(["flock", str(state / ".lock"), "sleep", "3"])
+    try:
+        time.sleep(0.5)  # the holder has the lock
+        tick = sim.watch()
+        assert tick.returncode == 0 and "another pass is running" in tick.stderr
+        jobs = len(sim.jobs)
+        r = sim.watch("request", "gpu")
+    finally:
+        holder.wait(timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert len(sim.jobs) == jobs + 1 and sorted(sim.jobs[-1]["nodes"]) == FOUR
 
 
 def test_hyperpod_replacement_back_in_service_is_tested(tmp_path: Path) -> None:

@@ -1906,9 +1906,13 @@ known_group() { local g; for g in "${GROUPS_GATED[@]}"; do [[ ${g} == "$1" ]] &&
 main() {
   mkdir -p "${STATE}/accepted" || { log "cannot create ${STATE}"; exit 2; }
   mkdir -p "${OUT_ROOT}" 2>/dev/null || log "cannot create ${OUT_ROOT}: the gate jobs will say so"
-  exec 9>"${STATE}/.lock"
-  flock -n 9 || { log "another pass is running"; exit 0; }
   local cmd=${1:-tick} group
+  exec 9>"${STATE}/.lock"
+  if [[ ${cmd} == tick ]]; then
+    flock -n 9 || { log "another pass is running"; exit 0; }
+  else  # a request (the window-start schedule's) or release waits for a running pass instead of being lost
+    flock -w 300 9 || { log "${cmd}: a pass still holds ${STATE}/.lock after 300 s; try again"; exit 2; }
+  fi
   case ${cmd} in
     request|release)
       group=${2:-}
