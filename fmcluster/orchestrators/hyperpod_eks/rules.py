@@ -195,3 +195,78 @@ def private_endpoint_reachable(rc: ResolvedCluster) -> Iterator[Violation]:
             "public_access_cidrs; allowed your VPN or bastion network (e.g. 10.0.0.0/16 for hosts in the VPC) or an "
             "admin security group"
         )
+
+
+def _served(release: str, kind: str) -> tuple[str, ...]:
+    known = cat.KUEUE_RELEASES.get(release)
+    return known.served.get(kind, ()) if known is not None else ()
+
+
+@rule("R-EKS-11", level="warning", scope="cluster", orchestrators=("hyperpod-eks",),
+      source=f"{cat.TRAINING_OPERATOR_VERSIONS_SOURCE} (training operator: recommended Kueue "
+      f"{' and '.join(cat.TRAINING_OPERATOR_RECOMMENDED_KUEUE)}); {cat.TASK_GOVERNANCE.source} (task governance "
+      f"{cat.TASK_GOVERNANCE.version} packages Kueue {cat.KUEUE_VERSION}, no Kubernetes versions listed); "
+      f"kubernetes-sigs/kueue CRDs at those tags (fmcluster.catalog.eks.KUEUE_RELEASES)")
+def kueue_versions_unconfirmed(rc: ResolvedCluster) -> Iterator[Violation]:
+    """The Kueue the manifests need (``kueue.x-k8s.io`` :data:`~fmcluster.catalog.eks.KUEUE_API_VERSION`) against what
+    AWS documents: the training operator's page recommends a Kueue that does not serve that version, AWS publishes no
+    tested pairing of the operator with the Kueue task governance installs, nor the Kubernetes versions of the pinned
+    task governance add-on; without task governance or with an existing cluster, the Kueue is not fmcluster's."""
+    plan = as_eks_plan(rc.eks)
+    if plan is None:
+        return
+    api = f"{cat.KUEUE_API_GROUP}/{cat.KUEUE_API_VERSION}"
+    need = f"a Kueue that serves {api} (from {cat.KUEUE_FIRST_V1BETA2})"
+    if not plan.creates_cluster or not plan.settings.task_governance:
+        why = ("fmcluster installs no add-on on an existing EKS cluster" if not plan.creates_cluster
+               else "task_governance is off, so fmcluster installs no Kueue")
+        path = "orchestrator.hyperpod.eks_cluster_arn" if not plan.creates_cluster else f"{EKS}.task_governance"
+        yield path, (
+            f"the rendered kueue/ manifests need {need}, and {why}, got no Kueue fmcluster can vouch for; allowed "
+            f"{need} installed before applying them (task governance {cat.TASK_GOVERNANCE.version} installs "
+            f"{cat.KUEUE_VERSION})"
+        )
+        return
+    v = plan.kubernetes_version
+    yield f"{EKS}.task_governance", (
+        f"AWS lists no Kubernetes versions for task governance {cat.TASK_GOVERNANCE.version} (Kueue "
+        f"{cat.KUEUE_VERSION}), so its support of Kubernetes {v} is not confirmed, got {v!r}; allowed {v!r} after "
+        f"`aws eks describe-addon-versions --addon-name {cat.TASK_GOVERNANCE.name} --kubernetes-version {v}` lists "
+        f"{cat.TASK_GOVERNANCE.version}"
+    )
+    if plan.settings.training_operator:
+        recommended = " and ".join(cat.TRAINING_OPERATOR_RECOMMENDED_KUEUE)
+        serves = sorted({ver for r in cat.TRAINING_OPERATOR_RECOMMENDED_KUEUE for ver in _served(r, "ClusterQueue")})
+        yield f"{EKS}.training_operator", (
+            f"the training operator's page recommends Kueue {recommended} (serving {api.split('/')[0]}/"
+            f"{', '.join(serves) or 'unknown versions'}, not {cat.KUEUE_API_VERSION}), while task governance "
+            f"{cat.TASK_GOVERNANCE.version} installs Kueue {cat.KUEUE_VERSION}; AWS documents no test of the operator "
+            f"with it, only task governance >= {cat.TRAINING_OPERATOR_MIN_TASK_GOVERNANCE}, got training_operator "
+            f"with Kueue {cat.KUEUE_VERSION}; allowed training_operator: true after a first PyTorchJob runs, or "
+            "training_operator: false (jobs use the Kubeflow operators of the HyperPod Helm chart)"
+        )
+
+
+@rule("R-EKS-12", level="warning", scope="cluster", orchestrators=("hyperpod-eks",),
+      source=f"{cat.TRAINING_OPERATOR_IDENTITY.source} (a sample that tags the HyperPod cluster SageMaker=true for the "
+      "training operator's managed policy); https://docs.aws.amazon.com/sagemaker/latest/dg/"
+      "security-iam-awsmanpol-AmazonSageMakerHyperPodTrainingOperatorAccess.html (describes the policy without its "
+      "conditions)")
+def training_operator_policy_tag_unverified(rc: ResolvedCluster) -> Iterator[Violation]:
+    """The training operator's role has the AWS managed policy AmazonSageMakerHyperPodTrainingOperatorAccess; two public
+    samples tag the HyperPod cluster ``SageMaker=true`` because, they say, that policy allows its actions only on
+    resources with that tag. The policy text was not found in a primary source, so fmcluster does not add the tag."""
+    plan = as_eks_plan(rc.eks)
+    if plan is None or not plan.creates_cluster or not plan.settings.training_operator:
+        return
+    tags = rc.blueprint.tags
+    if tags.get("SageMaker") == "true":
+        return
+    yield f"{EKS}.training_operator", (
+        f"whether {cat.TRAINING_OPERATOR_IDENTITY.managed_policies[0]} acts only on resources tagged SageMaker=true "
+        "is not verified (two samples tag the HyperPod cluster so), so the operator may be refused "
+        f"sagemaker:DescribeClusterNode on this cluster, got tags {dict(sorted(tags.items()))}; allowed tags: "
+        "{SageMaker: 'true'} on the blueprint (every resource gets it), or check the policy's conditions "
+        f"(aws iam get-policy-version --policy-arn arn:aws:iam::aws:policy/"
+        f"{cat.TRAINING_OPERATOR_IDENTITY.managed_policies[0]} --version-id <default>)"
+    )
