@@ -248,10 +248,10 @@ def kueue_versions_unconfirmed(rc: ResolvedCluster) -> Iterator[Violation]:
 
 
 @rule("R-EKS-12", level="warning", scope="cluster", orchestrators=("hyperpod-eks",),
-      source=f"{cat.TRAINING_OPERATOR_IDENTITY.source} (a sample that tags the HyperPod cluster SageMaker=true for the "
-      "training operator's managed policy); https://docs.aws.amazon.com/sagemaker/latest/dg/"
-      "security-iam-awsmanpol-AmazonSageMakerHyperPodTrainingOperatorAccess.html (describes the policy without its "
-      "conditions)")
+      source="https://docs.aws.amazon.com/sagemaker/latest/dg/"
+      "security-iam-awsmanpol-AmazonSageMakerHyperPodTrainingOperatorAccess.html (the policy allows "
+      "sagemaker:DescribeClusterNode; its JSON and conditions are only in the AWS Managed Policy Reference, not read); "
+      "public samples found in a deploy review tag the HyperPod cluster SageMaker=true for that policy")
 def training_operator_policy_tag_unverified(rc: ResolvedCluster) -> Iterator[Violation]:
     """The training operator's role has the AWS managed policy AmazonSageMakerHyperPodTrainingOperatorAccess; two public
     samples tag the HyperPod cluster ``SageMaker=true`` because, they say, that policy allows its actions only on
