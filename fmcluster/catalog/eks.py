@@ -129,18 +129,23 @@ TRAINING_OPERATOR_IDENTITY = PodIdentity(
 #: (``BASIC``, ``ADVANCED`` or ``DISABLED``). Category names and levels: aws-samples/awsome-distributed-training
 #: ``1.architectures/7.sagemaker-hyperpod-eks/terraform-modules/hyperpod-eks-tf/modules/observability/eks_addon.tf`` and
 #: ``variables.tf`` (NOT VERIFIED against the add-on's configuration schema, ``aws eks describe-addon-configuration``:
-#: R-EKS-9 warns). Network metrics are off by default ("Network metrics: No" enabled by default,
-#: https://docs.aws.amazon.com/sagemaker/latest/dg/hyperpod-observability-cluster-metrics.html); fmcluster turns them on
-#: because its clusters are EFA clusters (that the category holds the EFA counters is not verified either).
+#: R-EKS-9 warns). Network metrics are the EFA exporter's and off by default ("Network metrics | EFA | ... | No |
+#: Elastic Fabric Adapter"; "EFA Exporter runs on EFA-enabled restricted nodes when advanced mode is enabled":
+#: https://docs.aws.amazon.com/sagemaker/latest/dg/hyperpod-observability-cluster-metrics.html); the same sample's
+#: README (``1.architectures/7.sagemaker-hyperpod-eks/terraform-modules/README.md``) lists only ``DISABLED, ADVANCED`` for
+#: the network and task governance levels, no ``BASIC``. fmcluster turns the network category on (its clusters are
+#: EFA clusters) at ``ADVANCED``, the one level both sources name for it; the EFA alert rules'
+#: ``EfaMetricsAbsent`` fires if no EFA series arrives all the same.
 OBSERVABILITY_METRIC_LEVELS = {
     "trainingMetrics": "BASIC",
     "customMetrics": "BASIC",
     "nodeMetrics": "BASIC",
     "acceleratedComputeMetrics": "BASIC",
-    "networkMetrics": "BASIC",
+    "networkMetrics": "ADVANCED",
 }
-#: Task governance metrics, on when the task governance add-on is installed (off by default, same page).
-OBSERVABILITY_TASK_GOVERNANCE_LEVEL = "BASIC"
+#: Task governance metrics, on when the task governance add-on is installed (off by default, same page; levels
+#: ``DISABLED, ADVANCED`` per the sample's README, so ``ADVANCED``).
+OBSERVABILITY_TASK_GOVERNANCE_LEVEL = "ADVANCED"
 
 #: The Kueue version the pinned task governance add-on installs; the rendered Kueue objects and the vendored Kueue CRDs
 #: are of this version.

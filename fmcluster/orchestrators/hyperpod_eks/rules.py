@@ -163,18 +163,21 @@ def self_hosted_metrics_have_no_node(rc: ResolvedCluster) -> Iterator[Violation]
 @rule("R-EKS-9", level="warning", scope="cluster", orchestrators=("hyperpod-eks",),
       source="aws-samples/awsome-distributed-training 1.architectures/7.sagemaker-hyperpod-eks/terraform-modules/"
       "hyperpod-eks-tf/modules/observability/eks_addon.tf (the add-on's configuration keys: a sample, not the add-on's "
-      "configuration schema); https://docs.aws.amazon.com/sagemaker/latest/dg/hyperpod-observability-addon-alerts.html "
-      "(the DCGM series its default alerts read)")
+      "configuration schema); https://docs.aws.amazon.com/sagemaker/latest/dg/hyperpod-observability-cluster-metrics.html "
+      "(the exporters the add-on runs, not the labels or suffixes of their series); "
+      "fmcluster.features.observability.render_addon_rules (what the rules assume)")
 def addon_metrics_unverified(rc: ResolvedCluster) -> Iterator[Violation]:
-    """The observability add-on fmcluster configures: its configuration keys and the labels of its series are not
-    verified, and only the DCGM-only alert rules and the Watchdog are evaluated."""
+    """The observability add-on fmcluster configures: its configuration keys, the label that names the node on its
+    series, the name its EFA counters arrive with and whether the configured network level runs the EFA exporter are
+    not verified; the node check's and the acceptance gate's verdicts are no metric there."""
     plan = as_eks_plan(rc.eks)
     if plan is not None and plan.metrics_scrape_interval_s is not None:
         yield "observability.metrics", (
-            f"the {cat.OBSERVABILITY.name} add-on's configuration keys (ampWorkspace, metricsProvider) and the labels "
-            "of its DCGM series are taken from an AWS sample, not verified; fmcluster evaluates only its DCGM GPU "
-            "alerts and the Watchdog there (no EFA, node-count or Slurm alert), got 'managed'; allowed managed: after "
-            "deploy check the add-on is ACTIVE (aws eks describe-addon) and the Watchdog mail arrives"
+            f"the {cat.OBSERVABILITY.name} add-on's configuration keys (ampWorkspace, metricsProvider), the label that "
+            "names the node on its series and whether its network level runs the EFA exporter are taken from AWS "
+            "samples, not verified; fmcluster evaluates its DCGM GPU, EFA exporter and node exporter alerts there "
+            "(no Slurm, node-check or acceptance alert), got 'managed'; allowed managed: after deploy check the "
+            "add-on is ACTIVE (aws eks describe-addon), the Watchdog mail arrives and EfaMetricsAbsent does not fire"
         )
 
 

@@ -109,10 +109,11 @@ def test_eks_rules(patch: dict[str, Any], expected: list[tuple[str, str, str]]) 
 
 OBS = "observability.metrics"
 ADDON_UNVERIFIED = (
-    OBS, "the amazon-sagemaker-hyperpod-observability add-on's configuration keys (ampWorkspace, metricsProvider) and "
-    "the labels of its DCGM series are taken from an AWS sample, not verified; fmcluster evaluates only its DCGM GPU "
-    "alerts and the Watchdog there (no EFA, node-count or Slurm alert), got 'managed'; allowed managed: after deploy "
-    "check the add-on is ACTIVE (aws eks describe-addon) and the Watchdog mail arrives", "R-EKS-9")
+    OBS, "the amazon-sagemaker-hyperpod-observability add-on's configuration keys (ampWorkspace, metricsProvider), the "
+    "label that names the node on its series and whether its network level runs the EFA exporter are taken from AWS "
+    "samples, not verified; fmcluster evaluates its DCGM GPU, EFA exporter and node exporter alerts there (no Slurm, "
+    "node-check or acceptance alert), got 'managed'; allowed managed: after deploy check the add-on is ACTIVE (aws eks "
+    "describe-addon), the Watchdog mail arrives and EfaMetricsAbsent does not fire", "R-EKS-9")
 
 
 @pytest.mark.parametrize(("patch", "expected"), [
@@ -393,7 +394,10 @@ def test_observability_addon_writes_to_the_observability_workspace() -> None:
         "arn": "<import>"}
     assert config["metricsProvider"] == {
         k: {"level": v, "scrapeInterval": 30}
-        for k, v in {**cat.OBSERVABILITY_METRIC_LEVELS, "taskGovernanceMetrics": "BASIC"}.items()}
+        for k, v in {**cat.OBSERVABILITY_METRIC_LEVELS, "taskGovernanceMetrics": "ADVANCED"}.items()}
+    # the network (EFA exporter) and task governance categories have no BASIC level (sample README; the metrics
+    # page: the EFA exporter runs "when advanced mode is enabled")
+    assert config["metricsProvider"]["networkMetrics"]["level"] == "ADVANCED"
     _, statements = _role(a)
     (write,) = [st for st in statements if st["Action"] == "aps:RemoteWrite"]
     assert write["Resource"] == {"Fn::ImportValue": imports[1]}
