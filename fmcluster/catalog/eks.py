@@ -45,11 +45,12 @@ POD_IDENTITY_AGENT = Addon(
 COREDNS = Addon("coredns", None, True, "https://docs.aws.amazon.com/eks/latest/userguide/managing-coredns.html")
 #: The HyperPod training operator EKS add-on. Its name as the EKS add-on API spells it is taken from the SageMaker
 #: guide's add-on page. The version floats (EKS default for the cluster's Kubernetes version): AWS publishes no version
-#: table for it. What is known of its versions comes from a sample's issue, not a reference: the default version
-#: v1.2.1-eksbuild.1 "(now the default across K8s 1.28-1.35)" does not accept a Pod Identity association inside the
-#: add-on ("Pod Identity feature is not supported for addon version: v1.2.1-eksbuild.1"; awslabs/awsome-distributed-ai
-#: issue #1075, fixed by PR #1076 with a standalone association), so fmcluster creates its association apart
-#: (``AWS::EKS::PodIdentityAssociation``), which works whatever the version declares.
+#: table for it. What is known of its versions comes from a sample's issue, not a reference: version v1.2.1-eksbuild.1
+#: "(now the default across K8s 1.28-1.35)" declares no IAM permissions, so EKS refuses a Pod Identity association
+#: inside the add-on ("Pod Identity feature is not supported for addon version: v1.2.1-eksbuild.1":
+#: awslabs/awsome-distributed-ai issue #1075; the quote on the default and the fix, a standalone association: PR #1076).
+#: fmcluster creates its association apart (``AWS::EKS::PodIdentityAssociation``), which works whatever the version
+#: declares.
 TRAINING_OPERATOR = Addon(
     "amazon-sagemaker-hyperpod-training-operator", None, True,
     "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator-install.html",
