@@ -925,7 +925,10 @@ def _every_deep_health_check() -> list[DeepHealthCheck]:
 #: by docs.amazonaws.cn/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.md).
 HYPERPOD_EKS_KUBERNETES_VERSIONS = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34")
 #: The default: the newest version the HyperPod training operator also supports (1.28-1.33,
-#: https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator.html "Supported versions").
+#: https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator.html "Supported versions"). It is in EKS
+#: extended support since 2026-07-29 (R-SUP-2 warns), as is 1.34 since 2026-12-02
+#: (https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html); no version in standard support is
+#: listed by HyperPod, so the default stays (tests/orchestrators/hyperpod_eks/test_versions.py checks the lists).
 DEFAULT_EKS_KUBERNETES_VERSION: Final = "1.33"
 IAM_ROLE_ARN_PATTERN = r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$"
 K8S_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"

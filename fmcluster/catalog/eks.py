@@ -44,17 +44,37 @@ POD_IDENTITY_AGENT = Addon(
 )
 COREDNS = Addon("coredns", None, True, "https://docs.aws.amazon.com/eks/latest/userguide/managing-coredns.html")
 #: The HyperPod training operator EKS add-on. Its name as the EKS add-on API spells it is taken from the SageMaker
-#: guide's add-on page; the version floats (EKS default) because no version table was found.
+#: guide's add-on page. The version floats (EKS default for the cluster's Kubernetes version): AWS publishes no version
+#: table for it. What is known of its versions comes from a sample's issue, not a reference: version v1.2.1-eksbuild.1
+#: "(now the default across K8s 1.28-1.35)" declares no IAM permissions, so EKS refuses a Pod Identity association
+#: inside the add-on ("Pod Identity feature is not supported for addon version: v1.2.1-eksbuild.1":
+#: awslabs/awsome-distributed-ai issue #1075; the quote on the default and the fix, a standalone association: PR #1076).
+#: fmcluster creates its association apart (``AWS::EKS::PodIdentityAssociation``), which works whatever the version
+#: declares.
 TRAINING_OPERATOR = Addon(
     "amazon-sagemaker-hyperpod-training-operator", None, True,
     "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator-install.html",
 )
+#: The page that lists the training operator's supported Kubernetes versions and recommended Kueue versions.
+TRAINING_OPERATOR_VERSIONS_SOURCE = "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator.html"
+#: "Recommended Kueue version - v.0.12.2 and v.0.12.3" (same page, "Supported versions").
+TRAINING_OPERATOR_RECOMMENDED_KUEUE = ("v0.12.2", "v0.12.3")
+#: "The training operator works only with version v1.3.0-eksbuild.1 or higher" of HyperPod task governance
+#: (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator-troubleshooting.html, "Incompatible HyperPod
+#: task governance version").
+TRAINING_OPERATOR_MIN_TASK_GOVERNANCE = "v1.3.0-eksbuild.1"
+TRAINING_OPERATOR_TROUBLESHOOTING = "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator-troubleshooting.html"
 #: Task governance v1.6.0-eksbuild.1 packages Kueue v0.19.2
 #: (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-operate-console-ui-governance-upgrade.html).
+#: Which Kubernetes versions this add-on version supports is not published there (``aws eks describe-addon-versions``
+#: answers it for an account): R-EKS-11 warns.
 TASK_GOVERNANCE = Addon(
     "amazon-sagemaker-hyperpod-taskgovernance", "v1.6.0-eksbuild.1", True,
     "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-operate-console-ui-governance-upgrade.html",
 )
+#: The Kueue release each task governance add-on version packages (same page: "Version v1.6.0-eksbuild.1 packages
+#: Kueue v0.19.2"). The one home of the pairing: :data:`KUEUE_VERSION` is read from it.
+TASK_GOVERNANCE_KUEUE = {"v1.6.0-eksbuild.1": "v0.19.2"}
 #: The SageMaker HyperPod observability add-on: DCGM, node, Kubernetes and training-operator metrics through an
 #: OpenTelemetry collector that remote-writes to an Amazon Managed Service for Prometheus workspace. Its pods need a node
 #: ("Ensure that you have at least one node in your SageMaker HyperPod cluster before installing":
@@ -110,22 +130,90 @@ TRAINING_OPERATOR_IDENTITY = PodIdentity(
 #: (``BASIC``, ``ADVANCED`` or ``DISABLED``). Category names and levels: aws-samples/awsome-distributed-training
 #: ``1.architectures/7.sagemaker-hyperpod-eks/terraform-modules/hyperpod-eks-tf/modules/observability/eks_addon.tf`` and
 #: ``variables.tf`` (NOT VERIFIED against the add-on's configuration schema, ``aws eks describe-addon-configuration``:
-#: R-EKS-9 warns). Network metrics are off by default ("Network metrics: No" enabled by default,
-#: https://docs.aws.amazon.com/sagemaker/latest/dg/hyperpod-observability-cluster-metrics.html); fmcluster turns them on
-#: because its clusters are EFA clusters (that the category holds the EFA counters is not verified either).
+#: R-EKS-9 warns). Network metrics are the EFA exporter's and off by default ("Network metrics | EFA | ... | No |
+#: Elastic Fabric Adapter"; "EFA Exporter runs on EFA-enabled restricted nodes when advanced mode is enabled":
+#: https://docs.aws.amazon.com/sagemaker/latest/dg/hyperpod-observability-cluster-metrics.html); the same sample's
+#: README (``1.architectures/7.sagemaker-hyperpod-eks/terraform-modules/README.md``) lists only ``DISABLED, ADVANCED`` for
+#: the network and task governance levels, no ``BASIC``. fmcluster turns the network category on (its clusters are
+#: EFA clusters) at ``ADVANCED``, the one level both sources name for it; the EFA alert rules'
+#: ``EfaMetricsAbsent`` fires if no EFA series arrives all the same.
 OBSERVABILITY_METRIC_LEVELS = {
     "trainingMetrics": "BASIC",
     "customMetrics": "BASIC",
     "nodeMetrics": "BASIC",
     "acceleratedComputeMetrics": "BASIC",
-    "networkMetrics": "BASIC",
+    "networkMetrics": "ADVANCED",
 }
-#: Task governance metrics, on when the task governance add-on is installed (off by default, same page).
-OBSERVABILITY_TASK_GOVERNANCE_LEVEL = "BASIC"
+#: Task governance metrics, on when the task governance add-on is installed (off by default, same page; levels
+#: ``DISABLED, ADVANCED`` per the sample's README, so ``ADVANCED``).
+OBSERVABILITY_TASK_GOVERNANCE_LEVEL = "ADVANCED"
 
-#: The Kueue version the pinned task governance add-on installs (same page); the rendered Kueue objects and the
-#: vendored Kueue CRDs are of this version.
-KUEUE_VERSION = "v0.19.2"
+#: The Kueue version the pinned task governance add-on installs; the rendered Kueue objects and the vendored Kueue CRDs
+#: are of this version.
+KUEUE_VERSION = TASK_GOVERNANCE_KUEUE[TASK_GOVERNANCE.version or ""]
+
+#: The Kueue API group and the version of it fmcluster's manifests use (``kueue/*.yaml``), and the version of Kueue's
+#: ``Configuration`` it merges (``config.kueue.x-k8s.io``). Why v1beta2: it is the storage version from Kueue v0.16
+#: (kubernetes-sigs/kueue issue #8018) and the only one served from v0.20 ("make served=false for v1beta1 in 0.20 ...
+#: drop v1beta1 entirely in 0.21": issue #13957, done in PR #14558), so manifests in v1beta2 survive the task governance
+#: upgrades to come; v1beta1 manifests would stop applying at Kueue v0.20. The migration path for objects created in
+#: v1beta1 before: the API server converts stored objects (both versions served up to v0.19), and
+#: ``kubectl get <kind> -o yaml`` reads them back in v1beta2.
+KUEUE_API_GROUP = "kueue.x-k8s.io"
+KUEUE_API_VERSION = "v1beta2"
+KUEUE_CONFIG_API_GROUP = "config.kueue.x-k8s.io"
+KUEUE_CONFIG_API_VERSION = "v1beta2"
+
+
+@dataclass(frozen=True)
+class KueueRelease:
+    """What one Kueue release serves: ``served`` maps each Kueue kind fmcluster renders to the API versions its CRD
+    serves (``spec.versions[].served``), ``config_versions`` the ``Configuration`` API versions its controller decodes;
+    ``source`` names the files read."""
+
+    version: str
+    served: dict[str, tuple[str, ...]]
+    config_versions: tuple[str, ...]
+    source: str
+
+
+def _crds(tag: str) -> str:
+    return (f"kubernetes-sigs/kueue config/components/crd/bases/kueue.x-k8s.io_{{resourceflavors,clusterqueues,"
+            f"localqueues,topologies,workloadpriorityclasses}}.yaml and apis/config/ at tag {tag}")
+
+
+#: Kueue releases by tag, read from their CRDs (``spec.versions[].served``) and ``apis/config/`` directories: the
+#: release task governance installs and the one the training operator's page recommends.
+KUEUE_RELEASES = {
+    "v0.12.3": KueueRelease(
+        "v0.12.3",
+        {"ResourceFlavor": ("v1beta1",), "ClusterQueue": ("v1beta1",), "LocalQueue": ("v1beta1",),
+         "Topology": ("v1alpha1",), "WorkloadPriorityClass": ("v1beta1",)},
+        ("v1beta1",), _crds("v0.12.3")),
+    "v0.19.2": KueueRelease(
+        "v0.19.2",
+        {kind: ("v1beta1", "v1beta2") for kind in
+         ("ResourceFlavor", "ClusterQueue", "LocalQueue", "Topology", "WorkloadPriorityClass")},
+        ("v1beta1", "v1beta2"), _crds("v0.19.2") + " (cmd/kueue/main.go registers config v1beta1 and v1beta2)"),
+}
+
+
+def kueue_serves(release: str, kind: str, api_version: str) -> bool:
+    """True when Kueue ``release`` (a key of :data:`KUEUE_RELEASES`) serves ``api_version`` (``group/version``) for
+    ``kind``: a ``kueue.x-k8s.io`` kind by its CRD, ``Configuration`` of ``config.kueue.x-k8s.io`` by its controller.
+    False for a release, kind or group the table does not hold (not known to serve is not served)."""
+    known = KUEUE_RELEASES.get(release)
+    group, _, version = api_version.partition("/")
+    if known is None:
+        return False
+    if group == KUEUE_CONFIG_API_GROUP and kind == "Configuration":
+        return version in known.config_versions
+    return group == KUEUE_API_GROUP and version in known.served.get(kind, ())
+
+
+#: The first Kueue release that serves v1beta2 ("v1beta2: Expose the v1beta2 API for CRD serving":
+#: kubernetes-sigs/kueue PR #7304, released in v0.15.0; its CRDs at tag v0.15.0 serve v1beta1 and v1beta2).
+KUEUE_FIRST_V1BETA2 = "v0.15.0"
 #: Kueue topology-aware scheduling is beta and on by default from v0.14 (kubernetes-sigs/kueue
 #: site/content/en/docs/concepts/topology_aware_scheduling.md); fmcluster's Topology needs at least this.
 KUEUE_TAS_DEFAULT_ON = (0, 14)

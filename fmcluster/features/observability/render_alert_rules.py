@@ -16,11 +16,10 @@ Facts behind the rules:
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import yaml
 
 from fmcluster.features.observability.render_acceptance import acceptance_alert_rules
+from fmcluster.features.observability.render_addon_rules import addon_alert_groups
 from fmcluster.features.observability.render_alert_types import AlertRule
 from fmcluster.features.observability.render_context import ObservabilityContext
 from fmcluster.features.observability.render_metrics import SLURM_NODE_STATE_GROUPS, efa_metric
@@ -252,7 +251,8 @@ def alert_groups(ctx: ObservabilityContext) -> dict[str, list[AlertRule]]:
         )
     name = ctx.blueprint_name
     if ctx.collector == "eks_addon":
-        return addon_alert_groups(name, gpu)
+        # the HyperPod observability add-on collects: the DCGM-only GPU rules plus the add-on's own series
+        return addon_alert_groups(ctx, [r for r in gpu if reads_only_addon_metrics(r)], watchdog_rules())
     groups = {f"{name}-gpu": gpu, f"{name}-efa": efa, f"{name}-nodes": nodes, f"{name}-pipeline": pipeline_rules(ctx)}
     # fleet acceptance gate (docs/acceptance.md): rules in their own module and group
     groups[f"{name}-acceptance"] = acceptance_alert_rules()
@@ -267,31 +267,10 @@ FMCLUSTER_ONLY_SERIES = ("fmcluster_", "slurm_", "up{")
 
 
 def reads_only_addon_metrics(rule: AlertRule) -> bool:
-    """True when ``rule`` reads none of :data:`FMCLUSTER_ONLY_SERIES` (its expression reads DCGM series only)."""
+    """True when ``rule`` reads none of :data:`FMCLUSTER_ONLY_SERIES` (its expression reads DCGM series only): the GPU
+    rules kept where the HyperPod observability add-on collects (:mod:`.render_addon_rules`; whether the add-on enables
+    the XID count and row-remap fields is NOT VERIFIED: R-EKS-9)."""
     return not any(series in rule.expr for series in FMCLUSTER_ONLY_SERIES)
-
-
-def addon_alert_groups(name: str, gpu: list[AlertRule]) -> dict[str, list[AlertRule]]:
-    """The rules for a cluster whose metrics the HyperPod observability add-on writes (HyperPod EKS): the GPU rules
-    that read DCGM series only (the add-on runs dcgm-exporter: its default alerts read ``DCGM_FI_DEV_GPU_TEMP`` and
-    ``DCGM_FI_DEV_ECC_DBE_VOL_TOTAL``, https://docs.aws.amazon.com/sagemaker/latest/dg/hyperpod-observability-addon-alerts.html;
-    whether it enables the XID count and row-remap fields, and which label names the node, is NOT VERIFIED: R-EKS-9)
-    and the Watchdog, which proves that rules are evaluated and notifications delivered. No ``absent()`` rule: the
-    add-on's job names are not known to fmcluster."""
-    kept = [_on_kubernetes(r) for r in gpu if reads_only_addon_metrics(r)]
-    return {f"{name}-gpu": kept, f"{name}-pipeline": watchdog_rules()}
-
-
-#: Slurm advice in a rule's description -> what to do on Kubernetes instead.
-KUBERNETES_ADVICE = {"Drain the node in Slurm": "Cordon the node (kubectl cordon)"}
-
-
-def _on_kubernetes(rule: AlertRule) -> AlertRule:
-    """``rule`` with its Slurm advice (:data:`KUBERNETES_ADVICE`) worded for Kubernetes."""
-    description = rule.description
-    for slurm, kubernetes in KUBERNETES_ADVICE.items():
-        description = description.replace(slurm, kubernetes)
-    return replace(rule, description=description)
 
 
 def watchdog_rules() -> list[AlertRule]:

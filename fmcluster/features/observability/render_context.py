@@ -43,6 +43,9 @@ class GroupFacts:
     cpu_architecture: str
     #: Nodes the orchestrator keeps running (``ComputeGroup.effective_min_count``; 0: the group can scale to zero).
     min_count: int = 0
+    #: EFA devices the instance type has (the catalog's count), whether or not the group uses them
+    #: (``efa_devices_per_node`` is 0 when EFA is off): what an exporter of the host's devices lists.
+    efa_interfaces_per_node: int = 0
 
     @property
     def gpus_total(self) -> int:
@@ -112,6 +115,7 @@ def group_facts(g: ResolvedGroup) -> GroupFacts:
         network_gbps_per_node=inst.network_gbps,
         cpu_architecture=inst.cpu_architecture,
         min_count=g.spec.effective_min_count,
+        efa_interfaces_per_node=inst.efa_interface_count,
     )
 
 

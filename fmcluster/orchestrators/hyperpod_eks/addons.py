@@ -1,5 +1,6 @@
 """The Amazon EKS cluster of HyperPod EKS orchestration, with L1 resources only (``AWS::EKS::Cluster``,
-``AWS::EKS::AccessEntry``, ``AWS::EKS::Addon``, ``AWS::EC2::Subnet``, ``AWS::EC2::VPCEndpoint``).
+``AWS::EKS::AccessEntry``, ``AWS::EKS::Addon``, ``AWS::EKS::PodIdentityAssociation``, ``AWS::EC2::Subnet``,
+``AWS::EC2::VPCEndpoint``).
 
 Why L1 (docs/decisions.md): CDK's L2 ``aws_eks.Cluster`` creates the cluster through a custom resource backed by Lambda
 functions and a kubectl layer; the L1 resources are CloudFormation's own handlers, need no Lambda in the VPC, and
@@ -265,10 +266,12 @@ def _api_access(scope: Construct, cluster: eks.CfnCluster, cidrs: Sequence[str],
 class EksWorkloadAddons(Construct):
     """The add-ons whose pods need nodes (``plan.addons_after_nodes``), one at a time in that order, each created after
     ``after`` (the HyperPod cluster's stack, so the worker groups have joined), with the Pod Identity associations they
-    need: the training operator's controller (:data:`fmcluster.catalog.eks.TRAINING_OPERATOR_IDENTITY`) and the
-    observability add-on's collector (:data:`fmcluster.catalog.eks.OBSERVABILITY_IDENTITY`, writing to ``workspace``,
-    required when the plan installs that add-on: ValueError otherwise). ``cluster_arn``: the EKS cluster's ARN (the
-    roles' trust condition). Attributes: ``addons`` (name -> CfnAddon), ``roles`` (add-on name -> iam.Role)."""
+    need: the training operator's controller (:data:`fmcluster.catalog.eks.TRAINING_OPERATOR_IDENTITY`, a standalone
+    association created before the add-on) and the observability add-on's collector
+    (:data:`fmcluster.catalog.eks.OBSERVABILITY_IDENTITY`, inside the add-on, writing to ``workspace``, required when
+    the plan installs that add-on: ValueError otherwise). ``cluster_arn``: the EKS cluster's ARN (the roles' trust
+    condition). Attributes: ``addons`` (name -> CfnAddon), ``roles`` (add-on name -> iam.Role), ``associations``
+    (add-on name -> the standalone CfnPodIdentityAssociation)."""
 
     def __init__(
         self, scope: Construct, id: str, *, plan: EksPlan, cluster_name: str, cluster_arn: str,
@@ -277,11 +280,12 @@ class EksWorkloadAddons(Construct):
         super().__init__(scope, id)
         self.addons: dict[str, eks.CfnAddon] = {}
         self.roles: dict[str, iam.Role] = {}
+        self.associations: dict[str, eks.CfnPodIdentityAssociation] = {}
         previous: eks.CfnAddon | None = None
         for a in plan.addons_after_nodes:
             addon = _addon(self, cluster_name, a, tags)
             if a == cat.TRAINING_OPERATOR:
-                self._associate(addon, cat.TRAINING_OPERATOR_IDENTITY, cluster_arn, [])
+                self._associate_apart(addon, cat.TRAINING_OPERATOR_IDENTITY, cluster_name, cluster_arn)
             if a == cat.OBSERVABILITY:
                 if workspace is None:
                     raise ValueError("the observability add-on needs the AMP workspace it writes to")
@@ -296,15 +300,39 @@ class EksWorkloadAddons(Construct):
             previous = addon
             self.addons[a.name] = addon
 
-    def _associate(self, addon: eks.CfnAddon, identity: cat.PodIdentity, cluster_arn: str,
-                   statements: Sequence[iam.PolicyStatement]) -> iam.Role:
+    def _role(self, addon: eks.CfnAddon, identity: cat.PodIdentity, cluster_arn: str,
+              statements: Sequence[iam.PolicyStatement]) -> iam.Role:
         role = _pod_identity_role(
             self, f"{addon.addon_name}-role", identity=identity, cluster_arn=cluster_arn, statements=statements,
             description=f"EKS Pod Identity: {identity.namespace}/{identity.service_account} ({addon.addon_name})",
         )
+        self.roles[addon.addon_name] = role
+        return role
+
+    def _associate_apart(self, addon: eks.CfnAddon, identity: cat.PodIdentity, cluster_name: str,
+                         cluster_arn: str) -> eks.CfnPodIdentityAssociation:
+        """The Pod Identity association of ``identity`` as its own ``AWS::EKS::PodIdentityAssociation``, created before
+        ``addon``: EKS refuses an association inside an add-on whose version does not declare IAM permissions, which
+        the training operator's default version does not (:data:`fmcluster.catalog.eks.TRAINING_OPERATOR`). The
+        association names the service account by namespace and name
+        (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreatePodIdentityAssociation.html); that it may precede
+        the service account the add-on creates is what awslabs/awsome-distributed-ai PR #1076 does (association first,
+        add-on after), NOT VERIFIED against an EKS reference page."""
+        role = self._role(addon, identity, cluster_arn, [])
+        association = eks.CfnPodIdentityAssociation(
+            self, f"{addon.addon_name}-pod-identity", cluster_name=cluster_name, namespace=identity.namespace,
+            service_account=identity.service_account, role_arn=role.role_arn,
+        )
+        association.node.add_dependency(role)
+        addon.node.add_dependency(association)
+        self.associations[addon.addon_name] = association
+        return association
+
+    def _associate(self, addon: eks.CfnAddon, identity: cat.PodIdentity, cluster_arn: str,
+                   statements: Sequence[iam.PolicyStatement]) -> iam.Role:
+        role = self._role(addon, identity, cluster_arn, statements)
         addon.pod_identity_associations = [eks.CfnAddon.PodIdentityAssociationProperty(
             role_arn=role.role_arn, service_account=identity.service_account)]
-        self.roles[addon.addon_name] = role
         # The add-on starts its collector as soon as it exists: it waits for the role's inline policy (remote write,
         # logs), not only for the role's ARN, or its first writes are refused.
         addon.node.add_dependency(role)

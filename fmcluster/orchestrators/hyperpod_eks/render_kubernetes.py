@@ -44,8 +44,10 @@ from fmcluster.orchestrators.hyperpod_eks.plan import EksPlan, as_eks_plan
 from fmcluster.resolved import NODE_DIR, ResolvedCluster, ResolvedGroup
 from fmcluster.templates.render import render
 
-KUEUE_API = "kueue.x-k8s.io/v1beta2"
-KUEUE_CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
+#: The Kueue API versions of the manifests: the catalog's choice (:data:`fmcluster.catalog.eks.KUEUE_API_VERSION`, why
+#: and the migration path there), checked against what the pinned Kueue serves (tests/orchestrators/hyperpod_eks).
+KUEUE_API = f"{cat.KUEUE_API_GROUP}/{cat.KUEUE_API_VERSION}"
+KUEUE_CONFIG_API = f"{cat.KUEUE_CONFIG_API_GROUP}/{cat.KUEUE_CONFIG_API_VERSION}"
 KUEUE_NAMESPACE = "kueue-system"
 TOPOLOGY_NAME = "fmcluster-network"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"

@@ -163,18 +163,21 @@ def self_hosted_metrics_have_no_node(rc: ResolvedCluster) -> Iterator[Violation]
 @rule("R-EKS-9", level="warning", scope="cluster", orchestrators=("hyperpod-eks",),
       source="aws-samples/awsome-distributed-training 1.architectures/7.sagemaker-hyperpod-eks/terraform-modules/"
       "hyperpod-eks-tf/modules/observability/eks_addon.tf (the add-on's configuration keys: a sample, not the add-on's "
-      "configuration schema); https://docs.aws.amazon.com/sagemaker/latest/dg/hyperpod-observability-addon-alerts.html "
-      "(the DCGM series its default alerts read)")
+      "configuration schema); https://docs.aws.amazon.com/sagemaker/latest/dg/hyperpod-observability-cluster-metrics.html "
+      "(the exporters the add-on runs, not the labels or suffixes of their series); "
+      "fmcluster.features.observability.render_addon_rules (what the rules assume)")
 def addon_metrics_unverified(rc: ResolvedCluster) -> Iterator[Violation]:
-    """The observability add-on fmcluster configures: its configuration keys and the labels of its series are not
-    verified, and only the DCGM-only alert rules and the Watchdog are evaluated."""
+    """The observability add-on fmcluster configures: its configuration keys, the label that names the node on its
+    series, the name its EFA counters arrive with and whether the configured network level runs the EFA exporter are
+    not verified; the node check's and the acceptance gate's verdicts are no metric there."""
     plan = as_eks_plan(rc.eks)
     if plan is not None and plan.metrics_scrape_interval_s is not None:
         yield "observability.metrics", (
-            f"the {cat.OBSERVABILITY.name} add-on's configuration keys (ampWorkspace, metricsProvider) and the labels "
-            "of its DCGM series are taken from an AWS sample, not verified; fmcluster evaluates only its DCGM GPU "
-            "alerts and the Watchdog there (no EFA, node-count or Slurm alert), got 'managed'; allowed managed: after "
-            "deploy check the add-on is ACTIVE (aws eks describe-addon) and the Watchdog mail arrives"
+            f"the {cat.OBSERVABILITY.name} add-on's configuration keys (ampWorkspace, metricsProvider), the label that "
+            "names the node on its series and whether its network level runs the EFA exporter are taken from AWS "
+            "samples, not verified; fmcluster evaluates its DCGM GPU, EFA exporter and node exporter alerts there "
+            "(no Slurm, node-check or acceptance alert), got 'managed'; allowed managed: after deploy check the "
+            "add-on is ACTIVE (aws eks describe-addon), the Watchdog mail arrives and EfaMetricsAbsent does not fire"
         )
 
 
@@ -195,3 +198,78 @@ def private_endpoint_reachable(rc: ResolvedCluster) -> Iterator[Violation]:
             "public_access_cidrs; allowed your VPN or bastion network (e.g. 10.0.0.0/16 for hosts in the VPC) or an "
             "admin security group"
         )
+
+
+def _served(release: str, kind: str) -> tuple[str, ...]:
+    known = cat.KUEUE_RELEASES.get(release)
+    return known.served.get(kind, ()) if known is not None else ()
+
+
+@rule("R-EKS-11", level="warning", scope="cluster", orchestrators=("hyperpod-eks",),
+      source=f"{cat.TRAINING_OPERATOR_VERSIONS_SOURCE} (training operator: recommended Kueue "
+      f"{' and '.join(cat.TRAINING_OPERATOR_RECOMMENDED_KUEUE)}); {cat.TASK_GOVERNANCE.source} (task governance "
+      f"{cat.TASK_GOVERNANCE.version} packages Kueue {cat.KUEUE_VERSION}, no Kubernetes versions listed); "
+      f"kubernetes-sigs/kueue CRDs at those tags (fmcluster.catalog.eks.KUEUE_RELEASES)")
+def kueue_versions_unconfirmed(rc: ResolvedCluster) -> Iterator[Violation]:
+    """The Kueue the manifests need (``kueue.x-k8s.io`` :data:`~fmcluster.catalog.eks.KUEUE_API_VERSION`) against what
+    AWS documents: the training operator's page recommends a Kueue that does not serve that version, AWS publishes no
+    tested pairing of the operator with the Kueue task governance installs, nor the Kubernetes versions of the pinned
+    task governance add-on; without task governance or with an existing cluster, the Kueue is not fmcluster's."""
+    plan = as_eks_plan(rc.eks)
+    if plan is None:
+        return
+    api = f"{cat.KUEUE_API_GROUP}/{cat.KUEUE_API_VERSION}"
+    need = f"a Kueue that serves {api} (from {cat.KUEUE_FIRST_V1BETA2})"
+    if not plan.creates_cluster or not plan.settings.task_governance:
+        why = ("fmcluster installs no add-on on an existing EKS cluster" if not plan.creates_cluster
+               else "task_governance is off, so fmcluster installs no Kueue")
+        path = "orchestrator.hyperpod.eks_cluster_arn" if not plan.creates_cluster else f"{EKS}.task_governance"
+        yield path, (
+            f"the rendered kueue/ manifests need {need}, and {why}, got no Kueue fmcluster can vouch for; allowed "
+            f"{need} installed before applying them (task governance {cat.TASK_GOVERNANCE.version} installs "
+            f"{cat.KUEUE_VERSION})"
+        )
+        return
+    v = plan.kubernetes_version
+    yield f"{EKS}.task_governance", (
+        f"AWS lists no Kubernetes versions for task governance {cat.TASK_GOVERNANCE.version} (Kueue "
+        f"{cat.KUEUE_VERSION}), so its support of Kubernetes {v} is not confirmed, got {v!r}; allowed {v!r} after "
+        f"`aws eks describe-addon-versions --addon-name {cat.TASK_GOVERNANCE.name} --kubernetes-version {v}` lists "
+        f"{cat.TASK_GOVERNANCE.version}"
+    )
+    if plan.settings.training_operator:
+        recommended = " and ".join(cat.TRAINING_OPERATOR_RECOMMENDED_KUEUE)
+        serves = sorted({ver for r in cat.TRAINING_OPERATOR_RECOMMENDED_KUEUE for ver in _served(r, "ClusterQueue")})
+        yield f"{EKS}.training_operator", (
+            f"the training operator's page recommends Kueue {recommended} (serving {api.split('/')[0]}/"
+            f"{', '.join(serves) or 'unknown versions'}, not {cat.KUEUE_API_VERSION}), while task governance "
+            f"{cat.TASK_GOVERNANCE.version} installs Kueue {cat.KUEUE_VERSION}; AWS documents no test of the operator "
+            f"with it, only task governance >= {cat.TRAINING_OPERATOR_MIN_TASK_GOVERNANCE}, got training_operator "
+            f"with Kueue {cat.KUEUE_VERSION}; allowed training_operator: true after a first PyTorchJob runs, or "
+            "training_operator: false (jobs use the Kubeflow operators of the HyperPod Helm chart)"
+        )
+
+
+@rule("R-EKS-12", level="warning", scope="cluster", orchestrators=("hyperpod-eks",),
+      source="https://docs.aws.amazon.com/sagemaker/latest/dg/"
+      "security-iam-awsmanpol-AmazonSageMakerHyperPodTrainingOperatorAccess.html (the policy allows "
+      "sagemaker:DescribeClusterNode; its JSON and conditions are only in the AWS Managed Policy Reference, not read); "
+      "public samples found in a deploy review tag the HyperPod cluster SageMaker=true for that policy")
+def training_operator_policy_tag_unverified(rc: ResolvedCluster) -> Iterator[Violation]:
+    """The training operator's role has the AWS managed policy AmazonSageMakerHyperPodTrainingOperatorAccess; two public
+    samples tag the HyperPod cluster ``SageMaker=true`` because, they say, that policy allows its actions only on
+    resources with that tag. The policy text was not found in a primary source, so fmcluster does not add the tag."""
+    plan = as_eks_plan(rc.eks)
+    if plan is None or not plan.creates_cluster or not plan.settings.training_operator:
+        return
+    tags = rc.blueprint.tags
+    if tags.get("SageMaker") == "true":
+        return
+    yield f"{EKS}.training_operator", (
+        f"whether {cat.TRAINING_OPERATOR_IDENTITY.managed_policies[0]} acts only on resources tagged SageMaker=true "
+        "is not verified (two samples tag the HyperPod cluster so), so the operator may be refused "
+        f"sagemaker:DescribeClusterNode on this cluster, got tags {dict(sorted(tags.items()))}; allowed tags: "
+        "{SageMaker: 'true'} on the blueprint (every resource gets it), or check the policy's conditions "
+        f"(aws iam get-policy-version --policy-arn arn:aws:iam::aws:policy/"
+        f"{cat.TRAINING_OPERATOR_IDENTITY.managed_policies[0]} --version-id <default>)"
+    )

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from fmcluster.catalog import get_instance
 from fmcluster.features.observability.render_alert_rules import alert_groups, render_alert_rules
 from fmcluster.features.observability.render_context import observability_context
 from fmcluster.resolved import resolve
@@ -261,3 +262,108 @@ def test_node_facts_count_job_steps_from_slurmstepd(tmp_path: Path, ps_output: s
     text = (tmp_path / "tf" / "fmcluster.prom").read_text()
     assert f"fmcluster_slurm_job_steps {steps}\n" in text
     assert f"fmcluster_slurm_job_step_oldest_age_seconds {oldest}\n" in text
+
+
+# ---- HyperPod EKS: the rules on the series the HyperPod observability add-on publishes (render_addon_rules.py) ------
+# The example: 2 x p5.48xlarge (8 GPUs and 32 EFA devices each). Series carry the names their exporters give them:
+# node_amazonefa_info{device} once per EFA device, node_amazonefa_<counter>{device,port} counters (with or without the
+# _total an OpenMetrics scrape appends), DCGM_FI_DEV_GPU_TEMP{gpu} per GPU, node_load1 once per node.
+EKS_NODES = ("10.1.0.1:9100", "10.1.0.2:9100")
+
+
+def _eks_ctx() -> Any:
+    from fmcluster.validation import load_blueprint
+    from tests.conftest import ROOT
+
+    return observability_context(resolve(load_blueprint(ROOT / "blueprints" / "hyperpod-eks.yaml")))
+
+
+def _per(name: str, instance: str, n: int, label: str, value: str = "1") -> list[dict[str, str]]:
+    """``n`` series of ``name`` on ``instance``, one per ``label`` value 0..n-1, constant ``value``."""
+    return [{"series": f'{name}{{instance="{instance}",{label}="{i}"}}', "values": f"{value}x{MINUTES}"}
+            for i in range(n)]
+
+
+def _efa_errors(instance: str, name: str, rising: bool) -> dict[str, str]:
+    values = " ".join(str(m if rising else 0) for m in range(MINUTES))
+    return {"series": f'{name}{{instance="{instance}",device="rdmap0s0",port="1"}}', "values": values}
+
+
+EKS_CASES = [
+    # (name, series, eval minute, alert, instances (or label sets) expected to fire, $value)
+    ("a node with 31 of 32 EFA devices", _per("node_amazonefa_info", EKS_NODES[0], 32, "device")
+     + _per("node_amazonefa_info", EKS_NODES[1], 31, "device"), 20, "EfaDeviceMissing", [EKS_NODES[1]], "31"),
+    ("work-request errors under either counter name fire, a flat counter does not",
+     [_efa_errors(EKS_NODES[0], "node_amazonefa_rdma_write_wr_err", True),
+      _efa_errors(EKS_NODES[1], "node_amazonefa_rdma_read_wr_err_total", True),
+      _efa_errors(EKS_NODES[1], "node_amazonefa_rdma_write_wr_err_total", False)],
+     20, "EfaWorkRequestErrors", [{"instance": n, "device": "rdmap0s0"} for n in EKS_NODES], "1"),
+    ("read and write errors on one device fire once", [
+        _efa_errors(EKS_NODES[0], "node_amazonefa_rdma_write_wr_err", True),
+        _efa_errors(EKS_NODES[0], "node_amazonefa_rdma_read_wr_err", True)],
+     20, "EfaWorkRequestErrors", [{"instance": EKS_NODES[0], "device": "rdmap0s0"}], "1"),
+    ("no EFA series at all", _per("node_load1", EKS_NODES[0], 1, "cpu"), 20, "EfaMetricsAbsent", [{}], "1"),
+    ("EFA series arrive", _per("node_amazonefa_info", EKS_NODES[0], 1, "device"), 20, "EfaMetricsAbsent", [], "1"),
+    ("one of two nodes reports", _per("node_load1", EKS_NODES[0], 1, "cpu"), 20, "NodesBelowPlan", [{}], "1"),
+    ("no node reports (the collector is down)", _per("DCGM_FI_DEV_GPU_TEMP", EKS_NODES[0], 1, "gpu", "40"), 20,
+     "NodesBelowPlan", [{}], "0"),
+    ("both nodes report", _per("node_load1", EKS_NODES[0], 1, "cpu") + _per("node_load1", EKS_NODES[1], 1, "cpu"),
+     20, "NodesBelowPlan", [], "2"),
+    ("a node with 7 of 8 GPUs", _per("DCGM_FI_DEV_GPU_TEMP", EKS_NODES[0], 8, "gpu", "40")
+     + _per("DCGM_FI_DEV_GPU_TEMP", EKS_NODES[1], 7, "gpu", "40"), 20, "GpuMissing", [EKS_NODES[1]], "7"),
+    ("no GPU reports", _per("node_load1", EKS_NODES[0], 1, "cpu"), 20, "GpusBelowPlan", [{}], "0"),
+    ("a missing node for less than 15 minutes is quiet", _per("node_load1", EKS_NODES[0], 1, "cpu"), 10,
+     "NodesBelowPlan", [], "1"),
+]
+
+
+@pytest.mark.parametrize(("name", "series", "minute", "alert", "fire", "value"), EKS_CASES,
+                         ids=[c[0] for c in EKS_CASES])
+def test_eks_alert_fires_only_on_a_real_fault(
+    promtool: str, tmp_path: Path, name: str, series: list[dict[str, str]], minute: int, alert: str,
+    fire: list[Any], value: str,
+) -> None:
+    ctx = _eks_ctx()
+    test = {"interval": "1m", "input_series": series,
+            "alert_rule_test": [{"eval_time": f"{minute}m", "alertname": alert,
+                                 "exp_alerts": _expected(ctx, alert, fire, value)}]}
+    proc = _run(promtool, tmp_path, ctx, [test])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_eks_rules_read_only_what_the_addon_publishes() -> None:
+    """Every series an EKS rule reads is one the add-on publishes (render_addon_rules.ADDON_SERIES), under its name or,
+    for an EFA counter, with _total; none of fmcluster's own textfile, Slurm or scrape-job series."""
+    from fmcluster.features.observability.render_addon_rules import ADDON_SERIES
+
+    rules = [r for rules in alert_groups(_eks_ctx()).values() for r in rules]
+    assert {r.alert for r in rules} >= {"GpuMissing", "GpusBelowPlan", "EfaDeviceMissing", "EfaWorkRequestErrors",
+                                        "EfaMetricsAbsent", "NodesBelowPlan", "Watchdog", "GpuEccDoubleBitErrors"}
+    dcgm_fields = {"DCGM_EXP_XID_ERRORS_COUNT", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_ROW_REMAP_FAILURE"}
+    for rule in rules:
+        plain = set(re.findall(r"\b(?:DCGM_[A-Z_]+|node_[a-z0-9_]+)\b", rule.expr))
+        regex = {m[0] for m in re.findall(r'__name__=~"(\w+?)(\(_total\)\?)"', rule.expr)}
+        assert plain | regex <= set(ADDON_SERIES) | dcgm_fields, rule.alert
+        assert not re.search(r"fmcluster_|slurm_|up\{", rule.expr), rule.alert
+
+
+@pytest.mark.parametrize(("groups", "expected"), [
+    # one group at min 0: nothing is kept running, so no "below plan" or "absent" rule
+    ([{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "min_count": 0}],
+     {"GpuMissing", "EfaDeviceMissing", "EfaWorkRequestErrors"}),
+    # p4d (4 EFA, 8 GPUs) and p5 (32 EFA, 8 GPUs): a node is judged against the smaller EFA count
+    ([{"name": "a100", "instance_type": "p4d.24xlarge", "count": 1},
+      {"name": "h100", "instance_type": "p5.48xlarge", "count": 1}],
+     {"GpuMissing", "GpusBelowPlan", "EfaDeviceMissing", "EfaWorkRequestErrors", "EfaMetricsAbsent", "NodesBelowPlan"}),
+])
+def test_eks_rules_follow_the_groups(groups: list[dict[str, Any]], expected: set[str]) -> None:
+    from tests.blueprints import example
+
+    ctx = observability_context(resolve(load_blueprint_text(blueprint_text({"compute": groups},
+                                                                            base=example("hyperpod-eks"))).blueprint))
+    rules = {r.alert: r for g in alert_groups(ctx).values() for r in g}
+    dcgm_only = {"GpuXidHardwareError", "GpuXidApplicationError", "GpuFallenOffBus", "GpuEccDoubleBitErrors",
+                 "GpuRowRemapFailure", "Watchdog"}
+    assert set(rules) - dcgm_only == expected
+    minimum_efa = min(get_instance(g["instance_type"]).efa_interface_count for g in groups)
+    assert rules["EfaDeviceMissing"].expr == f"count by (instance) (node_amazonefa_info) < {minimum_efa}"

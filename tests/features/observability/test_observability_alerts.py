@@ -180,18 +180,22 @@ def test_hyperpod_eks_gets_the_same_workspace_topic_and_receiver() -> None:
 
 
 def test_hyperpod_eks_rules_read_only_what_the_addon_writes() -> None:
-    """On HyperPod EKS the rules are the DCGM-only GPU rules and the Watchdog: none reads fmcluster's textfile gauges,
-    Slurm or its scrape jobs (they would never fire, or, for absent(), always)."""
+    """On HyperPod EKS the rules are the DCGM-only GPU rules, the add-on's GPU, EFA and node-count rules
+    (render_addon_rules.py) and the Watchdog: none reads fmcluster's textfile gauges, Slurm or its scrape jobs (they
+    would never fire, or, for absent(), always); the one absent() is of the add-on's EFA exporter series."""
     rc = resolve(load_blueprint_text(_eks_text()).blueprint)
     groups = alert_groups(observability_context(rc))
     got = {g: [r.alert for r in rules] for g, rules in groups.items()}
     assert got == {
         "t-cluster-gpu": ["GpuXidHardwareError", "GpuXidApplicationError", "GpuFallenOffBus", "GpuEccDoubleBitErrors",
-                          "GpuRowRemapFailure"],
+                          "GpuRowRemapFailure", "GpuMissing", "GpusBelowPlan"],
+        "t-cluster-efa": ["EfaDeviceMissing", "EfaWorkRequestErrors", "EfaMetricsAbsent"],
+        "t-cluster-nodes": ["NodesBelowPlan"],
         "t-cluster-pipeline": ["Watchdog"],
     }
     exprs = " ".join(r.expr for rules in groups.values() for r in rules)
-    assert "fmcluster_" not in exprs and "slurm_" not in exprs and "absent(" not in exprs
+    assert "fmcluster_" not in exprs and "slurm_" not in exprs and "up{" not in exprs
+    assert [r.expr for rules in groups.values() for r in rules if "absent(" in r.expr] == ["absent(node_amazonefa_info)"]
     descriptions = " ".join(r.description for rules in groups.values() for r in rules)
     assert "Slurm" not in descriptions and "Cordon the node (kubectl cordon)" in descriptions
 

@@ -36,18 +36,21 @@ CREATE_OK = _eks(admin_role_arn=ADMIN, control_plane_availability_zone="us-east-
 
 #: The rules about the metrics collector (observability add-on), tabled apart from the EKS cluster's own rules.
 METRICS_RULES = ("R-EKS-7", "R-EKS-8", "R-EKS-9")
+#: The rules about versions and permissions AWS does not document (Kueue, task governance, the operator's policy).
+VERSION_RULES = ("R-EKS-11", "R-EKS-12")
 
 
 def _problems(*patches: dict[str, Any], base: dict[str, Any],
               rules: tuple[str, ...] | None = None) -> list[tuple[str, str, str | None]]:
-    """Errors (all), or the R-EKS warnings: ``rules`` when given, else every R-EKS rule but :data:`METRICS_RULES`."""
+    """Errors (all), or the R-EKS warnings: ``rules`` when given, else every R-EKS rule but :data:`METRICS_RULES` and
+    :data:`VERSION_RULES`."""
     text = blueprint_text(*patches, base=base)
     try:
         loaded = load_blueprint_text(text)
     except BlueprintError as e:
         return [(p.path, p.message, p.rule_id) for p in e.errors]
     return [(p.path, p.message, p.rule_id) for p in loaded.warnings if p.rule_id and p.rule_id.startswith("R-EKS")
-            and (p.rule_id in rules if rules is not None else p.rule_id not in METRICS_RULES)]
+            and (p.rule_id in rules if rules is not None else p.rule_id not in METRICS_RULES + VERSION_RULES)]
 
 
 @pytest.mark.parametrize(("patch", "expected"), [
@@ -106,10 +109,11 @@ def test_eks_rules(patch: dict[str, Any], expected: list[tuple[str, str, str]]) 
 
 OBS = "observability.metrics"
 ADDON_UNVERIFIED = (
-    OBS, "the amazon-sagemaker-hyperpod-observability add-on's configuration keys (ampWorkspace, metricsProvider) and "
-    "the labels of its DCGM series are taken from an AWS sample, not verified; fmcluster evaluates only its DCGM GPU "
-    "alerts and the Watchdog there (no EFA, node-count or Slurm alert), got 'managed'; allowed managed: after deploy "
-    "check the add-on is ACTIVE (aws eks describe-addon) and the Watchdog mail arrives", "R-EKS-9")
+    OBS, "the amazon-sagemaker-hyperpod-observability add-on's configuration keys (ampWorkspace, metricsProvider), the "
+    "label that names the node on its series and whether its network level runs the EFA exporter are taken from AWS "
+    "samples, not verified; fmcluster evaluates its DCGM GPU, EFA exporter and node exporter alerts there (no Slurm, "
+    "node-check or acceptance alert), got 'managed'; allowed managed: after deploy check the add-on is ACTIVE (aws eks "
+    "describe-addon), the Watchdog mail arrives and EfaMetricsAbsent does not fire", "R-EKS-9")
 
 
 @pytest.mark.parametrize(("patch", "expected"), [
@@ -129,6 +133,42 @@ ADDON_UNVERIFIED = (
 ])
 def test_metrics_rules(patch: dict[str, Any], expected: list[tuple[str, str, str]]) -> None:
     assert _problems(patch, base=example("hyperpod-eks"), rules=METRICS_RULES) == expected
+
+
+TG = f"{EKS}.task_governance"
+TG_K8S = (TG, "AWS lists no Kubernetes versions for task governance v1.6.0-eksbuild.1 (Kueue v0.19.2), so its support "
+          "of Kubernetes 1.33 is not confirmed, got '1.33'; allowed '1.33' after `aws eks describe-addon-versions "
+          "--addon-name amazon-sagemaker-hyperpod-taskgovernance --kubernetes-version 1.33` lists v1.6.0-eksbuild.1",
+          "R-EKS-11")
+OPERATOR_KUEUE = (
+    f"{EKS}.training_operator", "the training operator's page recommends Kueue v0.12.2 and v0.12.3 (serving "
+    "kueue.x-k8s.io/v1beta1, not v1beta2), while task governance v1.6.0-eksbuild.1 installs Kueue v0.19.2; AWS documents "
+    "no test of the operator with it, only task governance >= v1.3.0-eksbuild.1, got training_operator with Kueue "
+    "v0.19.2; allowed training_operator: true after a first PyTorchJob runs, or training_operator: false (jobs use the "
+    "Kubeflow operators of the HyperPod Helm chart)", "R-EKS-11")
+OPERATOR_TAG = (
+    f"{EKS}.training_operator", "whether AmazonSageMakerHyperPodTrainingOperatorAccess acts only on resources tagged "
+    "SageMaker=true is not verified (two samples tag the HyperPod cluster so), so the operator may be refused "
+    "sagemaker:DescribeClusterNode on this cluster, got tags {'team': 'research'}; allowed tags: {SageMaker: 'true'} on "
+    "the blueprint (every resource gets it), or check the policy's conditions (aws iam get-policy-version --policy-arn "
+    "arn:aws:iam::aws:policy/AmazonSageMakerHyperPodTrainingOperatorAccess --version-id <default>)", "R-EKS-12")
+NEED_KUEUE = ("the rendered kueue/ manifests need a Kueue that serves kueue.x-k8s.io/v1beta2 (from v0.15.0), and {why}, "
+              "got no Kueue fmcluster can vouch for; allowed a Kueue that serves kueue.x-k8s.io/v1beta2 (from v0.15.0) "
+              "installed before applying them (task governance v1.6.0-eksbuild.1 installs v0.19.2)")
+
+
+@pytest.mark.parametrize(("patch", "expected"), [
+    ({}, [TG_K8S, OPERATOR_KUEUE, OPERATOR_TAG]),
+    ({"tags": {"SageMaker": "true"}}, [TG_K8S, OPERATOR_KUEUE]),
+    ({"orchestrator": {"hyperpod": {"eks": {"training_operator": False}}}}, [TG_K8S]),
+    ({"orchestrator": {"hyperpod": {"eks": {"task_governance": False}}}},
+     [OPERATOR_TAG, (TG, NEED_KUEUE.format(why="task_governance is off, so fmcluster installs no Kueue"), "R-EKS-11")]),
+    ({**_import(network=NET), "orchestrator": {"hyperpod": {"eks": DROP, "eks_cluster_arn": ARN}}},
+     [("orchestrator.hyperpod.eks_cluster_arn",
+       NEED_KUEUE.format(why="fmcluster installs no add-on on an existing EKS cluster"), "R-EKS-11")]),
+])
+def test_version_rules(patch: dict[str, Any], expected: list[tuple[str, str, str]]) -> None:
+    assert _problems(patch, base=example("hyperpod-eks"), rules=VERSION_RULES) == expected
 
 
 def test_valid_variants_have_no_eks_problems() -> None:
@@ -241,11 +281,12 @@ def test_addons_before_and_after_the_worker_groups() -> None:
     names = [r["Properties"]["AddonName"] for r in after.values()]
     assert names == ["coredns", "amazon-sagemaker-hyperpod-training-operator",
                      "amazon-sagemaker-hyperpod-taskgovernance", "amazon-sagemaker-hyperpod-observability"]
-    # one at a time, in that order (an add-on with a Pod Identity role also waits for the role and its policy)
+    # one at a time, in that order (an add-on with a Pod Identity role also waits for the role and its policy, or for
+    # its standalone association)
     ids = list(after)
     assert all(prev in (after[i].get("DependsOn") or []) for prev, i in zip(ids, ids[1:], strict=False))
     assert all(set(after[i].get("DependsOn") or []) - {prev} <= {d for d in after[i].get("DependsOn") or []
-                                                                if "role" in d.lower()}
+                                                                if "role" in d.lower() or "podidentity" in d.lower()}
                for prev, i in zip(ids, ids[1:], strict=False))
     assert all(r["Properties"]["ClusterName"] == "hp-eks" for r in after.values())
     versions = {r["Properties"]["AddonName"]: r["Properties"].get("AddonVersion") for r in after.values()}
@@ -283,10 +324,22 @@ def _addon(name: str) -> dict[str, Any]:
     return addon
 
 
+def _association(addon: dict[str, Any]) -> dict[str, Any]:
+    """The Pod Identity association of ``addon``: inside it (``PodIdentityAssociations``) or a standalone
+    ``AWS::EKS::PodIdentityAssociation`` the add-on depends on."""
+    inline = addon["Properties"].get("PodIdentityAssociations")
+    if inline:
+        (assoc,) = inline
+        return dict(assoc)
+    tpl = _templates()["hp-eks-addons"]
+    (assoc_id,) = [d for d in addon.get("DependsOn", [])
+                   if tpl["Resources"][d]["Type"] == "AWS::EKS::PodIdentityAssociation"]
+    return dict(tpl["Resources"][assoc_id]["Properties"])
+
+
 def _role(addon: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The Pod Identity role of ``addon`` and the statements of its inline policies."""
-    (assoc,) = addon["Properties"]["PodIdentityAssociations"]
-    role_id = assoc["RoleArn"]["Fn::GetAtt"][0]
+    role_id = _association(addon)["RoleArn"]["Fn::GetAtt"][0]
     tpl = _templates()["hp-eks-addons"]
     statements = [st for p in resources_of(tpl, "AWS::IAM::Policy").values()
                   if {"Ref": role_id} in p["Properties"]["Roles"] for st in p["Properties"]["PolicyDocument"]["Statement"]]
@@ -299,7 +352,7 @@ def _role(addon: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 ])
 def test_addons_get_their_pod_identity_roles(addon: str, identity: cat.PodIdentity) -> None:
     a = _addon(addon)
-    (assoc,) = a["Properties"]["PodIdentityAssociations"]
+    assoc = _association(a)
     assert assoc["ServiceAccount"] == identity.service_account
     role, _ = _role(a)
     (trust,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
@@ -309,6 +362,18 @@ def test_addons_get_their_pod_identity_roles(addon: str, identity: cat.PodIdenti
     assert source_arn.endswith(':eks:us-east-1:", {"Ref": "AWS::AccountId"}, ":cluster/hp-eks"]]}')
     managed = json.dumps(role["Properties"].get("ManagedPolicyArns", []))
     assert all(f":iam::aws:policy/{p}" in managed for p in identity.managed_policies)
+
+
+def test_training_operator_association_stands_apart_and_comes_first() -> None:
+    """The training operator's default add-on version refuses an association inside the add-on (awslabs/
+    awsome-distributed-ai #1075): a standalone association in the operator's namespace, created before the add-on."""
+    a = _addon("amazon-sagemaker-hyperpod-training-operator")
+    assert "PodIdentityAssociations" not in a["Properties"]
+    assoc = _association(a)
+    assert (assoc["ClusterName"], assoc["Namespace"], assoc["ServiceAccount"]) == (
+        "hp-eks", cat.TRAINING_OPERATOR_IDENTITY.namespace, cat.TRAINING_OPERATOR_IDENTITY.service_account)
+    # the observability add-on keeps its association inside (its configuration is the add-on's own)
+    assert _addon("amazon-sagemaker-hyperpod-observability")["Properties"]["PodIdentityAssociations"]
 
 
 def test_observability_addon_writes_to_the_observability_workspace() -> None:
@@ -329,7 +394,10 @@ def test_observability_addon_writes_to_the_observability_workspace() -> None:
         "arn": "<import>"}
     assert config["metricsProvider"] == {
         k: {"level": v, "scrapeInterval": 30}
-        for k, v in {**cat.OBSERVABILITY_METRIC_LEVELS, "taskGovernanceMetrics": "BASIC"}.items()}
+        for k, v in {**cat.OBSERVABILITY_METRIC_LEVELS, "taskGovernanceMetrics": "ADVANCED"}.items()}
+    # the network (EFA exporter) and task governance categories have no BASIC level (sample README; the metrics
+    # page: the EFA exporter runs "when advanced mode is enabled")
+    assert config["metricsProvider"]["networkMetrics"]["level"] == "ADVANCED"
     _, statements = _role(a)
     (write,) = [st for st in statements if st["Action"] == "aps:RemoteWrite"]
     assert write["Resource"] == {"Fn::ImportValue": imports[1]}

@@ -21,6 +21,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from fmcluster.blueprint.model import DEFAULT_EKS_KUBERNETES_VERSION
 from fmcluster.catalog import eks as cat
 from fmcluster.catalog import get_instance
 from fmcluster.orchestrators.hyperpod_eks.render_kubernetes import node_check_loop, render_kubernetes_manifests
@@ -30,8 +31,8 @@ from tests.blueprints import blueprint_text, example
 from tests.conftest import ROOT
 
 CRDS = ROOT / "tests" / "fixtures" / "k8s-crds"
-#: The Kubernetes schema version the manifests are checked against: the example's pinned EKS version.
-K8S_SCHEMA_VERSION = "1.33.0"
+#: The Kubernetes schema version the manifests are checked against: the default EKS version (the example's).
+K8S_SCHEMA_VERSION = f"{DEFAULT_EKS_KUBERNETES_VERSION}.0"
 HP_EKS = ROOT / "blueprints" / "hyperpod-eks.yaml"
 
 #: Three groups: p5 and p5en with EFA, p4d without (its pods may use GPUs without EFA), two queue namespaces.
