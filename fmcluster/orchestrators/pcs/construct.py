@@ -94,13 +94,13 @@ from fmcluster.blueprint.model import PcsSettings, SlurmAccountingSpec
 from fmcluster.catalog import cpu_architecture_of
 from fmcluster.catalog.networking import InterfaceSlot
 from fmcluster.constructs.capacity import NodeLaunchTemplate
-from fmcluster.constructs.parameter import string_parameter
 from fmcluster.constructs.orchestrator import (
     HEAD_NODE_PATH,
     acknowledge,
     acknowledge_wildcards,
     start_after_slurm,
 )
+from fmcluster.constructs.parameter import string_parameter
 from fmcluster.features.network.construct import explicit_egress_only
 from fmcluster.features.node.construct_bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.features.node.construct_image import NodeImages
