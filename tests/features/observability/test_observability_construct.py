@@ -292,6 +292,22 @@ def _heartbeat_alarms(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 @pytest.mark.synth
+def test_the_self_hosted_example_has_the_heartbeat_alarm() -> None:
+    """blueprints/p6e-gb200.yaml, the one self-hosted example (ParallelCluster): the alarm on its own cluster name, no
+    EC2 status-check alarm. The other orchestrators' examples are managed; the variants below cover them."""
+    from tests.conftest import ROOT, synth_templates
+
+    templates = synth_templates((ROOT / "blueprints" / "p6e-gb200.yaml").read_text())
+    alarms = _heartbeat_alarms(templates)
+    assert list(alarms) == ["gb200-nvl36-cluster"]
+    props = alarms["gb200-nvl36-cluster"]["Properties"]
+    assert (props["AlarmName"], props["Dimensions"], props["TreatMissingData"]) == (
+        "fmcluster-gb200-nvl36-monitoring-heartbeat", [{"Name": "ClusterName", "Value": "gb200-nvl36"}], "breaching")
+    assert [a for tpl in templates.values() for a in resources_of(tpl, "AWS::CloudWatch::Alarm").values()
+            if a["Properties"].get("Namespace") == "AWS/EC2"] == []
+
+
+@pytest.mark.synth
 @pytest.mark.parametrize(("kind", "metrics", "alarmed"), [
     ("parallelcluster", "self_hosted", True), ("hyperpod", "self_hosted", True), ("pcs", "self_hosted", True),
     ("parallelcluster", "managed", False), ("pcs", "managed", False),
