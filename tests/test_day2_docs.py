@@ -112,6 +112,9 @@ PLAN: dict[tuple[str, str], list[Run | Classified]] = {
     ("docs/operations.md", "sinfo                                   # one partition per compute group; nodes idle~ "
                            "(powered down) are normal"): [
         Run("node", SLURM, before="cd ~\n"), Classified("Slurm only: docs/kubernetes.md is the EKS first job", ("hyperpod-eks",))],
+    ("docs/operations.md", "journalctl -t fmcluster-heartbeat -n 20          # why the last heartbeats were not sent"): [
+        Classified("self-hosted metrics only, and no example of this simulation is self-hosted; the heartbeat script "
+                   "itself runs against stub curl/aws in tests/features/observability/test_observability_heartbeat.py")],
     ("docs/operations.md", ".venv/bin/fmcluster diff deployed.yaml changed.yaml     # count changes update the cluster "
                            "in place"): [
         Run("laptop", ALL, before="cp {bp} deployed.yaml && sed 's/^\\(    count: \\)\\([0-9]*\\)/\\1 3/' {bp} > "

@@ -60,9 +60,9 @@ VARIANTS = [
     ("hyperpod-p5", {"orchestrator": {"hyperpod": {"controller_instance_type": "ml.m5.8xlarge"}}},
      {"controller": "unknown", "gpu": "untouched", "login": "untouched"}, 0),
     ("hyperpod-p5", {"tags": {"team": "x"}}, {"controller": "untouched", "gpu": "untouched", "login": "untouched"}, 0),
-    # the login node's user data carries the gate watcher's installer with each group's gate job (decision 49), so a
-    # compute type change reaches the login launch template too: PCS replaces the login node (known cost, see note)
-    ("pcs-p5en", _group("h200", "p5.48xlarge", 2, BLOCK), {"h200": "replaced", "login": "drained_replaced"}, 0),
+    # the gate watcher's installer (each group's gate job, decision 49) reaches the login node through an SSM parameter
+    # its admin-steps launcher reads, not through its user data: a compute type change leaves the login node alone
+    ("pcs-p5en", _group("h200", "p5.48xlarge", 2, BLOCK), {"h200": "replaced", "login": "untouched"}, 0),
     ("pcs-p5en", _group("h200", "p5en.48xlarge", 4, BLOCK), {"h200": "grows", "login": "untouched"}, 0),
     ("pcs-p5en", {"orchestrator": {"pcs": {"login_instance_type": "m7i.4xlarge"}}},
      {"h200": "untouched", "login": "replaced"}, 0),

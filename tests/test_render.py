@@ -110,6 +110,9 @@ def test_examples_and_special_kinds_render_for_every_os(rendered: dict[str, Path
         for os_name in OSES:
             assert any(k.startswith(f"{path.stem}-{os_name}/") and k.endswith("/bootstrap.sh") for k in rendered)
     assert len(rendered) >= 3 * (3 * len(EXAMPLES) + len(SPECIAL))
+    # scripts installed by other scripts are rendered on their own too, so shellcheck reads them (heredocs it does not)
+    for name in ("observability/heartbeat.sh", "observability/exporters/head.sh"):
+        assert any(k.endswith(f"/{name}") for k in rendered), name
 
 
 def test_bash_syntax(rendered: dict[str, Path]) -> None:

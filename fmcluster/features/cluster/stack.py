@@ -20,6 +20,7 @@ from fmcluster.features.node.construct_bootstrap import NodeBootstrap, ScriptAss
 from fmcluster.features.node.construct_image import NodeImages
 from fmcluster.features.node.render_context import NodeContext, blueprint_node_contexts
 from fmcluster.features.node.stack_image import ImageStack, node_images
+from fmcluster.features.observability.construct import monitoring_heartbeat_alarm
 from fmcluster.features.observability.render_exporters import exporter_context, render_exporter_script
 from fmcluster.features.observability.stack import ObservabilityStack
 from fmcluster.features.registry import admin_node_scripts
@@ -57,8 +58,9 @@ class ClusterStack(Stack):
     the orchestrator's official image everywhere.
     ``accounting_database``: the ``<name>-accounting`` stack's database (ParallelCluster with Slurm accounting,
     :mod:`fmcluster.features.accounting.construct`). Default: none.
-    ``head_node_alarm_topic_arn``: the alert topic a dead-man alarm on the head node's EC2 status checks publishes
-    to, where the orchestrator knows the head node's instance id (self-hosted metrics). Default: none.
+    ``heartbeat_topic_arn``: the alert topic of the monitoring host's heartbeat alarm (self-hosted metrics:
+    :func:`fmcluster.features.observability.construct.monitoring_heartbeat_alarm`, ``HeartbeatAlarm``), created after
+    the orchestrator's resources so that it does not fire while the cluster is being created. Default: none.
     ``admin_scripts``: file name -> text of the features' scripts for the node that administers Slurm
     (:func:`fmcluster.features.registry.admin_node_scripts`: the acceptance gate's watcher), run there by the
     orchestrator's slice. Default: none.
@@ -91,7 +93,7 @@ class ClusterStack(Stack):
         eks_cluster_arn: str | None = None,
         images: NodeImages | None = None,
         accounting_database: SlurmAccountingDatabase | None = None,
-        head_node_alarm_topic_arn: str | None = None,
+        heartbeat_topic_arn: str | None = None,
         admin_scripts: Mapping[str, str] | None = None,
         alert_topic_arn: str | None = None,
         lustre_spec: LustreSpec | None = None,
@@ -119,7 +121,7 @@ class ClusterStack(Stack):
             head_node_text=head_node_script if delivery == "lifecycle" else None,
             head_node_policy=head_node_policy if profile.head_node_script_delivery is not None else None,
             images=images, eks_plan=eks_plan, eks_cluster_arn=eks_cluster_arn, accounting_database=accounting_database,
-            head_node_alarm_topic_arn=head_node_alarm_topic_arn, admin_scripts=dict(admin_scripts or {}),
+            admin_scripts=dict(admin_scripts or {}),
             alert_topic_arn=alert_topic_arn, lustre_spec=lustre_spec,
         )
         access_outputs.cluster_name(self, cluster_name)
@@ -128,13 +130,18 @@ class ClusterStack(Stack):
         self.orchestrator: Construct = ORCHESTRATORS[profile.key].build(self, inputs)
         if self.mirror is not None:
             self.orchestrator.node.add_dependency(self.mirror.copy)
+        self.heartbeat_alarm: Construct | None = None
+        if heartbeat_topic_arn is not None and inputs.head_node_policy is not None:
+            self.heartbeat_alarm = monitoring_heartbeat_alarm(
+                self, "HeartbeatAlarm", topic_arn=heartbeat_topic_arn, cluster_name=cluster_name)
+            self.heartbeat_alarm.node.add_dependency(self.orchestrator)
 
 
 def build_stack(ctx: StackContext) -> ClusterStack:
     """The feature registry's ``stack`` hook: ``<name>-cluster`` from the stacks built before it (``network``,
     ``storage``, and when present ``accounting``, ``observability``, the orchestrator's extra stack and ``image``).
     With metrics on, the head node gets the exporter script and the observability node policy; with self-hosted
-    metrics also the alert topic for its dead-man alarm; every feature's script for the node that administers Slurm
+    metrics the stack also holds the alarm on that node's heartbeat; every feature's script for the node that administers Slurm
     (:func:`fmcluster.features.registry.admin_node_scripts`: the gate's watcher) goes to the orchestrator. In bake mode
     the cluster depends on ``<name>-image`` explicitly: the AMI travels as an SSM parameter, not an export."""
     rc, bp = ctx.rc, ctx.rc.blueprint
@@ -155,7 +162,7 @@ def build_stack(ctx: StackContext) -> ClusterStack:
         eks_plan=rc.eks, eks_cluster_arn=ctx.extra.cluster_arn if ctx.extra is not None else None,
         images=node_images(rc, image),
         accounting_database=accounting.database if accounting is not None else None,
-        head_node_alarm_topic_arn=(
+        heartbeat_topic_arn=(
             obs.alert_topic_arn if obs is not None and bp.observability.metrics == "self_hosted" else None),
         admin_scripts=admin_node_scripts(rc),
         alert_topic_arn=obs.alert_topic_arn if obs is not None else None,

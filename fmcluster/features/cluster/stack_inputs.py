@@ -44,9 +44,6 @@ class OrchestratorInputs:
         images: the AMI per compute group (:class:`fmcluster.features.node.construct_image.NodeImages`), or ``None``.
         eks_plan, eks_cluster_arn: HyperPod EKS: the resolved EKS side and the created cluster's ARN, or ``None``.
         accounting_database: the Slurm accounting database (ParallelCluster), or ``None``.
-        head_node_alarm_topic_arn: the SNS topic of a dead-man alarm on the head node's EC2 status checks (self-hosted
-            metrics: nothing outside the head node watches it otherwise), or ``None``. Only an orchestrator whose stack
-            knows the head node's instance id acts on it (ParallelCluster).
         admin_scripts: file name -> text of the scripts for the node that administers Slurm (the acceptance gate's
             watcher), which each Slurm orchestrator runs as root there after Slurm is configured; empty: none.
         alert_topic_arn: the alert receivers' SNS topic (created or ``observability.alert_topic_arn``), or ``None``
@@ -76,7 +73,6 @@ class OrchestratorInputs:
     eks_plan: ClusterPlan | None = None
     eks_cluster_arn: str | None = None
     accounting_database: SlurmAccountingDatabase | None = None
-    head_node_alarm_topic_arn: str | None = None
     admin_scripts: Mapping[str, str] = field(default_factory=dict)
     alert_topic_arn: str | None = None
     lustre_spec: LustreSpec | None = None

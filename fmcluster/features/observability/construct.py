@@ -35,12 +35,17 @@ Sources:
   ``/aws/vendedlogs/`` as AWS's own example does. NOT VERIFIED here: whether CloudFormation needs
   ``logs:PutResourcePolicy`` rights beyond the deploy role's for AMP to deliver; check the log group after
   the first alert.
-- Head-node dead-man alarm (self-hosted, :func:`head_node_status_alarm`): ``AWS/EC2`` ``StatusCheckFailed``
-  (0 or 1 per instance, reported every minute at no charge,
-  https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/viewing_metrics_with_cloudwatch.html); missing data is
-  treated as breaching (``TreatMissingData``, https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/
-  AlarmThatSendsEmail.html), so a stopped or terminated head node alarms too. CloudWatch may publish to the
-  KMS-encrypted topic only if the key policy lets ``cloudwatch.amazonaws.com`` use the key
+- The monitoring host's dead-man alarm (self-hosted, :func:`monitoring_heartbeat_alarm`): the node that runs Prometheus
+  and Alertmanager publishes ``fmcluster`` ``MonitoringHeartbeat`` (dimension ``ClusterName``) once a minute while both
+  are ready and the Watchdog fires (``render_heartbeat_script``); the alarm treats missing data as breaching
+  (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarms-and-missing-data.html: ``breaching``, missing
+  data points are "bad" and count as breaching the threshold), so a dead node alarms like a dead Prometheus. It needs
+  no instance id, so it is the same on every orchestrator. The node may publish only into that namespace:
+  ``cloudwatch:PutMetricData`` has no resource type (``Resource: "*"``) and takes the ``cloudwatch:namespace``
+  condition key (service authorization reference, https://docs.aws.amazon.com/service-authorization/latest/reference/
+  list_amazoncloudwatch.html; the CloudWatch user guide's example of exactly this policy:
+  https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/iam-cw-condition-keys-namespace.html). CloudWatch may
+  publish to the KMS-encrypted topic only if the key policy lets ``cloudwatch.amazonaws.com`` use the key
   (https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws-services).
 - HyperPod EKS: fmcluster runs no Prometheus there; the HyperPod observability add-on's collector writes to this
   workspace instead (its role and configuration: ``fmcluster.orchestrators.hyperpod_eks.addons``), so the workspace,
@@ -64,6 +69,14 @@ from constructs import Construct, IValidation
 from fmcluster.blueprint.model import BudgetSpec, ObservabilitySpec
 from fmcluster.constructs.parameter import string_parameter
 from fmcluster.features.capacity_window.construct import ClusterBudget, rule_arn
+from fmcluster.features.observability.endpoints import (
+    HEARTBEAT_ALARM_PERIOD_S,
+    HEARTBEAT_ALARM_PERIODS,
+    HEARTBEAT_DIMENSION,
+    HEARTBEAT_METRIC,
+    HEARTBEAT_NAMESPACE,
+    heartbeat_alarm_name,
+)
 from fmcluster.features.observability.pins import GRAFANA_PORT
 from fmcluster.features.observability.render_alertmanager import render_amp_alertmanager_definition
 
@@ -202,7 +215,9 @@ class ClusterObservability(Construct):
                 + (
                     ""
                     if spec.metrics == "managed"
-                    else " and CloudWatch metric reads (self-hosted Grafana, FSx dashboard)"
+                    else " and CloudWatch metric reads (self-hosted Grafana, FSx dashboard) and"
+                    f" cloudwatch:PutMetricData (the heartbeat; limited to the namespace {HEARTBEAT_NAMESPACE} by the"
+                    " cloudwatch:namespace condition)"
                 )
                 + " do not support resource-level permissions.",
             )
@@ -213,7 +228,12 @@ class ClusterObservability(Construct):
             )
         else:
             self.node_policy.add_statements(
-                iam.PolicyStatement(actions=list(CLOUDWATCH_READ_ACTIONS), resources=["*"])
+                iam.PolicyStatement(actions=list(CLOUDWATCH_READ_ACTIONS), resources=["*"]),
+                # the heartbeat (render_heartbeat_script): only into its own namespace (module docstring)
+                iam.PolicyStatement(
+                    actions=["cloudwatch:PutMetricData"], resources=["*"],
+                    conditions={"StringEquals": {"cloudwatch:namespace": HEARTBEAT_NAMESPACE}},
+                ),
             )
             if self.alert_topic_arn is not None:  # self-hosted Alertmanager publishes with the node's role
                 self.node_policy.add_statements(
@@ -247,7 +267,7 @@ class ClusterObservability(Construct):
                 self, "AlertEmail", topic=topic, protocol=sns.SubscriptionProtocol.EMAIL,
                 endpoint=spec.alert_email,
             )
-        if spec.metrics == "self_hosted":  # the head-node dead-man alarm publishes from CloudWatch
+        if spec.metrics == "self_hosted":  # the monitoring host's heartbeat alarm publishes from CloudWatch
             key.add_to_resource_policy(
                 iam.PolicyStatement(
                     sid="AllowCloudWatchAlarmsToUseTheAlertTopicKey",
@@ -263,13 +283,13 @@ class ClusterObservability(Construct):
             stack = Stack.of(self)
             topic.add_to_resource_policy(
                 iam.PolicyStatement(
-                    sid="AllowTheHeadNodeAlarmToPublish",
+                    sid="AllowTheHeartbeatAlarmToPublish",
                     principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
                     actions=["sns:Publish"], resources=[topic.topic_arn],
                     conditions={
                         "StringEquals": {"aws:SourceAccount": stack.account},
                         "ArnLike": {"aws:SourceArn": stack.format_arn(
-                            service="cloudwatch", resource="alarm", resource_name=head_node_alarm_name(cluster_name),
+                            service="cloudwatch", resource="alarm", resource_name=heartbeat_alarm_name(cluster_name),
                             arn_format=ArnFormat.COLON_RESOURCE_NAME)},
                     },
                 )
@@ -417,36 +437,31 @@ class ClusterObservability(Construct):
             )
 
 
-#: The head node counts as dead after this many failed (or missing) one-minute status checks.
-HEAD_NODE_ALARM_MINUTES = 5
-
-
-def head_node_alarm_name(cluster_name: str) -> str:
-    """``fmcluster-<name>-head-node``: the dead-man alarm's name, also in the alert topic's policy."""
-    return f"fmcluster-{cluster_name}-head-node"
-
-
-def head_node_status_alarm(
-    scope: Construct, id: str, *, instance_id: str, topic_arn: str, cluster_name: str
-) -> cloudwatch.CfnAlarm:
-    """A dead-man check of the node that runs Prometheus and Alertmanager, from outside it: a CloudWatch alarm on
-    its EC2 ``StatusCheckFailed`` (``Maximum`` >= 1 for ``HEAD_NODE_ALARM_MINUTES`` one-minute periods, missing data
-    breaching) that notifies ``topic_arn`` when it fails and again when it recovers.
+def monitoring_heartbeat_alarm(scope: Construct, id: str, *, topic_arn: str, cluster_name: str) -> cloudwatch.CfnAlarm:
+    """The dead-man check of the node that runs Prometheus and Alertmanager, from outside it: a CloudWatch alarm on the
+    heartbeat that node publishes (``HEARTBEAT_NAMESPACE`` ``HEARTBEAT_METRIC``, ``HEARTBEAT_DIMENSION`` = the
+    blueprint name): ``Sum`` < 1 in ``HEARTBEAT_ALARM_PERIODS`` consecutive ``HEARTBEAT_ALARM_PERIOD_S`` periods,
+    missing data breaching (a dead node publishes nothing), notifying ``topic_arn`` when it fires and again when it
+    recovers. Needs no instance id, so every orchestrator gets the same alarm.
 
     Args:
-        instance_id: the head node's EC2 instance id (a token, e.g. ParallelCluster's ``headNode.instanceId``).
-        topic_arn: the alert topic (:attr:`ClusterObservability.alert_topic_arn`).
-        cluster_name: the blueprint name (alarm name ``fmcluster-<name>-head-node``).
+        topic_arn: the alert topic (:attr:`ClusterObservability.alert_topic_arn`, created or the blueprint's).
+        cluster_name: the blueprint name (the dimension's value; alarm name ``fmcluster-<name>-monitoring-heartbeat``,
+            which the created topic's policy names).
     """
+    minutes = HEARTBEAT_ALARM_PERIODS * HEARTBEAT_ALARM_PERIOD_S // 60
     return cloudwatch.CfnAlarm(
-        scope, id, alarm_name=head_node_alarm_name(cluster_name),
-        alarm_description=f"fmcluster {cluster_name}: the head node (Prometheus, Alertmanager) fails its EC2 status "
-        "checks or reports none; no other alert of this cluster can reach you while it is down.",
-        namespace="AWS/EC2", metric_name="StatusCheckFailed", dimensions=[
-            cloudwatch.CfnAlarm.DimensionProperty(name="InstanceId", value=instance_id)],
-        statistic="Maximum", period=60, evaluation_periods=HEAD_NODE_ALARM_MINUTES, threshold=1,
-        comparison_operator="GreaterThanOrEqualToThreshold", treat_missing_data="breaching",
-        alarm_actions=[topic_arn], ok_actions=[topic_arn],
+        scope, id, alarm_name=heartbeat_alarm_name(cluster_name),
+        alarm_description=(
+            f"fmcluster {cluster_name}: no heartbeat for {minutes} min from the node that runs Prometheus and "
+            "Alertmanager (node down, Prometheus or Alertmanager not ready, or the Watchdog not firing). No other "
+            "alert of this cluster can reach you meanwhile. See docs/operations.md \"The monitoring host is silent\"."
+        ),
+        namespace=HEARTBEAT_NAMESPACE, metric_name=HEARTBEAT_METRIC, dimensions=[
+            cloudwatch.CfnAlarm.DimensionProperty(name=HEARTBEAT_DIMENSION, value=cluster_name)],
+        statistic="Sum", period=HEARTBEAT_ALARM_PERIOD_S, evaluation_periods=HEARTBEAT_ALARM_PERIODS,
+        datapoints_to_alarm=HEARTBEAT_ALARM_PERIODS, threshold=1, comparison_operator="LessThanThreshold",
+        treat_missing_data="breaching", alarm_actions=[topic_arn], ok_actions=[topic_arn],
     )
 
 

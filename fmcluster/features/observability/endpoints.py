@@ -24,6 +24,31 @@ OUTPUT_AMP_LOG_GROUP = "AmpLogGroup"
 MONITORING_STATE_LOG_PREFIX = "fmcluster-monitoring-state:"
 MONITORING_STATE_FILE = "/var/lib/fmcluster/monitoring-state"
 
+# ---- the monitoring host's heartbeat (self-hosted: Prometheus and Alertmanager run on the Slurm admin node) ----
+# One mechanism for every orchestrator (docs/decisions.md "XX"): a systemd timer on that node publishes one data point
+# a minute when Prometheus and Alertmanager are ready and the Watchdog fires; a CloudWatch alarm, outside the node,
+# treats missing data as breaching, so a dead node, a dead Prometheus or a broken rule evaluation alarms alike.
+#: CloudWatch namespace of the heartbeat (also the ``cloudwatch:namespace`` condition of the node's permission).
+HEARTBEAT_NAMESPACE = "fmcluster"
+#: The heartbeat's metric name; value 1 (unit Count) per healthy check.
+HEARTBEAT_METRIC = "MonitoringHeartbeat"
+#: The heartbeat's one dimension; its value is the blueprint name.
+HEARTBEAT_DIMENSION = "ClusterName"
+#: Seconds between two checks (the timer); one data point per one-minute alarm period.
+HEARTBEAT_INTERVAL_S = 60
+#: The alarm's period in seconds: standard-resolution custom metrics are stored per minute, and PutMetricAlarm accepts
+#: 10, 20, 30 or a multiple of 60, where 10/20/30 only suit high-resolution metrics
+#: (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html, ``Period``).
+HEARTBEAT_ALARM_PERIOD_S = 60
+#: Consecutive missing (or zero) one-minute periods before the alarm fires: one late timer run is not an alarm, five
+#: minutes of silence is. Period x periods = 300 s, within PutMetricAlarm's one-day limit for periods under an hour.
+HEARTBEAT_ALARM_PERIODS = 5
+
+
+def heartbeat_alarm_name(cluster_name: str) -> str:
+    """``fmcluster-<name>-monitoring-heartbeat``: the dead-man alarm's name, also in the alert topic's policy."""
+    return f"fmcluster-{cluster_name}-monitoring-heartbeat"
+
 
 @dataclass(frozen=True)
 class Endpoint:
@@ -39,6 +64,19 @@ def port_forward_command(port: int, region: str, target: str = "<head-node-insta
     return (
         f"aws ssm start-session --region {region} --target {target} "
         f"--document-name AWS-StartPortForwardingSession --parameters portNumber={port},localPortNumber={port}"
+    )
+
+
+def heartbeat_endpoint(cluster_name: str, head: str) -> Endpoint:
+    """What watches the node that runs Prometheus and Alertmanager (self-hosted), for ``fmcluster plan``."""
+    minutes = HEARTBEAT_ALARM_PERIODS * HEARTBEAT_ALARM_PERIOD_S // 60
+    return Endpoint(
+        "Monitoring host watch",
+        f"CloudWatch alarm {heartbeat_alarm_name(cluster_name)} on {HEARTBEAT_NAMESPACE} {HEARTBEAT_METRIC} "
+        f"({HEARTBEAT_DIMENSION}={cluster_name})",
+        f"the {head} publishes a heartbeat every {HEARTBEAT_INTERVAL_S} s while Prometheus and Alertmanager are ready "
+        f"and the Watchdog fires (fmcluster-heartbeat.timer); {minutes} min without one (node, Prometheus or "
+        "Alertmanager down) mails ALARM to the alert topic, and OK when it resumes",
     )
 
 
@@ -74,6 +112,8 @@ def observability_endpoints(rc: ResolvedCluster) -> list[Endpoint]:
                 "script's last log line (journalctl -t fmcluster-exporters)",
             )
         )
+    if o.metrics == "self_hosted" and head is not None:
+        out.append(heartbeat_endpoint(rc.name, head))
     if o.metrics == "managed":
         out += [
             Endpoint(

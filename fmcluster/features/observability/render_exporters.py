@@ -5,7 +5,8 @@
 - ``head`` node (ParallelCluster head node, HyperPod controller, PCS login node): Prometheus first
   (127.0.0.1:9090; agent + AMP remote write when managed, server with the alert rules when self-hosted), on
   ParallelCluster after allowing its service users through the IMDS lockdown; Alertmanager to SNS
-  (127.0.0.1:9093) when self-hosted; then node_exporter, the Slurm-based target file when discovery is
+  (127.0.0.1:9093) and the heartbeat timer (``fmcluster-heartbeat``: a CloudWatch data point a minute while both
+  are ready and the Watchdog fires) when self-hosted; then node_exporter, the Slurm-based target file when discovery is
   ``slurm``, the Slurm exporter (127.0.0.1:9092) and Grafana (127.0.0.1:3000) when self-hosted.
 
 Every step is optional: a failed step is a warning, the script exits 0 and reports the state it reached.
@@ -22,8 +23,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from fmcluster.features.observability import pins
-from fmcluster.features.observability.endpoints import MONITORING_STATE_FILE, MONITORING_STATE_LOG_PREFIX
-from fmcluster.features.observability.render_alert_rules import render_alert_rules
+from fmcluster.features.observability.endpoints import (
+    HEARTBEAT_DIMENSION,
+    HEARTBEAT_INTERVAL_S,
+    HEARTBEAT_METRIC,
+    HEARTBEAT_NAMESPACE,
+    MONITORING_STATE_FILE,
+    MONITORING_STATE_LOG_PREFIX,
+    heartbeat_alarm_name,
+)
+from fmcluster.features.observability.render_alert_rules import WATCHDOG_ALERT, render_alert_rules
 from fmcluster.features.observability.render_alertmanager import TOPIC_PLACEHOLDER, render_alertmanager_yml
 from fmcluster.features.observability.render_context import (
     REMOTE_WRITE_PLACEHOLDER,
@@ -191,6 +200,12 @@ def _common(ctx: ExporterContext) -> dict[str, Any]:
         "imds_access_script": IMDS_ACCESS_SCRIPT,
         "imds_users": imds_users(ctx.metrics),
         "stale_s": THROUGHPUT_STALE_S,
+        "heartbeat_namespace": HEARTBEAT_NAMESPACE,
+        "heartbeat_metric": HEARTBEAT_METRIC,
+        "heartbeat_dimension": HEARTBEAT_DIMENSION,
+        "heartbeat_interval_s": HEARTBEAT_INTERVAL_S,
+        "heartbeat_alarm": heartbeat_alarm_name(ctx.blueprint_name),
+        "watchdog_alert": WATCHDOG_ALERT,
         # the cluster's mirror (fmcluster/resolved/mirror.py): node_exporter is read from S3, not GitHub
         "mirror_bucket_suffix": mirror_bucket_suffix(ctx.blueprint_name, ctx.region),
         "node_exporter_key": mirror_key("node_exporter", pins.NODE_EXPORTER.url_for("${FMC_ARCH}")),
@@ -212,6 +227,14 @@ def render_throughput_script(ctx: ExporterContext) -> str:
     return render("observability/throughput.sh.j2", _common(ctx))
 
 
+def render_heartbeat_script(ctx: ExporterContext) -> str:
+    """``fmcluster-heartbeat`` (self-hosted metrics, on the node that runs Prometheus): checks that Prometheus and
+    Alertmanager answer ``/-/ready`` and that the Watchdog fires, then publishes one data point with
+    ``aws cloudwatch put-metric-data`` (:data:`HEARTBEAT_NAMESPACE` :data:`HEARTBEAT_METRIC`,
+    :data:`HEARTBEAT_DIMENSION` = the blueprint name, value 1, Count); exit 0 sent, 1 not sent (the reason logged)."""
+    return render("observability/heartbeat.sh.j2", _common(ctx))
+
+
 def render_exporter_script(ctx: ExporterContext) -> str:
     """The self-contained install script for one node role (bash, shellcheck-clean, idempotent). It always
     exits 0 and reports the state it reached (``MONITORING_STATE_LOG_PREFIX`` line, ``MONITORING_STATE_FILE``)."""
@@ -220,5 +243,6 @@ def render_exporter_script(ctx: ExporterContext) -> str:
         "node_facts_script": render_node_facts_script(ctx),
         "slurm_sd_script": render_slurm_sd_script(ctx),
         "throughput_script": render_throughput_script(ctx),
+        "heartbeat_script": render_heartbeat_script(ctx) if ctx.role == "head" and ctx.metrics == "self_hosted" else "",
     }
     return render("observability/exporters.sh.j2", values)

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from fmcluster.features.observability.render_alert_rules import render_alert_rules
 from fmcluster.features.observability.render_context import observability_context
-from fmcluster.features.observability.render_exporters import exporter_context, render_exporter_script
+from fmcluster.features.observability.render_exporters import (
+    exporter_context,
+    render_exporter_script,
+    render_heartbeat_script,
+)
 from fmcluster.features.observability.render_grafana import dashboard_provider, datasources, grafana_ini
 from fmcluster.features.observability.render_metrics import dcgm_counters_csv
 from fmcluster.features.observability.render_prometheus import render_prometheus_config
@@ -46,6 +50,7 @@ def render_observability_files(rc: ResolvedCluster) -> dict[str, str]:
 
     files.update({f"{ROOT}/dashboards/{name}": text for name, text in render_dashboards(ctx).items()})
     if ctx.metrics == "self_hosted":
+        files[f"{ROOT}/heartbeat.sh"] = render_heartbeat_script(exporter_context(rc, role="head"))
         files[f"{ROOT}/grafana/grafana.ini"] = grafana_ini()
         files[f"{ROOT}/grafana/provisioning/datasources/fmcluster.yaml"] = datasources(ctx)
         files[f"{ROOT}/grafana/provisioning/dashboards/fmcluster.yaml"] = dashboard_provider()

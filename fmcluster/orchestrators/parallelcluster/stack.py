@@ -18,7 +18,6 @@ from fmcluster.features.capacity_window.construct import WindowEndAutomation, Wi
 from fmcluster.features.capacity_window.plan import windows
 from fmcluster.features.capacity_window.render_window import render_window_end, render_window_preload
 from fmcluster.features.cluster.stack_inputs import OrchestratorInputs
-from fmcluster.features.observability.construct import head_node_status_alarm
 from fmcluster.orchestrators.parallelcluster.construct import ParallelClusterCluster
 from fmcluster.resolved.cluster import NODE_DIR
 from fmcluster.stacks.access_outputs import OUTPUT_CONNECT
@@ -38,11 +37,6 @@ def build(stack: Stack, inputs: OrchestratorInputs) -> ParallelClusterCluster:
         head_node_policy=inputs.head_node_policy, images=inputs.images, admin_scripts=inputs.admin_scripts,
     )
     _access_outputs(stack, pc.resource, region=stack.region)
-    if inputs.head_node_alarm_topic_arn is not None:
-        head_node_status_alarm(
-            stack, "HeadNodeStatusAlarm", instance_id=pc.resource.get_att("headNode.instanceId").to_string(),
-            topic_arn=inputs.head_node_alarm_topic_arn, cluster_name=inputs.cluster_name,
-        )
     _window_end(stack, inputs, pc.resource.get_att("headNode.instanceId").to_string())
     return pc
 

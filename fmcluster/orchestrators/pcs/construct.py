@@ -7,7 +7,9 @@ as PCS node lifecycle actions in the ``NodeBootstrapped`` stage (after PCS sets 
 ``slurmd`` starts): the Lustre mount (every boot, its arguments carry the file system's deploy-time
 names) and then ``bootstrap.sh`` (first boot), each from its S3 asset with its SHA-256 and
 ``OnError: TERMINATE``, so a failed setup replaces the node instead of leaving it half set up. Only the
-login node's observability launcher stays in user data (MIME multi-part, merged by PCS with its own).
+login node's observability launcher and its admin-steps launcher stay in user data (MIME multi-part, merged by PCS
+with its own); the admin scripts themselves are listed in an SSM parameter the launcher reads, so that the user data,
+and with it the login node, does not change with the compute groups.
 
 With a metrics layer, the login node's user data downloads the observability head-node script from its
 S3 asset and starts it once Slurm answers (``common.start_after_slurm``: user data runs before ``sackd``),
@@ -98,6 +100,7 @@ from fmcluster.constructs.orchestrator import (
     acknowledge_wildcards,
     start_after_slurm,
 )
+from fmcluster.constructs.parameter import string_parameter
 from fmcluster.features.network.construct import explicit_egress_only
 from fmcluster.features.node.construct_bootstrap import NodeBootstrap, ScriptAsset
 from fmcluster.features.node.construct_image import NodeImages
@@ -112,12 +115,17 @@ from fmcluster.features.storage.construct import (
 )
 from fmcluster.orchestrators.pcs.profile import PCS_LOGIN_GROUP
 from fmcluster.resolved import NODE_DIR, OrchestratorProfile, ResolvedGroup
+from fmcluster.templates.render import render
 
 PCS_AMI_PARAMETER = "/aws/service/pcs/ami/dlami-base-ubuntu2404/{arch}/latest/ami-id"
 ROLE_NAME_PREFIX = "AWSPCS"
 MIME_BOUNDARY = "==FMCLUSTER=="
 HEREDOC_END = "FMCLUSTER_BOOTSTRAP_EOF"
 SPOT_ALLOCATION_STRATEGY = "capacity-optimized"
+#: Where the login node keeps the admin-steps launcher (``templates/admin-steps.sh.j2``) and how often its timer runs.
+ADMIN_STEPS_PATH = f"{NODE_DIR}/fmcluster-admin-steps.sh"
+ADMIN_STEPS_INTERVAL_MIN = 5
+ADMIN_STEPS_HEREDOC_END = "FMCLUSTER_ADMIN_STEPS_EOF"
 #: Lifecycle script names (botocore pcs ``NodeLifecycleScriptNameString``: ``[A-Za-z0-9][A-Za-z0-9 _-]*``,
 #: at most 64 characters; they appear in the node's lifecycle log paths).
 LUSTRE_SCRIPT_NAME = "fmcluster mount Lustre"
@@ -168,6 +176,42 @@ def mime_user_data(shell_script: str) -> str:
     )
 
 
+def admin_steps_parameter(cluster_name: str) -> str:
+    """The SSM parameter listing the login node's admin steps: ``/fmcluster/<cluster>/login/admin-steps``."""
+    return f"/fmcluster/{cluster_name}/login/admin-steps"
+
+
+def admin_steps_launcher() -> str:
+    """``fmcluster-admin-steps.sh PARAMETER REGION`` (``templates/admin-steps.sh.j2``): runs the scripts the SSM
+    parameter lists when its version is not the one last applied. Its text never changes with the blueprint."""
+    return render("pcs/admin-steps.sh.j2", {"interval_min": ADMIN_STEPS_INTERVAL_MIN})
+
+
+def admin_steps_lines(parameter: str, region: str) -> list[str]:
+    """User-data lines that install the admin-steps launcher and its timer (every :data:`ADMIN_STEPS_INTERVAL_MIN`
+    minutes, as root) and run it once. Only ``parameter`` and ``region`` reach the text, neither of which changes
+    with the compute groups, so the login launch template does not either."""
+    launcher = admin_steps_launcher()
+    if any(line.strip() == ADMIN_STEPS_HEREDOC_END for line in launcher.splitlines()):
+        raise ValueError(f"the admin-steps launcher contains the heredoc terminator {ADMIN_STEPS_HEREDOC_END}")
+    command = f"{ADMIN_STEPS_PATH} {parameter} {region}"
+    return [
+        f"install -d -m 0755 {NODE_DIR}",
+        f"cat > {ADMIN_STEPS_PATH} <<'{ADMIN_STEPS_HEREDOC_END}'", launcher.rstrip("\n"), ADMIN_STEPS_HEREDOC_END,
+        f"chmod 0755 {ADMIN_STEPS_PATH}",
+        "cat > /etc/systemd/system/fmcluster-admin-steps.service <<'FMCLUSTER_UNIT_EOF'",
+        "[Unit]", "Description=fmcluster admin steps (SSM parameter) on the login node", "",
+        "[Service]", "Type=oneshot", f"ExecStart={command}", "FMCLUSTER_UNIT_EOF",
+        "cat > /etc/systemd/system/fmcluster-admin-steps.timer <<'FMCLUSTER_UNIT_EOF'",
+        "[Unit]", f"Description=Apply changed fmcluster admin steps every {ADMIN_STEPS_INTERVAL_MIN} min", "",
+        "[Timer]", f"OnBootSec={ADMIN_STEPS_INTERVAL_MIN}min", f"OnUnitActiveSec={ADMIN_STEPS_INTERVAL_MIN}min", "",
+        "[Install]", "WantedBy=timers.target", "FMCLUSTER_UNIT_EOF",
+        f"bash {command}",
+        "systemctl daemon-reload",
+        "systemctl enable --now fmcluster-admin-steps.timer",
+    ]
+
+
 def node_shell_script(
     *,
     group: str,
@@ -176,15 +220,15 @@ def node_shell_script(
     embed_limit_bytes: int | None,
     head_node_script: ScriptAsset | None = None,
     slurm_bin_dir: str | None = None,
-    admin_scripts: Sequence[tuple[str, ScriptAsset]] = (),
+    admin_steps: tuple[str, str] | None = None,
 ) -> str:
     """The shell part of a node's user data: mount Lustre, then run ``bootstrap.sh`` from
     :data:`fmcluster.resolved.NODE_DIR` (embedded when it is at most ``embed_limit_bytes`` bytes, the
     profile's ``user_data_embed_limit_bytes``, else copied from its S3 asset; ``None``: always copied),
-    then, with ``head_node_script``, copy that script from its S3 asset and start it once Slurm answers, then copy
-    and run each of ``admin_scripts`` (``(file name, asset)``: the acceptance gate's watcher installer; its timer
-    waits for Slurm itself).
-    Default: no head-node script, no admin script. Raises ValueError when an embedded script contains the heredoc
+    then, with ``head_node_script``, copy that script from its S3 asset and start it once Slurm answers, then with
+    ``admin_steps`` (``(SSM parameter name, region)``) install and run the admin-steps launcher
+    (:func:`admin_steps_lines`: the acceptance gate's watcher installer, whose timer waits for Slurm itself).
+    Default: no head-node script, no admin steps. Raises ValueError when an embedded script contains its heredoc
     terminator."""
     lines = [
         "#!/bin/bash",
@@ -215,8 +259,8 @@ def node_shell_script(
             f"aws s3 cp {head_node_script.s3_url} {HEAD_NODE_PATH}",
             start_after_slurm(HEAD_NODE_PATH, slurm_bin_dir),
         ]
-    for name, asset in admin_scripts:
-        lines += [f"install -d -m 0755 {NODE_DIR}", f"aws s3 cp {asset.s3_url} {NODE_DIR}/{name}", f"bash {NODE_DIR}/{name}"]
+    if admin_steps is not None:
+        lines += admin_steps_lines(*admin_steps)
     return "\n".join(lines) + "\n"
 
 
@@ -314,7 +358,8 @@ class PcsCluster(Construct):
     is attached to the node role (shared by all node groups). Default: no head-node script and no extra
     policy. ``admin_scripts`` (file name -> text: the acceptance gate's watcher installer) run as root on the login
     node, the one node of a PCS cluster fmcluster configures that is not a compute node (the controller is AWS's):
-    S3 assets ``AdminScript-<file name>``, read by the node role. Default: none. ``images``
+    S3 assets ``AdminScript-<file name>``, read by the node role, listed in the SSM parameter ``AdminSteps`` that the
+    login node's admin-steps launcher reads at boot and every few minutes (:func:`admin_steps_lines`). Default: none. ``images``
     (:class:`fmcluster.features.node.construct_image.NodeImages`): the AMI per compute group and of the login
     group; default: the PCS-ready DLAMI everywhere.
     """
@@ -355,6 +400,7 @@ class PcsCluster(Construct):
         self.role = self._node_role(cluster_name, Stack.of(self).region, groups, bootstraps, lustre, checkpoints)
         self._grant_head_node(head_node_script, head_node_policy)
         self.admin_scripts = self._admin_scripts(admin_scripts or {})
+        self.admin_steps = self._admin_steps(cluster_name) if self.admin_scripts else None
         self.instance_profile = iam.InstanceProfile(self, "NodeInstanceProfile", role=self.role)
         self.lustre_script = self._add_lustre_script(lustre)
         self.hooks_script = self._slurm_hooks(profile)
@@ -420,6 +466,21 @@ class PcsCluster(Construct):
             asset.grant_read(self.role)
         return assets
 
+    def _admin_steps(self, cluster_name: str) -> tuple[str, str]:
+        """The SSM parameter (construct id ``AdminSteps``, :func:`admin_steps_parameter`) listing the admin scripts'
+        S3 URLs in order, readable by the node role; returns ``(parameter name, region)`` for the login user data.
+        The parameter, not the user data, changes when a script does: an in-place update, no new launch template
+        version, so the login node stays (PCS replaces a node group's instances after a launch template update,
+        "Updating a compute node group" in the PCS user guide)."""
+        stack = Stack.of(self)
+        name = admin_steps_parameter(cluster_name)
+        param = string_parameter(
+            self, "AdminSteps", parameter_name=name,
+            string_value=stack.to_json_string([{"Script": asset.s3_url} for _, asset in self.admin_scripts]),
+            description="fmcluster: the login node's admin steps (fmcluster-admin-steps.sh)")
+        param.grant_read(self.role)
+        return name, stack.region
+
     def _add_lustre_script(self, lustre: LustreMount | None) -> ScriptAsset | None:
         """The ``mount-lustre.sh`` lifecycle script, readable by the node role (``None`` without Lustre)."""
         if lustre is None:
@@ -454,7 +515,7 @@ class PcsCluster(Construct):
                 node_shell_script(group=PCS_LOGIN_GROUP, bootstrap=None, lustre=None,
                                   embed_limit_bytes=nodes.profile.user_data_embed_limit_bytes,
                                   head_node_script=head_node_script, slurm_bin_dir=nodes.profile.slurm_bin_dir,
-                                  admin_scripts=self.admin_scripts)
+                                  admin_steps=self.admin_steps)
             ) if head_node_script is not None or self.admin_scripts else None,
             tags={**nodes.tags, "fmcluster:node-group": PCS_LOGIN_GROUP},
             **nodes.template,

@@ -6,6 +6,7 @@ or a replacement that fails again is held and alerted, never drained in a loop."
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from pathlib import Path
@@ -337,10 +338,13 @@ def test_pcs_login_node_installs_the_watcher() -> None:
     tpl = cluster_template(templates)
     [(_, data)] = [v for k, v in pcs_launch_templates(tpl).items() if k == "login"]
     login = Resolver(tpl, "us-east-2")(data["UserData"]["Fn::Base64"])
-    [url] = [line.split()[3] for line in login.splitlines()
-             if line.startswith("aws s3 cp ") and line.endswith(f"/opt/fmcluster/{WATCH_INSTALLER_FILE}")]
+    # the user data runs the admin-steps launcher on the SSM parameter that lists the installer (not its S3 URL)
+    parameter = "/fmcluster/pcs-h200/login/admin-steps"
+    assert f"bash /opt/fmcluster/fmcluster-admin-steps.sh {parameter} us-east-2" in login
+    (param,) = [r["Properties"] for r in tpl["Resources"].values()
+                if r["Type"] == "AWS::SSM::Parameter" and r["Properties"]["Name"] == parameter]
+    [url] = [step["Script"] for step in json.loads(Resolver(tpl, "us-east-2")(param["Value"]))]
     assert (out / f"asset.{url.rsplit('/', 1)[1]}").read_text() == _installer(text)
-    assert f"bash /opt/fmcluster/{WATCH_INSTALLER_FILE}" in login
 
 
 def test_a_blocked_group_raises_a_critical_alert(tmp_path: Path) -> None:

@@ -285,42 +285,82 @@ def test_head_node_and_queues_share_the_group_that_admits_every_scrape_port() ->
         assert head == q["Networking"]["AdditionalSecurityGroups"], q["Name"]
 
 
-@pytest.mark.parametrize(
-    ("kind", "metrics", "alarms"),
-    [("parallelcluster", "self_hosted", 1), ("parallelcluster", "managed", 0), ("pcs", "self_hosted", 0),
-     ("hyperpod", "self_hosted", 0)],
-)
-def test_self_hosted_head_node_has_a_dead_mans_alarm_where_its_instance_id_is_known(
-    kind: str, metrics: str, alarms: int
+def _heartbeat_alarms(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return {stack: alarm for stack, tpl in templates.items()
+            for alarm in resources_of(tpl, "AWS::CloudWatch::Alarm").values()
+            if alarm["Properties"].get("MetricName") == "MonitoringHeartbeat"}
+
+
+@pytest.mark.synth
+def test_the_self_hosted_example_has_the_heartbeat_alarm() -> None:
+    """blueprints/p6e-gb200.yaml, the one self-hosted example (ParallelCluster): the alarm on its own cluster name, no
+    EC2 status-check alarm. The other orchestrators' examples are managed; the variants below cover them."""
+    from tests.conftest import ROOT, synth_templates
+
+    templates = synth_templates((ROOT / "blueprints" / "p6e-gb200.yaml").read_text())
+    alarms = _heartbeat_alarms(templates)
+    assert list(alarms) == ["gb200-nvl36-cluster"]
+    props = alarms["gb200-nvl36-cluster"]["Properties"]
+    assert (props["AlarmName"], props["Dimensions"], props["TreatMissingData"]) == (
+        "fmcluster-gb200-nvl36-monitoring-heartbeat", [{"Name": "ClusterName", "Value": "gb200-nvl36"}], "breaching")
+    assert [a for tpl in templates.values() for a in resources_of(tpl, "AWS::CloudWatch::Alarm").values()
+            if a["Properties"].get("Namespace") == "AWS/EC2"] == []
+
+
+@pytest.mark.synth
+@pytest.mark.parametrize(("kind", "metrics", "alarmed"), [
+    ("parallelcluster", "self_hosted", True), ("hyperpod", "self_hosted", True), ("pcs", "self_hosted", True),
+    ("parallelcluster", "managed", False), ("pcs", "managed", False),
+])
+def test_self_hosted_monitoring_host_has_a_heartbeat_alarm_on_every_orchestrator(
+    kind: str, metrics: str, alarmed: bool
 ) -> None:
-    """Self-hosted: Prometheus and Alertmanager die with the head node, so a CloudWatch alarm on its EC2 status
-    checks (outside it) mails the alert topic. Only ParallelCluster's stack knows the head node's instance id;
-    managed mode has AMP's absent() rules outside the head node."""
+    """Self-hosted: Prometheus and Alertmanager die with the node that runs them, so that node publishes a heartbeat and
+    a CloudWatch alarm outside it (missing data breaching) mails the alert topic: the same alarm on every
+    orchestrator, in the cluster stack, created after the cluster. Managed mode has AMP's absent() rules outside the
+    node instead."""
     _, templates = _synth(kind, metrics)
-    found = resources_of(templates["t-cluster-cluster"], "AWS::CloudWatch::Alarm")
-    assert len(found) == alarms
-    if alarms:
-        (alarm,) = found.values()
-        props = alarm["Properties"]
-        assert {k: props[k] for k in ("Namespace", "MetricName", "Statistic", "Period", "EvaluationPeriods",
-                                      "Threshold", "ComparisonOperator", "TreatMissingData")} == {
-            "Namespace": "AWS/EC2", "MetricName": "StatusCheckFailed", "Statistic": "Maximum", "Period": 60,
-            "EvaluationPeriods": 5, "Threshold": 1, "ComparisonOperator": "GreaterThanOrEqualToThreshold",
-            "TreatMissingData": "breaching"}
-        (dim,) = props["Dimensions"]
-        assert dim["Name"] == "InstanceId" and "headNode.instanceId" in json.dumps(dim["Value"])
-        assert props["AlarmActions"] == props["OKActions"]
-        assert "AlertTopic" in json.dumps(props["AlarmActions"])  # the observability stack's topic (an import)
-        obs = templates["t-cluster-observability"]
-        (key,) = resources_of(obs, "AWS::KMS::Key").values()
-        sids = {s.get("Sid") for s in key["Properties"]["KeyPolicy"]["Statement"]}
-        assert "AllowCloudWatchAlarmsToUseTheAlertTopicKey" in sids
-        # alarm -> topic -> topic policy: CloudWatch may publish (the topic's own policy replaces SNS's default one),
-        # only from this alarm of this account
-        (policy,) = resources_of(obs, "AWS::SNS::TopicPolicy").values()
-        [allow] = [st for st in policy["Properties"]["PolicyDocument"]["Statement"]
-                   if st.get("Sid") == "AllowTheHeadNodeAlarmToPublish"]
-        assert allow["Effect"] == "Allow" and allow["Action"] == "sns:Publish"
-        assert allow["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
-        assert props["AlarmName"] == "fmcluster-t-cluster-head-node"
-        assert ":alarm:fmcluster-t-cluster-head-node" in json.dumps(allow["Condition"]["ArnLike"]["aws:SourceArn"])
+    alarms = _heartbeat_alarms(templates)
+    # no EC2 status-check alarm any more: the heartbeat is the one mechanism (docs/decisions.md)
+    assert not any(a["Properties"].get("Namespace") == "AWS/EC2"
+                   for tpl in templates.values() for a in resources_of(tpl, "AWS::CloudWatch::Alarm").values())
+    statements = [st for tpl in templates.values() for pol in resources_of(tpl, "AWS::IAM::ManagedPolicy").values()
+                  for st in pol["Properties"]["PolicyDocument"]["Statement"]]
+    put = [st for st in statements if "cloudwatch:PutMetricData" in json.dumps(st["Action"])]
+    if not alarmed:
+        assert alarms == {} and put == []
+        return
+    assert list(alarms) == ["t-cluster-cluster"]
+    props = alarms["t-cluster-cluster"]["Properties"]
+    assert {k: props[k] for k in ("AlarmName", "Namespace", "MetricName", "Dimensions", "Statistic", "Period",
+                                  "EvaluationPeriods", "DatapointsToAlarm", "Threshold", "ComparisonOperator",
+                                  "TreatMissingData")} == {
+        "AlarmName": "fmcluster-t-cluster-monitoring-heartbeat", "Namespace": "fmcluster",
+        "MetricName": "MonitoringHeartbeat", "Dimensions": [{"Name": "ClusterName", "Value": "t-cluster"}],
+        "Statistic": "Sum", "Period": 60, "EvaluationPeriods": 5, "DatapointsToAlarm": 5, "Threshold": 1,
+        "ComparisonOperator": "LessThanThreshold", "TreatMissingData": "breaching"}
+    assert props["AlarmActions"] == props["OKActions"]
+    assert "AlertTopic" in json.dumps(props["AlarmActions"])  # the observability stack's topic (an import)
+    # created only after the cluster's resources, so that it does not fire while the cluster is being built
+    (alarm_id,) = [k for k, v in resources_of(templates["t-cluster-cluster"], "AWS::CloudWatch::Alarm").items()
+                   if v["Properties"]["MetricName"] == "MonitoringHeartbeat"]
+    cluster_types = {"parallelcluster": "Custom::PclusterCluster", "hyperpod": "AWS::SageMaker::Cluster",
+                     "pcs": "AWS::PCS::Cluster"}
+    cluster_ids = set(resources_of(templates["t-cluster-cluster"], cluster_types[kind]))
+    assert cluster_ids and cluster_ids <= set(templates["t-cluster-cluster"]["Resources"][alarm_id]["DependsOn"])
+    # the node may publish, only into the heartbeat's namespace (cloudwatch:PutMetricData has no resource type)
+    assert put == [{"Action": "cloudwatch:PutMetricData", "Effect": "Allow", "Resource": "*",
+                    "Condition": {"StringEquals": {"cloudwatch:namespace": "fmcluster"}}}]
+    obs = templates["t-cluster-observability"]
+    (key,) = resources_of(obs, "AWS::KMS::Key").values()
+    sids = {s.get("Sid") for s in key["Properties"]["KeyPolicy"]["Statement"]}
+    assert "AllowCloudWatchAlarmsToUseTheAlertTopicKey" in sids
+    # alarm -> topic -> topic policy: CloudWatch may publish (the topic's own policy replaces SNS's default one),
+    # only from this alarm of this account
+    (policy,) = resources_of(obs, "AWS::SNS::TopicPolicy").values()
+    [allow] = [st for st in policy["Properties"]["PolicyDocument"]["Statement"]
+               if st.get("Sid") == "AllowTheHeartbeatAlarmToPublish"]
+    assert allow["Effect"] == "Allow" and allow["Action"] == "sns:Publish"
+    assert allow["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert ":alarm:fmcluster-t-cluster-monitoring-heartbeat" in json.dumps(
+        allow["Condition"]["ArnLike"]["aws:SourceArn"])

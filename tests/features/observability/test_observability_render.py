@@ -26,6 +26,7 @@ from fmcluster.features.observability.render_dashboards import build_dashboards
 from fmcluster.features.observability.render_exporters import (
     exporter_context,
     render_exporter_script,
+    render_heartbeat_script,
     render_node_facts_script,
     render_slurm_sd_script,
 )
@@ -223,6 +224,7 @@ def test_exporter_scripts_pass_shellcheck(tmp_path: Path, metrics: str, discover
         "compute.sh": render_exporter_script(ctx),
         "facts.sh": render_node_facts_script(ctx),
         "slurm_sd.sh": render_slurm_sd_script(ctx),
+        "heartbeat.sh": render_heartbeat_script(exporter_context(rc, role="head")),
     }
     for name, text in scripts.items():
         (tmp_path / name).write_text(text)

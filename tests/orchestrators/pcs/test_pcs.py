@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,7 @@ import pytest
 
 from fmcluster.blueprint import BlueprintError
 from fmcluster.blueprint.model import PCS_SLURM_VERSIONS, PcsSettings
-from fmcluster.orchestrators.pcs.construct import mime_user_data, node_shell_script, pcs_ami
+from fmcluster.orchestrators.pcs.construct import admin_steps_launcher, mime_user_data, node_shell_script, pcs_ami
 from fmcluster.orchestrators.pcs.profile import PCS_USER_DATA_EMBED_LIMIT_BYTES
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import blueprint_text, example
@@ -134,15 +136,21 @@ def _user_data(tpl: dict[str, Any], instance_type: str, region: str = "us-east-1
 def test_node_setup_is_not_in_user_data(two_groups: dict[str, Any]) -> None:
     """Changed on purpose (issue 12 item 3): the Lustre mount and bootstrap.sh run as PCS node lifecycle
     actions (tests/orchestrators/pcs/test_deploy_pcs.py); without a metrics layer no compute launch template has user
-    data, and the login node's runs only the acceptance gate's watcher installer (issue 24 item 3,
-    tests/features/acceptance/test_gate_watch.py)."""
+    data, and the login node's runs only the admin-steps launcher, which runs the acceptance gate's watcher installer
+    (issue 24 item 3, tests/features/acceptance/test_gate_watch.py) from the SSM parameter that lists it: no S3 URL of
+    a content-addressed asset in the user data, so it does not change with the compute groups."""
     for group, (_, data) in pcs_launch_templates(two_groups).items():
         if group == "login":
             login = _user_data(two_groups, "m7i.2xlarge")
-            assert [line.split()[0] for line in login.splitlines() if line.startswith(("aws ", "bash "))] == ["aws", "bash"]
-            assert "bash /opt/fmcluster/fmcluster-gate-watch-install.sh" in login
+            assert [line for line in login.splitlines() if line.startswith(("aws ", "bash "))] == [
+                "bash /opt/fmcluster/fmcluster-admin-steps.sh /fmcluster/t-cluster/login/admin-steps us-east-1"]
+            assert re.search(r"s3://\w", login) is None and "gate-watch-install" not in login
         else:
             assert "UserData" not in data, group
+    (param,) = [r["Properties"] for r in two_groups["Resources"].values()
+                if r["Type"] == "AWS::SSM::Parameter" and r["Properties"]["Name"] == "/fmcluster/t-cluster/login/admin-steps"]
+    # one step (the gate watcher's installer), the S3 URL of its asset
+    assert re.fullmatch(r'\[\{"Script":"s3://cdk-[^"]+\.sh"\}\]', Resolver(two_groups, "us-east-1")(param["Value"]))
 
 
 class _BigBootstrap:
@@ -170,8 +178,11 @@ def test_user_data_shell_passes_shellcheck(tmp_path: Path) -> None:
                                          embed_limit_bytes=PCS_USER_DATA_EMBED_LIMIT_BYTES))
     login.write_text(node_shell_script(group="login", bootstrap=None, lustre=None,
                                        embed_limit_bytes=PCS_USER_DATA_EMBED_LIMIT_BYTES,
-                                       head_node_script=_HeadNodeAsset()))  # type: ignore[arg-type]
-    proc = subprocess.run([str(shellcheck), str(compute), str(login)], capture_output=True, text=True)
+                                       head_node_script=_HeadNodeAsset(),  # type: ignore[arg-type]
+                                       admin_steps=("/fmcluster/c/login/admin-steps", "us-east-1")))
+    launcher = tmp_path / "admin-steps.sh"
+    launcher.write_text(admin_steps_launcher())
+    proc = subprocess.run([str(shellcheck), str(compute), str(login), str(launcher)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout
 
 
@@ -330,3 +341,79 @@ def test_login_node_reaches_the_compute_exporters(two_groups: dict[str, Any], po
                               or r.get("CidrIp") == "0.0.0.0/0")], port)
         ]
         assert reachable, (group, port)
+
+
+# ---- the admin-steps launcher, run against a stub aws -------------------------------------------------------------
+AWS_STUB = """#!{python}
+import json, os, sys
+args = sys.argv[1:]
+opts = dict(zip(args[2::2], args[3::2])) if args[:2] == ["ssm", "get-parameter"] else {{}}
+with open(os.environ["STUB_LOG"], "a") as log:
+    log.write(json.dumps(args) + "\\n")
+world = json.load(open(os.environ["STUB_WORLD"]))
+if args[:2] == ["ssm", "get-parameter"]:
+    # GetParameter's response (SSM API reference): Parameter.Name, Type, Value, Version, ARN, DataType
+    p = world["parameters"].get(opts["--name"])
+    if p is None:
+        sys.stderr.write("An error occurred (ParameterNotFound) when calling the GetParameter operation: \\n")
+        sys.exit(254)
+    print(json.dumps({{"Parameter": {{"Name": opts["--name"], "Type": "String", "Value": p["value"],
+                                      "Version": p["version"], "DataType": "text",
+                                      "ARN": "arn:aws:ssm:us-east-1:123456789012:parameter" + opts["--name"]}}}}))
+elif args[:2] == ["s3", "cp"]:
+    src, dest = [a for a in args[2:] if not a.startswith("--") and a != opts.get("--region")][-2:]
+    if src not in world["objects"]:
+        sys.stderr.write("fatal error: An error occurred (404) when calling the HeadObject operation: Not Found\\n")
+        sys.exit(1)
+    open(dest, "w").write(world["objects"][src])
+else:
+    sys.exit(2)
+"""
+
+
+def _admin_world(tmp_path: Path, version: int, steps: list[str], objects: dict[str, str]) -> None:
+    (tmp_path / "world.json").write_text(json.dumps({
+        "parameters": {"/fmcluster/c/login/admin-steps": {
+            "version": version, "value": json.dumps([{"Script": u} for u in steps])}},
+        "objects": objects}))
+
+
+def _run_admin_steps(tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    launcher = tmp_path / "fmcluster-admin-steps.sh"
+    launcher.write_text(admin_steps_launcher())
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "aws").write_text(AWS_STUB.format(python=sys.executable))
+    (bin_dir / "aws").chmod(0o755)
+    return subprocess.run(
+        ["bash", str(launcher), "/fmcluster/c/login/admin-steps", "us-east-1"], capture_output=True, text=True,
+        timeout=60, env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "STUB_LOG": str(tmp_path / "aws.log"),
+                         "STUB_WORLD": str(tmp_path / "world.json"),
+                         "FMC_ADMIN_STEPS_STATE": str(tmp_path / "state" / "admin-steps.version")})
+
+
+def test_admin_steps_run_once_per_parameter_version(tmp_path: Path) -> None:
+    """The login node applies the listed scripts at boot and again only when CloudFormation changed the parameter
+    (a new version): the compute change reaches the running login node without replacing it."""
+    ran = tmp_path / "ran.txt"
+    step = f"#!/bin/bash\necho \"$0 ran\" >> {ran}\n"
+    url_a, url_b = "s3://cdk-assets/aaa.sh", "s3://cdk-assets/bbb.sh"
+    _admin_world(tmp_path, 1, [url_a], {url_a: step})
+    first = _run_admin_steps(tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert len(ran.read_text().splitlines()) == 1
+    again = _run_admin_steps(tmp_path)  # the timer, nothing changed
+    assert again.returncode == 0 and len(ran.read_text().splitlines()) == 1
+    _admin_world(tmp_path, 2, [url_b, url_a], {url_a: step, url_b: step})  # a stack update changed the steps
+    changed = _run_admin_steps(tmp_path)
+    assert changed.returncode == 0, changed.stderr
+    assert len(ran.read_text().splitlines()) == 3
+    assert (tmp_path / "state" / "admin-steps.version").read_text() == "2"
+
+
+def test_a_failed_admin_step_is_tried_again(tmp_path: Path) -> None:
+    url = "s3://cdk-assets/missing.sh"
+    _admin_world(tmp_path, 4, [url], {})  # the object is not there: aws s3 cp fails
+    proc = _run_admin_steps(tmp_path)
+    assert proc.returncode != 0
+    assert not (tmp_path / "state" / "admin-steps.version").exists()  # not recorded: the next timer run retries
