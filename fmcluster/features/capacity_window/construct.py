@@ -267,9 +267,13 @@ def budget_tag_filter(tag_key: str, tag_value: str) -> str:
     return f"user:{tag_key}${tag_value}"
 
 
-def budget_name(cluster_name: str) -> str:
-    """``fmcluster-<name>``: the budget's name (unique per account)."""
-    return f"fmcluster-{cluster_name}"
+def budget_name(cluster_name: str, region: str) -> str:
+    """``fmcluster-<name>-<region>``: the budget's name. AWS Budgets names are unique within an account, not a Region
+    (API Budget ``BudgetName``: "The name must be unique within an account"; 1-100 characters, no ``:`` or ``\\``;
+    https://docs.aws.amazon.com/aws-cost-management/latest/APIReference/API_budgets_Budget.html), so two clusters of
+    the same name in two Regions need the Region in the name; it stays the same across updates of one cluster (at
+    most 10 + 32 + 1 + 14 characters). ``region`` may be a token (``AWS::Region``)."""
+    return f"fmcluster-{cluster_name}-{region}"
 
 
 class ClusterBudget(Construct):
@@ -282,20 +286,23 @@ class ClusterBudget(Construct):
         monthly_usd: the limit; thresholds_percent: the notification thresholds (percent of the limit).
         tag_key, tag_value: the cost filter (the cluster's ``fmcluster:blueprint`` tag).
         topic_arn: the alert topic.
-        cluster_name: the blueprint name (budget name ``fmcluster-<name>``).
+        cluster_name: the blueprint name; region: the cluster's Region (budget name :func:`budget_name`, and a
+            ``Region`` cost filter: a cluster of the same name in another Region carries the same tag, and AWS Budgets
+            filters on ``Region`` among its cost filters, API Budget ``CostFilters``: "such as Region, Service,
+            LinkedAccount, Tag, or CostCategory").
 
     Attributes: ``budget`` (the ``CfnBudget``).
     """
 
     def __init__(self, scope: Construct, id: str, *, monthly_usd: int, thresholds_percent: Sequence[int], tag_key: str,
-                 tag_value: str, topic_arn: str, cluster_name: str) -> None:
+                 tag_value: str, topic_arn: str, cluster_name: str, region: str) -> None:
         super().__init__(scope, id)
         self.budget = budgets.CfnBudget(
             self, "Budget",
             budget=budgets.CfnBudget.BudgetDataProperty(
-                budget_name=budget_name(cluster_name), budget_type="COST", time_unit="MONTHLY",
+                budget_name=budget_name(cluster_name, region), budget_type="COST", time_unit="MONTHLY",
                 budget_limit=budgets.CfnBudget.SpendProperty(amount=monthly_usd, unit="USD"),
-                cost_filters={"TagKeyValue": [budget_tag_filter(tag_key, tag_value)]},
+                cost_filters={"TagKeyValue": [budget_tag_filter(tag_key, tag_value)], "Region": [region]},
             ),
             notifications_with_subscribers=[
                 budgets.CfnBudget.NotificationWithSubscribersProperty(

@@ -284,7 +284,8 @@ class ClusterObservability(Construct):
         policy is its owner's to change (docs/capacity.md "Budget")."""
         assert self.alert_topic_arn is not None
         ClusterBudget(self, "Budget", monthly_usd=spec.monthly_usd, thresholds_percent=spec.thresholds_percent,
-                      tag_key=tag[0], tag_value=tag[1], topic_arn=self.alert_topic_arn, cluster_name=cluster_name)
+                      tag_key=tag[0], tag_value=tag[1], topic_arn=self.alert_topic_arn, cluster_name=cluster_name,
+                      region=Stack.of(self).region)
         if self.alert_topic is None or self.alert_key is None:
             return
         stack = Stack.of(self)

@@ -427,7 +427,8 @@ def test_the_budget_filters_on_the_tag_every_resource_carries_and_notifies_the_a
     data = budget["Properties"]["Budget"]
     assert (data["BudgetType"], data["TimeUnit"], data["BudgetLimit"]) == ("COST", "MONTHLY",
                                                                            {"Amount": 250000, "Unit": "USD"})
-    assert data["CostFilters"] == {"TagKeyValue": [f"user:{BLUEPRINT_TAG}$h200-cb"]}
+    assert data["CostFilters"] == {"TagKeyValue": [f"user:{BLUEPRINT_TAG}$h200-cb"], "Region": ["us-east-2"]}
+    assert data["BudgetName"] == "fmcluster-h200-cb-us-east-2"
     notes = budget["Properties"]["NotificationsWithSubscribers"]
     assert [n["Notification"]["Threshold"] for n in notes] == [50, 90, 100]
     [topic] = [k for k, r in obs["Resources"].items() if r["Type"] == "AWS::SNS::Topic"]
@@ -442,6 +443,29 @@ def test_the_budget_filters_on_the_tag_every_resource_carries_and_notifies_the_a
     [stmt] = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s.get("Sid") == "AllowTheBudgetToPublish"]
     assert stmt["Principal"] == {"Service": "budgets.amazonaws.com"}
     assert "budgets::" in json.dumps(stmt["Condition"]["ArnLike"]["aws:SourceArn"])
+
+
+def _budget_in(region: str) -> dict[str, Any]:
+    """The budget data of a bare stack in ``region`` (a cheap synthesis of the construct alone)."""
+    from aws_cdk import App, Environment, Stack
+    from aws_cdk.assertions import Template
+
+    from fmcluster.features.capacity_window.construct import ClusterBudget
+
+    stack = Stack(App(), "S", env=Environment(account="111122223333", region=region))
+    ClusterBudget(stack, "Budget", monthly_usd=1000, thresholds_percent=[80], tag_key="fmcluster:blueprint",
+                  tag_value="same-name", topic_arn="arn:aws:sns:us-east-1:111122223333:t", cluster_name="same-name",
+                  region=stack.region)
+    [budget] = Template.from_stack(stack).find_resources("AWS::Budgets::Budget").values()
+    return dict(budget["Properties"]["Budget"])
+
+
+def test_two_clusters_of_one_name_in_two_regions_get_two_budget_names_each_counting_its_region() -> None:
+    """Budget names are unique within an account (API Budget BudgetName), and both clusters carry the same tag."""
+    east, west, east_again = _budget_in("us-east-2"), _budget_in("us-west-2"), _budget_in("us-east-2")
+    assert (east["BudgetName"], west["BudgetName"]) == ("fmcluster-same-name-us-east-2", "fmcluster-same-name-us-west-2")
+    assert east_again["BudgetName"] == east["BudgetName"]  # stable: an update keeps the budget
+    assert (east["CostFilters"]["Region"], west["CostFilters"]["Region"]) == (["us-east-2"], ["us-west-2"])
 
 
 def test_a_budget_needs_the_alert_topic() -> None:
