@@ -38,7 +38,7 @@ from fmcluster.features.capacity_window.plan import (
     preload_schedule_name,
     window_end_rule_name,
 )
-from fmcluster.features.capacity_window.render_window import PRELOAD_SCRIPT, SCRIPT
+from fmcluster.features.capacity_window.render_window import PRELOAD_SCRIPT, SCRIPT, START_SCRIPT
 
 #: EventBridge's limit on an input transformer's ``InputTemplate`` (API InputTransformer: "Maximum length of 8192").
 INPUT_TEMPLATE_MAX = 8192
@@ -63,6 +63,13 @@ def preload_command(script: str) -> str:
     :func:`run_command`)."""
     encoded = base64.b64encode(script.encode()).decode()
     return f'bash -c "$(echo {encoded} | base64 -d)" {PRELOAD_SCRIPT}'
+
+
+def start_command(script: str, group: str) -> str:
+    """The one shell command the head node runs at a window's start: ``fmcluster-window-start <group>`` from base64
+    (as :func:`run_command`), which resumes the nodes the previous window's end drained."""
+    encoded = base64.b64encode(script.encode()).decode()
+    return f'bash -c "$(echo {encoded} | base64 -d)" {START_SCRIPT} {group}'
 
 
 def alert_message(cluster_name: str, ws: Sequence[Window]) -> str:
@@ -174,7 +181,8 @@ class WindowPreloadSchedules(Construct):
 
 class WindowStartGate(Construct):
     """One ``AWS::Scheduler::Schedule`` per window with a start time: at ``starts_at`` it runs ``commands[group]`` on
-    the head node through SSM ``SendCommand`` (as :class:`WindowPreloadSchedules`): the acceptance gate watcher's
+    the head node through SSM ``SendCommand`` (as :class:`WindowPreloadSchedules`): :func:`start_command` (resume the
+    nodes the previous window's end drained) and then, where the head node runs it, the acceptance gate watcher's
     ``request <group>``, so that the window's nodes are gated on the watcher's next pass (docs/capacity.md "The
     capacity window"). Jobs already queued for the window may still start on a node before that pass (up to the
     watcher's 60 s); submit them with ``--begin`` after the start to leave the gate the first minutes.
@@ -197,13 +205,13 @@ class WindowStartGate(Construct):
         if not due:
             return
         self.role = send_command_role(self, instance_id,
-                                      f"fmcluster {cluster_name}: EventBridge Scheduler gates a window's nodes at its start")
+                                      f"fmcluster {cluster_name}: EventBridge Scheduler resumes and gates a window's nodes at its start")
         for w in due:
             assert w.starts_at is not None
             self.schedules[w.group] = send_command_schedule(
                 self, w.group, role=self.role, instance_id=instance_id, when=w.starts_at,
                 name=start_schedule_name(cluster_name, w.index),
-                description=f"fmcluster {cluster_name}: gate the nodes of window {w.group} at its start",
+                description=f"fmcluster {cluster_name}: resume and gate the nodes of window {w.group} at its start",
                 command=commands[w.group], timeout_s=START_COMMAND_TIMEOUT_S,
                 comment=f"fmcluster {cluster_name} window start {w.group}")
 

@@ -42,6 +42,9 @@ CHECKPOINT_GRACE_S = TERMINATION_AFTER_WARNING_S - REQUEUE_MARGIN_S
 #: the metadata import are not modelled, so fmcluster plan labels it an estimate; set preload_lead_minutes to measure.
 PRELOAD_FACTOR = 1.5
 PRELOAD_MARGIN_S = 15 * 60
+#: How the end script's drain reason begins (``<prefix><reservation> ends <end date>``): the start script resumes the
+#: nodes drained with it, and only those.
+WINDOW_END_REASON_PREFIX = "fmcluster: capacity block "
 #: The signal jobs get (``scancel --signal=USR1 --full``; the rendered FSDP job traps it: docs/first-job.md).
 CHECKPOINT_SIGNAL = "USR1"
 

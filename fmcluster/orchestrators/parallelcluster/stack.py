@@ -14,9 +14,18 @@ from __future__ import annotations
 from aws_cdk import CfnOutput, CfnResource, Fn, Stack
 
 from fmcluster.features.acceptance.render_watch import WATCH_INSTALLER_FILE, request_command
-from fmcluster.features.capacity_window.construct import WindowEndAutomation, WindowPreloadSchedules, WindowStartGate
+from fmcluster.features.capacity_window.construct import (
+    WindowEndAutomation,
+    WindowPreloadSchedules,
+    WindowStartGate,
+    start_command,
+)
 from fmcluster.features.capacity_window.plan import windows
-from fmcluster.features.capacity_window.render_window import render_window_end, render_window_preload
+from fmcluster.features.capacity_window.render_window import (
+    render_window_end,
+    render_window_preload,
+    render_window_start,
+)
 from fmcluster.features.cluster.stack_inputs import OrchestratorInputs
 from fmcluster.features.observability.construct import head_node_status_alarm
 from fmcluster.orchestrators.parallelcluster.construct import ParallelClusterCluster
@@ -51,8 +60,9 @@ def _window_end(stack: Stack, inputs: OrchestratorInputs, instance_id: str) -> N
     """The capacity window's automation (docs/capacity.md "The capacity window") when a group is on a Capacity
     Block: at EC2's warning the head node runs ``fmcluster-window-end`` from Slurm's directory
     (``OrchestratorProfile.slurm_bin_dir``); before a window with ``starts_at`` and a preload, a schedule runs
-    ``fmcluster-window-preload`` there; at a window's ``starts_at`` a schedule asks the acceptance gate's watcher (when
-    the head node runs it) to gate the window's nodes (``fmcluster-gate-watch request <group>``)."""
+    ``fmcluster-window-preload`` there; at a window's ``starts_at`` a schedule resumes the nodes the previous window's
+    end drained (``fmcluster-window-start <group>``) and then asks the acceptance gate's watcher (when the head node
+    runs it) to gate the window's nodes (``fmcluster-gate-watch request <group>``)."""
     ws = windows((g.spec for g in inputs.groups), inputs.lustre_spec)
     if not ws or not inputs.profile.window_automation or inputs.profile.slurm_bin_dir is None:
         return
@@ -63,9 +73,12 @@ def _window_end(stack: Stack, inputs: OrchestratorInputs, instance_id: str) -> N
     if preloads:
         WindowPreloadSchedules(stack, "WindowPreload", windows=ws, scripts=preloads, instance_id=instance_id,
                                cluster_name=inputs.cluster_name)
-    if WATCH_INSTALLER_FILE in inputs.admin_scripts:
-        WindowStartGate(stack, "WindowStart", windows=ws, instance_id=instance_id, cluster_name=inputs.cluster_name,
-                        commands={w.group: request_command(NODE_DIR, w.group) for w in ws})
+    start = render_window_start(ws, cluster_name=inputs.cluster_name, slurm_bin_dir=inputs.profile.slurm_bin_dir)
+    gated = WATCH_INSTALLER_FILE in inputs.admin_scripts
+    # the previous window's drains are resumed first, so that the gate's watcher (which skips drained nodes) sees them
+    WindowStartGate(stack, "WindowStart", windows=ws, instance_id=instance_id, cluster_name=inputs.cluster_name,
+                    commands={w.group: start_command(start, w.group)
+                              + (f"; {request_command(NODE_DIR, w.group)}" if gated else "") for w in ws})
 
 
 def _access_outputs(stack: Stack, resource: CfnResource, *, region: str) -> None:

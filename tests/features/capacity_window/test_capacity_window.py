@@ -160,6 +160,80 @@ def test_the_end_script_refuses_a_reservation_it_does_not_know(tmp_path: Path) -
     assert _lines(log, "scontrol") == [] and _lines(log, "scancel") == []
 
 
+# ---- the next window's start resumes what the end drained, and only that ---------------------------------------
+def _window_start(tmp_path: Path, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "fmcluster-window-start"
+    script.write_text(_rendered()["capacity-window"]["fmcluster-window-start"])
+    stubs = write_stubs(tmp_path / "bin")
+    full = {"PATH": f"{stubs}:/usr/bin:/bin", "STUB_LOG": str(tmp_path / "log"),
+            "STUB_NODES": "h200-st-p5en-1 h200-st-p5en-2 h200-st-p5en-3", **env}
+    return subprocess.run(["bash", str(script), *args], env=full, capture_output=True, text=True, timeout=60)
+
+
+def _drained(tmp_path: Path) -> dict[str, str]:
+    """node -> reason of every drained node, as the stub scontrol shows them now."""
+    res = subprocess.run([str(tmp_path / "bin" / "scontrol"), "show", "nodes", "--oneliner"], capture_output=True,
+                         text=True, env={"PATH": "/usr/bin:/bin", "STUB_LOG": str(tmp_path / "log"),
+                                         "STUB_NODES": "h200-st-p5en-1 h200-st-p5en-2 h200-st-p5en-3",
+                                         "STUB_OTHER_NODES": "cpu-1"}, check=True)
+    found = (re.search(r"NodeName=(\S+) .* Reason=(.*) \[", line) for line in res.stdout.splitlines())
+    return {m.group(1): m.group(2) for m in found if m}
+
+
+def test_the_next_window_start_resumes_the_nodes_the_end_drained_and_no_other(tmp_path: Path) -> None:
+    """The end of one window drains its nodes; the start of the next resumes those, while a node drained for another
+    reason (the gate, an operator) or in another partition keeps its drain (issue 29)."""
+    others = {"STUB_DRAINED": "h200-st-p5en-3=gate: nccl busbw below 300 GB/s;cpu-1=fmcluster: capacity block "
+                              "cr-0000000000000000a ends 2026-11-01T11:30:00Z",
+              "STUB_OTHER_NODES": "cpu-1"}
+    res, log = _window_end(tmp_path, ["cr-0123456789abcdef0", "2026-12-05T11:30:00Z"],
+                           {"STUB_JOBS": "", "STUB_NODES": "h200-st-p5en-1 h200-st-p5en-2", **others})
+    assert res.returncode == 0, res.stdout + res.stderr
+    reason = "fmcluster: capacity block cr-0123456789abcdef0 ends 2026-12-05T11:30:00Z"
+    assert _drained(tmp_path) == {"h200-st-p5en-1": reason, "h200-st-p5en-2": reason,
+                                  "h200-st-p5en-3": "gate: nccl busbw below 300 GB/s", "cpu-1": others[
+                                      "STUB_DRAINED"].split(";")[1].split("=", 1)[1]}
+
+    res = _window_start(tmp_path, ["h200"], others)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert _lines(log, "scontrol")[-2:] == ["scontrol update NodeName=h200-st-p5en-1 State=RESUME",
+                                            "scontrol update NodeName=h200-st-p5en-2 State=RESUME"]
+    assert set(_drained(tmp_path)) == {"h200-st-p5en-3", "cpu-1"}
+
+
+@pytest.mark.parametrize(("env", "code", "said", "resumes"), [
+    ({}, 0, "no node of partition h200 is drained by a window end: nothing to resume", []),
+    ({"STUB_DRAINED": "h200-st-p5en-1=fmcluster: capacity block cr-0123456789abcdef0 ends unknown;"
+                      "h200-st-p5en-2=fmcluster: capacity block cr-0123456789abcdef0 ends unknown",
+      "STUB_NO_RESUME": "h200-st-p5en-1"}, 1,
+     "h200-st-p5en-1: could not be resumed; it stays drained (scontrol update NodeName=h200-st-p5en-1 State=RESUME)",
+     ["h200-st-p5en-1", "h200-st-p5en-2"]),
+    ({"STUB_DRAINED": "h200-st-p5en-1=operator: fmcluster: capacity block cr-1 ends soon"}, 0,
+     "no node of partition h200 is drained by a window end: nothing to resume", []),
+], ids=["nothing-drained", "one-cannot-be-resumed", "a-reason-that-only-contains-ours"])
+def test_the_window_start_cases(tmp_path: Path, env: dict[str, str], code: int, said: str,
+                                resumes: list[str]) -> None:
+    res = _window_start(tmp_path, ["h200"], env)
+    assert res.returncode == code, res.stdout + res.stderr
+    assert f"fmcluster-window-start: {said}" in res.stdout.splitlines()
+    assert [line.split()[2].removeprefix("NodeName=") for line in _lines(tmp_path / "log", "scontrol")
+            if "State=RESUME" in line] == resumes
+
+
+def test_the_window_start_refuses_a_group_without_a_window(tmp_path: Path) -> None:
+    res = _window_start(tmp_path, ["cpu"], {})
+    assert res.returncode == 2
+    assert "group 'cpu' has no capacity window in h200-cb; allowed h200" in res.stdout
+    assert _lines(tmp_path / "log", "scontrol") == []
+
+
+def test_the_start_script_is_shellcheck_clean(tmp_path: Path) -> None:
+    f = tmp_path / "s.sh"
+    f.write_text(_rendered()["capacity-window"]["fmcluster-window-start"])
+    res = subprocess.run([SHELLCHECK, "-s", "bash", str(f)], capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stdout
+
+
 # ---- the day-2 simulation of the end: the FSDP job checkpoints on the warning and resumes when requeued ---------
 def _start_job(tmp_path: Path, work: Path, stubs: Path, *, restart: int, step_s: str) -> subprocess.Popen[str]:
     files = _rendered()["h200"]
@@ -395,8 +469,9 @@ def test_the_cluster_stack_schedules_the_preload_on_the_head_node() -> None:
 
 @pytest.mark.synth
 def test_the_window_start_asks_the_gate_watcher_to_gate_the_windows_nodes() -> None:
-    """At starts_at a schedule runs the watcher's request for the window's group on the head node (issue 29: the gate
-    at the start); the watcher's request path itself runs against stub Slurm in test_gate_watch.py."""
+    """At starts_at a schedule resumes the window's nodes the previous end drained, then runs the watcher's request for
+    the window's group on the head node (issue 29: the gate at the start); the watcher's request path itself runs
+    against stub Slurm in test_gate_watch.py."""
     _, templates = _templates(WITH_ALERTS)
     schedules = {r["Properties"]["Name"]: r for r in _of_type(templates["h200-cb-cluster"], "AWS::Scheduler::Schedule")}
     assert sorted(schedules) == ["fmcluster-h200-cb-preload-0", "fmcluster-h200-cb-start-0"]
@@ -405,9 +480,16 @@ def test_the_window_start_asks_the_gate_watcher_to_gate_the_windows_nodes() -> N
     parts = props["Target"]["Input"]["Fn::Join"][1]
     assert "headNode.instanceId" in json.dumps([p for p in parts if not isinstance(p, str)])
     sent = json.loads("".join(p if isinstance(p, str) else "<head node>" for p in parts))
+    # first the previous window's drains are resumed (the watcher skips drained nodes), then the gate is asked for
+    [command] = sent["Parameters"]["commands"]
+    resume, request = command.split("; ")
+    encoded = re.fullmatch(r'bash -c "\$\(echo (\S+) \| base64 -d\)" fmcluster-window-start h200', resume)
+    assert encoded is not None
+    assert base64.b64decode(encoded.group(1)).decode() == _rendered(WITH_ALERTS)["capacity-window"][
+        "fmcluster-window-start"]
+    assert request == "/opt/fmcluster/bin/fmcluster-gate-watch request h200"
     assert sent == {"DocumentName": "AWS-RunShellScript", "InstanceIds": ["<head node>"],
-                    "Parameters": {"commands": ["/opt/fmcluster/bin/fmcluster-gate-watch request h200"],
-                                   "executionTimeout": ["300"]},
+                    "Parameters": {"commands": [command], "executionTimeout": ["300"]},
                     "Comment": "fmcluster h200-cb window start h200"}
 
 
