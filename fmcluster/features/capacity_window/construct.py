@@ -294,6 +294,9 @@ class ClusterBudget(Construct):
         monthly_usd: the limit; thresholds_percent: the notification thresholds (percent of the limit).
         tag_key, tag_value: the cost filter (the cluster's ``fmcluster:blueprint`` tag).
         topic_arn: the alert topic.
+        stop_percent, stop_topic_arn: the stop threshold (``budget.stop_compute_at_percent``) and the topic its
+            notification goes to (:class:`fmcluster.features.capacity_window.construct_fleet_stop.BudgetStopTopic`),
+            one more notification after the thresholds'; both or neither. Default: none.
         cluster_name: the blueprint name; region: the cluster's Region (budget name :func:`budget_name`, and a
             ``Region`` cost filter: a cluster of the same name in another Region carries the same tag, and AWS Budgets
             filters on ``Region`` among its cost filters, API Budget ``CostFilters``: "such as Region, Service,
@@ -303,8 +306,10 @@ class ClusterBudget(Construct):
     """
 
     def __init__(self, scope: Construct, id: str, *, monthly_usd: int, thresholds_percent: Sequence[int], tag_key: str,
-                 tag_value: str, topic_arn: str, cluster_name: str, region: str) -> None:
+                 tag_value: str, topic_arn: str, cluster_name: str, region: str, stop_percent: int | None = None,
+                 stop_topic_arn: str | None = None) -> None:
         super().__init__(scope, id)
+        stops = [(stop_percent, stop_topic_arn)] if stop_percent is not None and stop_topic_arn is not None else []
         self.budget = budgets.CfnBudget(
             self, "Budget",
             budget=budgets.CfnBudget.BudgetDataProperty(
@@ -317,8 +322,8 @@ class ClusterBudget(Construct):
                     notification=budgets.CfnBudget.NotificationProperty(
                         notification_type="ACTUAL", comparison_operator="GREATER_THAN", threshold=pct,
                         threshold_type="PERCENTAGE"),
-                    subscribers=[budgets.CfnBudget.SubscriberProperty(subscription_type="SNS", address=topic_arn)],
+                    subscribers=[budgets.CfnBudget.SubscriberProperty(subscription_type="SNS", address=address)],
                 )
-                for pct in thresholds_percent
+                for pct, address in [*((p, topic_arn) for p in thresholds_percent), *stops]
             ],
         )

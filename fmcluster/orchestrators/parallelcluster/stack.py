@@ -20,6 +20,7 @@ from fmcluster.features.capacity_window.construct import (
     WindowStartGate,
     start_command,
 )
+from fmcluster.features.capacity_window.construct_fleet_stop import FleetStopAction
 from fmcluster.features.capacity_window.plan import windows
 from fmcluster.features.capacity_window.render_window import (
     render_window_end,
@@ -29,6 +30,7 @@ from fmcluster.features.capacity_window.render_window import (
 from fmcluster.features.cluster.stack_inputs import OrchestratorInputs
 from fmcluster.features.observability.construct import head_node_status_alarm
 from fmcluster.orchestrators.parallelcluster.construct import ParallelClusterCluster
+from fmcluster.orchestrators.parallelcluster.construct_fleet_stop import fleet_stop
 from fmcluster.resolved.cluster import NODE_DIR
 from fmcluster.stacks.access_outputs import OUTPUT_CONNECT
 
@@ -53,6 +55,9 @@ def build(stack: Stack, inputs: OrchestratorInputs) -> ParallelClusterCluster:
             topic_arn=inputs.head_node_alarm_topic_arn, cluster_name=inputs.cluster_name,
         )
     _window_end(stack, inputs, pc.resource.get_att("headNode.instanceId").to_string())
+    if inputs.budget_stop_topic_arn is not None:
+        FleetStopAction(stack, "BudgetStop", topic_arn=inputs.budget_stop_topic_arn, cluster_name=inputs.cluster_name,
+                        stop=fleet_stop(stack, inputs.cluster_name)).node.add_dependency(pc)
     return pc
 
 
