@@ -129,11 +129,19 @@ def plan_rows(rc: Any) -> list[dict[str, str]]:
     """The feature registry's ``plan`` hook: one row per window for ``fmcluster plan`` (start, end, the preload's
     start, lead, size and estimated time, the warning and the checkpoint grace)."""
     bp = rc.blueprint
-    budget = "none" if bp.budget is None else (
-        f"{bp.budget.monthly_usd:,} USD/month, alerts at " + ", ".join(f"{p}%" for p in bp.budget.thresholds_percent))
+    budget = "none" if bp.budget is None else budget_text(bp.budget, rc.profile.fleet_stop)
     counts = {g.name: g.count for g in bp.compute}
     return [{**window_row(w), "instance-hours": instance_hours(w, counts[w.group]), "budget": budget}
             for w in windows(bp.compute, bp.storage.lustre)]
+
+
+def budget_text(budget: Any, fleet_stop: str) -> str:
+    """The blueprint's ``budget`` as the plan shows it: the limit, the alert thresholds and, with
+    ``stop_compute_at_percent``, the stop and what it does on this orchestrator (``OrchestratorProfile.fleet_stop``)."""
+    text = f"{budget.monthly_usd:,} USD/month, alerts at " + ", ".join(f"{p}%" for p in budget.thresholds_percent)
+    if budget.stop_compute_at_percent is not None:
+        text += f"; stops the compute fleet at {budget.stop_compute_at_percent}% ({fleet_stop}; data kept)"
+    return text
 
 
 def instance_hours(w: Window, count: int) -> str:

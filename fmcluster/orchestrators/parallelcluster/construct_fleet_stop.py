@@ -21,11 +21,12 @@ def fleet_status_table(cluster_name: str) -> str:
     return f"{TABLE_PREFIX}{cluster_name}"
 
 
-def fleet_stop(stack: Stack, cluster_name: str) -> FleetStop:
+def fleet_stop(stack: Stack, cluster_name: str, mechanism: str) -> FleetStop:
     """The stop: ``dynamodb:GetItem`` / ``UpdateItem`` on the cluster's table, only on the ``COMPUTE_FLEET`` item
     (``dynamodb:LeadingKeys``, the partition key values a request may touch: DynamoDB developer guide, "Using IAM
     policy conditions for fine-grained access control",
-    https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html)."""
+    https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html); ``mechanism``: the
+    profile's ``fleet_stop``."""
     table = fleet_status_table(cluster_name)
     arn = stack.format_arn(service="dynamodb", resource="table", resource_name=table)
     return FleetStop(
@@ -33,5 +34,5 @@ def fleet_stop(stack: Stack, cluster_name: str) -> FleetStop:
         statements=[iam.PolicyStatement(
             actions=["dynamodb:GetItem", "dynamodb:UpdateItem"], resources=[arn],
             conditions={"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["COMPUTE_FLEET"]}})],
-        mechanism=f"ParallelCluster compute fleet STOP_REQUESTED (as pcluster update-compute-fleet) in {table}",
+        mechanism=f"{mechanism} ({table})",
     )

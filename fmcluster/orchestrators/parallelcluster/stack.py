@@ -57,7 +57,7 @@ def build(stack: Stack, inputs: OrchestratorInputs) -> ParallelClusterCluster:
     _window_end(stack, inputs, pc.resource.get_att("headNode.instanceId").to_string())
     if inputs.budget_stop_topic_arn is not None:
         FleetStopAction(stack, "BudgetStop", topic_arn=inputs.budget_stop_topic_arn, cluster_name=inputs.cluster_name,
-                        stop=fleet_stop(stack, inputs.cluster_name)).node.add_dependency(pc)
+                        stop=fleet_stop(stack, inputs.cluster_name, inputs.profile.fleet_stop)).node.add_dependency(pc)
     return pc
 
 

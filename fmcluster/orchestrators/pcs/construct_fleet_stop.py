@@ -25,7 +25,7 @@ EC2_LAUNCH = ("ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateTags")
 
 
 def fleet_stop(stack: Stack, *, cluster_id: str, node_groups: Mapping[str, tuple[str, str]], node_role_arn: str,
-               instance_profile_arn: str) -> FleetStop:
+               instance_profile_arn: str, mechanism: str) -> FleetStop:
     """The stop of the compute node groups ``node_groups`` (compute group name -> (node group id, node group ARN)) of
     the PCS cluster ``cluster_id``.
 
@@ -34,6 +34,7 @@ def fleet_stop(stack: Stack, *, cluster_id: str, node_groups: Mapping[str, tuple
     ``pcs.amazonaws.com``: IAM user guide, global condition keys; that PCS makes these calls with the caller's
     credentials, as the guide's list implies, is not verified offline: a refused scale-down shows in the function's
     log as AccessDenied); ``iam:PassRole`` and ``iam:GetInstanceProfile`` of the nodes' role and instance profile only.
+    ``mechanism``: the profile's ``fleet_stop``.
     """
     return FleetStop(
         handler_source=HANDLER_SOURCE.read_text(),
@@ -47,8 +48,7 @@ def fleet_stop(stack: Stack, *, cluster_id: str, node_groups: Mapping[str, tuple
             iam.PolicyStatement(actions=["iam:PassRole"], resources=[node_role_arn]),
             iam.PolicyStatement(actions=["iam:GetInstanceProfile"], resources=[instance_profile_arn]),
         ],
-        mechanism=f"PCS UpdateComputeNodeGroup: node groups {', '.join(sorted(node_groups))} scaled to 0 "
-                  "(CloudFormation drift)",
+        mechanism=f"{mechanism} ({', '.join(sorted(node_groups))})",
         wildcard_reasons={r"^Resource::\*$": "The EC2 reads and the launches the PCS user guide lists for "
                           "UpdateComputeNodeGroup: Describe actions have no resource-level permissions, and the "
                           "launches are allowed only when PCS makes them (aws:CalledVia pcs.amazonaws.com)."},

@@ -525,6 +525,9 @@ def test_the_budget_filters_on_the_tag_every_resource_carries_and_notifies_the_a
     [stmt] = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s.get("Sid") == "AllowTheBudgetToPublish"]
     assert stmt["Principal"] == {"Service": "budgets.amazonaws.com"}
     assert "budgets::" in json.dumps(stmt["Condition"]["ArnLike"]["aws:SourceArn"])
+    # without budget.stop_compute_at_percent there is no stop topic, no function and nothing subscribed
+    assert [k for tpl in templates.values() for k in tpl["Resources"] if "BudgetStop" in k] == []
+    assert len(_of_type(obs, "AWS::SNS::Topic")) == 1
 
 
 def _budget_in(region: str) -> dict[str, Any]:
@@ -564,7 +567,13 @@ def test_a_budget_needs_the_alert_topic() -> None:
     ({"monthly_usd": 0}, "out of range, got 0; allowed >= 1"),
     ({"monthly_usd": 10, "thresholds_percent": [80, 80]}, "each threshold once, got [80, 80]"),
     ({"monthly_usd": 10, "thresholds_percent": []}, "at least 1"),
-], ids=["zero", "twice", "none"])
+    ({"monthly_usd": 10, "thresholds_percent": [80, 100], "stop_compute_at_percent": 100},
+     "stop_compute_at_percent 100 is also in thresholds_percent [80, 100]; allowed a percentage that is not an alert "
+     "threshold"),
+    ({"monthly_usd": 10, "thresholds_percent": [50, 60, 70, 80, 90], "stop_compute_at_percent": 120},
+     "with stop_compute_at_percent, at most 4 thresholds_percent, got 5; a budget has at most 5 notifications"),
+    ({"monthly_usd": 10, "stop_compute_at_percent": 0}, "out of range, got 0; allowed >= 1"),
+], ids=["zero", "twice", "none", "stop-is-an-alert-threshold", "six-notifications", "stop-at-zero"])
 def test_budget_shape(budget: dict[str, Any], message: str) -> None:
     from fmcluster.validation.loader import BlueprintError
 
