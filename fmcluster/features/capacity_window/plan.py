@@ -135,6 +135,18 @@ def plan_rows(rc: Any) -> list[dict[str, str]]:
             for w in windows(bp.compute, bp.storage.lustre)]
 
 
+def budget_rows(rc: Any) -> list[dict[str, str]]:
+    """The feature registry's ``plan_budget`` hook: the blueprint's ``budget`` as one row (monthly limit, alert
+    thresholds, the stop threshold and what the stop does on this orchestrator), or none without a budget."""
+    b = rc.blueprint.budget
+    if b is None:
+        return []
+    stop = b.stop_compute_at_percent
+    return [{"USD per month": f"{b.monthly_usd:,}", "alerts at": ", ".join(f"{p}%" for p in b.thresholds_percent),
+             "stops compute at": "-" if stop is None else f"{stop}%",
+             "stop": "-" if stop is None else f"{rc.profile.fleet_stop}; data kept"}]
+
+
 def budget_text(budget: Any, fleet_stop: str) -> str:
     """The blueprint's ``budget`` as the plan shows it: the limit, the alert thresholds and, with
     ``stop_compute_at_percent``, the stop and what it does on this orchestrator (``OrchestratorProfile.fleet_stop``)."""

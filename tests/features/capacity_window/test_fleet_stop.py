@@ -139,3 +139,23 @@ def test_the_plan_shows_the_stop_next_to_the_windows_cost(stop: int | None, expe
                            "budget": budget}, base=example("p5en-capacity-block"))
     [row] = build_plan(resolve(load_blueprint_text(text).blueprint)).windows
     assert (row["instance-hours"], row["budget"]) == ("48 h x 2 = 96 (price quoted at purchase)", expected)
+
+
+@pytest.mark.parametrize(("ex", "stop"), [
+    ("p5en-capacity-block", "compute fleet STOP_REQUESTED, as pcluster update-compute-fleet sets it (restart: "
+                            "START_REQUESTED); data kept"),
+    ("hyperpod-p5", "UpdateCluster: every compute instance group to 0 instances (CloudFormation drift until "
+                    "restored); data kept"),
+    ("pcs-p5en", "UpdateComputeNodeGroup: every compute node group scaled to 0 (CloudFormation drift until restored); "
+                 "data kept"),
+])
+def test_the_plan_has_a_budget_table_with_the_orchestrators_stop(ex: str, stop: str) -> None:
+    from fmcluster.resolved import resolve
+    from fmcluster.review.plan import build_plan, render_markdown
+
+    plan = build_plan(resolve(load_blueprint_text(_text(ex)).blueprint))
+    assert plan.budget == [{"USD per month": "250,000", "alerts at": "50%, 90%", "stops compute at": "110%",
+                            "stop": stop}]
+    assert "## Budget (" in render_markdown(plan)
+    without = build_plan(resolve(load_blueprint_text(blueprint_text({}, base=example(ex))).blueprint))
+    assert "budget" not in without.as_dict()
