@@ -13,6 +13,10 @@ warning (:func:`fmcluster.features.capacity_window.plan.expiration_warning_patte
 - ``AlertTopic`` (when the cluster has one): the alert receivers get one message from the same event; the topic's
   policy lets this rule publish (:mod:`fmcluster.features.observability.construct`).
 
+The start of a window: one-time schedules (:class:`WindowPreloadSchedules`, :class:`WindowStartGate`) and a second
+rule on EC2's Capacity Block Delivered event (:class:`WindowStartRule`) that resumes the previous end's drains. The
+budget (:class:`ClusterBudget`) lives here too; its stop action is :mod:`.construct_fleet_stop`.
+
 What fmcluster cannot check offline: that the head node's SSM agent is online at the warning (it is the same agent the
 Session Manager access output uses); the Run Command's output is in the SSM console's command history.
 """
@@ -34,9 +38,11 @@ from constructs import Construct
 from fmcluster.features.capacity_window.plan import (
     CHECKPOINT_GRACE_S,
     Window,
+    delivered_pattern,
     expiration_warning_pattern,
     preload_schedule_name,
     window_end_rule_name,
+    window_start_rule_name,
 )
 from fmcluster.features.capacity_window.render_window import PRELOAD_SCRIPT, SCRIPT, START_SCRIPT
 
@@ -135,6 +141,56 @@ class WindowEndAutomation(Construct):
             self, "Rule", name=window_end_rule_name(cluster_name), state="ENABLED",
             description=f"fmcluster {cluster_name}: Capacity Block expiration warning -> checkpoint, requeue, drain, alert",
             event_pattern=expiration_warning_pattern(windows), targets=targets,
+        )
+
+
+class WindowStartRule(Construct):
+    """The rule ``fmcluster-<name>-window-start`` on EC2's Capacity Block Delivered event
+    (:func:`fmcluster.features.capacity_window.plan.delivered_pattern`): SSM Run Command of ``AWS-RunShellScript`` on
+    the head node runs :func:`start_command` with the event's reservation id, so that a window's start resumes the
+    previous end's drains also when the blueprint gives no ``starts_at`` (no start schedule) or the block starts
+    late. Same target, role and trust as :class:`WindowEndAutomation`.
+
+    Args:
+        windows: the cluster's windows (one or more); script: the rendered ``fmcluster-window-start``;
+        instance_id: the head node's EC2 instance id (a token); cluster_name: the blueprint name.
+
+    Attributes: ``rule`` (the ``AWS::Events::Rule``), ``role``.
+
+    Raises:
+        ValueError: ``windows`` is empty, or the command does not fit EventBridge's input template.
+    """
+
+    def __init__(self, scope: Construct, id: str, *, windows: Sequence[Window], script: str, instance_id: str,
+                 cluster_name: str) -> None:
+        super().__init__(scope, id)
+        if not windows:
+            raise ValueError("WindowStartRule needs at least one window")
+        stack = Stack.of(self)
+        document_arn = stack.format_arn(service="ssm", account="", resource="document",
+                                        resource_name="AWS-RunShellScript")
+        instance_arn = stack.format_arn(service="ec2", resource="instance", resource_name=instance_id)
+        name = window_start_rule_name(cluster_name)
+        trusted = iam.ServicePrincipal("events.amazonaws.com", conditions={"ArnEquals": {"aws:SourceArn": stack.format_arn(
+            service="events", resource="rule", resource_name=name, arn_format=ArnFormat.SLASH_RESOURCE_NAME)}})
+        self.role = iam.Role(self, "RunCommandRole", assumed_by=trusted,
+                             description=f"fmcluster {cluster_name}: EventBridge sends the window-start command to the head node")
+        self.role.add_to_policy(iam.PolicyStatement(actions=["ssm:SendCommand"], resources=[document_arn, instance_arn]))
+        template = json.dumps({"commands": [start_command(script, "<reservation>")]})
+        if len(template) > INPUT_TEMPLATE_MAX:
+            raise ValueError(f"the window-start command takes {len(template)} characters; EventBridge allows "
+                             f"{INPUT_TEMPLATE_MAX} in an input template")
+        self.rule = events.CfnRule(
+            self, "Rule", name=name, state="ENABLED",
+            description=f"fmcluster {cluster_name}: Capacity Block delivered -> resume the nodes the last window end drained",
+            event_pattern=delivered_pattern(windows),
+            targets=[events.CfnRule.TargetProperty(
+                id="HeadNode", arn=document_arn, role_arn=self.role.role_arn,
+                run_command_parameters=events.CfnRule.RunCommandParametersProperty(run_command_targets=[
+                    events.CfnRule.RunCommandTargetProperty(key="InstanceIds", values=[instance_id])]),
+                input_transformer=events.CfnRule.InputTransformerProperty(
+                    input_paths_map={"reservation": INPUT_PATHS["reservation"]}, input_template=template),
+            )],
         )
 
 

@@ -29,6 +29,10 @@ from fmcluster.blueprint.model import ComputeGroup, LustreSpec
 #: EventBridge source and detail types of the expiration warning (both spellings the EC2 user guide has used).
 EVENT_SOURCE = "aws.ec2"
 EXPIRATION_WARNING_DETAIL_TYPES = ("Capacity Block Expiration Warning", "Capacity Block Reservation Expiration Warning")
+#: The event EC2 sends when a Capacity Block starts ("indicates your capacity is ready to use"; same page, both
+#: spellings: "Capacity Block Delivered" in the current English page, "Capacity Block Reservation Delivered" in others),
+#: with the same ``detail.capacity-reservation-id``.
+DELIVERED_DETAIL_TYPES = ("Capacity Block Delivered", "Capacity Block Reservation Delivered")
 #: The warning arrives this long before the block ends (EC2 user guide, capacity-blocks-monitor: "Forty minutes").
 WARNING_BEFORE_END_S = 40 * 60
 #: Instances begin to terminate this long after the warning (same page: "will begin to terminate in 10 minutes").
@@ -180,6 +184,20 @@ def window_row(w: Window) -> dict[str, str]:
         "preload starts": _when(w.preload_starts_at) if w.lead_s is not None else "-",
         "end warning": f"{WARNING_BEFORE_END_S // 60} min before the end",
         "checkpoint grace": f"{w.grace_s} s (requeue {REQUEUE_MARGIN_S} s before termination)",
+    }
+
+
+def window_start_rule_name(cluster_name: str) -> str:
+    """``fmcluster-<name>-window-start``: the EventBridge rule on EC2's Capacity Block Delivered event."""
+    return f"fmcluster-{cluster_name}-window-start"
+
+
+def delivered_pattern(ws: Sequence[Window]) -> dict[str, Any]:
+    """The EventBridge event pattern of the Capacity Block Delivered event of the reservations of ``ws``."""
+    return {
+        "source": [EVENT_SOURCE],
+        "detail-type": list(DELIVERED_DETAIL_TYPES),
+        "detail": {"capacity-reservation-id": sorted({w.reservation_id for w in ws})},
     }
 
 

@@ -41,8 +41,8 @@ START_SCRIPT = "fmcluster-window-start"
 
 
 def render_window_start(ws: Sequence[Window], *, cluster_name: str, slurm_bin_dir: str) -> str:
-    """The bash script ``fmcluster-window-start <group>`` for the windows ``ws``: resumes the group's nodes that the
-    end script drained (reason beginning :data:`WINDOW_END_REASON_PREFIX`), and only those.
+    """The bash script ``fmcluster-window-start <group or reservation id>`` for the windows ``ws``: resumes the group's
+    nodes that the end script drained (reason beginning :data:`WINDOW_END_REASON_PREFIX`), and only those.
 
     Raises:
         ValueError: ``ws`` is empty.

@@ -18,6 +18,7 @@ from fmcluster.features.capacity_window.construct import (
     WindowEndAutomation,
     WindowPreloadSchedules,
     WindowStartGate,
+    WindowStartRule,
     start_command,
 )
 from fmcluster.features.capacity_window.construct_fleet_stop import FleetStopAction
@@ -67,7 +68,8 @@ def _window_end(stack: Stack, inputs: OrchestratorInputs, instance_id: str) -> N
     (``OrchestratorProfile.slurm_bin_dir``); before a window with ``starts_at`` and a preload, a schedule runs
     ``fmcluster-window-preload`` there; at a window's ``starts_at`` a schedule resumes the nodes the previous window's
     end drained (``fmcluster-window-start <group>``) and then asks the acceptance gate's watcher (when the head node
-    runs it) to gate the window's nodes (``fmcluster-gate-watch request <group>``)."""
+    runs it) to gate the window's nodes (``fmcluster-gate-watch request <group>``); EC2's Capacity Block Delivered
+    event runs ``fmcluster-window-start <reservation id>`` as well (the watcher gates nodes that boot by itself)."""
     ws = windows((g.spec for g in inputs.groups), inputs.lustre_spec)
     if not ws or not inputs.profile.window_automation or inputs.profile.slurm_bin_dir is None:
         return
@@ -84,6 +86,9 @@ def _window_end(stack: Stack, inputs: OrchestratorInputs, instance_id: str) -> N
     WindowStartGate(stack, "WindowStart", windows=ws, instance_id=instance_id, cluster_name=inputs.cluster_name,
                     commands={w.group: start_command(start, w.group)
                               + (f"; {request_command(NODE_DIR, w.group)}" if gated else "") for w in ws})
+    # EC2's Capacity Block Delivered event resumes them too (a window without starts_at has no start schedule)
+    WindowStartRule(stack, "WindowStartEvent", windows=ws, script=start, instance_id=instance_id,
+                    cluster_name=inputs.cluster_name)
 
 
 def _access_outputs(stack: Stack, resource: CfnResource, *, region: str) -> None:

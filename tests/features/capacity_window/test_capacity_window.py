@@ -220,10 +220,17 @@ def test_the_window_start_cases(tmp_path: Path, env: dict[str, str], code: int, 
             if "State=RESUME" in line] == resumes
 
 
+def test_the_window_start_takes_the_reservation_id_of_the_delivered_event(tmp_path: Path) -> None:
+    res = _window_start(tmp_path, ["cr-0123456789abcdef0"], {
+        "STUB_DRAINED": "h200-st-p5en-2=fmcluster: capacity block cr-0123456789abcdef0 ends unknown"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert _lines(tmp_path / "log", "scontrol")[-1] == "scontrol update NodeName=h200-st-p5en-2 State=RESUME"
+
+
 def test_the_window_start_refuses_a_group_without_a_window(tmp_path: Path) -> None:
     res = _window_start(tmp_path, ["cpu"], {})
     assert res.returncode == 2
-    assert "group 'cpu' has no capacity window in h200-cb; allowed h200" in res.stdout
+    assert "group 'cpu' has no capacity window in h200-cb; allowed h200 or cr-0123456789abcdef0" in res.stdout
     assert _lines(tmp_path / "log", "scontrol") == []
 
 
@@ -304,8 +311,9 @@ def _of_type(tpl: dict[str, Any], type_: str) -> list[dict[str, Any]]:
 @pytest.mark.synth
 def test_the_cluster_stack_has_the_window_end_rule_with_head_node_and_alert_targets() -> None:
     _, templates = _templates(WITH_ALERTS)
-    [rule] = _of_type(templates["h200-cb-cluster"], "AWS::Events::Rule")
-    props = rule["Properties"]
+    rules = {r["Properties"]["Name"]: r for r in _of_type(templates["h200-cb-cluster"], "AWS::Events::Rule")}
+    assert sorted(rules) == ["fmcluster-h200-cb-window-end", "fmcluster-h200-cb-window-start"]
+    props = rules["fmcluster-h200-cb-window-end"]["Properties"]
     assert props["Name"] == "fmcluster-h200-cb-window-end"
     assert props["EventPattern"] == expiration_warning_pattern(windows(load_blueprint_text(EXAMPLE).blueprint.compute))
     head, alert = props["Targets"]
@@ -321,11 +329,11 @@ def test_the_cluster_stack_has_the_window_end_rule_with_head_node_and_alert_targ
     assert encoded is not None
     assert base64.b64decode(encoded.group(1)).decode() == _rendered(WITH_ALERTS)["capacity-window"]["fmcluster-window-end"]
     assert "<reservation> ends at <end>" in json.loads(alert["InputTransformer"]["InputTemplate"])
-    # three roles may send commands (the rule's, the preload schedule's and the start schedule's), each only
+    # four roles may send commands (the two rules' and the preload and start schedules'), each only
     # AWS-RunShellScript to the head node
     senders = [p["Properties"]["PolicyDocument"]["Statement"] for p in _of_type(templates["h200-cb-cluster"], "AWS::IAM::Policy")
                if any(st["Action"] == "ssm:SendCommand" for st in p["Properties"]["PolicyDocument"]["Statement"])]
-    assert len(senders) == 3
+    assert len(senders) == 4
     for statements in senders:
         [stmt] = statements
         resources = json.dumps(stmt["Resource"])
@@ -334,13 +342,36 @@ def test_the_cluster_stack_has_the_window_end_rule_with_head_node_and_alert_targ
 
 
 @pytest.mark.synth
-def test_only_the_window_rule_may_assume_its_run_command_role() -> None:
+def test_only_each_window_rule_may_assume_its_run_command_role() -> None:
     _, templates = _templates(WITH_ALERTS)
     trusts = [st for r in _of_type(templates["h200-cb-cluster"], "AWS::IAM::Role")
               for st in r["Properties"]["AssumeRolePolicyDocument"]["Statement"]
               if st["Principal"] == {"Service": "events.amazonaws.com"}]
-    [trust] = trusts
-    assert "rule/fmcluster-h200-cb-window-end" in json.dumps(trust["Condition"]["ArnEquals"]["aws:SourceArn"])
+    names = sorted(re.search(r"rule/(fmcluster-[a-z0-9-]+)", json.dumps(t["Condition"]["ArnEquals"]["aws:SourceArn"]))
+                   .group(1) for t in trusts)
+    assert names == ["fmcluster-h200-cb-window-end", "fmcluster-h200-cb-window-start"]
+
+
+@pytest.mark.synth
+def test_the_capacity_block_delivered_event_resumes_the_windows_nodes() -> None:
+    """EC2's Capacity Block Delivered event (both spellings of the EC2 user guide, capacity-blocks-monitor) runs
+    fmcluster-window-start with the event's reservation id on the head node (issue 29 item 3)."""
+    from fmcluster.features.capacity_window.plan import DELIVERED_DETAIL_TYPES
+
+    _, templates = _templates(WITH_ALERTS)
+    [rule] = [r for r in _of_type(templates["h200-cb-cluster"], "AWS::Events::Rule")
+              if r["Properties"]["Name"] == "fmcluster-h200-cb-window-start"]
+    props = rule["Properties"]
+    assert props["EventPattern"] == {"source": ["aws.ec2"], "detail-type": list(DELIVERED_DETAIL_TYPES),
+                                     "detail": {"capacity-reservation-id": ["cr-0123456789abcdef0"]}}
+    assert DELIVERED_DETAIL_TYPES == ("Capacity Block Delivered", "Capacity Block Reservation Delivered")
+    [head] = props["Targets"]
+    assert head["InputTransformer"]["InputPathsMap"] == {"reservation": "$.detail.capacity-reservation-id"}
+    [command] = json.loads(head["InputTransformer"]["InputTemplate"])["commands"]
+    encoded = re.fullmatch(r'bash -c "\$\(echo (\S+) \| base64 -d\)" fmcluster-window-start <reservation>', command)
+    assert encoded is not None
+    assert base64.b64decode(encoded.group(1)).decode() == _rendered(WITH_ALERTS)["capacity-window"][
+        "fmcluster-window-start"]
 
 
 @pytest.mark.synth
