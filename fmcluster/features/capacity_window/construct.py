@@ -353,6 +353,7 @@ class ClusterBudget(Construct):
         stop_percent, stop_topic_arn: the stop threshold (``budget.stop_compute_at_percent``) and the topic its
             notification goes to (:class:`fmcluster.features.capacity_window.construct_fleet_stop.BudgetStopTopic`),
             one more notification after the thresholds'; both or neither. Default: none.
+        stop_emails: addresses the stop's notification also mails (the blueprint's ``alert_email``). Default: none.
         cluster_name: the blueprint name; region: the cluster's Region (budget name :func:`budget_name`, and a
             ``Region`` cost filter: a cluster of the same name in another Region carries the same tag, and AWS Budgets
             filters on ``Region`` among its cost filters, API Budget ``CostFilters``: "such as Region, Service,
@@ -363,9 +364,18 @@ class ClusterBudget(Construct):
 
     def __init__(self, scope: Construct, id: str, *, monthly_usd: int, thresholds_percent: Sequence[int], tag_key: str,
                  tag_value: str, topic_arn: str, cluster_name: str, region: str, stop_percent: int | None = None,
-                 stop_topic_arn: str | None = None) -> None:
+                 stop_topic_arn: str | None = None, stop_emails: Sequence[str] = ()) -> None:
         super().__init__(scope, id)
-        stops = [(stop_percent, stop_topic_arn)] if stop_percent is not None and stop_topic_arn is not None else []
+        def sns(address: str) -> budgets.CfnBudget.SubscriberProperty:
+            return budgets.CfnBudget.SubscriberProperty(subscription_type="SNS", address=address)
+
+        notes = [(pct, [sns(topic_arn)]) for pct in thresholds_percent]
+        if stop_percent is not None and stop_topic_arn is not None:
+            # the stop's notification also mails the alert receivers, so people hear the fleet was stopped: a
+            # notification has one SNS subscriber and up to 10 email subscribers (API CreateBudget,
+            # NotificationsWithSubscribers)
+            notes.append((stop_percent, [sns(stop_topic_arn), *(
+                budgets.CfnBudget.SubscriberProperty(subscription_type="EMAIL", address=a) for a in stop_emails[:10])]))
         self.budget = budgets.CfnBudget(
             self, "Budget",
             budget=budgets.CfnBudget.BudgetDataProperty(
@@ -378,8 +388,8 @@ class ClusterBudget(Construct):
                     notification=budgets.CfnBudget.NotificationProperty(
                         notification_type="ACTUAL", comparison_operator="GREATER_THAN", threshold=pct,
                         threshold_type="PERCENTAGE"),
-                    subscribers=[budgets.CfnBudget.SubscriberProperty(subscription_type="SNS", address=address)],
+                    subscribers=subscribers,
                 )
-                for pct, address in [*((p, topic_arn) for p in thresholds_percent), *stops]
+                for pct, subscribers in notes
             ],
         )

@@ -293,7 +293,8 @@ class ClusterObservability(Construct):
         ClusterBudget(self, "Budget", monthly_usd=spec.monthly_usd, thresholds_percent=spec.thresholds_percent,
                       tag_key=tag[0], tag_value=tag[1], topic_arn=self.alert_topic_arn, cluster_name=cluster_name,
                       region=Stack.of(self).region, stop_percent=spec.stop_compute_at_percent,
-                      stop_topic_arn=self.budget_stop_topic_arn)
+                      stop_topic_arn=self.budget_stop_topic_arn,
+                      stop_emails=[self.spec.alert_email] if self.spec.alert_email else [])
         if self.alert_topic is None or self.alert_key is None:
             return
         stack = Stack.of(self)

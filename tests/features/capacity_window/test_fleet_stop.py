@@ -56,8 +56,10 @@ def test_the_budget_notifies_the_stop_topic_at_the_stop_threshold(ex: str) -> No
     stop_topic = topics[f"fmcluster-{name}-budget-stop"]
     notes = [(n["Notification"]["Threshold"], n["Subscribers"]) for n in budget["Properties"]["NotificationsWithSubscribers"]]
     assert [t for t, _ in notes] == [50, 90, 110]
-    assert notes[-1][1] == [{"SubscriptionType": "SNS", "Address": {"Ref": stop_topic}}]
-    assert all(s != [{"SubscriptionType": "SNS", "Address": {"Ref": stop_topic}}] for _, s in notes[:-1])
+    # the stop topic, and the alert receivers' address, so people hear the fleet was stopped
+    assert notes[-1][1] == [{"SubscriptionType": "SNS", "Address": {"Ref": stop_topic}},
+                            {"SubscriptionType": "EMAIL", "Address": "oncall@example.com"}]
+    assert all({"Ref": stop_topic} not in [x["Address"] for x in s] for _, s in notes[:-1])
     # only AWS Budgets of this account publishes to it (and TLS only), under its own key
     [policy] = [r for r in _of_type(obs, "AWS::SNS::TopicPolicy").values() if {"Ref": stop_topic} in r["Properties"]["Topics"]]
     statements = policy["Properties"]["PolicyDocument"]["Statement"]
