@@ -1277,12 +1277,40 @@ class BudgetSpec(Section):
         "Default: 80 and 100.",
     )
 
+    stop_compute_at_percent: Annotated[int, Field(ge=1, le=1000), BeforeValidator(_whole_number_input)] | None = Field(
+        None,
+        description="Actual spend, in percent of monthly_usd, at which the compute fleet is stopped through the "
+        "orchestrator's own mechanism (ParallelCluster: compute fleet STOP_REQUESTED; HyperPod: instance groups to 0; "
+        "PCS: node groups scaled to 0); file systems and buckets are kept (docs/capacity.md \"Budget\"). Not one of "
+        "thresholds_percent, and at most 4 of those with it (a budget has at most 5 notifications). Default: none "
+        "(the budget only notifies).",
+    )
+
     @field_validator("thresholds_percent")
     @classmethod
     def _distinct(cls, v: list[int]) -> list[int]:
         if len(set(v)) != len(v):
             raise ValueError(f"each threshold once, got {v}; allowed distinct percentages such as [80, 100]")
         return v
+
+    @model_validator(mode="after")
+    def _stop_is_its_own_notification(self) -> BudgetSpec:
+        # The stop is one more notification of the budget, with its own SNS subscriber: AWS Budgets allows at most
+        # five notifications per budget (CreateBudget, NotificationsWithSubscribers: "A budget can have up to five
+        # notifications"; https://docs.aws.amazon.com/aws-cost-management/latest/APIReference/API_budgets_CreateBudget.html),
+        # and the stop's notification would repeat an alert threshold's type, operator and threshold (whether AWS
+        # Budgets refuses such a duplicate is not verified offline: fmcluster refuses it, one notification per
+        # threshold).
+        stop = self.stop_compute_at_percent
+        if stop is None:
+            return self
+        if stop in self.thresholds_percent:
+            raise ValueError(f"stop_compute_at_percent {stop} is also in thresholds_percent {self.thresholds_percent}; "
+                             "allowed a percentage that is not an alert threshold (the stop is its own notification)")
+        if len(self.thresholds_percent) > 4:
+            raise ValueError(f"with stop_compute_at_percent, at most 4 thresholds_percent, got "
+                             f"{len(self.thresholds_percent)}; a budget has at most 5 notifications")
+        return self
 
 
 # ---- blueprint -------------------------------------------------------------------------------

@@ -30,6 +30,8 @@ Hooks (each optional; a feature without it contributes nothing):
   configured it; ``None``: none for this cluster.
 - ``plan_rows``: ``(rc) -> [{column: text}]``, the rows of the feature's own table in ``fmcluster plan`` (the capacity
   windows).
+- ``plan_budget``: ``(rc) -> [{column: text}]``, the rows of the plan's budget table (the blueprint's ``budget``:
+  limit, alerts, the stop and what it does); empty: no budget.
 """
 
 from __future__ import annotations
@@ -73,13 +75,14 @@ class Feature:
     group_plan_slot: str | None = None
     admin_node_script: str | None = None
     plan_rows: str | None = None
+    plan_budget: str | None = None
 
     def hooks(self) -> dict[str, str]:
         """Hook name -> ``"<module>:<function>"`` of the hooks this row has."""
         specs = {"render": self.render, "endpoints": self.endpoints, "provision": self.provision,
                  "image_lookups": self.image_lookups, "parent_image": self.parent_image, "stack": self.stack,
                  "plan": self.plan, "group_plan": self.group_plan, "admin_node_script": self.admin_node_script,
-                 "plan_rows": self.plan_rows}
+                 "plan_rows": self.plan_rows, "plan_budget": self.plan_budget}
         return {k: v for k, v in specs.items() if v is not None}
 
     def render_files(self, rc: Any) -> dict[str, str]:
@@ -109,6 +112,10 @@ class Feature:
     def plan_table(self, rc: Any) -> list[dict[str, str]]:
         """The rows of the feature's table in ``fmcluster plan`` of ``rc`` (empty: no table)."""
         return list(_hook(self.plan_rows)(rc)) if self.plan_rows else []
+
+    def budget_table(self, rc: Any) -> list[dict[str, str]]:
+        """The rows of the budget table in ``fmcluster plan`` of ``rc`` (empty: no budget)."""
+        return list(_hook(self.plan_budget)(rc)) if self.plan_budget else []
 
     def parent_image_lookups(self, rc: Any) -> list[tuple[str, str, str]]:
         """``(context key, name filter, arch)`` of each parent AMI ``rc``'s bake mode needs looked up (empty: none)."""
@@ -170,7 +177,8 @@ FEATURES: Mapping[str, Feature] = MappingProxyType({f.name: f for f in (
     Feature("acceptance", render="fmcluster.features.acceptance.render_watch:render_files",
             admin_node_script="fmcluster.features.acceptance.render_watch:admin_node_script"),
     Feature("capacity_window", render="fmcluster.features.capacity_window.render_window:render_window_files",
-            plan_rows="fmcluster.features.capacity_window.plan:plan_rows"),
+            plan_rows="fmcluster.features.capacity_window.plan:plan_rows",
+            plan_budget="fmcluster.features.capacity_window.plan:budget_rows"),
     Feature("network", stack="fmcluster.features.network.stack:build_stack",
             plan="fmcluster.features.network.plan:network_plan", plan_slot="subnet"),
     Feature("storage", stack="fmcluster.features.storage.stack:build_stack"),
@@ -195,7 +203,8 @@ STACK_ORDER: tuple[tuple[str, str], ...] = (
 HOOK_LAYERS: Mapping[str, str] = MappingProxyType({
     "render": "templates", "endpoints": "resolved", "provision": "provision", "image_lookups": "resolved",
     "parent_image": "resolved", "stack": "stacks", "plan": "resolved",
-    "group_plan": "resolved", "admin_node_script": "templates", "plan_rows": "resolved"})
+    "group_plan": "resolved", "admin_node_script": "templates", "plan_rows": "resolved",
+    "plan_budget": "resolved"})
 
 
 def admin_node_scripts(rc: Any) -> dict[str, str]:

@@ -160,6 +160,9 @@ class OrchestratorProfile:
             window": the EventBridge rule and the preload schedule reach the head node by SSM Run Command, which needs
             the head node's instance id in the stack). True for ParallelCluster only; elsewhere R-CAP-10 warns.
             Default False.
+        fleet_stop: what the budget's stop (``budget.stop_compute_at_percent``) does on this orchestrator, one line
+            for ``plan`` and the stop function's description; the slice's ``construct_fleet_stop.py`` does it
+            (docs/capacity.md "Budget"). Empty: no stop (HyperPod EKS, which has no budget: R-BUDGET-1). Default "".
         health_check: how the node check's fast mode runs as a draining health check (:data:`HealthCheckMethod`),
             or ``None`` where there is no Slurm (HyperPod EKS). Default ``None``.
         task_prolog: the job environment is applied as a Slurm ``TaskProlog``. False on PCS (not a PCS custom
@@ -226,6 +229,7 @@ class OrchestratorProfile:
     user_data_embed_limit_bytes: int | None = None
     slurm_bin_dir: str | None = None
     window_automation: bool = False
+    fleet_stop: str = ""
     notes: tuple[str, ...] = field(default=())
     imex: ImexWiring = ImexWiring(None, source="fmcluster", blocked_by="orchestrator.kind",
                                   reason="fmcluster has no per-job IMEX wiring for this orchestrator",

@@ -144,6 +144,8 @@ class Plan:
     #: capacity windows (fmcluster.features.capacity_window.plan.window_row), one per Capacity Block group; left out
     #: of JSON when there is none
     windows: list[dict[str, str]] = field(default_factory=list)
+    #: the budget (fmcluster.features.capacity_window.plan.budget_rows); left out of JSON when there is none
+    budget: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def gpus_total(self) -> int:
@@ -158,6 +160,8 @@ class Plan:
             del d["placeholders"]
         if not d["windows"]:
             del d["windows"]
+        if not d["budget"]:
+            del d["budget"]
         return d
 
 
@@ -249,6 +253,7 @@ def build_plan(rc: ResolvedCluster, stacks: dict[str, int] | None = None, checkp
         placeholders=[{"path": p, "id": i} for p, i in placeholder_ids(bp)],
         support=support_rows(rc),
         windows=FEATURES["capacity_window"].plan_table(rc),
+        budget=FEATURES["capacity_window"].budget_table(rc),
     )
 
 
@@ -372,6 +377,10 @@ def _rows(plan: Plan) -> list[tuple[str, list[str], list[list[str]]]]:
         header = list(plan.windows[0])
         sections.append(("Capacity windows (docs/capacity.md \"The capacity window\"; preload times are estimates)",
                          header, [[w[h] for h in header] for w in plan.windows]))
+    if plan.budget:
+        header = list(plan.budget[0])
+        sections.append(("Budget (docs/capacity.md \"Budget\"; actual spend of the resources tagged with the cluster)",
+                         header, [[b[h] for h in header] for b in plan.budget]))
     if plan.placeholders:
         sections.append((f"Placeholder ids: {PLACEHOLDER_REASON}; fmcluster preflight refuses them", ["path", "id"],
                          [[p["path"], p["id"]] for p in plan.placeholders]))

@@ -13,6 +13,10 @@ warning (:func:`fmcluster.features.capacity_window.plan.expiration_warning_patte
 - ``AlertTopic`` (when the cluster has one): the alert receivers get one message from the same event; the topic's
   policy lets this rule publish (:mod:`fmcluster.features.observability.construct`).
 
+The start of a window: one-time schedules (:class:`WindowPreloadSchedules`, :class:`WindowStartGate`) and a second
+rule on EC2's Capacity Block Delivered event (:class:`WindowStartRule`) that resumes the previous end's drains. The
+budget (:class:`ClusterBudget`) lives here too; its stop action is :mod:`.construct_fleet_stop`.
+
 What fmcluster cannot check offline: that the head node's SSM agent is online at the warning (it is the same agent the
 Session Manager access output uses); the Run Command's output is in the SSM console's command history.
 """
@@ -34,11 +38,13 @@ from constructs import Construct
 from fmcluster.features.capacity_window.plan import (
     CHECKPOINT_GRACE_S,
     Window,
+    delivered_pattern,
     expiration_warning_pattern,
     preload_schedule_name,
     window_end_rule_name,
+    window_start_rule_name,
 )
-from fmcluster.features.capacity_window.render_window import PRELOAD_SCRIPT, SCRIPT
+from fmcluster.features.capacity_window.render_window import PRELOAD_SCRIPT, SCRIPT, START_SCRIPT
 
 #: EventBridge's limit on an input transformer's ``InputTemplate`` (API InputTransformer: "Maximum length of 8192").
 INPUT_TEMPLATE_MAX = 8192
@@ -63,6 +69,13 @@ def preload_command(script: str) -> str:
     :func:`run_command`)."""
     encoded = base64.b64encode(script.encode()).decode()
     return f'bash -c "$(echo {encoded} | base64 -d)" {PRELOAD_SCRIPT}'
+
+
+def start_command(script: str, group: str) -> str:
+    """The one shell command the head node runs at a window's start: ``fmcluster-window-start <group>`` from base64
+    (as :func:`run_command`), which resumes the nodes the previous window's end drained."""
+    encoded = base64.b64encode(script.encode()).decode()
+    return f'bash -c "$(echo {encoded} | base64 -d)" {START_SCRIPT} {group}'
 
 
 def alert_message(cluster_name: str, ws: Sequence[Window]) -> str:
@@ -131,6 +144,56 @@ class WindowEndAutomation(Construct):
         )
 
 
+class WindowStartRule(Construct):
+    """The rule ``fmcluster-<name>-window-start`` on EC2's Capacity Block Delivered event
+    (:func:`fmcluster.features.capacity_window.plan.delivered_pattern`): SSM Run Command of ``AWS-RunShellScript`` on
+    the head node runs :func:`start_command` with the event's reservation id, so that a window's start resumes the
+    previous end's drains also when the blueprint gives no ``starts_at`` (no start schedule) or the block starts
+    late. Same target, role and trust as :class:`WindowEndAutomation`.
+
+    Args:
+        windows: the cluster's windows (one or more); script: the rendered ``fmcluster-window-start``;
+        instance_id: the head node's EC2 instance id (a token); cluster_name: the blueprint name.
+
+    Attributes: ``rule`` (the ``AWS::Events::Rule``), ``role``.
+
+    Raises:
+        ValueError: ``windows`` is empty, or the command does not fit EventBridge's input template.
+    """
+
+    def __init__(self, scope: Construct, id: str, *, windows: Sequence[Window], script: str, instance_id: str,
+                 cluster_name: str) -> None:
+        super().__init__(scope, id)
+        if not windows:
+            raise ValueError("WindowStartRule needs at least one window")
+        stack = Stack.of(self)
+        document_arn = stack.format_arn(service="ssm", account="", resource="document",
+                                        resource_name="AWS-RunShellScript")
+        instance_arn = stack.format_arn(service="ec2", resource="instance", resource_name=instance_id)
+        name = window_start_rule_name(cluster_name)
+        trusted = iam.ServicePrincipal("events.amazonaws.com", conditions={"ArnEquals": {"aws:SourceArn": stack.format_arn(
+            service="events", resource="rule", resource_name=name, arn_format=ArnFormat.SLASH_RESOURCE_NAME)}})
+        self.role = iam.Role(self, "RunCommandRole", assumed_by=trusted,
+                             description=f"fmcluster {cluster_name}: EventBridge sends the window-start command to the head node")
+        self.role.add_to_policy(iam.PolicyStatement(actions=["ssm:SendCommand"], resources=[document_arn, instance_arn]))
+        template = json.dumps({"commands": [start_command(script, "<reservation>")]})
+        if len(template) > INPUT_TEMPLATE_MAX:
+            raise ValueError(f"the window-start command takes {len(template)} characters; EventBridge allows "
+                             f"{INPUT_TEMPLATE_MAX} in an input template")
+        self.rule = events.CfnRule(
+            self, "Rule", name=name, state="ENABLED",
+            description=f"fmcluster {cluster_name}: Capacity Block delivered -> resume the nodes the last window end drained",
+            event_pattern=delivered_pattern(windows),
+            targets=[events.CfnRule.TargetProperty(
+                id="HeadNode", arn=document_arn, role_arn=self.role.role_arn,
+                run_command_parameters=events.CfnRule.RunCommandParametersProperty(run_command_targets=[
+                    events.CfnRule.RunCommandTargetProperty(key="InstanceIds", values=[instance_id])]),
+                input_transformer=events.CfnRule.InputTransformerProperty(
+                    input_paths_map={"reservation": INPUT_PATHS["reservation"]}, input_template=template),
+            )],
+        )
+
+
 class WindowPreloadSchedules(Construct):
     """One ``AWS::Scheduler::Schedule`` per window that has a start time and a preload: at
     ``starts_at - lead_s`` (a one-time ``at()`` expression in UTC, flexible window off) its universal target calls
@@ -174,7 +237,8 @@ class WindowPreloadSchedules(Construct):
 
 class WindowStartGate(Construct):
     """One ``AWS::Scheduler::Schedule`` per window with a start time: at ``starts_at`` it runs ``commands[group]`` on
-    the head node through SSM ``SendCommand`` (as :class:`WindowPreloadSchedules`): the acceptance gate watcher's
+    the head node through SSM ``SendCommand`` (as :class:`WindowPreloadSchedules`): :func:`start_command` (resume the
+    nodes the previous window's end drained) and then, where the head node runs it, the acceptance gate watcher's
     ``request <group>``, so that the window's nodes are gated on the watcher's next pass (docs/capacity.md "The
     capacity window"). Jobs already queued for the window may still start on a node before that pass (up to the
     watcher's 60 s); submit them with ``--begin`` after the start to leave the gate the first minutes.
@@ -197,13 +261,13 @@ class WindowStartGate(Construct):
         if not due:
             return
         self.role = send_command_role(self, instance_id,
-                                      f"fmcluster {cluster_name}: EventBridge Scheduler gates a window's nodes at its start")
+                                      f"fmcluster {cluster_name}: EventBridge Scheduler resumes and gates a window's nodes at its start")
         for w in due:
             assert w.starts_at is not None
             self.schedules[w.group] = send_command_schedule(
                 self, w.group, role=self.role, instance_id=instance_id, when=w.starts_at,
                 name=start_schedule_name(cluster_name, w.index),
-                description=f"fmcluster {cluster_name}: gate the nodes of window {w.group} at its start",
+                description=f"fmcluster {cluster_name}: resume and gate the nodes of window {w.group} at its start",
                 command=commands[w.group], timeout_s=START_COMMAND_TIMEOUT_S,
                 comment=f"fmcluster {cluster_name} window start {w.group}")
 
@@ -267,9 +331,13 @@ def budget_tag_filter(tag_key: str, tag_value: str) -> str:
     return f"user:{tag_key}${tag_value}"
 
 
-def budget_name(cluster_name: str) -> str:
-    """``fmcluster-<name>``: the budget's name (unique per account)."""
-    return f"fmcluster-{cluster_name}"
+def budget_name(cluster_name: str, region: str) -> str:
+    """``fmcluster-<name>-<region>``: the budget's name. AWS Budgets names are unique within an account, not a Region
+    (API Budget ``BudgetName``: "The name must be unique within an account"; 1-100 characters, no ``:`` or ``\\``;
+    https://docs.aws.amazon.com/aws-cost-management/latest/APIReference/API_budgets_Budget.html), so two clusters of
+    the same name in two Regions need the Region in the name; it stays the same across updates of one cluster (at
+    most 10 + 32 + 1 + 14 characters). ``region`` may be a token (``AWS::Region``)."""
+    return f"fmcluster-{cluster_name}-{region}"
 
 
 class ClusterBudget(Construct):
@@ -282,28 +350,46 @@ class ClusterBudget(Construct):
         monthly_usd: the limit; thresholds_percent: the notification thresholds (percent of the limit).
         tag_key, tag_value: the cost filter (the cluster's ``fmcluster:blueprint`` tag).
         topic_arn: the alert topic.
-        cluster_name: the blueprint name (budget name ``fmcluster-<name>``).
+        stop_percent, stop_topic_arn: the stop threshold (``budget.stop_compute_at_percent``) and the topic its
+            notification goes to (:class:`fmcluster.features.capacity_window.construct_fleet_stop.BudgetStopTopic`),
+            one more notification after the thresholds'; both or neither. Default: none.
+        stop_emails: addresses the stop's notification also mails (the blueprint's ``alert_email``). Default: none.
+        cluster_name: the blueprint name; region: the cluster's Region (budget name :func:`budget_name`, and a
+            ``Region`` cost filter: a cluster of the same name in another Region carries the same tag, and AWS Budgets
+            filters on ``Region`` among its cost filters, API Budget ``CostFilters``: "such as Region, Service,
+            LinkedAccount, Tag, or CostCategory").
 
     Attributes: ``budget`` (the ``CfnBudget``).
     """
 
     def __init__(self, scope: Construct, id: str, *, monthly_usd: int, thresholds_percent: Sequence[int], tag_key: str,
-                 tag_value: str, topic_arn: str, cluster_name: str) -> None:
+                 tag_value: str, topic_arn: str, cluster_name: str, region: str, stop_percent: int | None = None,
+                 stop_topic_arn: str | None = None, stop_emails: Sequence[str] = ()) -> None:
         super().__init__(scope, id)
+        def sns(address: str) -> budgets.CfnBudget.SubscriberProperty:
+            return budgets.CfnBudget.SubscriberProperty(subscription_type="SNS", address=address)
+
+        notes = [(pct, [sns(topic_arn)]) for pct in thresholds_percent]
+        if stop_percent is not None and stop_topic_arn is not None:
+            # the stop's notification also mails the alert receivers, so people hear the fleet was stopped: a
+            # notification has one SNS subscriber and up to 10 email subscribers (API CreateBudget,
+            # NotificationsWithSubscribers)
+            notes.append((stop_percent, [sns(stop_topic_arn), *(
+                budgets.CfnBudget.SubscriberProperty(subscription_type="EMAIL", address=a) for a in stop_emails[:10])]))
         self.budget = budgets.CfnBudget(
             self, "Budget",
             budget=budgets.CfnBudget.BudgetDataProperty(
-                budget_name=budget_name(cluster_name), budget_type="COST", time_unit="MONTHLY",
+                budget_name=budget_name(cluster_name, region), budget_type="COST", time_unit="MONTHLY",
                 budget_limit=budgets.CfnBudget.SpendProperty(amount=monthly_usd, unit="USD"),
-                cost_filters={"TagKeyValue": [budget_tag_filter(tag_key, tag_value)]},
+                cost_filters={"TagKeyValue": [budget_tag_filter(tag_key, tag_value)], "Region": [region]},
             ),
             notifications_with_subscribers=[
                 budgets.CfnBudget.NotificationWithSubscribersProperty(
                     notification=budgets.CfnBudget.NotificationProperty(
                         notification_type="ACTUAL", comparison_operator="GREATER_THAN", threshold=pct,
                         threshold_type="PERCENTAGE"),
-                    subscribers=[budgets.CfnBudget.SubscriberProperty(subscription_type="SNS", address=topic_arn)],
+                    subscribers=subscribers,
                 )
-                for pct in thresholds_percent
+                for pct, subscribers in notes
             ],
         )

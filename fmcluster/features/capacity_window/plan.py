@@ -29,6 +29,10 @@ from fmcluster.blueprint.model import ComputeGroup, LustreSpec
 #: EventBridge source and detail types of the expiration warning (both spellings the EC2 user guide has used).
 EVENT_SOURCE = "aws.ec2"
 EXPIRATION_WARNING_DETAIL_TYPES = ("Capacity Block Expiration Warning", "Capacity Block Reservation Expiration Warning")
+#: The event EC2 sends when a Capacity Block starts ("indicates your capacity is ready to use"; same page, both
+#: spellings: "Capacity Block Delivered" in the current English page, "Capacity Block Reservation Delivered" in others),
+#: with the same ``detail.capacity-reservation-id``.
+DELIVERED_DETAIL_TYPES = ("Capacity Block Delivered", "Capacity Block Reservation Delivered")
 #: The warning arrives this long before the block ends (EC2 user guide, capacity-blocks-monitor: "Forty minutes").
 WARNING_BEFORE_END_S = 40 * 60
 #: Instances begin to terminate this long after the warning (same page: "will begin to terminate in 10 minutes").
@@ -42,6 +46,9 @@ CHECKPOINT_GRACE_S = TERMINATION_AFTER_WARNING_S - REQUEUE_MARGIN_S
 #: the metadata import are not modelled, so fmcluster plan labels it an estimate; set preload_lead_minutes to measure.
 PRELOAD_FACTOR = 1.5
 PRELOAD_MARGIN_S = 15 * 60
+#: How the end script's drain reason begins (``<prefix><reservation> ends <end date>``): the start script resumes the
+#: nodes drained with it, and only those.
+WINDOW_END_REASON_PREFIX = "fmcluster: capacity block "
 #: The signal jobs get (``scancel --signal=USR1 --full``; the rendered FSDP job traps it: docs/first-job.md).
 CHECKPOINT_SIGNAL = "USR1"
 
@@ -126,11 +133,31 @@ def plan_rows(rc: Any) -> list[dict[str, str]]:
     """The feature registry's ``plan`` hook: one row per window for ``fmcluster plan`` (start, end, the preload's
     start, lead, size and estimated time, the warning and the checkpoint grace)."""
     bp = rc.blueprint
-    budget = "none" if bp.budget is None else (
-        f"{bp.budget.monthly_usd:,} USD/month, alerts at " + ", ".join(f"{p}%" for p in bp.budget.thresholds_percent))
+    budget = "none" if bp.budget is None else budget_text(bp.budget, rc.profile.fleet_stop)
     counts = {g.name: g.count for g in bp.compute}
     return [{**window_row(w), "instance-hours": instance_hours(w, counts[w.group]), "budget": budget}
             for w in windows(bp.compute, bp.storage.lustre)]
+
+
+def budget_rows(rc: Any) -> list[dict[str, str]]:
+    """The feature registry's ``plan_budget`` hook: the blueprint's ``budget`` as one row (monthly limit, alert
+    thresholds, the stop threshold and what the stop does on this orchestrator), or none without a budget."""
+    b = rc.blueprint.budget
+    if b is None:
+        return []
+    stop = b.stop_compute_at_percent
+    return [{"USD per month": f"{b.monthly_usd:,}", "alerts at": ", ".join(f"{p}%" for p in b.thresholds_percent),
+             "stops compute at": "-" if stop is None else f"{stop}%",
+             "stop": "-" if stop is None else f"{rc.profile.fleet_stop}; data kept"}]
+
+
+def budget_text(budget: Any, fleet_stop: str) -> str:
+    """The blueprint's ``budget`` as the plan shows it: the limit, the alert thresholds and, with
+    ``stop_compute_at_percent``, the stop and what it does on this orchestrator (``OrchestratorProfile.fleet_stop``)."""
+    text = f"{budget.monthly_usd:,} USD/month, alerts at " + ", ".join(f"{p}%" for p in budget.thresholds_percent)
+    if budget.stop_compute_at_percent is not None:
+        text += f"; stops the compute fleet at {budget.stop_compute_at_percent}% ({fleet_stop}; data kept)"
+    return text
 
 
 def instance_hours(w: Window, count: int) -> str:
@@ -157,6 +184,20 @@ def window_row(w: Window) -> dict[str, str]:
         "preload starts": _when(w.preload_starts_at) if w.lead_s is not None else "-",
         "end warning": f"{WARNING_BEFORE_END_S // 60} min before the end",
         "checkpoint grace": f"{w.grace_s} s (requeue {REQUEUE_MARGIN_S} s before termination)",
+    }
+
+
+def window_start_rule_name(cluster_name: str) -> str:
+    """``fmcluster-<name>-window-start``: the EventBridge rule on EC2's Capacity Block Delivered event."""
+    return f"fmcluster-{cluster_name}-window-start"
+
+
+def delivered_pattern(ws: Sequence[Window]) -> dict[str, Any]:
+    """The EventBridge event pattern of the Capacity Block Delivered event of the reservations of ``ws``."""
+    return {
+        "source": [EVENT_SOURCE],
+        "detail-type": list(DELIVERED_DETAIL_TYPES),
+        "detail": {"capacity-reservation-id": sorted({w.reservation_id for w in ws})},
     }
 
 

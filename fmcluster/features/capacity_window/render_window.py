@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from fmcluster.features.capacity_window.plan import (
     CHECKPOINT_GRACE_S,
     CHECKPOINT_SIGNAL,
+    WINDOW_END_REASON_PREFIX,
     Window,
     preload_schedule_name,
     window_end_rule_name,
@@ -32,17 +33,39 @@ def render_window_end(ws: Sequence[Window], *, cluster_name: str, slurm_bin_dir:
     return render("capacity_window/window-end.sh.j2", {
         "cluster_name": cluster_name, "rule_name": window_end_rule_name(cluster_name), "windows": list(ws),
         "slurm_bin_dir": slurm_bin_dir, "grace_s": CHECKPOINT_GRACE_S, "signal": CHECKPOINT_SIGNAL,
+        "reason_prefix": WINDOW_END_REASON_PREFIX,
+    })
+
+
+START_SCRIPT = "fmcluster-window-start"
+
+
+def render_window_start(ws: Sequence[Window], *, cluster_name: str, slurm_bin_dir: str) -> str:
+    """The bash script ``fmcluster-window-start <group or reservation id>`` for the windows ``ws``: resumes the group's
+    nodes that the end script drained (reason beginning :data:`WINDOW_END_REASON_PREFIX`), and only those.
+
+    Raises:
+        ValueError: ``ws`` is empty.
+    """
+    if not ws:
+        raise ValueError("no capacity window: nothing to render")
+    return render("capacity_window/window-start.sh.j2", {
+        "cluster_name": cluster_name, "windows": list(ws), "slurm_bin_dir": slurm_bin_dir,
+        "reason_prefix": WINDOW_END_REASON_PREFIX,
     })
 
 
 def render_window_files(rc: ResolvedCluster) -> dict[str, str]:
-    """The feature registry's render hook: ``capacity-window/fmcluster-window-end`` when the cluster has a window
+    """The feature registry's render hook: ``capacity-window/fmcluster-window-end`` and ``fmcluster-window-start`` when
+    the cluster has a window
     and the orchestrator runs Slurm with a known Slurm directory, and ``fmcluster-window-preload-<group>`` for each
     window with a preload; empty otherwise."""
     ws = windows((g.spec for g in rc.groups), rc.blueprint.storage.lustre)
     if not ws or not rc.profile.runs_slurm or rc.profile.slurm_bin_dir is None:
         return {}
-    files = {f"{FOLDER}/{SCRIPT}": render_window_end(ws, cluster_name=rc.name, slurm_bin_dir=rc.profile.slurm_bin_dir)}
+    files = {f"{FOLDER}/{SCRIPT}": render_window_end(ws, cluster_name=rc.name, slurm_bin_dir=rc.profile.slurm_bin_dir),
+             f"{FOLDER}/{START_SCRIPT}": render_window_start(ws, cluster_name=rc.name,
+                                                             slurm_bin_dir=rc.profile.slurm_bin_dir)}
     for w in ws:
         if w.preload_gib:
             files[f"{FOLDER}/{PRELOAD_SCRIPT}-{w.group}"] = render_window_preload(w, cluster_name=rc.name)

@@ -66,7 +66,8 @@ class ClusterStack(Stack):
     orchestrator's slice. Default: none.
     ``alert_topic_arn``: the alert receivers' topic (any metrics mode with a topic), which the capacity window's
     warning also reaches. Default: none. ``lustre_spec``: the blueprint's ``storage.lustre`` (the capacity window's
-    preload). Default: none.
+    preload). Default: none. ``budget_stop_topic_arn``: the topic of the budget's stop notification, which the
+    orchestrator's slice subscribes its fleet stop to (docs/capacity.md "Budget"). Default: none.
     """
 
     def __init__(
@@ -97,6 +98,7 @@ class ClusterStack(Stack):
         admin_scripts: Mapping[str, str] | None = None,
         alert_topic_arn: str | None = None,
         lustre_spec: LustreSpec | None = None,
+        budget_stop_topic_arn: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
@@ -122,7 +124,7 @@ class ClusterStack(Stack):
             head_node_policy=head_node_policy if profile.head_node_script_delivery is not None else None,
             images=images, eks_plan=eks_plan, eks_cluster_arn=eks_cluster_arn, accounting_database=accounting_database,
             admin_scripts=dict(admin_scripts or {}),
-            alert_topic_arn=alert_topic_arn, lustre_spec=lustre_spec,
+            alert_topic_arn=alert_topic_arn, lustre_spec=lustre_spec, budget_stop_topic_arn=budget_stop_topic_arn,
         )
         access_outputs.cluster_name(self, cluster_name)
         # what the boot reads from S3 instead of the internet, copied at deploy before any node starts (issue 23)
@@ -166,6 +168,7 @@ def build_stack(ctx: StackContext) -> ClusterStack:
             obs.alert_topic_arn if obs is not None and bp.observability.metrics == "self_hosted" else None),
         admin_scripts=admin_node_scripts(rc),
         alert_topic_arn=obs.alert_topic_arn if obs is not None else None,
+        budget_stop_topic_arn=obs.budget_stop_topic_arn if obs is not None else None,
         lustre_spec=bp.storage.lustre,
     )
     if image is not None:

@@ -50,6 +50,9 @@ class OrchestratorInputs:
             without one; the capacity window's rule publishes its warning there (docs/capacity.md).
         lustre_spec: the blueprint's ``storage.lustre`` (the capacity window's preload reads its data repositories,
             mount point and throughput), or ``None``.
+        budget_stop_topic_arn: the SNS topic of the budget's stop notification (``budget.stop_compute_at_percent``),
+            or ``None``: each Slurm orchestrator's slice subscribes its fleet stop to it
+            (:class:`fmcluster.features.capacity_window.construct_fleet_stop.FleetStopAction`).
     """
 
     orchestrator: OrchestratorSpec
@@ -76,6 +79,7 @@ class OrchestratorInputs:
     admin_scripts: Mapping[str, str] = field(default_factory=dict)
     alert_topic_arn: str | None = None
     lustre_spec: LustreSpec | None = None
+    budget_stop_topic_arn: str | None = None
 
     def require_vpc(self) -> ec2.IVpc:
         """The VPC (ClusterStack refuses a ``needs_vpc`` profile without one before building anything)."""

@@ -69,6 +69,7 @@ from constructs import Construct, IValidation
 from fmcluster.blueprint.model import BudgetSpec, ObservabilitySpec
 from fmcluster.constructs.parameter import string_parameter
 from fmcluster.features.capacity_window.construct import ClusterBudget, rule_arn
+from fmcluster.features.capacity_window.construct_fleet_stop import BudgetStopTopic
 from fmcluster.features.observability.endpoints import (
     HEARTBEAT_ALARM_PERIOD_S,
     HEARTBEAT_ALARM_PERIODS,
@@ -126,6 +127,8 @@ class ClusterObservability(Construct):
         node_policy: ``iam.ManagedPolicy`` for the node running Prometheus (SSM parameter read, EC2
             discovery, and aps:RemoteWrite when managed / CloudWatch read and sns:Publish when self-hosted).
         alert_topic_arn: the SNS topic every alert goes to (created, or ``spec.alert_topic_arn``).
+        budget_stop_topic_arn: the topic of the budget's stop notification (``budget.stop_compute_at_percent``:
+            :class:`fmcluster.features.capacity_window.construct_fleet_stop.BudgetStopTopic`), or None.
             alert_topic: the created ``sns.Topic`` or None.
         amp_endpoint: the ``aps-workspaces`` ``ec2.InterfaceVpcEndpoint`` or None.
         log_group: the ``logs.LogGroup`` the AMP workspace writes its alert-manager and ruler logs to
@@ -161,6 +164,7 @@ class ClusterObservability(Construct):
         self.alert_topic_arn: str | None = None
         self.amp_endpoint: ec2.InterfaceVpcEndpoint | None = None
         self.log_group: logs.LogGroup | None = None
+        self.budget_stop_topic_arn: str | None = None
         self._alert_topic(cluster_name, spec)
         if window_events:
             self._allow_window_rule(cluster_name)
@@ -303,8 +307,14 @@ class ClusterObservability(Construct):
         (https://docs.aws.amazon.com/cost-management/latest/userguide/budgets-sns-policy.html). An imported topic's
         policy is its owner's to change (docs/capacity.md "Budget")."""
         assert self.alert_topic_arn is not None
+        if spec.stop_compute_at_percent is not None:
+            stop = BudgetStopTopic(self, "BudgetStop", cluster_name=cluster_name)
+            self.budget_stop_topic_arn = stop.topic.topic_arn
         ClusterBudget(self, "Budget", monthly_usd=spec.monthly_usd, thresholds_percent=spec.thresholds_percent,
-                      tag_key=tag[0], tag_value=tag[1], topic_arn=self.alert_topic_arn, cluster_name=cluster_name)
+                      tag_key=tag[0], tag_value=tag[1], topic_arn=self.alert_topic_arn, cluster_name=cluster_name,
+                      region=Stack.of(self).region, stop_percent=spec.stop_compute_at_percent,
+                      stop_topic_arn=self.budget_stop_topic_arn,
+                      stop_emails=[self.spec.alert_email] if self.spec.alert_email else [])
         if self.alert_topic is None or self.alert_key is None:
             return
         stack = Stack.of(self)

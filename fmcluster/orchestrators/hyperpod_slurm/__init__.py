@@ -2,4 +2,4 @@
 SlurmConfig, the FSx mount, the Slurm hooks) and stack wiring; the construct and rules it shares with HyperPod EKS
 are the hyperpod slice's."""
 
-USES = ("cluster", "hyperpod", "slurm", "storage")
+USES = ("capacity_window", "cluster", "hyperpod", "slurm", "storage")

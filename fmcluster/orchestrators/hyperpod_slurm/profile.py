@@ -46,6 +46,7 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
                         "(NodeType, PartitionNames only); SchedMD/slurm doc/man/man5/slurm.conf.5 (Prolog, PrologFlags)"),
         health_check="slurm_conf", task_prolog=True, encrypted_custom_ami=False,
         slurm_bin_dir=f"{HYPERPOD_SLURM}/bin",
+        fleet_stop="UpdateCluster: every compute instance group to 0 instances (CloudFormation drift until restored)",
         gate_drain=HYPERPOD_GATE_DRAIN,
         # HyperPod SSM targets: https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-run-jobs-slurm-access-nodes.html
         # ("sagemaker-cluster:[cluster-id]_[instance-group-name]-[instance-id]"; cluster id: the last part of the ARN)

@@ -90,6 +90,7 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
         slurm_bin_dir=f"{PARALLELCLUSTER_SLURM}/bin",
         # the stack knows the head node's instance id (headNode.instanceId), so SSM Run Command reaches it
         window_automation=True,
+        fleet_stop="compute fleet STOP_REQUESTED, as pcluster update-compute-fleet sets it (restart: START_REQUESTED)",
         gate_drain=PCLUSTER_GATE_DRAIN,
         boot_parts=(
             BootPart("parallelcluster-node-config", 120,

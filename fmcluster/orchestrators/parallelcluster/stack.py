@@ -14,11 +14,23 @@ from __future__ import annotations
 from aws_cdk import CfnOutput, CfnResource, Fn, Stack
 
 from fmcluster.features.acceptance.render_watch import WATCH_INSTALLER_FILE, request_command
-from fmcluster.features.capacity_window.construct import WindowEndAutomation, WindowPreloadSchedules, WindowStartGate
+from fmcluster.features.capacity_window.construct import (
+    WindowEndAutomation,
+    WindowPreloadSchedules,
+    WindowStartGate,
+    WindowStartRule,
+    start_command,
+)
+from fmcluster.features.capacity_window.construct_fleet_stop import FleetStopAction
 from fmcluster.features.capacity_window.plan import windows
-from fmcluster.features.capacity_window.render_window import render_window_end, render_window_preload
+from fmcluster.features.capacity_window.render_window import (
+    render_window_end,
+    render_window_preload,
+    render_window_start,
+)
 from fmcluster.features.cluster.stack_inputs import OrchestratorInputs
 from fmcluster.orchestrators.parallelcluster.construct import ParallelClusterCluster
+from fmcluster.orchestrators.parallelcluster.construct_fleet_stop import fleet_stop
 from fmcluster.resolved.cluster import NODE_DIR
 from fmcluster.stacks.access_outputs import OUTPUT_CONNECT
 
@@ -38,6 +50,9 @@ def build(stack: Stack, inputs: OrchestratorInputs) -> ParallelClusterCluster:
     )
     _access_outputs(stack, pc.resource, region=stack.region)
     _window_end(stack, inputs, pc.resource.get_att("headNode.instanceId").to_string())
+    if inputs.budget_stop_topic_arn is not None:
+        FleetStopAction(stack, "BudgetStop", topic_arn=inputs.budget_stop_topic_arn, cluster_name=inputs.cluster_name,
+                        stop=fleet_stop(stack, inputs.cluster_name, inputs.profile.fleet_stop)).node.add_dependency(pc)
     return pc
 
 
@@ -45,8 +60,10 @@ def _window_end(stack: Stack, inputs: OrchestratorInputs, instance_id: str) -> N
     """The capacity window's automation (docs/capacity.md "The capacity window") when a group is on a Capacity
     Block: at EC2's warning the head node runs ``fmcluster-window-end`` from Slurm's directory
     (``OrchestratorProfile.slurm_bin_dir``); before a window with ``starts_at`` and a preload, a schedule runs
-    ``fmcluster-window-preload`` there; at a window's ``starts_at`` a schedule asks the acceptance gate's watcher (when
-    the head node runs it) to gate the window's nodes (``fmcluster-gate-watch request <group>``)."""
+    ``fmcluster-window-preload`` there; at a window's ``starts_at`` a schedule resumes the nodes the previous window's
+    end drained (``fmcluster-window-start <group>``) and then asks the acceptance gate's watcher (when the head node
+    runs it) to gate the window's nodes (``fmcluster-gate-watch request <group>``); EC2's Capacity Block Delivered
+    event runs ``fmcluster-window-start <reservation id>`` as well (the watcher gates nodes that boot by itself)."""
     ws = windows((g.spec for g in inputs.groups), inputs.lustre_spec)
     if not ws or not inputs.profile.window_automation or inputs.profile.slurm_bin_dir is None:
         return
@@ -57,9 +74,15 @@ def _window_end(stack: Stack, inputs: OrchestratorInputs, instance_id: str) -> N
     if preloads:
         WindowPreloadSchedules(stack, "WindowPreload", windows=ws, scripts=preloads, instance_id=instance_id,
                                cluster_name=inputs.cluster_name)
-    if WATCH_INSTALLER_FILE in inputs.admin_scripts:
-        WindowStartGate(stack, "WindowStart", windows=ws, instance_id=instance_id, cluster_name=inputs.cluster_name,
-                        commands={w.group: request_command(NODE_DIR, w.group) for w in ws})
+    start = render_window_start(ws, cluster_name=inputs.cluster_name, slurm_bin_dir=inputs.profile.slurm_bin_dir)
+    gated = WATCH_INSTALLER_FILE in inputs.admin_scripts
+    # the previous window's drains are resumed first, so that the gate's watcher (which skips drained nodes) sees them
+    WindowStartGate(stack, "WindowStart", windows=ws, instance_id=instance_id, cluster_name=inputs.cluster_name,
+                    commands={w.group: start_command(start, w.group)
+                              + (f"; {request_command(NODE_DIR, w.group)}" if gated else "") for w in ws})
+    # EC2's Capacity Block Delivered event resumes them too (a window without starts_at has no start schedule)
+    WindowStartRule(stack, "WindowStartEvent", windows=ws, script=start, instance_id=instance_id,
+                    cluster_name=inputs.cluster_name)
 
 
 def _access_outputs(stack: Stack, resource: CfnResource, *, region: str) -> None:

@@ -1,3 +1,3 @@
 """AWS PCS: profile, rules, construct, stack wiring and outputs."""
 
-USES = ("cluster", "network", "node", "slurm", "storage")
+USES = ("capacity_window", "cluster", "network", "node", "slurm", "storage")

@@ -64,6 +64,7 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
         needs_vpc=True,
         user_data_embed_limit_bytes=PCS_USER_DATA_EMBED_LIMIT_BYTES,
         slurm_bin_dir=PCS_SLURM_DIR.format(version=orch.pcs.slurm_version) + "/bin",
+        fleet_stop="UpdateComputeNodeGroup: every compute node group scaled to 0 (CloudFormation drift until restored)",
         imex=_pcs_imex(orch.pcs.slurm_version), health_check="node_timer", task_prolog=False,
         slurm_accounting="managed",
         management_instance_types=(("login node", orch.pcs.login_instance_type),),

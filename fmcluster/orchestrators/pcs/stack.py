@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from aws_cdk import CfnOutput, Fn, Stack, aws_pcs
 
+from fmcluster.features.capacity_window.construct_fleet_stop import FleetStopAction
 from fmcluster.features.cluster.stack_inputs import OrchestratorInputs
 from fmcluster.orchestrators.pcs.construct import PcsCluster
+from fmcluster.orchestrators.pcs.construct_fleet_stop import fleet_stop
 from fmcluster.orchestrators.pcs.profile import PCS_LOGIN_GROUP
 from fmcluster.stacks.access_outputs import OUTPUT_CONNECT
 
@@ -21,7 +23,8 @@ OUTPUT_FIND_LOGIN = "FindLoginNodeCommand"
 
 
 def build(stack: Stack, inputs: OrchestratorInputs) -> PcsCluster:
-    """The ``Pcs`` construct, the cluster id and the login node's access outputs."""
+    """The ``Pcs`` construct, the cluster id and the login node's access outputs; with a budget stop, the fleet stop
+    subscribed to its topic (:mod:`.construct_fleet_stop`)."""
     pcs = PcsCluster(
         stack, "Pcs", spec=inputs.orchestrator.pcs, profile=inputs.profile, os=inputs.os, vpc=inputs.require_vpc(),
         placement_groups=inputs.placement_groups, bootstraps=inputs.bootstraps, head_node_script=inputs.head_node_asset,
@@ -32,6 +35,13 @@ def build(stack: Stack, inputs: OrchestratorInputs) -> PcsCluster:
     )
     CfnOutput(stack, OUTPUT_CLUSTER_ID, value=pcs.cluster.attr_id)
     _access_outputs(stack, pcs.node_groups[PCS_LOGIN_GROUP], region=stack.region)
+    if inputs.budget_stop_topic_arn is not None:
+        groups = {g.name: (pcs.node_groups[g.name].attr_id, pcs.node_groups[g.name].attr_arn) for g in inputs.groups}
+        stop = fleet_stop(stack, cluster_id=pcs.cluster.attr_id, node_groups=groups, node_role_arn=pcs.role.role_arn,
+                          instance_profile_arn=pcs.instance_profile.instance_profile_arn,
+                          mechanism=inputs.profile.fleet_stop)
+        FleetStopAction(stack, "BudgetStop", topic_arn=inputs.budget_stop_topic_arn, stop=stop,
+                        cluster_name=inputs.cluster_name)
     return pcs
 
 

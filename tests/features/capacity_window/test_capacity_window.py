@@ -160,6 +160,87 @@ def test_the_end_script_refuses_a_reservation_it_does_not_know(tmp_path: Path) -
     assert _lines(log, "scontrol") == [] and _lines(log, "scancel") == []
 
 
+# ---- the next window's start resumes what the end drained, and only that ---------------------------------------
+def _window_start(tmp_path: Path, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "fmcluster-window-start"
+    script.write_text(_rendered()["capacity-window"]["fmcluster-window-start"])
+    stubs = write_stubs(tmp_path / "bin")
+    full = {"PATH": f"{stubs}:/usr/bin:/bin", "STUB_LOG": str(tmp_path / "log"),
+            "STUB_NODES": "h200-st-p5en-1 h200-st-p5en-2 h200-st-p5en-3", **env}
+    return subprocess.run(["bash", str(script), *args], env=full, capture_output=True, text=True, timeout=60)
+
+
+def _drained(tmp_path: Path) -> dict[str, str]:
+    """node -> reason of every drained node, as the stub scontrol shows them now."""
+    res = subprocess.run([str(tmp_path / "bin" / "scontrol"), "show", "nodes", "--oneliner"], capture_output=True,
+                         text=True, env={"PATH": "/usr/bin:/bin", "STUB_LOG": str(tmp_path / "log"),
+                                         "STUB_NODES": "h200-st-p5en-1 h200-st-p5en-2 h200-st-p5en-3",
+                                         "STUB_OTHER_NODES": "cpu-1"}, check=True)
+    found = (re.search(r"NodeName=(\S+) .* Reason=(.*) \[", line) for line in res.stdout.splitlines())
+    return {m.group(1): m.group(2) for m in found if m}
+
+
+def test_the_next_window_start_resumes_the_nodes_the_end_drained_and_no_other(tmp_path: Path) -> None:
+    """The end of one window drains its nodes; the start of the next resumes those, while a node drained for another
+    reason (the gate, an operator) or in another partition keeps its drain (issue 29)."""
+    others = {"STUB_DRAINED": "h200-st-p5en-3=gate: nccl busbw below 300 GB/s;cpu-1=fmcluster: capacity block "
+                              "cr-0000000000000000a ends 2026-11-01T11:30:00Z",
+              "STUB_OTHER_NODES": "cpu-1"}
+    res, log = _window_end(tmp_path, ["cr-0123456789abcdef0", "2026-12-05T11:30:00Z"],
+                           {"STUB_JOBS": "", "STUB_NODES": "h200-st-p5en-1 h200-st-p5en-2", **others})
+    assert res.returncode == 0, res.stdout + res.stderr
+    reason = "fmcluster: capacity block cr-0123456789abcdef0 ends 2026-12-05T11:30:00Z"
+    assert _drained(tmp_path) == {"h200-st-p5en-1": reason, "h200-st-p5en-2": reason,
+                                  "h200-st-p5en-3": "gate: nccl busbw below 300 GB/s", "cpu-1": others[
+                                      "STUB_DRAINED"].split(";")[1].split("=", 1)[1]}
+
+    res = _window_start(tmp_path, ["h200"], others)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert _lines(log, "scontrol")[-2:] == ["scontrol update NodeName=h200-st-p5en-1 State=RESUME",
+                                            "scontrol update NodeName=h200-st-p5en-2 State=RESUME"]
+    assert set(_drained(tmp_path)) == {"h200-st-p5en-3", "cpu-1"}
+
+
+@pytest.mark.parametrize(("env", "code", "said", "resumes"), [
+    ({}, 0, "no node of partition h200 is drained by a window end: nothing to resume", []),
+    ({"STUB_DRAINED": "h200-st-p5en-1=fmcluster: capacity block cr-0123456789abcdef0 ends unknown;"
+                      "h200-st-p5en-2=fmcluster: capacity block cr-0123456789abcdef0 ends unknown",
+      "STUB_NO_RESUME": "h200-st-p5en-1"}, 1,
+     "h200-st-p5en-1: could not be resumed; it stays drained (scontrol update NodeName=h200-st-p5en-1 State=RESUME)",
+     ["h200-st-p5en-1", "h200-st-p5en-2"]),
+    ({"STUB_DRAINED": "h200-st-p5en-1=operator: fmcluster: capacity block cr-1 ends soon"}, 0,
+     "no node of partition h200 is drained by a window end: nothing to resume", []),
+], ids=["nothing-drained", "one-cannot-be-resumed", "a-reason-that-only-contains-ours"])
+def test_the_window_start_cases(tmp_path: Path, env: dict[str, str], code: int, said: str,
+                                resumes: list[str]) -> None:
+    res = _window_start(tmp_path, ["h200"], env)
+    assert res.returncode == code, res.stdout + res.stderr
+    assert f"fmcluster-window-start: {said}" in res.stdout.splitlines()
+    assert [line.split()[2].removeprefix("NodeName=") for line in _lines(tmp_path / "log", "scontrol")
+            if "State=RESUME" in line] == resumes
+
+
+def test_the_window_start_takes_the_reservation_id_of_the_delivered_event(tmp_path: Path) -> None:
+    res = _window_start(tmp_path, ["cr-0123456789abcdef0"], {
+        "STUB_DRAINED": "h200-st-p5en-2=fmcluster: capacity block cr-0123456789abcdef0 ends unknown"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert _lines(tmp_path / "log", "scontrol")[-1] == "scontrol update NodeName=h200-st-p5en-2 State=RESUME"
+
+
+def test_the_window_start_refuses_a_group_without_a_window(tmp_path: Path) -> None:
+    res = _window_start(tmp_path, ["cpu"], {})
+    assert res.returncode == 2
+    assert "group 'cpu' has no capacity window in h200-cb; allowed h200 or cr-0123456789abcdef0" in res.stdout
+    assert _lines(tmp_path / "log", "scontrol") == []
+
+
+def test_the_start_script_is_shellcheck_clean(tmp_path: Path) -> None:
+    f = tmp_path / "s.sh"
+    f.write_text(_rendered()["capacity-window"]["fmcluster-window-start"])
+    res = subprocess.run([SHELLCHECK, "-s", "bash", str(f)], capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stdout
+
+
 # ---- the day-2 simulation of the end: the FSDP job checkpoints on the warning and resumes when requeued ---------
 def _start_job(tmp_path: Path, work: Path, stubs: Path, *, restart: int, step_s: str) -> subprocess.Popen[str]:
     files = _rendered()["h200"]
@@ -230,8 +311,9 @@ def _of_type(tpl: dict[str, Any], type_: str) -> list[dict[str, Any]]:
 @pytest.mark.synth
 def test_the_cluster_stack_has_the_window_end_rule_with_head_node_and_alert_targets() -> None:
     _, templates = _templates(WITH_ALERTS)
-    [rule] = _of_type(templates["h200-cb-cluster"], "AWS::Events::Rule")
-    props = rule["Properties"]
+    rules = {r["Properties"]["Name"]: r for r in _of_type(templates["h200-cb-cluster"], "AWS::Events::Rule")}
+    assert sorted(rules) == ["fmcluster-h200-cb-window-end", "fmcluster-h200-cb-window-start"]
+    props = rules["fmcluster-h200-cb-window-end"]["Properties"]
     assert props["Name"] == "fmcluster-h200-cb-window-end"
     assert props["EventPattern"] == expiration_warning_pattern(windows(load_blueprint_text(EXAMPLE).blueprint.compute))
     head, alert = props["Targets"]
@@ -247,11 +329,11 @@ def test_the_cluster_stack_has_the_window_end_rule_with_head_node_and_alert_targ
     assert encoded is not None
     assert base64.b64decode(encoded.group(1)).decode() == _rendered(WITH_ALERTS)["capacity-window"]["fmcluster-window-end"]
     assert "<reservation> ends at <end>" in json.loads(alert["InputTransformer"]["InputTemplate"])
-    # three roles may send commands (the rule's, the preload schedule's and the start schedule's), each only
+    # four roles may send commands (the two rules' and the preload and start schedules'), each only
     # AWS-RunShellScript to the head node
     senders = [p["Properties"]["PolicyDocument"]["Statement"] for p in _of_type(templates["h200-cb-cluster"], "AWS::IAM::Policy")
                if any(st["Action"] == "ssm:SendCommand" for st in p["Properties"]["PolicyDocument"]["Statement"])]
-    assert len(senders) == 3
+    assert len(senders) == 4
     for statements in senders:
         [stmt] = statements
         resources = json.dumps(stmt["Resource"])
@@ -260,13 +342,36 @@ def test_the_cluster_stack_has_the_window_end_rule_with_head_node_and_alert_targ
 
 
 @pytest.mark.synth
-def test_only_the_window_rule_may_assume_its_run_command_role() -> None:
+def test_only_each_window_rule_may_assume_its_run_command_role() -> None:
     _, templates = _templates(WITH_ALERTS)
     trusts = [st for r in _of_type(templates["h200-cb-cluster"], "AWS::IAM::Role")
               for st in r["Properties"]["AssumeRolePolicyDocument"]["Statement"]
               if st["Principal"] == {"Service": "events.amazonaws.com"}]
-    [trust] = trusts
-    assert "rule/fmcluster-h200-cb-window-end" in json.dumps(trust["Condition"]["ArnEquals"]["aws:SourceArn"])
+    names = sorted(re.search(r"rule/(fmcluster-[a-z0-9-]+)", json.dumps(t["Condition"]["ArnEquals"]["aws:SourceArn"]))
+                   .group(1) for t in trusts)
+    assert names == ["fmcluster-h200-cb-window-end", "fmcluster-h200-cb-window-start"]
+
+
+@pytest.mark.synth
+def test_the_capacity_block_delivered_event_resumes_the_windows_nodes() -> None:
+    """EC2's Capacity Block Delivered event (both spellings of the EC2 user guide, capacity-blocks-monitor) runs
+    fmcluster-window-start with the event's reservation id on the head node (issue 29 item 3)."""
+    from fmcluster.features.capacity_window.plan import DELIVERED_DETAIL_TYPES
+
+    _, templates = _templates(WITH_ALERTS)
+    [rule] = [r for r in _of_type(templates["h200-cb-cluster"], "AWS::Events::Rule")
+              if r["Properties"]["Name"] == "fmcluster-h200-cb-window-start"]
+    props = rule["Properties"]
+    assert props["EventPattern"] == {"source": ["aws.ec2"], "detail-type": list(DELIVERED_DETAIL_TYPES),
+                                     "detail": {"capacity-reservation-id": ["cr-0123456789abcdef0"]}}
+    assert DELIVERED_DETAIL_TYPES == ("Capacity Block Delivered", "Capacity Block Reservation Delivered")
+    [head] = props["Targets"]
+    assert head["InputTransformer"]["InputPathsMap"] == {"reservation": "$.detail.capacity-reservation-id"}
+    [command] = json.loads(head["InputTransformer"]["InputTemplate"])["commands"]
+    encoded = re.fullmatch(r'bash -c "\$\(echo (\S+) \| base64 -d\)" fmcluster-window-start <reservation>', command)
+    assert encoded is not None
+    assert base64.b64decode(encoded.group(1)).decode() == _rendered(WITH_ALERTS)["capacity-window"][
+        "fmcluster-window-start"]
 
 
 @pytest.mark.synth
@@ -395,8 +500,9 @@ def test_the_cluster_stack_schedules_the_preload_on_the_head_node() -> None:
 
 @pytest.mark.synth
 def test_the_window_start_asks_the_gate_watcher_to_gate_the_windows_nodes() -> None:
-    """At starts_at a schedule runs the watcher's request for the window's group on the head node (issue 29: the gate
-    at the start); the watcher's request path itself runs against stub Slurm in test_gate_watch.py."""
+    """At starts_at a schedule resumes the window's nodes the previous end drained, then runs the watcher's request for
+    the window's group on the head node (issue 29: the gate at the start); the watcher's request path itself runs
+    against stub Slurm in test_gate_watch.py."""
     _, templates = _templates(WITH_ALERTS)
     schedules = {r["Properties"]["Name"]: r for r in _of_type(templates["h200-cb-cluster"], "AWS::Scheduler::Schedule")}
     assert sorted(schedules) == ["fmcluster-h200-cb-preload-0", "fmcluster-h200-cb-start-0"]
@@ -405,9 +511,16 @@ def test_the_window_start_asks_the_gate_watcher_to_gate_the_windows_nodes() -> N
     parts = props["Target"]["Input"]["Fn::Join"][1]
     assert "headNode.instanceId" in json.dumps([p for p in parts if not isinstance(p, str)])
     sent = json.loads("".join(p if isinstance(p, str) else "<head node>" for p in parts))
+    # first the previous window's drains are resumed (the watcher skips drained nodes), then the gate is asked for
+    [command] = sent["Parameters"]["commands"]
+    resume, request = command.split("; ")
+    encoded = re.fullmatch(r'bash -c "\$\(echo (\S+) \| base64 -d\)" fmcluster-window-start h200', resume)
+    assert encoded is not None
+    assert base64.b64decode(encoded.group(1)).decode() == _rendered(WITH_ALERTS)["capacity-window"][
+        "fmcluster-window-start"]
+    assert request == "/opt/fmcluster/bin/fmcluster-gate-watch request h200"
     assert sent == {"DocumentName": "AWS-RunShellScript", "InstanceIds": ["<head node>"],
-                    "Parameters": {"commands": ["/opt/fmcluster/bin/fmcluster-gate-watch request h200"],
-                                   "executionTimeout": ["300"]},
+                    "Parameters": {"commands": [command], "executionTimeout": ["300"]},
                     "Comment": "fmcluster h200-cb window start h200"}
 
 
@@ -427,7 +540,8 @@ def test_the_budget_filters_on_the_tag_every_resource_carries_and_notifies_the_a
     data = budget["Properties"]["Budget"]
     assert (data["BudgetType"], data["TimeUnit"], data["BudgetLimit"]) == ("COST", "MONTHLY",
                                                                            {"Amount": 250000, "Unit": "USD"})
-    assert data["CostFilters"] == {"TagKeyValue": [f"user:{BLUEPRINT_TAG}$h200-cb"]}
+    assert data["CostFilters"] == {"TagKeyValue": [f"user:{BLUEPRINT_TAG}$h200-cb"], "Region": ["us-east-2"]}
+    assert data["BudgetName"] == "fmcluster-h200-cb-us-east-2"
     notes = budget["Properties"]["NotificationsWithSubscribers"]
     assert [n["Notification"]["Threshold"] for n in notes] == [50, 90, 100]
     [topic] = [k for k, r in obs["Resources"].items() if r["Type"] == "AWS::SNS::Topic"]
@@ -442,6 +556,32 @@ def test_the_budget_filters_on_the_tag_every_resource_carries_and_notifies_the_a
     [stmt] = [s for s in policy["Properties"]["PolicyDocument"]["Statement"] if s.get("Sid") == "AllowTheBudgetToPublish"]
     assert stmt["Principal"] == {"Service": "budgets.amazonaws.com"}
     assert "budgets::" in json.dumps(stmt["Condition"]["ArnLike"]["aws:SourceArn"])
+    # without budget.stop_compute_at_percent there is no stop topic, no function and nothing subscribed
+    assert [k for tpl in templates.values() for k in tpl["Resources"] if "BudgetStop" in k] == []
+    assert len(_of_type(obs, "AWS::SNS::Topic")) == 1
+
+
+def _budget_in(region: str) -> dict[str, Any]:
+    """The budget data of a bare stack in ``region`` (a cheap synthesis of the construct alone)."""
+    from aws_cdk import App, Environment, Stack
+    from aws_cdk.assertions import Template
+
+    from fmcluster.features.capacity_window.construct import ClusterBudget
+
+    stack = Stack(App(), "S", env=Environment(account="111122223333", region=region))
+    ClusterBudget(stack, "Budget", monthly_usd=1000, thresholds_percent=[80], tag_key="fmcluster:blueprint",
+                  tag_value="same-name", topic_arn="arn:aws:sns:us-east-1:111122223333:t", cluster_name="same-name",
+                  region=stack.region)
+    [budget] = Template.from_stack(stack).find_resources("AWS::Budgets::Budget").values()
+    return dict(budget["Properties"]["Budget"])
+
+
+def test_two_clusters_of_one_name_in_two_regions_get_two_budget_names_each_counting_its_region() -> None:
+    """Budget names are unique within an account (API Budget BudgetName), and both clusters carry the same tag."""
+    east, west, east_again = _budget_in("us-east-2"), _budget_in("us-west-2"), _budget_in("us-east-2")
+    assert (east["BudgetName"], west["BudgetName"]) == ("fmcluster-same-name-us-east-2", "fmcluster-same-name-us-west-2")
+    assert east_again["BudgetName"] == east["BudgetName"]  # stable: an update keeps the budget
+    assert (east["CostFilters"]["Region"], west["CostFilters"]["Region"]) == (["us-east-2"], ["us-west-2"])
 
 
 def test_a_budget_needs_the_alert_topic() -> None:
@@ -458,7 +598,13 @@ def test_a_budget_needs_the_alert_topic() -> None:
     ({"monthly_usd": 0}, "out of range, got 0; allowed >= 1"),
     ({"monthly_usd": 10, "thresholds_percent": [80, 80]}, "each threshold once, got [80, 80]"),
     ({"monthly_usd": 10, "thresholds_percent": []}, "at least 1"),
-], ids=["zero", "twice", "none"])
+    ({"monthly_usd": 10, "thresholds_percent": [80, 100], "stop_compute_at_percent": 100},
+     "stop_compute_at_percent 100 is also in thresholds_percent [80, 100]; allowed a percentage that is not an alert "
+     "threshold"),
+    ({"monthly_usd": 10, "thresholds_percent": [50, 60, 70, 80, 90], "stop_compute_at_percent": 120},
+     "with stop_compute_at_percent, at most 4 thresholds_percent, got 5; a budget has at most 5 notifications"),
+    ({"monthly_usd": 10, "stop_compute_at_percent": 0}, "out of range, got 0; allowed >= 1"),
+], ids=["zero", "twice", "none", "stop-is-an-alert-threshold", "six-notifications", "stop-at-zero"])
 def test_budget_shape(budget: dict[str, Any], message: str) -> None:
     from fmcluster.validation.loader import BlueprintError
 

@@ -1,0 +1,126 @@
+"""The budget's stop action: at ``budget.stop_compute_at_percent`` the compute fleet stops, data stays
+(docs/capacity.md "Budget").
+
+AWS Budgets actions can only apply an IAM policy, apply a service control policy, or stop listed EC2 or RDS instances
+(``AWS::Budgets::BudgetsAction`` ``Definition``: ``IamActionDefinition``, ``ScpActionDefinition``,
+``SsmActionDefinition`` with ``Subtype`` ``STOP_EC2_INSTANCES | STOP_RDS_INSTANCES`` and 1-100 ``InstanceIds``;
+https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-properties-budgets-budgetsaction-definition.html,
+https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-properties-budgets-budgetsaction-ssmactiondefinition.html;
+AWS Cost Management user guide "Configuring a budget action"), and an orchestrator's nodes come and go under instance
+ids no budget can name, and an instance stopped behind the orchestrator's back is one it did not stop. So the stop is
+routed: the budget's notification at the stop threshold goes to its own SNS topic (:class:`BudgetStopTopic`, in
+``<name>-observability`` beside the budget), and a Lambda function in ``<name>-cluster`` (:class:`FleetStopAction`)
+subscribed to it stops the fleet through the orchestrator's own mechanism. What that mechanism is, its handler, its
+environment and its IAM statements are the orchestrator's: each orchestrator slice builds a :class:`FleetStop`
+(``fmcluster/orchestrators/<kind>/construct_fleet_stop.py``); this module knows none.
+
+Budgets publishes to a topic only under the topic's policy and, for a KMS-encrypted topic, the key's policy
+(``budgets.amazonaws.com`` with ``aws:SourceAccount`` / ``aws:SourceArn``; AWS Cost Management user guide
+``budgets-sns-policy.html``); SNS invokes a subscribed function under the function's resource policy
+(https://docs.aws.amazon.com/lambda/latest/dg/with-sns.html).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from aws_cdk import ArnFormat, Duration, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+from fmcluster.constructs.orchestrator import acknowledge, acknowledge_wildcards
+from fmcluster.features.node.construct_parent_ami import RUNTIME
+
+#: Seconds the function may run (one or two API calls per group, with the SDK's retries).
+TIMEOUT_S = 120
+
+
+def budget_stop_topic_name(cluster_name: str) -> str:
+    """``fmcluster-<name>-budget-stop``: the SNS topic of the budget's stop notification (at most 53 characters)."""
+    return f"fmcluster-{cluster_name}-budget-stop"
+
+
+@dataclass(frozen=True)
+class FleetStop:
+    """What an orchestrator's slice gives the stop action.
+
+    Attributes:
+        handler_source: the Python source of the function (``handler(event, context)``), shipped inline.
+        environment: the function's environment (names of what to stop; strings or tokens).
+        statements: the function's IAM statements, each limited to this cluster's resources where the action allows.
+        mechanism: one line for ``plan`` and the function's description (what "stop" means on this orchestrator).
+        wildcard_reasons: regex over an ``AwsSolutions-IAM5`` finding -> why that wildcard is needed (cdk-nag).
+    """
+
+    handler_source: str
+    environment: Mapping[str, str]
+    statements: Sequence[iam.PolicyStatement]
+    mechanism: str
+    wildcard_reasons: Mapping[str, str] = field(default_factory=dict)
+
+
+class BudgetStopTopic(Construct):
+    """The SNS topic ``fmcluster-<name>-budget-stop`` (KMS-encrypted with its own key, TLS only) that only AWS Budgets of
+    this account may publish to.
+
+    Attributes: ``topic`` (``sns.Topic``), ``key`` (``kms.Key``).
+    """
+
+    def __init__(self, scope: Construct, id: str, *, cluster_name: str) -> None:
+        super().__init__(scope, id)
+        stack = Stack.of(self)
+        self.key = kms.Key(self, "Key", enable_key_rotation=True,
+                           description=f"fmcluster {cluster_name}: the budget's stop notification topic")
+        self.topic = sns.Topic(self, "Topic", topic_name=budget_stop_topic_name(cluster_name), master_key=self.key,
+                               enforce_ssl=True, display_name=f"fmcluster {cluster_name} budget stop")
+        principal = iam.ServicePrincipal("budgets.amazonaws.com")
+        conditions = {"StringEquals": {"aws:SourceAccount": stack.account},
+                      "ArnLike": {"aws:SourceArn": stack.format_arn(service="budgets", region="", resource="*",
+                                                                    arn_format=ArnFormat.NO_RESOURCE_NAME)}}
+        self.key.add_to_resource_policy(iam.PolicyStatement(
+            sid="AllowTheBudgetToUseTheStopTopicKey", principals=[principal],
+            actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"], conditions=conditions))
+        self.topic.add_to_resource_policy(iam.PolicyStatement(
+            sid="AllowTheBudgetToPublish", principals=[principal], actions=["sns:Publish"],
+            resources=[self.topic.topic_arn], conditions=conditions))
+
+
+class FleetStopAction(Construct):
+    """A Lambda function subscribed to the budget's stop topic that runs the orchestrator's :class:`FleetStop`.
+
+    Args:
+        topic_arn: the stop topic (:class:`BudgetStopTopic`, from ``<name>-observability``).
+        stop: the orchestrator's stop (handler, environment, statements).
+        cluster_name: the blueprint name.
+
+    Attributes: ``function`` (``lambda_.Function``), ``role``, ``policy`` (``iam.Policy`` with ``stop.statements``).
+    """
+
+    def __init__(self, scope: Construct, id: str, *, topic_arn: str, stop: FleetStop, cluster_name: str) -> None:
+        super().__init__(scope, id)
+        self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                             description=f"fmcluster {cluster_name}: the budget's stop action ({stop.mechanism})"[:1000],
+                             managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(
+                                 "service-role/AWSLambdaBasicExecutionRole")])
+        acknowledge(self.role, ("AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+                                "AWSLambdaBasicExecutionRole]",
+                                "The AWS managed policy Lambda documents for writing the function's logs; nothing else."))
+        self.policy = iam.Policy(self, "Stop", statements=list(stop.statements))
+        self.policy.attach_to_role(self.role)
+        if stop.wildcard_reasons:
+            acknowledge_wildcards(self.policy, dict(stop.wildcard_reasons))
+        self.function = lambda_.Function(
+            self, "Function", runtime=RUNTIME, handler="index.handler", role=self.role,
+            code=lambda_.Code.from_inline(stop.handler_source), timeout=Duration.seconds(TIMEOUT_S),
+            environment=dict(stop.environment), description=f"fmcluster {cluster_name}: budget stop: {stop.mechanism}"[:256])
+        self.function.node.add_dependency(self.policy)
+        topic = sns.Topic.from_topic_arn(self, "Topic", topic_arn)
+        # the subscription and the function's resource policy (sns.amazonaws.com, aws:SourceArn = the topic)
+        sns.Subscription(self, "Subscription", topic=topic, endpoint=self.function.function_arn,
+                         protocol=sns.SubscriptionProtocol.LAMBDA)
+        self.function.add_permission("InvokedByTheStopTopic", principal=iam.ServicePrincipal("sns.amazonaws.com"),
+                                     source_arn=topic_arn)
