@@ -206,6 +206,9 @@ class NodeContext:
     region: str = ""
     mirror_bucket_suffix: str = ""
     nccl_tests_key: str = ""
+    #: NCCL's package files in the mirror (official mode: the boot installs them from there, never from NVIDIA's
+    #: repository; :func:`fmcluster.features.node.plan_mirror.nccl_mirror_objects`); empty when the image has NCCL
+    nccl_mirror_keys: tuple[str, ...] = ()
     mirror_objects: tuple[Any, ...] = ()
     #: LNet over EFA to an EFA-enabled FSx for Lustre (``ResolvedImage.lustre_efa_interfaces``; 0: not configured)
     #: and whether FSx supports GPUDirect Storage on the type (reported at boot, never installed)
@@ -359,6 +362,7 @@ def node_context(rc: ResolvedCluster, group: ResolvedGroup, *, exporters_script:
         region=rc.blueprint.region,
         mirror_bucket_suffix=mirror_bucket_suffix(rc.name, rc.blueprint.region),
         nccl_tests_key=mirror_key("nccl-tests", tests.url),
+        nccl_mirror_keys=tuple(o.key for o in nccl_mirror_objects(rc, group)),
         mirror_objects=tuple(mirror_objects(rc)),
         lustre_efa_interfaces=image.lustre_efa_interfaces,
         lustre_gds_type=inst.name in FSX_GDS_TYPES,
