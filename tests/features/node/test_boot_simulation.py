@@ -448,7 +448,7 @@ def test_offline_boot_without_the_optional_copy_reports_it(tmp_path: Path) -> No
     r = harness.boot(tmp_path, ctx, harness.image_state(ctx, manifest), internet=False,
                      mirror={ctx.nccl_tests_key: None})
     assert r.returncode == 0, r.output[-3000:]
-    assert f"mirror/nccl-tests/v2.17.6.tar.gz could not be read (see the deploy's mirror/manifest.json)" in r.output
+    assert "mirror/nccl-tests/v2.17.6.tar.gz could not be read (see the deploy's mirror/manifest.json)" in r.output
     assert "nccl-tests source not available from the mirror" in r.output
     assert "[finished] --- bootstrap complete" in r.output
 
