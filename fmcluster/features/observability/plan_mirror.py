@@ -11,7 +11,6 @@ own with ``uname -m``. Every object is optional: the monitoring install never fa
 from __future__ import annotations
 
 from fmcluster.features.observability import pins
-from fmcluster.features.observability.render_context import observability_context
 from fmcluster.resolved import ResolvedCluster
 from fmcluster.resolved.mirror import MirrorObject, mirror_key
 
@@ -26,13 +25,10 @@ def head_archives(metrics: str) -> tuple[pins.Archive, ...]:
 def head_mirror_objects(rc: ResolvedCluster) -> tuple[MirrorObject, ...]:
     """The head node's mirror objects, or ``()`` when fmcluster runs no head-node collector (metrics off, or the
     HyperPod observability add-on collects)."""
-    if not rc.blueprint.observability.enabled:
-        return ()
-    ctx = observability_context(rc)
-    if ctx.collector != "head_node":
+    if not rc.blueprint.observability.enabled or rc.profile.metrics_collector != "head_node":
         return ()
     out = [MirrorObject(a.name, a.url_for(arch), mirror_key(a.name, a.url_for(arch)), a.sha256[arch], optional=True)
-           for a in head_archives(ctx.metrics) for arch in pins.ARCHES]
+           for a in head_archives(rc.blueprint.observability.metrics) for arch in pins.ARCHES]
     se = pins.SLURM_EXPORTER
     out += [MirrorObject(se.name, se.url_for(arch), mirror_key(se.name, se.url_for(arch)), None, optional=True,
                          index="checksums", index_url=se.checksums_url) for arch in pins.ARCHES]
