@@ -100,7 +100,9 @@ STUBS = {
         [[ "$1 $2" == "s3 cp" ]] || { cat "$STUB_SSM"; exit 0; }
         src="${*: -2:1}"
         if [[ "${src}" == *.sha256 ]]; then
-          [[ -n "${STUB_RECORDED:-}" ]] || { echo "fatal error: An error occurred (404) when calling the HeadObject operation: Key \"${src#s3://*/}\" does not exist" >&2; exit 1; }
+          if [[ -z "${STUB_RECORDED:-}" ]]; then
+            echo "fatal error: An error occurred (404) when calling the HeadObject operation: Not Found" >&2; exit 1
+          fi
           echo "${STUB_RECORDED}" > "${*: -1}"; exit 0
         fi
         curl -o "${*: -1}" "https://mirror.invalid/${src##*/}"
