@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import bz2
 import fnmatch
+import functools
 import gzip
 import hashlib
 import json
@@ -147,12 +148,13 @@ def copy_objects(s3: Any, bucket: str, objects: list[dict[str, str]], fetch: Any
     """Copy ``objects`` into ``bucket``; returns the manifest (``{"objects": [...]}``). Raises :class:`MirrorFailed`
     for a required object that cannot be downloaded or whose sha256 differs from its pin."""
     rows = []
+    indexes = functools.lru_cache(maxsize=8)(fetch)  # one download per index (NCCL's two packages share one)
     for o in objects:
         optional, index = o.get("Optional", "false") == "true", o.get("Index", "")
         row: dict[str, Any] = {"url": o["Url"], "key": o["Key"], "pinned": bool(o.get("Sha256")), "sha256": None}
         source = "the catalog pins" if o.get("Sha256") else f"the {index} index lists"
         try:
-            url, want = expected(o, fetch)
+            url, want = expected(o, indexes)
             row.update(url=url, sha256=want or None)
             body = fetch(url)
         except Exception as e:  # network, HTTP error, index without the package
