@@ -10,12 +10,16 @@ file's text (standard library + the runtime's boto3).
 Where the expected sha256 comes from (:func:`expected`): the catalog pin; else the index, read over HTTPS at deploy
 time: an apt flat repository's ``Packages.gz`` (paragraphs with ``Package``, ``Version``, ``Architecture``,
 ``Filename`` relative to the repository, ``SHA256``: https://wiki.debian.org/DebianRepository/Format, "Flat
-Repository Format" and "Packages Indices"; NVIDIA's CUDA repositories are flat, ``deb <url> /``), a dnf
+Repository Format" and "Packages Indices"; NVIDIA's CUDA repositories are flat, ``deb <url> /``, and serve
+``Packages.gz`` with ``./``-relative ``Filename`` and ``SHA256`` fields, as Drake's
+``tools/workspace/cuda/manifest_regenerate.py`` reads them, github.com/zzhou292/drake), a dnf
 repository's ``repodata/repomd.xml`` -> ``<data type="primary">`` ``<location href>`` -> ``<package>`` entries with
 ``<name>``, ``<arch>``, ``<version ver rel>``, ``<checksum type="sha256">`` and ``<location href>`` (createrepo_c's
 format, github.com/rpm-software-management/createrepo_c), or a release's ``sha256sum``-format checksum list
 (``<hex>  <file name>`` lines). NOT checked here: the repository signature (apt ``InRelease``, dnf
 ``repomd.xml.asc``): the index is trusted as served over HTTPS by its publisher (no gpg in the Lambda runtime).
+UNVERIFIED: the compression of the ``primary`` metadata of NVIDIA's amzn2023 repositories (gz, xz and bz2 are read;
+zstd, createrepo_c's newer default, is refused with a message, which fails the deployment for NCCL).
 
 Per object: download, sha256; a hash that differs from the expected one, an index without the package, or a failed
 download fails the deployment for a required object and is reported (``Data.Skipped``, and the manifest) for an
