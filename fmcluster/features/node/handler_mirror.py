@@ -18,8 +18,9 @@ repository's ``repodata/repomd.xml`` -> ``<data type="primary">`` ``<location hr
 format, github.com/rpm-software-management/createrepo_c), or a release's ``sha256sum``-format checksum list
 (``<hex>  <file name>`` lines). NOT checked here: the repository signature (apt ``InRelease``, dnf
 ``repomd.xml.asc``): the index is trusted as served over HTTPS by its publisher (no gpg in the Lambda runtime).
-UNVERIFIED: the compression of the ``primary`` metadata of NVIDIA's amzn2023 repositories (gz, xz and bz2 are read;
-zstd, createrepo_c's newer default, is refused with a message, which fails the deployment for NCCL).
+UNVERIFIED: the compression of the ``primary`` metadata of NVIDIA's amzn2023 repositories (gz, xz, bz2 are read, and
+zstd through Python 3.14's ``compression.zstd``; anything else is refused with a message, which fails the deployment
+for NCCL).
 
 Per object: download, sha256; a hash that differs from the expected one, an index without the package, or a failed
 download fails the deployment for a required object and is reported (``Data.Skipped``, and the manifest) for an
@@ -38,6 +39,7 @@ import fnmatch
 import functools
 import gzip
 import hashlib
+import importlib
 import json
 import lzma
 import re
@@ -95,13 +97,24 @@ def from_apt(o: dict[str, str], fetch: Any) -> tuple[str, str]:
                   and fnmatch.fnmatchcase(p.get("Version", ""), o["Version"]) and "SHA256" in p], o)
 
 
+def _zstd() -> Any:
+    """Python 3.14's ``compression.zstd`` (PEP 784; the function's runtime is python3.14), or None where absent."""
+    try:
+        return importlib.import_module("compression.zstd")
+    except ImportError:
+        return None
+
+
 def _decompress(href: str, body: bytes) -> bytes:
     for suffix, unpack in ((".gz", gzip.decompress), (".xz", lzma.decompress), (".bz2", bz2.decompress)):
         if href.endswith(suffix):
             return bytes(unpack(body))
+    if href.endswith(".zst") and _zstd() is not None:
+        return bytes(_zstd().decompress(body))
     if href.endswith(".xml"):
         return body
-    raise LookupError(f"primary metadata {href}: compression not supported by the deploy (gz, xz, bz2 only)")
+    raise LookupError(f"primary metadata {href}: compression not supported by the deploy (gz, xz, bz2, zst on "
+                      "Python 3.14)")
 
 
 def _local(tag: str) -> str:

@@ -3,9 +3,11 @@ node side reading it from S3 with stub ``aws``/``curl``."""
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import hashlib
 import json
+import lzma
 import os
 import subprocess
 from pathlib import Path
@@ -232,3 +234,19 @@ def test_node_reads_the_mirror_from_s3(tmp_path: Path, account: str, body: bytes
     run = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env, timeout=60)
     assert run.stdout.strip().splitlines()[-1] == last, run.stdout + run.stderr
     assert (tmp_path / "out" / "a.tgz").exists() is kept
+
+
+# (primary metadata file name, its bytes): createrepo_c writes primary.xml compressed per its --general-compress-type
+PRIMARY = b"<metadata/>"
+COMPRESSED = [("p-primary.xml.gz", gzip.compress(PRIMARY)), ("p-primary.xml.xz", lzma.compress(PRIMARY)),
+              ("p-primary.xml.bz2", bz2.compress(PRIMARY)), ("p-primary.xml", PRIMARY)]
+
+
+@pytest.mark.parametrize(("href", "body"), COMPRESSED, ids=[c[0] for c in COMPRESSED])
+def test_primary_metadata_is_read_in_each_compression(href: str, body: bytes) -> None:
+    assert h._decompress(href, body) == PRIMARY
+
+
+def test_primary_metadata_in_an_unknown_compression_is_refused_with_its_name() -> None:
+    with pytest.raises(LookupError, match=r"primary metadata p-primary.xml.lz4: compression not supported"):
+        h._decompress("p-primary.xml.lz4", b"x")
