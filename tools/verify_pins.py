@@ -2,8 +2,9 @@
 
 For each pin in fmcluster/features/observability/pins.py:
 - archives: HTTP HEAD on the download URL of both architectures, and the pinned sha256 equals the one in the
-  upstream checksum list (``sha256sums.txt``, go.dev's JSON, Grafana's ``.sha256`` files);
-- the Slurm exporter: ``git ls-remote`` resolves the tag to the pinned commit, and every metric name in
+  upstream checksum list (``sha256sums.txt``, Grafana's ``.sha256`` files);
+- the Slurm exporter: HTTP HEAD on its release archives (both architectures) and checksum list (the names are
+  GoReleaser's defaults, unverified offline), ``git ls-remote`` resolves the tag to the pinned commit, and every metric name in
   ``metrics.SLURM_EXPORTER_SOURCES`` is on the recorded line of the exporter's source at that commit;
 - repository packages: HTTP HEAD on the release page (the package version itself is resolved on the node,
   against NVIDIA's signed repository).
@@ -52,8 +53,10 @@ def checks() -> list[Check]:
                 url = pin.url_for(arch)
                 out.append(Check("head", url))
                 out.append(Check("sha256", url, pin.sha256[arch], pin.checksums_url.format(arch=arch)))
-        elif isinstance(pin, pins.SourceBuild):
+        elif isinstance(pin, pins.Release):
             out.append(Check("tag", pin.repository, pin.commit, pin.tag))
+            out += [Check("head", pin.url_for(arch)) for arch in pins.ARCHES]
+            out.append(Check("head", pin.checksums_url))
     for metric, (path, line) in SLURM_EXPORTER_SOURCES.items():
         out.append(Check("source-line", _raw_source(path), metric, str(line)))
     return out

@@ -28,7 +28,10 @@ from fmcluster.resolved.mirror import BUCKET_PREFIX, MIRROR_PREFIX, REGENERATED
 
 HANDLER_SOURCE = Path(__file__).with_name("handler_mirror.py")
 RESOURCE_TYPE = "Custom::FmclusterMirror"
-#: The copy's time limit (Lambda's maximum is 15 minutes; the objects are a few MB).
+#: The function's memory: each object is held in memory while it is hashed and stored (the largest, the Prometheus
+#: and Grafana release archives, are about 100 MB each).
+MEMORY_MB = 1024
+#: The copy's time limit (Lambda's maximum is 15 minutes; a head node's monitoring stack is a few hundred MB).
 TIMEOUT = Duration.minutes(10)
 #: How long CloudFormation waits for the function's answer: a little more than its timeout (default: 1 hour).
 SERVICE_TIMEOUT = Duration.minutes(12)
@@ -65,7 +68,7 @@ class Mirror(Construct):
                                      "cluster's own mirror bucket (CDK grant_put's actions)."})
         function = lambda_.Function(
             self, "Function", runtime=RUNTIME, handler="index.handler", timeout=TIMEOUT, role=role,
-            code=lambda_.Code.from_inline(HANDLER_SOURCE.read_text()), memory_size=512,
+            code=lambda_.Code.from_inline(HANDLER_SOURCE.read_text()), memory_size=MEMORY_MB,
             description="fmcluster: copy the nodes' boot downloads into the mirror bucket, sha256 checked")
         # ServiceTimeout: a function that dies at its own timeout never answers; CloudFormation would wait an hour.
         self.copy = CustomResource(self, "Copy", service_token=function.function_arn, resource_type=RESOURCE_TYPE,

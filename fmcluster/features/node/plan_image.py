@@ -41,7 +41,7 @@ STEP_SECONDS: dict[str, int] = {
     "fabric-manager": 60,
     # nvidia-imex start on NVLink-domain (IMEX) systems
     "imex": 15,
-    # NCCL from NVIDIA's repository: ~250 MB at 50 MB/s plus unpacking
+    # NCCL package files from the cluster's mirror over the S3 gateway endpoint: ~250 MB at 50 MB/s plus dpkg/rpm unpacking
     "nccl": 25,
     # nccl-tests source (< 1 MB) built with MPI against the pinned NCCL and CUDA, make -j on the node
     "nccl-tests": 60,

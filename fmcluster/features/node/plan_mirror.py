@@ -1,68 +1,84 @@
 """What a node's boot fetches from outside AWS, copied once per deploy into the cluster's mirror bucket (issue 23
 item 4): the nodes read it from S3 (through the VPC's S3 gateway endpoint) and never from GitHub at boot.
 
-A :class:`MirrorObject` is one file: where it comes from, the S3 key it is read from, and the sha256 the catalog
-pins (nccl-tests: ``catalog/data/software.yaml`` ``artifacts.nccl_tests``; node_exporter:
-:data:`fmcluster.features.observability.pins.NODE_EXPORTER`). The copy is made by ``Custom::FmclusterMirror``
-(:mod:`fmcluster.features.node.construct_mirror`) at deploy time, so synthesis stays offline. An object without
-a pin would have its sha256 recorded by the deploy (the handler says so); every object listed today has a pin.
+A :class:`~fmcluster.resolved.mirror.MirrorObject` is one file: where it comes from, the S3 key it is read from,
+and how its sha256 is known:
+
+- pinned in the catalog: nccl-tests (``catalog/data/software.yaml`` ``artifacts.nccl_tests``), node_exporter and
+  the head node's Prometheus, Alertmanager and Grafana (:mod:`fmcluster.features.observability.pins`, their
+  upstream ``sha256sums.txt``);
+- read at deploy time from the publisher's own index, because no pin exists offline: NCCL's ``.deb``/``.rpm``
+  (official mode) from NVIDIA's CUDA repository index (apt ``Packages`` / dnf ``repodata`` primary), the Slurm
+  exporter's release archive from its release's checksum list. The deploy checks the download against that hash
+  and writes it next to the object (``<key>.sha256``); the node checks what it reads from S3 against it.
+
+The copy is made by ``Custom::FmclusterMirror`` (:mod:`fmcluster.features.node.construct_mirror`) at deploy
+time, so synthesis stays offline.
 
 Bucket name: ``fmc-mirror-<account>-<suffix>`` with ``suffix`` derived from the cluster name and Region
 (:func:`fmcluster.resolved.mirror.mirror_bucket_suffix`), so a node finds it from its instance identity document (its account) without a
-lookup, and the template names it with ``AWS::AccountId``. Not mirrored yet (still fetched at boot): NVIDIA's CUDA
-repository for NCCL in official mode, and the head node's Prometheus, Alertmanager, Grafana, Go toolchain and
-Slurm exporter source (docs/software.md, "No internet at boot").
+lookup, and the template names it with ``AWS::AccountId`` (docs/software.md, "No internet at boot").
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from fmcluster.catalog.software import nccl_tests_artifact
+from fmcluster.catalog.software import cuda_repository, nccl_tests_artifact
 from fmcluster.features.node.plan_image import image_of
+from fmcluster.features.node.plan_packages import package_plan
 from fmcluster.features.observability.pins import NODE_EXPORTER
-from fmcluster.resolved.cluster import ResolvedCluster
-from fmcluster.resolved.mirror import mirror_key
+from fmcluster.features.observability.plan_mirror import head_mirror_objects
+from fmcluster.resolved.cluster import ResolvedCluster, ResolvedGroup
+from fmcluster.resolved.mirror import MIRROR_PREFIX, MirrorObject, mirror_key
+
+__all__ = ["ARCHIVE_ARCH", "MirrorObject", "mirror_objects", "nccl_mirror_objects"]
 
 #: Debian architecture names of the release archives per EC2 CPU architecture.
 ARCHIVE_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
+#: Architecture names in NVIDIA's CUDA repository indices per EC2 CPU architecture: the ``Architecture`` field of
+#: the apt ``Packages`` index (Debian names) and the ``<arch>`` of dnf primary metadata (RPM names).
+INDEX_ARCH = {"apt": {"x86_64": "amd64", "arm64": "arm64"}, "dnf": {"x86_64": "x86_64", "arm64": "aarch64"}}
 
 
-@dataclass(frozen=True)
-class MirrorObject:
-    """One file of the mirror.
-
-    Attributes:
-        component: what it is (``nccl-tests``, ``node_exporter``).
-        url: where the deploy downloads it from.
-        key: the S3 key nodes read (``mirror/<component>/<file name>``).
-        sha256: the catalog's pin (lower-case hex), or ``None`` (the deploy records the hash it measured).
-        optional: ``True`` when a node does without it (a failed download is reported, never fatal).
-    """
-
-    component: str
-    url: str
-    key: str
-    sha256: str | None
-    optional: bool
-
-    def as_property(self) -> dict[str, str]:
-        """The custom resource's entry (strings only: CloudFormation passes properties as strings)."""
-        return {"Url": self.url, "Key": self.key, "Sha256": self.sha256 or "", "Optional": str(self.optional).lower()}
+def nccl_mirror_objects(rc: ResolvedCluster, group: ResolvedGroup) -> tuple[MirrorObject, ...]:
+    """NCCL's package files for ``group`` when its boot installs NCCL (official mode): the runtime and development
+    packages of :func:`fmcluster.features.node.plan_packages.package_plan` (names and version glob, the catalog's
+    NCCL version), for the group's OS and CPU architecture, from NVIDIA's CUDA repository
+    (:func:`fmcluster.catalog.software.cuda_repository`). Required (``optional=False``): the node cannot run without
+    NCCL, so a package the deploy cannot find or check fails the deployment with its reason. Keys:
+    ``mirror/nccl/<os>/<arch>/<package>-<NCCL version>.<deb|rpm>``; the sha256 comes from the repository index at
+    deploy time (:data:`fmcluster.resolved.mirror.INDEX_KINDS`). Empty when the group's boot does not install NCCL."""
+    stack = rc.software
+    if stack is None or not any(i.startswith("nccl ") for i in image_of(group).installs_at_boot):
+        return ()
+    os_name, arch = rc.blueprint.software.os_name, group.instance.cpu_architecture
+    kind = "apt" if os_name.startswith("ubuntu") else "dnf"
+    repo = cuda_repository(os_name, arch)
+    nccl = stack.nccl.split("-")[0]
+    ext = "deb" if kind == "apt" else "rpm"
+    return tuple(
+        MirrorObject("nccl", repo.url, f"{MIRROR_PREFIX}/nccl/{os_name}/{arch}/{p.name}-{nccl}.{ext}", None,
+                     optional=False, index=kind, package=p.name, version=p.version, arch=INDEX_ARCH[kind][arch])
+        for p in package_plan(os_name, stack.driver, stack.cuda, stack.nccl).nccl)
 
 
 def mirror_objects(rc: ResolvedCluster) -> list[MirrorObject]:
-    """The files the compute nodes' boot would fetch from outside AWS, in a stable order: the nccl-tests source
-    when a group builds it at boot, node_exporter per CPU architecture when metrics are on. Empty: no mirror."""
+    """The files the nodes' boot would fetch from outside AWS, in a stable order: NCCL's packages per group whose
+    boot installs NCCL (:func:`nccl_mirror_objects`), the nccl-tests source when a group builds it at boot,
+    node_exporter per compute CPU architecture when metrics are on, then the head node's monitoring stack
+    (:func:`fmcluster.features.observability.plan_mirror.head_mirror_objects`). Empty: no mirror."""
     out: dict[str, MirrorObject] = {}
+    found = list(nccl_mirror_objects(rc, g) for g in rc.groups)
     if any("nccl_tests" in image_of(g).boot_path for g in rc.groups):  # the boot builds nccl-tests
         tests = nccl_tests_artifact()
-        out.setdefault("nccl-tests", MirrorObject("nccl-tests", tests.url, mirror_key("nccl-tests", tests.url),
-                                                  tests.sha256 or None, optional=True))
+        found.append((MirrorObject("nccl-tests", tests.url, mirror_key("nccl-tests", tests.url), tests.sha256 or None,
+                                   optional=True),))
     if rc.blueprint.observability.metrics != "none":
         for arch in sorted({g.instance.cpu_architecture for g in rc.groups}):
-            a = ARCHIVE_ARCH[arch]
-            url = NODE_EXPORTER.url_for(a)
-            out.setdefault(url, MirrorObject("node_exporter", url, mirror_key("node_exporter", url),
-                                             NODE_EXPORTER.sha256[a], optional=True))
+            url = NODE_EXPORTER.url_for(ARCHIVE_ARCH[arch])
+            found.append((MirrorObject("node_exporter", url, mirror_key("node_exporter", url),
+                                       NODE_EXPORTER.sha256[ARCHIVE_ARCH[arch]], optional=True),))
+    found.append(head_mirror_objects(rc))
+    for objects in found:
+        for o in objects:
+            out.setdefault(o.key, o)
     return list(out.values())

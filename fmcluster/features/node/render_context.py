@@ -27,7 +27,8 @@ from fmcluster.catalog.software import (
 from fmcluster.features.node.plan_contract import open_modules_required
 from fmcluster.features.node.plan_image import ResolvedImage, fabric_state_required, image_of
 from fmcluster.features.node.plan_lustre_efa import FSX_EFA_MIN_KERNEL, FSX_GDS_TYPES
-from fmcluster.features.node.plan_mirror import mirror_objects
+from fmcluster.features.node.plan_mirror import mirror_objects, nccl_mirror_objects
+from fmcluster.features.node.plan_packages import Package, PackagePlan, package_plan  # noqa: F401 (re-exported)
 from fmcluster.features.observability.render_exporters import exporter_context, render_exporter_script
 from fmcluster.resolved import NODE_DIR, ResolvedCluster, ResolvedGroup
 from fmcluster.resolved.mirror import mirror_bucket_suffix, mirror_key
@@ -70,70 +71,6 @@ BOOT_TIMEOUTS_S: dict[str, int] = {
     # the node check's single-node all_reduce_perf through the network plugin
     "nccl_check": 600,
 }
-
-
-@dataclass(frozen=True)
-class Package:
-    """One OS package pinned by version. ``version`` may end in ``*`` (a glob: apt preferences
-    and dnf both accept it); the scripts verify the installed version against it."""
-
-    name: str
-    version: str
-
-
-@dataclass(frozen=True)
-class PackagePlan:
-    """Packages from NVIDIA's signed CUDA repository, per purpose, for one OS and driver branch.
-
-    Names per branch follow NVIDIA/gpu-driver-container ubuntu22.04/install.sh (Ubuntu: unversioned
-    names from R580, ``-<branch>`` names before) and the ParallelCluster cookbook
-    (``nvidia-fabric-manager`` on RPM systems). RPM names for R580 IMEX/Fabric Manager are not
-    confirmed by a public source (docs/software.md, open questions).
-    """
-
-    fabric_manager: tuple[Package, ...]
-    fabric_manager_service: str
-    nvlsm: tuple[Package, ...]
-    imex: tuple[Package, ...]
-    cuda: tuple[Package, ...]
-    nccl: tuple[Package, ...]
-    nccl_query: str
-    gdrcopy_query: str
-    gdrcopy_hold: tuple[str, ...]
-
-
-def package_plan(os_name: str, driver: str, cuda: str, nccl: str) -> PackagePlan:
-    branch = major(driver)
-    cuda_mm = major_minor(cuda).replace(".", "-")
-    nccl_base = nccl.split("-")[0]
-    nccl_release = nccl.split("-")[1] if "-" in nccl else "1"
-    if os_name.startswith("ubuntu"):
-        suffix = "" if branch >= 580 else f"-{branch}"
-        return PackagePlan(
-            fabric_manager=(Package(f"nvidia-fabricmanager{suffix}", f"{driver}-1"),
-                            Package(f"libnvidia-nscq{suffix}", f"{driver}-1")),
-            fabric_manager_service="nvidia-fabricmanager",
-            nvlsm=(Package("nvlsm", "*"), Package("infiniband-diags", "*")),
-            imex=(Package(f"nvidia-imex{suffix}", f"{driver}-1"),),
-            cuda=(Package(f"cuda-toolkit-{cuda_mm}", f"{cuda}-1"),),
-            nccl=(Package("libnccl2", f"{nccl_base}-{nccl_release}+cuda{major(cuda)}*"),
-                  Package("libnccl-dev", f"{nccl_base}-{nccl_release}+cuda{major(cuda)}*")),
-            nccl_query="libnccl2",
-            gdrcopy_query="gdrcopy",
-            gdrcopy_hold=("gdrdrv-dkms", "libgdrapi", "gdrcopy", "gdrcopy-tests"),
-        )
-    return PackagePlan(
-        fabric_manager=(Package("nvidia-fabric-manager", f"{driver}-1"),),
-        fabric_manager_service="nvidia-fabricmanager",
-        nvlsm=(Package("nvlsm", "*"),),
-        imex=(Package("nvidia-imex", f"{driver}-1*"),),
-        cuda=(Package(f"cuda-toolkit-{cuda_mm}", f"{cuda}-1"),),
-        nccl=(Package("libnccl", f"{nccl_base}-{nccl_release}+cuda{major(cuda)}*"),
-              Package("libnccl-devel", f"{nccl_base}-{nccl_release}+cuda{major(cuda)}*")),
-        nccl_query="libnccl",
-        gdrcopy_query="gdrcopy",
-        gdrcopy_hold=("gdrcopy", "gdrcopy-kmod", "gdrcopy-devel"),
-    )
 
 
 #: Extended regular expressions (matched against installed package names) of what the boot path holds once,
@@ -269,6 +206,9 @@ class NodeContext:
     region: str = ""
     mirror_bucket_suffix: str = ""
     nccl_tests_key: str = ""
+    #: NCCL's package files in the mirror (official mode: the boot installs them from there, never from NVIDIA's
+    #: repository; :func:`fmcluster.features.node.plan_mirror.nccl_mirror_objects`); empty when the image has NCCL
+    nccl_mirror_keys: tuple[str, ...] = ()
     mirror_objects: tuple[Any, ...] = ()
     #: LNet over EFA to an EFA-enabled FSx for Lustre (``ResolvedImage.lustre_efa_interfaces``; 0: not configured)
     #: and whether FSx supports GPUDirect Storage on the type (reported at boot, never installed)
@@ -422,6 +362,7 @@ def node_context(rc: ResolvedCluster, group: ResolvedGroup, *, exporters_script:
         region=rc.blueprint.region,
         mirror_bucket_suffix=mirror_bucket_suffix(rc.name, rc.blueprint.region),
         nccl_tests_key=mirror_key("nccl-tests", tests.url),
+        nccl_mirror_keys=tuple(o.key for o in nccl_mirror_objects(rc, group)),
         mirror_objects=tuple(mirror_objects(rc)),
         lustre_efa_interfaces=image.lustre_efa_interfaces,
         lustre_gds_type=inst.name in FSX_GDS_TYPES,

@@ -5,15 +5,14 @@ Three kinds of pin, each checked on the node before use:
 - :class:`Archive`: a release tarball per CPU architecture with a sha256 the install script checks before
   unpacking. ``sources`` name the release page and where the sha256 was taken from (the upstream
   ``sha256sums.txt`` / download page, cross-checked against independent pins in public repositories).
-- :class:`SourceBuild`: a Go program built on the node from a git tag whose commit is pinned too (the
-  script refuses a tag that moved); Go module contents are checked against the repository's ``go.sum``.
-  ``sha256_reason`` says why there is no archive sha256.
+- :class:`Release`: a prebuilt release archive at a git tag whose commit is pinned too; its sha256 is read at deploy
+  time from the release's own checksum list (``sha256_reason`` says why there is no pin).
 - :class:`RepoPackage`: packages from a signed distribution repository pinned by upstream version (the
   package manager checks the repository signature and the package digest). ``sha256_reason`` says why.
 
 Every pin is listed in :data:`ALL_PINS`; tests/features/observability/test_observability_pins.py fails on a pin without a release
 source, and ``make verify-pins`` (tools/verify_pins.py, needs internet) resolves every pin (HTTP HEAD for
-archives, ``git ls-remote`` for tags, the upstream ``sha256sums.txt`` / go.dev JSON for every sha256).
+archives, ``git ls-remote`` for tags, the upstream ``sha256sums.txt`` for every pinned sha256).
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ class Archive:
     """A release tarball pinned by version and sha256 per CPU architecture (``amd64`` / ``arm64``).
 
     ``url`` holds ``{version}`` and ``{arch}``; ``checksums_url`` is the upstream checksum list for the
-    release (``sha256sums.txt`` or the go.dev JSON) that ``make verify-pins`` compares with ``sha256``.
+    release (``sha256sums.txt``) that ``make verify-pins`` compares with ``sha256``.
     """
 
     name: str
@@ -57,18 +56,27 @@ class RepoPackage:
 
 
 @dataclass(frozen=True)
-class SourceBuild:
-    """A Go program built on the node from a pinned release tag at a pinned commit."""
+class Release:
+    """A program its project publishes as prebuilt release archives per CPU architecture, at a pinned tag whose
+    commit is pinned too (the metric names are read from the source at that commit). No sha256 is pinned here
+    (``sha256_reason``): the deploy reads it from the release's own checksum list ``checksums_url`` and checks the
+    download against it (:mod:`fmcluster.features.node.handler_mirror`, index ``checksums``)."""
 
     name: str
     repository: str
     tag: str
     commit: str
+    version: str
+    url: str
+    checksums_url: str
     release_page: str
     sources: tuple[str, ...]
     sha256_reason: str
-    #: Minimum Go version from the module's go.mod at ``tag`` (the pinned :data:`GO` must satisfy it).
-    go_min: str = ""
+    #: the executable inside the archive (at its top level)
+    binary: str = ""
+
+    def url_for(self, arch: str) -> str:
+        return self.url.format(version=self.version, arch=arch)
 
 
 #: Prometheus 3.13 is the current long-term-support line (support until 2027-07-31; 3.5 LTS ended July
@@ -142,23 +150,6 @@ GRAFANA = Archive(
     ),
 )
 
-#: Go toolchain used only to build the Slurm exporter on the head node (its go.mod needs Go >= 1.23.1).
-GO = Archive(
-    name="go",
-    version="1.25.5",
-    url="https://go.dev/dl/go{version}.linux-{arch}.tar.gz",
-    sha256={
-        "amd64": "9e9b755d63b36acf30c12a9a3fc379243714c1c6d3dd72861da637f336ebb35b",
-        "arm64": "b00b694903d126c588c378e72d3545549935d3982635ba3f7a964c9fa23fe3b9",
-    },
-    release_page="https://go.dev/dl/#go1.25.5",
-    checksums_url="https://go.dev/dl/?mode=json&include=all",
-    sources=(
-        "github.com/netdata/netdata packaging/check-for-go-toolchain.sh (go1.25.5 linux amd64/arm64 sha256, "
-        "commit f566dc2eea704b33ab758c8f93c7b8c7e6fa7967)",
-    ),
-)
-
 #: Slurm exporter: rivosinc/prometheus-slurm-exporter, maintained (v1.7.0, 2025-08-13), a successor of the
 #: unmaintained vpenso exporter (whose last tag is 0.20, commit 895c7c6b, 2022; awslabs/awsome-distributed-ai
 #: #644). Default mode ``-slurm.cli-fallback`` runs ``sinfo``/``squeue`` with its own format strings, so it
@@ -167,20 +158,32 @@ GO = Archive(
 #: Slurm >= 25.11 and ``MetricsType=metrics/openmetrics`` plus no ``PrivateData`` in slurm.conf on every
 #: orchestrator (ParallelCluster 3.15 ships Slurm 25.11.4, aws-parallelcluster 3.15.1 notes in
 #: awslabs/awsome-distributed-ai #1211; PCS offers 24.11 and 25.05 too; HyperPod's version is not ours to set).
-SLURM_EXPORTER = SourceBuild(
+SLURM_EXPORTER = Release(
     name="prometheus-slurm-exporter",
     repository="https://github.com/rivosinc/prometheus-slurm-exporter.git",
     tag="v1.7.0",
     commit="529aabaaf39fa7b70f5ba01644e2b2ca5b30574a",
+    version="1.7.0",
+    # GoReleaser's default archive name {{ .ProjectName }}_{{ .Version }}_{{ .Os }}_{{ .Arch }} (tar.gz, binary and
+    # README/LICENSE at the top level: https://goreleaser.com/customization/archive/) and checksum list
+    # {{ .ProjectName }}_{{ .Version }}_checksums.txt (sha256, https://goreleaser.com/customization/checksum): the
+    # repository's .goreleaser.yaml sets neither, and its release workflow (.github/workflows/release.yml) runs
+    # GoReleaser on every published release. UNVERIFIED for v1.7.0 itself (the release page was not read offline;
+    # a third-party install guide unpacks prometheus-slurm-exporter_1.6.4_linux_amd64.tar.gz): a name that does not
+    # exist makes the deploy skip the optional object and the head node report the exporter missing.
+    url="https://github.com/rivosinc/prometheus-slurm-exporter/releases/download/v{version}/"
+    "prometheus-slurm-exporter_{version}_linux_{arch}.tar.gz",
+    checksums_url="https://github.com/rivosinc/prometheus-slurm-exporter/releases/download/v1.7.0/"
+    "prometheus-slurm-exporter_1.7.0_checksums.txt",
     release_page="https://github.com/rivosinc/prometheus-slurm-exporter/releases/tag/v1.7.0",
     sources=(
         "github.com/rivosinc/prometheus-slurm-exporter tag v1.7.0 = commit 529aabaa (git tag list)",
-        "go.mod at v1.7.0: 'go 1.23.1'; justfile 'CGO_ENABLED=0 go build'; main.go flags -web.listen-address "
-        "(default :9092), -slurm.cli-fallback (default true)",
+        "main.go flags -web.listen-address (default :9092), -slurm.cli-fallback (default true); .goreleaser.yaml "
+        "builds linux amd64/arm/arm64 with GoReleaser's default archive and checksum names",
     ),
-    sha256_reason="built from source: the tag's commit is pinned and checked after clone, Go modules are "
-    "verified against go.sum; release binaries have no checksum published outside the release itself",
-    go_min="1.23.1",
+    sha256_reason="the only sha256 published is the release's own checksum list (GoReleaser), which the deploy "
+    "reads over HTTPS and checks the archive against; no independent pin was found offline",
+    binary="prometheus-slurm-exporter",
 )
 
 #: DCGM exporter as a host package (systemd service running as root). 4.7.1 (tag ``4.4.2-4.7.1``, commit
@@ -224,8 +227,8 @@ DCGM_MAJOR = DCGM.version.split(".")[0]
 #: installs ``datacenter-gpu-manager-4-cuda${CUDA_VERSION}``, the major version ``nvidia-smi`` reports).
 DCGM_CUDA_PACKAGE_PREFIX = "datacenter-gpu-manager-4-cuda"
 
-ALL_PINS: tuple[Archive | RepoPackage | SourceBuild, ...] = (
-    PROMETHEUS, NODE_EXPORTER, ALERTMANAGER, GRAFANA, GO, SLURM_EXPORTER, DCGM_EXPORTER, DCGM,
+ALL_PINS: tuple[Archive | RepoPackage | Release, ...] = (
+    PROMETHEUS, NODE_EXPORTER, ALERTMANAGER, GRAFANA, SLURM_EXPORTER, DCGM_EXPORTER, DCGM,
 )
 
 #: Ports the exporters listen on (compute nodes: all interfaces, reached from the head node through the

@@ -181,6 +181,15 @@ def exporter_context(rc: ResolvedCluster, *, role: Role, group: ResolvedGroup | 
     )
 
 
+def mirror_keys() -> dict[str, str]:
+    """The mirror key of each archive the script installs, with ``${FMC_ARCH}`` (the script's own architecture) in
+    place of the architecture: the same keys :mod:`fmcluster.features.observability.plan_mirror` has copied."""
+    keys = {a.name: mirror_key(a.name, a.url_for("${FMC_ARCH}"))
+            for a in (pins.PROMETHEUS, pins.NODE_EXPORTER, pins.ALERTMANAGER, pins.GRAFANA)}
+    se = pins.SLURM_EXPORTER
+    return {**keys, "slurm_exporter": mirror_key(se.name, se.url_for("${FMC_ARCH}"))}
+
+
 def _common(ctx: ExporterContext) -> dict[str, Any]:
     return {
         **ctx.as_dict(),
@@ -206,9 +215,9 @@ def _common(ctx: ExporterContext) -> dict[str, Any]:
         "heartbeat_interval_s": HEARTBEAT_INTERVAL_S,
         "heartbeat_alarm": heartbeat_alarm_name(ctx.blueprint_name),
         "watchdog_alert": WATCHDOG_ALERT,
-        # the cluster's mirror (fmcluster/resolved/mirror.py): node_exporter is read from S3, not GitHub
+        # the cluster's mirror (fmcluster/resolved/mirror.py): every archive is read from S3, never from the internet
         "mirror_bucket_suffix": mirror_bucket_suffix(ctx.blueprint_name, ctx.region),
-        "node_exporter_key": mirror_key("node_exporter", pins.NODE_EXPORTER.url_for("${FMC_ARCH}")),
+        "mirror_keys": mirror_keys(),
     }
 
 

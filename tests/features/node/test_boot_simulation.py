@@ -140,7 +140,7 @@ def ids(cases: list[tuple[str, str, str]]) -> list[str]:
 
 def installs(r: Any) -> list[str]:
     """Install and build actions: package installs, downloads, builds, runfiles."""
-    return [a for a in r.actions if a.startswith(("curl ", "make ", "sh ", "bash "))
+    return [a for a in r.actions if a.startswith(("curl ", "make ", "sh ", "bash ", "dpkg --install "))
             or (a.startswith(("apt-get ", "dnf ")) and " install " in f" {a} ")]
 
 
@@ -160,9 +160,13 @@ def test_official_and_bake_install_nothing_of_the_gpu_stack(booted: Any, case: t
     assert not [a for a in done if any(t in a for t in harness.GPU_STACK_ACTIONS)], done
     plan = ctx.packages
     if case[2] == "official":  # the image has no NCCL and no nccl-tests: exactly those, pinned
-        assert [a.split(" install ")[1] for a in done if " install " in a] == [
-            f"--no-install-recommends --allow-downgrades {plan.nccl[0].name} {plan.nccl[1].name}"
-            if ctx.pkg_manager == "apt" else f"{plan.nccl[0].name}-{plan.nccl[0].version} {plan.nccl[1].name}-{plan.nccl[1].version}"]
+        files = " ".join(f"/var/cache/fmcluster/{k.rsplit('/', 1)[1]}" for k in ctx.nccl_mirror_keys)
+        # NCCL's package files from the cluster's mirror (issue 23 item 4), never a repository install
+        assert all("169.254.169.254" in a for a in done if a.startswith("curl "))  # instance metadata only
+        assert [a for a in done if a.startswith(("dpkg ", "apt-get ", "dnf "))] == [
+            f"dpkg --install {files}" if ctx.pkg_manager == "apt" else f"dnf -q -y install --disablerepo=* {files}"]
+        assert [k.rsplit("/", 1)[1] for k in ctx.nccl_mirror_keys] == [
+            f"{p.name}-{ctx.lock['nccl']}.{'deb' if ctx.pkg_manager == 'apt' else 'rpm'}" for p in plan.nccl]
         assert [a for a in done if a.startswith("make ")] == [
             f"make -C /opt/nccl-tests -j 8 MPI=1 MPI_HOME=/opt/amazon/openmpi CUDA_HOME={ctx.cuda_home} NCCL_HOME=/usr"]
         assert r.state["packages"][plan.nccl_query] == f"{ctx.lock['nccl']}-1+cuda{ctx.cuda_major}.2"
@@ -415,6 +419,61 @@ def test_tampered_nccl_tests_copy_is_reported_not_fatal(tmp_path: Path) -> None:
     assert f"sha256 mismatch for s3://{bucket}/{ctx.nccl_tests_key}: expected {ctx.nccl_tests_sha256}" in r.output
     assert "nccl-tests source not available from the mirror" in r.output
     assert not [a for a in r.actions if a.startswith("make ")]
+
+
+# (orchestrator, OS) of official images whose boot installs NCCL: apt and dnf
+OFFLINE = [("parallelcluster", "ubuntu-22.04"), ("parallelcluster", "amazon-linux-2023"), ("pcs", "ubuntu-24.04")]
+
+
+@pytest.mark.parametrize(("orchestrator", "os_name"), OFFLINE)
+def test_boot_with_every_url_outside_aws_failing_reads_the_mirror(tmp_path: Path, orchestrator: str, os_name: str
+                                                                  ) -> None:
+    """A private subnet with only the S3 gateway endpoint: every URL outside AWS fails (curl exit 22) and no package
+    repository answers; the boot still installs NCCL and nccl-tests from the mirror and completes."""
+    ctx, manifest = context(orchestrator, os_name, "official")
+    r = harness.boot(tmp_path, ctx, harness.image_state(ctx, manifest), internet=False)
+    assert r.returncode == 0, r.output[-3000:]
+    assert "[finished] --- bootstrap complete" in r.output
+    assert not [a for a in r.actions if a.startswith("curl ") and "169.254.169.254" not in a]  # IMDS only
+    assert {a.rsplit(" ", 2)[-2].split("/", 3)[3] for a in r.actions if a.startswith("aws s3 cp")} == {
+        *ctx.nccl_mirror_keys, *(f"{k}.sha256" for k in ctx.nccl_mirror_keys), ctx.nccl_tests_key}
+    assert r.state["packages"][ctx.packages.nccl_query] == f"{ctx.lock['nccl']}-1+cuda{ctx.cuda_major}.2"
+    assert "PASS nccl-run: all_reduce_perf" in r.output
+
+
+def test_offline_boot_without_the_optional_copy_reports_it(tmp_path: Path) -> None:
+    """The deploy could not copy nccl-tests (optional, skipped) and nothing outside AWS answers: the node comes up and
+    says what it could not run."""
+    ctx, manifest = context("parallelcluster", "ubuntu-22.04", "official")
+    r = harness.boot(tmp_path, ctx, harness.image_state(ctx, manifest), internet=False,
+                     mirror={ctx.nccl_tests_key: None})
+    assert r.returncode == 0, r.output[-3000:]
+    assert "mirror/nccl-tests/v2.17.6.tar.gz could not be read (see the deploy's mirror/manifest.json)" in r.output
+    assert "nccl-tests source not available from the mirror" in r.output
+    assert "[finished] --- bootstrap complete" in r.output
+
+
+# (what is wrong with the mirror's copy of NCCL's runtime package, the warning fetch_mirror gives)
+NCCL_COPY = [
+    ("the object differs from the hash the deploy recorded", b"Package: libnccl2\nVersion: 0.0.1-1\n", "sha256 mismatch for s3://"),
+    ("the deploy did not copy it (no recorded hash)", None, ".sha256 could not be read: the deploy did not copy"),
+]
+
+
+@pytest.mark.parametrize(("why", "body", "warning"), NCCL_COPY, ids=[c[0] for c in NCCL_COPY])
+def test_required_nccl_copy_that_fails_its_check_fails_the_boot_clearly(tmp_path: Path, why: str, body: bytes | None,
+                                                                         warning: str) -> None:
+    """NCCL is required: a copy that does not match the recorded sha256 is never installed, and the boot fails naming
+    the package and where to look."""
+    ctx, manifest = context("parallelcluster", "ubuntu-22.04", "official")
+    key = ctx.nccl_mirror_keys[0]
+    change = {key: body} if body is not None else {f"{key}.sha256": None}
+    r = harness.boot(tmp_path, ctx, harness.image_state(ctx, manifest), internet=False, mirror=change)
+    assert r.returncode == 1
+    assert warning in r.output
+    assert (f"NCCL package {key} could not be read from the cluster's mirror bucket with the sha256 the deploy "
+            "recorded (see the deploy's mirror/manifest.json)") in r.output
+    assert not [a for a in r.actions if a.startswith("dpkg --install")]
 
 
 def test_custom_image_without_the_fabric_manager_unit_fails(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ def _version(v: str) -> tuple[int, ...]:
 
 
 @pytest.mark.parametrize("pin", pins.ALL_PINS, ids=lambda p: p.name)
-def test_every_pin_has_a_release_page_and_a_source(pin: pins.Archive | pins.RepoPackage | pins.SourceBuild) -> None:
+def test_every_pin_has_a_release_page_and_a_source(pin: pins.Archive | pins.RepoPackage | pins.Release) -> None:
     assert pin.release_page.startswith("https://"), pin.name
     assert pin.sources and all(len(s) > 20 for s in pin.sources), f"{pin.name}: no source for the pin"
     if isinstance(pin, pins.Archive):
@@ -37,21 +37,23 @@ def test_every_pin_has_a_release_page_and_a_source(pin: pins.Archive | pins.Repo
         assert pin.version in pin.url_for("amd64") and "arm64" in pin.url_for("arm64")
     else:
         assert len(pin.sha256_reason) > 40, f"{pin.name}: no reason why there is no sha256"
-    if isinstance(pin, pins.SourceBuild):
+    if isinstance(pin, pins.Release):
         assert re.fullmatch(r"[0-9a-f]{40}", pin.commit), pin.name
+        assert pin.tag == f"v{pin.version}" and pin.checksums_url.startswith(pin.release_page.replace("/tag/", "/download/"))
+        assert {pin.url_for(a).rsplit("/", 1)[1] for a in pins.ARCHES} == {
+            f"{pin.binary}_{pin.version}_linux_{a}.tar.gz" for a in pins.ARCHES}  # GoReleaser's default names
 
 
 def test_pin_table_is_complete() -> None:
     """Every pin the module defines is in ALL_PINS (so the source test and verify-pins see it)."""
     defined = {
-        v.name for v in vars(pins).values() if isinstance(v, (pins.Archive, pins.RepoPackage, pins.SourceBuild))
+        v.name for v in vars(pins).values() if isinstance(v, (pins.Archive, pins.RepoPackage, pins.Release))
     }
     assert defined == {p.name for p in pins.ALL_PINS}
 
 
 def test_versions_follow_the_sources() -> None:
     assert _version(pins.PROMETHEUS.version)[:2] == (3, 13)  # the current LTS line (release-cycle page)
-    assert _version(pins.GO.version) >= _version(pins.SLURM_EXPORTER.go_min)
     assert "rivosinc/prometheus-slurm-exporter" in pins.SLURM_EXPORTER.repository
     # dcgm-exporter 4.5.3-4.8.2 drops DCGM_FI_DEV_XID_ERRORS and other fields (NVIDIA/dcgm-exporter #700)
     assert not _version("4.8.0") <= _version(pins.DCGM_EXPORTER.version) <= _version("4.8.2")
@@ -82,8 +84,8 @@ def test_verify_pins_covers_every_pin_and_metric() -> None:
     for pin in pins.ALL_PINS:
         if isinstance(pin, pins.Archive):
             assert pin.url_for("amd64") in urls and pin.url_for("arm64") in urls
-        elif isinstance(pin, pins.SourceBuild):
-            assert pin.repository in urls
+        elif isinstance(pin, pins.Release):
+            assert pin.repository in urls and pin.url_for("amd64") in urls and pin.url_for("arm64") in urls
     raw = [u for u in urls if u.startswith("https://raw.githubusercontent.com/rivosinc/")]
     assert {u.rsplit("/", 1)[1] for u in raw} == {"nodes.go", "jobs.go"}
     assert all(pins.SLURM_EXPORTER.commit in u for u in raw)

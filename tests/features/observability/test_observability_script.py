@@ -4,7 +4,8 @@ are empty tmpfs mounts (nothing touches the machine).
 
 Stubs model the real commands' interfaces: ``systemctl`` records its calls; ``curl -o`` writes a release
 tarball with fake binaries; ``sha256sum -c`` passes unless the archive is listed in STUB_SHA_FAIL (a
-mismatch exits 1 like coreutils); ``git clone`` fails like a missing tag (exit 128); ``iptables -S
+mismatch exits 1 like coreutils); ``aws s3 cp`` of a mirror key serves such a tarball (the Slurm exporter's
+with its binary at the top level, GoReleaser's layout), of ``KEY.sha256`` the recorded hash or a 404; ``iptables -S
 PARALLELCLUSTER_IMDS`` prints a REJECT rule (ParallelCluster's lockdown on, Imds.Secured true);
 ``dpkg-query -W -f='${db:Status-Status} ${Version}'`` prints an installed package's status and version;
 ``apt-cache madison`` prints ``pkg | version | repo`` lines; ``useradd`` and ``chown`` only record.
@@ -66,7 +67,12 @@ STUBS = {
         esac
         echo "curl ${url}" >> "$STUB_LOG"
         name="${url##*/}"; base="${name%.tar.gz}"
-        d="$(mktemp -d)"; mkdir -p "$d/$base/bin"
+        d="$(mktemp -d)"
+        if [[ "${name}" == prometheus-slurm-exporter_* ]]; then  # GoReleaser's layout: the binary at the top level
+          printf '#!/bin/sh\n' > "$d/prometheus-slurm-exporter"; chmod +x "$d/prometheus-slurm-exporter"
+          tar -czf "$out" -C "$d" prometheus-slurm-exporter; exit 0
+        fi
+        mkdir -p "$d/$base/bin"
         for b in prometheus promtool node_exporter alertmanager amtool go; do
           printf '#!/bin/sh\\necho "%s $*" >> "$STUB_LOG"\\n' "$b" > "$d/$base/$b"; chmod +x "$d/$base/$b"
           cp "$d/$base/$b" "$d/$base/bin/$b"
@@ -83,12 +89,25 @@ STUBS = {
         exit 0
         """
     ),
-    "git": 'echo "git $*" >> "$STUB_LOG"; echo "fatal: Remote branch v1.7.0 not found in upstream origin" >&2; exit 128',
     "iptables": 'echo "iptables $*" >> "$STUB_LOG"; [[ "$*" == "-S PARALLELCLUSTER_IMDS" ]] && '
     'echo "-A PARALLELCLUSTER_IMDS -d 169.254.169.254/32 -j REJECT --reject-with icmp-port-unreachable"; exit 0',
-    # aws s3 cp: a mirror object (built like the curl stub's archives); anything else: the SSM parameter
-    "aws": 'echo "aws $*" >> "$STUB_LOG"; if [[ "$1 $2" == "s3 cp" ]]; then src="${*: -2:1}"; '
-    'curl -o "${*: -1}" "https://mirror.invalid/${src##*/}"; else cat "$STUB_SSM"; fi',
+    # aws s3 cp: a mirror object (built like the curl stub's archives); KEY.sha256 (the hash the deploy recorded for
+    # an unpinned object): STUB_RECORDED, or the CLI's 404 and exit 1 when unset (the deploy skipped the object);
+    # anything else: the SSM parameter
+    "aws": textwrap.dedent(
+        """\
+        echo "aws $*" >> "$STUB_LOG"
+        [[ "$1 $2" == "s3 cp" ]] || { cat "$STUB_SSM"; exit 0; }
+        src="${*: -2:1}"
+        if [[ "${src}" == *.sha256 ]]; then
+          if [[ -z "${STUB_RECORDED:-}" ]]; then
+            echo "fatal error: An error occurred (404) when calling the HeadObject operation: Not Found" >&2; exit 1
+          fi
+          echo "${STUB_RECORDED}" > "${*: -1}"; exit 0
+        fi
+        curl -o "${*: -1}" "https://mirror.invalid/${src##*/}"
+        """
+    ),
     "sinfo": 'echo "gpu-1 10.0.1.5"',
     "pgrep": "exit 1",
     "nvidia-smi": 'echo "| NVIDIA-SMI 595.71.05   Driver Version: 595.71.05   CUDA Version: 13.2 |"',
@@ -183,13 +202,34 @@ def test_parallelcluster_head_slurm_exporter_failure_leaves_prometheus_running(s
     assert calls[allow + 1] == "save_tables"
     assert allow < calls.index("systemctl restart fmcluster-prometheus.service")
     assert calls.index("systemctl restart fmcluster-prometheus.service") < next(
-        i for i, c in enumerate(calls) if c.startswith("git clone")
+        i for i, c in enumerate(calls) if "prometheus-slurm-exporter_1.7.0_linux_amd64.tar.gz.sha256" in c
     )
+    # the deploy did not copy the exporter (no recorded hash): reported, never downloaded from anywhere else
+    assert "the deploy did not copy mirror/prometheus-slurm-exporter/" in out
+    assert all(c.startswith("curl https://mirror.invalid/") for c in calls if c.startswith("curl "))
     # ExecStartPre re-applies the allow at every start, after ParallelCluster restored its saved rules at boot
     script = render_exporter_script(exporter_context(rc, role="head"))
     assert "ExecStartPre=+/usr/local/sbin/fmcluster-imds-allow prometheus" in script
     assert "After=network-online.target parallelcluster-iptables.service" in script
     assert "WARNING: slurm_exporter failed" in out
+
+
+@pytest.mark.parametrize("metrics", ["managed", "self_hosted"])
+def test_head_node_installs_everything_from_the_mirror(sandbox: None, tmp_path: Path, metrics: str) -> None:
+    """With every object in the mirror (the Slurm exporter's hash recorded by the deploy), every step succeeds and every
+    archive comes from the mirror bucket: no URL outside AWS is fetched (issue 23 item 4)."""
+    rc = _cluster("parallelcluster", metrics)  # Slurm's commands in /opt/slurm/bin, as the sandbox has them
+    proc, calls, out = _run(render_exporter_script(exporter_context(rc, role="head")), tmp_path,
+                            STUB_RECORDED="a" * 64)
+    assert "exit=0" in out, proc.stdout + proc.stderr
+    assert set(_state(out).values()) == {"ok"}, out + proc.stderr
+    fetched = sorted(c.removeprefix("curl https://mirror.invalid/") for c in calls if c.startswith("curl "))
+    archives = ["node_exporter-1.7.0.linux-amd64.tar.gz", "prometheus-3.13.2.linux-amd64.tar.gz",
+                "prometheus-slurm-exporter_1.7.0_linux_amd64.tar.gz"]
+    if metrics == "self_hosted":
+        archives += ["alertmanager-0.28.1.linux-amd64.tar.gz", "grafana-10.4.2.linux-amd64.tar.gz"]
+    assert fetched == sorted(archives)
+    assert "systemctl enable --now fmcluster-slurm-exporter.service" in calls
 
 
 def test_prometheus_download_failure_is_reported_not_fatal(sandbox: None, tmp_path: Path) -> None:

@@ -147,6 +147,27 @@ fetch_mirror() {
   log "s3://${bucket}/${key}: sha256 verified (${sha})"
 }
 
+
+# fetch_mirror_recorded KEY DEST: fetch_mirror for an object the catalog does not pin (NCCL's package files, the Slurm
+# exporter's archive): the expected sha256 is the one the deploy checked against the publisher's own index and stored
+# next to the object as KEY.sha256 (one line; fmcluster/features/node/handler_mirror.py). Returns 1, never exits.
+fetch_mirror_recorded() {
+  local key=$1 dest=$2 bucket sha
+  command -v aws >/dev/null 2>&1 || { warn "no AWS CLI on this image: cannot read s3 mirror object ${key}"; return 1; }
+  bucket="$(mirror_bucket)" || { warn "cannot read the account id from instance metadata: no mirror bucket"; return 1; }
+  mkdir -p "$(dirname "${dest}")"
+  if ! aws s3 cp --only-show-errors --region "${FMC_MIRROR_REGION:?}" "s3://${bucket}/${key}.sha256" "${dest}.sha256"; then
+    warn "s3://${bucket}/${key}.sha256 could not be read: the deploy did not copy ${key} (see the deploy's mirror/manifest.json)"
+    return 1
+  fi
+  sha="$(tr -d '[:space:]' <"${dest}.sha256")"
+  rm -f "${dest}.sha256"
+  if [[ ! ${sha} =~ ^[0-9a-f]{64}$ ]]; then
+    warn "s3://${bucket}/${key}.sha256 holds no sha256"
+    return 1
+  fi
+  fetch_mirror "${key}" "${dest}" "${sha}"
+}
 key_fingerprint() {  # key_fingerprint FILE: primary key fingerprint of an armored/binary public key
   gpg --batch --with-colons --show-keys "$1" 2>/dev/null | awk -F: '/^fpr:/ { print $10; exit }'
 }
@@ -288,6 +309,10 @@ pin_package() {  # pin_package NAME VERSION-GLOB: apt preferences so apt picks e
 }
 install_spec() { printf '%s' "$1"; }  # apt selects the version through the preferences pin
 install_packages() { apt_update; "${APT[@]}" install --no-install-recommends --allow-downgrades "$@"; }
+# install_local_packages FILE...: package files already on the node (from the cluster's mirror), no repository and no
+# network: dpkg(1) "-i, --install package-file..." (https://manpages.debian.org/dpkg.1); their dependencies must be on
+# the image (libnccl2's are glibc's). Retried: an apt/dpkg run of the image's own boot services may hold the lock.
+install_local_packages() { retry 3 dpkg --install "$@"; }
 hold_packages() { apt-mark hold "$@" >/dev/null; log "held (apt-mark hold): $*"; }
 initramfs_path() { printf '%s/boot/initrd.img-%s' "${FMC_ROOT}" "$1"; }  # update-initramfs naming (Debian/Ubuntu)
 nvidia_repo_configured() {
@@ -486,37 +511,34 @@ step_fabric_state() {
   die "GPU fabric registration did not complete within ${FMC_TIMEOUT_FABRIC_STATE_S} s (states: $(printf '%s' "${states}" | sort | uniq -c | tr '\n' ' ')); check Fabric Manager"
 }
 
-# The official image has no NCCL: install the locked NCCL from NVIDIA's signed repository, pinned.
+# The official image has no NCCL: install the locked NCCL from its package files in the cluster's mirror bucket (the
+# deploy copied them from NVIDIA's CUDA repository and checked each against the sha256 the repository index lists,
+# Custom::FmclusterMirror; fmcluster/features/node/plan_mirror.py). The boot never reaches NVIDIA's repository.
 step_nccl() {
-  step nccl "NCCL ${FMC_LOCK_NCCL} (CUDA 13 build) from NVIDIA's repository"
+  step nccl "NCCL ${FMC_LOCK_NCCL} (CUDA 13 build) from the cluster's mirror"
   local have
   have="$(pkg_version libnccl2)"
   if [[ -n ${have} ]] && same_version "${have}" "${FMC_LOCK_NCCL}"; then
     log "NCCL ${have} already installed, left alone"
     return
   fi
-  if nvidia_repo_configured; then
-    log "an NVIDIA CUDA repository is already configured"
-  else
-    local key="${FMC_ROOT}${FMC_CACHE}/nvidia-cuda.pub" fpr
-    fetch "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/3bf863cc.pub" "${key}"
-    fpr="$(key_fingerprint "${key}")"
-    key_matches "${fpr}" "EB693B3035CD5710E231E123A4B469963BF863CC" \
-      || die "NVIDIA repository key ${fpr:-unreadable} is not the pinned EB693B3035CD5710E231E123A4B469963BF863CC"
-    add_nvidia_repo "${key}" "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/"
-    log "repository https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/ added, signing key EB693B3035CD5710E231E123A4B469963BF863CC"
-  fi
-  local todo=() spec
+  local files=() key file spec
+  for key in "mirror/nccl/ubuntu-24.04/x86_64/libnccl2-2.31.2.deb" "mirror/nccl/ubuntu-24.04/x86_64/libnccl-dev-2.31.2.deb"; do
+    file="${FMC_ROOT}${FMC_CACHE}/${key##*/}"
+    FMC_MIRROR_REGION="us-east-2" FMC_MIRROR_BUCKET_SUFFIX="-ab4094e28c" \
+      fetch_mirror_recorded "${key}" "${file}" \
+      || die "NCCL package ${key} could not be read from the cluster's mirror bucket with the sha256 the deploy recorded (see the deploy's mirror/manifest.json)"
+    files+=("${file}")
+  done
   for spec in "libnccl2=2.31.2-1+cuda13*" "libnccl-dev=2.31.2-1+cuda13*"; do
     pin_package "${spec%%=*}" "${spec#*=}"
-    todo+=("$(install_spec "${spec%%=*}" "${spec#*=}")")
   done
-  install_packages "${todo[@]}"
+  install_local_packages "${files[@]}"
   have="$(pkg_version libnccl2)"
   # shellcheck disable=SC2053  # the pin is a glob on purpose
   [[ -n ${have} && ${have} == 2.31.2-1+cuda13* ]] || die "after install NCCL is '${have}', expected 2.31.2-1+cuda13*"
   ldconfig
-  log "NCCL ${have} installed"
+  log "NCCL ${have} installed from the mirror"
 }
 
 # nccl-tests from its pinned source archive, built with MPI against the locked NCCL and CUDA, so the node check
@@ -811,6 +833,27 @@ fetch_mirror() {
   log "s3://${bucket}/${key}: sha256 verified (${sha})"
 }
 
+
+# fetch_mirror_recorded KEY DEST: fetch_mirror for an object the catalog does not pin (NCCL's package files, the Slurm
+# exporter's archive): the expected sha256 is the one the deploy checked against the publisher's own index and stored
+# next to the object as KEY.sha256 (one line; fmcluster/features/node/handler_mirror.py). Returns 1, never exits.
+fetch_mirror_recorded() {
+  local key=$1 dest=$2 bucket sha
+  command -v aws >/dev/null 2>&1 || { warn "no AWS CLI on this image: cannot read s3 mirror object ${key}"; return 1; }
+  bucket="$(mirror_bucket)" || { warn "cannot read the account id from instance metadata: no mirror bucket"; return 1; }
+  mkdir -p "$(dirname "${dest}")"
+  if ! aws s3 cp --only-show-errors --region "${FMC_MIRROR_REGION:?}" "s3://${bucket}/${key}.sha256" "${dest}.sha256"; then
+    warn "s3://${bucket}/${key}.sha256 could not be read: the deploy did not copy ${key} (see the deploy's mirror/manifest.json)"
+    return 1
+  fi
+  sha="$(tr -d '[:space:]' <"${dest}.sha256")"
+  rm -f "${dest}.sha256"
+  if [[ ! ${sha} =~ ^[0-9a-f]{64}$ ]]; then
+    warn "s3://${bucket}/${key}.sha256 holds no sha256"
+    return 1
+  fi
+  fetch_mirror "${key}" "${dest}" "${sha}"
+}
 key_fingerprint() {  # key_fingerprint FILE: primary key fingerprint of an armored/binary public key
   gpg --batch --with-colons --show-keys "$1" 2>/dev/null | awk -F: '/^fpr:/ { print $10; exit }'
 }
@@ -952,6 +995,10 @@ pin_package() {  # pin_package NAME VERSION-GLOB: apt preferences so apt picks e
 }
 install_spec() { printf '%s' "$1"; }  # apt selects the version through the preferences pin
 install_packages() { apt_update; "${APT[@]}" install --no-install-recommends --allow-downgrades "$@"; }
+# install_local_packages FILE...: package files already on the node (from the cluster's mirror), no repository and no
+# network: dpkg(1) "-i, --install package-file..." (https://manpages.debian.org/dpkg.1); their dependencies must be on
+# the image (libnccl2's are glibc's). Retried: an apt/dpkg run of the image's own boot services may hold the lock.
+install_local_packages() { retry 3 dpkg --install "$@"; }
 hold_packages() { apt-mark hold "$@" >/dev/null; log "held (apt-mark hold): $*"; }
 initramfs_path() { printf '%s/boot/initrd.img-%s' "${FMC_ROOT}" "$1"; }  # update-initramfs naming (Debian/Ubuntu)
 nvidia_repo_configured() {

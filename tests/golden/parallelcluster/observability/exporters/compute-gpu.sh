@@ -119,25 +119,43 @@ fetch_mirror() {
   log "s3://${bucket}/${key}: sha256 verified (${sha})"
 }
 
+
+# fetch_mirror_recorded KEY DEST: fetch_mirror for an object the catalog does not pin (NCCL's package files, the Slurm
+# exporter's archive): the expected sha256 is the one the deploy checked against the publisher's own index and stored
+# next to the object as KEY.sha256 (one line; fmcluster/features/node/handler_mirror.py). Returns 1, never exits.
+fetch_mirror_recorded() {
+  local key=$1 dest=$2 bucket sha
+  command -v aws >/dev/null 2>&1 || { warn "no AWS CLI on this image: cannot read s3 mirror object ${key}"; return 1; }
+  bucket="$(mirror_bucket)" || { warn "cannot read the account id from instance metadata: no mirror bucket"; return 1; }
+  mkdir -p "$(dirname "${dest}")"
+  if ! aws s3 cp --only-show-errors --region "${FMC_MIRROR_REGION:?}" "s3://${bucket}/${key}.sha256" "${dest}.sha256"; then
+    warn "s3://${bucket}/${key}.sha256 could not be read: the deploy did not copy ${key} (see the deploy's mirror/manifest.json)"
+    return 1
+  fi
+  sha="$(tr -d '[:space:]' <"${dest}.sha256")"
+  rm -f "${dest}.sha256"
+  if [[ ! ${sha} =~ ^[0-9a-f]{64}$ ]]; then
+    warn "s3://${bucket}/${key}.sha256 holds no sha256"
+    return 1
+  fi
+  fetch_mirror "${key}" "${dest}" "${sha}"
+}
 sha_for_arch() {  # amd64-sha arm64-sha
   if [[ "${FMC_ARCH}" == "amd64" ]]; then echo "$1"; else echo "$2"; fi
 }
 
-# Download a release archive, check its pinned sha256 and unpack it into a versioned folder. A url of the form
-# mirror/... is a key of the cluster's mirror bucket (copied there at deploy, read through the S3 gateway endpoint).
-install_archive() {  # name url-or-mirror-key sha256 dest-dir
+# Read a release archive from the cluster's mirror bucket (key mirror/...: copied there at deploy, read through the S3
+# gateway endpoint; nothing is downloaded from the internet), check its pinned sha256 and unpack it into a versioned
+# folder.
+install_archive() {  # name mirror-key sha256 dest-dir
   local name="$1" url="$2" want="$3" dest="$4" tgz
   if [[ -f "${dest}/.fmcluster-verified" ]]; then
     return 0
   fi
   tgz="$(mktemp "${FMC_WORK}/${name}.XXXXXX.tar.gz")"
-  if [[ ${url} == mirror/* ]]; then
-    rm -f "${tgz}"
-    FMC_MIRROR_REGION="us-east-1" FMC_MIRROR_BUCKET_SUFFIX="-f18d2c271d" \
-      fetch_mirror "${url}" "${tgz}" "${want}" || die "${name}: ${url} not available from the cluster's mirror bucket"
-  else
-    curl -fsSL --retry 5 --retry-delay 3 -o "${tgz}" "${url}" || die "download of ${name} failed: ${url}"
-  fi
+  rm -f "${tgz}"
+  FMC_MIRROR_REGION="us-east-1" FMC_MIRROR_BUCKET_SUFFIX="-f18d2c271d" \
+    fetch_mirror "${url}" "${tgz}" "${want}" || die "${name}: ${url} not available from the cluster's mirror bucket"
   echo "${want}  ${tgz}" | sha256sum -c --quiet - || die "sha256 mismatch for ${url} (pinned ${want})"
   rm -rf "${dest}"
   mkdir -p "${dest}"

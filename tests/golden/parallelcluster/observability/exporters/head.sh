@@ -121,25 +121,43 @@ fetch_mirror() {
   log "s3://${bucket}/${key}: sha256 verified (${sha})"
 }
 
+
+# fetch_mirror_recorded KEY DEST: fetch_mirror for an object the catalog does not pin (NCCL's package files, the Slurm
+# exporter's archive): the expected sha256 is the one the deploy checked against the publisher's own index and stored
+# next to the object as KEY.sha256 (one line; fmcluster/features/node/handler_mirror.py). Returns 1, never exits.
+fetch_mirror_recorded() {
+  local key=$1 dest=$2 bucket sha
+  command -v aws >/dev/null 2>&1 || { warn "no AWS CLI on this image: cannot read s3 mirror object ${key}"; return 1; }
+  bucket="$(mirror_bucket)" || { warn "cannot read the account id from instance metadata: no mirror bucket"; return 1; }
+  mkdir -p "$(dirname "${dest}")"
+  if ! aws s3 cp --only-show-errors --region "${FMC_MIRROR_REGION:?}" "s3://${bucket}/${key}.sha256" "${dest}.sha256"; then
+    warn "s3://${bucket}/${key}.sha256 could not be read: the deploy did not copy ${key} (see the deploy's mirror/manifest.json)"
+    return 1
+  fi
+  sha="$(tr -d '[:space:]' <"${dest}.sha256")"
+  rm -f "${dest}.sha256"
+  if [[ ! ${sha} =~ ^[0-9a-f]{64}$ ]]; then
+    warn "s3://${bucket}/${key}.sha256 holds no sha256"
+    return 1
+  fi
+  fetch_mirror "${key}" "${dest}" "${sha}"
+}
 sha_for_arch() {  # amd64-sha arm64-sha
   if [[ "${FMC_ARCH}" == "amd64" ]]; then echo "$1"; else echo "$2"; fi
 }
 
-# Download a release archive, check its pinned sha256 and unpack it into a versioned folder. A url of the form
-# mirror/... is a key of the cluster's mirror bucket (copied there at deploy, read through the S3 gateway endpoint).
-install_archive() {  # name url-or-mirror-key sha256 dest-dir
+# Read a release archive from the cluster's mirror bucket (key mirror/...: copied there at deploy, read through the S3
+# gateway endpoint; nothing is downloaded from the internet), check its pinned sha256 and unpack it into a versioned
+# folder.
+install_archive() {  # name mirror-key sha256 dest-dir
   local name="$1" url="$2" want="$3" dest="$4" tgz
   if [[ -f "${dest}/.fmcluster-verified" ]]; then
     return 0
   fi
   tgz="$(mktemp "${FMC_WORK}/${name}.XXXXXX.tar.gz")"
-  if [[ ${url} == mirror/* ]]; then
-    rm -f "${tgz}"
-    FMC_MIRROR_REGION="us-east-1" FMC_MIRROR_BUCKET_SUFFIX="-f18d2c271d" \
-      fetch_mirror "${url}" "${tgz}" "${want}" || die "${name}: ${url} not available from the cluster's mirror bucket"
-  else
-    curl -fsSL --retry 5 --retry-delay 3 -o "${tgz}" "${url}" || die "download of ${name} failed: ${url}"
-  fi
+  rm -f "${tgz}"
+  FMC_MIRROR_REGION="us-east-1" FMC_MIRROR_BUCKET_SUFFIX="-f18d2c271d" \
+    fetch_mirror "${url}" "${tgz}" "${want}" || die "${name}: ${url} not available from the cluster's mirror bucket"
   echo "${want}  ${tgz}" | sha256sum -c --quiet - || die "sha256 mismatch for ${url} (pinned ${want})"
   rm -rf "${dest}"
   mkdir -p "${dest}"
@@ -488,8 +506,7 @@ FMCLUSTER_IMDS_ALLOW
 # ---- Prometheus agent (remote write to Amazon Managed Service for Prometheus) ----
 install_prometheus() {
   local dir="/opt/prometheus-3.13.2" config=/etc/prometheus/prometheus.yml
-  install_archive prometheus \
-    "https://github.com/prometheus/prometheus/releases/download/v3.13.2/prometheus-3.13.2.linux-${FMC_ARCH}.tar.gz" \
+  install_archive prometheus "mirror/prometheus/prometheus-3.13.2.linux-${FMC_ARCH}.tar.gz" \
     "$(sha_for_arch 0e8c4d46101bd025ea8265e377d2caabc57f488fc1be1c367f37db69ea41be6f 7cecb17a6f41d59814e1a0581a1f81f79051ad5973d1ecf39e23a9f747d6572a)" "${dir}"
   ensure_user prometheus
   mkdir -p /etc/prometheus/file_sd /var/lib/prometheus
@@ -524,7 +541,7 @@ UNIT
   log "Prometheus 3.13.2 on 127.0.0.1:9090 (managed)"
 }
 
-# ---- Slurm exporter (built from a pinned tag at a pinned commit; Go modules checked against go.sum) -
+# ---- Slurm exporter (the project's prebuilt release archive, read from the cluster's mirror) ---------------------
 slurm_bin_dir() {
   local sinfo
   # The cluster's Slurm version (fmcluster profile), not whichever version the image carries first.
@@ -534,20 +551,22 @@ slurm_bin_dir() {
 }
 
 install_slurm_exporter() {
-  local go_dir="/opt/go-1.25.5" src="${FMC_WORK}/src/prometheus-slurm-exporter-v1.7.0"
-  local bin="/usr/local/bin/prometheus-slurm-exporter-v1.7.0" slurm_bin commit
+  local bin="/usr/local/bin/prometheus-slurm-exporter-v1.7.0" slurm_bin tgz dir
   slurm_bin="$(slurm_bin_dir)"
   if [[ ! -x "${bin}" ]]; then
-    install_archive go "https://go.dev/dl/go1.25.5.linux-${FMC_ARCH}.tar.gz" \
-      "$(sha_for_arch 9e9b755d63b36acf30c12a9a3fc379243714c1c6d3dd72861da637f336ebb35b b00b694903d126c588c378e72d3545549935d3982635ba3f7a964c9fa23fe3b9)" "${go_dir}"
-    command -v git >/dev/null 2>&1 || { if [[ "${FMC_PKG}" == "apt" ]]; then apt-get install -y git; else dnf install -y git; fi; }
-    rm -rf "${src}"
-    git clone --quiet --depth 1 --branch "v1.7.0" "https://github.com/rivosinc/prometheus-slurm-exporter.git" "${src}"
-    commit="$(git -C "${src}" rev-parse HEAD)"
-    [[ "${commit}" == "529aabaaf39fa7b70f5ba01644e2b2ca5b30574a" ]] \
-      || die "tag v1.7.0 is commit ${commit}, pinned 529aabaaf39fa7b70f5ba01644e2b2ca5b30574a"
-    (cd "${src}" && CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=readonly GOPATH="${FMC_WORK}/go" \
-      GOCACHE="${FMC_WORK}/go-cache" "${go_dir}/bin/go" build -o "${bin}" .)
+    # No sha256 is pinned for this archive: the deploy checked it against the release's own checksum list and stored
+    # the hash next to it (fmcluster/features/observability/pins.py SLURM_EXPORTER); the binary is at the top level.
+    tgz="${FMC_WORK}/prometheus-slurm-exporter.tar.gz"
+    dir="${FMC_WORK}/prometheus-slurm-exporter-v1.7.0"
+    FMC_MIRROR_REGION="us-east-1" FMC_MIRROR_BUCKET_SUFFIX="-f18d2c271d" \
+      fetch_mirror_recorded "mirror/prometheus-slurm-exporter/prometheus-slurm-exporter_1.7.0_linux_${FMC_ARCH}.tar.gz" "${tgz}" \
+      || die "prometheus-slurm-exporter: mirror/prometheus-slurm-exporter/prometheus-slurm-exporter_1.7.0_linux_${FMC_ARCH}.tar.gz not available from the cluster's mirror bucket"
+    rm -rf "${dir}"
+    mkdir -p "${dir}"
+    tar -xzf "${tgz}" -C "${dir}"
+    [[ -f "${dir}/prometheus-slurm-exporter" ]] || die "no prometheus-slurm-exporter at the top of the release archive"
+    install -m 0755 "${dir}/prometheus-slurm-exporter" "${bin}"
+    rm -rf "${dir}" "${tgz}"
   fi
   ensure_user slurm_exporter
   write_unit fmcluster-slurm-exporter.service <<UNIT
