@@ -46,7 +46,7 @@ CHECKPOINT_GRACE_S = TERMINATION_AFTER_WARNING_S - REQUEUE_MARGIN_S
 #: the metadata import are not modelled, so fmcluster plan labels it an estimate; set preload_lead_minutes to measure.
 PRELOAD_FACTOR = 1.5
 PRELOAD_MARGIN_S = 15 * 60
-#: How the drain reason of the end script before decision XX began (``<prefix><reservation> ends <end date>``). The end
+#: How the drain reason of earlier versions of the end script began (``<prefix><reservation> ends <end date>``). The end
 #: script no longer drains; the start script still resumes nodes drained with this reason, and only those, so that a
 #: cluster whose last window ended under the old script gets its nodes back (docs/capacity.md "Why a hold, not a
 #: drain").

@@ -46,8 +46,8 @@ START_SCRIPT = "fmcluster-window-start"
 
 def render_window_start(ws: Sequence[Window], *, cluster_name: str, slurm_bin_dir: str) -> str:
     """The bash script ``fmcluster-window-start <group or reservation id>`` for the windows ``ws``: deletes the group's
-    hold reservation of the last window's end if it is still there, and resumes the group's nodes that the end script
-    of before decision XX drained (reason beginning :data:`WINDOW_END_REASON_PREFIX`), and only those.
+    hold reservation of the last window's end if it is still there, and resumes the group's nodes that earlier versions
+    of the end script drained (reason beginning :data:`WINDOW_END_REASON_PREFIX`), and only those.
 
     Raises:
         ValueError: ``ws`` is empty.

@@ -187,6 +187,18 @@ def test_every_orchestrator_with_a_window_holds_and_never_drains(tmp_path: Path)
     assert kinds == {"parallelcluster", "pcs"}
 
 
+def test_every_window_command_fits_an_eventbridge_input_template() -> None:
+    """The scripts travel base64 in the rules' input templates, at most 8192 characters (EventBridge API
+    InputTransformer): checked here without a synthesis, for every example with a window."""
+    from fmcluster.features.capacity_window.construct import INPUT_TEMPLATE_MAX, run_command, start_command
+
+    for name in _examples_with_a_window():
+        files = _rendered(blueprint_text({}, base=example(name)))["capacity-window"]
+        end = json.dumps({"commands": [run_command(files["fmcluster-window-end"])]})
+        start = json.dumps({"commands": [start_command(files["fmcluster-window-start"], "<reservation>")]})
+        assert max(len(end), len(start)) <= INPUT_TEMPLATE_MAX, (name, len(end), len(start))
+
+
 @pytest.mark.parametrize(("hold_min", "duration", "said"), [
     ("90", "90", None),
     ("0", "60", "FMC_WINDOW_HOLD_MIN '0' is not a whole number of minutes >= 1: holding for 60"),
@@ -284,7 +296,7 @@ def _drained(tmp_path: Path) -> dict[str, str]:
     return {m.group(1): m.group(2) for m in found if m}
 
 
-#: the drain reason of the end script before the hold (decision XX), which the start still undoes
+#: the drain reason of earlier versions of the end script (before the hold), which the start still undoes
 OLD_REASON = "fmcluster: capacity block cr-0123456789abcdef0 ends 2026-12-05T11:30:00Z"
 
 
