@@ -259,6 +259,14 @@ def test_a_failed_squeue_listing_is_asked_again(tmp_path: Path, down: str, code:
                 "h200-st-p5en-1,h200-st-p5en-2 are neither signalled nor requeued") in res.stdout.splitlines()
 
 
+def test_a_failed_sinfo_is_not_an_empty_partition(tmp_path: Path) -> None:
+    res, log = _run_end(tmp_path, {"7": "stops"}, {"STUB_SINFO_DOWN": "1"})
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert ("fmcluster-window-end: sinfo failed (the controller did not answer): nothing held, signalled or requeued; "
+            "run me again") in res.stdout.splitlines()
+    assert _lines(log, "scontrol") == [] and _lines(log, "scancel") == []
+
+
 def test_a_job_that_stops_early_is_requeued_at_once_not_after_the_grace(tmp_path: Path) -> None:
     """slurmctld forgets a finished job after MinJobAge (300 s by default): a job that checkpointed and stopped is
     requeued as soon as it stops, while another job still runs out the grace (deploy review)."""
