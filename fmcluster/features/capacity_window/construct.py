@@ -14,7 +14,7 @@ warning (:func:`fmcluster.features.capacity_window.plan.expiration_warning_patte
   policy lets this rule publish (:mod:`fmcluster.features.observability.construct`).
 
 The start of a window: one-time schedules (:class:`WindowPreloadSchedules`, :class:`WindowStartGate`) and a second
-rule on EC2's Capacity Block Delivered event (:class:`WindowStartRule`) that resumes the previous end's drains. The
+rule on EC2's Capacity Block Delivered event (:class:`WindowStartRule`) that deletes the previous end's hold. The
 budget (:class:`ClusterBudget`) lives here too; its stop action is :mod:`.construct_fleet_stop`.
 
 What fmcluster cannot check offline: that the head node's SSM agent is online at the warning (it is the same agent the
@@ -73,7 +73,7 @@ def preload_command(script: str) -> str:
 
 def start_command(script: str, group: str) -> str:
     """The one shell command the head node runs at a window's start: ``fmcluster-window-start <group>`` from base64
-    (as :func:`run_command`), which resumes the nodes the previous window's end drained."""
+    (as :func:`run_command`), which deletes the previous window end's hold if it is still there."""
     encoded = base64.b64encode(script.encode()).decode()
     return f'bash -c "$(echo {encoded} | base64 -d)" {START_SCRIPT} {group}'
 
@@ -81,9 +81,11 @@ def start_command(script: str, group: str) -> str:
 def alert_message(cluster_name: str, ws: Sequence[Window]) -> str:
     """The alert topic's message (an input template: a JSON string with the event's placeholders)."""
     groups = ", ".join(f"{w.group} ({w.reservation_id})" for w in ws)
+    holds = ", ".join(sorted({w.hold_reservation for w in ws}))
     return json.dumps(
         f"fmcluster {cluster_name}: Capacity Block <reservation> ends at <end>; its instances begin to terminate in "
-        f"10 minutes. The head node drains the window's nodes, signals their jobs to checkpoint and requeues them "
+        f"10 minutes. The head node holds the window's nodes in a Slurm reservation (no new job starts there: {holds}), "
+        f"signals their jobs to checkpoint and requeues them "
         f"after {CHECKPOINT_GRACE_S} s (SSM Run Command history: {SCRIPT}). Windows of this cluster: {groups}."
     )
 
@@ -139,7 +141,7 @@ class WindowEndAutomation(Construct):
             ))
         self.rule = events.CfnRule(
             self, "Rule", name=window_end_rule_name(cluster_name), state="ENABLED",
-            description=f"fmcluster {cluster_name}: Capacity Block expiration warning -> checkpoint, requeue, drain, alert",
+            description=f"fmcluster {cluster_name}: Capacity Block expiration warning -> hold, checkpoint, requeue, alert",
             event_pattern=expiration_warning_pattern(windows), targets=targets,
         )
 
@@ -147,8 +149,8 @@ class WindowEndAutomation(Construct):
 class WindowStartRule(Construct):
     """The rule ``fmcluster-<name>-window-start`` on EC2's Capacity Block Delivered event
     (:func:`fmcluster.features.capacity_window.plan.delivered_pattern`): SSM Run Command of ``AWS-RunShellScript`` on
-    the head node runs :func:`start_command` with the event's reservation id, so that a window's start resumes the
-    previous end's drains also when the blueprint gives no ``starts_at`` (no start schedule) or the block starts
+    the head node runs :func:`start_command` with the event's reservation id, so that a window's start deletes the
+    previous end's hold also when the blueprint gives no ``starts_at`` (no start schedule) or the block starts
     late. Same target, role and trust as :class:`WindowEndAutomation`.
 
     Args:
@@ -182,7 +184,7 @@ class WindowStartRule(Construct):
                              f"{INPUT_TEMPLATE_MAX} in an input template")
         self.rule = events.CfnRule(
             self, "Rule", name=name, state="ENABLED",
-            description=f"fmcluster {cluster_name}: Capacity Block delivered -> resume the nodes the last window end drained",
+            description=f"fmcluster {cluster_name}: Capacity Block delivered -> delete the last window end's hold",
             event_pattern=delivered_pattern(windows),
             targets=[events.CfnRule.TargetProperty(
                 id="HeadNode", arn=document_arn, role_arn=self.role.role_arn,
@@ -237,8 +239,8 @@ class WindowPreloadSchedules(Construct):
 
 class WindowStartGate(Construct):
     """One ``AWS::Scheduler::Schedule`` per window with a start time: at ``starts_at`` it runs ``commands[group]`` on
-    the head node through SSM ``SendCommand`` (as :class:`WindowPreloadSchedules`): :func:`start_command` (resume the
-    nodes the previous window's end drained) and then, where the head node runs it, the acceptance gate watcher's
+    the head node through SSM ``SendCommand`` (as :class:`WindowPreloadSchedules`): :func:`start_command` (delete the
+    previous window end's hold) and then, where the head node runs it, the acceptance gate watcher's
     ``request <group>``, so that the window's nodes are gated on the watcher's next pass (docs/capacity.md "The
     capacity window"). Jobs already queued for the window may still start on a node before that pass (up to the
     watcher's 60 s); submit them with ``--begin`` after the start to leave the gate the first minutes.

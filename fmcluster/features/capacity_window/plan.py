@@ -46,9 +46,18 @@ CHECKPOINT_GRACE_S = TERMINATION_AFTER_WARNING_S - REQUEUE_MARGIN_S
 #: the metadata import are not modelled, so fmcluster plan labels it an estimate; set preload_lead_minutes to measure.
 PRELOAD_FACTOR = 1.5
 PRELOAD_MARGIN_S = 15 * 60
-#: How the end script's drain reason begins (``<prefix><reservation> ends <end date>``): the start script resumes the
-#: nodes drained with it, and only those.
+#: How the drain reason of earlier versions of the end script began (``<prefix><reservation> ends <end date>``). The end
+#: script no longer drains; the start script still resumes nodes drained with this reason, and only those, so that a
+#: cluster whose last window ended under the old script gets its nodes back (docs/capacity.md "Why a hold, not a
+#: drain").
 WINDOW_END_REASON_PREFIX = "fmcluster: capacity block "
+#: How the end script's hold reservation is named (``<prefix><group>``, :func:`window_hold_reservation`).
+WINDOW_HOLD_PREFIX = "fmcluster-window-end-"
+#: The hold's default length in minutes from the warning (``FMC_WINDOW_HOLD_MIN`` overrides it on the head node): the
+#: 40 minutes to the block's end plus 20, which covers ParallelCluster's own reservation of an expired Capacity Block's
+#: nodes (``pcluster-<reservation id>``, created at clustermgtd's next look at the block, every 10 minutes:
+#: aws/aws-parallelcluster-node src/slurm_plugin/capacity_block_manager.py, CAPACITY_BLOCK_RESERVATION_UPDATE_PERIOD).
+WINDOW_HOLD_DEFAULT_MIN = WARNING_BEFORE_END_S // 60 + 20
 #: The signal jobs get (``scancel --signal=USR1 --full``; the rendered FSDP job traps it: docs/first-job.md).
 CHECKPOINT_SIGNAL = "USR1"
 
@@ -90,6 +99,10 @@ class Window:
     def partition(self) -> str:
         return self.group
 
+    @property
+    def hold_reservation(self) -> str:
+        """The Slurm reservation that holds the window's nodes at its end (:func:`window_hold_reservation`)."""
+        return window_hold_reservation(self.group)
 
     @property
     def preload_starts_at(self) -> datetime | None:
@@ -185,6 +198,13 @@ def window_row(w: Window) -> dict[str, str]:
         "end warning": f"{WARNING_BEFORE_END_S // 60} min before the end",
         "checkpoint grace": f"{w.grace_s} s (requeue {REQUEUE_MARGIN_S} s before termination)",
     }
+
+
+def window_hold_reservation(group: str) -> str:
+    """``fmcluster-window-end-<group>``: the Slurm reservation in which the end script holds a window's nodes (no job
+    that does not ask for it starts there) from the warning until after the block ends; the next window's start
+    deletes it if it is still there."""
+    return f"{WINDOW_HOLD_PREFIX}{group}"
 
 
 def window_start_rule_name(cluster_name: str) -> str:

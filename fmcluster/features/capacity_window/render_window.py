@@ -10,6 +10,8 @@ from fmcluster.features.capacity_window.plan import (
     CHECKPOINT_GRACE_S,
     CHECKPOINT_SIGNAL,
     WINDOW_END_REASON_PREFIX,
+    WINDOW_HOLD_DEFAULT_MIN,
+    WINDOW_HOLD_PREFIX,
     Window,
     preload_schedule_name,
     window_end_rule_name,
@@ -23,7 +25,9 @@ SCRIPT = "fmcluster-window-end"
 
 
 def render_window_end(ws: Sequence[Window], *, cluster_name: str, slurm_bin_dir: str) -> str:
-    """The bash script ``fmcluster-window-end <reservation id> <end date>`` for the windows ``ws`` (one or more).
+    """The bash script ``fmcluster-window-end <reservation id> <end date>`` for the windows ``ws`` (one or more): holds
+    the window's nodes in the Slurm reservation :func:`~fmcluster.features.capacity_window.plan.window_hold_reservation`
+    (``WINDOW_HOLD_DEFAULT_MIN`` minutes unless ``FMC_WINDOW_HOLD_MIN``), signals and requeues their jobs.
 
     Raises:
         ValueError: ``ws`` is empty (a cluster without a window has no end script).
@@ -33,7 +37,7 @@ def render_window_end(ws: Sequence[Window], *, cluster_name: str, slurm_bin_dir:
     return render("capacity_window/window-end.sh.j2", {
         "cluster_name": cluster_name, "rule_name": window_end_rule_name(cluster_name), "windows": list(ws),
         "slurm_bin_dir": slurm_bin_dir, "grace_s": CHECKPOINT_GRACE_S, "signal": CHECKPOINT_SIGNAL,
-        "reason_prefix": WINDOW_END_REASON_PREFIX,
+        "hold_prefix": WINDOW_HOLD_PREFIX, "hold_min": WINDOW_HOLD_DEFAULT_MIN,
     })
 
 
@@ -41,8 +45,9 @@ START_SCRIPT = "fmcluster-window-start"
 
 
 def render_window_start(ws: Sequence[Window], *, cluster_name: str, slurm_bin_dir: str) -> str:
-    """The bash script ``fmcluster-window-start <group or reservation id>`` for the windows ``ws``: resumes the group's
-    nodes that the end script drained (reason beginning :data:`WINDOW_END_REASON_PREFIX`), and only those.
+    """The bash script ``fmcluster-window-start <group or reservation id>`` for the windows ``ws``: deletes the group's
+    hold reservation of the last window's end if it is still there, and resumes the group's nodes that earlier versions
+    of the end script drained (reason beginning :data:`WINDOW_END_REASON_PREFIX`), and only those.
 
     Raises:
         ValueError: ``ws`` is empty.
@@ -51,7 +56,7 @@ def render_window_start(ws: Sequence[Window], *, cluster_name: str, slurm_bin_di
         raise ValueError("no capacity window: nothing to render")
     return render("capacity_window/window-start.sh.j2", {
         "cluster_name": cluster_name, "windows": list(ws), "slurm_bin_dir": slurm_bin_dir,
-        "reason_prefix": WINDOW_END_REASON_PREFIX,
+        "reason_prefix": WINDOW_END_REASON_PREFIX, "hold_prefix": WINDOW_HOLD_PREFIX,
     })
 
 

@@ -60,8 +60,8 @@ def _window_end(stack: Stack, inputs: OrchestratorInputs, instance_id: str) -> N
     """The capacity window's automation (docs/capacity.md "The capacity window") when a group is on a Capacity
     Block: at EC2's warning the head node runs ``fmcluster-window-end`` from Slurm's directory
     (``OrchestratorProfile.slurm_bin_dir``); before a window with ``starts_at`` and a preload, a schedule runs
-    ``fmcluster-window-preload`` there; at a window's ``starts_at`` a schedule resumes the nodes the previous window's
-    end drained (``fmcluster-window-start <group>``) and then asks the acceptance gate's watcher (when the head node
+    ``fmcluster-window-preload`` there; at a window's ``starts_at`` a schedule deletes the previous window end's hold
+    (``fmcluster-window-start <group>``) and then asks the acceptance gate's watcher (when the head node
     runs it) to gate the window's nodes (``fmcluster-gate-watch request <group>``); EC2's Capacity Block Delivered
     event runs ``fmcluster-window-start <reservation id>`` as well (the watcher gates nodes that boot by itself)."""
     ws = windows((g.spec for g in inputs.groups), inputs.lustre_spec)
@@ -76,7 +76,8 @@ def _window_end(stack: Stack, inputs: OrchestratorInputs, instance_id: str) -> N
                                cluster_name=inputs.cluster_name)
     start = render_window_start(ws, cluster_name=inputs.cluster_name, slurm_bin_dir=inputs.profile.slurm_bin_dir)
     gated = WATCH_INSTALLER_FILE in inputs.admin_scripts
-    # the previous window's drains are resumed first, so that the gate's watcher (which skips drained nodes) sees them
+    # the previous window end's hold is deleted first, so that the gate's watcher (which skips nodes in maintenance and
+    # drained nodes) sees them
     WindowStartGate(stack, "WindowStart", windows=ws, instance_id=instance_id, cluster_name=inputs.cluster_name,
                     commands={w.group: start_command(start, w.group)
                               + (f"; {request_command(NODE_DIR, w.group)}" if gated else "") for w in ws})

@@ -70,9 +70,19 @@ def _rendered(text: str = EXAMPLE) -> dict[str, dict[str, str]]:
     return render_blueprint(load_blueprint_text(text).blueprint)
 
 
-def _window_end(tmp_path: Path, args: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], Path]:
+END = ["cr-0123456789abcdef0", "2026-12-05T11:30:00Z"]
+HOLD = "fmcluster-window-end-h200"
+#: the reservation the end script must make for the example's window (scontrol.1 "create reservation"; the two stub
+#: nodes of partition h200)
+HOLD_REQUEST = (f"scontrol create reservation ReservationName={HOLD} StartTime=now Duration=60 Users=root "
+                "Flags=MAINT,IGNORE_JOBS Nodes=h200-st-p5en-1,h200-st-p5en-2")
+
+
+def _window_end(tmp_path: Path, args: list[str], env: dict[str, str], *,
+                script_text: str | None = None) -> tuple[subprocess.CompletedProcess[str], Path]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     script = tmp_path / "fmcluster-window-end"
-    script.write_text(_rendered()["capacity-window"]["fmcluster-window-end"])
+    script.write_text(script_text or _rendered()["capacity-window"]["fmcluster-window-end"])
     log = tmp_path / "log"
     log.mkdir(exist_ok=True)
     stubs = write_stubs(tmp_path / "bin")
@@ -85,6 +95,12 @@ def _window_end(tmp_path: Path, args: list[str], env: dict[str, str]) -> tuple[s
 def _lines(log: Path, name: str) -> list[str]:
     path = log / f"{name}.log"
     return path.read_text().splitlines() if path.exists() else []
+
+
+def _reservations(log: Path) -> dict[str, str]:
+    """name -> what ``scontrol show reservation`` prints after the name, for every reservation the stub holds now."""
+    folder = log / "resv"
+    return {p.name: p.read_text().strip() for p in folder.iterdir()} if folder.is_dir() else {}
 
 
 def test_the_end_script_is_shellcheck_clean(tmp_path: Path) -> None:
@@ -106,28 +122,33 @@ JOB = {"stops": 'trap "exit 0" USR1; while :; do /bin/sleep 0.1; done',
        "ignores": 'trap "" USR1; while :; do /bin/sleep 0.1; done'}
 
 
+def _run_end(tmp_path: Path, jobs: dict[str, str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """The end script of the example's window with one live batch shell per job (``JOB`` kinds), grace 3 s."""
+    procs = {job: _reaped(subprocess.Popen(["bash", "-c", JOB[kind]])) for job, kind in jobs.items()}
+    try:
+        return _window_end(tmp_path, END, {"STUB_JOBS": ",".join(f"{job}={p.pid}" for job, p in procs.items()),
+                                           "FMC_WINDOW_GRACE_S": "3", **env})
+    finally:
+        for p in procs.values():
+            p.kill()
+            p.wait()
+
+
 @pytest.mark.parametrize(("jobs", "no_requeue", "code", "waited"), [
     ({"7": "stops"}, "", 0, r"waited [0-2] s of 3 s"),
     ({"7": "ignores"}, "", 0, r"waited 3 s of 3 s"),
     ({"7": "stops", "8": "stops"}, "8", 1, r"waited [0-2] s of 3 s"),
     ({}, "", 0, None),
 ], ids=["stops-and-is-requeued", "ignores-and-is-requeued-after-the-grace", "one-cannot-be-requeued", "no-job"])
-def test_the_end_script_drains_signals_and_requeues(tmp_path: Path, jobs: dict[str, str], no_requeue: str, code: int,
-                                                    waited: str | None) -> None:
-    procs = {job: _reaped(subprocess.Popen(["bash", "-c", JOB[kind]])) for job, kind in jobs.items()}
-    try:
-        res, log = _window_end(tmp_path, ["cr-0123456789abcdef0", "2026-12-05T11:30:00Z"], {
-            "STUB_JOBS": ",".join(f"{job}={p.pid}" for job, p in procs.items()), "STUB_NO_REQUEUE": no_requeue,
-            "FMC_WINDOW_GRACE_S": "3"})
-    finally:
-        for p in procs.values():
-            p.kill()
-            p.wait()
+def test_the_end_script_holds_signals_and_requeues(tmp_path: Path, jobs: dict[str, str], no_requeue: str, code: int,
+                                                   waited: str | None) -> None:
+    res, log = _run_end(tmp_path, jobs, {"STUB_NO_REQUEUE": no_requeue})
     assert res.returncode == code, res.stdout + res.stderr
     scontrol = _lines(log, "scontrol")
-    assert scontrol[0] == ("scontrol update NodeName=h200-st-p5en-1,h200-st-p5en-2 State=DRAIN "
-                           "Reason=fmcluster: capacity block cr-0123456789abcdef0 ends 2026-12-05T11:30:00Z")
-    assert scontrol[1:] == [f"scontrol requeue {job}" for job in sorted(jobs)]
+    # the hold is looked for, then made: no drain (ParallelCluster would replace drained idle nodes)
+    assert scontrol[:2] == [f"scontrol show reservation {HOLD}", HOLD_REQUEST]
+    assert scontrol[2:] == [f"scontrol requeue {job}" for job in sorted(jobs)]
+    assert _reservations(log) == {HOLD: HOLD_REQUEST.split(f"ReservationName={HOLD} ")[1]}
     assert _lines(log, "scancel") == [f"scancel --signal=USR1 --full {job}" for job in sorted(jobs)]
     found = re.search(r"waited \d+ s of \d+ s", res.stdout)
     assert (found is None) if waited is None else (found is not None and re.fullmatch(waited, found.group(0)))
@@ -135,22 +156,125 @@ def test_the_end_script_drains_signals_and_requeues(tmp_path: Path, jobs: dict[s
         assert f"job {no_requeue}: could not be requeued" in res.stdout
 
 
+def _examples_with_a_window() -> list[str]:
+    names = []
+    for path in sorted((Path(__file__).resolve().parents[3] / "blueprints").glob("*.yaml")):
+        bp = load_blueprint_text(path.read_text()).blueprint
+        if windows(bp.compute):
+            names.append(path.stem)
+    return names
+
+
+def test_every_orchestrator_with_a_window_holds_and_never_drains(tmp_path: Path) -> None:
+    """One mechanism everywhere: the end script of every example with a window (ParallelCluster and PCS; HyperPod
+    has no Capacity Block group, R-CAP-4) holds the window's nodes in the reservation and renders no drain."""
+    kinds = set()
+    for name in _examples_with_a_window():
+        bp = load_blueprint_text(blueprint_text({}, base=example(name))).blueprint
+        kinds.add(bp.orchestrator.kind)
+        files = _rendered(blueprint_text({}, base=example(name)))["capacity-window"]
+        assert "State=DRAIN" not in files["fmcluster-window-end"], name
+        commands = [line for text in files.values() for line in text.splitlines() if not line.lstrip().startswith("#")]
+        assert not any("State=DRAIN" in line for line in commands), name
+        for w in windows(bp.compute):
+            res, log = _window_end(tmp_path / name / w.group, [w.reservation_id, "2026-12-05T11:30:00Z"],
+                                   {"STUB_JOBS": ""}, script_text=files["fmcluster-window-end"])
+            assert res.returncode == 0, res.stdout + res.stderr
+            assert _reservations(log) == {
+                f"fmcluster-window-end-{w.group}": "StartTime=now Duration=60 Users=root Flags=MAINT,IGNORE_JOBS "
+                                                   "Nodes=h200-st-p5en-1,h200-st-p5en-2"}, name
+            assert not any("State=" in line for line in _lines(log, "scontrol")), name
+    assert kinds == {"parallelcluster", "pcs"}
+
+
+def test_every_window_command_fits_an_eventbridge_input_template() -> None:
+    """The scripts travel base64 in the rules' input templates, at most 8192 characters (EventBridge API
+    InputTransformer): checked here without a synthesis, for every example with a window."""
+    from fmcluster.features.capacity_window.construct import INPUT_TEMPLATE_MAX, run_command, start_command
+
+    for name in _examples_with_a_window():
+        files = _rendered(blueprint_text({}, base=example(name)))["capacity-window"]
+        end = json.dumps({"commands": [run_command(files["fmcluster-window-end"])]})
+        start = json.dumps({"commands": [start_command(files["fmcluster-window-start"], "<reservation>")]})
+        assert max(len(end), len(start)) <= INPUT_TEMPLATE_MAX, (name, len(end), len(start))
+
+
+@pytest.mark.parametrize(("hold_min", "duration", "said"), [
+    ("90", "90", None),
+    ("0", "60", "FMC_WINDOW_HOLD_MIN '0' is not a whole number of minutes >= 1: holding for 60"),
+    ("1h", "60", "FMC_WINDOW_HOLD_MIN '1h' is not a whole number of minutes >= 1: holding for 60"),
+], ids=["longer", "zero", "not-minutes"])
+def test_the_hold_lasts_fmc_window_hold_min(tmp_path: Path, hold_min: str, duration: str, said: str | None) -> None:
+    res, log = _window_end(tmp_path, END, {"STUB_JOBS": "", "FMC_WINDOW_HOLD_MIN": hold_min})
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f" Duration={duration} " in _reservations(log)[HOLD]
+    assert said is None or f"fmcluster-window-end: {said}" in res.stdout.splitlines()
+
+
+def test_a_second_warning_finds_the_hold_in_place_and_still_requeues(tmp_path: Path) -> None:
+    """A second warning or a rerun: the reservation exists (scontrol create would fail, "Duplicate reservation
+    name"), so it is left as it is and the script goes on with the jobs."""
+    first, log = _run_end(tmp_path, {}, {})
+    assert first.returncode == 0, first.stdout + first.stderr
+    again, log = _run_end(tmp_path, {"9": "stops"}, {})
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert (f"fmcluster-window-end: {HOLD} already holds the window's nodes (a second warning or a rerun): left as it "
+            "is") in again.stdout.splitlines()
+    assert [line for line in _lines(log, "scontrol") if line.startswith("scontrol create")] == [HOLD_REQUEST]
+    assert _lines(log, "scontrol")[-1] == "scontrol requeue 9"
+
+
+def test_a_hold_made_by_someone_else_is_not_an_error(tmp_path: Path) -> None:
+    res, log = _run_end(tmp_path, {"7": "stops"}, {"STUB_RESERVATIONS": HOLD})
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert not any(line.startswith("scontrol create") for line in _lines(log, "scontrol"))
+    assert _lines(log, "scontrol")[-1] == "scontrol requeue 7"
+
+
+@pytest.mark.parametrize("down", ["2", "2 3 4 5 6"], ids=["the-first-look-fails", "every-look-fails"])
+def test_a_failed_squeue_look_requeues_nothing(tmp_path: Path, down: str) -> None:
+    """The controller not answering says nothing about the jobs: a look whose squeue fails is skipped (deploy review:
+    it was taken for "every job stopped", and the jobs were requeued, killed, before their checkpoint). The job, still
+    running, is requeued only when the grace ends."""
+    res, log = _run_end(tmp_path, {"7": "ignores"}, {"STUB_SQUEUE_DOWN": down})
+    assert res.returncode == 0, res.stdout + res.stderr
+    out = res.stdout
+    assert ("fmcluster-window-end: squeue failed after 0 s (the controller did not answer): this look skipped, no job "
+            "requeued on it") in out.splitlines()
+    assert out.index("waited 3 s of 3 s") < out.index("job 7: requeued")
+    assert [line for line in _lines(log, "scontrol") if "requeue" in line] == ["scontrol requeue 7"]
+
+
+@pytest.mark.parametrize(("down", "code", "signalled"), [
+    ("1", 0, True),
+    ("1 2 3", 1, False),
+], ids=["asked-again", "gives-up-after-three"])
+def test_a_failed_squeue_listing_is_asked_again(tmp_path: Path, down: str, code: int, signalled: bool) -> None:
+    res, log = _run_end(tmp_path, {"7": "stops"}, {"STUB_SQUEUE_DOWN": down})
+    assert res.returncode == code, res.stdout + res.stderr
+    assert (_lines(log, "scancel") == ["scancel --signal=USR1 --full 7"]) is signalled
+    assert ([line for line in _lines(log, "scontrol") if "requeue" in line] == ["scontrol requeue 7"]) is signalled
+    if not signalled:
+        assert ("fmcluster-window-end: squeue failed 3 times (the controller did not answer): the jobs on "
+                "h200-st-p5en-1,h200-st-p5en-2 are neither signalled nor requeued") in res.stdout.splitlines()
+
+
+def test_a_failed_sinfo_is_not_an_empty_partition(tmp_path: Path) -> None:
+    res, log = _run_end(tmp_path, {"7": "stops"}, {"STUB_SINFO_DOWN": "1"})
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert ("fmcluster-window-end: sinfo failed (the controller did not answer): nothing held, signalled or requeued; "
+            "run me again") in res.stdout.splitlines()
+    assert _lines(log, "scontrol") == [] and _lines(log, "scancel") == []
+
+
 def test_a_job_that_stops_early_is_requeued_at_once_not_after_the_grace(tmp_path: Path) -> None:
     """slurmctld forgets a finished job after MinJobAge (300 s by default): a job that checkpointed and stopped is
     requeued as soon as it stops, while another job still runs out the grace (deploy review)."""
-    procs = {job: _reaped(subprocess.Popen(["bash", "-c", JOB[kind]])) for job, kind in (("7", "stops"),
-                                                                                          ("8", "ignores"))}
-    try:
-        res, log = _window_end(tmp_path, ["cr-0123456789abcdef0", "2026-12-05T11:30:00Z"], {
-            "STUB_JOBS": ",".join(f"{job}={p.pid}" for job, p in procs.items()), "FMC_WINDOW_GRACE_S": "3"})
-    finally:
-        for p in procs.values():
-            p.kill()
-            p.wait()
+    res, log = _run_end(tmp_path, {"7": "stops", "8": "ignores"}, {})
     assert res.returncode == 0, res.stdout + res.stderr
     out = res.stdout
     assert out.index("job 7: requeued") < out.index("waited 3 s of 3 s") < out.index("job 8: requeued")
-    assert _lines(log, "scontrol")[1:] == ["scontrol requeue 7", "scontrol requeue 8"]
+    assert _lines(log, "scontrol")[2:] == ["scontrol requeue 7", "scontrol requeue 8"]
 
 
 def test_the_end_script_refuses_a_reservation_it_does_not_know(tmp_path: Path) -> None:
@@ -160,7 +284,7 @@ def test_the_end_script_refuses_a_reservation_it_does_not_know(tmp_path: Path) -
     assert _lines(log, "scontrol") == [] and _lines(log, "scancel") == []
 
 
-# ---- the next window's start resumes what the end drained, and only that ---------------------------------------
+# ---- the next window's start deletes the end's hold, and resumes the old end's drains and only those ------------
 def _window_start(tmp_path: Path, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     script = tmp_path / "fmcluster-window-start"
     script.write_text(_rendered()["capacity-window"]["fmcluster-window-start"])
@@ -180,29 +304,36 @@ def _drained(tmp_path: Path) -> dict[str, str]:
     return {m.group(1): m.group(2) for m in found if m}
 
 
-def test_the_next_window_start_resumes_the_nodes_the_end_drained_and_no_other(tmp_path: Path) -> None:
-    """The end of one window drains its nodes; the start of the next resumes those, while a node drained for another
-    reason (the gate, an operator) or in another partition keeps its drain (issue 29)."""
-    others = {"STUB_DRAINED": "h200-st-p5en-3=gate: nccl busbw below 300 GB/s;cpu-1=fmcluster: capacity block "
-                              "cr-0000000000000000a ends 2026-11-01T11:30:00Z",
+#: the drain reason of earlier versions of the end script (before the hold), which the start still undoes
+OLD_REASON = "fmcluster: capacity block cr-0123456789abcdef0 ends 2026-12-05T11:30:00Z"
+
+
+def test_the_next_window_start_deletes_the_hold_and_resumes_only_the_old_ends_drains(tmp_path: Path) -> None:
+    """The end of one window holds its nodes; the start of the next deletes the hold if it is still there, and
+    resumes nodes an older end script drained, while a node drained for another reason (the gate, an operator) or
+    in another partition keeps its drain (issue 29)."""
+    others = {"STUB_DRAINED": f"h200-st-p5en-2={OLD_REASON};h200-st-p5en-3=gate: nccl busbw below 300 GB/s;"
+                              "cpu-1=fmcluster: capacity block cr-0000000000000000a ends 2026-11-01T11:30:00Z",
               "STUB_OTHER_NODES": "cpu-1"}
-    res, log = _window_end(tmp_path, ["cr-0123456789abcdef0", "2026-12-05T11:30:00Z"],
-                           {"STUB_JOBS": "", "STUB_NODES": "h200-st-p5en-1 h200-st-p5en-2", **others})
+    res, log = _window_end(tmp_path, END, {"STUB_JOBS": "", **others})
     assert res.returncode == 0, res.stdout + res.stderr
-    reason = "fmcluster: capacity block cr-0123456789abcdef0 ends 2026-12-05T11:30:00Z"
-    assert _drained(tmp_path) == {"h200-st-p5en-1": reason, "h200-st-p5en-2": reason,
-                                  "h200-st-p5en-3": "gate: nccl busbw below 300 GB/s", "cpu-1": others[
-                                      "STUB_DRAINED"].split(";")[1].split("=", 1)[1]}
+    assert list(_reservations(log)) == [HOLD]
+    assert _drained(tmp_path) == {"h200-st-p5en-2": OLD_REASON, "h200-st-p5en-3": "gate: nccl busbw below 300 GB/s",
+                                  "cpu-1": others["STUB_DRAINED"].split(";")[2].split("=", 1)[1]}
 
     res = _window_start(tmp_path, ["h200"], others)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert _lines(log, "scontrol")[-2:] == ["scontrol update NodeName=h200-st-p5en-1 State=RESUME",
-                                            "scontrol update NodeName=h200-st-p5en-2 State=RESUME"]
+    assert _reservations(log) == {}
+    assert (f"fmcluster-window-start: deleted {HOLD}, the hold of the last window's end: jobs may start on partition "
+            "h200 again") in res.stdout.splitlines()
+    assert [line for line in _lines(log, "scontrol") if "State=RESUME" in line or "delete" in line] == [
+        f"scontrol delete ReservationName={HOLD}", "scontrol update NodeName=h200-st-p5en-2 State=RESUME"]
     assert set(_drained(tmp_path)) == {"h200-st-p5en-3", "cpu-1"}
 
 
 @pytest.mark.parametrize(("env", "code", "said", "resumes"), [
     ({}, 0, "no node of partition h200 is drained by a window end: nothing to resume", []),
+    ({}, 0, f"no hold {HOLD} left from a window end: nothing to delete", []),
     ({"STUB_DRAINED": "h200-st-p5en-1=fmcluster: capacity block cr-0123456789abcdef0 ends unknown;"
                       "h200-st-p5en-2=fmcluster: capacity block cr-0123456789abcdef0 ends unknown",
       "STUB_NO_RESUME": "h200-st-p5en-1"}, 1,
@@ -210,7 +341,9 @@ def test_the_next_window_start_resumes_the_nodes_the_end_drained_and_no_other(tm
      ["h200-st-p5en-1", "h200-st-p5en-2"]),
     ({"STUB_DRAINED": "h200-st-p5en-1=operator: fmcluster: capacity block cr-1 ends soon"}, 0,
      "no node of partition h200 is drained by a window end: nothing to resume", []),
-], ids=["nothing-drained", "one-cannot-be-resumed", "a-reason-that-only-contains-ours"])
+    ({"STUB_RESERVATIONS": f"fmcluster-window-end-cpu pcluster-cr-0123456789abcdef0 {HOLD}"}, 0,
+     f"deleted {HOLD}, the hold of the last window's end: jobs may start on partition h200 again", []),
+], ids=["nothing-drained", "no-hold", "one-cannot-be-resumed", "a-reason-that-only-contains-ours", "hold-left"])
 def test_the_window_start_cases(tmp_path: Path, env: dict[str, str], code: int, said: str,
                                 resumes: list[str]) -> None:
     res = _window_start(tmp_path, ["h200"], env)
@@ -218,12 +351,17 @@ def test_the_window_start_cases(tmp_path: Path, env: dict[str, str], code: int, 
     assert f"fmcluster-window-start: {said}" in res.stdout.splitlines()
     assert [line.split()[2].removeprefix("NodeName=") for line in _lines(tmp_path / "log", "scontrol")
             if "State=RESUME" in line] == resumes
+    # only the group's own hold is ever deleted: another group's, ParallelCluster's and the gate's stay
+    left = set(env.get("STUB_RESERVATIONS", "").split()) - {HOLD}
+    assert set(_reservations(tmp_path / "log")) == left
 
 
 def test_the_window_start_takes_the_reservation_id_of_the_delivered_event(tmp_path: Path) -> None:
     res = _window_start(tmp_path, ["cr-0123456789abcdef0"], {
-        "STUB_DRAINED": "h200-st-p5en-2=fmcluster: capacity block cr-0123456789abcdef0 ends unknown"})
+        "STUB_DRAINED": "h200-st-p5en-2=fmcluster: capacity block cr-0123456789abcdef0 ends unknown",
+        "STUB_RESERVATIONS": HOLD})
     assert res.returncode == 0, res.stdout + res.stderr
+    assert _reservations(tmp_path / "log") == {}
     assert _lines(tmp_path / "log", "scontrol")[-1] == "scontrol update NodeName=h200-st-p5en-2 State=RESUME"
 
 
