@@ -11,8 +11,8 @@ Where the expected sha256 comes from (:func:`expected`): the catalog pin; else t
 time: an apt flat repository's ``Packages.gz`` (paragraphs with ``Package``, ``Version``, ``Architecture``,
 ``Filename`` relative to the repository, ``SHA256``: https://wiki.debian.org/DebianRepository/Format, "Flat
 Repository Format" and "Packages Indices"; NVIDIA's CUDA repositories are flat, ``deb <url> /``, and serve
-``Packages.gz`` with ``./``-relative ``Filename`` and ``SHA256`` fields, as Drake's
-``tools/workspace/cuda/manifest_regenerate.py`` reads them, github.com/zzhou292/drake), a dnf
+``Packages.gz`` with ``./``-relative ``Filename`` and ``SHA256`` fields, as Drake's manifest tool reads them,
+github.com/zzhou292/drake/blob/master/tools/workspace/cuda/manifest_regenerate.py), a dnf
 repository's ``repodata/repomd.xml`` -> ``<data type="primary">`` ``<location href>`` -> ``<package>`` entries with
 ``<name>``, ``<arch>``, ``<version ver rel>``, ``<checksum type="sha256">`` and ``<location href>`` (createrepo_c's
 format, github.com/rpm-software-management/createrepo_c), or a release's ``sha256sum``-format checksum list

@@ -167,7 +167,7 @@ SLURM_EXPORTER = Release(
     # GoReleaser's default archive name {{ .ProjectName }}_{{ .Version }}_{{ .Os }}_{{ .Arch }} (tar.gz, binary and
     # README/LICENSE at the top level: https://goreleaser.com/customization/archive/) and checksum list
     # {{ .ProjectName }}_{{ .Version }}_checksums.txt (sha256, https://goreleaser.com/customization/checksum): the
-    # repository's .goreleaser.yaml sets neither, and its release workflow (.github/workflows/release.yml) runs
+    # repository's .goreleaser.yaml sets neither, and its release workflow (rivosinc/prometheus-slurm-exporter/.github/workflows/release.yml) runs
     # GoReleaser on every published release. UNVERIFIED for v1.7.0 itself (the release page was not read offline;
     # a third-party install guide unpacks prometheus-slurm-exporter_1.6.4_linux_amd64.tar.gz): a name that does not
     # exist makes the deploy skip the optional object and the head node report the exporter missing.
