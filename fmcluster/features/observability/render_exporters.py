@@ -33,6 +33,7 @@ from fmcluster.features.observability.endpoints import (
     MONITORING_STATE_LOG_PREFIX,
     heartbeat_alarm_name,
 )
+from fmcluster.features.observability.plan_mirror import dcgm_exporter_mirror_objects
 from fmcluster.features.observability.render_alert_rules import WATCHDOG_ALERT, render_alert_rules
 from fmcluster.features.observability.render_alertmanager import TOPIC_PLACEHOLDER, render_alertmanager_yml
 from fmcluster.features.observability.render_context import (
@@ -47,7 +48,6 @@ from fmcluster.features.observability.render_grafana import (
     grafana_ini,
 )
 from fmcluster.features.observability.render_metrics import EFA_COUNTERS, THROUGHPUT_STALE_S, dcgm_counters_csv
-from fmcluster.features.observability.plan_mirror import dcgm_exporter_mirror_objects
 from fmcluster.features.observability.render_prometheus import (
     remote_write_url_placeholder,
     render_prometheus_config,
