@@ -12,8 +12,10 @@ only. Every object is optional: the monitoring install never fails the node.
 
 from __future__ import annotations
 
+from fmcluster.blueprint.model import Blueprint
 from fmcluster.catalog.software import cuda_repository
 from fmcluster.features.observability import pins
+from fmcluster.orchestrators.profile import OrchestratorProfile
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
 from fmcluster.resolved.mirror import INDEX_ARCH, MirrorObject, mirror_key, package_index, package_key
 
@@ -21,10 +23,11 @@ from fmcluster.resolved.mirror import INDEX_ARCH, MirrorObject, mirror_key, pack
 DCGM_EXPORTER_COMPONENT = "dcgm-exporter"
 
 
-def fmcluster_collects(rc: ResolvedCluster) -> bool:
+def fmcluster_collects(bp: Blueprint, profile: OrchestratorProfile) -> bool:
     """Metrics are on and fmcluster's own exporters and Prometheus collect them (``OrchestratorProfile.
-    metrics_collector`` ``head_node``; the HyperPod observability add-on runs its own exporters)."""
-    return rc.blueprint.observability.enabled and rc.profile.metrics_collector == "head_node"
+    metrics_collector`` ``head_node``; on HyperPod EKS the observability add-on runs its exporters as pods, on the same
+    ports). The node feature's ``ResolvedImage.exporters`` reads it too."""
+    return bp.observability.enabled and profile.metrics_collector == "head_node"
 
 
 def head_archives(metrics: str) -> tuple[pins.Archive, ...]:
@@ -37,7 +40,7 @@ def head_archives(metrics: str) -> tuple[pins.Archive, ...]:
 def head_mirror_objects(rc: ResolvedCluster) -> tuple[MirrorObject, ...]:
     """The head node's mirror objects, or ``()`` when fmcluster runs no head-node collector (metrics off, or the
     HyperPod observability add-on collects)."""
-    if not fmcluster_collects(rc):
+    if not fmcluster_collects(rc.blueprint, rc.profile):
         return ()
     out = [MirrorObject(a.name, a.url_for(arch), mirror_key(a.name, a.url_for(arch)), a.sha256[arch], optional=True)
            for a in head_archives(rc.blueprint.observability.metrics) for arch in pins.ARCHES]
@@ -62,8 +65,9 @@ def dcgm_exporter_mirror_objects(rc: ResolvedCluster, group: ResolvedGroup) -> t
     DCGM itself is not mirrored: an image without DCGM 4 gets no GPU metrics (the exporter script says so). DCGM 4's
     packages split by CUDA major version (``datacenter-gpu-manager-4-cuda<major>``, chosen from the driver on the
     node, https://docs.nvidia.com/datacenter/dcgm/latest/installation.html) plus a proprietary part, and their full
-    dependency set in NVIDIA's repository was not verified offline; every image in the catalog ships DCGM 4."""
-    if not fmcluster_collects(rc) or group.instance.gpu.count == 0:
+    dependency set in NVIDIA's repository was not verified offline; every image in the catalog ships DCGM 4
+    (``components.dcgm`` in fmcluster/catalog/data/images.yaml)."""
+    if not fmcluster_collects(rc.blueprint, rc.profile) or group.instance.gpu.count == 0:
         return ()
     os_name, arch = rc.blueprint.software.os_name, group.instance.cpu_architecture
     kind, pin = package_index(os_name), pins.DCGM_EXPORTER
