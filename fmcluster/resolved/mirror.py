@@ -33,6 +33,22 @@ def mirror_bucket_suffix(cluster_name: str, region: str) -> str:
 #: published ``sha256sum``-format list (GoReleaser's ``<project>_<version>_checksums.txt``,
 #: https://goreleaser.com/customization/checksum).
 INDEX_KINDS = ("apt", "dnf", "checksums")
+#: Architecture names in a package repository's index per EC2 CPU architecture: the ``Architecture`` field of the
+#: apt ``Packages`` index (Debian names) and the ``<arch>`` of dnf primary metadata (RPM names).
+INDEX_ARCH = {"apt": {"x86_64": "amd64", "arm64": "arm64"}, "dnf": {"x86_64": "x86_64", "arm64": "aarch64"}}
+#: File name extension of a package file per index kind.
+PACKAGE_EXT = {"apt": "deb", "dnf": "rpm"}
+
+
+def package_index(os_name: str) -> str:
+    """``apt`` for Ubuntu, ``dnf`` for Amazon Linux 2023: the index kind of the node OS's packages."""
+    return "apt" if os_name.startswith("ubuntu") else "dnf"
+
+
+def package_key(component: str, os_name: str, arch: str, package: str, version: str) -> str:
+    """``mirror/<component>/<os>/<EC2 arch>/<package>-<version>.<deb|rpm>``: the key of one OS package file, which
+    the deploy resolves from the repository index (``index`` ``apt``/``dnf``) and the node installs from the file."""
+    return f"{MIRROR_PREFIX}/{component}/{os_name}/{arch}/{package}-{version}.{PACKAGE_EXT[package_index(os_name)]}"
 
 
 def recorded_sha256_key(key: str) -> str:
@@ -56,7 +72,8 @@ class MirrorObject:
         index: ``""`` or one of :data:`INDEX_KINDS`: where the deploy reads the expected sha256.
         index_url: the checksum list (``checksums``); empty for ``apt``/``dnf`` (the index is under ``url``).
         package: the package name in the index (``apt``/``dnf``).
-        version: the version (``fnmatch`` glob, as the apt pin) the package must match (``apt``/``dnf``).
+        version: the version (``fnmatch`` glob, as the apt pin) the package must match (``apt``/``dnf``), without an
+            epoch: the deploy drops apt's ``<epoch>:`` prefix before matching (dnf's primary keeps the epoch apart).
         arch: the architecture in the index (``amd64``/``arm64`` for apt, ``x86_64``/``aarch64`` for dnf).
     """
 

@@ -5,7 +5,8 @@ file's text (standard library + the runtime's boto3).
 ``ResourceProperties``: ``Bucket`` and ``Objects`` (entries of
 :meth:`fmcluster.resolved.mirror.MirrorObject.as_property`: ``Url``, ``Key``, ``Sha256`` (empty: no pin),
 ``Optional`` (``true``/``false``), and for an object whose hash the publisher's index gives: ``Index``
-(``apt``/``dnf``/``checksums``), ``IndexUrl``, ``Package``, ``Version`` (a glob), ``Arch``).
+(``apt``/``dnf``/``checksums``), ``IndexUrl``, ``Package``, ``Version`` (a glob matched against the version without
+its epoch), ``Arch``).
 
 Where the expected sha256 comes from (:func:`expected`): the catalog pin; else the index, read over HTTPS at deploy
 time: an apt flat repository's ``Packages.gz`` (paragraphs with ``Package``, ``Version``, ``Architecture``,
@@ -88,13 +89,21 @@ def apt_paragraphs(text: str) -> list[dict[str, str]]:
     return out
 
 
+def without_epoch(version: str) -> str:
+    """A Debian version without its epoch: ``[epoch:]upstream_version[-debian_revision]``, the epoch an unsigned
+    integer (Debian Policy 5.6.12, https://www.debian.org/doc/debian-policy/ch-controlfields.html#version). NVIDIA's
+    DCGM packages carry one (``datacenter-gpu-manager-4-core (= 1:4.6.0-1)`` in the Build-Depends of
+    packages.microsoft.com's ``dcgm-exporter_4.8.3-ubuntu24.04u5.dsc``); the object's version glob never does."""
+    return re.sub(r"^\d+:", "", version)
+
+
 def from_apt(o: dict[str, str], fetch: Any) -> tuple[str, str]:
     base = o["Url"]
     text = gzip.decompress(fetch(urllib.parse.urljoin(base, "Packages.gz"))).decode()
-    return _best([(p["Version"], urllib.parse.urljoin(base, p["Filename"]), p["SHA256"].lower())
+    return _best([(without_epoch(p["Version"]), urllib.parse.urljoin(base, p["Filename"]), p["SHA256"].lower())
                   for p in apt_paragraphs(text)
                   if p.get("Package") == o["Package"] and p.get("Architecture") in (o["Arch"], "all")
-                  and fnmatch.fnmatchcase(p.get("Version", ""), o["Version"]) and "SHA256" in p], o)
+                  and fnmatch.fnmatchcase(without_epoch(p.get("Version", "")), o["Version"]) and "SHA256" in p], o)
 
 
 def _zstd() -> Any:

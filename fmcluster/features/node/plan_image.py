@@ -25,6 +25,7 @@ from fmcluster.catalog.images import BootLimit, ImageManifest, NvmeHandling, boo
 from fmcluster.catalog.software import BLACKWELL_FAMILIES, HOPPER_FAMILIES, SoftwareStack
 from fmcluster.features.node.plan_contract import ContractRow, node_contract, version_enforcement
 from fmcluster.features.node.plan_lustre_efa import lustre_efa_interfaces
+from fmcluster.features.observability.plan_mirror import fmcluster_collects
 from fmcluster.orchestrators.profile import BootPart
 from fmcluster.orchestrators.registry import profile_for
 
@@ -300,9 +301,8 @@ def resolve_image(bp: Blueprint, inst: InstanceSpec, stack: SoftwareStack | None
         nvme=nvme,
         gpu_services=manifest.gpu_services if (manifest is not None and spec.mode != "custom") else (),
         orchestrator_parts=profile.boot_parts,
-        # host exporters only where fmcluster's own collection gathers them (OrchestratorProfile.metrics_collector
-        # head_node); on HyperPod EKS the observability add-on runs them as pods, on the same ports
-        exporters=bp.observability.enabled and profile.metrics_collector == "head_node",
+        # host exporters only where fmcluster's own collection gathers them (the observability feature says)
+        exporters=fmcluster_collects(bp, profile),
         lustre_efa_interfaces=lnet_efa,
     )
     return replace(image, contract=node_contract(image, inst, efa_enabled=efa_enabled, lustre=lustre,

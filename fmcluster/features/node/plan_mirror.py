@@ -8,7 +8,8 @@ and how its sha256 is known:
   the head node's Prometheus, Alertmanager and Grafana (:mod:`fmcluster.features.observability.pins`, their
   upstream ``sha256sums.txt``);
 - read at deploy time from the publisher's own index, because no pin exists offline: NCCL's ``.deb``/``.rpm``
-  (official mode) from NVIDIA's CUDA repository index (apt ``Packages`` / dnf ``repodata`` primary), the Slurm
+  (official mode) and the GPU nodes' dcgm-exporter package from NVIDIA's CUDA repository index (apt ``Packages`` /
+  dnf ``repodata`` primary), the Slurm
   exporter's release archive from its release's checksum list. The deploy checks the download against that hash
   and writes it next to the object (``<key>.sha256``); the node checks what it reads from S3 against it.
 
@@ -26,17 +27,14 @@ from fmcluster.catalog.software import cuda_repository, nccl_tests_artifact
 from fmcluster.features.node.plan_image import image_of
 from fmcluster.features.node.plan_packages import package_plan
 from fmcluster.features.observability.pins import NODE_EXPORTER
-from fmcluster.features.observability.plan_mirror import head_mirror_objects
+from fmcluster.features.observability.plan_mirror import dcgm_exporter_mirror_objects, head_mirror_objects
 from fmcluster.resolved.cluster import ResolvedCluster, ResolvedGroup
-from fmcluster.resolved.mirror import MIRROR_PREFIX, MirrorObject, mirror_key
+from fmcluster.resolved.mirror import INDEX_ARCH, MirrorObject, mirror_key, package_index, package_key
 
 __all__ = ["ARCHIVE_ARCH", "MirrorObject", "mirror_objects", "nccl_mirror_objects"]
 
 #: Debian architecture names of the release archives per EC2 CPU architecture.
 ARCHIVE_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
-#: Architecture names in NVIDIA's CUDA repository indices per EC2 CPU architecture: the ``Architecture`` field of
-#: the apt ``Packages`` index (Debian names) and the ``<arch>`` of dnf primary metadata (RPM names).
-INDEX_ARCH = {"apt": {"x86_64": "amd64", "arm64": "arm64"}, "dnf": {"x86_64": "x86_64", "arm64": "aarch64"}}
 
 
 def nccl_mirror_objects(rc: ResolvedCluster, group: ResolvedGroup) -> tuple[MirrorObject, ...]:
@@ -51,20 +49,20 @@ def nccl_mirror_objects(rc: ResolvedCluster, group: ResolvedGroup) -> tuple[Mirr
     if stack is None or not any(i.startswith("nccl ") for i in image_of(group).installs_at_boot):
         return ()
     os_name, arch = rc.blueprint.software.os_name, group.instance.cpu_architecture
-    kind = "apt" if os_name.startswith("ubuntu") else "dnf"
+    kind = package_index(os_name)
     repo = cuda_repository(os_name, arch)
     nccl = stack.nccl.split("-")[0]
-    ext = "deb" if kind == "apt" else "rpm"
     return tuple(
-        MirrorObject("nccl", repo.url, f"{MIRROR_PREFIX}/nccl/{os_name}/{arch}/{p.name}-{nccl}.{ext}", None,
-                     optional=False, index=kind, package=p.name, version=p.version, arch=INDEX_ARCH[kind][arch])
+        MirrorObject("nccl", repo.url, package_key("nccl", os_name, arch, p.name, nccl), None, optional=False,
+                     index=kind, package=p.name, version=p.version, arch=INDEX_ARCH[kind][arch])
         for p in package_plan(os_name, stack.driver, stack.cuda, stack.nccl).nccl)
 
 
 def mirror_objects(rc: ResolvedCluster) -> list[MirrorObject]:
     """The files the nodes' boot would fetch from outside AWS, in a stable order: NCCL's packages per group whose
     boot installs NCCL (:func:`nccl_mirror_objects`), the nccl-tests source when a group builds it at boot,
-    node_exporter per compute CPU architecture when metrics are on, then the head node's monitoring stack
+    node_exporter per compute CPU architecture when metrics are on, the dcgm-exporter package per GPU group
+    (:func:`fmcluster.features.observability.plan_mirror.dcgm_exporter_mirror_objects`), then the head node's monitoring stack
     (:func:`fmcluster.features.observability.plan_mirror.head_mirror_objects`). Empty: no mirror."""
     out: dict[str, MirrorObject] = {}
     found = list(nccl_mirror_objects(rc, g) for g in rc.groups)
@@ -77,6 +75,7 @@ def mirror_objects(rc: ResolvedCluster) -> list[MirrorObject]:
             url = NODE_EXPORTER.url_for(ARCHIVE_ARCH[arch])
             found.append((MirrorObject("node_exporter", url, mirror_key("node_exporter", url),
                                        NODE_EXPORTER.sha256[ARCHIVE_ARCH[arch]], optional=True),))
+    found.extend(dcgm_exporter_mirror_objects(rc, g) for g in rc.groups)
     found.append(head_mirror_objects(rc))
     for objects in found:
         for o in objects:

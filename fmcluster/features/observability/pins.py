@@ -7,8 +7,9 @@ Three kinds of pin, each checked on the node before use:
   ``sha256sums.txt`` / download page, cross-checked against independent pins in public repositories).
 - :class:`Release`: a prebuilt release archive at a git tag whose commit is pinned too; its sha256 is read at deploy
   time from the release's own checksum list (``sha256_reason`` says why there is no pin).
-- :class:`RepoPackage`: packages from a signed distribution repository pinned by upstream version (the
-  package manager checks the repository signature and the package digest). ``sha256_reason`` says why.
+- :class:`RepoPackage`: packages from a distribution repository pinned by upstream version; the deploy copies the
+  package file into the cluster's mirror with the sha256 the repository index lists. ``sha256_reason`` says why
+  there is no pin.
 
 Every pin is listed in :data:`ALL_PINS`; tests/features/observability/test_observability_pins.py fails on a pin without a release
 source, and ``make verify-pins`` (tools/verify_pins.py, needs internet) resolves every pin (HTTP HEAD for
@@ -203,12 +204,15 @@ DCGM_EXPORTER = RepoPackage(
         "packaging/config-files/systemd/nvidia-dcgm-exporter.service (User=root)",
         "NVIDIA/dcgm-exporter #700 (4.5.3-4.8.2 lacks DCGM_FI_DEV_XID_ERRORS; 4.4.1-4.6.0 had it)",
     ),
-    sha256_reason="installed from NVIDIA's signed CUDA repository by exact version; apt/dnf verify the "
-    "repository signature and each package's digest",
+    sha256_reason="no pin exists offline: the deploy reads the package file's sha256 from NVIDIA's CUDA repository "
+    "index (apt Packages.gz / dnf primary), checks the download against it and records it in the cluster's mirror; "
+    "the node checks its copy against that record and installs the file with no repository "
+    "(fmcluster/features/observability/plan_mirror.py)",
 )
-#: DCGM paired with the exporter release above. Installed only where the image has no DCGM: an image's own
-#: DCGM (ParallelCluster 3.16 images ship 4.6.0 and run their own health check; DLAMIs ship 4.7.0) is never
-#: replaced or downgraded; a different major version skips the exporter with a warning.
+#: DCGM paired with the exporter release above. Never installed by fmcluster: the image's own DCGM
+#: (ParallelCluster 3.16 images ship 4.6.0 and run their own health check; DLAMIs ship 4.7.0) is used as is, a
+#: different major version skips the exporter with a warning, and an image without DCGM gets no GPU metrics (its
+#: dependency set in NVIDIA's repository was not verified offline: plan_mirror.dcgm_exporter_mirror_objects).
 DCGM = RepoPackage(
     name="dcgm",
     packages=("datacenter-gpu-manager-4-core", "datacenter-gpu-manager-4-proprietary"),
@@ -219,13 +223,9 @@ DCGM = RepoPackage(
         "proprietary package carries the profiling module)",
         "github.com/NVIDIA/dcgm-exporter tag 4.4.2-4.7.1 (first half of the tag: the paired DCGM version)",
     ),
-    sha256_reason="installed from NVIDIA's signed CUDA repository by exact version (apt/dnf verify signatures)",
+    sha256_reason="not installed by fmcluster (the image's own DCGM is used); the version is the exporter's pair",
 )
 DCGM_MAJOR = DCGM.version.split(".")[0]
-
-#: DCGM 4 splits CUDA-dependent components into one package per CUDA major version (NVIDIA's install guide
-#: installs ``datacenter-gpu-manager-4-cuda${CUDA_VERSION}``, the major version ``nvidia-smi`` reports).
-DCGM_CUDA_PACKAGE_PREFIX = "datacenter-gpu-manager-4-cuda"
 
 ALL_PINS: tuple[Archive | RepoPackage | Release, ...] = (
     PROMETHEUS, NODE_EXPORTER, ALERTMANAGER, GRAFANA, SLURM_EXPORTER, DCGM_EXPORTER, DCGM,

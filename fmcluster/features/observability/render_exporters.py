@@ -1,7 +1,8 @@
 """Node-side install script for the metrics layer: one self-contained bash script per node role.
 
 - ``compute`` nodes: node_exporter (all interfaces, port 9100) with the fmcluster textfile collector (node
-  facts and EFA hardware counters, every 15 s) and, on GPU nodes, the DCGM exporter (port 9400).
+  facts and EFA hardware counters, every 15 s) and, on GPU nodes, the DCGM exporter (port 9400) from its package file
+  in the cluster's mirror, using the image's DCGM 4.
 - ``head`` node (ParallelCluster head node, HyperPod controller, PCS login node): Prometheus first
   (127.0.0.1:9090; agent + AMP remote write when managed, server with the alert rules when self-hosted), on
   ParallelCluster after allowing its service users through the IMDS lockdown; Alertmanager to SNS
@@ -32,6 +33,7 @@ from fmcluster.features.observability.endpoints import (
     MONITORING_STATE_LOG_PREFIX,
     heartbeat_alarm_name,
 )
+from fmcluster.features.observability.plan_mirror import dcgm_exporter_mirror_objects
 from fmcluster.features.observability.render_alert_rules import WATCHDOG_ALERT, render_alert_rules
 from fmcluster.features.observability.render_alertmanager import TOPIC_PLACEHOLDER, render_alertmanager_yml
 from fmcluster.features.observability.render_context import (
@@ -103,6 +105,9 @@ class ExporterContext:
     #: The unit that restores the head node's IMDS lockdown at boot (``OrchestratorProfile.imds_lockdown_service``),
     #: "" when the orchestrator locks nothing down.
     imds_lockdown_service: str = ""
+    #: Compute GPU nodes: the mirror keys of the dcgm-exporter package file(s) for the group's OS and architecture
+    #: (:func:`fmcluster.features.observability.plan_mirror.dcgm_exporter_mirror_objects`), in the pin's order.
+    dcgm_exporter_keys: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -119,6 +124,7 @@ class ExporterContext:
             "ssm_parameter": self.ssm_parameter,
             "slurm_bin_dir": self.slurm_bin_dir,
             "imds_lockdown_service": self.imds_lockdown_service,
+            "dcgm_exporter_keys": list(self.dcgm_exporter_keys),
             "files": [
                 {"path": f.path, "content": f.content, "mode": f.mode, "delimiter": _delimiter(f)}
                 for f in self.files
@@ -178,6 +184,7 @@ def exporter_context(rc: ResolvedCluster, *, role: Role, group: ResolvedGroup | 
         files=() if node else head_files(octx),
         slurm_bin_dir=rc.profile.slurm_bin_dir or "",
         imds_lockdown_service=rc.profile.imds_lockdown_service or "",
+        dcgm_exporter_keys=tuple(o.key for o in dcgm_exporter_mirror_objects(rc, node)) if node else (),
     )
 
 

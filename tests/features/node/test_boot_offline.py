@@ -1,7 +1,7 @@
 """No internet at boot (issue 23 item 4): every URL in every example's rendered boot scripts (each group's
 ``bootstrap.sh``, the exporter scripts of compute and head nodes), and where it goes. What a node used to fetch from
-outside AWS (NCCL from NVIDIA's repository, the nccl-tests source, node_exporter, the head node's Prometheus,
-Alertmanager, Grafana and Slurm exporter) is read from the cluster's mirror bucket; anything still fetched from outside
+outside AWS (NCCL and the GPU nodes' dcgm-exporter from NVIDIA's repository, the nccl-tests source, node_exporter, the
+head node's Prometheus, Alertmanager, Grafana and Slurm exporter) is read from the cluster's mirror bucket; anything still fetched from outside
 AWS would have to be listed here by name (STILL_OUTSIDE, empty)."""
 
 from __future__ import annotations
@@ -74,11 +74,14 @@ def test_boot_scripts_reach_outside_aws_only_where_listed(example: str, expected
 
 
 NE = "mirror/node_exporter/node_exporter-1.7.0.linux-${FMC_ARCH}.tar.gz"
-# (example, the mirror keys its compute boot reads): official mode installs NCCL from the mirror's package files
+DCGM_2204 = "mirror/dcgm-exporter/ubuntu-22.04/x86_64/datacenter-gpu-manager-exporter-4.7.1.deb"
+# (example, the mirror keys its compute boot reads): official mode installs NCCL from the mirror's package files; GPU
+# nodes with metrics on install dcgm-exporter from its package file (it was installed from the image's repositories)
 MIRRORED = [
     ("default", {"mirror/nccl/ubuntu-22.04/x86_64/libnccl2-2.31.2.deb",
-                 "mirror/nccl/ubuntu-22.04/x86_64/libnccl-dev-2.31.2.deb", "mirror/nccl-tests/v2.17.6.tar.gz", NE}),
-    ("p6-b200", {NE}),  # the bake carries NCCL and nccl-tests
+                 "mirror/nccl/ubuntu-22.04/x86_64/libnccl-dev-2.31.2.deb", "mirror/nccl-tests/v2.17.6.tar.gz", NE,
+                 DCGM_2204}),
+    ("p6-b200", {NE, DCGM_2204}),  # the bake carries NCCL and nccl-tests
     ("pcs-p5en", {"mirror/nccl/ubuntu-24.04/x86_64/libnccl2-2.31.2.deb",
                   "mirror/nccl/ubuntu-24.04/x86_64/libnccl-dev-2.31.2.deb", "mirror/nccl-tests/v2.17.6.tar.gz"}),
 ]
@@ -95,7 +98,10 @@ def _keys(example: str, select: str) -> set[str]:
 
 @pytest.mark.parametrize(("example", "keys"), MIRRORED)
 def test_boot_reads_the_mirror(example: str, keys: set[str]) -> None:
+    """Every key a compute node reads is one the deploy copies (node_exporter for the group's architecture)."""
     assert _keys(example, "compute") == keys
+    copied = {o.key for o in mirror_objects(resolve(load_blueprint(next(p for p in EXAMPLES if p.stem == example))))}
+    assert {k.replace("${FMC_ARCH}", "amd64") for k in keys} <= copied
 
 
 HEAD = {"mirror/prometheus/prometheus-3.13.2.linux-${FMC_ARCH}.tar.gz", NE,

@@ -17,9 +17,11 @@ import pytest
 
 from fmcluster.features.node import handler_mirror as h
 from fmcluster.features.node.plan_mirror import mirror_objects
+from fmcluster.features.observability.pins import DCGM_EXPORTER
 from fmcluster.resolved import resolve
 from fmcluster.resolved.mirror import INDEX_KINDS, mirror_bucket_suffix
-from fmcluster.validation import load_blueprint
+from fmcluster.validation import load_blueprint, load_blueprint_text
+from tests.blueprints import example, merge, to_yaml
 from tests.conftest import ROOT, resources_of, synth_templates
 
 GOOD, BAD = b"archive bytes", b"something else"
@@ -73,6 +75,44 @@ def test_copy_objects(objects: list[dict[str, str]], copied: set[str], statuses:
         assert s3.objects[f"{key}.sha256"] == f"{PIN}\n".encode()  # what a node checks an unpinned object against
 
 
+EXPORTER = DCGM_EXPORTER.packages[0]
+CUDA_REPO = "https://developer.download.nvidia.com/compute/cuda/repos/"
+
+
+def _exporter_key(os_name: str, arch: str, ext: str) -> str:
+    return f"mirror/dcgm-exporter/{os_name}/{arch}/{EXPORTER}-{DCGM_EXPORTER.version}.{ext}"
+
+
+def _resolved(example_name: str, patch: dict[str, Any] | None = None) -> Any:
+    return resolve(load_blueprint_text(to_yaml(merge(example(example_name), patch or {}))).blueprint)
+
+
+# (example, patch, the dcgm-exporter objects as (key, repository URL, index, index architecture)): one per GPU group's
+# OS and CPU architecture, from NVIDIA's CUDA repository; none where fmcluster's exporters do not run
+DCGM_OBJECTS: list[tuple[str, dict[str, Any] | None, list[tuple[str, str, str, str]]]] = [
+    ("default", None, [(_exporter_key("ubuntu-22.04", "x86_64", "deb"), f"{CUDA_REPO}ubuntu2204/x86_64/", "apt",
+                        "amd64")]),
+    ("p6-b300", None, [(_exporter_key("ubuntu-24.04", "x86_64", "deb"), f"{CUDA_REPO}ubuntu2404/x86_64/", "apt",
+                        "amd64")]),
+    ("p6e-gb200", None, [(_exporter_key("ubuntu-22.04", "arm64", "deb"), f"{CUDA_REPO}ubuntu2204/sbsa/", "apt",
+                          "arm64")]),
+    ("default", {"software": {"os": "amazon-linux-2023"}},
+     [(_exporter_key("amazon-linux-2023", "x86_64", "rpm"), f"{CUDA_REPO}amzn2023/x86_64/", "dnf", "x86_64")]),
+    ("default", {"observability": {"metrics": "none"}}, []),  # metrics off
+    ("hyperpod-eks", None, []),  # the HyperPod observability add-on runs its own exporters
+]
+
+
+@pytest.mark.parametrize(("example_name", "patch", "expected"), DCGM_OBJECTS,
+                         ids=["ubuntu2204", "ubuntu2404", "arm64", "al2023", "metrics-off", "hyperpod-eks"])
+def test_gpu_groups_mirror_the_pinned_dcgm_exporter_package(example_name: str, patch: dict[str, Any] | None,
+                                                            expected: list[tuple[str, str, str, str]]) -> None:
+    objects = [o for o in mirror_objects(_resolved(example_name, patch)) if o.component == "dcgm-exporter"]
+    assert [(o.key, o.url, o.index, o.arch) for o in objects] == expected
+    for o in objects:  # the pin's package and version (any packaging revision), checked at deploy, optional
+        assert (o.package, o.version, o.sha256, o.optional) == (EXPORTER, f"{DCGM_EXPORTER.version}-*", None, True)
+
+
 def test_every_mirrored_object_has_a_pin_or_an_index() -> None:
     """Nothing is copied on trust: each object has the catalog's sha256 or the publisher's index to take it from."""
     for p in sorted((ROOT / "blueprints").glob("*.yaml")):
@@ -88,9 +128,10 @@ DNF_BASE = "https://developer.download.nvidia.com/compute/cuda/repos/amzn2023/x8
 
 
 def _paragraph(package: str, version: str, arch: str, sha: str) -> str:
-    """One paragraph of an apt Packages index (https://wiki.debian.org/DebianRepository/Format, Packages Indices)."""
+    """One paragraph of an apt Packages index (https://wiki.debian.org/DebianRepository/Format, Packages Indices); the
+    file name leaves out the version's epoch, as Debian archives name files (dpkg-name(1))."""
     return (f"Package: {package}\nVersion: {version}\nArchitecture: {arch}\nDepends: libc6\n"
-            f"Filename: ./{package}_{version}_{arch}.deb\nSize: 6\nSHA256: {sha}\nDescription: NCCL\n text\n")
+            f"Filename: ./{package}_{version.split(':', 1)[-1]}_{arch}.deb\nSize: 6\nSHA256: {sha}\nDescription: NCCL\n text\n")
 
 
 def _primary(rows: list[tuple[str, str, str, str, str]]) -> bytes:
@@ -141,15 +182,32 @@ def pkg(base: str, index: str, package: str, arch: str, version: str = "2.27.7-1
 CHECKSUMS = {"Url": "https://r/v1/p_1_linux_amd64.tar.gz", "Key": "mirror/p/p.tgz", "Sha256": "", "Optional": "true",
              "Index": "checksums", "IndexUrl": "https://r/v1/p_1_checksums.txt", "Package": "", "Version": "",
              "Arch": ""}
+# NVIDIA's Ubuntu 24.04 repository, for the dcgm-exporter package: apt versions carry an epoch (Debian Policy 5.6.12,
+# [epoch:]upstream_version[-debian_revision]), the object's glob does not; 4.7.10 and 4.8.2 must not be taken
+APT_2404 = "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/"
+DCGM_DEB = b"dcgm-exporter .deb"
+WEB.update({
+    APT_2404 + "Packages.gz": gzip.compress("\n".join([
+        _paragraph(EXPORTER, f"1:{DCGM_EXPORTER.version}-1", "amd64", hashlib.sha256(DCGM_DEB).hexdigest()),
+        _paragraph(EXPORTER, f"1:{DCGM_EXPORTER.version}0-1", "amd64", "7" * 64),
+        _paragraph(EXPORTER, "1:4.8.2-1", "amd64", "8" * 64)]).encode()),
+    APT_2404 + f"{EXPORTER}_{DCGM_EXPORTER.version}-1_amd64.deb": DCGM_DEB,
+})
+# the dcgm-exporter object of a Ubuntu 24.04 example, as the plan builds it
+(DCGM_EXPORTER_OBJECT,) = [o.as_property() for o in mirror_objects(resolve(load_blueprint(ROOT / "blueprints/p6-b300.yaml")))
+                           if o.component == "dcgm-exporter"]
+
 # (object, the file the deploy downloads, the sha256 it expects) from the index
 RESOLVED = [
     (pkg(APT_BASE, "apt", "libnccl2", "amd64"), APT_BASE + "libnccl2_2.27.7-1+cuda12.9_amd64.deb", DEB_SHA),
     (pkg(DNF_BASE, "dnf", "libnccl", "x86_64"), DNF_BASE + "libnccl-2.27.7-1+cuda12.9.x86_64.rpm", RPM_SHA),
     (CHECKSUMS, CHECKSUMS["Url"], PIN),
+    (DCGM_EXPORTER_OBJECT, APT_2404 + f"{EXPORTER}_{DCGM_EXPORTER.version}-1_amd64.deb",
+     hashlib.sha256(DCGM_DEB).hexdigest()),
 ]
 
 
-@pytest.mark.parametrize(("o", "url", "sha"), RESOLVED, ids=["apt", "dnf", "checksums"])
+@pytest.mark.parametrize(("o", "url", "sha"), RESOLVED, ids=["apt", "dnf", "checksums", "apt-epoch-dcgm-exporter"])
 def test_the_deploy_takes_the_hash_from_the_publishers_index(o: dict[str, str], url: str, sha: str) -> None:
     assert h.expected(o, web) == (url, sha)
     s3 = FakeS3()

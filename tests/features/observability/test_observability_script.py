@@ -8,7 +8,13 @@ mismatch exits 1 like coreutils); ``aws s3 cp`` of a mirror key serves such a ta
 with its binary at the top level, GoReleaser's layout), of ``KEY.sha256`` the recorded hash or a 404; ``iptables -S
 PARALLELCLUSTER_IMDS`` prints a REJECT rule (ParallelCluster's lockdown on, Imds.Secured true);
 ``dpkg-query -W -f='${db:Status-Status} ${Version}'`` prints an installed package's status and version;
-``apt-cache madison`` prints ``pkg | version | repo`` lines; ``useradd`` and ``chown`` only record.
+``useradd`` and ``chown`` only record. A package file in the mirror (``aws s3 cp`` of a ``.deb`` key) is the test's
+stand-in from STUB_MIRROR_DIR (its control fields ``Package``, ``Version``), or the CLI's 404 when absent; ``dpkg
+--install FILE`` installs the file's package (dpkg(1): it reads the archive's control member) into STUB_DPKG_DB, which
+``dpkg-query`` reads too, or, with STUB_DPKG_MISSING_DEPENDS, leaves it unconfigured and exits 1 with dpkg's "dependency
+problems" message; ``dpkg --remove`` records. ``internet=False`` (STUB_OFFLINE): a private subnet with only the S3
+gateway endpoint: ``apt-get update``/``install`` fail to fetch (exit 100) and ``curl`` of anything but the instance
+metadata service fails (exit 22, as the boot simulation's harness).
 
 Needs root (or user namespaces) for ``unshare --mount``; without it the tests skip, and fail when CI is set.
 """
@@ -24,12 +30,16 @@ from pathlib import Path
 
 import pytest
 
+from fmcluster.catalog.images import get_image
+from fmcluster.features.node.plan_mirror import mirror_objects
 from fmcluster.features.observability.endpoints import MONITORING_STATE_LOG_PREFIX
-from fmcluster.features.observability.pins import DCGM_EXPORTER
+from fmcluster.features.observability.pins import DCGM, DCGM_EXPORTER
 from fmcluster.features.observability.render_exporters import IMDS_ACCESS_SCRIPT, exporter_context, render_exporter_script
-from fmcluster.resolved import resolve
-from fmcluster.validation import load_blueprint_text
+from fmcluster.resolved import NODE_DIR, resolve
+from fmcluster.resolved.mirror import mirror_bucket_suffix
+from fmcluster.validation import load_blueprint, load_blueprint_text
 from tests.blueprints import blueprint_text
+from tests.conftest import ROOT
 
 MOUNTS = (
     "/opt", "/usr/local", "/var/lib", "/var/log", "/etc/systemd/system", "/etc/prometheus", "/etc/alertmanager",
@@ -66,6 +76,9 @@ STUBS = {
           */instance-identity/document) printf '{\n  "accountId" : "123456789012"\n}\n'; exit 0 ;;
         esac
         echo "curl ${url}" >> "$STUB_LOG"
+        if [[ -n "${STUB_OFFLINE:-}" && "${url}" != https://mirror.invalid/* ]]; then
+          echo "curl: (22) The requested URL returned error: 404" >&2; exit 22
+        fi
         name="${url##*/}"; base="${name%.tar.gz}"
         d="$(mktemp -d)"
         if [[ "${name}" == prometheus-slurm-exporter_* ]]; then  # GoReleaser's layout: the binary at the top level
@@ -105,28 +118,52 @@ STUBS = {
           fi
           echo "${STUB_RECORDED}" > "${*: -1}"; exit 0
         fi
+        if [[ "${src}" == *.deb ]]; then  # a package file: the test's stand-in, or absent
+          if [[ ! -f "${STUB_MIRROR_DIR:-/nonexistent}/${src##*/}" ]]; then
+            echo "fatal error: An error occurred (404) when calling the HeadObject operation: Not Found" >&2; exit 1
+          fi
+          cp "${STUB_MIRROR_DIR}/${src##*/}" "${*: -1}"; exit 0
+        fi
         curl -o "${*: -1}" "https://mirror.invalid/${src##*/}"
         """
     ),
     "sinfo": 'echo "gpu-1 10.0.1.5"',
     "pgrep": "exit 1",
     "nvidia-smi": 'echo "| NVIDIA-SMI 595.71.05   Driver Version: 595.71.05   CUDA Version: 13.2 |"',
-    "apt-get": 'echo "apt-get $*" >> "$STUB_LOG"',
-    "apt-mark": 'echo "apt-mark $*" >> "$STUB_LOG"',
-    "apt-cache": textwrap.dedent(
+    "apt-get": textwrap.dedent(
         """\
-        [[ "$1" == madison ]] || exit 0
-        for line in ${STUB_REPO:-}; do
-          pkg="${line%%=*}"; ver="${line#*=}"
-          [[ "$pkg" == "$2" ]] && echo " $pkg | $ver | https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64  Packages"
+        echo "apt-get $*" >> "$STUB_LOG"
+        if [[ -n "${STUB_OFFLINE:-}" ]]; then
+          echo "E: Failed to fetch https://developer.download.nvidia.com/compute/cuda/repos/  Could not connect" >&2
+          exit 100
+        fi
+        """
+    ),
+    "apt-mark": 'echo "apt-mark $*" >> "$STUB_LOG"',
+    "dpkg": textwrap.dedent(
+        """\
+        echo "dpkg $*" >> "$STUB_LOG"
+        [[ "$1" == --install ]] || exit 0
+        shift
+        for f in "$@"; do
+          pkg="$(sed -n 's/^Package: //p' "$f")"; ver="$(sed -n 's/^Version: //p' "$f")"
+          if [[ -z "$pkg" || -z "$ver" ]]; then
+            echo "dpkg-deb: error: '$f' is not a Debian format archive" >&2; exit 1
+          fi
+          if [[ -n "${STUB_DPKG_MISSING_DEPENDS:-}" ]]; then
+            echo "dpkg: dependency problems prevent configuration of $pkg:" >&2
+            echo " $pkg depends on ${STUB_DPKG_MISSING_DEPENDS}; however:" >&2
+            echo "  Package ${STUB_DPKG_MISSING_DEPENDS%% *} is not installed." >&2
+            exit 1
+          fi
+          echo "$pkg=$ver" >> "$STUB_DPKG_DB"
         done
-        exit 0
         """
     ),
     "dpkg-query": textwrap.dedent(
         """\
         pkg="${*: -1}"
-        for line in ${STUB_INSTALLED:-}; do
+        for line in ${STUB_INSTALLED:-} $(cat "$STUB_DPKG_DB" 2>/dev/null); do
           [[ "${line%%=*}" == "$pkg" ]] && { printf 'installed %s' "${line#*=}"; exit 0; }
         done
         echo "dpkg-query: no packages found matching $pkg" >&2; exit 1
@@ -140,7 +177,8 @@ def _cluster(kind: str, metrics: str):
     return resolve(load_blueprint_text(text).blueprint)
 
 
-def _run(script: str, tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess[str], list[str], str]:
+def _run(script: str, tmp_path: Path, *, internet: bool = True, **env: str
+         ) -> tuple[subprocess.CompletedProcess[str], list[str], str]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for name, body in STUBS.items():
@@ -175,6 +213,8 @@ def _run(script: str, tmp_path: Path, **env: str) -> tuple[subprocess.CompletedP
         "STUB_LOG": str(log),
         "STUB_SSM": str(ssm),
         "HOME": str(tmp_path),
+        "STUB_DPKG_DB": str(tmp_path / "dpkg.db"),
+        **({} if internet else {"STUB_OFFLINE": "1"}),
         **env,
     }
     proc = subprocess.run(
@@ -246,38 +286,101 @@ def test_prometheus_download_failure_is_reported_not_fatal(sandbox: None, tmp_pa
     assert not any(c.startswith("iptables") for c in calls)
 
 
-@pytest.mark.parametrize(
-    ("installed", "expect_state", "expect_install"),
-    [
-        # ParallelCluster 3.16 image: DCGM 4.6.0 is used as is, only the exporter is installed
-        ("datacenter-gpu-manager-4-core=1:4.6.0-1", "ok", ["datacenter-gpu-manager-exporter=4.7.1-1"]),
-        # DCGM 3 on the image: left alone, exporter skipped with a warning
-        ("datacenter-gpu-manager=1:3.3.6", "skipped", []),
-        # no DCGM: the pinned pair is installed
-        ("", "ok", ["datacenter-gpu-manager-4-core=1:4.4.2-1", "datacenter-gpu-manager-exporter=4.7.1-1"]),
-    ],
-)
-def test_gpu_node_never_downgrades_dcgm(
-    sandbox: None, tmp_path: Path, installed: str, expect_state: str, expect_install: list[str]
-) -> None:
-    rc = _cluster("parallelcluster", "managed")
-    script = render_exporter_script(exporter_context(rc, role="compute", group=rc.groups[0]))
-    repo = " ".join(
-        [
-            "datacenter-gpu-manager-4-core=1:4.4.2-1", "datacenter-gpu-manager-4-core=1:4.6.0-1",
-            "datacenter-gpu-manager-4-proprietary=1:4.4.2-1",
-            f"datacenter-gpu-manager-exporter={DCGM_EXPORTER.version}-1",
-        ]
-    )
-    proc, calls, out = _run(script, tmp_path, STUB_INSTALLED=installed, STUB_REPO=repo)
+DEFAULT = ROOT / "blueprints/default.yaml"
+WORK = f"{NODE_DIR}/observability"  # the script's work folder (render_exporters._common)
+#: DCGM on ParallelCluster's official image for the default example (the catalog's manifest), as dpkg lists it.
+PC_DCGM = f"{DCGM.packages[0]}=1:{get_image('parallelcluster-3.16.3').components['dcgm']}-1"
+#: The exporter's package file as NVIDIA's repository would carry it (the ``-1`` revision is the stand-in's).
+EXPORTER_DEB = f"Package: {DCGM_EXPORTER.packages[0]}\nVersion: {DCGM_EXPORTER.version}-1\nArchitecture: amd64\n"
+
+
+def _default_compute_script() -> tuple[str, str]:
+    """The default example's compute exporter script and the mirror key of its dcgm-exporter package file."""
+    rc = resolve(load_blueprint(DEFAULT))
+    (key,) = [o.key for o in mirror_objects(rc) if o.component == "dcgm-exporter"]
+    return render_exporter_script(exporter_context(rc, role="compute", group=rc.groups[0])), key
+
+
+def _offline_gpu_node(tmp_path: Path, installed: str, *, copy: bool = True, **env: str
+                      ) -> tuple[subprocess.CompletedProcess[str], list[str], str, str]:
+    """The default example's compute exporter script on a node with ``installed`` packages, no internet, and the
+    mirror holding the exporter's package file (``copy``) with the sha256 the deploy recorded for it."""
+    script, key = _default_compute_script()
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    if copy:
+        (mirror / key.rsplit("/", 1)[1]).write_text(EXPORTER_DEB)
+        env = {"STUB_RECORDED": "b" * 64, **env}
+    proc, calls, out = _run(script, tmp_path, internet=False, STUB_INSTALLED=installed, STUB_MIRROR_DIR=str(mirror),
+                            **env)
+    return proc, calls, out, key
+
+
+def test_default_example_gpu_node_installs_dcgm_exporter_from_the_mirror_without_internet(sandbox: None,
+                                                                                          tmp_path: Path) -> None:
+    """The regression of the mirror change: on ParallelCluster's official image (DCGM, no dcgm-exporter) in a subnet
+    without internet, the exporter used to be installed from the image's repositories and failed; it now comes from the
+    mirror's package file, checked against the recorded sha256, installed with dpkg and no repository."""
+    proc, calls, out, key = _offline_gpu_node(tmp_path, PC_DCGM)
     assert "exit=0" in out, proc.stdout + proc.stderr
-    assert _state(out) == {"node_exporter": "ok", "dcgm_exporter": expect_state}, out
-    installs = [c for c in calls if c.startswith("apt-get install")]
-    installed_specs = [s for c in installs for s in c.split() if "=" in s]
-    for spec in expect_install:
-        assert spec in installed_specs, installs
-    assert not any(s.startswith("datacenter-gpu-manager-4-core=") for s in installed_specs) or not installed
-    assert not any("--allow-downgrades" in c for c in installs)
+    assert _state(out) == {"node_exporter": "ok", "dcgm_exporter": "ok"}, out + proc.stderr
+    name = key.rsplit("/", 1)[1]
+    assert f"dpkg --install {WORK}/{name}" in calls
+    assert not [c for c in calls if c.startswith(("apt-get", "dnf"))]
+    assert not [c for c in calls if c.startswith("curl ") and not c.startswith("curl https://mirror.invalid/")]
+    bucket, region = _bucket_and_region()
+    assert [c for c in calls if c.startswith("aws s3 cp") and "dcgm" in c] == [
+        f"aws s3 cp --only-show-errors --region {region} s3://{bucket}/{key}.sha256 "
+        f"{WORK}/{name}.sha256",
+        f"aws s3 cp --only-show-errors --region {region} s3://{bucket}/{key} {WORK}/{name}.part"]
+    assert f"dcgm-exporter {DCGM_EXPORTER.version} installed from the cluster's mirror" in out
+    assert "systemctl restart nvidia-dcgm-exporter.service" in calls
+
+
+def _bucket_and_region() -> tuple[str, str]:
+    rc = resolve(load_blueprint(DEFAULT))
+    return f"fmc-mirror-123456789012{mirror_bucket_suffix(rc.name, rc.blueprint.region)}", rc.blueprint.region
+
+
+# (case, installed packages, mirror copy present, extra env, dcgm_exporter state, installed from the mirror, message)
+DCGM_CASES = [
+    ("image DCGM 4.x without exporter", PC_DCGM, True, {}, "ok", True,
+     f"using the image's DCGM {get_image('parallelcluster-3.16.3').components['dcgm']}"),
+    ("image has the pinned exporter", f"{DCGM.packages[0]}=1:{DCGM.version}-1 "
+     f"{DCGM_EXPORTER.packages[0]}={DCGM_EXPORTER.version}-1", True, {}, "ok", False, "on :9400"),
+    ("DCGM 3 on the image", "datacenter-gpu-manager=1:3.3.6", True, {}, "skipped", False,
+     "DCGM 3.3.6 on the image is not DCGM 4.x: dcgm-exporter 4.7.1 is not installed"),
+    ("no DCGM on the image", "", True, {}, "skipped", False, "DCGM missing on the image; GPU metrics off"),
+    ("the deploy skipped the copy", PC_DCGM, False, {}, "failed", False,
+     ".sha256 could not be read: the deploy did not copy mirror/dcgm-exporter/"),
+    ("the copy differs from the recorded sha256", PC_DCGM, True,
+     {"STUB_SHA_FAIL": f"{DCGM_EXPORTER.packages[0]}-{DCGM_EXPORTER.version}"}, "failed", False, "sha256 mismatch"),
+    ("the image lacks the package's dependencies", PC_DCGM, True,
+     {"STUB_DPKG_MISSING_DEPENDS": "libdcgm4"}, "failed", False,
+     "could not be installed from the mirror's file (its dependencies must be on the image); GPU metrics off"),
+]
+
+
+@pytest.mark.parametrize(("case", "installed", "copy", "env", "state", "from_mirror", "message"), DCGM_CASES,
+                         ids=[c[0] for c in DCGM_CASES])
+def test_gpu_node_dcgm_exporter_is_optional_and_never_touches_dcgm(
+    sandbox: None, tmp_path: Path, case: str, installed: str, copy: bool, env: dict[str, str], state: str,
+    from_mirror: bool, message: str,
+) -> None:
+    """No internet: the exporter comes from the mirror or not at all; DCGM is never installed, replaced or downgraded;
+    whatever goes wrong is this step's state and a message, and the node's other exporters run (exit 0)."""
+    proc, calls, out, key = _offline_gpu_node(tmp_path, installed, copy=copy, **env)
+    assert "exit=0" in out, proc.stdout + proc.stderr
+    assert _state(out) == {"node_exporter": "ok", "dcgm_exporter": state}, out + proc.stderr
+    assert message in out
+    installs = [c for c in calls if c.startswith("dpkg --install")]
+    assert bool(installs) == (from_mirror or "dependencies" in case)
+    assert all(key.rsplit("/", 1)[1] in c and "datacenter-gpu-manager-4" not in c for c in installs)
+    assert not [c for c in calls if c.startswith(("apt-get", "dnf"))]
+    assert ("dpkg --remove datacenter-gpu-manager-exporter" in calls) == ("dependencies" in case)
+    if state == "failed":
+        assert "WARNING: dcgm_exporter failed (exit 1); the node continues without it" in out
+        assert "systemctl restart nvidia-dcgm-exporter.service" not in calls
 
 
 def test_throughput_hook_writes_valid_textfile(tmp_path: Path) -> None:

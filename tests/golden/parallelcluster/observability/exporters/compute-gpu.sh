@@ -181,37 +181,6 @@ installed_version() {  # package
   echo "${v%%-*}"
 }
 
-# The repository version of a package whose upstream version is exactly the one wanted (any epoch and
-# packaging revision), or nothing.
-repo_version() {  # package upstream-version
-  if [[ "${FMC_PKG}" == "apt" ]]; then
-    apt-cache madison "$1" | awk -v want="$2" '{v=$3; u=v; sub(/^[0-9]+:/, "", u); sub(/-[^-]*$/, "", u); if (u == want) {print v; exit}}'
-  elif dnf -q list --showduplicates "$1" 2>/dev/null | awk -v want="$2" '{u=$2; sub(/^[0-9]+:/, "", u); sub(/-[^-]*$/, "", u); if (u == want) found=1} END {exit !found}'; then
-    echo "$2"
-  fi
-}
-
-# Install packages that are NOT on the node from the configured (signed) repositories at one exact upstream
-# version. Never downgrades: callers only pass packages the image does not ship.
-install_pinned_packages() {  # upstream-version package...
-  local want="$1" pkg full specs=()
-  shift
-  for pkg in "$@"; do
-    full="$(repo_version "${pkg}" "${want}")"
-    [[ -n "${full}" ]] || die "${pkg} ${want} is not in the configured repositories (the NVIDIA CUDA repository must be set up first)"
-    if [[ "${FMC_PKG}" == "apt" ]]; then
-      specs+=("${pkg}=${full}")
-    else
-      specs+=("${pkg}-${want}")
-    fi
-  done
-  if [[ "${FMC_PKG}" == "apt" ]]; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${specs[@]}"
-  else
-    dnf install -y "${specs[@]}"
-  fi
-}
-
 write_unit() {  # unit-name (content on stdin)
   cat > "/etc/systemd/system/$1"
   chmod 0644 "/etc/systemd/system/$1"
@@ -391,7 +360,10 @@ UNIT
 # ---- DCGM exporter (host package, runs as root so the profiling fields work) --------------------
 # The image's DCGM is used when it has the pinned major version and is never replaced or downgraded
 # (ParallelCluster 3.16 images ship DCGM 4.6.0 and run their own DCGM health check; DLAMIs ship 4.7.0);
-# another major version skips the exporter with a warning. Only a node without DCGM gets the pinned one.
+# another major version skips the exporter with a warning, and so does an image without DCGM (fmcluster does not
+# install DCGM: fmcluster/features/observability/plan_mirror.py). The exporter's package file is read from the
+# cluster's mirror bucket (the deploy copied it from NVIDIA's CUDA repository and checked it against the sha256 the
+# repository index lists, Custom::FmclusterMirror) and installed from that file: the node reaches no repository.
 dcgm_version_on_node() {
   local pkg v
   for pkg in datacenter-gpu-manager-4-core datacenter-gpu-manager; do
@@ -401,23 +373,46 @@ dcgm_version_on_node() {
   if command -v nv-hostengine >/dev/null 2>&1; then echo "unknown"; fi
 }
 
-install_dcgm_exporter() {
-  local dcgm exporter cuda_major
-  dcgm="$(dcgm_version_on_node)"
+# Install package files already on the node (read from the cluster's mirror) with no repository and no network, as the
+# boot installs NCCL (features/node/templates/pkg/*.sh.j2): dpkg(1) "-i, --install package-file..."
+# (https://manpages.debian.org/dpkg.1) or "dnf install <file-spec>" of local RPMs with every repository disabled
+# (--disablerepo=<repoid>, globs allowed: https://dnf.readthedocs.io/en/latest/command_ref.html). Their dependencies
+# must be on the image.
+install_local_packages() {  # package-file...
   if [[ "${FMC_PKG}" == "apt" ]]; then
-    apt-get update -q || warn "apt-get update reported errors"
+    dpkg --install "$@"
+  else
+    dnf install -y --disablerepo='*' "$@"
   fi
+}
+
+# dcgm-exporter 4.7.1 from its package file(s) in the cluster's mirror; a copy the deploy
+# skipped, one that differs from the recorded sha256, or one whose dependencies the image lacks fails this step only.
+install_dcgm_exporter_package() {
+  local key file files=() keys=("mirror/dcgm-exporter/ubuntu-22.04/x86_64/datacenter-gpu-manager-exporter-4.7.1.deb")
+  for key in "${keys[@]}"; do
+    file="${FMC_WORK}/${key##*/}"
+    FMC_MIRROR_REGION="us-east-1" FMC_MIRROR_BUCKET_SUFFIX="-f18d2c271d" \
+      fetch_mirror_recorded "${key}" "${file}" \
+      || die "dcgm-exporter: ${key} not available from the cluster's mirror bucket with the sha256 the deploy recorded (see the deploy's mirror/manifest.json); GPU metrics off"
+    files+=("${file}")
+  done
+  [[ -n "${files[*]:-}" ]] || die "dcgm-exporter: no package file in the cluster's mirror plan for this group"
+  if ! install_local_packages "${files[@]}"; then
+    # dpkg leaves a package whose dependencies are missing unpacked but not configured, which would stop every later
+    # apt-get run: remove it again (dpkg(1) "-r, --remove"; a package that is not installed is only a warning).
+    if [[ "${FMC_PKG}" == "apt" ]]; then dpkg --remove datacenter-gpu-manager-exporter || true; fi
+    die "dcgm-exporter: ${files[*]##*/} could not be installed from the mirror's file (its dependencies must be on the image); GPU metrics off"
+  fi
+  rm -f "${files[@]}"
+}
+
+install_dcgm_exporter() {
+  local dcgm exporter
+  dcgm="$(dcgm_version_on_node)"
   if [[ -z "${dcgm}" ]]; then
-    install_pinned_packages 4.4.2 datacenter-gpu-manager-4-core datacenter-gpu-manager-4-proprietary
-    # DCGM 4 ships CUDA-dependent parts per CUDA major version; NVIDIA's guide installs the one matching the driver.
-    cuda_major="$(nvidia-smi | sed -nE 's/.*CUDA Version: ([0-9]+)\..*/\1/p' | head -n 1)"
-    if [[ -n "${cuda_major}" && -n "$(repo_version "datacenter-gpu-manager-4-cuda${cuda_major}" 4.4.2)" ]]; then
-      install_pinned_packages 4.4.2 "datacenter-gpu-manager-4-cuda${cuda_major}"
-    else
-      warn "no datacenter-gpu-manager-4-cuda${cuda_major:-?} 4.4.2 in the repositories; profiling fields may be missing"
-    fi
-    dcgm=4.4.2
-    log "DCGM 4.4.2 installed (the image had none)"
+    warn "DCGM missing on the image; GPU metrics off (dcgm-exporter 4.7.1 runs against the image's DCGM 4.x; fmcluster does not install DCGM)"
+    return "${FMC_SKIPPED}"
   elif [[ "${dcgm}" == "unknown" ]]; then
     warn "DCGM on the image has no package version; using it as is (exporter 4.7.1 is paired with DCGM 4.4.2)"
   elif [[ "${dcgm%%.*}" != "4" ]]; then
@@ -428,8 +423,11 @@ install_dcgm_exporter() {
   fi
   exporter="$(installed_version datacenter-gpu-manager-exporter)"
   if [[ -z "${exporter}" ]]; then
-    install_pinned_packages 4.7.1 datacenter-gpu-manager-exporter
-    exporter=4.7.1
+    install_dcgm_exporter_package
+    exporter="$(installed_version datacenter-gpu-manager-exporter)"
+    [[ "${exporter}" == "4.7.1" ]] \
+      || die "after install dcgm-exporter is '${exporter}', expected 4.7.1"
+    log "dcgm-exporter ${exporter} installed from the cluster's mirror"
   elif [[ "${exporter}" != "4.7.1" ]]; then
     warn "using the image's dcgm-exporter ${exporter} (pinned 4.7.1; 4.5.3-4.8.2 lacks the XID metrics, NVIDIA/dcgm-exporter #700)"
   fi

@@ -183,37 +183,6 @@ installed_version() {  # package
   echo "${v%%-*}"
 }
 
-# The repository version of a package whose upstream version is exactly the one wanted (any epoch and
-# packaging revision), or nothing.
-repo_version() {  # package upstream-version
-  if [[ "${FMC_PKG}" == "apt" ]]; then
-    apt-cache madison "$1" | awk -v want="$2" '{v=$3; u=v; sub(/^[0-9]+:/, "", u); sub(/-[^-]*$/, "", u); if (u == want) {print v; exit}}'
-  elif dnf -q list --showduplicates "$1" 2>/dev/null | awk -v want="$2" '{u=$2; sub(/^[0-9]+:/, "", u); sub(/-[^-]*$/, "", u); if (u == want) found=1} END {exit !found}'; then
-    echo "$2"
-  fi
-}
-
-# Install packages that are NOT on the node from the configured (signed) repositories at one exact upstream
-# version. Never downgrades: callers only pass packages the image does not ship.
-install_pinned_packages() {  # upstream-version package...
-  local want="$1" pkg full specs=()
-  shift
-  for pkg in "$@"; do
-    full="$(repo_version "${pkg}" "${want}")"
-    [[ -n "${full}" ]] || die "${pkg} ${want} is not in the configured repositories (the NVIDIA CUDA repository must be set up first)"
-    if [[ "${FMC_PKG}" == "apt" ]]; then
-      specs+=("${pkg}=${full}")
-    else
-      specs+=("${pkg}-${want}")
-    fi
-  done
-  if [[ "${FMC_PKG}" == "apt" ]]; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${specs[@]}"
-  else
-    dnf install -y "${specs[@]}"
-  fi
-}
-
 write_unit() {  # unit-name (content on stdin)
   cat > "/etc/systemd/system/$1"
   chmod 0644 "/etc/systemd/system/$1"
