@@ -26,7 +26,7 @@ log() {
   logger -t fmcluster-exporters -- "$*" 2>/dev/null || true
 }
 warn() { log "WARNING: $*"; }
-die() { log "ERROR: $*"; exit 1; }
+die() { log "ERROR: $*" >&2; exit 1; }  # stderr: also seen when called inside $(...)
 
 FMC_STATES=()
 # Run one install step in a subshell with errexit; record ok / failed / skipped (exit FMC_SKIPPED).
