@@ -288,8 +288,13 @@ def send_command_role(scope: Construct, instance_id: str, description: str) -> i
     stack = Stack.of(scope)
     document_arn = stack.format_arn(service="ssm", account="", resource="document", resource_name="AWS-RunShellScript")
     instance_arn = stack.format_arn(service="ec2", resource="instance", resource_name=instance_id)
-    role = iam.Role(scope, "SchedulerRole", assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"),
-                    description=description)
+    # Confused-deputy guard: only schedules of this account's default schedule group (fmcluster's schedules set no
+    # group) may assume the role; Scheduler's guide scopes aws:SourceArn to a schedule group, never to a schedule
+    # (https://docs.aws.amazon.com/scheduler/latest/UserGuide/cross-service-confused-deputy-prevention.html).
+    group_arn = stack.format_arn(service="scheduler", resource="schedule-group", resource_name="default")
+    trusted = iam.ServicePrincipal("scheduler.amazonaws.com", conditions={
+        "StringEquals": {"aws:SourceAccount": stack.account}, "ArnEquals": {"aws:SourceArn": group_arn}})
+    role = iam.Role(scope, "SchedulerRole", assumed_by=trusted, description=description)
     role.add_to_policy(iam.PolicyStatement(actions=["ssm:SendCommand"], resources=[document_arn, instance_arn]))
     return role
 

@@ -77,16 +77,24 @@ class BudgetStopTopic(Construct):
                            description=f"fmcluster {cluster_name}: the budget's stop notification topic")
         self.topic = sns.Topic(self, "Topic", topic_name=budget_stop_topic_name(cluster_name), master_key=self.key,
                                enforce_ssl=True, display_name=f"fmcluster {cluster_name} budget stop")
-        principal = iam.ServicePrincipal("budgets.amazonaws.com")
-        conditions = {"StringEquals": {"aws:SourceAccount": stack.account},
-                      "ArnLike": {"aws:SourceArn": stack.format_arn(service="budgets", region="", resource="*",
-                                                                    arn_format=ArnFormat.NO_RESOURCE_NAME)}}
-        self.key.add_to_resource_policy(iam.PolicyStatement(
-            sid="AllowTheBudgetToUseTheStopTopicKey", principals=[principal],
-            actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"], conditions=conditions))
-        self.topic.add_to_resource_policy(iam.PolicyStatement(
-            sid="AllowTheBudgetToPublish", principals=[principal], actions=["sns:Publish"],
-            resources=[self.topic.topic_arn], conditions=conditions))
+        allow_budgets_to_publish(stack, self.topic, self.key, key_sid="AllowTheBudgetToUseTheStopTopicKey")
+
+
+def allow_budgets_to_publish(stack: Stack, topic: sns.ITopic, key: kms.IKey, *, key_sid: str) -> None:
+    """Let AWS Budgets of this account publish to ``topic`` (statement ``AllowTheBudgetToPublish``) and use its KMS
+    ``key`` (statement ``key_sid``), both limited by ``aws:SourceAccount`` and a budgets ``aws:SourceArn`` against the
+    confused deputy (AWS Cost Management user guide, "Creating an Amazon SNS topic for budget notifications",
+    https://docs.aws.amazon.com/cost-management/latest/userguide/budgets-sns-policy.html)."""
+    principal = iam.ServicePrincipal("budgets.amazonaws.com")
+    conditions = {"StringEquals": {"aws:SourceAccount": stack.account},
+                  "ArnLike": {"aws:SourceArn": stack.format_arn(service="budgets", region="", resource="*",
+                                                                arn_format=ArnFormat.NO_RESOURCE_NAME)}}
+    key.add_to_resource_policy(iam.PolicyStatement(
+        sid=key_sid, principals=[principal],
+        actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"], conditions=conditions))
+    topic.add_to_resource_policy(iam.PolicyStatement(
+        sid="AllowTheBudgetToPublish", principals=[principal], actions=["sns:Publish"],
+        resources=[topic.topic_arn], conditions=conditions))
 
 
 class FleetStopAction(Construct):

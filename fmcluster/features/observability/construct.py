@@ -69,7 +69,7 @@ from constructs import Construct, IValidation
 from fmcluster.blueprint.model import BudgetSpec, ObservabilitySpec
 from fmcluster.constructs.parameter import string_parameter
 from fmcluster.features.capacity_window.construct import ClusterBudget, rule_arn
-from fmcluster.features.capacity_window.construct_fleet_stop import BudgetStopTopic
+from fmcluster.features.capacity_window.construct_fleet_stop import BudgetStopTopic, allow_budgets_to_publish
 from fmcluster.features.observability.endpoints import (
     HEARTBEAT_ALARM_PERIOD_S,
     HEARTBEAT_ALARM_PERIODS,
@@ -317,17 +317,8 @@ class ClusterObservability(Construct):
                       stop_emails=[self.spec.alert_email] if self.spec.alert_email else [])
         if self.alert_topic is None or self.alert_key is None:
             return
-        stack = Stack.of(self)
-        principal = iam.ServicePrincipal("budgets.amazonaws.com")
-        conditions = {"StringEquals": {"aws:SourceAccount": stack.account},
-                      "ArnLike": {"aws:SourceArn": stack.format_arn(service="budgets", region="", resource="*",
-                                                                    arn_format=ArnFormat.NO_RESOURCE_NAME)}}
-        self.alert_key.add_to_resource_policy(iam.PolicyStatement(
-            sid="AllowTheBudgetToUseTheAlertTopicKey", principals=[principal],
-            actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"], conditions=conditions))
-        self.alert_topic.add_to_resource_policy(iam.PolicyStatement(
-            sid="AllowTheBudgetToPublish", principals=[principal], actions=["sns:Publish"],
-            resources=[self.alert_topic.topic_arn], conditions=conditions))
+        allow_budgets_to_publish(Stack.of(self), self.alert_topic, self.alert_key,
+                                 key_sid="AllowTheBudgetToUseTheAlertTopicKey")
 
     def _allow_window_rule(self, cluster_name: str) -> None:
         """Let the capacity window's EventBridge rule publish to the created topic (an imported topic's policy is its

@@ -491,6 +491,23 @@ def test_only_each_window_rule_may_assume_its_run_command_role() -> None:
 
 
 @pytest.mark.synth
+def test_only_this_accounts_default_schedule_group_may_assume_the_schedule_roles() -> None:
+    """Scheduler's confused-deputy guard: aws:SourceAccount and aws:SourceArn of the schedule group (the default group,
+    where fmcluster's schedules live), never a schedule ARN (Scheduler user guide, confused deputy prevention)."""
+    _, templates = _templates(WITH_ALERTS)
+    trusts = [st for r in _of_type(templates["h200-cb-cluster"], "AWS::IAM::Role")
+              for st in r["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+              if st["Principal"] == {"Service": "scheduler.amazonaws.com"}]
+    schedules = _of_type(templates["h200-cb-cluster"], "AWS::Scheduler::Schedule")
+    assert len(trusts) == 2 and schedules  # the preload's role and the start's role
+    assert all("GroupName" not in s["Properties"] for s in schedules)
+    for t in trusts:
+        assert t["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+        group = json.dumps(t["Condition"]["ArnEquals"]["aws:SourceArn"])
+        assert ":scheduler:" in group and ":schedule-group/default" in group
+
+
+@pytest.mark.synth
 def test_the_capacity_block_delivered_event_resumes_the_windows_nodes() -> None:
     """EC2's Capacity Block Delivered event (both spellings of the EC2 user guide, capacity-blocks-monitor) runs
     fmcluster-window-start with the event's reservation id on the head node (issue 29 item 3)."""
