@@ -28,13 +28,16 @@ from fmcluster.resolved.mirror import BUCKET_PREFIX, MIRROR_PREFIX, REGENERATED
 
 HANDLER_SOURCE = Path(__file__).with_name("handler_mirror.py")
 RESOURCE_TYPE = "Custom::FmclusterMirror"
-#: The function's memory: each object is held in memory while it is hashed and stored (the largest, the Prometheus
-#: and Grafana release archives, are about 100 MB each).
-MEMORY_MB = 1024
-#: The copy's time limit (Lambda's maximum is 15 minutes; a head node's monitoring stack is a few hundred MB).
-TIMEOUT = Duration.minutes(10)
+#: The function's memory: each object is held in memory while it is hashed and stored, and NVIDIA's NCCL packages
+#: (libnccl2, libnccl-dev) are a few hundred MB each, next to the Prometheus and Grafana archives (about 100 MB each);
+#: 2 GB leaves room for one object, its upload and an index. Lambda's memory also sets its CPU and network share
+#: (https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html).
+MEMORY_MB = 2048
+#: The copy's time limit (Lambda's maximum is 15 minutes): a deploy copies up to about 1.1 GB (NCCL for two OS/arch
+#: pairs plus a self-hosted head node's stack), most of it from CDNs.
+TIMEOUT = Duration.minutes(14)
 #: How long CloudFormation waits for the function's answer: a little more than its timeout (default: 1 hour).
-SERVICE_TIMEOUT = Duration.minutes(12)
+SERVICE_TIMEOUT = Duration.minutes(16)
 
 
 class Mirror(Construct):

@@ -26,15 +26,11 @@ from __future__ import annotations
 from fmcluster.catalog.software import cuda_repository, nccl_tests_artifact
 from fmcluster.features.node.plan_image import image_of
 from fmcluster.features.node.plan_packages import package_plan
-from fmcluster.features.observability.pins import NODE_EXPORTER
 from fmcluster.features.observability.plan_mirror import dcgm_exporter_mirror_objects, head_mirror_objects
 from fmcluster.resolved.cluster import ResolvedCluster, ResolvedGroup
 from fmcluster.resolved.mirror import INDEX_ARCH, MirrorObject, mirror_key, package_index, package_key
 
-__all__ = ["ARCHIVE_ARCH", "MirrorObject", "mirror_objects", "nccl_mirror_objects"]
-
-#: Debian architecture names of the release archives per EC2 CPU architecture.
-ARCHIVE_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
+__all__ = ["MirrorObject", "mirror_objects", "nccl_mirror_objects"]
 
 
 def nccl_mirror_objects(rc: ResolvedCluster, group: ResolvedGroup) -> tuple[MirrorObject, ...]:
@@ -60,21 +56,17 @@ def nccl_mirror_objects(rc: ResolvedCluster, group: ResolvedGroup) -> tuple[Mirr
 
 def mirror_objects(rc: ResolvedCluster) -> list[MirrorObject]:
     """The files the nodes' boot would fetch from outside AWS, in a stable order: NCCL's packages per group whose
-    boot installs NCCL (:func:`nccl_mirror_objects`), the nccl-tests source when a group builds it at boot,
-    node_exporter per compute CPU architecture when metrics are on, the dcgm-exporter package per GPU group
+    boot installs NCCL (:func:`nccl_mirror_objects`), the nccl-tests source when a group builds it at boot, the
+    dcgm-exporter package per GPU group
     (:func:`fmcluster.features.observability.plan_mirror.dcgm_exporter_mirror_objects`), then the head node's monitoring stack
-    (:func:`fmcluster.features.observability.plan_mirror.head_mirror_objects`). Empty: no mirror."""
+    (:func:`fmcluster.features.observability.plan_mirror.head_mirror_objects`: node_exporter for both CPU
+    architectures, which the compute nodes read too, exactly when fmcluster's own exporters run). Empty: no mirror."""
     out: dict[str, MirrorObject] = {}
     found = list(nccl_mirror_objects(rc, g) for g in rc.groups)
     if any("nccl_tests" in image_of(g).boot_path for g in rc.groups):  # the boot builds nccl-tests
         tests = nccl_tests_artifact()
         found.append((MirrorObject("nccl-tests", tests.url, mirror_key("nccl-tests", tests.url), tests.sha256 or None,
                                    optional=True),))
-    if rc.blueprint.observability.metrics != "none":
-        for arch in sorted({g.instance.cpu_architecture for g in rc.groups}):
-            url = NODE_EXPORTER.url_for(ARCHIVE_ARCH[arch])
-            found.append((MirrorObject("node_exporter", url, mirror_key("node_exporter", url),
-                                       NODE_EXPORTER.sha256[ARCHIVE_ARCH[arch]], optional=True),))
     found.extend(dcgm_exporter_mirror_objects(rc, g) for g in rc.groups)
     found.append(head_mirror_objects(rc))
     for objects in found:

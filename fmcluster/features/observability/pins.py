@@ -165,22 +165,23 @@ SLURM_EXPORTER = Release(
     tag="v1.7.0",
     commit="529aabaaf39fa7b70f5ba01644e2b2ca5b30574a",
     version="1.7.0",
-    # GoReleaser's default archive name {{ .ProjectName }}_{{ .Version }}_{{ .Os }}_{{ .Arch }} (tar.gz, binary and
-    # README/LICENSE at the top level: https://goreleaser.com/customization/archive/) and checksum list
-    # {{ .ProjectName }}_{{ .Version }}_checksums.txt (sha256, https://goreleaser.com/customization/checksum): the
-    # repository's .goreleaser.yaml sets neither, and its release workflow (rivosinc/prometheus-slurm-exporter/.github/workflows/release.yml) runs
-    # GoReleaser on every published release. UNVERIFIED for v1.7.0 itself (the release page was not read offline;
-    # a third-party install guide unpacks prometheus-slurm-exporter_1.6.4_linux_amd64.tar.gz): a name that does not
-    # exist makes the deploy skip the optional object and the head node report the exporter missing.
+    # The archive name is the repository's own template at tag v1.7.0: `.goreleaser.yaml` sets
+    # `archives: - name_template: '{{ .ProjectName }}_{{ .Os }}_{{ .Arch }}'` (rivosinc/prometheus-slurm-exporter
+    # commit 529aabaa; no version in the name, unlike GoReleaser's default and the 1.6.4 archives). The checksum list
+    # is GoReleaser's default {{ .ProjectName }}_{{ .Version }}_checksums.txt (sha256,
+    # https://goreleaser.com/customization/checksum): that file sets no `checksum:` section. Its release workflow
+    # (rivosinc/prometheus-slurm-exporter/.github/workflows/release.yml) runs GoReleaser on every published release.
+    # UNVERIFIED: the release page itself was not read offline; a name that does not exist makes the deploy skip the
+    # optional object and the head node report the exporter missing.
     url="https://github.com/rivosinc/prometheus-slurm-exporter/releases/download/v{version}/"
-    "prometheus-slurm-exporter_{version}_linux_{arch}.tar.gz",
+    "prometheus-slurm-exporter_linux_{arch}.tar.gz",
     checksums_url="https://github.com/rivosinc/prometheus-slurm-exporter/releases/download/v1.7.0/"
     "prometheus-slurm-exporter_1.7.0_checksums.txt",
     release_page="https://github.com/rivosinc/prometheus-slurm-exporter/releases/tag/v1.7.0",
     sources=(
         "github.com/rivosinc/prometheus-slurm-exporter tag v1.7.0 = commit 529aabaa (git tag list)",
         "main.go flags -web.listen-address (default :9092), -slurm.cli-fallback (default true); .goreleaser.yaml "
-        "builds linux amd64/arm/arm64 with GoReleaser's default archive and checksum names",
+        "builds linux amd64/arm/arm64, archives named {{ .ProjectName }}_{{ .Os }}_{{ .Arch }}, default checksum name",
     ),
     sha256_reason="the only sha256 published is the release's own checksum list (GoReleaser), which the deploy "
     "reads over HTTPS and checks the archive against; no independent pin was found offline",

@@ -206,9 +206,11 @@ def admin_steps_lines(parameter: str, region: str) -> list[str]:
         "[Unit]", f"Description=Apply changed fmcluster admin steps every {ADMIN_STEPS_INTERVAL_MIN} min", "",
         "[Timer]", f"OnBootSec={ADMIN_STEPS_INTERVAL_MIN}min", f"OnUnitActiveSec={ADMIN_STEPS_INTERVAL_MIN}min", "",
         "[Install]", "WantedBy=timers.target", "FMCLUSTER_UNIT_EOF",
-        f"bash {command}",
+        # the timer first: a first run that fails (IAM still propagating, SSM throttled) must not end the user data
+        # under `set -e` before the timer that retries it exists
         "systemctl daemon-reload",
         "systemctl enable --now fmcluster-admin-steps.timer",
+        f"bash {command} || echo 'fmcluster: the first admin-steps run failed; the timer retries it' >&2",
     ]
 
 

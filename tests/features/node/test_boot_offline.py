@@ -105,7 +105,7 @@ def test_boot_reads_the_mirror(example: str, keys: set[str]) -> None:
 
 
 HEAD = {"mirror/prometheus/prometheus-3.13.2.linux-${FMC_ARCH}.tar.gz", NE,
-        "mirror/prometheus-slurm-exporter/prometheus-slurm-exporter_1.7.0_linux_${FMC_ARCH}.tar.gz"}
+        "mirror/prometheus-slurm-exporter/prometheus-slurm-exporter_linux_${FMC_ARCH}.tar.gz"}
 SELF_HOSTED = {"mirror/alertmanager/alertmanager-0.28.1.linux-${FMC_ARCH}.tar.gz",
                "mirror/grafana/grafana-10.4.2.linux-${FMC_ARCH}.tar.gz"}
 

@@ -251,7 +251,7 @@ def test_cluster_stack_copies_before_the_nodes() -> None:
         ROOT / "blueprints" / "default.yaml")))]
     (orch,) = resources_of(cluster, "Custom::PclusterCluster").values()
     assert copy_id in orch["DependsOn"]
-    assert copy["Properties"]["ServiceTimeout"] == "720"  # over the function's 600 s, not CloudFormation's hour
+    assert copy["Properties"]["ServiceTimeout"] == "960"  # over the function's 840 s, not CloudFormation's hour
     buckets = resources_of(cluster, "AWS::S3::Bucket")
     (name,) = [b["Properties"]["BucketName"] for b in buckets.values() if "BucketName" in b["Properties"]]
     assert name == {"Fn::Join": ["", ["fmc-mirror-", {"Ref": "AWS::AccountId"}, mirror_bucket_suffix("llm-train",

@@ -528,8 +528,8 @@ install_slurm_exporter() {
     tgz="${FMC_WORK}/prometheus-slurm-exporter.tar.gz"
     dir="${FMC_WORK}/prometheus-slurm-exporter-v1.7.0"
     FMC_MIRROR_REGION="us-east-1" FMC_MIRROR_BUCKET_SUFFIX="-f18d2c271d" \
-      fetch_mirror_recorded "mirror/prometheus-slurm-exporter/prometheus-slurm-exporter_1.7.0_linux_${FMC_ARCH}.tar.gz" "${tgz}" \
-      || die "prometheus-slurm-exporter: mirror/prometheus-slurm-exporter/prometheus-slurm-exporter_1.7.0_linux_${FMC_ARCH}.tar.gz not available from the cluster's mirror bucket"
+      fetch_mirror_recorded "mirror/prometheus-slurm-exporter/prometheus-slurm-exporter_linux_${FMC_ARCH}.tar.gz" "${tgz}" \
+      || die "prometheus-slurm-exporter: mirror/prometheus-slurm-exporter/prometheus-slurm-exporter_linux_${FMC_ARCH}.tar.gz not available from the cluster's mirror bucket"
     rm -rf "${dir}"
     mkdir -p "${dir}"
     tar -xzf "${tgz}" -C "${dir}"
