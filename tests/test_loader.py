@@ -94,6 +94,18 @@ def test_section_rules_still_run_when_another_section_has_a_shape_error() -> Non
     assert paths == ["nme", "storage.lustre.storage_capacity_gib"]
 
 
+@pytest.mark.parametrize("patch", [{"colour": "blue"}, {"region": 5}, {"budget": {"monthly_usd": "lots"}}],
+                         ids=["unknown-key", "bad-region", "bad-budget"])
+def test_an_invalid_blueprint_gets_no_rule_about_defaults_it_does_not_have(patch: dict,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rules that judge the resolved cluster do not run on a blueprint with shape errors: resolving it would fill the
+    broken parts with the catalog's defaults (on 2026-12-05 R-SUP-2 warned about the default stack's R570 driver,
+    which the blueprint does not use)."""
+    monkeypatch.setenv("FMCLUSTER_SUPPORT_DATE", "2026-12-05")
+    got = problems(blueprint_text(patch))
+    assert [p.split(".")[0] for p, _, _ in got] == [next(iter(patch))], got
+
+
 yaml_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=12),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4),

@@ -198,12 +198,15 @@ def run_rules_best_effort(partial: Any, valid_sections: set[str]) -> list[Proble
     Section-scoped rules run on valid sections only. A blueprint-scoped rule that trips over a
     missing part cannot judge the blueprint and is skipped: the shape errors already report why
     (and, for precedence, it reports nothing). This is the only place a rule's exception is tolerated.
+    Cluster-scoped rules never run here: they judge the resolved cluster, and a blueprint with invalid sections has
+    none (resolving it would fill the broken parts with defaults the blueprint does not have, e.g. the catalog's
+    default software stack, and report on those).
     """
     _load_rule_modules()
     found: dict[str, list[Problem]] = {}
     resolved, profile = _once(partial), _profile(partial)
     for r in REGISTRY:
-        if r.scope not in ("blueprint", "cluster") and r.scope not in valid_sections:
+        if r.scope == "cluster" or (r.scope != "blueprint" and r.scope not in valid_sections):
             continue
         if r.orchestrators and (profile is None or not r.applies_to(profile)):
             continue
