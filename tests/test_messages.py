@@ -216,6 +216,7 @@ READINGS = [
     ("orchestrator.parallelcluster.version", "3.10", ["got 3.10", "the number 3.1"]),
     ("compute[0].count", "on", ["got on", "boolean true", "allowed an integer"]),
     ("storage.lustre.storage_capacity_gib", "~", ["got ~", "null"]),
+    ("storage.lustre.storage_capacity_gib", "2400000000000000000000", ["2400000000000000000000", "2147483647"]),
     ("tags", "{" + ", ".join(f"k{i}: v" for i in range(50)) + "}", ["got 50", "at most 40"]),
 ]
 

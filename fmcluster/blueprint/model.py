@@ -632,8 +632,8 @@ class LustreSpec(Section):
         "no replication). Changing this replaces the file system (data loss).",
         json_schema_extra={"replaces": True},
     )
-    storage_capacity_gib: WholeNumber = Field(
-        DEFAULT_STORAGE_CAPACITY_GIB, ge=1,
+    storage_capacity_gib: WholeNumber = Field(  # le: the FSx API's StorageCapacity shape (botocore fsx, max 2147483647)
+        DEFAULT_STORAGE_CAPACITY_GIB, ge=1, le=2_147_483_647,
         description=f"GiB: 1200, 2400 or a multiple of 2400 (3600 for SCRATCH_1). Default: {DEFAULT_STORAGE_CAPACITY_GIB}. "
         "Can grow in place (not SCRATCH_1), never shrink.",
     )
