@@ -747,3 +747,20 @@ def test_a_capacity_block_in_the_past_warns(starts: str, ends: str, path: str) -
     assert got_path == path and "in the past (today is 2026-05-01)" in message
     ahead = {**cap, "starts_at": "2026-06-01T11:30:00Z", "ends_at": "2026-06-03T11:30:00Z"}
     assert [w for w in load({"compute": [group(capacity=ahead)]})[1] if w[2] == "R-CAP-11"] == []
+
+
+@pytest.mark.parametrize(("starts", "ends", "warns"), [
+    ("2026-06-01T11:30:00Z", "2026-06-01T11:31:00Z", True),  # a minute
+    ("2026-06-01T11:30:00Z", "2026-06-02T11:30:00Z", False),  # one day
+    ("2026-06-01T11:30:00Z", "2026-11-30T11:30:00Z", False),  # 182 days
+    ("2026-06-01T11:30:00Z", "9999-12-31T11:30:00Z", True),  # a typo
+], ids=["one-minute", "one-day", "182-days", "year-9999"])
+def test_a_capacity_block_lasts_one_to_182_days(starts: str, ends: str, warns: bool) -> None:
+    """R-CAP-12: EC2 sells Capacity Blocks of 1 to 182 days; any other length is a mistyped date."""
+    cap = {"type": "capacity_block", "reservation_id": CR, "starts_at": starts, "ends_at": ends}
+    errors, warnings = load({"compute": [group(capacity=cap)]})
+    assert errors == []
+    found = [(p, m) for p, m, r in warnings if r == "R-CAP-12"]
+    assert bool(found) is warns, found
+    if warns:
+        assert found[0][0] == "compute[0].capacity.ends_at" and "allowed 1 to 182 days" in found[0][1]

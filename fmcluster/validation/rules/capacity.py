@@ -336,3 +336,28 @@ def zone_id_recorded(bp: Blueprint) -> Iterator[Violation]:
         f"not an Availability Zone ID recorded for {bp.region}, got {zid!r}; allowed {', '.join(known)} "
         f"(or a zone your account has: fmcluster preflight checks it)"
     )
+
+
+#: How long an EC2 Capacity Block lasts: 1 to 14 days in 1-day steps, then up to 182 days in 7-day steps
+#: (EC2 user guide, Capacity Blocks for ML, https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html).
+CAPACITY_BLOCK_DAYS = (1, 182)
+
+
+@rule("R-CAP-12", level="warning", scope="compute",
+      source="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html (durations of 1 to 182 "
+      "days)")
+def window_length_outside_capacity_blocks(groups: list[ComputeGroup]) -> Iterator[Violation]:
+    """A Capacity Block whose ``starts_at``..``ends_at`` is shorter than a day or longer than 182 days: no block EC2
+    sells is that long, so a date is mistyped (the plan's window, preload and instance-hours follow the dates)."""
+    low, high = CAPACITY_BLOCK_DAYS
+    for i, g in enumerate(groups):
+        cap = g.capacity
+        if cap.type != "capacity_block" or cap.starts_at is None or cap.ends_at is None:
+            continue
+        days = (cap.ends_at - cap.starts_at).total_seconds() / 86400
+        if not low <= days <= high:
+            yield f"compute[{i}].capacity.ends_at", (
+                f"the block lasts {days:g} days from starts_at {cap.starts_at.isoformat()}, got "
+                f"{cap.ends_at.isoformat()}; allowed {low} to {high} days (EC2 Capacity Blocks for ML); "
+                "copy both dates from DescribeCapacityReservations (StartDate, EndDate)"
+            )
