@@ -98,6 +98,36 @@ def test_the_cluster_stack_subscribes_the_orchestrators_stop_with_its_own_iam_on
 
 
 @pytest.mark.synth
+@pytest.mark.parametrize("ex", sorted(CASES))
+def test_a_failed_stop_alarms_the_alert_receivers(ex: str) -> None:
+    """SNS invokes the function asynchronously: its Errors (AWS/Lambda, FunctionName) Sum >= 1 in one period alarms
+    the alert topic, missing data not breaching; the created alert topic lets exactly that alarm publish."""
+    name, _ = CASES[ex]
+    templates = _templates(ex)
+    cluster, obs = templates[f"{name}-cluster"], templates[f"{name}-observability"]
+    [fn_id] = [k for k in _of_type(cluster, "AWS::Lambda::Function") if k.startswith("BudgetStop")]
+    [alarm] = [r["Properties"] for k, r in _of_type(cluster, "AWS::CloudWatch::Alarm").items()
+               if k.startswith("BudgetStop")]
+    assert {k: alarm[k] for k in ("AlarmName", "Namespace", "MetricName", "Dimensions", "Statistic", "Period",
+                                  "EvaluationPeriods", "DatapointsToAlarm", "Threshold", "ComparisonOperator",
+                                  "TreatMissingData")} == {
+        "AlarmName": f"fmcluster-{name}-budget-stop-errors", "Namespace": "AWS/Lambda", "MetricName": "Errors",
+        "Dimensions": [{"Name": "FunctionName", "Value": {"Ref": fn_id}}], "Statistic": "Sum", "Period": 60,
+        "EvaluationPeriods": 1, "DatapointsToAlarm": 1, "Threshold": 1,
+        "ComparisonOperator": "GreaterThanOrEqualToThreshold", "TreatMissingData": "notBreaching"}
+    [action] = alarm["AlarmActions"]
+    assert "Fn::ImportValue" in json.dumps(action)  # the observability stack's alert topic
+    [alert_topic] = [k for k, r in _of_type(obs, "AWS::SNS::Topic").items() if "TopicName" not in r["Properties"]]
+    [policy] = [r for r in _of_type(obs, "AWS::SNS::TopicPolicy").values()
+                if {"Ref": alert_topic} in r["Properties"]["Topics"]]
+    [allow] = [s for s in policy["Properties"]["PolicyDocument"]["Statement"]
+               if s.get("Sid") == "AllowTheBudgetStopAlarmToPublish"]
+    assert allow["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert json.dumps(allow["Condition"]["ArnLike"]["aws:SourceArn"]).endswith(
+        f':alarm:fmcluster-{name}-budget-stop-errors"]]}}')
+
+
+@pytest.mark.synth
 def test_the_stop_touches_only_the_clusters_own_resources() -> None:
     """ParallelCluster: only the COMPUTE_FLEET item of parallelcluster-<name>; HyperPod: its cluster and the execution
     role passed to SageMaker only; PCS: its compute node groups (not the login group), its node role and profile."""
