@@ -18,6 +18,15 @@ Budgets publishes to a topic only under the topic's policy and, for a KMS-encryp
 (``budgets.amazonaws.com`` with ``aws:SourceAccount`` / ``aws:SourceArn``; AWS Cost Management user guide
 ``budgets-sns-policy.html``); SNS invokes a subscribed function under the function's resource policy
 (https://docs.aws.amazon.com/lambda/latest/dg/with-sns.html).
+
+A failed stop is not silent: SNS invokes the function asynchronously and nothing waits for its result, so
+:class:`FleetStopAction` adds the CloudWatch alarm ``fmcluster-<name>-budget-stop-errors`` on the function's
+``AWS/Lambda`` ``Errors`` metric (dimension ``FunctionName``; "the number of invocations that result in a function
+error", exceptions the code raises included: Lambda developer guide, "Types of metrics for Lambda functions",
+https://docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics-types.html), ``Sum`` >= 1 in one period, missing data
+not breaching (no invocation is no failure), to the cluster's alert topic. Every slice's handler raises on an API
+error for this reason. The created alert topic lets this alarm publish (``ClusterObservability``); an imported topic's
+policy is its owner's to change (docs/capacity.md "Budget").
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from aws_cdk import ArnFormat, Duration, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -37,11 +47,20 @@ from fmcluster.features.node.construct_parent_ami import RUNTIME
 
 #: Seconds the function may run (one or two API calls per group, with the SDK's retries).
 TIMEOUT_S = 120
+#: The errors alarm's period: one minute (PutMetricAlarm ``Period``: 60 or a multiple of it for standard-resolution
+#: metrics, https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html).
+ERRORS_ALARM_PERIOD_S = 60
 
 
 def budget_stop_topic_name(cluster_name: str) -> str:
     """``fmcluster-<name>-budget-stop``: the SNS topic of the budget's stop notification (at most 53 characters)."""
     return f"fmcluster-{cluster_name}-budget-stop"
+
+
+def budget_stop_alarm_name(cluster_name: str) -> str:
+    """``fmcluster-<name>-budget-stop-errors``: the stop function's errors alarm, also named in the alert topic's
+    policy."""
+    return f"fmcluster-{cluster_name}-budget-stop-errors"
 
 
 @dataclass(frozen=True)
@@ -104,11 +123,14 @@ class FleetStopAction(Construct):
         topic_arn: the stop topic (:class:`BudgetStopTopic`, from ``<name>-observability``).
         stop: the orchestrator's stop (handler, environment, statements).
         cluster_name: the blueprint name.
+        alert_topic_arn: the alert receivers' topic the errors alarm notifies, or None (no alarm).
 
-    Attributes: ``function`` (``lambda_.Function``), ``role``, ``policy`` (``iam.Policy`` with ``stop.statements``).
+    Attributes: ``function`` (``lambda_.Function``), ``role``, ``policy`` (``iam.Policy`` with ``stop.statements``),
+    ``alarm`` (``cloudwatch.CfnAlarm`` ``fmcluster-<name>-budget-stop-errors``, or None without ``alert_topic_arn``).
     """
 
-    def __init__(self, scope: Construct, id: str, *, topic_arn: str, stop: FleetStop, cluster_name: str) -> None:
+    def __init__(self, scope: Construct, id: str, *, topic_arn: str, stop: FleetStop, cluster_name: str,
+                 alert_topic_arn: str | None = None) -> None:
         super().__init__(scope, id)
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
                              description=f"fmcluster {cluster_name}: the budget's stop action ({stop.mechanism})"[:1000],
@@ -132,3 +154,18 @@ class FleetStopAction(Construct):
                          protocol=sns.SubscriptionProtocol.LAMBDA)
         self.function.add_permission("InvokedByTheStopTopic", principal=iam.ServicePrincipal("sns.amazonaws.com"),
                                      source_arn=topic_arn)
+        self.alarm = None if alert_topic_arn is None else self._errors_alarm(cluster_name, alert_topic_arn)
+
+    def _errors_alarm(self, cluster_name: str, alert_topic_arn: str) -> cloudwatch.CfnAlarm:
+        """``Errors`` of the function, ``Sum`` >= 1 over one ``ERRORS_ALARM_PERIOD_S`` period, missing data not
+        breaching, to ``alert_topic_arn`` (module docstring)."""
+        return cloudwatch.CfnAlarm(
+            self, "ErrorsAlarm", alarm_name=budget_stop_alarm_name(cluster_name),
+            alarm_description=(f"fmcluster {cluster_name}: the budget's stop action failed, so the compute fleet may "
+                               "still be running. Its log says why (CloudWatch Logs, the function "
+                               f"{self.function.function_name}); docs/capacity.md \"Budget\"."),
+            namespace="AWS/Lambda", metric_name="Errors",
+            dimensions=[cloudwatch.CfnAlarm.DimensionProperty(name="FunctionName", value=self.function.function_name)],
+            statistic="Sum", period=ERRORS_ALARM_PERIOD_S, evaluation_periods=1, datapoints_to_alarm=1, threshold=1,
+            comparison_operator="GreaterThanOrEqualToThreshold", treat_missing_data="notBreaching",
+            alarm_actions=[alert_topic_arn])

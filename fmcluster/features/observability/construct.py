@@ -69,7 +69,11 @@ from constructs import Construct, IValidation
 from fmcluster.blueprint.model import BudgetSpec, ObservabilitySpec
 from fmcluster.constructs.parameter import string_parameter
 from fmcluster.features.capacity_window.construct import ClusterBudget, rule_arn
-from fmcluster.features.capacity_window.construct_fleet_stop import BudgetStopTopic, allow_budgets_to_publish
+from fmcluster.features.capacity_window.construct_fleet_stop import (
+    BudgetStopTopic,
+    allow_budgets_to_publish,
+    budget_stop_alarm_name,
+)
 from fmcluster.features.observability.endpoints import (
     HEARTBEAT_ALARM_PERIOD_S,
     HEARTBEAT_ALARM_PERIODS,
@@ -272,14 +276,7 @@ class ClusterObservability(Construct):
                 endpoint=spec.alert_email,
             )
         if spec.metrics == "self_hosted":  # the monitoring host's heartbeat alarm publishes from CloudWatch
-            key.add_to_resource_policy(
-                iam.PolicyStatement(
-                    sid="AllowCloudWatchAlarmsToUseTheAlertTopicKey",
-                    principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                    actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"],
-                    conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}},
-                )
-            )
+            _allow_cloudwatch_alarms_to_use(key)
             # enforce_ssl gives the topic a policy of its own, which replaces SNS's default one: CloudWatch may publish
             # only if this policy allows it (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/
             # AlarmThatSendsEmail.html, "permissions for CloudWatch to publish to an encrypted topic"; without it the
@@ -319,6 +316,25 @@ class ClusterObservability(Construct):
             return
         allow_budgets_to_publish(Stack.of(self), self.alert_topic, self.alert_key,
                                  key_sid="AllowTheBudgetToUseTheAlertTopicKey")
+        if spec.stop_compute_at_percent is not None:
+            self._allow_stop_alarm(cluster_name)
+
+    def _allow_stop_alarm(self, cluster_name: str) -> None:
+        """Let the budget stop's errors alarm (``<name>-cluster``, named ``budget_stop_alarm_name``) publish to the
+        created topic, as the heartbeat alarm does: the topic policy (``cloudwatch.amazonaws.com``, aws:SourceAccount,
+        aws:SourceArn the alarm) and the key policy (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/
+        AlarmThatSendsEmail.html; https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html)."""
+        assert self.alert_topic is not None and self.alert_key is not None
+        if self.spec.metrics != "self_hosted":  # self-hosted: _alert_topic already let CloudWatch use the key
+            _allow_cloudwatch_alarms_to_use(self.alert_key)
+        stack = Stack.of(self)
+        self.alert_topic.add_to_resource_policy(iam.PolicyStatement(
+            sid="AllowTheBudgetStopAlarmToPublish", principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+            actions=["sns:Publish"], resources=[self.alert_topic.topic_arn],
+            conditions={"StringEquals": {"aws:SourceAccount": stack.account},
+                        "ArnLike": {"aws:SourceArn": stack.format_arn(
+                            service="cloudwatch", resource="alarm", resource_name=budget_stop_alarm_name(cluster_name),
+                            arn_format=ArnFormat.COLON_RESOURCE_NAME)}}))
 
     def _allow_window_rule(self, cluster_name: str) -> None:
         """Let the capacity window's EventBridge rule publish to the created topic (an imported topic's policy is its
@@ -436,6 +452,20 @@ class ClusterObservability(Construct):
                 "Grafana uses SAML: configure the identity provider on the workspace after deploy "
                 "(aws grafana update-workspace-authentication)."
             )
+
+
+def _allow_cloudwatch_alarms_to_use(key: kms.Key) -> None:
+    """Let CloudWatch alarms of this account use the alert topic's ``key`` (statement
+    ``AllowCloudWatchAlarmsToUseTheAlertTopicKey``): CloudWatch publishes to a KMS-encrypted topic only then
+    (https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws-services)."""
+    key.add_to_resource_policy(
+        iam.PolicyStatement(
+            sid="AllowCloudWatchAlarmsToUseTheAlertTopicKey",
+            principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+            actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"],
+            conditions={"StringEquals": {"aws:SourceAccount": Stack.of(key).account}},
+        )
+    )
 
 
 def monitoring_heartbeat_alarm(scope: Construct, id: str, *, topic_arn: str, cluster_name: str) -> cloudwatch.CfnAlarm:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fmcluster.blueprint.model import Blueprint, ObservabilitySpec
+from fmcluster.blueprint.model import RESERVATION_BACKED, Blueprint, ObservabilitySpec
 from fmcluster.resolved import ResolvedCluster
 from fmcluster.validation.rules import Violation, rule
 
@@ -145,3 +145,30 @@ def budget_needs_the_alert_topic(rc: ResolvedCluster) -> Iterator[Violation]:
             f"{o.metrics!r} on orchestrator {rc.profile.key!r}; allowed observability.metrics managed or self_hosted "
             "(with alert_email or alert_topic_arn) on a Slurm orchestrator, or no budget",
         )
+
+
+@rule(
+    "R-BUDGET-2", level="warning",
+    source="Capacity Blocks are paid up front (EC2 API reference CapacityBlockOffering upfrontFee, 'The total price to "
+    "be paid up front', https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityBlockOffering.html; EC2 "
+    "user guide capacity-blocks-extend.html, 'Billing'); training plans too (SageMaker API reference "
+    "CreateTrainingPlan: the plan is Scheduled 'after successful upfront payment', "
+    "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateTrainingPlan.html). Not verified offline: "
+    "that an On-Demand Capacity Reservation is billed whether or not instances run in it (EC2 user guide "
+    "capacity-reservations-pricing-billing.html), and the HyperPod scale-down page's wording that metering stops only "
+    "for on-demand instances (https://docs.aws.amazon.com/sagemaker/latest/dg/smcluster-scale-down.html)",
+)
+def budget_stop_saves_nothing_on_prepaid_capacity(bp: Blueprint) -> Iterator[Violation]:
+    """``budget.stop_compute_at_percent`` with a compute group on reservation-backed capacity (``capacity_block``,
+    ``training_plan``, ``odcr``): stopping its nodes ends the jobs and the reservation is paid all the same."""
+    if bp.budget is None or bp.budget.stop_compute_at_percent is None:
+        return
+    for i, g in enumerate(bp.compute):
+        if g.capacity.type in RESERVATION_BACKED:
+            yield (
+                f"compute[{i}].capacity.type",
+                f"the budget's stop (stop_compute_at_percent {bp.budget.stop_compute_at_percent}) ends jobs without "
+                f"reducing the cost of {g.name}'s prepaid capacity, got {g.capacity.type!r}; the reservation is paid "
+                "whether its nodes run or not. Allowed as is (the stop still ends the jobs), or stop_compute_at_percent "
+                "unset, or on_demand / spot capacity for the group",
+            )

@@ -4,10 +4,20 @@ cluster set to 0 instances with ``UpdateCluster``; the controller and login grou
 ``UpdateCluster`` takes each group it changes as a whole ``ClusterInstanceGroupSpecification`` (``InstanceCount``,
 ``InstanceGroupName`` and ``ExecutionRole`` required, ``InstanceCount`` 0 allowed: botocore's sagemaker service model,
 ``ClusterInstanceCount`` minimum 0; https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_UpdateCluster.html).
-So the handler reads each group with ``DescribeCluster`` and sends back every field the group's details share with the
-specification (the names the SDK's own service model gives, so a field a newer API adds is carried too), the image as
-``ImageId`` (the details' ``DesiredImageId``, else ``CurrentImageId``), and ``InstanceCount`` 0. Not verified against
-a live cluster: whether ``UpdateCluster`` resets a field it is not sent; the handler sends all it can.
+So the handler reads each group with ``DescribeCluster`` and sends back only the members whose shape is the same in
+the details (``ClusterInstanceGroupDetails``) and in the specification: ``COPIED``, a fixed list that
+tests/orchestrators/hyperpod/test_fleet_stop.py checks against botocore's sagemaker service model member by member
+(deep, shape by shape). Same-named members of another shape are never sent back (``AutoPatchConfig``: details
+``ClusterAutoPatchConfigDetails`` with ``CurrentPatchSchedule`` / ``DesiredPatchSchedule``, specification
+``ClusterAutoPatchConfig`` with ``PatchSchedule``; likewise ``InstanceRequirements`` and ``KubernetesConfig``): sent
+as read, the request fails the SDK's parameter validation and nothing stops. At run time a member is also left out
+when the function's own SDK does not know it on both sides. The image goes as ``ImageId`` (the details'
+``DesiredImageId``, else ``CurrentImageId``), and ``InstanceCount`` is 0. Not verified against a live cluster:
+whether ``UpdateCluster`` resets a member it is not sent (``AutoPatchConfig`` among them).
+
+Errors are raised, never swallowed (a ``ConflictException`` while the cluster is updating, AccessDenied): the
+invocation then counts in the function's ``Errors`` metric, which the stop's alarm watches (docs/capacity.md
+"Budget").
 
 CloudFormation drift: the cluster stack's ``AWS::SageMaker::Cluster`` still says the blueprint's counts, and a deploy
 that changes nothing else does not put them back. Restore with ``UpdateCluster`` and the blueprint's counts (the same
@@ -22,15 +32,26 @@ import os
 
 import boto3
 
-#: Fields of the details that are counts or state, never sent back.
-NOT_SENT = ("InstanceCount", "MinInstanceCount", "ImageId")
+#: Members copied from a group's details into its specification: those whose shape is the same on both sides in
+#: botocore's sagemaker model (checked by tests/orchestrators/hyperpod/test_fleet_stop.py against the installed model).
+COPIED = ("InstanceGroupName", "InstanceType", "LifeCycleConfig", "ExecutionRole", "ThreadsPerCore",
+          "InstanceStorageConfigs", "OnStartDeepHealthChecks", "TrainingPlanArn", "OverrideVpcConfig",
+          "ScheduledUpdateConfig", "CapacityRequirements", "SlurmConfig", "NetworkInterface")
 
 
-def spec_of(details, spec_fields):  # type: ignore[no-untyped-def]
-    """The ``ClusterInstanceGroupSpecification`` of a described group with ``InstanceCount`` 0."""
-    spec = {k: v for k, v in details.items() if k in spec_fields and k not in NOT_SENT}
+def copyable(model):  # type: ignore[no-untyped-def]
+    """The members of ``COPIED`` the running SDK's sagemaker ``model`` knows in both the details and the
+    specification (an older SDK in the Lambda runtime may lack one)."""
+    spec = model.shape_for("ClusterInstanceGroupSpecification").members
+    details = model.shape_for("ClusterInstanceGroupDetails").members
+    return tuple(k for k in COPIED if k in spec and k in details)
+
+
+def spec_of(details, copied):  # type: ignore[no-untyped-def]
+    """The ``ClusterInstanceGroupSpecification`` of a described group (members ``copied``) with ``InstanceCount`` 0."""
+    spec = {k: details[k] for k in copied if k in details}
     image = details.get("DesiredImageId") or details.get("CurrentImageId")
-    if image and "ImageId" in spec_fields:
+    if image:
         spec["ImageId"] = image
     spec["InstanceCount"] = 0
     return spec
@@ -38,7 +59,7 @@ def spec_of(details, spec_fields):  # type: ignore[no-untyped-def]
 
 def stop(sagemaker, cluster, groups):  # type: ignore[no-untyped-def]
     """Set every group of ``groups`` of ``cluster`` to 0 instances (one UpdateCluster; none when all are at 0)."""
-    spec_fields = set(sagemaker.meta.service_model.shape_for("ClusterInstanceGroupSpecification").members)
+    copied = copyable(sagemaker.meta.service_model)
     described = {g["InstanceGroupName"]: g for g in sagemaker.describe_cluster(ClusterName=cluster)["InstanceGroups"]}
     missing = sorted(set(groups) - set(described))
     if missing:
@@ -46,7 +67,7 @@ def stop(sagemaker, cluster, groups):  # type: ignore[no-untyped-def]
     running = [g for g in groups if described[g].get("TargetCount", described[g].get("CurrentCount", 0))]
     if running:
         sagemaker.update_cluster(ClusterName=cluster,
-                                 InstanceGroups=[spec_of(described[g], spec_fields) for g in running])
+                                 InstanceGroups=[spec_of(described[g], copied) for g in running])
     return {"cluster": cluster, "stopped": running, "already_zero": [g for g in groups if g not in running]}
 
 

@@ -24,6 +24,7 @@ def build(stack: Stack, inputs: OrchestratorInputs) -> HyperPodCluster:
         stop = fleet_stop(cluster_name=inputs.cluster_name, cluster_arn=hp.cluster.attr_cluster_arn,
                           execution_role_arn=hp.role.role_arn, groups=[g.name for g in inputs.groups],
                           mechanism=inputs.profile.fleet_stop)
-        FleetStopAction(stack, "BudgetStop", topic_arn=inputs.budget_stop_topic_arn, stop=stop,
+        FleetStopAction(stack, "BudgetStop", topic_arn=inputs.budget_stop_topic_arn,
+                        alert_topic_arn=inputs.alert_topic_arn, stop=stop,
                         cluster_name=inputs.cluster_name)
     return hp

@@ -51,7 +51,8 @@ def build(stack: Stack, inputs: OrchestratorInputs) -> ParallelClusterCluster:
     _access_outputs(stack, pc.resource, region=stack.region)
     _window_end(stack, inputs, pc.resource.get_att("headNode.instanceId").to_string())
     if inputs.budget_stop_topic_arn is not None:
-        FleetStopAction(stack, "BudgetStop", topic_arn=inputs.budget_stop_topic_arn, cluster_name=inputs.cluster_name,
+        FleetStopAction(stack, "BudgetStop", topic_arn=inputs.budget_stop_topic_arn,
+                        alert_topic_arn=inputs.alert_topic_arn, cluster_name=inputs.cluster_name,
                         stop=fleet_stop(stack, inputs.cluster_name, inputs.profile.fleet_stop)).node.add_dependency(pc)
     return pc
 

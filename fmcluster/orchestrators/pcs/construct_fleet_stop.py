@@ -29,11 +29,12 @@ def fleet_stop(stack: Stack, *, cluster_id: str, node_groups: Mapping[str, tuple
     """The stop of the compute node groups ``node_groups`` (compute group name -> (node group id, node group ARN)) of
     the PCS cluster ``cluster_id``.
 
-    IAM: ``pcs:UpdateComputeNodeGroup`` on those node groups only; the EC2 reads the guide lists on ``*``; the guide's
-    ``ec2:RunInstances``, ``CreateFleet`` and ``CreateTags`` only when PCS makes the call (``aws:CalledVia``
-    ``pcs.amazonaws.com``: IAM user guide, global condition keys; that PCS makes these calls with the caller's
-    credentials, as the guide's list implies, is not verified offline: a refused scale-down shows in the function's
-    log as AccessDenied); ``iam:PassRole`` and ``iam:GetInstanceProfile`` of the nodes' role and instance profile only.
+    IAM, what the guide lists for ``UpdateComputeNodeGroup`` (and Capacity Blocks): ``pcs:UpdateComputeNodeGroup`` on those node
+    groups only; the EC2 reads on ``*``; ``ec2:RunInstances``, ``ec2:CreateFleet`` and ``ec2:CreateTags`` on ``*``,
+    without a condition (the guide names no resources for them, and no source says PCS sets ``aws:CalledVia``: the IAM
+    user guide lists the services that do, https://docs.aws.amazon.com/IAM/latest/UserGuide/
+    reference_policies_condition-keys.html#condition-keys-calledvia, so a ``CalledVia`` condition could refuse the
+    scale-down); ``iam:PassRole`` and ``iam:GetInstanceProfile`` of the nodes' role and instance profile only.
     ``mechanism``: the profile's ``fleet_stop``.
     """
     return FleetStop(
@@ -42,14 +43,13 @@ def fleet_stop(stack: Stack, *, cluster_id: str, node_groups: Mapping[str, tuple
                      "NODE_GROUPS": stack.to_json_string({name: ids[0] for name, ids in node_groups.items()})},
         statements=[
             iam.PolicyStatement(actions=["pcs:UpdateComputeNodeGroup"], resources=[a for _, a in node_groups.values()]),
-            iam.PolicyStatement(actions=list(EC2_DESCRIBE), resources=["*"]),
-            iam.PolicyStatement(actions=list(EC2_LAUNCH), resources=["*"],
-                                conditions={"ForAnyValue:StringEquals": {"aws:CalledVia": ["pcs.amazonaws.com"]}}),
+            iam.PolicyStatement(actions=[*EC2_DESCRIBE, *EC2_LAUNCH], resources=["*"]),
             iam.PolicyStatement(actions=["iam:PassRole"], resources=[node_role_arn]),
             iam.PolicyStatement(actions=["iam:GetInstanceProfile"], resources=[instance_profile_arn]),
         ],
         mechanism=f"{mechanism} ({', '.join(sorted(node_groups))})",
-        wildcard_reasons={r"^Resource::\*$": "The EC2 reads and the launches the PCS user guide lists for "
-                          "UpdateComputeNodeGroup: Describe actions have no resource-level permissions, and the "
-                          "launches are allowed only when PCS makes them (aws:CalledVia pcs.amazonaws.com)."},
+        wildcard_reasons={r"^Resource::\*$": "Exactly the EC2 permissions the PCS user guide lists for "
+                          "UpdateComputeNodeGroup (security-min-permissions.html): Describe actions have no "
+                          "resource-level permissions, and the guide names no resources for RunInstances, CreateFleet "
+                          "and CreateTags (which touch instances, volumes, interfaces, images and launch templates)."},
     )

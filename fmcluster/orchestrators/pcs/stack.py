@@ -40,7 +40,8 @@ def build(stack: Stack, inputs: OrchestratorInputs) -> PcsCluster:
         stop = fleet_stop(stack, cluster_id=pcs.cluster.attr_id, node_groups=groups, node_role_arn=pcs.role.role_arn,
                           instance_profile_arn=pcs.instance_profile.instance_profile_arn,
                           mechanism=inputs.profile.fleet_stop)
-        FleetStopAction(stack, "BudgetStop", topic_arn=inputs.budget_stop_topic_arn, stop=stop,
+        FleetStopAction(stack, "BudgetStop", topic_arn=inputs.budget_stop_topic_arn,
+                        alert_topic_arn=inputs.alert_topic_arn, stop=stop,
                         cluster_name=inputs.cluster_name)
     return pcs
 

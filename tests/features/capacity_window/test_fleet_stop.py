@@ -20,11 +20,11 @@ CASES = {
     "p5en-capacity-block": ("h200-cb", [["dynamodb:GetItem", "dynamodb:UpdateItem"]]),
     "hyperpod-p5": ("hp-train", [["sagemaker:DescribeCluster", "sagemaker:UpdateCluster"], ["iam:PassRole"]]),
     "pcs-p5en": ("pcs-h200", [["pcs:UpdateComputeNodeGroup"],
-                              ["ec2:DescribeCapacityReservations", "ec2:DescribeInstanceTypeOfferings",
-                               "ec2:DescribeInstanceTypes", "ec2:DescribeLaunchTemplateVersions",
-                               "ec2:DescribeLaunchTemplates", "ec2:DescribeSecurityGroups", "ec2:DescribeSubnets",
-                               "ec2:DescribeVpcs"],
-                              ["ec2:CreateFleet", "ec2:CreateTags", "ec2:RunInstances"],
+                              ["ec2:CreateFleet", "ec2:CreateTags", "ec2:DescribeCapacityReservations",
+                               "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes",
+                               "ec2:DescribeLaunchTemplateVersions", "ec2:DescribeLaunchTemplates",
+                               "ec2:DescribeSecurityGroups", "ec2:DescribeSubnets", "ec2:DescribeVpcs",
+                               "ec2:RunInstances"],
                               ["iam:PassRole"], ["iam:GetInstanceProfile"]]),
 }
 
@@ -89,12 +89,59 @@ def test_the_cluster_stack_subscribes_the_orchestrators_stop_with_its_own_iam_on
     assert [sorted(s["Action"]) if isinstance(s["Action"], list) else [s["Action"]] for s in statements] == expected
     role_id = fn["Properties"]["Role"]["Fn::GetAtt"][0]
     assert policy["Properties"]["Roles"] == [{"Ref": role_id}]
-    # no statement on "*" except the EC2 reads (no resource-level permissions) and the launches PCS makes
-    for s in statements:
-        if s["Resource"] == "*":
-            assert ex == "pcs-p5en" and all(a.startswith("ec2:") for a in s["Action"])
-            if "ec2:RunInstances" in s["Action"]:
-                assert s["Condition"] == {"ForAnyValue:StringEquals": {"aws:CalledVia": ["pcs.amazonaws.com"]}}
+    # no statement on "*" except PCS's EC2 permissions (the guide names no resources for them)
+    assert all(ex == "pcs-p5en" and all(a.startswith("ec2:") for a in s["Action"])
+               for s in statements if s["Resource"] == "*")
+
+
+#: The PCS user guide's minimum permissions for UpdateComputeNodeGroup besides the action itself, and
+#: DescribeCapacityReservations for Capacity Blocks (https://docs.aws.amazon.com/pcs/latest/userguide/
+#: security-min-permissions.html), written out here from the guide, not from the construct.
+PCS_GUIDE_EC2 = {"ec2:DescribeVpcs", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:DescribeLaunchTemplates",
+                 "ec2:DescribeLaunchTemplateVersions", "ec2:DescribeInstanceTypes",
+                 "ec2:DescribeInstanceTypeOfferings", "ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateTags",
+                 "ec2:DescribeCapacityReservations"}
+
+
+@pytest.mark.synth
+def test_pcs_gets_the_guides_ec2_permissions_without_a_called_via_condition() -> None:
+    """No source says PCS sets aws:CalledVia, so the launches carry no condition that could refuse the scale-down."""
+    pcs = _templates("pcs-p5en")["pcs-h200-cluster"]
+    [policy] = [r for k, r in _of_type(pcs, "AWS::IAM::Policy").items() if k.startswith("BudgetStop")]
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    [anywhere] = [s for s in statements if s["Resource"] == "*"]
+    assert (anywhere["Effect"], set(anywhere["Action"])) == ("Allow", PCS_GUIDE_EC2)
+    assert all("Condition" not in s for s in statements)
+
+
+@pytest.mark.synth
+@pytest.mark.parametrize("ex", sorted(CASES))
+def test_a_failed_stop_alarms_the_alert_receivers(ex: str) -> None:
+    """SNS invokes the function asynchronously: its Errors (AWS/Lambda, FunctionName) Sum >= 1 in one period alarms
+    the alert topic, missing data not breaching; the created alert topic lets exactly that alarm publish."""
+    name, _ = CASES[ex]
+    templates = _templates(ex)
+    cluster, obs = templates[f"{name}-cluster"], templates[f"{name}-observability"]
+    [fn_id] = [k for k in _of_type(cluster, "AWS::Lambda::Function") if k.startswith("BudgetStop")]
+    [alarm] = [r["Properties"] for k, r in _of_type(cluster, "AWS::CloudWatch::Alarm").items()
+               if k.startswith("BudgetStop")]
+    assert {k: alarm[k] for k in ("AlarmName", "Namespace", "MetricName", "Dimensions", "Statistic", "Period",
+                                  "EvaluationPeriods", "DatapointsToAlarm", "Threshold", "ComparisonOperator",
+                                  "TreatMissingData")} == {
+        "AlarmName": f"fmcluster-{name}-budget-stop-errors", "Namespace": "AWS/Lambda", "MetricName": "Errors",
+        "Dimensions": [{"Name": "FunctionName", "Value": {"Ref": fn_id}}], "Statistic": "Sum", "Period": 60,
+        "EvaluationPeriods": 1, "DatapointsToAlarm": 1, "Threshold": 1,
+        "ComparisonOperator": "GreaterThanOrEqualToThreshold", "TreatMissingData": "notBreaching"}
+    [action] = alarm["AlarmActions"]
+    assert "Fn::ImportValue" in json.dumps(action)  # the observability stack's alert topic
+    [alert_topic] = [k for k, r in _of_type(obs, "AWS::SNS::Topic").items() if "TopicName" not in r["Properties"]]
+    [policy] = [r for r in _of_type(obs, "AWS::SNS::TopicPolicy").values()
+                if {"Ref": alert_topic} in r["Properties"]["Topics"]]
+    [allow] = [s for s in policy["Properties"]["PolicyDocument"]["Statement"]
+               if s.get("Sid") == "AllowTheBudgetStopAlarmToPublish"]
+    assert allow["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert json.dumps(allow["Condition"]["ArnLike"]["aws:SourceArn"]).endswith(
+        f':alarm:fmcluster-{name}-budget-stop-errors"]]}}')
 
 
 @pytest.mark.synth

@@ -8,7 +8,7 @@ import pytest
 
 from fmcluster.blueprint import BlueprintError
 from fmcluster.validation import load_blueprint_text
-from tests.blueprints import blueprint_text, merge
+from tests.blueprints import blueprint_text, group, merge
 
 VPC = {"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"}
 
@@ -83,6 +83,43 @@ RULE_CASES = [
         ]
     ],
 ]
+#: A budget with the stop, on the observability a budget needs (R-BUDGET-1).
+STOP = {"observability": {"metrics": "self_hosted", "alert_email": "oncall@example.com"},
+        "budget": {"monthly_usd": 1000, "stop_compute_at_percent": 110}}
+CR = "cr-0123456789abcdef0"
+PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/plan-a"
+
+
+def _prepaid(name: str, kind: str) -> str:
+    return (f"the budget's stop (stop_compute_at_percent 110) ends jobs without reducing the cost of {name}'s prepaid "
+            f"capacity, got {kind!r}; the reservation is paid whether its nodes run or not. Allowed as is (the stop "
+            "still ends the jobs), or stop_compute_at_percent unset, or on_demand / spot capacity for the group "
+            "[R-BUDGET-2]")
+
+
+#: R-BUDGET-2: (patch on STOP, the warnings' (path, message)), one per reservation-backed group, none otherwise.
+PREPAID_CASES = [
+    ({"compute": [group(capacity={"type": "capacity_block", "reservation_id": CR})]},
+     [("compute[0].capacity.type", _prepaid("gpu", "capacity_block"))]),
+    ({"compute": [group(capacity={"type": "on_demand"}),
+                  group(name="gpu2", capacity={"type": "odcr", "reservation_id": CR})]},
+     [("compute[1].capacity.type", _prepaid("gpu2", "odcr"))]),
+    ({"orchestrator": {"kind": "hyperpod"}, "compute": [group(capacity={"type": "training_plan", "arn": PLAN})]},
+     [("compute[0].capacity.type", _prepaid("gpu", "training_plan"))]),
+    ({"compute": [group(capacity={"type": "on_demand"})]}, []),
+    ({"compute": [group(capacity={"type": "capacity_block", "reservation_id": CR})],
+      "budget": {"stop_compute_at_percent": None}}, []),
+]
+
+
+@pytest.mark.parametrize(("patch", "expected"), PREPAID_CASES,
+                         ids=["capacity-block", "odcr-second-group", "training-plan", "on-demand", "no-stop"])
+def test_the_stop_warns_that_prepaid_capacity_costs_the_same(patch: dict[str, Any],
+                                                              expected: list[tuple[str, str]]) -> None:
+    assert [(p[1], p[2]) for p in _problems(merge(STOP, patch)) if "R-BUDGET-2" in p[2]] == expected
+    assert all(p[0] == "warning" for p in _problems(merge(STOP, patch)) if "R-BUDGET-2" in p[2])
+
+
 #: A receiver every accept case carries, so R-OBS-7 does not hide the rule under test.
 RECEIVER = {"observability": {"alert_email": "oncall@example.com"}}
 
