@@ -34,12 +34,12 @@ $(PCLUSTER_VENV)/.installed: tools/pcluster-requirements.txt
 	touch $@
 
 synth: $(VENV)/.installed node_modules/.installed
-	rm -rf $(CDK_OUT)
-	npx cdk synth --quiet -c blueprint=$(BLUEPRINT) -o $(CDK_OUT)
-	$(VENV)/bin/fmcluster plan $(BLUEPRINT) --cdk-out $(CDK_OUT)
+	rm -rf "$(CDK_OUT)"
+	npx cdk synth --quiet -c blueprint="$(BLUEPRINT)" -o "$(CDK_OUT)"
+	$(VENV)/bin/fmcluster plan "$(BLUEPRINT)" --cdk-out "$(CDK_OUT)"
 
 plan: $(VENV)/.installed
-	$(VENV)/bin/fmcluster plan $(BLUEPRINT) --cdk-out $(CDK_OUT)
+	$(VENV)/bin/fmcluster plan "$(BLUEPRINT)" --cdk-out "$(CDK_OUT)"
 
 test: setup
 	$(VENV)/bin/python -m pytest -q

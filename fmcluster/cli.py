@@ -175,7 +175,7 @@ def plan(
     """Print the bill of materials: GPUs, EFA, network, storage throughput, software, stacks.
 
     With --cdk-out DIR, DIR must be a cdk.out synthesized from this blueprint (all its stacks);
-    otherwise exit 1.
+    otherwise exit 2 (could not run).
     """
     from fmcluster.resolved import resolve
     from fmcluster.review.assembly import AssemblyError

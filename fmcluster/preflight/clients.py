@@ -6,6 +6,7 @@ inject moto- or Stubber-backed clients.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,9 +53,12 @@ def make_clients(region: str, profile: str | None = None) -> Clients:
     """
     try:
         session = boto3.Session(profile_name=profile, region_name=region)
-    except ProfileNotFound:
+    except ProfileNotFound as e:
+        # the profile botocore looked for: --profile, else AWS_PROFILE (the message names it as botocore read it)
+        name = profile if profile is not None else e.kwargs.get("profile", os.environ.get("AWS_PROFILE", ""))
+        shown = repr(name) if name else "'' (blank)"
         raise PreflightCannotRun(
-            f"AWS profile {profile!r} not found; allowed a profile from `aws configure list-profiles` "
+            f"AWS profile {shown} not found; allowed a profile from `aws configure list-profiles` "
             "(create one with `aws configure --profile NAME`)"
         ) from None
     if session.get_credentials() is None:

@@ -127,6 +127,24 @@ def metrics_need_a_receiver(bp: Blueprint) -> Iterator[Violation]:
 
 
 @rule(
+    "R-OBS-8",
+    source="fmcluster: no_alert_receiver is the explicit choice that alerts reach nobody (R-OBS-7); a receiver set "
+    "beside it would still get every alert",
+)
+def no_receiver_and_a_receiver(bp: Blueprint) -> Iterator[Violation]:
+    """``no_alert_receiver: true`` together with ``alert_email`` or ``alert_topic_arn``: the blueprint says both that
+    alerts go nowhere and where they go; one of them is a leftover."""
+    o = bp.observability
+    receivers = [f for f in ("alert_email", "alert_topic_arn") if getattr(o, f)]
+    if o.no_alert_receiver and receivers:
+        yield (
+            "observability.no_alert_receiver",
+            f"no_alert_receiver is true but {' and '.join(receivers)} is set too, got true; allowed false with a "
+            "receiver, or true with neither alert_email nor alert_topic_arn",
+        )
+
+
+@rule(
     "R-BUDGET-1", scope="cluster",
     source="fmcluster: the budget notifies the alert topic the observability stack creates or imports "
     "(ClusterObservability; docs/capacity.md \"Budget\"); that topic exists only with metrics on an orchestrator "

@@ -82,6 +82,20 @@ RULE_CASES = [
             ("self_hosted", {"orchestrator": {"kind": "pcs"}}),
         ]
     ],
+    *[
+        (
+            {"observability": {"metrics": "managed", "no_alert_receiver": True, **receivers}},
+            "error",
+            "observability.no_alert_receiver",
+            f"no_alert_receiver is true but {named} is set too, got true; allowed false with a receiver, or true "
+            "with neither alert_email nor alert_topic_arn [R-OBS-8]",
+        )
+        for receivers, named in [
+            ({"alert_email": "oncall@example.com"}, "alert_email"),
+            ({"alert_email": "oncall@example.com", "alert_topic_arn": "arn:aws:sns:us-east-1:123456789012:t"},
+             "alert_email and alert_topic_arn"),
+        ]
+    ],
 ]
 #: A budget with the stop, on the observability a budget needs (R-BUDGET-1).
 STOP = {"observability": {"metrics": "self_hosted", "alert_email": "oncall@example.com"},
