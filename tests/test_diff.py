@@ -295,6 +295,21 @@ def test_deletion_policy_change_on_a_stateful_resource_warns() -> None:
                       "deletes the data")
 
 
+@pytest.mark.parametrize(("old_status", "new_versioning", "warns"), [
+    ("Enabled", {"Status": "Suspended"}, True),
+    ("Enabled", None, True),  # the versioned setting removed from the blueprint
+    ("Suspended", {"Status": "Enabled"}, False),  # turning it on protects more
+], ids=["suspended", "removed", "enabled"])
+def test_turning_bucket_versioning_off_warns(old_status: str, new_versioning: dict | None, warns: bool) -> None:
+    """Suspending the checkpoint bucket's versioning is an in-place update CloudFormation applies silently; the diff
+    says what is lost (the new-user trial saw it called safe)."""
+    old = Assembly.from_templates({"s": tpl({"B": res("AWS::S3::Bucket", {"VersioningConfiguration": {"Status": old_status}})})})
+    props = {} if new_versioning is None else {"VersioningConfiguration": new_versioning}
+    new = Assembly.from_templates({"s": tpl({"B": res("AWS::S3::Bucket", props)})})
+    [c] = diff_assemblies(old, new).changes
+    assert (c.action, c.level == "warning", "versioning suspended" in c.note) == ("update", warns, warns)
+
+
 def test_conditional_create_only_may_replace() -> None:
     subnet = {"VpcId": "vpc-1", "CidrBlock": "10.0.0.0/24"}
     old = Assembly.from_templates({"s": tpl({"S": res("AWS::EC2::Subnet", subnet)})})

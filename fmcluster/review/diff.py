@@ -537,6 +537,8 @@ def diff_assemblies(old: Assembly, new: Assembly) -> DiffReport:
                            if kept else "DELETED (UpdateReplacePolicy Delete): data loss"))
         elif policy and stateful and "Delete" in policy:
             level, note = "warning", f"{policy}: a later stack deletion deletes the data"
+        elif lowered := _protection_lowered(typ, old_res[key].get("Properties", {}), res.get("Properties", {})):
+            level, note = "warning", lowered
         if policy and not note:
             note = policy
         moved_images = _node_image_changes(typ, old_norm(dict(old_res[key].get("Properties", {})), key[0]),
@@ -808,6 +810,21 @@ def _decreases(type_: str, old_props: Mapping[str, Any], new_props: Mapping[str,
         if a is not None and b is not None and b < a:
             out[path] = f"cannot decrease: {source}"
     return out
+
+
+#: Settings whose lowering leaves a stateful resource less protected: (resource type, property path, the value that
+#: protects, what is lost). The change is an in-place update CloudFormation applies without a word.
+PROTECTIONS: tuple[tuple[str, str, str, str], ...] = (
+    ("AWS::S3::Bucket", "VersioningConfiguration/Status", "Enabled",
+     "versioning suspended: an overwritten or deleted object (a checkpoint) can no longer be recovered "
+     "(https://docs.aws.amazon.com/AmazonS3/latest/userguide/Versioning.html)"),
+)
+
+
+def _protection_lowered(type_: str, old_props: Mapping[str, Any], new_props: Mapping[str, Any]) -> str:
+    """What an update of ``type_`` stops protecting (:data:`PROTECTIONS`), or ``""``."""
+    return "; ".join(lost for t, path, protects, lost in PROTECTIONS
+                     if t == type_ and _get(old_props, path) == protects and _get(new_props, path) != protects)
 
 
 def _policy_change(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
