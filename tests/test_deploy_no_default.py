@@ -47,4 +47,4 @@ def test_cdk_json_has_no_default_blueprint() -> None:
 def test_makefile_synth_names_the_blueprint() -> None:
     text = (ROOT / "Makefile").read_text()
     synth = re.search(r"^synth:.*?(?=^\S)", text, re.S | re.M)
-    assert synth and "-c blueprint=$(BLUEPRINT)" in synth.group(0)
+    assert synth and '-c blueprint="$(BLUEPRINT)"' in synth.group(0)  # quoted: a path may hold spaces
