@@ -90,6 +90,14 @@ def alert_message(cluster_name: str, ws: Sequence[Window]) -> str:
     )
 
 
+
+def run_shell_arns(stack: Stack, instance_id: str) -> tuple[str, str]:
+    """The two resources ``ssm:SendCommand`` of ``AWS-RunShellScript`` on one instance needs: the AWS-owned document's
+    ARN (no account) and the instance's ARN (Service Authorization Reference, AWS Systems Manager, SendCommand:
+    document and instance resource types, https://docs.aws.amazon.com/service-authorization/latest/reference/list_awssystemsmanager.html)."""
+    document_arn = stack.format_arn(service="ssm", account="", resource="document", resource_name="AWS-RunShellScript")
+    return document_arn, stack.format_arn(service="ec2", resource="instance", resource_name=instance_id)
+
 class WindowEndAutomation(Construct):
     """The rule ``fmcluster-<name>-window-end`` and the role EventBridge sends the command with.
 
@@ -112,9 +120,7 @@ class WindowEndAutomation(Construct):
         if not windows:
             raise ValueError("WindowEndAutomation needs at least one window")
         stack = Stack.of(self)
-        document_arn = stack.format_arn(service="ssm", account="", resource="document",
-                                        resource_name="AWS-RunShellScript")
-        instance_arn = stack.format_arn(service="ec2", resource="instance", resource_name=instance_id)
+        document_arn, instance_arn = run_shell_arns(stack, instance_id)
         # Only this rule may assume the role (confused-deputy guard: aws:SourceArn on the trust,
         # https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-use-identity-based.html)
         trusted = iam.ServicePrincipal("events.amazonaws.com",
@@ -169,9 +175,7 @@ class WindowStartRule(Construct):
         if not windows:
             raise ValueError("WindowStartRule needs at least one window")
         stack = Stack.of(self)
-        document_arn = stack.format_arn(service="ssm", account="", resource="document",
-                                        resource_name="AWS-RunShellScript")
-        instance_arn = stack.format_arn(service="ec2", resource="instance", resource_name=instance_id)
+        document_arn, instance_arn = run_shell_arns(stack, instance_id)
         name = window_start_rule_name(cluster_name)
         trusted = iam.ServicePrincipal("events.amazonaws.com", conditions={"ArnEquals": {"aws:SourceArn": stack.format_arn(
             service="events", resource="rule", resource_name=name, arn_format=ArnFormat.SLASH_RESOURCE_NAME)}})
@@ -286,8 +290,7 @@ def start_schedule_name(cluster_name: str, index: int) -> str:
 def send_command_role(scope: Construct, instance_id: str, description: str) -> iam.Role:
     """A role EventBridge Scheduler assumes to run ``AWS-RunShellScript`` on the instance ``instance_id`` only."""
     stack = Stack.of(scope)
-    document_arn = stack.format_arn(service="ssm", account="", resource="document", resource_name="AWS-RunShellScript")
-    instance_arn = stack.format_arn(service="ec2", resource="instance", resource_name=instance_id)
+    document_arn, instance_arn = run_shell_arns(stack, instance_id)
     # Confused-deputy guard: only schedules of this account's default schedule group (fmcluster's schedules set no
     # group) may assume the role; Scheduler's guide scopes aws:SourceArn to a schedule group, never to a schedule
     # (https://docs.aws.amazon.com/scheduler/latest/UserGuide/cross-service-confused-deputy-prevention.html).
