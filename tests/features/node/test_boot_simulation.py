@@ -261,6 +261,12 @@ def test_drifted_image_comes_up_and_reports_each_drift(tmp_path: Path, case: tup
         assert f"drift (reported, not enforced: unverified or moving image value): {c}: image has " \
                f"{images.DRIFTED_VALUES[c]}" in r.output, c
     assert "node check passed" in r.output
+    # the check's NCCL log is the simulated node's own: boots on two workers once shared the real
+    # /var/log/fmcluster/nccl-check.log and judged each other's logs (a flaky FAIL net-plugin)
+    own = r.root / "var/log/fmcluster/nccl-check.log"
+    ran_nccl = "PASS nccl-run" in r.output  # official images run all_reduce_perf at boot; a bake ran it at build
+    assert ran_nccl == (case[2] == "official")
+    assert own.is_file() is ran_nccl and (f"(log: {own})" in r.output) is ran_nccl
 
 
 # (case, fault): every fault once, every orchestrator at least once, both official and bake images

@@ -1659,7 +1659,8 @@ FMCLUSTER_NODE_CHECK_EOF
     "${FMC_NODE_CHECK}" >"${FMC_ROOT}${FMC_PREFIX}/bin/fmcluster-node-check-health"
   chmod 0755 "${FMC_ROOT}${FMC_PREFIX}/bin/fmcluster-node-check-health"
   log "installed ${FMC_NODE_CHECK} (health-check wrapper: ${FMC_PREFIX}/bin/fmcluster-node-check-health)"
-  if "${check}"; then
+  # the check's logs go where this bootstrap's go (FMC_ROOT: the simulated node's root in the boot simulation)
+  if env FMC_LOG_DIR="${FMC_ROOT}${FMC_LOG_DIR}" "${check}"; then
     log "node check passed"
   else
     die "node check failed (exit $?); the lines above name each failed check"
