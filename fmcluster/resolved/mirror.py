@@ -96,3 +96,14 @@ class MirrorObject:
             out.update(Index=self.index, IndexUrl=self.index_url, Package=self.package, Version=self.version,
                        Arch=self.arch)
         return out
+
+
+def repository_package(component: str, repository_url: str, os_name: str, arch: str, package: str, *,
+                       version_glob: str, key_version: str, optional: bool) -> MirrorObject:
+    """One OS package file of a package repository (``repository_url``, its base), whose sha256 the deploy reads
+    from the repository's own index (:func:`package_index` of ``os_name``): the ``version_glob`` the package must
+    match, the index's name of the EC2 CPU ``arch``, and the key :func:`package_key` with ``key_version``."""
+    kind = package_index(os_name)
+    return MirrorObject(component, repository_url, package_key(component, os_name, arch, package, key_version), None,
+                        optional=optional, index=kind, package=package, version=version_glob,
+                        arch=INDEX_ARCH[kind][arch])

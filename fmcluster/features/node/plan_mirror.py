@@ -28,7 +28,7 @@ from fmcluster.features.node.plan_image import image_of
 from fmcluster.features.node.plan_packages import package_plan
 from fmcluster.features.observability.plan_mirror import dcgm_exporter_mirror_objects, head_mirror_objects
 from fmcluster.resolved.cluster import ResolvedCluster, ResolvedGroup
-from fmcluster.resolved.mirror import INDEX_ARCH, MirrorObject, mirror_key, package_index, package_key
+from fmcluster.resolved.mirror import MirrorObject, mirror_key, repository_package
 
 __all__ = ["MirrorObject", "mirror_objects", "nccl_mirror_objects"]
 
@@ -45,13 +45,10 @@ def nccl_mirror_objects(rc: ResolvedCluster, group: ResolvedGroup) -> tuple[Mirr
     if stack is None or not any(i.startswith("nccl ") for i in image_of(group).installs_at_boot):
         return ()
     os_name, arch = rc.blueprint.software.os_name, group.instance.cpu_architecture
-    kind = package_index(os_name)
     repo = cuda_repository(os_name, arch)
-    nccl = stack.nccl.split("-")[0]
-    return tuple(
-        MirrorObject("nccl", repo.url, package_key("nccl", os_name, arch, p.name, nccl), None, optional=False,
-                     index=kind, package=p.name, version=p.version, arch=INDEX_ARCH[kind][arch])
-        for p in package_plan(os_name, stack.driver, stack.cuda, stack.nccl).nccl)
+    return tuple(repository_package("nccl", repo.url, os_name, arch, p.name, version_glob=p.version,
+                                    key_version=stack.nccl.split("-")[0], optional=False)
+                 for p in package_plan(os_name, stack.driver, stack.cuda, stack.nccl).nccl)
 
 
 def mirror_objects(rc: ResolvedCluster) -> list[MirrorObject]:

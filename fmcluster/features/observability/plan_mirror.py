@@ -17,7 +17,7 @@ from fmcluster.catalog.software import cuda_repository
 from fmcluster.features.observability import pins
 from fmcluster.orchestrators.profile import OrchestratorProfile
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
-from fmcluster.resolved.mirror import INDEX_ARCH, MirrorObject, mirror_key, package_index, package_key
+from fmcluster.resolved.mirror import MirrorObject, mirror_key, repository_package
 
 #: The mirror's component name (the key's folder) of the dcgm-exporter package files.
 DCGM_EXPORTER_COMPONENT = "dcgm-exporter"
@@ -69,11 +69,8 @@ def dcgm_exporter_mirror_objects(rc: ResolvedCluster, group: ResolvedGroup) -> t
     (``components.dcgm`` in fmcluster/catalog/data/images.yaml)."""
     if not fmcluster_collects(rc.blueprint, rc.profile) or group.instance.gpu.count == 0:
         return ()
-    os_name, arch = rc.blueprint.software.os_name, group.instance.cpu_architecture
-    kind, pin = package_index(os_name), pins.DCGM_EXPORTER
+    os_name, arch, pin = rc.blueprint.software.os_name, group.instance.cpu_architecture, pins.DCGM_EXPORTER
     repo = cuda_repository(os_name, arch)
-    return tuple(
-        MirrorObject(DCGM_EXPORTER_COMPONENT, repo.url,
-                     package_key(DCGM_EXPORTER_COMPONENT, os_name, arch, name, pin.version), None, optional=True,
-                     index=kind, package=name, version=f"{pin.version}-*", arch=INDEX_ARCH[kind][arch])
-        for name in pin.packages)
+    return tuple(repository_package(DCGM_EXPORTER_COMPONENT, repo.url, os_name, arch, name,
+                                    version_glob=f"{pin.version}-*", key_version=pin.version, optional=True)
+                 for name in pin.packages)
