@@ -165,6 +165,7 @@ class ClusterObservability(Construct):
         self.grafana_url: str = f"http://localhost:{GRAFANA_PORT}"
         self.alert_topic: sns.Topic | None = None
         self.alert_key: kms.Key | None = None
+        self._alarms_use_key = False  # the alert key lets CloudWatch alarms use it (_allow_alarm_to_publish)
         self.alert_topic_arn: str | None = None
         self.amp_endpoint: ec2.InterfaceVpcEndpoint | None = None
         self.log_group: logs.LogGroup | None = None
@@ -275,27 +276,9 @@ class ClusterObservability(Construct):
                 self, "AlertEmail", topic=topic, protocol=sns.SubscriptionProtocol.EMAIL,
                 endpoint=spec.alert_email,
             )
-        if spec.metrics == "self_hosted":  # the monitoring host's heartbeat alarm publishes from CloudWatch
-            _allow_cloudwatch_alarms_to_use(key)
-            # enforce_ssl gives the topic a policy of its own, which replaces SNS's default one: CloudWatch may publish
-            # only if this policy allows it (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/
-            # AlarmThatSendsEmail.html, "permissions for CloudWatch to publish to an encrypted topic"; without it the
-            # alarm history shows "not authorized to perform: SNS:Publish").
-            stack = Stack.of(self)
-            topic.add_to_resource_policy(
-                iam.PolicyStatement(
-                    sid="AllowTheHeartbeatAlarmToPublish",
-                    principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                    actions=["sns:Publish"], resources=[topic.topic_arn],
-                    conditions={
-                        "StringEquals": {"aws:SourceAccount": stack.account},
-                        "ArnLike": {"aws:SourceArn": stack.format_arn(
-                            service="cloudwatch", resource="alarm", resource_name=heartbeat_alarm_name(cluster_name),
-                            arn_format=ArnFormat.COLON_RESOURCE_NAME)},
-                    },
-                )
-            )
         self.alert_key, self.alert_topic, self.alert_topic_arn = key, topic, topic.topic_arn
+        if spec.metrics == "self_hosted":  # the monitoring host's heartbeat alarm publishes from CloudWatch
+            self._allow_alarm_to_publish("AllowTheHeartbeatAlarmToPublish", heartbeat_alarm_name(cluster_name))
 
     def _budget(self, cluster_name: str, spec: BudgetSpec, tag: tuple[str, str]) -> None:
         """The cluster's budget, and on a created topic the policy statements AWS Budgets needs to publish to it: the
@@ -316,24 +299,27 @@ class ClusterObservability(Construct):
             return
         allow_budgets_to_publish(Stack.of(self), self.alert_topic, self.alert_key,
                                  key_sid="AllowTheBudgetToUseTheAlertTopicKey")
-        if spec.stop_compute_at_percent is not None:
-            self._allow_stop_alarm(cluster_name)
+        if spec.stop_compute_at_percent is not None:  # the stop function's errors alarm (<name>-cluster)
+            self._allow_alarm_to_publish("AllowTheBudgetStopAlarmToPublish", budget_stop_alarm_name(cluster_name))
 
-    def _allow_stop_alarm(self, cluster_name: str) -> None:
-        """Let the budget stop's errors alarm (``<name>-cluster``, named ``budget_stop_alarm_name``) publish to the
-        created topic, as the heartbeat alarm does: the topic policy (``cloudwatch.amazonaws.com``, aws:SourceAccount,
-        aws:SourceArn the alarm) and the key policy (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/
-        AlarmThatSendsEmail.html; https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html)."""
+    def _allow_alarm_to_publish(self, sid: str, alarm_name: str) -> None:
+        """Let the CloudWatch alarm ``alarm_name`` of this account publish to the created topic (statement ``sid``):
+        ``enforce_ssl`` gives the topic a policy of its own, which replaces SNS's default one, so CloudWatch may
+        publish only if this policy allows it (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/
+        AlarmThatSendsEmail.html, "permissions for CloudWatch to publish to an encrypted topic"; without it the alarm
+        history shows "not authorized to perform: SNS:Publish"), and the key policy lets CloudWatch use the key
+        (once, for every alarm: https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html)."""
         assert self.alert_topic is not None and self.alert_key is not None
-        if self.spec.metrics != "self_hosted":  # self-hosted: _alert_topic already let CloudWatch use the key
+        if not self._alarms_use_key:
             _allow_cloudwatch_alarms_to_use(self.alert_key)
+            self._alarms_use_key = True
         stack = Stack.of(self)
         self.alert_topic.add_to_resource_policy(iam.PolicyStatement(
-            sid="AllowTheBudgetStopAlarmToPublish", principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+            sid=sid, principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
             actions=["sns:Publish"], resources=[self.alert_topic.topic_arn],
             conditions={"StringEquals": {"aws:SourceAccount": stack.account},
                         "ArnLike": {"aws:SourceArn": stack.format_arn(
-                            service="cloudwatch", resource="alarm", resource_name=budget_stop_alarm_name(cluster_name),
+                            service="cloudwatch", resource="alarm", resource_name=alarm_name,
                             arn_format=ArnFormat.COLON_RESOURCE_NAME)}}))
 
     def _allow_window_rule(self, cluster_name: str) -> None:
