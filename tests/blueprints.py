@@ -72,8 +72,8 @@ MINIMAL: Final[dict[str, Any]] = {
     "observability": {"metrics": "none"},
 }
 
-#: MINIMAL with ``software.stack`` set to the stack the rule messages name (``h100-570-cuda12.8``,
-#: today also the catalog default), so a new catalog default does not rewrite the message tables. Pinning a
+#: MINIMAL with ``software.stack`` set to the stack the rule messages name (``h100-570-cuda12.8``, the catalog
+#: default until decision XX moved it to R580), so a new catalog default does not rewrite the message tables. Pinning a
 #: stack other than the official image's means building an image from it: ``software.image.mode: bake``, from a
 #: pinned parent AMI (HyperPod has no public parameter for its image, R-BAKE-1; no lookup context needed).
 PINNED_STACK: Final[dict[str, Any]] = merge(

@@ -118,6 +118,7 @@ R595 = "NVIDIA driver branch 595 (production branch, 595.112.07)"
 NV_SRC = f"{NV_620} (R580 LTSB June 2028, R595 PB March 2027, R620 LTSB September 2029)"
 EKS_SRC = f"{EKS_DOC} (14 months standard, 12 months extended support)"
 ACK = {"software": {"acknowledge_end_of_support": ["driver"]}}
+CUSTOM = {"software": {"image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}}}
 
 #: (evaluation date, patch, base (None: MINIMAL, ParallelCluster 3.16.3's image: R595), expected problems)
 RULES = [
@@ -127,6 +128,14 @@ RULES = [
         f"{R595} reaches the end of support on 2027-03-31, 116 days from 2026-12-05 (warning from 120 days; {NV_SRC}), "
         "got 595.112.07; allowed a release supported longer, or software.acknowledge_end_of_support: [driver]")]),
     ("2026-12-05", ACK, None, []),
+    # a custom image without a stack takes the catalog default, the R580 long-term support branch (decision XX;
+    # R570, the default before, warned here), which warns 120 days before its end in June 2028
+    ("2026-12-05", CUSTOM, None, []),
+    ("2028-03-15", CUSTOM, None, [(
+        "software.stack", "warning", "R-SUP-2",
+        "NVIDIA driver branch 580 (long-term support branch, 580.173.02) reaches the end of support on 2028-06-30, "
+        f"107 days from 2028-03-15 (warning from 120 days; {NV_SRC}), got 580.173.02; allowed a release supported "
+        "longer, or software.acknowledge_end_of_support: [driver]")]),
     ("2027-04-01", {}, None, [(
         "software.stack", "error", "R-SUP-1",
         f"{R595} is past the end of support on 2027-03-31 (as of 2027-04-01; {NV_SRC}), got 595.112.07; "

@@ -362,9 +362,11 @@ def test_baked_node_that_differs_from_its_measured_manifest_fails(tmp_path: Path
 def test_custom_image_that_differs_fails_naming_each_difference(tmp_path: Path) -> None:
     ctx, manifest = context("parallelcluster", "ubuntu-22.04", "custom")
     lock = ctx.lock
-    assert (lock["driver"], lock["cuda"], lock["efa_installer"], lock["gdrcopy"]) != ("580.95.05", "12.9.1", "1.49.0", "2.4.4")
-    image = harness.image_state(ctx, manifest, components={**lock, "driver": "580.95.05", "cuda": "12.9.1",
-                                                            "efa_installer": "1.49.0", "gdrcopy": "2.4.4"})
+    # each value differs from the lock's, whichever catalog stack is the default (decision XX moved it to R580,
+    # whose EFA installer 1.49.0 an earlier version of this test used as the "other" value)
+    other = {"driver": "580.95.05", "cuda": "12.9.1", "efa_installer": "1.47.0", "gdrcopy": "2.4.4"}
+    assert [c for c, v in other.items() if lock[c] == v] == []
+    image = harness.image_state(ctx, manifest, components={**lock, **other})
     image.initramfs = False
     r = harness.boot(tmp_path, ctx, image)
     assert r.returncode == 1
@@ -372,7 +374,7 @@ def test_custom_image_that_differs_fails_naming_each_difference(tmp_path: Path) 
     expected = [
         f"driver: image has 580.95.05, the lock needs {lock['driver']}",
         f"cuda: image has 12.9.1, the lock needs {lock['cuda']}",
-        f"efa_installer: image has 1.49.0, the lock needs {lock['efa_installer']}",
+        f"efa_installer: image has 1.47.0, the lock needs {lock['efa_installer']}",
         f"gdrcopy: image has 2.4.4-1, the lock needs {lock['gdrcopy']}",
         f"initramfs: /boot/initrd.img-{kernel} missing for the running kernel {kernel}",
     ]

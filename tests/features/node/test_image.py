@@ -79,7 +79,13 @@ def test_official_image_per_orchestrator(orchestrator: str, version: str | None,
     # ... unless the parent's stack cannot run the groups (GB200: R595 with EFA, R-DRV-6)
     ({"software": {"image": {"mode": "bake"}}, "compute": [GB200], "orchestrator": ARM_HEAD},
      "gb200-580-cuda13.0", "ubuntu-22.04"),
-    ({"software": {"image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}}}, "h100-570-cuda12.8", "ubuntu-22.04"),
+    # custom takes the catalog default, the R580 long-term support branch (decision XX), where it covers the groups
+    ({"software": {"image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}}}, "h100-580-cuda13.0", "ubuntu-22.04"),
+    ({"software": {"image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}},
+      "compute": [group(instance_type="p4d.24xlarge")]}, "h100-580-cuda13.0", "ubuntu-22.04"),
+    # ... else the first catalog stack that covers them
+    ({"software": {"image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}},
+      "compute": [group(instance_type="p6-b200.48xlarge")]}, "blackwell-580-cuda13.0", "ubuntu-22.04"),
 ])
 def test_stack_and_os_default_from_the_image_mode(patch: dict[str, Any], stack: str, os_name: str) -> None:
     bp = load_blueprint_text(blueprint_text(patch)).blueprint
