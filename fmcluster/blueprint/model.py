@@ -140,6 +140,17 @@ def _whole_number_input(v: Any) -> Any:
 WholeNumber = Annotated[int, BeforeValidator(_whole_number_input)]
 
 
+#: Deepest ``extends`` chain (a base may itself extend another; fmcluster/validation/organisation.py resolves it).
+MAX_EXTENDS: Final = 5
+
+#: Top-level keys of a blueprint *file* that the model never sees (the loader resolves them first): key -> its
+#: description. The loader's unknown-key message allows them, docs/blueprint.md lists them and ``fmcluster schema``
+#: describes them, all from here.
+FILE_KEYS: Final[dict[str, str]] = {
+    "extends": "Path of a base blueprint, relative to this file; this file's keys merge over it (mappings key by key, "
+               f"any other value replaced; at most {MAX_EXTENDS} levels, no cycles; docs/organisation.md). Default: none.",
+}
+
 #: Keys that moved to another place in the blueprint: key path -> where it lives now. The loader reports an old
 #: key with this text instead of "unknown key" (one home per fact: the node image is ``software.image``).
 MOVED_KEYS: Final[dict[tuple[str, ...], str]] = {

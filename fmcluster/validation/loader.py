@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import types
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, time
 from pathlib import Path
 from typing import Any, cast
@@ -20,7 +20,7 @@ import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from fmcluster.blueprint.errors import BlueprintError, Problem, format_path
-from fmcluster.blueprint.model import MOVED_KEYS, PATTERN_HINTS, Blueprint
+from fmcluster.blueprint.model import FILE_KEYS, MOVED_KEYS, PATTERN_HINTS, Blueprint
 from fmcluster.validation import organisation
 from fmcluster.validation.rules import run_rules, run_rules_best_effort
 
@@ -57,18 +57,76 @@ def load_blueprint_text(text: str, *, file: str = "<string>", org: str | Path | 
     """Validate blueprint YAML given as text (see :func:`load_blueprint`). The organisation layer (``x-`` keys,
     ``extends``, defaults, rules) applies here, once, for every command."""
     data, lines, written = _parse(text, file)
-    data, org_problems, _ = organisation.apply(data, file, org)
+    data, org_problems, _, bases = organisation.apply(data, file, org)
+    origins = _Origins.of(file, lines, bases, written)
     org_problems = [_with_line(p, lines) for p in org_problems]
     try:
         bp = Blueprint.model_validate(data)
     except ValidationError as e:
         problems = [_convert(err, data, lines, written) for err in e.errors()]
         problems += _section_rule_problems(data, problems, lines)
-        raise BlueprintError(file, _in_file_order(_dedupe(problems + org_problems))) from None
-    problems = _in_file_order([_with_line(p, lines) for p in run_rules(bp)] + org_problems)
+        raise BlueprintError(file, _in_file_order(origins.place(_dedupe(problems + org_problems)))) from None
+    problems = _in_file_order(origins.place([_with_line(p, lines) for p in run_rules(bp)] + org_problems))
     if any(p.level == "error" for p in problems):
         raise BlueprintError(file, problems)
     return LoadResult(bp, problems)
+
+
+@dataclass
+class _Origins:
+    """Where each value of a blueprint with ``extends`` was written: the blueprint's line index and each base's
+    (nearest first). A problem's YAML path belongs to the file that wrote the deepest part of it (the blueprint on a
+    tie: its keys win the merge), so a problem inherited from a base names that base and its line."""
+
+    indexes: list[tuple[str | None, dict[tuple[Any, ...], int]]]
+
+    @classmethod
+    def of(cls, file: str, lines: dict[tuple[Any, ...], int], bases: list[Path],
+           written: dict[tuple[Any, ...], yaml.ScalarNode]) -> _Origins:
+        """The blueprint's index and every base's; a base's duplicate keys and keys YAML reads as non-text are
+        refused as the blueprint's own are (:func:`_index`), naming the base. ``written`` gains the bases' scalars
+        (the blueprint's own first), so an inherited value is quoted as it was written."""
+        indexes: list[tuple[str | None, dict[tuple[Any, ...], int]]] = [(None, lines)]
+        key_problems: list[Problem] = []
+        for base in bases:
+            base_lines: dict[tuple[Any, ...], int] = {}
+            found: list[Problem] = []
+            try:
+                _index(yaml.compose(base.read_text(encoding="utf-8"), Loader=yaml.SafeLoader), base_lines, found,
+                       written)
+            except BlueprintError as e:
+                found = e.problems
+            except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
+                pass  # read once already by resolve_extends, which reports a file it cannot read
+            key_problems += [replace(p, file=str(base)) for p in found]
+            indexes.append((str(base), base_lines))
+        if key_problems:
+            raise BlueprintError(file, key_problems)
+        return cls(indexes)
+
+    def place(self, problems: list[Problem]) -> list[Problem]:
+        """``problems`` with the file and line their path was written at, when that is a base."""
+        if len(self.indexes) == 1:
+            return problems
+        return [self._placed(p) for p in problems]
+
+    def _placed(self, p: Problem) -> Problem:
+        path = _path_tuple(p.path)
+        if p.file is not None:  # already names its file (a base's extends): only its line is missing
+            index = dict(self.indexes).get(p.file)
+            return p if p.line is not None or index is None else replace(p, line=_line_for(path, index))
+        depth = [(_depth(path, index), -i) for i, (_, index) in enumerate(self.indexes)]
+        _, best = max(depth)
+        owner, index = self.indexes[-best]
+        return p if owner is None else replace(p, file=owner, line=_line_for(path, index))
+
+
+def _depth(path: tuple[Any, ...], index: dict[tuple[Any, ...], int]) -> int:
+    """The length of the longest start of ``path`` written in the file of ``index`` (-1: none)."""
+    for n in range(len(path), -1, -1):
+        if path[:n] in index:
+            return n
+    return -1
 
 
 # ---- YAML with line numbers ------------------------------------------------------------------
@@ -173,10 +231,8 @@ def _line_for(path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> int |
 
 
 def _with_line(p: Problem, lines: dict[tuple[Any, ...], int]) -> Problem:
-    if p.line is not None:
+    if p.line is not None or p.file is not None:  # a problem of another file gets its line there (_Origins)
         return p
-    from dataclasses import replace
-
     return replace(p, line=_line_for(_path_tuple(p.path), lines))
 
 
@@ -356,7 +412,7 @@ def _convert(err: Any, data: Any, lines: dict[tuple[Any, ...], int],
     if typ == "extra_forbidden" and tuple(p for p in loc if isinstance(p, str)) in MOVED_KEYS:
         msg = f"{loc[-1]!r} has moved to {MOVED_KEYS[tuple(p for p in loc if isinstance(p, str))]}"
     elif typ == "extra_forbidden":
-        allowed = sorted({f for m in _models_at(loc[:-1], data) for f in m.model_fields})
+        allowed = sorted({f for m in _models_at(loc[:-1], data) for f in m.model_fields} | (set(FILE_KEYS) if len(loc) == 1 else set()))
         key = loc[-1] if loc else value
         msg = f"unknown key {key!r}; allowed {', '.join(allowed)}{_hint(key, allowed)}"
     elif typ == "missing":
@@ -469,8 +525,9 @@ def _section_rule_problems(data: dict[str, Any], shape: list[Problem], lines: di
 
 
 def _in_file_order(problems: list[Problem]) -> list[Problem]:
-    """Sort by line (problems without one last); stable, so rule order breaks ties."""
-    return sorted(problems, key=lambda p: (p.line is None, p.line or 0))
+    """Sort by line (problems without one last), the blueprint's own before those of other files (its bases);
+    stable, so rule order breaks ties."""
+    return sorted(problems, key=lambda p: (p.file is not None, p.file or "", p.line is None, p.line or 0))
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:

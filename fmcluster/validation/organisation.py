@@ -42,14 +42,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from fmcluster.blueprint.errors import BlueprintError, Problem, format_path
-from fmcluster.blueprint.model import OrchestratorKind, OrchestratorSpec
+from fmcluster.blueprint.model import FILE_KEYS, MAX_EXTENDS, OrchestratorKind, OrchestratorSpec
 
 #: File name looked for beside a blueprint.
 ORG_FILE = "fmcluster.org.yaml"
 #: Environment variable naming the organisation file (``none``: no organisation file at all).
 ORG_ENV = "FMCLUSTER_ORG"
-#: Deepest ``extends`` chain.
-MAX_EXTENDS = 5
 #: Prefix of keys that are ignored (YAML anchors).
 EXTENSION_PREFIX = "x-"
 
@@ -121,9 +119,7 @@ def blueprint_file_schema() -> dict[str, Any]:
 
     schema = Blueprint.model_json_schema()
     schema["properties"] = {**schema["properties"], "extends": {
-        "type": "string", "minLength": 1, "title": "Extends",
-        "description": "Path of a base blueprint, relative to this file; this file's keys merge over it "
-                       f"(at most {MAX_EXTENDS} levels, no cycles)."}}
+        "type": "string", "minLength": 1, "title": "Extends", "description": FILE_KEYS["extends"]}}
     schema["patternProperties"] = {f"^{EXTENSION_PREFIX}": {"description": "Ignored (e.g. YAML anchors)."}}
     required = schema.pop("required", [])
     schema["if"], schema["then"], schema["else"] = {"required": ["extends"]}, {}, {"required": required}
@@ -164,14 +160,24 @@ def strip_extensions(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _read_yaml(path: Path, what: str) -> Any:
+    """The YAML document of ``path`` (a base blueprint or the organisation file); :class:`BlueprintError` naming that
+    file (in each problem too, so ``--json`` names it) when it cannot be read or is not YAML."""
     try:
         return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise BlueprintError(str(path), [Problem("", f"cannot read the {what} ({e.__class__.__name__}: {e})")]) from None
+    except UnicodeDecodeError as e:
+        raise BlueprintError(str(path), [Problem("", (
+            f"the {what} is not UTF-8 text, got byte 0x{e.object[e.start]:02x} at byte offset {e.start}; allowed a "
+            "UTF-8 file"), file=str(path))]) from None
+    except OSError as e:
+        raise BlueprintError(str(path), [Problem("", f"cannot read the {what} ({e.strerror or e.__class__.__name__})",
+                                                 file=str(path))]) from None
+    except RecursionError:
+        raise BlueprintError(str(path), [Problem("", f"the {what} is nested too deeply; allowed an ordinary YAML file",
+                                                 file=str(path))]) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise BlueprintError(str(path), [Problem("", f"not valid YAML: {getattr(e, 'problem', None) or e}",
-                                                  line=mark.line + 1 if mark else None)]) from None
+                                                  line=mark.line + 1 if mark else None, file=str(path))]) from None
 
 
 def load_organisation(path: Path) -> Organisation:
@@ -187,16 +193,19 @@ def load_organisation(path: Path) -> Organisation:
 
 
 def _with_lines(path: Path, problems: list[Problem]) -> list[Problem]:
-    """``problems`` with the line of their YAML path in the file at ``path`` (the blueprint loader's line index)."""
+    """``problems`` named as problems of the file at ``path`` (``Problem.file``, so the blueprint command that loaded
+    it names this file, not the blueprint), each with the line of its YAML path there (the blueprint loader's line
+    index)."""
     from dataclasses import replace
 
     from fmcluster.validation.loader import _index, _line_for, _path_tuple
 
+    problems = [replace(p, file=str(path)) for p in problems]
     try:
         node = yaml.compose(path.read_text(encoding="utf-8"))
         lines: dict[tuple[Any, ...], int] = {}
         _index(node, lines, [])
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, BlueprintError):
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, BlueprintError, RecursionError):
         return problems  # unreadable or not YAML: the problem already says so (with its own line)
     return [p if p.line is not None else replace(p, line=_line_for(_path_tuple(p.path), lines) or 1) for p in problems]
 
@@ -206,8 +215,9 @@ def _load_organisation(path: Path) -> Organisation:
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise BlueprintError(str(path), [Problem("", "the organisation file must be a mapping; allowed keys "
-                                                     "name, allowed, required_tags, defaults, software_stacks")])
+        raise BlueprintError(str(path), [Problem("", f"the organisation file must be a mapping, got a "
+                                                     f"{type(raw).__name__}; allowed keys "
+                                                     f"{', '.join(Organisation.model_fields)}", line=1)])
     try:
         org = Organisation.model_validate(strip_extensions(raw))
     except ValidationError as e:
@@ -307,36 +317,48 @@ def merge_under(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, An
     return out
 
 
-def resolve_extends(data: dict[str, Any], file: str) -> tuple[dict[str, Any], list[Problem]]:
-    """``data`` merged over its ``extends`` chain (paths relative to the extending file), without ``extends``. A chain
-    that cannot be resolved is one problem at ``extends``; the blueprint's own keys are still checked (without
-    ``extends``, so it is not also reported as an unknown key)."""
+def resolve_extends(data: dict[str, Any], file: str) -> tuple[dict[str, Any], list[Problem], list[Path]]:
+    """``data`` merged over its ``extends`` chain (paths relative to the extending file), without ``extends``, the
+    problems, and the base files read (nearest first: the loader finds there the file and line of a value a base
+    gave). A chain that cannot be resolved is one problem at ``extends``; the blueprint's own keys are still checked
+    (without ``extends``, so it is not also reported as an unknown key)."""
     own = {k: v for k, v in data.items() if k != "extends"}
     chain: list[str] = []
     current, where = data, Path(file).resolve().parent if Path(file).is_file() else Path.cwd()
+    # each base as the user would name it (the blueprint's folder joined with each extends), for messages
+    shown: list[Path] = []
+    shown_where = Path(file).parent if Path(file).is_file() else Path()
     bases: list[dict[str, Any]] = []
+
+    def refuse(message: str, value: Any) -> tuple[dict[str, Any], list[Problem], list[Path]]:
+        # the extends at fault is the one of the file read last: a base's is reported in that base
+        return own, [Problem("extends", message, file=str(shown[-1]) if shown else None, value=value)], shown
+
     while "extends" in current:
         ref = current["extends"]
         if not isinstance(ref, str) or not ref.strip():
-            return own, [Problem("extends", f"must be the path of a base blueprint, got {ref!r}; allowed e.g. base.yaml")]
+            return refuse(f"must be the path of a base blueprint, got {ref!r}; allowed e.g. base.yaml", ref)
         target = (where / ref).resolve()
         if str(target) in chain or len(chain) >= MAX_EXTENDS:
             why = "a cycle" if str(target) in chain else f"more than {MAX_EXTENDS} levels"
-            return own, [Problem("extends", f"the extends chain is {why}, got {' -> '.join([*chain, str(target)])}; "
-                                             f"allowed at most {MAX_EXTENDS} bases, no cycles")]
+            return refuse(f"the extends chain is {why}, got {' -> '.join([*chain, str(target)])}; allowed at most "
+                          f"{MAX_EXTENDS} bases, no cycles", ref)
         if not target.is_file():
-            return own, [Problem("extends", f"no such base blueprint, got {ref!r} (looked for {target}); allowed a path "
-                                             "relative to the blueprint")]
+            what = "a folder, not a base blueprint" if target.is_dir() else "no such base blueprint"
+            return refuse(f"{what}, got {ref!r} (looked for {target}); allowed the path of a blueprint file relative "
+                          "to the blueprint", ref)
         base = _read_yaml(target, "base blueprint")
         if not isinstance(base, dict):
-            return own, [Problem("extends", f"the base blueprint {ref!r} is not a mapping; allowed a blueprint file")]
+            return refuse(f"the base blueprint is not a mapping, got {ref!r}, which holds "
+                          f"{'nothing' if base is None else 'a ' + type(base).__name__}; allowed a blueprint file", ref)
         chain.append(str(target))
+        shown.append(Path(os.path.normpath(shown_where / ref)))
         bases.append(strip_extensions(base))
-        current, where = base, target.parent
+        current, where, shown_where = base, target.parent, shown[-1].parent
     merged: dict[str, Any] = {}
     for b in reversed(bases):
         merged = merge_under(merged, {k: v for k, v in b.items() if k != "extends"})
-    return merge_under(merged, own), []
+    return merge_under(merged, own), [], shown
 
 
 # ---- the organisation's rules ---------------------------------------------------------------------------
@@ -410,19 +432,21 @@ def defaults_for(defaults: Mapping[str, Any], data: Mapping[str, Any]) -> dict[s
     return {**defaults, "orchestrator": kept}
 
 
-def apply(data: dict[str, Any], file: str, explicit: str | Path | None = None) -> tuple[dict[str, Any], list[Problem], str | None]:
+def apply(data: dict[str, Any], file: str, explicit: str | Path | None = None
+          ) -> tuple[dict[str, Any], list[Problem], str | None, list[Path]]:
     """Strip ``x-`` keys, resolve ``extends``, merge the organisation's defaults under the blueprint and check its
-    rules. Returns (merged data, problems, organisation file or None). Raises :class:`BlueprintError` for a bad
-    organisation file."""
+    rules. Returns (merged data, problems, organisation file or None, the base blueprints of ``extends``, nearest
+    first). Raises :class:`BlueprintError` for a bad organisation file (each problem naming it in ``Problem.file``)."""
     data = strip_extensions(data)
-    data, problems = resolve_extends(data, file)
+    data, problems, bases = resolve_extends(data, file)
     org_path = find_organisation(file, explicit)
     if org_path is None:
-        return data, problems, None
+        return data, problems, None, bases
     if not org_path.is_file():
         what = "a folder, not an organisation file" if org_path.is_dir() else "no such organisation file"
         raise BlueprintError(str(org_path), [Problem("", f"{what}, got {str(org_path)!r}; allowed a "
-                                                         f"{ORG_FILE} file, or none")])
+                                                         f"{ORG_FILE} file, or none", file=str(org_path),
+                                                     value=str(org_path))])
     org = load_organisation(org_path)
     merged = merge_under(defaults_for(strip_extensions(org.defaults), data), data)
-    return merged, problems + check(org, str(org_path), merged), str(org_path)
+    return merged, problems + check(org, str(org_path), merged), str(org_path), bases
