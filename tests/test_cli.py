@@ -43,7 +43,7 @@ def test_plan_json_of_an_invalid_blueprint_is_the_envelope(tmp_path: Path, args:
     report = json.loads(res.stdout)
     assert (report["command"], report["ok"], report["result"]) == ("plan", False, None)
     assert [(p["file"], p["path"], p["severity"], p["value"]) for p in report["problems"]] == [
-        (str(f), "compute[0].instance_type", "error", "'p5.48xlarg'")]
+        (str(f), "compute[0].instance_type", "error", "p5.48xlarg")]
 
 
 #: The keys of every problem in a ``--json`` envelope (fmcluster.output.problem_json).
@@ -74,11 +74,14 @@ def test_diff_json_of_an_invalid_blueprint_is_the_envelope(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize(("message", "value"), [
-    ("unknown instance type, got 'p5.48xlarg'; allowed p5.48xlarge", "'p5.48xlarg'"),
-    ("out of range, got 91; allowed <= 90", "91"),
+    ("unknown instance type, got 'p5.48xlarg'; allowed p5.48xlarge", "p5.48xlarg"),
+    ("out of range, got 91; allowed <= 90", 91),
+    ("out of range, got 1.5; allowed <= 1", 1.5),
     ("required with vpc_id 'vpc-1', got nothing", "nothing"),
+    ("invalid capacity, got 3000 GiB; allowed 1200", "3000 GiB"),
+    ("must be a finite number, got 1e999; allowed", "1e999"),  # JSON has no infinity: the text as written
     ("a blueprint must name a receiver", None),
-], ids=["quoted", "number", "at-the-end", "none"])
+], ids=["quoted", "number", "decimal", "at-the-end", "with-unit", "infinite", "none"])
 def test_problem_value_is_what_the_message_quotes(message: str, value: str | None) -> None:
     from fmcluster.output import problem_value
 

@@ -150,7 +150,7 @@ def test_cli_org_option_applies_to_every_command(tmp_path: Path) -> None:
     (tmp_path / "strict.yaml").write_text(yaml.safe_dump({"allowed": {"regions": ["us-west-2"]}}))
     f = write(tmp_path, blueprint(), org=None)
     runner = CliRunner()
-    for args in (["validate", str(f)], ["render", str(f), "--out", str(tmp_path / "r")], ["plan", str(f), "--cdk-out", "x"]):
+    for args in (["validate", str(f)], ["render", str(f), "--out", str(tmp_path / "r")], ["plan", str(f), "--cdk-out", str(tmp_path)]):
         r = runner.invoke(app, ["--org", str(tmp_path / "strict.yaml"), *args])
         assert r.exit_code == 1 and "[ORG-REGION]" in r.stderr, (args, r.output)
     d = runner.invoke(app, ["--org", str(tmp_path / "strict.yaml"), "diff", str(f), str(f)])

@@ -19,7 +19,7 @@ from typing import Any, cast
 import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from fmcluster.blueprint.errors import BlueprintError, Problem, format_path
+from fmcluster.blueprint.errors import NOT_GIVEN, BlueprintError, Problem, format_path
 from fmcluster.blueprint.model import FILE_KEYS, MOVED_KEYS, PATTERN_HINTS, Blueprint
 from fmcluster.validation import organisation
 from fmcluster.validation.rules import run_rules, run_rules_best_effort
@@ -479,7 +479,23 @@ def _convert(err: Any, data: Any, lines: dict[tuple[Any, ...], int],
         msg = f"must be a date and time with its time zone, got {got}; allowed e.g. 2026-12-10T11:30:00Z"
     else:
         msg = f"invalid value, got {got}; allowed the values docs/blueprint.md lists for {path or 'the blueprint'}"
-    return Problem(path, msg, line=_line_for(loc, lines))
+    return Problem(path, msg, line=_line_for(loc, lines), value=_carried(typ, value))
+
+
+#: pydantic error types whose message quotes something other than the input (a count, a tag, the model's own words),
+#: or nothing: the JSON ``value`` of these is read from the message (fmcluster.output.problem_value).
+_NOT_THE_INPUT = frozenset({"extra_forbidden", "missing", "too_short", "too_long", "string_too_short", "string_too_long",
+                            "value_error", "union_tag_invalid", "union_tag_not_found"})
+
+
+def _carried(typ: str, value: Any) -> Any:
+    """The offending value for ``--json`` (``Problem.value``): the input itself as YAML read it, unless the message
+    quotes something else (:data:`_NOT_THE_INPUT`); the tag of a union, ``type``."""
+    if typ == "union_tag_invalid" and isinstance(value, dict):
+        return value.get("type")
+    if typ == "union_tag_not_found":
+        return None
+    return NOT_GIVEN if typ in _NOT_THE_INPUT else value
 
 
 # ---- rules on partially valid blueprints -----------------------------------------------------
