@@ -569,7 +569,8 @@ def acceptance(
         help="judge: a pair more than this fraction below the median of the pairs without a node is low for that "
         "node (leave-one-out; 0.01..0.99).")] = MEDIAN_FRACTION,
     hostnames: Annotated[Path | None, typer.Option(
-        "--hostnames", callback=_input_file("a file of '<node> <hostname>' lines"), help="judge: '<node> <hostname>' lines, when hosts print names other than their Slurm node names.")] = None,
+        "--hostnames", callback=_input_file("a file of '<node> <hostname>' lines"),
+        help="judge: '<node> <hostname>' lines, when hosts print names other than their Slurm node names.")] = None,
     min_partners: Annotated[int, typer.Option(
         "--min-partners", min=1, max=16, help="plan: measurements per node, each with another partner (1..16).")] = 2,
 ) -> None:

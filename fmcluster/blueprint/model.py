@@ -10,7 +10,6 @@ the botocore service models, the CloudFormation resource schemas shipped with cf
 
 from __future__ import annotations
 
-import difflib
 import ipaddress
 from typing import Annotated, Any, Final, Literal, cast
 
@@ -31,6 +30,7 @@ from fmcluster.catalog import UnknownInstanceType, get_instance
 from fmcluster.catalog.images import image_stacks, official_image
 from fmcluster.catalog.software import default_stack_name, get_stack, known_stacks
 from fmcluster.catalog.support import SupportComponent
+from fmcluster.severity import did_you_mean
 
 # ---- defaults (used in descriptions) ---------------------------------------------------------
 DEFAULT_VPC_CIDR = "10.0.0.0/16"
@@ -361,8 +361,7 @@ class SoftwareSpec(Section):
         if v is None:
             return v
         if v not in known_stacks():
-            close = difflib.get_close_matches(v, known_stacks(), n=1, cutoff=0.6)
-            hint = f" - did you mean {close[0]!r}?" if close else ""
+            hint = did_you_mean(v, known_stacks())
             raise ValueError(f"unknown software stack, got {v!r}; allowed {', '.join(known_stacks())}{hint}")
         return v
 

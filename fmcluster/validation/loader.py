@@ -8,7 +8,6 @@ on its own, so one run reports as much as possible. Never raises anything but
 
 from __future__ import annotations
 
-import difflib
 import types
 import typing
 from dataclasses import dataclass, field, replace
@@ -21,6 +20,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from fmcluster.blueprint.errors import NOT_GIVEN, BlueprintError, Problem, format_path
 from fmcluster.blueprint.model import FILE_KEYS, MOVED_KEYS, PATTERN_HINTS, Blueprint
+from fmcluster.severity import did_you_mean
 from fmcluster.validation import organisation
 from fmcluster.validation.rules import run_rules, run_rules_best_effort
 
@@ -307,12 +307,9 @@ def _models_at(loc: tuple[Any, ...], data: Any) -> list[type[BaseModel]]:
 
 
 def _hint(value: Any, allowed: list[str]) -> str:
-    """Did-you-mean for a misspelt key or value; case-insensitive (``PERSISTENT_2`` for ``persistent_2``)."""
-    if not isinstance(value, str):
-        return ""
-    lowered = {a.lower(): a for a in allowed}
-    close = difflib.get_close_matches(value.lower(), list(lowered), n=1, cutoff=0.6)
-    return f" - did you mean {lowered[close[0]]!r}?" if close else ""
+    """Did-you-mean for a misspelt key or value (``PERSISTENT_2`` for ``persistent_2``), never for a version or
+    another number (:func:`fmcluster.severity.closest_names`)."""
+    return did_you_mean(value, allowed)
 
 
 def _show(value: Any) -> str:

@@ -30,7 +30,6 @@ the organisation file itself raise :class:`BlueprintError` naming that file.
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import os
 import re
@@ -43,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from fmcluster.blueprint.errors import BlueprintError, Problem, format_path
 from fmcluster.blueprint.model import FILE_KEYS, MAX_EXTENDS, OrchestratorKind, OrchestratorSpec
+from fmcluster.severity import did_you_mean
 
 #: File name looked for beside a blueprint.
 ORG_FILE = "fmcluster.org.yaml"
@@ -254,8 +254,8 @@ def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
 
 
 def _hint(value: str, allowed: list[str]) -> str:
-    close = difflib.get_close_matches(value, allowed, n=1, cutoff=0.6)
-    return f" - did you mean {close[0]!r}?" if close else ""
+    """Did-you-mean (:func:`fmcluster.severity.did_you_mean`)."""
+    return did_you_mean(value, allowed)
 
 
 def _check_stacks(org: Organisation) -> list[Problem]:
