@@ -184,21 +184,6 @@ def _input_file(allowed: str) -> Any:
     return check
 
 
-def _input_folder(allowed: str) -> Any:
-    """A typer callback of a folder option: blank, missing or not a folder is refused (:class:`PathRefused`)."""
-    def check(value: Path | None) -> Path | None:
-        if value is None:
-            return value
-        text = str(value)
-        if not text.strip():
-            raise PathRefused(f"the path is blank, got {text!r}; allowed {allowed}", text)
-        if not value.is_dir():
-            what = "a file" if value.exists() else "no such folder"
-            raise PathRefused(f"{what}, got {text!r}; allowed {allowed}", text)
-        return value
-    return check
-
-
 def _input_error(command: str | None, message: str, code: int, problems: list[tuple[str | None, Problem]] | None = None,
                  file: str | None = None) -> typer.Exit:
     """Print an input error that is not a blueprint problem (``print_error``), and with ``command`` (the command's
@@ -308,7 +293,7 @@ def plan(
     file: Annotated[Path, typer.Argument(help="Blueprint YAML file.", callback=_blueprint_file)],
     format: Annotated[OutputFormat, typer.Option("--format", "-f", help=FORMAT_HELP)] = OutputFormat.text,
     as_json: Annotated[bool, typer.Option("--json", help=JSON_ALIAS_HELP)] = False,
-    cdk_out: Annotated[Path | None, typer.Option(callback=_input_folder("a cdk.out folder"), help=(
+    cdk_out: Annotated[Path | None, typer.Option(help=(
         "Count resources in this synthesized cdk.out instead of synthesizing; it must hold this blueprint's "
         "stacks."))] = None,
     checkpoint_gib: Annotated[int | None, typer.Option(
@@ -485,7 +470,7 @@ def catalog(
     action: Annotated[CatalogAction, typer.Argument(help=(
         "stacks: the software-stack table (catalog + organisation); refresh-prices: update the EC2 prices of the "
         "price table from the AWS Price List API."))],
-    price_file: Annotated[Path | None, typer.Option(callback=_input_file("a price table YAML file"),
+    price_file: Annotated[Path | None, typer.Option(
         help="refresh-prices: the price table to rewrite. Default: the installed catalog's prices.yaml.")] = None,
     profile: Annotated[str | None, typer.Option(help="refresh-prices: AWS profile. Default: the standard chain.")] = None,
 ) -> None:
@@ -558,7 +543,7 @@ class AcceptanceAction(StrEnum):
 def acceptance(
     action: Annotated[AcceptanceAction, typer.Argument(help="judge: judge a results folder; plan: print the pairing rounds.")],
     nodes: Annotated[list[str] | None, typer.Argument(help="plan: the Slurm node names.", show_default=False)] = None,
-    results: Annotated[Path | None, typer.Option("--results", callback=_input_folder("a folder of nccl-tests outputs"), help=(
+    results: Annotated[Path | None, typer.Option("--results", help=(
         "judge: folder of nccl-tests all_reduce_perf outputs, one per pair and round (r<round>_<node>_<node>.log, "
         "or any *.log/*.out/*.txt with the hosts in its rank lines)."))] = None,
     instance_type: Annotated[str | None, typer.Option(
@@ -569,8 +554,7 @@ def acceptance(
         help="judge: a pair more than this fraction below the median of the pairs without a node is low for that "
         "node (leave-one-out; 0.01..0.99).")] = MEDIAN_FRACTION,
     hostnames: Annotated[Path | None, typer.Option(
-        "--hostnames", callback=_input_file("a file of '<node> <hostname>' lines"),
-        help="judge: '<node> <hostname>' lines, when hosts print names other than their Slurm node names.")] = None,
+        "--hostnames", help="judge: '<node> <hostname>' lines, when hosts print names other than their Slurm node names.")] = None,
     min_partners: Annotated[int, typer.Option(
         "--min-partners", min=1, max=16, help="plan: measurements per node, each with another partner (1..16).")] = 2,
 ) -> None:

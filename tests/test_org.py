@@ -373,3 +373,38 @@ def test_an_org_path_that_is_a_folder_says_so(tmp_path: Path) -> None:
         load_blueprint(f, org=str(folder))
     [problem] = exc.value.problems
     assert problem.message.startswith(f"a folder, not an organisation file, got '{folder}'")
+
+
+@pytest.mark.parametrize(("org_text", "line", "fragment"), [
+    ("- a\n- b\n", 1, "the organisation file must be a mapping, got a list; allowed keys name, allowed"),
+    ("name: acme\nallowed:\n  capacity_typs: [spot]\n", 3, "did you mean 'capacity_types'?"),
+    ("allowed: [oops\n", 2, "not valid YAML"),
+    ("name: \xe9\n", None, None),  # written as Latin-1 below: not UTF-8
+], ids=["a-list", "unknown-key", "not-yaml", "not-utf8"])
+def test_org_file_problems_name_the_org_file_not_the_blueprint(tmp_path: Path, org_text: str, line: int | None,
+                                                              fragment: str | None) -> None:
+    """A problem of the organisation file names that file (``file`` in --json, in the text after the path) and its
+    line, never ``(blueprint)``."""
+    org = tmp_path / "fmcluster.org.yaml"
+    org.write_bytes(org_text.encode("latin-1"))
+    f = write(tmp_path, blueprint(TAGGED), org=None)
+    r = CliRunner().invoke(app, ["validate", "--json", str(f)])
+    assert r.exit_code == 1, r.output
+    [p] = json.loads(r.stdout)["problems"]
+    assert p["file"] == str(org)
+    if fragment is None:
+        assert p["message"].startswith("the organisation file is not UTF-8 text, got byte 0xe9"), p
+    else:
+        assert (p["line"], fragment in p["message"]) == (line, True), p
+    text = CliRunner().invoke(app, ["validate", str(f)])
+    assert "(blueprint)" not in text.stderr and text.stderr.startswith(str(org)), text.stderr
+
+
+@pytest.mark.parametrize("which", ["folder", "missing"])
+def test_an_unusable_org_option_names_it(tmp_path: Path, which: str) -> None:
+    f = write(tmp_path, blueprint(TAGGED), org=None)
+    org = tmp_path if which == "folder" else tmp_path / "nope.yaml"
+    r = CliRunner().invoke(app, ["--org", str(org), "validate", "--json", str(f)])
+    [p] = json.loads(r.stdout)["problems"]
+    assert (r.exit_code, p["file"], p["value"]) == (1, str(org), str(org))
+    assert "(blueprint)" not in CliRunner().invoke(app, ["--org", str(org), "validate", str(f)]).stderr
