@@ -166,13 +166,35 @@ def _existing_file(value: Path, allowed: str) -> None:
     text = str(value)
     if not text.strip():
         raise PathRefused(f"the path is blank, got {text!r}; allowed {allowed}", text)
-    if text.lstrip().startswith(("{", "[")) and not value.exists():
+    kind = _path_kind(value)
+    if kind is None and _is_json_text(text):
         raise PathRefused(f"text, not a path, got {text!r}; allowed the path of {allowed} (write the text to a file)", text)
-    if not value.exists():
+    if kind is None:
         raise PathRefused(f"no such file, got {text!r}; allowed {allowed}", text)
-    if value.is_dir():
+    if kind == "folder":
         blank = " (an empty argument reads as the current folder)" if text == "." else ""
         raise PathRefused(f"a folder, got {text!r}{blank}; allowed {allowed}", text)
+    if kind != "file":
+        raise PathRefused(f"{kind}, got {text!r}; allowed {allowed}", text)
+
+
+def _path_kind(value: Path) -> str | None:
+    """``file`` (or anything else that is not a folder), ``folder``, ``None`` when nothing is there, or why the path
+    cannot be used (a name too long, a loop of links): the system's words."""
+    try:
+        return "folder" if value.is_dir() else "file" if value.exists() else None
+    except OSError as e:  # ENAMETOOLONG, EACCES on a parent: Path.exists() only hides ENOENT and a few others
+        return f"cannot use the path ({e.strerror or e.__class__.__name__})"
+
+
+def _is_json_text(text: str) -> bool:
+    """``text`` is a JSON object or list (``'{"i-1": "n1"}'``): given where a path was expected."""
+    if not text.lstrip().startswith(("{", "[")):
+        return False
+    try:
+        return isinstance(json.loads(text), (dict, list))
+    except ValueError:
+        return False
 
 
 def _input_file(allowed: str) -> Any:
@@ -200,8 +222,10 @@ def _diff_side(value: Path) -> Path:
     text = str(value)
     if not text.strip():
         raise PathRefused(f"the path is blank, got {text!r}; allowed a blueprint YAML file or a cdk.out folder", text)
-    if not value.exists():
-        raise PathRefused(f"no such file or folder, got {text!r}; allowed a blueprint YAML file or a cdk.out folder", text)
+    kind = _path_kind(value)
+    if kind not in ("file", "folder"):
+        what = "no such file or folder" if kind is None else kind
+        raise PathRefused(f"{what}, got {text!r}; allowed a blueprint YAML file or a cdk.out folder", text)
     return value
 
 

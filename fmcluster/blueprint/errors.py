@@ -41,10 +41,13 @@ class Problem:
 
     def render(self, *, with_source: bool = False, file: str | None = None) -> str:
         """``<path> (<file>, line N): <message> [RULE]``; the file is named when it is not ``file`` (the one the
-        caller's header names), and a problem of another file without a path says ``(top level)``."""
+        caller's header names): after the path, or instead of it for a problem of the whole file (``org.yaml (line
+        1): ...``); a problem of the whole header file says ``(top level)`` (``(blueprint)`` for the blueprint)."""
         other = self.file if self.file and self.file != file else None
-        where = self.path or ("(top level)" if self.file else "(blueprint)")
-        at = [other] if other else []
+        if self.path or not other:
+            where, at = self.path or ("(top level)" if self.file else "(blueprint)"), [other] if other else []
+        else:
+            where, at = other, []
         if self.line is not None:
             at.append(f"line {self.line}")
         if at:

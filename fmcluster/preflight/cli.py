@@ -41,7 +41,10 @@ def run(file: Path, *, region: str | None, profile: str | None, until: str | Non
     except _CannotRun as e:
         if as_json:
             result = {"file": str(file), "verdict": "could_not_run", "exit_code": 2, "message": str(e)}
-            print(json_envelope("preflight", ok=False, problems=[(str(file), p) for p in e.problems], result=result))
+            # the reason is a problem too (rule_id input) when no blueprint problem says it: --json readers find every
+            # error in problems, as for a validation failure
+            found = e.problems or [Problem("", str(e), rule_id="input")]
+            print(json_envelope("preflight", ok=False, problems=[(str(file), p) for p in found], result=result))
         else:
             print_error(str(e), label="preflight could not run")
         return 2

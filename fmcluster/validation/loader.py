@@ -47,7 +47,7 @@ def load_blueprint_with_warnings(path: str | Path, *, org: str | Path | None = N
     except UnicodeDecodeError as e:
         raise BlueprintError(file, [Problem("", (
             f"not UTF-8 text, got byte 0x{e.object[e.start]:02x} at byte offset {e.start}; allowed a UTF-8 file "
-            "(YAML 1.2 is UTF-8: save the file as UTF-8)"))]) from None
+            "(YAML 1.2 is UTF-8: save the file as UTF-8)"), value=f"0x{e.object[e.start]:02x}")]) from None
     except OSError as e:
         raise BlueprintError(file, [Problem("", f"cannot read the file ({e.strerror or e.__class__.__name__})")]) from None
     return load_blueprint_text(text, file=file, org=org)
@@ -142,6 +142,8 @@ def _parse(text: str, file: str) -> tuple[dict[str, Any], dict[tuple[Any, ...], 
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         what = getattr(e, "problem", None) or str(e).splitlines()[0]
+        if isinstance(e, yaml.composer.ComposerError) and "another document" in what:
+            what = "a blueprint is one YAML document, got a second one (after ---); allowed one document per file"
         raise BlueprintError(file, [Problem("", f"not valid YAML: {what}", line=line)]) from None
     if data is None:
         raise BlueprintError(
@@ -151,7 +153,7 @@ def _parse(text: str, file: str) -> tuple[dict[str, Any], dict[tuple[Any, ...], 
     if not isinstance(data, dict):
         raise BlueprintError(
             file, [Problem("", f"the blueprint must be a mapping of keys to values, got a {_kind(data)}; "
-                               "allowed a mapping with name, region, compute, ...", line=1)]
+                               "allowed a mapping with name, region, compute, ...", line=1, value=data)]
         )
     lines: dict[tuple[Any, ...], int] = {}
     written: dict[tuple[Any, ...], yaml.ScalarNode] = {}

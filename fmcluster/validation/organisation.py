@@ -442,8 +442,12 @@ def apply(data: dict[str, Any], file: str, explicit: str | Path | None = None
     org_path = find_organisation(file, explicit)
     if org_path is None:
         return data, problems, None, bases
-    if not org_path.is_file():
-        what = "a folder, not an organisation file" if org_path.is_dir() else "no such organisation file"
+    try:
+        usable, folder, why = org_path.is_file(), org_path.is_dir(), ""
+    except OSError as e:  # a name too long: Path.is_file() hides only ENOENT and a few others
+        usable, folder, why = False, False, f" ({e.strerror or e})"
+    if not usable:
+        what = "a folder, not an organisation file" if folder else f"no such organisation file{why}"
         raise BlueprintError(str(org_path), [Problem("", f"{what}, got {str(org_path)!r}; allowed a "
                                                          f"{ORG_FILE} file, or none", file=str(org_path),
                                                      value=str(org_path))])
