@@ -408,3 +408,27 @@ def test_an_unusable_org_option_names_it(tmp_path: Path, which: str) -> None:
     [p] = json.loads(r.stdout)["problems"]
     assert (r.exit_code, p["file"], p["value"]) == (1, str(org), str(org))
     assert "(blueprint)" not in CliRunner().invoke(app, ["--org", str(org), "validate", str(f)]).stderr
+
+
+@pytest.mark.parametrize(("org", "path", "says"), [
+    ({"allowed": {"regions": "us-east-1"}}, "allowed.regions", "must be a list, got a string"),
+    ({"allowed": {"capacity_types": ["spott"]}}, "allowed.capacity_types[0]",
+     "invalid value, got 'spott'; allowed on_demand, spot, odcr, capacity_block, training_plan - did you mean 'spot'?"),
+    ({"required_tags": ["a"]}, "required_tags", "must be a mapping, got a list"),
+    ({"software_stacks": {"x": {"driver": "580.1"}}}, "software_stacks.x.cuda", "required key 'cuda' is missing"),
+], ids=["list", "literal", "mapping", "missing"])
+def test_org_file_shape_messages_are_the_blueprints(tmp_path: Path, org: dict[str, Any], path: str, says: str) -> None:
+    """The organisation file's shape problems read like a blueprint's (got X; allowed Y; did-you-mean), not pydantic's."""
+    f = write(tmp_path, blueprint(TAGGED), org)
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint(f)
+    assert [p.message for p in exc.value.problems if p.path == path] == [says]
+
+
+def test_a_problem_the_org_defaults_gave_names_the_org_file(tmp_path: Path) -> None:
+    org = tmp_path / "fmcluster.org.yaml"
+    org.write_text("name: acme\ndefaults:\n  tags: {team: ml}\n  regoin: us-east-1\n")
+    f = write(tmp_path, blueprint(TAGGED), org=None)
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint(f)
+    assert [(p.file, p.line) for p in exc.value.problems if p.path == "regoin"] == [(str(org), 4)]

@@ -57,8 +57,8 @@ def load_blueprint_text(text: str, *, file: str = "<string>", org: str | Path | 
     """Validate blueprint YAML given as text (see :func:`load_blueprint`). The organisation layer (``x-`` keys,
     ``extends``, defaults, rules) applies here, once, for every command."""
     data, lines, written = _parse(text, file)
-    data, org_problems, _, bases = organisation.apply(data, file, org)
-    origins = _Origins.of(file, lines, bases, written)
+    data, org_problems, org_file, bases = organisation.apply(data, file, org)
+    origins = _Origins.of(file, lines, bases, written, org_file)
     org_problems = [_with_line(p, lines) for p in org_problems]
     try:
         bp = Blueprint.model_validate(data)
@@ -74,18 +74,21 @@ def load_blueprint_text(text: str, *, file: str = "<string>", org: str | Path | 
 
 @dataclass
 class _Origins:
-    """Where each value of a blueprint with ``extends`` was written: the blueprint's line index and each base's
-    (nearest first). A problem's YAML path belongs to the file that wrote the deepest part of it (the blueprint on a
-    tie: its keys win the merge), so a problem inherited from a base names that base and its line."""
+    """Where each value of a blueprint with ``extends`` or organisation defaults was written: the blueprint's line
+    index, each base's (nearest first), then the organisation file's ``defaults``. A problem's YAML path belongs to
+    the file that wrote the deepest part of it (the blueprint on a tie: its keys win the merge), so a problem
+    inherited from a base names that base and its line. The defaults claim only a value they wrote themselves (the
+    whole path), and never an organisation rule's finding (``ORG-*``: the blueprint has to change)."""
 
     indexes: list[tuple[str | None, dict[tuple[Any, ...], int]]]
+    defaults: tuple[str, dict[tuple[Any, ...], int]] | None = None
 
     @classmethod
     def of(cls, file: str, lines: dict[tuple[Any, ...], int], bases: list[Path],
-           written: dict[tuple[Any, ...], yaml.ScalarNode]) -> _Origins:
-        """The blueprint's index and every base's; a base's duplicate keys and keys YAML reads as non-text are
-        refused as the blueprint's own are (:func:`_index`), naming the base. ``written`` gains the bases' scalars
-        (the blueprint's own first), so an inherited value is quoted as it was written."""
+           written: dict[tuple[Any, ...], yaml.ScalarNode], org_file: str | None = None) -> _Origins:
+        """The blueprint's index, every base's and the organisation defaults'; a base's duplicate keys and keys YAML
+        reads as non-text are refused as the blueprint's own are (:func:`_index`), naming the base. ``written`` gains
+        the bases' scalars (the blueprint's own first), so an inherited value is quoted as it was written."""
         indexes: list[tuple[str | None, dict[tuple[Any, ...], int]]] = [(None, lines)]
         key_problems: list[Problem] = []
         for base in bases:
@@ -102,11 +105,12 @@ class _Origins:
             indexes.append((str(base), base_lines))
         if key_problems:
             raise BlueprintError(file, key_problems)
-        return cls(indexes)
+        defaults = _defaults_index(Path(org_file)) if org_file is not None else {}
+        return cls(indexes, (org_file, defaults) if org_file is not None and defaults else None)
 
     def place(self, problems: list[Problem]) -> list[Problem]:
-        """``problems`` with the file and line their path was written at, when that is a base."""
-        if len(self.indexes) == 1:
+        """``problems`` with the file and line their path was written at, when that is a base or the defaults."""
+        if len(self.indexes) == 1 and self.defaults is None:
             return problems
         return [self._placed(p) for p in problems]
 
@@ -116,9 +120,23 @@ class _Origins:
             index = dict(self.indexes).get(p.file)
             return p if p.line is not None or index is None else replace(p, line=_line_for(path, index))
         depth = [(_depth(path, index), -i) for i, (_, index) in enumerate(self.indexes)]
-        _, best = max(depth)
+        deepest, best = max(depth)
+        if (self.defaults is not None and deepest < len(path) and path in self.defaults[1]
+                and not (p.rule_id or "").startswith("ORG-")):
+            return replace(p, file=self.defaults[0], line=self.defaults[1][path])
         owner, index = self.indexes[-best]
         return p if owner is None else replace(p, file=owner, line=_line_for(path, index))
+
+
+def _defaults_index(org_file: Path) -> dict[tuple[Any, ...], int]:
+    """The line of every path under ``defaults`` of the organisation file, as a blueprint path (without the root:
+    a value the defaults did not write never belongs to them). Empty when the file cannot be read again."""
+    lines: dict[tuple[Any, ...], int] = {}
+    try:
+        _index(yaml.compose(org_file.read_text(encoding="utf-8"), Loader=yaml.SafeLoader), lines, [])
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError, BlueprintError):
+        return {}
+    return {path[1:]: line for path, line in lines.items() if len(path) > 1 and path[0] == "defaults"}
 
 
 def _depth(path: tuple[Any, ...], index: dict[tuple[Any, ...], int]) -> int:

@@ -221,18 +221,17 @@ def _load_organisation(path: Path) -> Organisation:
     try:
         org = Organisation.model_validate(strip_extensions(raw))
     except ValidationError as e:
+        from fmcluster.validation.loader import _convert  # the one home of shape-check messages
+
         problems = []
         for err in e.errors():
             loc = tuple(err["loc"])
-            msg = err["msg"]
             if err["type"] == "extra_forbidden":
                 allowed = _allowed_keys(loc[:-1])
-                msg = f"unknown key {loc[-1]!r}; allowed {', '.join(allowed)}{_hint(str(loc[-1]), allowed)}"
-            elif err["type"] == "literal_error":
-                msg = f"invalid value, got {err.get('input')!r}; allowed {err['ctx']['expected']}"
-            elif err["type"] == "value_error":  # the model's own words, without pydantic's "Value error, " prefix
-                msg = str(err.get("ctx", {}).get("error", msg))
-            problems.append(Problem(format_path(loc), msg))
+                problems.append(Problem(format_path(loc), f"unknown key {loc[-1]!r}; allowed {', '.join(allowed)}"
+                                                          f"{_hint(str(loc[-1]), allowed)}"))
+            else:  # got X; allowed Y, a did-you-mean, the value for --json: as for a blueprint
+                problems.append(_convert(err, raw, {}))
         raise BlueprintError(str(path), problems) from None
     problems = _check_stacks(org)
     if problems:
