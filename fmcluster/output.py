@@ -87,14 +87,21 @@ def _finite(value: Any) -> bool:
     return not isinstance(value, float) or math.isfinite(value)
 
 
-def _json_value(value: Any) -> Any:
-    """``value`` as JSON can carry it: dates and times as ISO 8601 text, anything JSON has no type for as text."""
+#: Deepest nesting of a problem's value in JSON (a blueprint is at most 40 levels deep: fmcluster.validation.loader).
+_JSON_DEPTH = 40
+
+
+def _json_value(value: Any, within: frozenset[int] = frozenset()) -> Any:
+    """``value`` as JSON can carry it: dates and times as ISO 8601 text, anything JSON has no type for as text, a
+    list or mapping that contains itself (a YAML alias to its own anchor, ``a: &x [*x]``) cut as ``"..."``."""
     if isinstance(value, (date, time)):
         return value.isoformat()
+    if isinstance(value, (dict, list, tuple)) and (id(value) in within or len(within) >= _JSON_DEPTH):
+        return "..."
     if isinstance(value, dict):
-        return {str(k): _json_value(v) for k, v in value.items()}
+        return {str(k): _json_value(v, within | {id(value)}) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_value(v) for v in value]
+        return [_json_value(v, within | {id(value)}) for v in value]
     if value is None or isinstance(value, (str, int, float, bool)) and _finite(value):
         return value
     return str(value)  # YAML's .inf and .nan as inf and nan

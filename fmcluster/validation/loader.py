@@ -159,10 +159,7 @@ def _parse(text: str, file: str) -> tuple[dict[str, Any], dict[tuple[Any, ...], 
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
-        what = getattr(e, "problem", None) or str(e).splitlines()[0]
-        if isinstance(e, yaml.composer.ComposerError) and "another document" in what:
-            what = "a blueprint is one YAML document, got a second one (after ---); allowed one document per file"
-        raise BlueprintError(file, [Problem("", f"not valid YAML: {what}", line=line)]) from None
+        raise BlueprintError(file, [Problem("", f"not valid YAML: {yaml_error_text(e)}", line=line)]) from None
     if data is None:
         raise BlueprintError(
             file, [Problem("", "the blueprint is empty; expected a mapping with at least name, region, "
@@ -183,6 +180,14 @@ def _parse(text: str, file: str) -> tuple[dict[str, Any], dict[tuple[Any, ...], 
     if key_problems:
         raise BlueprintError(file, sorted(key_problems, key=lambda p: p.line or 0))
     return data, lines, written
+
+
+def yaml_error_text(e: yaml.YAMLError) -> str:
+    """What PyYAML found wrong (its ``problem``), in our words where its own are cryptic (a second document)."""
+    what = getattr(e, "problem", None) or str(e).splitlines()[0]
+    if isinstance(e, yaml.composer.ComposerError) and "another document" in what:
+        return "a file is one YAML document, got a second one (after ---); allowed one document per file"
+    return str(what)
 
 
 #: Limits that keep a hostile file (deep nesting, YAML alias "billion laughs") from exhausting the machine.

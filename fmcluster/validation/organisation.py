@@ -159,25 +159,29 @@ def strip_extensions(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if not (isinstance(k, str) and k.startswith(EXTENSION_PREFIX))}
 
 
-def _read_yaml(path: Path, what: str) -> Any:
+def _read_yaml(path: Path, what: str, shown: Path | None = None) -> Any:
     """The YAML document of ``path`` (a base blueprint or the organisation file); :class:`BlueprintError` naming that
-    file (in each problem too, so ``--json`` names it) when it cannot be read or is not YAML."""
+    file (as ``shown``, default ``path``; in each problem too, so ``--json`` names it) when it cannot be read or is
+    not YAML."""
+    from fmcluster.validation.loader import yaml_error_text
+
+    name = str(shown or path)
     try:
         return yaml.safe_load(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as e:
-        raise BlueprintError(str(path), [Problem("", (
+        raise BlueprintError(name, [Problem("", (
             f"the {what} is not UTF-8 text, got byte 0x{e.object[e.start]:02x} at byte offset {e.start}; allowed a "
-            "UTF-8 file"), file=str(path))]) from None
+            "UTF-8 file"), file=name)]) from None
     except OSError as e:
-        raise BlueprintError(str(path), [Problem("", f"cannot read the {what} ({e.strerror or e.__class__.__name__})",
-                                                 file=str(path))]) from None
+        raise BlueprintError(name, [Problem("", f"cannot read the {what} ({e.strerror or e.__class__.__name__})",
+                                                 file=name)]) from None
     except RecursionError:
-        raise BlueprintError(str(path), [Problem("", f"the {what} is nested too deeply; allowed an ordinary YAML file",
-                                                 file=str(path))]) from None
+        raise BlueprintError(name, [Problem("", f"the {what} is nested too deeply; allowed an ordinary YAML file",
+                                                 file=name)]) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        raise BlueprintError(str(path), [Problem("", f"not valid YAML: {getattr(e, 'problem', None) or e}",
-                                                  line=mark.line + 1 if mark else None, file=str(path))]) from None
+        raise BlueprintError(name, [Problem("", f"not valid YAML: {yaml_error_text(e)}",
+                                                  line=mark.line + 1 if mark else None, file=name)]) from None
 
 
 def load_organisation(path: Path) -> Organisation:
@@ -343,10 +347,11 @@ def resolve_extends(data: dict[str, Any], file: str) -> tuple[dict[str, Any], li
             return refuse(f"the extends chain is {why}, got {' -> '.join([*chain, str(target)])}; allowed at most "
                           f"{MAX_EXTENDS} bases, no cycles", ref)
         if not target.is_file():
-            what = "a folder, not a base blueprint" if target.is_dir() else "no such base blueprint"
+            what = ("a folder, not a base blueprint" if target.is_dir() else "not a file" if target.exists()
+                    else "no such base blueprint")
             return refuse(f"{what}, got {ref!r} (looked for {target}); allowed the path of a blueprint file relative "
                           "to the blueprint", ref)
-        base = _read_yaml(target, "base blueprint")
+        base = _read_yaml(target, "base blueprint", Path(os.path.normpath(shown_where / ref)))
         if not isinstance(base, dict):
             return refuse(f"the base blueprint is not a mapping, got {ref!r}, which holds "
                           f"{'nothing' if base is None else 'a ' + type(base).__name__}; allowed a blueprint file", ref)
