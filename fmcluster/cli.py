@@ -494,7 +494,7 @@ def catalog(
     action: Annotated[CatalogAction, typer.Argument(help=(
         "stacks: the software-stack table (catalog + organisation); refresh-prices: update the EC2 prices of the "
         "price table from the AWS Price List API."))],
-    price_file: Annotated[Path | None, typer.Option(
+    price_file: Annotated[Path | None, typer.Option(callback=_input_file("a price table YAML file"),
         help="refresh-prices: the price table to rewrite. Default: the installed catalog's prices.yaml.")] = None,
     profile: Annotated[str | None, typer.Option(help="refresh-prices: AWS profile. Default: the standard chain.")] = None,
 ) -> None:
@@ -578,7 +578,8 @@ def acceptance(
         help="judge: a pair more than this fraction below the median of the pairs without a node is low for that "
         "node (leave-one-out; 0.01..0.99).")] = MEDIAN_FRACTION,
     hostnames: Annotated[Path | None, typer.Option(
-        "--hostnames", help="judge: '<node> <hostname>' lines, when hosts print names other than their Slurm node names.")] = None,
+        "--hostnames", callback=_input_file("a file of '<node> <hostname>' lines"),
+        help="judge: '<node> <hostname>' lines, when hosts print names other than their Slurm node names.")] = None,
     min_partners: Annotated[int, typer.Option(
         "--min-partners", min=1, max=16, help="plan: measurements per node, each with another partner (1..16).")] = 2,
 ) -> None:
