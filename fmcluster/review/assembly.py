@@ -129,3 +129,5 @@ def read_json(file: Path, what: str) -> Any:
     except json.JSONDecodeError as e:
         raise AssemblyError(f"{file}: the {what} is not valid JSON (line {e.lineno}: {e.msg}); "
                             "the assembly is damaged (run cdk synth again)") from None
+    except ValueError as e:  # a number longer than Python reads (sys.get_int_max_str_digits)
+        raise AssemblyError(f"{file}: the {what} cannot be read ({e}); the assembly is damaged (run cdk synth again)") from None

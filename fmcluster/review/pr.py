@@ -83,7 +83,7 @@ def load_review(folder: Path) -> BlueprintReview:
         raw = text(name)
         try:
             envelope = json.loads(raw) if raw else None
-        except json.JSONDecodeError:
+        except ValueError:  # not JSON, or a number longer than Python reads
             return None
         return envelope.get("result") if isinstance(envelope, dict) else None
 

@@ -8,6 +8,7 @@ on its own, so one run reports as much as possible. Never raises anything but
 
 from __future__ import annotations
 
+import sys
 import types
 import typing
 from dataclasses import dataclass, field, replace
@@ -156,6 +157,8 @@ def _parse(text: str, file: str) -> tuple[dict[str, Any], dict[tuple[Any, ...], 
     except RecursionError:
         too_deep = f"the file is nested too deeply to be a blueprint; allowed at most {MAX_DEPTH} levels"
         raise BlueprintError(file, [Problem("", too_deep)]) from None
+    except ValueError:  # PyYAML's int() of a number longer than Python reads; a YAMLError is not a ValueError
+        raise BlueprintError(file, [Problem("", too_long_number())]) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -180,6 +183,12 @@ def _parse(text: str, file: str) -> tuple[dict[str, Any], dict[tuple[Any, ...], 
     if key_problems:
         raise BlueprintError(file, sorted(key_problems, key=lambda p: p.line or 0))
     return data, lines, written
+
+
+def too_long_number() -> str:
+    """The message for a YAML number longer than Python reads (``sys.get_int_max_str_digits``, 4300 by default)."""
+    return (f"a number is too long to read, got one with more than {sys.get_int_max_str_digits()} digits; "
+            "allowed an ordinary number")
 
 
 def yaml_error_text(e: yaml.YAMLError) -> str:

@@ -163,7 +163,7 @@ def _read_yaml(path: Path, what: str, shown: Path | None = None) -> Any:
     """The YAML document of ``path`` (a base blueprint or the organisation file); :class:`BlueprintError` naming that
     file (as ``shown``, default ``path``; in each problem too, so ``--json`` names it) when it cannot be read or is
     not YAML."""
-    from fmcluster.validation.loader import yaml_error_text
+    from fmcluster.validation.loader import too_long_number, yaml_error_text
 
     name = str(shown or path)
     try:
@@ -178,6 +178,8 @@ def _read_yaml(path: Path, what: str, shown: Path | None = None) -> Any:
     except RecursionError:
         raise BlueprintError(name, [Problem("", f"the {what} is nested too deeply; allowed an ordinary YAML file",
                                                  file=name)]) from None
+    except ValueError:  # a number longer than Python reads (yaml.YAMLError is not a ValueError)
+        raise BlueprintError(name, [Problem("", too_long_number(), file=name)]) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise BlueprintError(name, [Problem("", f"not valid YAML: {yaml_error_text(e)}",
