@@ -79,6 +79,8 @@ def problem_value(message: str) -> Any:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return text
+    if isinstance(value, (list, dict)):  # a quoted list or mapping (got ['a', 'b']): as JSON
+        return _json_value(value)
     return value if isinstance(value, (str, int, float)) and not isinstance(value, bool) and _finite(value) else text
 
 

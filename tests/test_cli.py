@@ -80,8 +80,9 @@ def test_diff_json_of_an_invalid_blueprint_is_the_envelope(tmp_path: Path) -> No
     ("required with vpc_id 'vpc-1', got nothing", "nothing"),
     ("invalid capacity, got 3000 GiB; allowed 1200", "3000 GiB"),
     ("must be a finite number, got 1e999; allowed", "1e999"),  # JSON has no infinity: the text as written
+    ("overlapping, got ['a', 'b']; allowed distinct names", ["a", "b"]),
     ("a blueprint must name a receiver", None),
-], ids=["quoted", "number", "decimal", "at-the-end", "with-unit", "infinite", "none"])
+], ids=["quoted", "number", "decimal", "at-the-end", "with-unit", "infinite", "list", "none"])
 def test_problem_value_is_what_the_message_quotes(message: str, value: str | None) -> None:
     from fmcluster.output import problem_value
 
