@@ -29,6 +29,7 @@ from fmcluster.validation import load_blueprint_with_warnings
 # `plan` synthesizes in-process; keep jsii's Node 20 end-of-life banner out of the output.
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
+
 def json_requested(argv: list[str]) -> bool:
     """Whether a command line asks for machine-readable output: ``--json``, ``--format json``, ``-f json``,
     ``--format=json`` or ``-fjson`` before any ``--``."""
@@ -70,11 +71,13 @@ class _Group(TyperGroup):
     """The command group: with ``--json`` (or ``--format json``), a usage error also prints the JSON envelope on
     standard output, as a validation failure does (its message and exit code 2 are typer's, on standard error)."""
 
+    #: The command line of this run and its root group (set when the root's context is made).
     _argv: list[str] = []
+    _root: TyperGroup | None = None
 
     def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
         if parent is None:
-            _Group._argv = list(args)
+            _Group._argv, _Group._root = list(args), self
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except ClickException as e:
@@ -92,22 +95,11 @@ class _Group(TyperGroup):
         if isinstance(e, NoArgsIsHelpError) or getattr(e, "fmcluster_envelope", False) or not json_requested(_Group._argv):
             return
         e.fmcluster_envelope = True  # type: ignore[attr-defined]  # printed once, by the innermost group
-        print(_usage_envelope(_command_words(app_command(), _Group._argv), e))
+        print(_usage_envelope(_command_words(_Group._root or self, _Group._argv), e))
 
 
 app = typer.Typer(cls=_Group, no_args_is_help=True, add_completion=False,
                   help="Cluster blueprints for foundation-model training on AWS.")
-
-
-def app_command() -> Any:
-    """The click command of :data:`app` (built once)."""
-    global _APP_COMMAND
-    if _APP_COMMAND is None:
-        _APP_COMMAND = typer.main.get_command(app)
-    return _APP_COMMAND
-
-
-_APP_COMMAND: Any = None
 
 _option_type = TyperOption.display_type_rich
 
@@ -161,8 +153,8 @@ def _blueprint_path(value: Path) -> None:
 
 
 def _existing_file(value: Path, allowed: str) -> None:
-    """Refuse (:class:`PathRefused`) a path that is blank, missing or a folder, or is JSON or YAML text given where a
-    path is expected (``--nodes '{"i-1": "n1"}'``)."""
+    """Refuse (:class:`PathRefused`) a path that is blank, missing, a folder or unusable (a name too long), or JSON text
+    given where a path is expected (``--nodes '{"i-1": "n1"}'``); ``allowed`` says what the path must name."""
     text = str(value)
     if not text.strip():
         raise PathRefused(f"the path is blank, got {text!r}; allowed {allowed}", text)
@@ -179,8 +171,8 @@ def _existing_file(value: Path, allowed: str) -> None:
 
 
 def _path_kind(value: Path) -> str | None:
-    """``file`` (or anything else that is not a folder), ``folder``, ``None`` when nothing is there, or why the path
-    cannot be used (a name too long, a loop of links): the system's words."""
+    """``file`` (or anything else that is not a folder: a device, a pipe), ``folder``, ``None`` when nothing is there
+    (a dangling link too), or why the path cannot be used (a name too long): the system's words."""
     try:
         return "folder" if value.is_dir() else "file" if value.exists() else None
     except OSError as e:  # ENAMETOOLONG, EACCES on a parent: Path.exists() only hides ENOENT and a few others
