@@ -380,7 +380,8 @@ def test_an_org_path_that_is_a_folder_says_so(tmp_path: Path) -> None:
     ("name: acme\nallowed:\n  capacity_typs: [spot]\n", 3, "did you mean 'capacity_types'?"),
     ("allowed: [oops\n", 2, "not valid YAML"),
     ("name: \xe9\n", None, None),  # written as Latin-1 below: not UTF-8
-], ids=["a-list", "unknown-key", "not-yaml", "not-utf8"])
+    ("name: a\nname: b\n", 2, "duplicate key, got 'name' again (first on line 1)"),  # never silently the last one
+], ids=["a-list", "unknown-key", "not-yaml", "not-utf8", "duplicate-key"])
 def test_org_file_problems_name_the_org_file_not_the_blueprint(tmp_path: Path, org_text: str, line: int | None,
                                                               fragment: str | None) -> None:
     """A problem of the organisation file names that file (``file`` in --json, in the text after the path) and its

@@ -224,6 +224,9 @@ def _load_organisation(path: Path) -> Organisation:
         raise BlueprintError(str(path), [Problem("", f"the organisation file must be a mapping, got a "
                                                      f"{type(raw).__name__}; allowed keys "
                                                      f"{', '.join(Organisation.model_fields)}", line=1)])
+    duplicates = _key_problems(path)
+    if duplicates:  # YAML would keep the last value of a duplicate key silently: refused, as in a blueprint
+        raise BlueprintError(str(path), duplicates)
     try:
         org = Organisation.model_validate(strip_extensions(raw))
     except ValidationError as e:
@@ -249,6 +252,21 @@ def _load_organisation(path: Path) -> Organisation:
         raise BlueprintError(str(path), [Problem(f"software_stacks.{n}", "a stack of this name already exists (in the "
                                                  "catalog or another organisation file); allowed a new name") for n in refused])
     return org
+
+
+def _key_problems(path: Path) -> list[Problem]:
+    """The duplicate keys and the keys YAML reads as booleans, numbers or null in the file at ``path`` (the blueprint
+    loader's check, :func:`fmcluster.validation.loader._index`), each at its line."""
+    from fmcluster.validation.loader import _index
+
+    found: list[Problem] = []
+    try:
+        _index(yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader), {}, found)
+    except BlueprintError as e:
+        return e.problems
+    except (OSError, ValueError, yaml.YAMLError, RecursionError):
+        return []  # read once already by _read_yaml, which reports a file it cannot read
+    return sorted(found, key=lambda p: p.line or 0)
 
 
 def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
