@@ -338,7 +338,8 @@ def test_a_usage_error_with_json_prints_the_envelope(args: list[str], command: s
 @pytest.mark.parametrize(("args", "says"), [
     (["plan", DEFAULT_BP, "--cdk-out", "/nonexistent-cdk-out", "--json"], "/nonexistent-cdk-out"),
     (["diff", "blueprints", "blueprints", "--json"], "blueprints"),
-], ids=["plan-cdk-out", "diff-not-an-assembly"])
+    (["preflight", DEFAULT_BP, "--until", "soon", "--json"], "--until must be a date, got 'soon'"),
+], ids=["plan-cdk-out", "diff-not-an-assembly", "preflight-until"])
 def test_an_input_error_with_json_prints_the_envelope(args: list[str], says: str) -> None:
     """Could not run (exit 2) for a reason that is not the blueprint's: the envelope too, with the message."""
     res = run(*args)
