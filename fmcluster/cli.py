@@ -17,18 +17,89 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperOption
+from typer._click.exceptions import ClickException, NoArgsIsHelpError
+from typer.core import TyperGroup, TyperOption
 
 from fmcluster.acceptance.judge import MEDIAN_FRACTION
 from fmcluster.blueprint import Blueprint, BlueprintError
-from fmcluster.blueprint.errors import Problem
+from fmcluster.blueprint.errors import NOT_GIVEN, Problem
 from fmcluster.output import OutputFormat, json_envelope, out, print_error, print_ok, print_problems
 from fmcluster.validation import load_blueprint_with_warnings
 
 # `plan` synthesizes in-process; keep jsii's Node 20 end-of-life banner out of the output.
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="Cluster blueprints for foundation-model training on AWS.")
+
+def json_requested(argv: list[str]) -> bool:
+    """Whether a command line asks for machine-readable output: ``--json``, ``--format json``, ``-f json``,
+    ``--format=json`` or ``-fjson`` before any ``--``."""
+    args = argv[:argv.index("--")] if "--" in argv else argv
+    pairs = zip(args, [*args[1:], ""], strict=True)
+    return "--json" in args or any(a in ("--format=json", "-fjson") or a in ("--format", "-f") and b == "json"
+                                   for a, b in pairs)
+
+
+def _command_words(group: Any, argv: list[str]) -> str:
+    """The command a command line names (``validate``, ``image lookup``), for the JSON envelope of its usage error;
+    ``fmcluster`` when it names none. Root options with a value (``--org FILE``) are skipped."""
+    words: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip or arg == "--":
+            skip = False
+            continue
+        if arg.startswith("-"):
+            skip = arg == "--org"
+            continue
+        command = group.commands.get(arg) if isinstance(group, TyperGroup) else None
+        if command is None:
+            break
+        words.append(arg)
+        group = command
+    return " ".join(words) or "fmcluster"
+
+
+def _usage_envelope(command: str, e: ClickException) -> str:
+    """The JSON envelope of a usage error (a missing argument, an unknown option, a refused path): ``ok: false``, one
+    problem (``rule_id: usage``, ``file`` the refused path or null), ``result: null``."""
+    file = getattr(e, "file", None)
+    problem = Problem("", e.format_message(), rule_id="usage", file=file, value=getattr(e, "value", NOT_GIVEN))
+    return json_envelope(command, ok=False, problems=[(file, problem)], result=None)
+
+
+class _Group(TyperGroup):
+    """The command group: with ``--json`` (or ``--format json``), a usage error also prints the JSON envelope on
+    standard output, as a validation failure does (its message and exit code 2 are typer's, on standard error)."""
+
+    #: The command line of this run and its root group (set when the root's context is made).
+    _argv: list[str] = []
+    _root: TyperGroup | None = None
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        if parent is None:
+            _Group._argv, _Group._root = list(args), self
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except ClickException as e:
+            self._envelope(e)
+            raise
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ClickException as e:
+            self._envelope(e)
+            raise
+
+    def _envelope(self, e: ClickException) -> None:
+        if isinstance(e, NoArgsIsHelpError) or getattr(e, "fmcluster_envelope", False) or not json_requested(_Group._argv):
+            return
+        e.fmcluster_envelope = True  # type: ignore[attr-defined]  # printed once, by the innermost group
+        print(_usage_envelope(_command_words(_Group._root or self, _Group._argv), e))
+
+
+app = typer.Typer(cls=_Group, no_args_is_help=True, add_completion=False,
+                  help="Cluster blueprints for foundation-model training on AWS.")
 
 _option_type = TyperOption.display_type_rich
 
@@ -65,16 +136,89 @@ def _not_blank(option: str) -> Any:
     return check
 
 
+class PathRefused(typer.BadParameter):
+    """A path argument or option refused before anything is read (exit 2); ``file`` and ``value`` for the JSON
+    envelope (:func:`_usage_envelope`)."""
+
+    def __init__(self, message: str, value: str) -> None:
+        super().__init__(message)
+        self.file = value or None
+        self.value = value
+
+
 def _blueprint_path(value: Path) -> None:
     """Refuse (typer.BadParameter: exit 2, could not run) a blueprint argument that is blank (which would read the
     current folder), missing or a folder: nothing was read, so nothing is judged."""
-    if not str(value).strip():
-        raise typer.BadParameter(f"the blueprint path is blank, got {str(value)!r}; allowed a blueprint YAML file")
-    if not value.exists():
-        raise typer.BadParameter(f"no such file, got {str(value)!r}; allowed a blueprint YAML file")
-    if value.is_dir():
-        blank = " (an empty argument reads as the current folder)" if str(value) == "." else ""
-        raise typer.BadParameter(f"a folder, got {str(value)!r}{blank}; allowed a blueprint YAML file")
+    _existing_file(value, "a blueprint YAML file")
+
+
+def _existing_file(value: Path, allowed: str) -> None:
+    """Refuse (:class:`PathRefused`) a path that is blank, missing, a folder or unusable (a name too long), or JSON text
+    given where a path is expected (``--nodes '{"i-1": "n1"}'``); ``allowed`` says what the path must name."""
+    text = str(value)
+    if not text.strip():
+        raise PathRefused(f"the path is blank, got {text!r}; allowed {allowed}", text)
+    kind = _path_kind(value)
+    if kind is None and _is_json_text(text):
+        raise PathRefused(f"text, not a path, got {text!r}; allowed the path of {allowed} (write the text to a file)", text)
+    if kind is None:
+        raise PathRefused(f"no such file, got {text!r}; allowed {allowed}", text)
+    if kind == "folder":
+        blank = " (an empty argument reads as the current folder)" if text == "." else ""
+        raise PathRefused(f"a folder, got {text!r}{blank}; allowed {allowed}", text)
+    if kind != "file":
+        raise PathRefused(f"{kind}, got {text!r}; allowed {allowed}", text)
+
+
+def _path_kind(value: Path) -> str | None:
+    """``file`` (or anything else that is not a folder: a device, a pipe), ``folder``, ``None`` when nothing is there
+    (a dangling link too), or why the path cannot be used (a name too long): the system's words."""
+    try:
+        return "folder" if value.is_dir() else "file" if value.exists() else None
+    except OSError as e:  # ENAMETOOLONG, EACCES on a parent: Path.exists() only hides ENOENT and a few others
+        return f"cannot use the path ({e.strerror or e.__class__.__name__})"
+
+
+def _is_json_text(text: str) -> bool:
+    """``text`` is a JSON object or list (``'{"i-1": "n1"}'``): given where a path was expected."""
+    if not text.lstrip().startswith(("{", "[")):
+        return False
+    try:
+        return isinstance(json.loads(text), (dict, list))
+    except ValueError:
+        return False
+
+
+def _input_file(allowed: str) -> Any:
+    """A typer callback of a file option or argument (:func:`_existing_file`); ``None`` passes (option not given)."""
+    def check(value: Path | None) -> Path | None:
+        if value is not None:
+            _existing_file(value, allowed)
+        return value
+    return check
+
+
+def _input_error(command: str | None, message: str, code: int, problems: list[tuple[str | None, Problem]] | None = None,
+                 file: str | None = None) -> typer.Exit:
+    """Print an input error that is not a blueprint problem (``print_error``), and with ``command`` (the command's
+    ``--json``) the JSON envelope: the problems given, then the error (``rule_id: input``); the exit to raise."""
+    print_error(message)
+    if command:
+        found = [*(problems or []), (file, Problem("", message, rule_id="input", file=file))]
+        print(json_envelope(command, ok=False, problems=found, result=None))
+    return typer.Exit(code)
+
+
+def _diff_side(value: Path) -> Path:
+    """Typer callback of a side of ``diff``: a blueprint file or a cdk.out folder that exists (exit 2 otherwise)."""
+    text = str(value)
+    if not text.strip():
+        raise PathRefused(f"the path is blank, got {text!r}; allowed a blueprint YAML file or a cdk.out folder", text)
+    kind = _path_kind(value)
+    if kind not in ("file", "folder"):
+        what = "no such file or folder" if kind is None else kind
+        raise PathRefused(f"{what}, got {text!r}; allowed a blueprint YAML file or a cdk.out folder", text)
+    return value
 
 
 def _blueprint_file(value: Path) -> Path:
@@ -196,8 +340,7 @@ def plan(
         counts = (assembly_resource_counts(cdk_out, rc) if cdk_out
                   else synth_resource_counts(rc, project_context(file), source=str(file)))
     except AssemblyError as e:  # --cdk-out is not this blueprint's assembly: could not run
-        print_error(str(e))
-        raise typer.Exit(2) from None
+        raise _input_error(json_command, str(e), 2, [(str(file), p) for p in warnings], file=str(cdk_out)) from None
     except SynthesisError as e:  # a synthesis error annotation: cdk synth refuses it too (the blueprint is wrong)
         print_error(str(e))
         if json_command:
@@ -260,8 +403,8 @@ def render(
 
 @app.command()
 def diff(
-    old: Annotated[Path, typer.Argument(help="Old blueprint YAML or cdk.out folder.")],
-    new: Annotated[Path, typer.Argument(help="New blueprint YAML or cdk.out folder.")],
+    old: Annotated[Path, typer.Argument(help="Old blueprint YAML or cdk.out folder.", callback=_diff_side)],
+    new: Annotated[Path, typer.Argument(help="New blueprint YAML or cdk.out folder.", callback=_diff_side)],
     format: Annotated[OutputFormat, typer.Option("--format", "-f", help="text, markdown (PR comments) or json.")] = OutputFormat.text,
     as_json: Annotated[bool, typer.Option("--json", help=JSON_ALIAS_HELP)] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Text: also list stateless in-place updates.")] = False,
@@ -271,7 +414,7 @@ def diff(
         help="Name OLD by this in the report (e.g. its repository path blueprints/x.yaml@main); default: OLD as given.")] = None,
     new_label: Annotated[str | None, typer.Option(
         help="Name NEW by this in the report; default: NEW as given.")] = None,
-    boot_from: Annotated[Path | None, typer.Option(
+    boot_from: Annotated[Path | None, typer.Option(callback=_input_file("a blueprint YAML file"),
         help="The blueprint whose plan gives each node group's boot estimate in the job impact; default: NEW when "
              "it is a blueprint (a cdk.out folder has no plan).")] = None,
 ) -> None:
@@ -294,17 +437,17 @@ def diff(
     from fmcluster.review.synth import SynthesisError
 
     format = _format(format, as_json)
+    json_command = "diff" if format is OutputFormat.json else None
     try:
         ctx = parse_context(context or [])
         report = diff_assemblies(load_side(old, ctx), load_side(new, ctx))
     except BlueprintError as e:
         print_problems(e.file, e.problems)
-        if format is OutputFormat.json:
+        if json_command:
             print(json_envelope("diff", ok=False, problems=[(e.file, p) for p in e.problems], result=None))
         raise typer.Exit(DIFF_INPUT_ERROR) from None
     except (AssemblyError, DiffInputError, SynthesisError) as e:
-        print_error(str(e))
-        raise typer.Exit(DIFF_INPUT_ERROR) from None
+        raise _input_error(json_command, str(e), DIFF_INPUT_ERROR) from None
     report = relabel(report, old_label or str(old), new_label or str(new))
     from fmcluster.review.cost import blueprint_cost, cost_delta
 
@@ -319,6 +462,8 @@ def diff(
             report.impact = with_boot(report.impact, blueprint_boot_s(str(plan_source), org_ctx))
         except BlueprintError as e:
             print_problems(e.file, e.problems)
+            if json_command:
+                print(json_envelope("diff", ok=False, problems=[(e.file, p) for p in e.problems], result=None))
             raise typer.Exit(DIFF_INPUT_ERROR) from None
     if format is OutputFormat.json:
         print(json_envelope("diff", ok=report.exit_code == 0, problems=[], result=report.as_dict()))
@@ -341,7 +486,7 @@ def catalog(
     action: Annotated[CatalogAction, typer.Argument(help=(
         "stacks: the software-stack table (catalog + organisation); refresh-prices: update the EC2 prices of the "
         "price table from the AWS Price List API."))],
-    price_file: Annotated[Path | None, typer.Option(
+    price_file: Annotated[Path | None, typer.Option(callback=_input_file("a price table YAML file"),
         help="refresh-prices: the price table to rewrite. Default: the installed catalog's prices.yaml.")] = None,
     profile: Annotated[str | None, typer.Option(help="refresh-prices: AWS profile. Default: the standard chain.")] = None,
 ) -> None:
@@ -425,7 +570,8 @@ def acceptance(
         help="judge: a pair more than this fraction below the median of the pairs without a node is low for that "
         "node (leave-one-out; 0.01..0.99).")] = MEDIAN_FRACTION,
     hostnames: Annotated[Path | None, typer.Option(
-        "--hostnames", help="judge: '<node> <hostname>' lines, when hosts print names other than their Slurm node names.")] = None,
+        "--hostnames", callback=_input_file("a file of '<node> <hostname>' lines"),
+        help="judge: '<node> <hostname>' lines, when hosts print names other than their Slurm node names.")] = None,
     min_partners: Annotated[int, typer.Option(
         "--min-partners", min=1, max=16, help="plan: measurements per node, each with another partner (1..16).")] = 2,
 ) -> None:
@@ -515,10 +661,12 @@ class TopologyPlugin(StrEnum):
 
 @app.command()
 def topology(
-    instances: Annotated[Path, typer.Option("--instances", help=(
-        "EC2 DescribeInstanceTopology response (JSON, e.g. `aws ec2 describe-instance-topology` output)."))],
-    nodes: Annotated[Path, typer.Option("--nodes", help=(
-        "Instance id -> Slurm node name: a JSON object, or lines '<instance-id> <node-name>'."))],
+    instances: Annotated[Path, typer.Option("--instances", callback=_input_file(
+        "a JSON file of a DescribeInstanceTopology response"), help=(
+        "File: the EC2 DescribeInstanceTopology response (JSON, e.g. `aws ec2 describe-instance-topology` output)."))],
+    nodes: Annotated[Path, typer.Option("--nodes", callback=_input_file(
+        "a file mapping instance id -> Slurm node name"), help=(
+        "File: the map instance id -> Slurm node name, as a JSON object or lines '<instance-id> <node-name>'."))],
     format: Annotated[TopologyFormat, typer.Option("--format", "-f", help=(
         "conf: topology.conf (one plugin); yaml: topology.yaml, tree and block together (Slurm >= 25.05)."))
     ] = TopologyFormat.conf,

@@ -6,15 +6,19 @@ Severity words and their colours come from :mod:`fmcluster.severity`.
 
 from __future__ import annotations
 
+import ast
 import json
+import math
 import re
 from collections.abc import Sequence
+from datetime import date, time
 from enum import StrEnum
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 
-from fmcluster.blueprint.errors import Problem
+from fmcluster.blueprint.errors import NOT_GIVEN, Problem
 from fmcluster.severity import STYLE, count
 
 #: Standard output; wide enough for the plan's and preflight's tables when output goes to a file or
@@ -40,7 +44,7 @@ def print_problems(file: str, problems: Sequence[Problem], console: Console | No
     if errors:
         console.print(f"[bold {STYLE['error']}]{escape(file)}[/]: {count(errors, 'error')}", highlight=False)
     for p in problems:
-        console.print(f"  [{STYLE[p.level]}]{p.level}[/]: {escape(p.render())}", highlight=False)
+        console.print(f"  [{STYLE[p.level]}]{p.level}[/]: {escape(p.render(file=file))}", highlight=False)
 
 
 def print_ok(file: str, warnings: Sequence[Problem]) -> None:
@@ -63,20 +67,59 @@ def print_error(message: str, label: str = "error") -> None:
 _GOT = re.compile(r"\bgot (.+?)(?:;|$)")
 
 
-def problem_value(message: str) -> str | None:
-    """The value a problem quotes (``got 'p5.4xlarge'; allowed ...`` -> ``'p5.4xlarge'``), or ``None``."""
+def problem_value(message: str) -> Any:
+    """The value a problem quotes, as a JSON value: ``got 'p5.4xlarge'; allowed ...`` -> ``"p5.4xlarge"`` (a quoted
+    text without its quotes), ``got 91`` -> ``91``, ``got 3000 GiB`` -> ``"3000 GiB"`` (anything else as written);
+    ``None`` when the message quotes no value."""
     m = _GOT.search(message)
-    return m.group(1).strip() if m else None
+    if not m:
+        return None
+    text = m.group(1).strip()
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+    if isinstance(value, (list, dict)):  # a quoted list or mapping (got ['a', 'b']): as JSON
+        return _json_value(value)
+    return value if isinstance(value, (str, int, float)) and not isinstance(value, bool) and _finite(value) else text
 
 
-def problem_json(file: str, p: Problem) -> dict[str, object]:
-    """One problem of ``file`` in the JSON envelope: ``file``, ``path``, ``line``, ``value`` (as quoted by the
-    message, :func:`problem_value`), ``message``, ``severity`` (error/warning), ``rule_id``, ``source``."""
-    return {"file": file, "path": p.path, "line": p.line, "value": problem_value(p.message), "message": p.message,
+def _finite(value: Any) -> bool:
+    """False for infinity and not-a-number, which JSON has no literal for (RFC 8259, section 6)."""
+    return not isinstance(value, float) or math.isfinite(value)
+
+
+#: Deepest nesting of a problem's value in JSON (a blueprint is at most 40 levels deep: fmcluster.validation.loader).
+_JSON_DEPTH = 40
+
+
+def _json_value(value: Any, within: frozenset[int] = frozenset()) -> Any:
+    """``value`` as JSON can carry it: dates and times as ISO 8601 text, anything JSON has no type for as text, a
+    list or mapping that contains itself (a YAML alias to its own anchor, ``a: &x [*x]``) cut as ``"..."``."""
+    if isinstance(value, (date, time)):
+        return value.isoformat()
+    if isinstance(value, (dict, list, tuple)) and (id(value) in within or len(within) >= _JSON_DEPTH):
+        return "..."
+    if isinstance(value, dict):
+        return {str(k): _json_value(v, within | {id(value)}) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_value(v, within | {id(value)}) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)) and _finite(value):
+        return value
+    return str(value)  # YAML's .inf and .nan as inf and nan
+
+
+def problem_json(file: str | None, p: Problem) -> dict[str, object]:
+    """One problem in the JSON envelope: ``file`` (the problem's own file when it is in another one, a base blueprint
+    or the organisation file; else ``file``; ``null`` for a usage error about no file), ``path``, ``line``, ``value``
+    (the offending value itself as JSON, ``p.value``, else what the message quotes, :func:`problem_value`),
+    ``message``, ``severity`` (error/warning), ``rule_id``, ``source``."""
+    value = _json_value(p.value) if p.value is not NOT_GIVEN else problem_value(p.message)
+    return {"file": p.file or file, "path": p.path, "line": p.line, "value": value, "message": p.message,
             "severity": p.level, "rule_id": p.rule_id, "source": p.source}
 
 
-def json_envelope(command: str, *, ok: bool, problems: Sequence[tuple[str, Problem]], result: object) -> str:
+def json_envelope(command: str, *, ok: bool, problems: Sequence[tuple[str | None, Problem]], result: object) -> str:
     """What ``validate --json``, ``plan --json`` and ``diff --json`` print: one object ``{"command", "ok", "problems",
     "result"}``.
 

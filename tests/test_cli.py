@@ -43,7 +43,7 @@ def test_plan_json_of_an_invalid_blueprint_is_the_envelope(tmp_path: Path, args:
     report = json.loads(res.stdout)
     assert (report["command"], report["ok"], report["result"]) == ("plan", False, None)
     assert [(p["file"], p["path"], p["severity"], p["value"]) for p in report["problems"]] == [
-        (str(f), "compute[0].instance_type", "error", "'p5.48xlarg'")]
+        (str(f), "compute[0].instance_type", "error", "p5.48xlarg")]
 
 
 #: The keys of every problem in a ``--json`` envelope (fmcluster.output.problem_json).
@@ -74,11 +74,15 @@ def test_diff_json_of_an_invalid_blueprint_is_the_envelope(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize(("message", "value"), [
-    ("unknown instance type, got 'p5.48xlarg'; allowed p5.48xlarge", "'p5.48xlarg'"),
-    ("out of range, got 91; allowed <= 90", "91"),
+    ("unknown instance type, got 'p5.48xlarg'; allowed p5.48xlarge", "p5.48xlarg"),
+    ("out of range, got 91; allowed <= 90", 91),
+    ("out of range, got 1.5; allowed <= 1", 1.5),
     ("required with vpc_id 'vpc-1', got nothing", "nothing"),
+    ("invalid capacity, got 3000 GiB; allowed 1200", "3000 GiB"),
+    ("must be a finite number, got 1e999; allowed", "1e999"),  # JSON has no infinity: the text as written
+    ("overlapping, got ['a', 'b']; allowed distinct names", ["a", "b"]),
     ("a blueprint must name a receiver", None),
-], ids=["quoted", "number", "at-the-end", "none"])
+], ids=["quoted", "number", "decimal", "at-the-end", "with-unit", "infinite", "list", "none"])
 def test_problem_value_is_what_the_message_quotes(message: str, value: str | None) -> None:
     from fmcluster.output import problem_value
 
@@ -295,3 +299,85 @@ def test_blank_path_arguments_are_refused_and_write_nothing(args: list[str], tmp
     r = runner.invoke(app, args)
     assert r.exit_code == 2 and "is blank" in r.output, r.output
     assert sorted(p.name for p in tmp_path.rglob("*")) == before
+
+
+# ---- --json: the same envelope for a usage error as for a validation failure -----------------------------------
+DEFAULT_BP = str(ROOT / "blueprints" / "default.yaml")
+
+
+@pytest.mark.parametrize(("args", "command", "says", "file"), [
+    (["validate", "--json", "blueprints"], "validate", "a folder, got 'blueprints'", "blueprints"),
+    (["validate", "--json", ""], "validate", "(an empty argument reads as the current folder)", "."),
+    (["validate", "--json"], "validate", "Missing argument 'files'", None),
+    (["validate", "--json", "--bogus", DEFAULT_BP], "validate", "No such option: --bogus", None),
+    (["plan", "-f", "json", "nope.yaml"], "plan", "no such file, got 'nope.yaml'", "nope.yaml"),
+    (["plan", DEFAULT_BP, "--format=json", "--checkpoint-gib", "0"], "plan", "--checkpoint-gib", None),
+    (["diff", "nope.yaml", DEFAULT_BP, "--json"], "diff", "no such file or folder, got 'nope.yaml'", "nope.yaml"),
+    (["preflight", DEFAULT_BP, "--json", "--until"], "preflight", "'--until' requires an argument", None),
+    (["--org", " ", "validate", "--json", DEFAULT_BP], "validate", "--org is blank", None),
+    (["image", "lookup", DEFAULT_BP, "--json"], "image lookup", "No such option: --json", None),
+    (["render", DEFAULT_BP, "--json"], "render", "No such option: --json", None),  # a command without JSON output
+], ids=["folder", "blank", "missing-argument", "unknown-option", "no-file", "out-of-range", "diff-no-file",
+        "option-without-value", "blank-org", "subcommand", "no-json-output"])
+def test_a_usage_error_with_json_prints_the_envelope(args: list[str], command: str, says: str, file: str | None) -> None:
+    res = run(*args)
+    assert res.exit_code == 2, res.output
+    report = json.loads(res.stdout)
+    assert list(report) == ["command", "ok", "problems", "result"]
+    assert (report["command"], report["ok"], report["result"]) == (command, False, None)
+    [problem] = report["problems"]
+    assert list(problem) == PROBLEM_KEYS
+    assert (problem["file"], problem["rule_id"], problem["severity"]) == (file, "usage", "error")
+    assert says in problem["message"], problem
+    assert says in _flat(res.stderr)  # typer's own message stays on standard error
+    if says != "No such option: --json":  # that error is --json itself
+        without = run(*[a for a in args if a not in ("--json", "json", "-f", "--format=json")])
+        assert without.exit_code == 2 and without.stdout == ""  # no --json, no envelope
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["plan", DEFAULT_BP, "--cdk-out", "/nonexistent-cdk-out", "--json"], "/nonexistent-cdk-out"),
+    (["diff", "blueprints", "blueprints", "--json"], "blueprints"),
+    (["preflight", DEFAULT_BP, "--until", "soon", "--json"], "--until must be a date, got 'soon'"),
+], ids=["plan-cdk-out", "diff-not-an-assembly", "preflight-until"])
+def test_an_input_error_with_json_prints_the_envelope(args: list[str], says: str) -> None:
+    """Could not run (exit 2) for a reason that is not the blueprint's: the envelope too, with the message (preflight's
+    result keeps its could_not_run verdict)."""
+    res = run(*args)
+    assert res.exit_code == 2, res.output
+    report = json.loads(res.stdout)
+    assert report["ok"] is False and (report["result"] is None or report["result"]["verdict"] == "could_not_run")
+    assert [(p["rule_id"], says in p["message"]) for p in report["problems"]][-1] == ("input", True), report
+
+
+@pytest.mark.parametrize(("patch", "path", "value"), [
+    ({"compute": [{"name": "gpu", "instance_type": "p5.48xlarg", "count": 2}]}, "compute[0].instance_type", "p5.48xlarg"),
+    ({"compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 1.5}]}, "compute[0].count", 1.5),
+    ({"storage": {"checkpoints": {"bucket": "create", "versioned": "maybe"}}}, "storage.checkpoints.versioned", "maybe"),
+    ({"storage": {"lustre": {"deployment_type": "PERSISTENT_3"}}}, "storage.lustre.deployment_type", "PERSISTENT_3"),
+    ({"region": "us-esat-1"}, "region", "us-esat-1"),  # a rule's message: read back without its quotes
+    ({"compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2, "capacity": {"type": "odcrr"}}]},
+     "compute[0].capacity.type", "odcrr"),
+], ids=["text", "number", "boolean-field", "literal", "rule", "union-tag"])
+def test_json_value_is_the_value_itself(tmp_path: Path, patch: dict, path: str, value: object) -> None:
+    """``value`` carries the value as JSON (``"p5.48xlarg"``, ``1.5``), not its Python repr (``"'p5.48xlarg'"``)."""
+    f = tmp_path / "bad.yaml"
+    f.write_text(blueprint_text(patch))
+    report = json.loads(run("validate", "--json", str(f)).stdout)
+    assert [p["value"] for p in report["problems"] if p["path"] == path] == [value], report["problems"]
+
+
+@pytest.mark.parametrize(("nodes", "says"), [
+    ('{"i-0123456789abcdef0": "gpu-1"}', "text, not a path, got '{\"i-0123456789abcdef0\": \"gpu-1\"}'"),
+    ("[]", "text, not a path"),
+    ("tests", "a folder, got 'tests'"),
+    ("nope.txt", "no such file, got 'nope.txt'"),
+    (" ", "the path is blank"),
+], ids=["json-object", "json-list", "folder", "missing", "blank"])
+def test_topology_nodes_takes_a_file_and_nothing_else(nodes: str, says: str) -> None:
+    """``--nodes`` is a file (its help says so); JSON text, a folder, a missing or blank path: exit 2, nothing read."""
+    assert "File: the map instance id -> Slurm node name" in _flat(run("topology", "--help").stdout)
+    instances = str(ROOT / "tests/fixtures/topology/partial.instances.json")
+    res = run("topology", "--instances", instances, "--nodes", nodes)
+    assert res.exit_code == 2 and res.stdout == "", res.output
+    assert says in _flat(res.stderr), res.stderr

@@ -256,3 +256,50 @@ def test_instance_type_did_you_mean_prefers_the_family(typo: str, meant: str) ->
     text = (ROOT / "blueprints/default.yaml").read_text().replace("instance_type: p5.48xlarge", f"instance_type: {typo}")
     [p] = [p for p in problems_of(text) if p.path == "compute[0].instance_type"]
     assert p.message.endswith(f"did you mean {meant!r}?"), p.message
+
+
+# ---- did-you-mean: only what the user plausibly meant (fmcluster.severity.closest_names) ---------------------------
+@pytest.mark.parametrize(("value", "allowed", "meant"), [
+    ("persistent_2", ["SCRATCH_1", "PERSISTENT_1", "PERSISTENT_2"], ["PERSISTENT_2"]),  # case
+    ("PERSISTENT_3", ["SCRATCH_1", "PERSISTENT_1", "PERSISTENT_2"], []),              # another number: no guess
+    ("1.20", ["1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34"], []),          # a version: the list, never a guess
+    ("1.3", ["1.28", "1.30", "1.34"], []),
+    ("ubuntu-20.04", ["ubuntu-22.04", "ubuntu-24.04", "amazon-linux-2023"], []),
+    ("ubuntu-2204", ["ubuntu-22.04", "ubuntu-24.04", "amazon-linux-2023"], ["ubuntu-22.04"]),  # same digits
+    ("extend", ["budget", "compute", "extends", "name"], ["extends"]),
+    ("gpu-2", ["gpu-1", "cpu"], []),
+    (3, ["3", "4"], []),                                                               # not text: nothing to spell
+])
+def test_closest_names(value: object, allowed: list[str], meant: list[str]) -> None:
+    from fmcluster.severity import closest_names
+
+    assert closest_names(value, allowed) == meant
+
+
+@pytest.mark.parametrize(("typo", "meant"), [
+    ("p5.4xlarg", "p5.4xlarge"),      # a misspelt size of the family, not its largest
+    ("P5.48XLARGE", "p5.48xlarge"),
+    ("p3.16xlarge", None),            # no such family, other digits: no guess
+])
+def test_instance_type_suggestion(typo: str, meant: str | None) -> None:
+    from fmcluster.catalog.instances import closest_instance_type, known_instance_types
+
+    assert closest_instance_type(typo, known_instance_types()) == meant
+
+
+@pytest.mark.parametrize(("typo", "meant"), [
+    ("us-esat-1", ["us-east-1"]), ("useast1", ["us-east-1"]),
+    ("us-east-3", []), ("us-east-9", []), ("ap-south-3", []),  # another number, or another Region's name: no guess
+])
+def test_region_suggestion(typo: str, meant: list[str]) -> None:
+    from fmcluster.catalog.regions import closest_regions
+
+    assert closest_regions(typo) == meant
+
+
+@pytest.mark.parametrize("version", ['"1.20"', "1.20", '"1.3"'])
+def test_kubernetes_version_lists_the_allowed_ones_without_a_guess(version: str) -> None:
+    text = (ROOT / "blueprints/hyperpod-eks.yaml").read_text()
+    text = re.sub(r"kubernetes_version: .*", f"kubernetes_version: {version}", text)
+    [p] = [p for p in problems_of(text) if p.path.endswith("kubernetes_version")]
+    assert p.message.endswith("allowed 1.28, 1.29, 1.30, 1.31, 1.32, 1.33, 1.34"), p.message

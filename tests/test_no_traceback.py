@@ -12,6 +12,7 @@ Marked ``synth``: plan and diff synthesize in-process (three syntheses per bluep
 from __future__ import annotations
 
 import copy
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -138,3 +139,51 @@ def test_every_command_without_traceback(tmp_path: Path, text: str) -> None:
     assert _invoke(["diff", str(bp), str(bp)])[0] == 0
     code, output = _invoke(["preflight", str(bp)], env=NO_CREDENTIALS)
     assert code in (0, 1, 2), output
+
+
+# ---- odd input: every command answers with a message (and with --json, the envelope), never a traceback ----------
+LONG = "a" * 300 + ".yaml"  # longer than a file name may be (ENAMETOOLONG)
+ODD_FILES: dict[str, bytes] = {
+    "empty": b"", "a-list": b"- 1\n- 2\n", "binary": b"\xd0\xcf\x11\xe0\x00\x01", "bom": b"\xef\xbb\xbfname: abc\n",
+    "two-documents": b"name: a\n---\nname: b\n", "self-alias": b"name: &a [*a]\n",
+    "unicode-keys": "name: abc\n\u00e9t\u00e9: 1\nr\u00e9gion: x\n".encode(), "huge-number": b"name: abc\ncount: " + b"9" * 5000,
+    "complex-key": b"? [a, b]\n: 1\n", "python-tag": b"name: !!python/object:os.system x\n",
+}
+
+
+@pytest.mark.parametrize("content", list(ODD_FILES.values()), ids=list(ODD_FILES))
+def test_an_odd_blueprint_file_is_a_message(tmp_path: Path, content: bytes) -> None:
+    import json
+
+    f = tmp_path / "odd.yaml"
+    f.write_bytes(content)
+    code, _ = _invoke(["validate", str(f)])
+    assert code == 1
+    result = CliRunner().invoke(app, ["validate", "--json", str(f)])
+    report = json.loads(result.stdout)
+    assert (result.exit_code, report["ok"]) == (1, False) and report["problems"], report
+
+
+@pytest.mark.parametrize("args", [
+    ["validate", LONG], ["--org", LONG, "validate", str(ROOT / "blueprints/default.yaml")],
+    ["plan", str(ROOT / "blueprints/default.yaml"), "--cdk-out", LONG], ["diff", LONG, LONG],
+    ["topology", "--instances", LONG, "--nodes", LONG],
+], ids=["blueprint", "org", "cdk-out", "diff", "topology"])
+def test_a_path_too_long_is_a_message(args: list[str]) -> None:
+    code, output = _invoke(args)
+    flat = re.sub(r"[\s\u2500-\u257f]+", " ", output).lower()  # without rich's box and wrapping
+    assert code in (1, 2) and "file name too long" in flat, output
+
+
+def test_a_number_too_long_to_read_is_a_message(tmp_path: Path) -> None:
+    """Python refuses to read an integer of more than 4300 digits (``sys.get_int_max_str_digits``): YAML and JSON
+    readers raise ValueError, which must not escape as a traceback."""
+    base = tmp_path / "base.yaml"
+    base.write_text("count: " + "9" * 5000 + "\n")
+    (tmp_path / "bp.yaml").write_text("extends: base.yaml\n")
+    code, output = _invoke(["validate", str(tmp_path / "bp.yaml")])
+    assert code == 1 and "a number is too long to read" in output
+    instances = tmp_path / "i.json"
+    instances.write_text('{"Instances": [' + "9" * 5000 + "]}")
+    code, output = _invoke(["topology", "--instances", str(instances), "--nodes", str(base)])
+    assert code == 2 and "not usable JSON" in output

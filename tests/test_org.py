@@ -150,7 +150,7 @@ def test_cli_org_option_applies_to_every_command(tmp_path: Path) -> None:
     (tmp_path / "strict.yaml").write_text(yaml.safe_dump({"allowed": {"regions": ["us-west-2"]}}))
     f = write(tmp_path, blueprint(), org=None)
     runner = CliRunner()
-    for args in (["validate", str(f)], ["render", str(f), "--out", str(tmp_path / "r")], ["plan", str(f), "--cdk-out", "x"]):
+    for args in (["validate", str(f)], ["render", str(f), "--out", str(tmp_path / "r")], ["plan", str(f), "--cdk-out", str(tmp_path)]):
         r = runner.invoke(app, ["--org", str(tmp_path / "strict.yaml"), *args])
         assert r.exit_code == 1 and "[ORG-REGION]" in r.stderr, (args, r.output)
     d = runner.invoke(app, ["--org", str(tmp_path / "strict.yaml"), "diff", str(f), str(f)])
@@ -373,3 +373,63 @@ def test_an_org_path_that_is_a_folder_says_so(tmp_path: Path) -> None:
         load_blueprint(f, org=str(folder))
     [problem] = exc.value.problems
     assert problem.message.startswith(f"a folder, not an organisation file, got '{folder}'")
+
+
+@pytest.mark.parametrize(("org_text", "line", "fragment"), [
+    ("- a\n- b\n", 1, "the organisation file must be a mapping, got a list; allowed keys name, allowed"),
+    ("name: acme\nallowed:\n  capacity_typs: [spot]\n", 3, "did you mean 'capacity_types'?"),
+    ("allowed: [oops\n", 2, "not valid YAML"),
+    ("name: \xe9\n", None, None),  # written as Latin-1 below: not UTF-8
+    ("name: a\nname: b\n", 2, "duplicate key, got 'name' again (first on line 1)"),  # never silently the last one
+], ids=["a-list", "unknown-key", "not-yaml", "not-utf8", "duplicate-key"])
+def test_org_file_problems_name_the_org_file_not_the_blueprint(tmp_path: Path, org_text: str, line: int | None,
+                                                              fragment: str | None) -> None:
+    """A problem of the organisation file names that file (``file`` in --json, in the text after the path) and its
+    line, never ``(blueprint)``."""
+    org = tmp_path / "fmcluster.org.yaml"
+    org.write_bytes(org_text.encode("latin-1"))
+    f = write(tmp_path, blueprint(TAGGED), org=None)
+    r = CliRunner().invoke(app, ["validate", "--json", str(f)])
+    assert r.exit_code == 1, r.output
+    [p] = json.loads(r.stdout)["problems"]
+    assert p["file"] == str(org)
+    if fragment is None:
+        assert p["message"].startswith("the organisation file is not UTF-8 text, got byte 0xe9"), p
+    else:
+        assert (p["line"], fragment in p["message"]) == (line, True), p
+    text = CliRunner().invoke(app, ["validate", str(f)])
+    assert "(blueprint)" not in text.stderr and text.stderr.startswith(str(org)), text.stderr
+
+
+@pytest.mark.parametrize("which", ["folder", "missing"])
+def test_an_unusable_org_option_names_it(tmp_path: Path, which: str) -> None:
+    f = write(tmp_path, blueprint(TAGGED), org=None)
+    org = tmp_path if which == "folder" else tmp_path / "nope.yaml"
+    r = CliRunner().invoke(app, ["--org", str(org), "validate", "--json", str(f)])
+    [p] = json.loads(r.stdout)["problems"]
+    assert (r.exit_code, p["file"], p["value"]) == (1, str(org), str(org))
+    assert "(blueprint)" not in CliRunner().invoke(app, ["--org", str(org), "validate", str(f)]).stderr
+
+
+@pytest.mark.parametrize(("org", "path", "says"), [
+    ({"allowed": {"regions": "us-east-1"}}, "allowed.regions", "must be a list, got a string"),
+    ({"allowed": {"capacity_types": ["spott"]}}, "allowed.capacity_types[0]",
+     "invalid value, got 'spott'; allowed on_demand, spot, odcr, capacity_block, training_plan - did you mean 'spot'?"),
+    ({"required_tags": ["a"]}, "required_tags", "must be a mapping, got a list"),
+    ({"software_stacks": {"x": {"driver": "580.1"}}}, "software_stacks.x.cuda", "required key 'cuda' is missing"),
+], ids=["list", "literal", "mapping", "missing"])
+def test_org_file_shape_messages_are_the_blueprints(tmp_path: Path, org: dict[str, Any], path: str, says: str) -> None:
+    """The organisation file's shape problems read like a blueprint's (got X; allowed Y; did-you-mean), not pydantic's."""
+    f = write(tmp_path, blueprint(TAGGED), org)
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint(f)
+    assert [p.message for p in exc.value.problems if p.path == path] == [says]
+
+
+def test_a_problem_the_org_defaults_gave_names_the_org_file(tmp_path: Path) -> None:
+    org = tmp_path / "fmcluster.org.yaml"
+    org.write_text("name: acme\ndefaults:\n  tags: {team: ml}\n  regoin: us-east-1\n")
+    f = write(tmp_path, blueprint(TAGGED), org=None)
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint(f)
+    assert [(p.file, p.line) for p in exc.value.problems if p.path == "regoin"] == [(str(org), 4)]

@@ -116,8 +116,9 @@ def test_every_command_that_loads_a_valid_blueprint_prints_its_warnings(
 
 @pytest.mark.parametrize(("args", "fragment"), [
     (["plan", str(ROOT / "blueprints/default.yaml"), "--cdk-out", "/nonexistent/[red]x"], "error: /nonexistent/[red]x: "),
-    (["diff", "/nonexistent/[red]a", "/nonexistent/[red]b"], "error: /nonexistent/[red]a: no such file or folder"),
-    (["diff", "a", "b", "-c", "[red]oops"], "error: --context needs KEY=VALUE, got '[red]oops'"),
+    (["diff", "/nonexistent/[red]a", "/nonexistent/[red]b"], "no such file or folder, got '/nonexistent/[red]a'"),
+    (["diff", str(ROOT / "blueprints/default.yaml"), str(ROOT / "blueprints/default.yaml"), "-c", "[red]oops"],
+     "error: --context needs KEY=VALUE, got '[red]oops'"),
     (["preflight", str(ROOT / "blueprints/default.yaml"), "--until", "[red]soon"],
      "preflight could not run: --until must be a date, got '[red]soon'"),
 ])

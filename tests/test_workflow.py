@@ -77,11 +77,13 @@ def test_annotations_at_the_yaml_line_with_escaping() -> None:
     report = {"command": "validate", "ok": False, "result": [{"file": f, "valid": False}], "problems": [
         {"file": f, "path": "region", "line": 4, "severity": "error",
          "message": "not allowed, got 'eu-west-1'; 100% sure\nreally", "rule_id": "ORG-REGION"},
-        {"file": f, "path": "", "line": None, "severity": "warning", "message": "x", "rule_id": None}]}
+        {"file": f, "path": "", "line": None, "severity": "warning", "message": "x", "rule_id": None},
+        {"file": None, "path": "", "line": None, "severity": "error", "message": "Missing argument", "rule_id": "usage"}]}
     assert github_annotations(report) == [
         "::error file=blueprints/a%2Cb.yaml,line=4,title=fmcluster ORG-REGION::region: not allowed, got 'eu-west-1'; "
         "100%25 sure%0Areally",
         "::warning file=blueprints/a%2Cb.yaml,line=1,title=fmcluster shape::(blueprint): x",
+        "::error title=fmcluster usage::(blueprint): Missing argument",  # no file: no place, not file=None
     ]
 
 

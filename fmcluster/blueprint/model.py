@@ -10,7 +10,6 @@ the botocore service models, the CloudFormation resource schemas shipped with cf
 
 from __future__ import annotations
 
-import difflib
 import ipaddress
 from typing import Annotated, Any, Final, Literal, cast
 
@@ -31,6 +30,7 @@ from fmcluster.catalog import UnknownInstanceType, get_instance
 from fmcluster.catalog.images import image_stacks, official_image
 from fmcluster.catalog.software import default_stack_name, get_stack, known_stacks
 from fmcluster.catalog.support import SupportComponent
+from fmcluster.severity import did_you_mean
 
 # ---- defaults (used in descriptions) ---------------------------------------------------------
 DEFAULT_VPC_CIDR = "10.0.0.0/16"
@@ -139,6 +139,17 @@ def _whole_number_input(v: Any) -> Any:
 #: text, which pydantic's lax mode would turn into 1 and 4 (``count: true`` would be one node); both are refused.
 WholeNumber = Annotated[int, BeforeValidator(_whole_number_input)]
 
+
+#: Deepest ``extends`` chain (a base may itself extend another; fmcluster/validation/organisation.py resolves it).
+MAX_EXTENDS: Final = 5
+
+#: Top-level keys of a blueprint *file* that the model never sees (the loader resolves them first): key -> its
+#: description. The loader's unknown-key message allows them, docs/blueprint.md lists them and ``fmcluster schema``
+#: describes them, all from here.
+FILE_KEYS: Final[dict[str, str]] = {
+    "extends": "Path of a base blueprint, relative to this file; this file's keys merge over it (mappings key by key, "
+               f"any other value replaced; at most {MAX_EXTENDS} levels, no cycles; docs/organisation.md). Default: none.",
+}
 
 #: Keys that moved to another place in the blueprint: key path -> where it lives now. The loader reports an old
 #: key with this text instead of "unknown key" (one home per fact: the node image is ``software.image``).
@@ -350,8 +361,7 @@ class SoftwareSpec(Section):
         if v is None:
             return v
         if v not in known_stacks():
-            close = difflib.get_close_matches(v, known_stacks(), n=1, cutoff=0.6)
-            hint = f" - did you mean {close[0]!r}?" if close else ""
+            hint = did_you_mean(v, known_stacks())
             raise ValueError(f"unknown software stack, got {v!r}; allowed {', '.join(known_stacks())}{hint}")
         return v
 

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from fmcluster.blueprint.model import Blueprint
+from fmcluster.blueprint.model import FILE_KEYS, Blueprint
 
 
 def json_schema() -> str:
@@ -112,5 +112,7 @@ def markdown_reference() -> str:
             limits = _limits(f)
             desc += f" Limits: {limits}." if limits else ""
             lines.append(f"| `{name}` | {_type_name(f.annotation)} | {_default(f)} | {desc} |")
+        if not path:  # keys of the file the loader resolves before the model (FILE_KEYS)
+            lines += [f"| `{name}` | str \\| None | `null` | {desc} |" for name, desc in FILE_KEYS.items()]
         lines.append("")
     return "\n".join(lines)

@@ -10,7 +10,6 @@ rules built on them must warn, not fail.
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -18,6 +17,8 @@ from importlib import resources
 from typing import Any
 
 import yaml
+
+from fmcluster.severity import closest_names
 
 #: libyaml's safe loader when PyYAML has it (same result, ~10x faster on the catalog; every synth reads it).
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -39,17 +40,20 @@ class UnknownInstanceType(KeyError):
 
 
 def closest_instance_type(name: str, known: list[str]) -> str | None:
-    """The catalog type a misspelt ``name`` most likely meant: the same family when the family exists (its type of the
-    same size, else its largest: ``p6-b200.96xlarge`` -> ``p6-b200.48xlarge``, not the closer string
-    ``p6e-gb200.36xlarge``), else the closest spelling (``difflib``), else ``None``."""
+    """The catalog type a misspelt ``name`` most likely meant: the same family when the family exists (a misspelling of
+    one of its types, else its type of the same size, else its largest: ``p6-b200.96xlarge`` -> ``p6-b200.48xlarge``,
+    not the closer string ``p6e-gb200.36xlarge``), else the closest spelling with the same digits
+    (:func:`fmcluster.severity.closest_names`: ``p3.16xlarge`` gets none), else ``None``."""
     family, _, size = name.lower().partition(".")
     same_family = [k for k in known if k.lower().partition(".")[0] == family]
     if same_family:
+        close = closest_names(name, same_family)  # a misspelt size of the family (p5.4xlarg -> p5.4xlarge)
+        if close:
+            return close[0]
         same_size = [k for k in same_family if k.lower().partition(".")[2] == size]
         return (same_size or sorted(same_family, key=_size_rank))[-1]
-    lowered = {k.lower(): k for k in known}
-    match = difflib.get_close_matches(name.lower(), list(lowered), n=1)
-    return lowered[match[0]] if match else None
+    match = closest_names(name, known)
+    return match[0] if match else None
 
 
 def _size_rank(name: str) -> int:

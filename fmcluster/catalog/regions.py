@@ -10,6 +10,8 @@ from __future__ import annotations
 import difflib
 from functools import cache, lru_cache
 
+from fmcluster.severity import closest_names
+
 
 @lru_cache(maxsize=1)
 def known_regions() -> tuple[str, ...]:
@@ -24,18 +26,25 @@ def is_known_region(region: str) -> bool:
     return region in known_regions()
 
 
+#: The spelling closeness (difflib ratio) a Region suggestion needs: Region names share most of their letters
+#: (``us-east-3`` is 0.62 from ``ap-northeast-3``), so a one-letter slip (0.89) passes and another Region does not.
+REGION_CUTOFF = 0.85
+
+
 def closest_regions(region: str, limit: int = 3) -> list[str]:
-    """The known Regions that look most like ``region``: best difflib ratio (at least 0.6), ties broken by
-    the number of differing positions, then by name; at most ``limit``.
-    ``us-esat-1`` -> ``[us-east-1]``, ``us-east-9`` -> ``[us-east-1, us-east-2]``."""
+    """The known Regions ``region`` plausibly misspells (:func:`fmcluster.severity.closest_names`: close in spelling,
+    the same digits): best difflib ratio (at least :data:`REGION_CUTOFF`), ties broken by the number of differing
+    positions, then by name; at most ``limit``. ``us-esat-1`` -> ``[us-east-1]``; ``us-east-9`` -> ``[]`` (another
+    number is another Region, not a typo); ``ap-south-3`` -> ``[]`` (``ap-southeast-3`` is another Region)."""
 
     def key(r: str) -> tuple[float, int]:
         ratio = difflib.SequenceMatcher(None, region, r).ratio()
         differing = sum(a != b for a, b in zip(region, r, strict=False)) + abs(len(region) - len(r))
         return (-round(ratio, 6), differing)
 
-    scored = sorted((key(r), r) for r in known_regions())
-    if not scored or -scored[0][0][0] < 0.6:
+    plausible = closest_names(region, known_regions(), limit=len(known_regions()), cutoff=REGION_CUTOFF)
+    scored = sorted((key(r), r) for r in plausible)
+    if not scored:
         return []
     return [r for k, r in scored if k == scored[0][0]][:limit]
 

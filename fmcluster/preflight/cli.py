@@ -28,9 +28,12 @@ _VERDICT_STYLE = {0: STYLE["ok"], 1: f"bold {STYLE['error']}", 2: STYLE["unknown
 
 
 class _CannotRun(Exception):
-    def __init__(self, message: str, problems: list[Problem] | None = None) -> None:
+    """Preflight could not run: ``message`` why; ``problems`` the blueprint's (its errors when it is invalid, else its
+    warnings, with the reason itself as a problem of its own: ``rule_id`` input)."""
+
+    def __init__(self, message: str, problems: list[Problem] | None = None, *, invalid: bool = False) -> None:
         super().__init__(message)
-        self.problems = problems or []
+        self.problems = (problems or []) if invalid else [*(problems or []), Problem("", message, rule_id="input")]
 
 
 def run(file: Path, *, region: str | None, profile: str | None, until: str | None, as_json: bool) -> int:
@@ -58,7 +61,7 @@ def _run(file: Path, *, region: str | None, profile: str | None, until: str | No
     except BlueprintError as e:
         if not as_json:
             print_problems(e.file, e.problems)
-        raise _CannotRun("the blueprint is not valid (run fmcluster validate)", e.problems) from None
+        raise _CannotRun("the blueprint is not valid (run fmcluster validate)", e.problems, invalid=True) from None
     print_problems(name, loaded.warnings)
     bp = loaded.blueprint
     until_day = None
@@ -66,10 +69,10 @@ def _run(file: Path, *, region: str | None, profile: str | None, until: str | No
         try:
             until_day = dt.date.fromisoformat(until)
         except ValueError:
-            raise _CannotRun(f"--until must be a date, got {until!r}; allowed YYYY-MM-DD") from None
+            raise _CannotRun(f"--until must be a date, got {until!r}; allowed YYYY-MM-DD", loaded.warnings) from None
     if region is not None and region != bp.region:
         raise _CannotRun(f"--region differs from the blueprint's region, got {region!r}; allowed {bp.region!r} "
-                         "(or omit --region)")
+                         "(or omit --region)", loaded.warnings)
     try:
         clients = clients_module.make_clients(bp.region, profile)
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -81,7 +84,7 @@ def _run(file: Path, *, region: str | None, profile: str | None, until: str | No
 
             report = run_preflight(resolve(bp), clients, file=name, until=until_day, progress=tell)
     except clients_module.PreflightCannotRun as e:
-        raise _CannotRun(str(e)) from None
+        raise _CannotRun(str(e), loaded.warnings) from None
     if as_json:
         print(json_envelope("preflight", ok=report.exit_code == 0, problems=[(name, p) for p in loaded.warnings],
                             result=report.as_dict()))

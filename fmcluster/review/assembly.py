@@ -53,9 +53,13 @@ class Assembly:
         """
         root = Path(path)
         manifest_file = root / "manifest.json"
-        if not root.is_dir():
+        try:
+            is_dir, has_manifest = root.is_dir(), manifest_file.is_file()
+        except OSError as e:  # a name too long: Path.is_dir() hides only ENOENT and a few others
+            raise AssemblyError(f"{root}: cannot use the path ({e.strerror or e}); allowed a cdk.out folder") from None
+        if not is_dir:
             raise AssemblyError(f"{root}: not a folder; allowed a cdk.out folder (cloud assembly)")
-        if not manifest_file.is_file():
+        if not has_manifest:
             raise AssemblyError(f"{root}: not a cloud assembly (no manifest.json); allowed a cdk.out folder or a blueprint YAML")
         manifest = read_json(manifest_file, "cloud assembly manifest")
         artifacts = manifest.get("artifacts") if isinstance(manifest, dict) else None
@@ -125,3 +129,5 @@ def read_json(file: Path, what: str) -> Any:
     except json.JSONDecodeError as e:
         raise AssemblyError(f"{file}: the {what} is not valid JSON (line {e.lineno}: {e.msg}); "
                             "the assembly is damaged (run cdk synth again)") from None
+    except ValueError as e:  # a number longer than Python reads (sys.get_int_max_str_digits)
+        raise AssemblyError(f"{file}: the {what} cannot be read ({e}); the assembly is damaged (run cdk synth again)") from None

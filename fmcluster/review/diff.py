@@ -971,6 +971,6 @@ def parse_context(pairs: list[str]) -> dict[str, Any]:
             raise DiffInputError(f"--context needs KEY=VALUE, got {pair!r}; allowed e.g. fmcluster:allowDataDestruction=true")
         try:
             out[key] = json.loads(raw)
-        except json.JSONDecodeError:
+        except ValueError:  # not JSON (JSONDecodeError), or a number longer than Python reads: the text as given
             out[key] = raw
     return out

@@ -36,14 +36,16 @@ def _escape_property(s: str) -> str:
 
 def github_annotations(report: Mapping[str, Any]) -> list[str]:
     """One workflow command per problem of a ``fmcluster validate --json`` envelope (errors ``::error``,
-    warnings ``::warning``), at the blueprint file and YAML line (line 1 when the problem has none)."""
+    warnings ``::warning``), at the file the problem is in (the blueprint, a base of ``extends`` or the organisation
+    file) and its YAML line (line 1 when the problem has none); a problem of no file (a usage error) has no place."""
     out = []
     for p in report.get("problems", []):
         level = "error" if p.get("severity") == "error" else "warning"
         rule = p.get("rule_id") or "shape"
         where = p.get("path") or "(blueprint)"
         title = _escape_property(f"fmcluster {rule}")
-        props = f"file={_escape_property(str(p['file']))},line={p.get('line') or 1},title={title}"
+        place = f"file={_escape_property(str(p['file']))},line={p.get('line') or 1}," if p.get("file") else ""
+        props = f"{place}title={title}"
         message = f"{where}: {p.get('message')}"
         out.append(f"::{level} {props}::{_escape_data(message)}")
     return out
@@ -83,7 +85,7 @@ def load_review(folder: Path) -> BlueprintReview:
         raw = text(name)
         try:
             envelope = json.loads(raw) if raw else None
-        except json.JSONDecodeError:
+        except ValueError:  # not JSON, or a number longer than Python reads
             return None
         return envelope.get("result") if isinstance(envelope, dict) else None
 

@@ -50,7 +50,7 @@ def _previous_render(out: Path) -> list[Path]:
     manifest = out / MANIFEST
     try:
         listed = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (OSError, ValueError) as e:  # ValueError: not JSON, or a number longer than Python reads
         raise RenderOutError(f"{manifest}: unreadable render manifest ({e}); remove the folder or choose another --out") from None
     if not isinstance(listed, list) or not all(isinstance(x, str) for x in listed):
         raise RenderOutError(f"{manifest}: not a render manifest (a JSON list of file names); remove the folder or choose another --out")

@@ -163,6 +163,8 @@ def read_json_or_text(path: Path, json_required: bool = False) -> object:
         return text
     except _DuplicateKeyError as e:
         raise InputError(f"{path}: duplicate key {e.args[0]!r} in a JSON object") from None
+    except ValueError as e:  # a number longer than Python reads (sys.get_int_max_str_digits): not an EC2 answer
+        raise InputError(f"{path}: not usable JSON: {e}") from None
 
 
 class _DuplicateKeyError(Exception):

@@ -8,10 +8,10 @@ on its own, so one run reports as much as possible. Never raises anything but
 
 from __future__ import annotations
 
-import difflib
+import sys
 import types
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, time
 from pathlib import Path
 from typing import Any, cast
@@ -19,8 +19,9 @@ from typing import Any, cast
 import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from fmcluster.blueprint.errors import BlueprintError, Problem, format_path
-from fmcluster.blueprint.model import MOVED_KEYS, PATTERN_HINTS, Blueprint
+from fmcluster.blueprint.errors import NOT_GIVEN, BlueprintError, Problem, format_path
+from fmcluster.blueprint.model import FILE_KEYS, MOVED_KEYS, PATTERN_HINTS, Blueprint
+from fmcluster.severity import did_you_mean
 from fmcluster.validation import organisation
 from fmcluster.validation.rules import run_rules, run_rules_best_effort
 
@@ -47,7 +48,7 @@ def load_blueprint_with_warnings(path: str | Path, *, org: str | Path | None = N
     except UnicodeDecodeError as e:
         raise BlueprintError(file, [Problem("", (
             f"not UTF-8 text, got byte 0x{e.object[e.start]:02x} at byte offset {e.start}; allowed a UTF-8 file "
-            "(YAML 1.2 is UTF-8: save the file as UTF-8)"))]) from None
+            "(YAML 1.2 is UTF-8: save the file as UTF-8)"), value=f"0x{e.object[e.start]:02x}")]) from None
     except OSError as e:
         raise BlueprintError(file, [Problem("", f"cannot read the file ({e.strerror or e.__class__.__name__})")]) from None
     return load_blueprint_text(text, file=file, org=org)
@@ -57,18 +58,94 @@ def load_blueprint_text(text: str, *, file: str = "<string>", org: str | Path | 
     """Validate blueprint YAML given as text (see :func:`load_blueprint`). The organisation layer (``x-`` keys,
     ``extends``, defaults, rules) applies here, once, for every command."""
     data, lines, written = _parse(text, file)
-    data, org_problems, _ = organisation.apply(data, file, org)
+    data, org_problems, org_file, bases = organisation.apply(data, file, org)
+    origins = _Origins.of(file, lines, bases, written, org_file)
     org_problems = [_with_line(p, lines) for p in org_problems]
     try:
         bp = Blueprint.model_validate(data)
     except ValidationError as e:
         problems = [_convert(err, data, lines, written) for err in e.errors()]
         problems += _section_rule_problems(data, problems, lines)
-        raise BlueprintError(file, _in_file_order(_dedupe(problems + org_problems))) from None
-    problems = _in_file_order([_with_line(p, lines) for p in run_rules(bp)] + org_problems)
+        raise BlueprintError(file, _in_file_order(origins.place(_dedupe(problems + org_problems)))) from None
+    problems = _in_file_order(origins.place([_with_line(p, lines) for p in run_rules(bp)] + org_problems))
     if any(p.level == "error" for p in problems):
         raise BlueprintError(file, problems)
     return LoadResult(bp, problems)
+
+
+@dataclass
+class _Origins:
+    """Where each value of a blueprint with ``extends`` or organisation defaults was written: the blueprint's line
+    index, each base's (nearest first), then the organisation file's ``defaults``. A problem's YAML path belongs to
+    the file that wrote the deepest part of it (the blueprint on a tie: its keys win the merge), so a problem
+    inherited from a base names that base and its line. The defaults claim only a value they wrote themselves (the
+    whole path), and never an organisation rule's finding (``ORG-*``: the blueprint has to change)."""
+
+    indexes: list[tuple[str | None, dict[tuple[Any, ...], int]]]
+    defaults: tuple[str, dict[tuple[Any, ...], int]] | None = None
+
+    @classmethod
+    def of(cls, file: str, lines: dict[tuple[Any, ...], int], bases: list[Path],
+           written: dict[tuple[Any, ...], yaml.ScalarNode], org_file: str | None = None) -> _Origins:
+        """The blueprint's index, every base's and the organisation defaults'; a base's duplicate keys and keys YAML
+        reads as non-text are refused as the blueprint's own are (:func:`_index`), naming the base. ``written`` gains
+        the bases' scalars (the blueprint's own first), so an inherited value is quoted as it was written."""
+        indexes: list[tuple[str | None, dict[tuple[Any, ...], int]]] = [(None, lines)]
+        key_problems: list[Problem] = []
+        for base in bases:
+            base_lines: dict[tuple[Any, ...], int] = {}
+            found: list[Problem] = []
+            try:
+                _index(yaml.compose(base.read_text(encoding="utf-8"), Loader=yaml.SafeLoader), base_lines, found,
+                       written)
+            except BlueprintError as e:
+                found = e.problems
+            except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
+                pass  # read once already by resolve_extends, which reports a file it cannot read
+            key_problems += [replace(p, file=str(base)) for p in found]
+            indexes.append((str(base), base_lines))
+        if key_problems:
+            raise BlueprintError(file, key_problems)
+        defaults = _defaults_index(Path(org_file)) if org_file is not None else {}
+        return cls(indexes, (org_file, defaults) if org_file is not None and defaults else None)
+
+    def place(self, problems: list[Problem]) -> list[Problem]:
+        """``problems`` with the file and line their path was written at, when that is a base or the defaults."""
+        if len(self.indexes) == 1 and self.defaults is None:
+            return problems
+        return [self._placed(p) for p in problems]
+
+    def _placed(self, p: Problem) -> Problem:
+        path = _path_tuple(p.path)
+        if p.file is not None:  # already names its file (a base's extends): only its line is missing
+            index = dict(self.indexes).get(p.file)
+            return p if p.line is not None or index is None else replace(p, line=_line_for(path, index))
+        depth = [(_depth(path, index), -i) for i, (_, index) in enumerate(self.indexes)]
+        deepest, best = max(depth)
+        if (self.defaults is not None and deepest < len(path) and path in self.defaults[1]
+                and not (p.rule_id or "").startswith("ORG-")):
+            return replace(p, file=self.defaults[0], line=self.defaults[1][path])
+        owner, index = self.indexes[-best]
+        return p if owner is None else replace(p, file=owner, line=_line_for(path, index))
+
+
+def _defaults_index(org_file: Path) -> dict[tuple[Any, ...], int]:
+    """The line of every path under ``defaults`` of the organisation file, as a blueprint path (without the root:
+    a value the defaults did not write never belongs to them). Empty when the file cannot be read again."""
+    lines: dict[tuple[Any, ...], int] = {}
+    try:
+        _index(yaml.compose(org_file.read_text(encoding="utf-8"), Loader=yaml.SafeLoader), lines, [])
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError, BlueprintError):
+        return {}
+    return {path[1:]: line for path, line in lines.items() if len(path) > 1 and path[0] == "defaults"}
+
+
+def _depth(path: tuple[Any, ...], index: dict[tuple[Any, ...], int]) -> int:
+    """The length of the longest start of ``path`` written in the file of ``index`` (-1: none)."""
+    for n in range(len(path), -1, -1):
+        if path[:n] in index:
+            return n
+    return -1
 
 
 # ---- YAML with line numbers ------------------------------------------------------------------
@@ -80,11 +157,12 @@ def _parse(text: str, file: str) -> tuple[dict[str, Any], dict[tuple[Any, ...], 
     except RecursionError:
         too_deep = f"the file is nested too deeply to be a blueprint; allowed at most {MAX_DEPTH} levels"
         raise BlueprintError(file, [Problem("", too_deep)]) from None
+    except ValueError:  # PyYAML's int() of a number longer than Python reads; a YAMLError is not a ValueError
+        raise BlueprintError(file, [Problem("", too_long_number())]) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
-        what = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise BlueprintError(file, [Problem("", f"not valid YAML: {what}", line=line)]) from None
+        raise BlueprintError(file, [Problem("", f"not valid YAML: {yaml_error_text(e)}", line=line)]) from None
     if data is None:
         raise BlueprintError(
             file, [Problem("", "the blueprint is empty; expected a mapping with at least name, region, "
@@ -93,7 +171,7 @@ def _parse(text: str, file: str) -> tuple[dict[str, Any], dict[tuple[Any, ...], 
     if not isinstance(data, dict):
         raise BlueprintError(
             file, [Problem("", f"the blueprint must be a mapping of keys to values, got a {_kind(data)}; "
-                               "allowed a mapping with name, region, compute, ...", line=1)]
+                               "allowed a mapping with name, region, compute, ...", line=1, value=data)]
         )
     lines: dict[tuple[Any, ...], int] = {}
     written: dict[tuple[Any, ...], yaml.ScalarNode] = {}
@@ -105,6 +183,20 @@ def _parse(text: str, file: str) -> tuple[dict[str, Any], dict[tuple[Any, ...], 
     if key_problems:
         raise BlueprintError(file, sorted(key_problems, key=lambda p: p.line or 0))
     return data, lines, written
+
+
+def too_long_number() -> str:
+    """The message for a YAML number longer than Python reads (``sys.get_int_max_str_digits``, 4300 by default)."""
+    return (f"a number is too long to read, got one with more than {sys.get_int_max_str_digits()} digits; "
+            "allowed an ordinary number")
+
+
+def yaml_error_text(e: yaml.YAMLError) -> str:
+    """What PyYAML found wrong (its ``problem``), in our words where its own are cryptic (a second document)."""
+    what = getattr(e, "problem", None) or str(e).splitlines()[0]
+    if isinstance(e, yaml.composer.ComposerError) and "another document" in what:
+        return "a file is one YAML document, got a second one (after ---); allowed one document per file"
+    return str(what)
 
 
 #: Limits that keep a hostile file (deep nesting, YAML alias "billion laughs") from exhausting the machine.
@@ -173,10 +265,8 @@ def _line_for(path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> int |
 
 
 def _with_line(p: Problem, lines: dict[tuple[Any, ...], int]) -> Problem:
-    if p.line is not None:
+    if p.line is not None or p.file is not None:  # a problem of another file gets its line there (_Origins)
         return p
-    from dataclasses import replace
-
     return replace(p, line=_line_for(_path_tuple(p.path), lines))
 
 
@@ -251,12 +341,9 @@ def _models_at(loc: tuple[Any, ...], data: Any) -> list[type[BaseModel]]:
 
 
 def _hint(value: Any, allowed: list[str]) -> str:
-    """Did-you-mean for a misspelt key or value; case-insensitive (``PERSISTENT_2`` for ``persistent_2``)."""
-    if not isinstance(value, str):
-        return ""
-    lowered = {a.lower(): a for a in allowed}
-    close = difflib.get_close_matches(value.lower(), list(lowered), n=1, cutoff=0.6)
-    return f" - did you mean {lowered[close[0]]!r}?" if close else ""
+    """Did-you-mean for a misspelt key or value (``PERSISTENT_2`` for ``persistent_2``), never for a version or
+    another number (:func:`fmcluster.severity.closest_names`)."""
+    return did_you_mean(value, allowed)
 
 
 def _show(value: Any) -> str:
@@ -356,7 +443,7 @@ def _convert(err: Any, data: Any, lines: dict[tuple[Any, ...], int],
     if typ == "extra_forbidden" and tuple(p for p in loc if isinstance(p, str)) in MOVED_KEYS:
         msg = f"{loc[-1]!r} has moved to {MOVED_KEYS[tuple(p for p in loc if isinstance(p, str))]}"
     elif typ == "extra_forbidden":
-        allowed = sorted({f for m in _models_at(loc[:-1], data) for f in m.model_fields})
+        allowed = sorted({f for m in _models_at(loc[:-1], data) for f in m.model_fields} | (set(FILE_KEYS) if len(loc) == 1 else set()))
         key = loc[-1] if loc else value
         msg = f"unknown key {key!r}; allowed {', '.join(allowed)}{_hint(key, allowed)}"
     elif typ == "missing":
@@ -423,7 +510,23 @@ def _convert(err: Any, data: Any, lines: dict[tuple[Any, ...], int],
         msg = f"must be a date and time with its time zone, got {got}; allowed e.g. 2026-12-10T11:30:00Z"
     else:
         msg = f"invalid value, got {got}; allowed the values docs/blueprint.md lists for {path or 'the blueprint'}"
-    return Problem(path, msg, line=_line_for(loc, lines))
+    return Problem(path, msg, line=_line_for(loc, lines), value=_carried(typ, value))
+
+
+#: pydantic error types whose message quotes something other than the input (a count, a tag, the model's own words),
+#: or nothing: the JSON ``value`` of these is read from the message (fmcluster.output.problem_value).
+_NOT_THE_INPUT = frozenset({"extra_forbidden", "missing", "too_short", "too_long", "string_too_short", "string_too_long",
+                            "value_error", "union_tag_invalid", "union_tag_not_found"})
+
+
+def _carried(typ: str, value: Any) -> Any:
+    """The offending value for ``--json`` (``Problem.value``): the input itself as YAML read it, unless the message
+    quotes something else (:data:`_NOT_THE_INPUT`); the tag of a union, ``type``."""
+    if typ == "union_tag_invalid" and isinstance(value, dict):
+        return value.get("type")
+    if typ == "union_tag_not_found":
+        return None
+    return NOT_GIVEN if typ in _NOT_THE_INPUT else value
 
 
 # ---- rules on partially valid blueprints -----------------------------------------------------
@@ -469,8 +572,9 @@ def _section_rule_problems(data: dict[str, Any], shape: list[Problem], lines: di
 
 
 def _in_file_order(problems: list[Problem]) -> list[Problem]:
-    """Sort by line (problems without one last); stable, so rule order breaks ties."""
-    return sorted(problems, key=lambda p: (p.line is None, p.line or 0))
+    """Sort by line (problems without one last), the blueprint's own before those of other files (its bases);
+    stable, so rule order breaks ties."""
+    return sorted(problems, key=lambda p: (p.file is not None, p.file or "", p.line is None, p.line or 0))
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:

@@ -30,7 +30,6 @@ the organisation file itself raise :class:`BlueprintError` naming that file.
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import os
 import re
@@ -42,14 +41,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from fmcluster.blueprint.errors import BlueprintError, Problem, format_path
-from fmcluster.blueprint.model import OrchestratorKind, OrchestratorSpec
+from fmcluster.blueprint.model import FILE_KEYS, MAX_EXTENDS, OrchestratorKind, OrchestratorSpec
+from fmcluster.severity import did_you_mean
 
 #: File name looked for beside a blueprint.
 ORG_FILE = "fmcluster.org.yaml"
 #: Environment variable naming the organisation file (``none``: no organisation file at all).
 ORG_ENV = "FMCLUSTER_ORG"
-#: Deepest ``extends`` chain.
-MAX_EXTENDS = 5
 #: Prefix of keys that are ignored (YAML anchors).
 EXTENSION_PREFIX = "x-"
 
@@ -121,9 +119,7 @@ def blueprint_file_schema() -> dict[str, Any]:
 
     schema = Blueprint.model_json_schema()
     schema["properties"] = {**schema["properties"], "extends": {
-        "type": "string", "minLength": 1, "title": "Extends",
-        "description": "Path of a base blueprint, relative to this file; this file's keys merge over it "
-                       f"(at most {MAX_EXTENDS} levels, no cycles)."}}
+        "type": "string", "minLength": 1, "title": "Extends", "description": FILE_KEYS["extends"]}}
     schema["patternProperties"] = {f"^{EXTENSION_PREFIX}": {"description": "Ignored (e.g. YAML anchors)."}}
     required = schema.pop("required", [])
     schema["if"], schema["then"], schema["else"] = {"required": ["extends"]}, {}, {"required": required}
@@ -163,15 +159,31 @@ def strip_extensions(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if not (isinstance(k, str) and k.startswith(EXTENSION_PREFIX))}
 
 
-def _read_yaml(path: Path, what: str) -> Any:
+def _read_yaml(path: Path, what: str, shown: Path | None = None) -> Any:
+    """The YAML document of ``path`` (a base blueprint or the organisation file); :class:`BlueprintError` naming that
+    file (as ``shown``, default ``path``; in each problem too, so ``--json`` names it) when it cannot be read or is
+    not YAML."""
+    from fmcluster.validation.loader import too_long_number, yaml_error_text
+
+    name = str(shown or path)
     try:
         return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise BlueprintError(str(path), [Problem("", f"cannot read the {what} ({e.__class__.__name__}: {e})")]) from None
+    except UnicodeDecodeError as e:
+        raise BlueprintError(name, [Problem("", (
+            f"the {what} is not UTF-8 text, got byte 0x{e.object[e.start]:02x} at byte offset {e.start}; allowed a "
+            "UTF-8 file"), file=name)]) from None
+    except OSError as e:
+        raise BlueprintError(name, [Problem("", f"cannot read the {what} ({e.strerror or e.__class__.__name__})",
+                                                 file=name)]) from None
+    except RecursionError:
+        raise BlueprintError(name, [Problem("", f"the {what} is nested too deeply; allowed an ordinary YAML file",
+                                                 file=name)]) from None
+    except ValueError:  # a number longer than Python reads (yaml.YAMLError is not a ValueError)
+        raise BlueprintError(name, [Problem("", too_long_number(), file=name)]) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        raise BlueprintError(str(path), [Problem("", f"not valid YAML: {getattr(e, 'problem', None) or e}",
-                                                  line=mark.line + 1 if mark else None)]) from None
+        raise BlueprintError(name, [Problem("", f"not valid YAML: {yaml_error_text(e)}",
+                                                  line=mark.line + 1 if mark else None, file=name)]) from None
 
 
 def load_organisation(path: Path) -> Organisation:
@@ -187,16 +199,19 @@ def load_organisation(path: Path) -> Organisation:
 
 
 def _with_lines(path: Path, problems: list[Problem]) -> list[Problem]:
-    """``problems`` with the line of their YAML path in the file at ``path`` (the blueprint loader's line index)."""
+    """``problems`` named as problems of the file at ``path`` (``Problem.file``, so the blueprint command that loaded
+    it names this file, not the blueprint), each with the line of its YAML path there (the blueprint loader's line
+    index)."""
     from dataclasses import replace
 
     from fmcluster.validation.loader import _index, _line_for, _path_tuple
 
+    problems = [replace(p, file=str(path)) for p in problems]
     try:
         node = yaml.compose(path.read_text(encoding="utf-8"))
         lines: dict[tuple[Any, ...], int] = {}
         _index(node, lines, [])
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, BlueprintError):
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, BlueprintError, RecursionError):
         return problems  # unreadable or not YAML: the problem already says so (with its own line)
     return [p if p.line is not None else replace(p, line=_line_for(_path_tuple(p.path), lines) or 1) for p in problems]
 
@@ -206,23 +221,26 @@ def _load_organisation(path: Path) -> Organisation:
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise BlueprintError(str(path), [Problem("", "the organisation file must be a mapping; allowed keys "
-                                                     "name, allowed, required_tags, defaults, software_stacks")])
+        raise BlueprintError(str(path), [Problem("", f"the organisation file must be a mapping, got a "
+                                                     f"{type(raw).__name__}; allowed keys "
+                                                     f"{', '.join(Organisation.model_fields)}", line=1)])
+    duplicates = _key_problems(path)
+    if duplicates:  # YAML would keep the last value of a duplicate key silently: refused, as in a blueprint
+        raise BlueprintError(str(path), duplicates)
     try:
         org = Organisation.model_validate(strip_extensions(raw))
     except ValidationError as e:
+        from fmcluster.validation.loader import _convert  # the one home of shape-check messages
+
         problems = []
         for err in e.errors():
             loc = tuple(err["loc"])
-            msg = err["msg"]
             if err["type"] == "extra_forbidden":
                 allowed = _allowed_keys(loc[:-1])
-                msg = f"unknown key {loc[-1]!r}; allowed {', '.join(allowed)}{_hint(str(loc[-1]), allowed)}"
-            elif err["type"] == "literal_error":
-                msg = f"invalid value, got {err.get('input')!r}; allowed {err['ctx']['expected']}"
-            elif err["type"] == "value_error":  # the model's own words, without pydantic's "Value error, " prefix
-                msg = str(err.get("ctx", {}).get("error", msg))
-            problems.append(Problem(format_path(loc), msg))
+                problems.append(Problem(format_path(loc), f"unknown key {loc[-1]!r}; allowed {', '.join(allowed)}"
+                                                          f"{_hint(str(loc[-1]), allowed)}"))
+            else:  # got X; allowed Y, a did-you-mean, the value for --json: as for a blueprint
+                problems.append(_convert(err, raw, {}))
         raise BlueprintError(str(path), problems) from None
     problems = _check_stacks(org)
     if problems:
@@ -236,6 +254,21 @@ def _load_organisation(path: Path) -> Organisation:
     return org
 
 
+def _key_problems(path: Path) -> list[Problem]:
+    """The duplicate keys and the keys YAML reads as booleans, numbers or null in the file at ``path`` (the blueprint
+    loader's check, :func:`fmcluster.validation.loader._index`), each at its line."""
+    from fmcluster.validation.loader import _index
+
+    found: list[Problem] = []
+    try:
+        _index(yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader), {}, found)
+    except BlueprintError as e:
+        return e.problems
+    except (OSError, ValueError, yaml.YAMLError, RecursionError):
+        return []  # read once already by _read_yaml, which reports a file it cannot read
+    return sorted(found, key=lambda p: p.line or 0)
+
+
 def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
     """Keys allowed at ``loc`` (the parent of an unknown key) in an organisation file."""
     models: dict[tuple[Any, ...], type[BaseModel]] = {(): Organisation, ("allowed",): Allowed}
@@ -244,8 +277,8 @@ def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
 
 
 def _hint(value: str, allowed: list[str]) -> str:
-    close = difflib.get_close_matches(value, allowed, n=1, cutoff=0.6)
-    return f" - did you mean {close[0]!r}?" if close else ""
+    """Did-you-mean (:func:`fmcluster.severity.did_you_mean`)."""
+    return did_you_mean(value, allowed)
 
 
 def _check_stacks(org: Organisation) -> list[Problem]:
@@ -307,36 +340,49 @@ def merge_under(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, An
     return out
 
 
-def resolve_extends(data: dict[str, Any], file: str) -> tuple[dict[str, Any], list[Problem]]:
-    """``data`` merged over its ``extends`` chain (paths relative to the extending file), without ``extends``. A chain
-    that cannot be resolved is one problem at ``extends``; the blueprint's own keys are still checked (without
-    ``extends``, so it is not also reported as an unknown key)."""
+def resolve_extends(data: dict[str, Any], file: str) -> tuple[dict[str, Any], list[Problem], list[Path]]:
+    """``data`` merged over its ``extends`` chain (paths relative to the extending file), without ``extends``, the
+    problems, and the base files read (nearest first: the loader finds there the file and line of a value a base
+    gave). A chain that cannot be resolved is one problem at ``extends``; the blueprint's own keys are still checked
+    (without ``extends``, so it is not also reported as an unknown key)."""
     own = {k: v for k, v in data.items() if k != "extends"}
     chain: list[str] = []
     current, where = data, Path(file).resolve().parent if Path(file).is_file() else Path.cwd()
+    # each base as the user would name it (the blueprint's folder joined with each extends), for messages
+    shown: list[Path] = []
+    shown_where = Path(file).parent if Path(file).is_file() else Path()
     bases: list[dict[str, Any]] = []
+
+    def refuse(message: str, value: Any) -> tuple[dict[str, Any], list[Problem], list[Path]]:
+        # the extends at fault is the one of the file read last: a base's is reported in that base
+        return own, [Problem("extends", message, file=str(shown[-1]) if shown else None, value=value)], shown
+
     while "extends" in current:
         ref = current["extends"]
         if not isinstance(ref, str) or not ref.strip():
-            return own, [Problem("extends", f"must be the path of a base blueprint, got {ref!r}; allowed e.g. base.yaml")]
+            return refuse(f"must be the path of a base blueprint, got {ref!r}; allowed e.g. base.yaml", ref)
         target = (where / ref).resolve()
         if str(target) in chain or len(chain) >= MAX_EXTENDS:
             why = "a cycle" if str(target) in chain else f"more than {MAX_EXTENDS} levels"
-            return own, [Problem("extends", f"the extends chain is {why}, got {' -> '.join([*chain, str(target)])}; "
-                                             f"allowed at most {MAX_EXTENDS} bases, no cycles")]
+            return refuse(f"the extends chain is {why}, got {' -> '.join([*chain, str(target)])}; allowed at most "
+                          f"{MAX_EXTENDS} bases, no cycles", ref)
         if not target.is_file():
-            return own, [Problem("extends", f"no such base blueprint, got {ref!r} (looked for {target}); allowed a path "
-                                             "relative to the blueprint")]
-        base = _read_yaml(target, "base blueprint")
+            what = ("a folder, not a base blueprint" if target.is_dir() else "not a file" if target.exists()
+                    else "no such base blueprint")
+            return refuse(f"{what}, got {ref!r} (looked for {target}); allowed the path of a blueprint file relative "
+                          "to the blueprint", ref)
+        base = _read_yaml(target, "base blueprint", Path(os.path.normpath(shown_where / ref)))
         if not isinstance(base, dict):
-            return own, [Problem("extends", f"the base blueprint {ref!r} is not a mapping; allowed a blueprint file")]
+            return refuse(f"the base blueprint is not a mapping, got {ref!r}, which holds "
+                          f"{'nothing' if base is None else 'a ' + type(base).__name__}; allowed a blueprint file", ref)
         chain.append(str(target))
+        shown.append(Path(os.path.normpath(shown_where / ref)))
         bases.append(strip_extensions(base))
-        current, where = base, target.parent
+        current, where, shown_where = base, target.parent, shown[-1].parent
     merged: dict[str, Any] = {}
     for b in reversed(bases):
         merged = merge_under(merged, {k: v for k, v in b.items() if k != "extends"})
-    return merge_under(merged, own), []
+    return merge_under(merged, own), [], shown
 
 
 # ---- the organisation's rules ---------------------------------------------------------------------------
@@ -410,19 +456,25 @@ def defaults_for(defaults: Mapping[str, Any], data: Mapping[str, Any]) -> dict[s
     return {**defaults, "orchestrator": kept}
 
 
-def apply(data: dict[str, Any], file: str, explicit: str | Path | None = None) -> tuple[dict[str, Any], list[Problem], str | None]:
+def apply(data: dict[str, Any], file: str, explicit: str | Path | None = None
+          ) -> tuple[dict[str, Any], list[Problem], str | None, list[Path]]:
     """Strip ``x-`` keys, resolve ``extends``, merge the organisation's defaults under the blueprint and check its
-    rules. Returns (merged data, problems, organisation file or None). Raises :class:`BlueprintError` for a bad
-    organisation file."""
+    rules. Returns (merged data, problems, organisation file or None, the base blueprints of ``extends``, nearest
+    first). Raises :class:`BlueprintError` for a bad organisation file (each problem naming it in ``Problem.file``)."""
     data = strip_extensions(data)
-    data, problems = resolve_extends(data, file)
+    data, problems, bases = resolve_extends(data, file)
     org_path = find_organisation(file, explicit)
     if org_path is None:
-        return data, problems, None
-    if not org_path.is_file():
-        what = "a folder, not an organisation file" if org_path.is_dir() else "no such organisation file"
+        return data, problems, None, bases
+    try:
+        usable, folder, why = org_path.is_file(), org_path.is_dir(), ""
+    except OSError as e:  # a name too long: Path.is_file() hides only ENOENT and a few others
+        usable, folder, why = False, False, f" ({e.strerror or e})"
+    if not usable:
+        what = "a folder, not an organisation file" if folder else f"no such organisation file{why}"
         raise BlueprintError(str(org_path), [Problem("", f"{what}, got {str(org_path)!r}; allowed a "
-                                                         f"{ORG_FILE} file, or none")])
+                                                         f"{ORG_FILE} file, or none", file=str(org_path),
+                                                     value=str(org_path))])
     org = load_organisation(org_path)
     merged = merge_under(defaults_for(strip_extensions(org.defaults), data), data)
-    return merged, problems + check(org, str(org_path), merged), str(org_path)
+    return merged, problems + check(org, str(org_path), merged), str(org_path), bases

@@ -10,7 +10,6 @@ know is a warning, never an error.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 
 from fmcluster.catalog.containers import PLUGIN_SHORT_NAME_SINCE, ContainerImage, cuda_family_min_driver
@@ -25,6 +24,7 @@ from fmcluster.catalog.software import (
 from fmcluster.features.containers.plan import HOST_EFA_DIRS, ResolvedContainer, containers_of, pyxis_on_image
 from fmcluster.features.node.plan_image import image_of
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
+from fmcluster.severity import did_you_mean
 from fmcluster.validation.rules import Violation, rule
 
 CUDA_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
@@ -76,9 +76,7 @@ def groups_exist(rc: ResolvedCluster) -> Iterator[Violation]:
     names = [g.name for g in rc.groups]
     for c in containers_of(rc):
         for n in c.unknown_groups:
-            close = difflib.get_close_matches(n, names, n=1, cutoff=0.6)
-            yield f"{c.path}.groups", (f"not a compute group, got {n!r}; allowed {', '.join(names)}"
-                                       + (f" - did you mean {close[0]!r}?" if close else ""))
+            yield f"{c.path}.groups", f"not a compute group, got {n!r}; allowed {', '.join(names)}{did_you_mean(n, names)}"
 
 
 # ---- CUDA against the host driver ----------------------------------------------------------------------------
