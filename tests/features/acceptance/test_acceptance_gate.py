@@ -188,11 +188,11 @@ def test_broadcast_runs_once_per_node_under_a_timeout(gate: Path, tmp_path: Path
 
 
 def test_a_broadcast_hang_on_one_pair_fails_the_gate_and_drains_nothing(gate: Path, tmp_path: Path) -> None:
-    r = run(gate, tmp_path, STUB_BROADCAST_HANG="p5-st-gpu-3", FMC_BROADCAST_TIMEOUT="3")
+    r = run(gate, tmp_path, STUB_BROADCAST_HANG="p5-st-gpu-3", FMC_BROADCAST_TIMEOUT="2")
     assert r.rc == 1 and r.drains == []
     bc = r.verdict()["broadcast"]
     [failed] = bc["failed"]
-    assert "p5-st-gpu-3" in failed["nodes"] and "broadcast_perf did not finish in 3 s (hung)" in failed["reason"]
+    assert "p5-st-gpu-3" in failed["nodes"] and "broadcast_perf did not finish in 2 s (hung)" in failed["reason"]
     assert not bc["blueprint_wide"]
     suspects = sorted(n for n, v in r.verdicts().items() if v == "suspect")
     assert suspects == sorted(failed["nodes"])
@@ -202,7 +202,7 @@ def test_a_broadcast_hang_on_one_pair_fails_the_gate_and_drains_nothing(gate: Pa
 def test_broadcast_hanging_everywhere_is_blueprint_wide_and_drains_nothing(gate: Path, tmp_path: Path) -> None:
     """all_reduce passes everywhere and broadcast hangs everywhere (aws-ofi-nccl 1.18.0): a software cause no node
     replacement fixes, so the gate fails and says so, and drains nobody (a drain would loop through replacements)."""
-    r = run(gate, tmp_path, STUB_BROADCAST_HANG="all", FMC_BROADCAST_TIMEOUT="3")
+    r = run(gate, tmp_path, STUB_BROADCAST_HANG="all", FMC_BROADCAST_TIMEOUT="2")
     assert r.rc == 1 and r.drains == []
     bc = r.verdict()["broadcast"]
     assert bc["blueprint_wide"] and len(bc["failed"]) == 4
@@ -254,10 +254,10 @@ def test_node_check_failure_drains_that_node_and_keeps_it_out_of_the_pairs(gate:
 
 
 def test_a_node_that_does_not_answer_fails_after_the_timeout(gate: Path, tmp_path: Path) -> None:
-    r = run(gate, tmp_path, STUB_NODECHECK_HANG="p5-st-gpu-7", FMC_NODE_CHECK_TIMEOUT="10")
+    r = run(gate, tmp_path, STUB_NODECHECK_HANG="p5-st-gpu-7", FMC_NODE_CHECK_TIMEOUT="4")
     assert r.rc == 1
     assert r.drains == ["NodeName=p5-st-gpu-7 State=DRAIN Reason=fmcluster-acceptance: node check: "
-                        "fmcluster-node-check did not finish in 10 s (node not answering?)"]
+                        "fmcluster-node-check did not finish in 4 s (node not answering?)"]
     assert [n for n, v in r.verdicts().items() if v != "pass"] == ["p5-st-gpu-7"]
 
 
