@@ -20,6 +20,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PrivateAttr,
     StringConstraints,
     field_validator,
     model_validator,
@@ -302,6 +303,7 @@ class SoftwareSpec(Section):
     """ML software stack: which image the nodes boot, the known-good set of versions (the lock) and checked
     overrides."""
 
+    _stack_assumed: bool = PrivateAttr(default=False)
     image: ImageSpec = Field(default_factory=ImageSpec, description="Default: official (the orchestrator's image).")
     stack: str | None = Field(
         None,
@@ -349,6 +351,12 @@ class SoftwareSpec(Section):
     def stack_name(self) -> str:
         """The stack after defaulting (:meth:`Blueprint._software_defaults` always sets it)."""
         return self.stack or default_stack_name()
+
+    @property
+    def stack_assumed(self) -> bool:
+        """True when the blueprint left ``stack`` out and :meth:`Blueprint._software_defaults` chose it (for a custom
+        image fmcluster cannot know the AMI's stack: rule R-IMG-12 warns)."""
+        return self._stack_assumed
 
     @property
     def os_name(self) -> str:
@@ -1377,7 +1385,9 @@ class Blueprint(Section):
             if sw.image.mode == "bake" and image is not None and _covers(image.stack, self):
                 stack = image.stack
         os_name = sw.os or (image.default_os if image is not None else DEFAULT_OS)
-        object.__setattr__(self, "software", sw.model_copy(update={"stack": stack, "os": os_name}))
+        filled = sw.model_copy(update={"stack": stack, "os": os_name})
+        filled._stack_assumed = sw.stack is None  # R-IMG-12: a custom image whose stack fmcluster had to assume
+        object.__setattr__(self, "software", filled)
         return self
 
 

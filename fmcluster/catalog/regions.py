@@ -38,8 +38,9 @@ def closest_regions(region: str, limit: int = 3) -> list[str]:
     number is another Region, not a typo); ``ap-south-3`` -> ``[]`` (``ap-southeast-3`` is another Region)."""
 
     def key(r: str) -> tuple[float, int]:
-        ratio = difflib.SequenceMatcher(None, region, r).ratio()
-        differing = sum(a != b for a, b in zip(region, r, strict=False)) + abs(len(region) - len(r))
+        low = region.lower()  # ranked as closest_names filters: case-insensitively (US-EAST-1 -> us-east-1)
+        ratio = difflib.SequenceMatcher(None, low, r).ratio()
+        differing = sum(a != b for a, b in zip(low, r, strict=False)) + abs(len(low) - len(r))
         return (-round(ratio, 6), differing)
 
     plausible = closest_names(region, known_regions(), limit=len(known_regions()), cutoff=REGION_CUTOFF)

@@ -192,6 +192,23 @@ def bake_downgrades_parent(rc: ResolvedCluster) -> Iterator[Violation]:
             return
 
 
+@rule("R-IMG-12", level="warning", source="fmcluster: the boot verify fails closed on what the lock pins for a custom image "
+      "(features/node/templates/steps/verify.sh.j2); catalog/data/software.yaml default_stack", scope="blueprint")
+def custom_image_stack_assumed(bp: Blueprint) -> Iterator[Violation]:
+    """A custom AMI with no ``software.stack``: fmcluster assumes the catalog stack it picked for the groups and the
+    boot check then fails any node whose driver, CUDA, NCCL or EFA installer differ. The assumed stack changes when
+    the catalog default does (R570 to R580 in decision 67), so an image built for the old one would stop joining."""
+    sw = bp.software
+    if sw.image.mode != "custom" or not sw.stack_assumed or not _defaults_applied(bp):
+        return
+    st = get_stack(sw.stack_name)
+    yield "software.stack", (
+        f"a custom image with no stack is assumed to carry {sw.stack_name!r} (driver {st.driver}, CUDA {st.cuda}, "
+        f"NCCL {st.nccl}, EFA installer {st.efa_installer}) and a node whose image differs fails its boot check, "
+        "got no stack; allowed the stack your AMI was built with (fmcluster catalog stacks), named in software.stack"
+    )
+
+
 @rule("R-IMG-9", level="warning", source=PC_SLURM_CVE, scope="blueprint", orchestrators=("parallelcluster",))
 def parallelcluster_slurm_cves(bp: Blueprint) -> Iterator[Violation]:
     version = bp.orchestrator.parallelcluster.version

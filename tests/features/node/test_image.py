@@ -206,7 +206,10 @@ def test_image_rule_errors(patches: list[dict[str, Any]], expected: list[tuple[s
 @pytest.mark.parametrize(("patches", "expected_ids"), [
     ([{}], []),
     ([{"software": {"image": {"mode": "bake"}}}], []),
-    ([{"software": {"image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}}}], []),
+    # a custom AMI with no stack: the stack fmcluster assumes for it is named (R-IMG-12); named, nothing to warn
+    ([{"software": {"image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}}}], ["R-IMG-12"]),
+    ([{"software": {"image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}, "stack": "h100-580-cuda13.0"}}],
+     []),
     # Ubuntu 24.04 without FSx is fine on ParallelCluster
     ([{"software": {"os": "ubuntu-24.04"}, "storage": {"lustre": None}}], []),
     ([{"orchestrator": {"kind": "pcs"}}], ["R-IMG-6"]),
