@@ -246,7 +246,25 @@ def _root(
     """Cluster blueprints for foundation-model training on AWS."""
     from fmcluster.validation.organisation import use_organisation
 
+    _org_file_usable(org)
     use_organisation(org)
+
+
+def _org_file_usable(option: str | None) -> None:
+    """Refuse (:class:`PathRefused`, exit 2: could not run) an organisation file named by ``--org`` or, without it,
+    ``$FMCLUSTER_ORG`` that is missing, a folder or unusable: a missing input, as a missing blueprint is, and the
+    message names the file and where it was named. ``none``, and a blank ``FMCLUSTER_ORG`` (treated as unset,
+    :func:`fmcluster.validation.organisation.org_from_env`), pass."""
+    from fmcluster.validation.organisation import ORG_ENV, org_from_env
+
+    named, where = (option, "--org") if option is not None else (org_from_env(), ORG_ENV)
+    if named is None or named.strip().lower() == "none":
+        return
+    try:
+        _existing_file(Path(named), "an organisation file (fmcluster.org.yaml), or none")
+    except PathRefused as e:
+        e.param_hint = where  # "Invalid value for 'FMCLUSTER_ORG': ..."
+        raise
 
 
 def _load_or_exit(file: Path, *, json_command: str | None = None) -> tuple[Blueprint, list[Problem]]:
