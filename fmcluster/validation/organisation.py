@@ -25,7 +25,8 @@ the base (which may itself extend another, at most :data:`MAX_EXTENDS` deep), th
 
 Every violation is a :class:`Problem` at the blueprint's YAML path with an ``ORG-*`` rule id whose message
 names the organisation file and its rule (``allowed.regions``, ``required_tags.cost-center``); problems in
-the organisation file itself raise :class:`BlueprintError` naming that file.
+the organisation file itself raise :class:`BlueprintError` naming that file, among them patterns that could never
+work as meant (:func:`_check_patterns`). A broken ``extends`` chain raises :class:`ExtendsError`, alone.
 """
 
 from __future__ import annotations
@@ -145,9 +146,10 @@ def find_organisation(blueprint_file: str | None, explicit: str | Path | None = 
 
 
 def org_from_env() -> str | None:
-    """``$FMCLUSTER_ORG``, or ``None`` when it is unset, empty or only blanks: a blank variable counts as unset (as
-    Python's own ``PYTHON*`` variables take effect only when set to a non-empty string), so discovery goes on;
-    ``--org ""`` is refused instead, a command line being typed on purpose."""
+    """``$FMCLUSTER_ORG``, or ``None`` when it is unset, empty or only blanks: a blank variable counts as unset, so
+    discovery goes on, as click counts an empty variable of an option as not given (pallets/click
+    ``src/click/core.py``, ``Parameter.resolve_envvar_value``: "its value is empty"); blanks too, a value no file is
+    named by. ``--org ""`` is refused instead (exit 2), a command line being typed on purpose."""
     value = os.environ.get(ORG_ENV)
     return value if value is not None and value.strip() else None
 
