@@ -288,8 +288,9 @@ def _check_patterns(raw: Mapping[str, Any]) -> list[Problem]:
     reads with a literal brace. Each of these would otherwise refuse every blueprint, or every value, with no word
     about the file. Reads raw values (a value of the wrong type is the shape check's), so it runs with the shape
     check and both are reported at once."""
-    allowed = raw.get("allowed") if isinstance(raw.get("allowed"), Mapping) else {}
-    tags = raw.get("required_tags") if isinstance(raw.get("required_tags"), Mapping) else {}
+    allowed, tags = raw.get("allowed"), raw.get("required_tags")
+    allowed = allowed if isinstance(allowed, Mapping) else {}
+    tags = tags if isinstance(tags, Mapping) else {}
     return _region_problems(allowed.get("regions")) + _instance_type_problems(allowed.get("instance_types")) + [
         p for key, pattern in tags.items()
         if isinstance(pattern, str) and (p := _tag_pattern_problem(str(key), pattern)) is not None]
