@@ -512,3 +512,14 @@ def test_literal_braces_are_found_as_python_reads_them(pattern: str, literal_at:
         assert repr(_parser.parse(escaped).data) == repr(_parser.parse(pattern).data)
     if pattern.startswith("a{") and literal_at is None:
         assert repr(_parser.parse("a\\" + pattern[1:]).data) != repr(_parser.parse(pattern).data)
+
+
+@pytest.mark.parametrize(("args", "code"), [
+    (["schema"], 0), (["acceptance", "plan", "n1", "n2"], 0), (["catalog", "stacks"], 2),
+], ids=["schema", "acceptance", "catalog-stacks"])
+def test_a_missing_org_variable_stops_only_commands_that_read_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 args: list[str], code: int) -> None:
+    monkeypatch.setenv(ORG_ENV, str(tmp_path / "nope.yaml"))
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == code, r.output
+    assert ("FMCLUSTER_ORG" in r.stderr) == (code == 2)
