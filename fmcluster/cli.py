@@ -236,6 +236,7 @@ def _blueprint_files(values: list[Path]) -> list[Path]:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     show_version: Annotated[bool, typer.Option(
         "--version", callback=_version, is_eager=True, help="Print the fmcluster version and exit.")] = False,
     org: Annotated[str | None, typer.Option(
@@ -246,7 +247,31 @@ def _root(
     """Cluster blueprints for foundation-model training on AWS."""
     from fmcluster.validation.organisation import use_organisation
 
+    _org_file_usable(org, ctx.invoked_subcommand)
     use_organisation(org)
+
+
+#: Commands that read no blueprint and no organisation file: a ``$FMCLUSTER_ORG`` left set in the shell is not
+#: theirs to judge (``--org`` given with them on the command line still is).
+_NO_ORG_COMMANDS = frozenset({"schema", "acceptance", "topology"})
+
+
+def _org_file_usable(option: str | None, command: str | None) -> None:
+    """Refuse (:class:`PathRefused`, exit 2: could not run) an organisation file named by ``--org`` or, without it,
+    ``$FMCLUSTER_ORG`` (unless ``command`` is one of :data:`_NO_ORG_COMMANDS`) that is missing, a folder or
+    unusable: a missing input, as a missing blueprint is, and the message names the file and where it was named.
+    ``none``, and a blank ``FMCLUSTER_ORG`` (treated as unset, :func:`fmcluster.validation.organisation.org_from_env`),
+    pass."""
+    from fmcluster.validation.organisation import ORG_ENV, org_from_env
+
+    named, where = (option, "--org") if option is not None else (org_from_env(), ORG_ENV)
+    if named is None or named.strip().lower() == "none" or (option is None and command in _NO_ORG_COMMANDS):
+        return
+    try:
+        _existing_file(Path(named), "an organisation file (fmcluster.org.yaml), or none")
+    except PathRefused as e:
+        e.param_hint = where  # "Invalid value for 'FMCLUSTER_ORG': ..."
+        raise
 
 
 def _load_or_exit(file: Path, *, json_command: str | None = None) -> tuple[Blueprint, list[Problem]]:

@@ -258,3 +258,51 @@ def test_a_misspelt_extends_gets_a_did_you_mean() -> None:
     assert (path, line) == ("extend", 1)
     assert "allowed availability_zone, availability_zone_id, budget, compute, extends, name" in message
     assert message.endswith("- did you mean 'extends'?")
+
+
+# ---- a broken extends chain is reported alone (breaker report item 8) --------------------------------------------
+#: The base files of each case (name -> text); the blueprint is ``extends: <case's value>`` plus ``name: child-a``,
+#: so without its base it lacks region, compute and the AZ, and the default observability would be judged.
+_CHAIN = {f"l{i}.yaml": f"extends: l{i + 1}.yaml\n" for i in range(1, 6)} | {"l6.yaml": "name: deep\n"}
+
+
+@pytest.mark.parametrize(("extends", "files", "at", "line", "fragment"), [
+    ("nothere.yaml", {}, None, 1, "no such base blueprint, got 'nothere.yaml'"),
+    ("cyc.yaml", {"cyc.yaml": "extends: child.yaml\n"}, "cyc.yaml", 1, "the extends chain is a cycle, got "),
+    ("l1.yaml", _CHAIN, "l5.yaml", 1, "the extends chain is more than 5 levels"),
+    ("[base.yaml]", {"base.yaml": blueprint_text()}, None, 1, "must be the path of a base blueprint, got ['base.yaml']"),
+    ("bases", {"bases/x.yaml": blueprint_text()}, None, 1, "a folder, not a base blueprint, got 'bases'"),
+    ("list.yaml", {"list.yaml": "- a\n"}, None, 1, "the base blueprint is not a mapping, got 'list.yaml', which holds a list"),
+    ("mid.yaml", {"mid.yaml": "region: us-east-1\n\nextends: gone.yaml\n"}, "mid.yaml", 3,
+     "no such base blueprint, got 'gone.yaml'"),
+], ids=["missing", "cycle", "too-deep", "a-list", "a-folder", "not-a-mapping", "missing-in-a-base"])
+def test_a_broken_extends_is_the_only_problem(tmp_path: Path, extends: str, files: dict[str, str], at: str | None,
+                                              line: int, fragment: str) -> None:
+    """The extends error alone, in the file whose ``extends`` is at fault, at its line: no ``region`` or ``compute``
+    missing, no R-AZ-1, no R-OBS-7 about the default observability of a blueprint whose base was never read."""
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    child = tmp_path / "child.yaml"
+    child.write_text(f"extends: {extends}\nname: child-a\n")
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint(child, org="none")
+    [p] = exc.value.problems
+    assert (p.path, p.file, p.line) == ("extends", str(tmp_path / at) if at else None, line), p
+    assert fragment in p.message, p.message
+
+
+def test_a_broken_extends_is_alone_under_an_organisation_too(tmp_path: Path) -> None:
+    """The organisation's rules judge the merged blueprint: with its base unread, a tag the base gives would be
+    reported missing. A broken organisation file is still reported (it is loaded first)."""
+    org = tmp_path / "fmcluster.org.yaml"
+    org.write_text("required_tags: {cost-center: 'CC-\\d{4}'}\nallowed: {regions: [us-west-2]}\n")
+    child = tmp_path / "child.yaml"
+    child.write_text("extends: nothere.yaml\nname: child-a\n")
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint(child)
+    assert [(p.path, p.rule_id) for p in exc.value.problems] == [("extends", None)]
+    org.write_text("allowed: {regionz: [us-west-2]}\n")
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint(child)
+    assert [(p.path, p.file) for p in exc.value.problems] == [("allowed.regionz", str(org))]

@@ -258,7 +258,21 @@ def test_overlay_cannot_redefine_a_catalog_stack(tmp_path: Path) -> None:
         ({"name": "acme", "allowed": {"region": ["us-east-1"]}}, "allowed.region", 3, "did you mean 'regions'?"),
         ({"allowed": {"regions": ["us-east-1"], "orchestrators": ["pcs", "slurm"]}}, "allowed.orchestrators[1]", 6,
          "invalid value, got 'slurm'"),
-        ({"name": "acme", "required_tags": {"team": "(unclosed"}}, "required_tags", 2, "not a regular expression"),
+        ({"name": "acme", "required_tags": {"team": "(unclosed"}}, "required_tags.team", 3,
+         "not a regular expression, got '(unclosed' (missing ), unterminated subpattern at position 0)"),
+        # a pattern Python compiles with a literal brace: CC-\d{4 matches the text 'CC-1{4', never CC-1234
+        ({"name": "acme", "required_tags": {"owner": ".+", "cost-center": "CC-\\d{4"}}, "required_tags.cost-center", 4,
+         "Python reads the '{' at position 5 as a literal brace, not part of a repetition, got 'CC-\\d{4'"),
+        ({"required_tags": {"cost-center": "CC-\\d4}"}}, "required_tags.cost-center", 2, "the '}' at position 6"),
+        ({"required_tags": {"cost-center": "CC-\\d{}"}}, "required_tags.cost-center", 2, "the '{' at position 5"),
+        ({"required_tags": {"n": "a{99999999999}"}}, "required_tags.n", 2, "not a regular expression"),
+        # an unclosed [ in a glob matches a literal [ (fnmatch), so the entry allows nothing
+        ({"allowed": {"instance_types": ["p5.48xlarge", "p5e[.48xlarge"]}}, "allowed.instance_types[1]", 4,
+         "the '[' at position 3 is never closed, so it matches a literal '[' (fnmatch), got 'p5e[.48xlarge'"),
+        ({"allowed": {"instance_types": ["p5.48xlarg"]}}, "allowed.instance_types[0]", 3,
+         "it matches no instance type fmcluster knows, got 'p5.48xlarg'"),
+        ({"allowed": {"regions": ["us-east-1", "us-esat-2"]}}, "allowed.regions[1]", 4,
+         "unknown AWS Region, got 'us-esat-2'"),
     ],
 )
 def test_bad_org_file(tmp_path: Path, org: dict[str, Any], path: str, line: int, fragment: str) -> None:
@@ -361,7 +375,8 @@ def test_bad_org_file_messages_have_no_pydantic_wording(tmp_path: Path) -> None:
     with pytest.raises(BlueprintError) as exc:
         load_blueprint(f)
     [problem] = exc.value.problems
-    assert problem.message.startswith("required_tags.team: not a regular expression, got '(unclosed'")
+    assert (problem.path, problem.line) == ("required_tags.team", 3)
+    assert problem.message.startswith("not a regular expression, got '(unclosed'")
     assert "Value error" not in problem.message
 
 
@@ -407,7 +422,7 @@ def test_an_unusable_org_option_names_it(tmp_path: Path, which: str) -> None:
     org = tmp_path if which == "folder" else tmp_path / "nope.yaml"
     r = CliRunner().invoke(app, ["--org", str(org), "validate", "--json", str(f)])
     [p] = json.loads(r.stdout)["problems"]
-    assert (r.exit_code, p["file"], p["value"]) == (1, str(org), str(org))
+    assert (r.exit_code, p["file"], p["value"], p["rule_id"]) == (2, str(org), str(org), "usage")  # could not run
     assert "(blueprint)" not in CliRunner().invoke(app, ["--org", str(org), "validate", str(f)]).stderr
 
 
@@ -433,3 +448,78 @@ def test_a_problem_the_org_defaults_gave_names_the_org_file(tmp_path: Path) -> N
     with pytest.raises(BlueprintError) as exc:
         load_blueprint(f)
     assert [(p.file, p.line) for p in exc.value.problems if p.path == "regoin"] == [(str(org), 4)]
+
+
+# ---- where the org file is named: missing is "could not run", blank FMCLUSTER_ORG is unset (breaker item 6) ---------
+@pytest.mark.parametrize(("option", "env", "named", "says"), [
+    ("nope.yaml", None, "nope.yaml", "Invalid value for --org: no such file, got '{}'"),
+    (None, "nope.yaml", "nope.yaml", "Invalid value for FMCLUSTER_ORG: no such file, got '{}'"),
+    (None, "orgs", "orgs", "Invalid value for FMCLUSTER_ORG: a folder, got '{}'"),
+    ("nope.yaml", "none", "nope.yaml", "Invalid value for --org: no such file"),  # --org wins over the variable
+], ids=["option-missing", "env-missing", "env-folder", "option-over-env"])
+def test_an_org_file_that_is_not_there_is_could_not_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         option: str | None, env: str | None, named: str,
+                                                         says: str) -> None:
+    """A missing input is exit 2 (README: exit codes), naming the organisation file and where it was named; the
+    JSON envelope carries it as a usage problem whose ``file`` is that path."""
+    (tmp_path / "orgs").mkdir()
+    f = write(tmp_path, blueprint(TAGGED), org=None)
+    if env is not None:
+        monkeypatch.setenv(ORG_ENV, env if env == "none" else str(tmp_path / env))
+    args = ["--org", str(tmp_path / option)] if option else []
+    r = CliRunner().invoke(app, [*args, "validate", "--json", str(f)])
+    [p] = json.loads(r.stdout)["problems"]
+    path = str(tmp_path / named)
+    assert (r.exit_code, p["file"], p["rule_id"]) == (2, path, "usage"), r.output
+    assert p["message"].startswith(says.format(path)), p["message"]
+
+
+@pytest.mark.parametrize("env", ["", " ", "\t"], ids=["empty", "space", "tab"])
+def test_a_blank_org_variable_counts_as_unset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, env: str) -> None:
+    """A blank FMCLUSTER_ORG is ignored: the organisation file beside the blueprint still applies (it did not turn
+    discovery off, as a blank once did), in the library and on the command line."""
+    monkeypatch.setenv(ORG_ENV, env)
+    f = write(tmp_path, blueprint(TAGGED, {"region": "eu-west-1", "availability_zone": "eu-west-1a"}))
+    assert "ORG-REGION" in [p[2] for p in problems(f)]
+    r = CliRunner().invoke(app, ["validate", str(f)])
+    assert r.exit_code == 1 and "[ORG-REGION]" in r.stderr, r.output
+
+
+def test_org_pattern_and_shape_problems_are_reported_at_once(tmp_path: Path) -> None:
+    org = {"allowed": {"instance_typs": ["p5.48xlarge"], "regions": ["us-east-1"]},
+           "required_tags": {"cost-center": "CC-\\d{4"}}
+    f = write(tmp_path, blueprint(TAGGED), org)
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint(f)
+    assert [(p.path, p.line) for p in exc.value.problems] == [("allowed.instance_typs", 2), ("required_tags.cost-center", 7)]
+
+
+@pytest.mark.parametrize(("pattern", "literal_at"), [
+    ("CC-\\d{4}", None), ("a{,}", None), ("a{2,}", None), ("a{,3}b", None), ("\\{x\\}", None), ("[{}]", None),
+    ("[]{]", None), ("\\N{DIGIT ONE}{2}", None), (".+", None),
+    ("CC-\\d{4", 5), ("a{}", 1), ("a{x}", 1), ("x}", 1), ("a{2,4}b{", 7), ("[^]]{2", 4),
+])
+def test_literal_braces_are_found_as_python_reads_them(pattern: str, literal_at: int | None) -> None:
+    """Cross-checked against Python's own parser: escaping a brace reported literal leaves the parsed pattern as it
+    was (Python read it as text already); escaping the brace of a repetition changes it."""
+    from re import _parser  # type: ignore[attr-defined]
+
+    from fmcluster.validation.organisation import _literal_brace
+
+    assert _literal_brace(pattern) == literal_at
+    if literal_at is not None:
+        escaped = pattern[:literal_at] + "\\" + pattern[literal_at:]
+        assert repr(_parser.parse(escaped).data) == repr(_parser.parse(pattern).data)
+    if pattern.startswith("a{") and literal_at is None:
+        assert repr(_parser.parse("a\\" + pattern[1:]).data) != repr(_parser.parse(pattern).data)
+
+
+@pytest.mark.parametrize(("args", "code"), [
+    (["schema"], 0), (["acceptance", "plan", "n1", "n2"], 0), (["catalog", "stacks"], 2),
+], ids=["schema", "acceptance", "catalog-stacks"])
+def test_a_missing_org_variable_stops_only_commands_that_read_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 args: list[str], code: int) -> None:
+    monkeypatch.setenv(ORG_ENV, str(tmp_path / "nope.yaml"))
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == code, r.output
+    assert ("FMCLUSTER_ORG" in r.stderr) == (code == 2)

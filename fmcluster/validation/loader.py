@@ -58,7 +58,11 @@ def load_blueprint_text(text: str, *, file: str = "<string>", org: str | Path | 
     """Validate blueprint YAML given as text (see :func:`load_blueprint`). The organisation layer (``x-`` keys,
     ``extends``, defaults, rules) applies here, once, for every command."""
     data, lines, written = _parse(text, file)
-    data, org_problems, org_file, bases = organisation.apply(data, file, org)
+    try:
+        data, org_problems, org_file, bases = organisation.apply(data, file, org)
+    except organisation.ExtendsError as e:  # reported alone: the rest would judge a half-merged blueprint
+        placed = _Origins.of(file, lines, e.bases, written).place([_with_line(p, lines) for p in e.problems])
+        raise BlueprintError(file, placed) from None
     origins = _Origins.of(file, lines, bases, written, org_file)
     org_problems = [_with_line(p, lines) for p in org_problems]
     try:

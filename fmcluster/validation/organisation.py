@@ -25,7 +25,8 @@ the base (which may itself extend another, at most :data:`MAX_EXTENDS` deep), th
 
 Every violation is a :class:`Problem` at the blueprint's YAML path with an ``ORG-*`` rule id whose message
 names the organisation file and its rule (``allowed.regions``, ``required_tags.cost-center``); problems in
-the organisation file itself raise :class:`BlueprintError` naming that file.
+the organisation file itself raise :class:`BlueprintError` naming that file, among them patterns that could never
+work as meant (:func:`_check_patterns`). A broken ``extends`` chain raises :class:`ExtendsError`, alone.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fmcluster.blueprint.errors import BlueprintError, Problem, format_path
 from fmcluster.blueprint.model import FILE_KEYS, MAX_EXTENDS, OrchestratorKind, OrchestratorSpec
@@ -98,16 +99,6 @@ class Organisation(_Strict):
     defaults: dict[str, Any] = Field(default_factory=dict, description="Blueprint fragment merged under every blueprint.")
     software_stacks: dict[str, StackSpec] = Field(default_factory=dict, description="Extra known-good software stacks.")
 
-    @field_validator("required_tags")
-    @classmethod
-    def _patterns_compile(cls, v: dict[str, str]) -> dict[str, str]:
-        for key, pattern in v.items():
-            try:
-                re.compile(pattern)
-            except re.error as e:
-                raise ValueError(f"required_tags.{key}: not a regular expression, got {pattern!r} ({e})") from None
-        return v
-
 
 def blueprint_file_schema() -> dict[str, Any]:
     """JSON Schema of a blueprint *file* (``fmcluster schema``): the model's schema plus what the loader accepts
@@ -145,13 +136,22 @@ def use_organisation(path: str | None) -> None:
 def find_organisation(blueprint_file: str | None, explicit: str | Path | None = None) -> Path | None:
     """The organisation file for a blueprint: ``explicit``, else ``fmcluster --org``, else ``$FMCLUSTER_ORG``, else
     ``fmcluster.org.yaml`` in the blueprint's folder. ``none`` (any of the three) means no file."""
-    chosen = str(explicit) if explicit is not None else _cli_org or os.environ.get(ORG_ENV) or None
+    chosen = str(explicit) if explicit is not None else _cli_org or org_from_env()
     if chosen is not None:
         return None if chosen.strip().lower() in ("", "none") else Path(chosen)
     if blueprint_file and Path(blueprint_file).is_file():
         beside = Path(blueprint_file).resolve().parent / ORG_FILE
         return beside if beside.is_file() else None
     return None
+
+
+def org_from_env() -> str | None:
+    """``$FMCLUSTER_ORG``, or ``None`` when it is unset, empty or only blanks: a blank variable counts as unset, so
+    discovery goes on, as click counts an empty variable of an option as not given (pallets/click
+    ``src/click/core.py``, ``Parameter.resolve_envvar_value``: "its value is empty"); blanks too, a value no file is
+    named by. ``--org ""`` is refused instead (exit 2), a command line being typed on purpose."""
+    value = os.environ.get(ORG_ENV)
+    return value if value is not None and value.strip() else None
 
 
 def strip_extensions(data: dict[str, Any]) -> dict[str, Any]:
@@ -195,7 +195,7 @@ def load_organisation(path: Path) -> Organisation:
     try:
         return _load_organisation(path)
     except BlueprintError as e:
-        raise BlueprintError(e.file, _with_lines(path, e.problems)) from None
+        raise BlueprintError(e.file, sorted(_with_lines(path, e.problems), key=lambda p: p.line or 0)) from None
 
 
 def _with_lines(path: Path, problems: list[Problem]) -> list[Problem]:
@@ -241,8 +241,8 @@ def _load_organisation(path: Path) -> Organisation:
                                                           f"{_hint(str(loc[-1]), allowed)}"))
             else:  # got X; allowed Y, a did-you-mean, the value for --json: as for a blueprint
                 problems.append(_convert(err, raw, {}))
-        raise BlueprintError(str(path), problems) from None
-    problems = _check_stacks(org)
+        raise BlueprintError(str(path), problems + _check_patterns(raw)) from None
+    problems = _check_patterns(raw) + _check_stacks(org)
     if problems:
         raise BlueprintError(str(path), problems)
     from fmcluster.catalog.software import add_overlay_stacks
@@ -279,6 +279,129 @@ def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
 def _hint(value: str, allowed: list[str]) -> str:
     """Did-you-mean (:func:`fmcluster.severity.did_you_mean`)."""
     return did_you_mean(value, allowed)
+
+
+def _check_patterns(raw: Mapping[str, Any]) -> list[Problem]:
+    """The Regions, instance-type patterns and tag expressions of the organisation file's data ``raw`` that could never
+    work as meant, each at its own YAML path (so at its line in the file): an unknown Region, an instance-type entry
+    that matches no type the catalog knows (an unclosed ``[`` among them), a tag expression Python cannot compile or
+    reads with a literal brace. Each of these would otherwise refuse every blueprint, or every value, with no word
+    about the file. Reads raw values (a value of the wrong type is the shape check's), so it runs with the shape
+    check and both are reported at once."""
+    allowed, tags = raw.get("allowed"), raw.get("required_tags")
+    allowed = allowed if isinstance(allowed, Mapping) else {}
+    tags = tags if isinstance(tags, Mapping) else {}
+    return _region_problems(allowed.get("regions")) + _instance_type_problems(allowed.get("instance_types")) + [
+        p for key, pattern in tags.items()
+        if isinstance(pattern, str) and (p := _tag_pattern_problem(str(key), pattern)) is not None]
+
+
+def _texts(values: Any) -> list[tuple[int, str]]:
+    """The text items of a list, with their index (anything else is left to the shape check)."""
+    return [(i, v) for i, v in enumerate(values) if isinstance(v, str)] if isinstance(values, list) else []
+
+
+def _region_problems(regions: Any) -> list[Problem]:
+    """An entry of ``allowed.regions`` that is no Region botocore knows (R-REGION-1's list and did-you-mean)."""
+    from fmcluster.catalog.regions import closest_regions, is_known_region
+
+    out = []
+    for i, region in _texts(regions):
+        if not is_known_region(region):
+            close = closest_regions(region)
+            hint = f" - did you mean {' or '.join(close)}?" if close else ""
+            out.append(Problem(f"allowed.regions[{i}]", f"unknown AWS Region, got {region!r}; allowed a Region name from "
+                                                        f"botocore's endpoints data such as us-east-1{hint}", value=region))
+    return out
+
+
+def _instance_type_problems(patterns: Any) -> list[Problem]:
+    """An entry of ``allowed.instance_types`` that matches no instance type of the catalog: it allows nothing a
+    blueprint may use (a compute type must be in the catalog), so it is a typo or a broken pattern."""
+    from fmcluster.catalog.instances import known_instance_types
+
+    known = sorted(known_instance_types())
+    out = []
+    for i, pattern in _texts(patterns):
+        if any(fnmatch.fnmatchcase(t, pattern) for t in known):
+            continue
+        unclosed = _unclosed_bracket(pattern)
+        why = (f"the '[' at position {unclosed} is never closed, so it matches a literal '[' (fnmatch)"
+               if unclosed is not None else "it matches no instance type fmcluster knows")
+        out.append(Problem(f"allowed.instance_types[{i}]", f"{why}, got {pattern!r}; allowed an instance type name or a "
+                                                           "shell-style pattern (*, ?, [seq]) matching catalog types such as "
+                                                           f"p5.48xlarge or p5*{did_you_mean(pattern, known)}", value=pattern))
+    return out
+
+
+def _unclosed_bracket(pattern: str) -> int | None:
+    """The position of the first ``[`` of a shell-style pattern that has no closing ``]``, which :mod:`fnmatch` then
+    matches as a literal ``[`` (CPython Lib/fnmatch.py, ``_translate``: a ``[`` whose set never ends is added as
+    ``\\[``; after ``[`` and an optional ``!``, a first ``]`` belongs to the set). ``None`` when every set is closed."""
+    i, n = 0, len(pattern)
+    while i < n:
+        if pattern[i] != "[":
+            i += 1
+            continue
+        j = i + 1
+        j += j < n and pattern[j] == "!"
+        j += j < n and pattern[j] == "]"
+        while j < n and pattern[j] != "]":
+            j += 1
+        if j >= n:
+            return i
+        i = j + 1
+    return None
+
+
+def _tag_pattern_problem(key: str, pattern: str) -> Problem | None:
+    """``required_tags.<key>`` when ``pattern`` is no Python regular expression, or has a brace Python's ``re`` takes
+    literally (``CC-\\d{4``: an unclosed repetition is read as the text ``{4``, CPython Lib/re/_parser.py, ``_parse``,
+    the ``"{"`` branch; a lone ``}`` likewise), which is almost always a typo of a repetition ``{4}``."""
+    where = f"required_tags.{key}"
+    try:
+        re.compile(pattern)
+    except (re.error, OverflowError, RecursionError) as e:  # OverflowError: a repetition count too large
+        return Problem(where, f"not a regular expression, got '{pattern}' ({e}); allowed a Python regular expression "
+                              "such as CC-\\d{4}", value=pattern)
+    brace = _literal_brace(pattern)
+    if brace is None:
+        return None
+    return Problem(where, f"Python reads the {pattern[brace]!r} at position {brace} as a literal brace, not part of a "
+                          f"repetition, got '{pattern}'; allowed a closed repetition such as {{4}} or {{2,4}}, or "
+                          f"\\{pattern[brace]} for a literal brace", value=pattern)
+
+
+#: A repetition Python's ``re`` accepts: ``{m}``, ``{m,}``, ``{,n}``, ``{m,n}``, ``{,}`` (CPython Lib/re/_parser.py).
+_REPETITION = re.compile(r"\{\d*(,\d*)?\}")
+
+
+def _literal_brace(pattern: str) -> int | None:
+    """The position of the first unescaped brace outside a character class that is not part of a repetition
+    (:data:`_REPETITION`; ``{}`` is literal too), or ``None``. ``\\N{NAME}`` escapes are skipped."""
+    i, n, in_set = 0, len(pattern), False
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            if pattern.startswith("N{", i + 1) and "}" in pattern[i + 3:]:
+                i = pattern.index("}", i + 3) + 1
+            else:
+                i += 2
+        elif in_set:
+            in_set, i = c != "]", i + 1
+        elif c == "[":
+            i += 1
+            i += i < n and pattern[i] == "^"
+            i += i < n and pattern[i] == "]"  # a first ] belongs to the set
+            in_set = True
+        elif c in "{}":
+            m = _REPETITION.match(pattern, i) if c == "{" else None
+            if m is None or m.group(0) == "{}":
+                return i
+            i = m.end()
+        else:
+            i += 1
+    return None
 
 
 def _check_stacks(org: Organisation) -> list[Problem]:
@@ -343,11 +466,13 @@ def merge_under(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, An
 def resolve_extends(data: dict[str, Any], file: str) -> tuple[dict[str, Any], list[Problem], list[Path]]:
     """``data`` merged over its ``extends`` chain (paths relative to the extending file), without ``extends``, the
     problems, and the base files read (nearest first: the loader finds there the file and line of a value a base
-    gave). A chain that cannot be resolved is one problem at ``extends``; the blueprint's own keys are still checked
-    (without ``extends``, so it is not also reported as an unknown key)."""
+    gave). A chain that cannot be resolved is one problem at ``extends`` (:func:`apply` reports it alone,
+    :class:`ExtendsError`)."""
     own = {k: v for k, v in data.items() if k != "extends"}
     chain: list[str] = []
     current, where = data, Path(file).resolve().parent if Path(file).is_file() else Path.cwd()
+    start = str(Path(file).resolve()) if Path(file).is_file() else None  # the blueprint: a base extending it is a cycle
+    start_shown = [start] if start is not None else []
     # each base as the user would name it (the blueprint's folder joined with each extends), for messages
     shown: list[Path] = []
     shown_where = Path(file).parent if Path(file).is_file() else Path()
@@ -362,9 +487,10 @@ def resolve_extends(data: dict[str, Any], file: str) -> tuple[dict[str, Any], li
         if not isinstance(ref, str) or not ref.strip():
             return refuse(f"must be the path of a base blueprint, got {ref!r}; allowed e.g. base.yaml", ref)
         target = (where / ref).resolve()
-        if str(target) in chain or len(chain) >= MAX_EXTENDS:
-            why = "a cycle" if str(target) in chain else f"more than {MAX_EXTENDS} levels"
-            return refuse(f"the extends chain is {why}, got {' -> '.join([*chain, str(target)])}; allowed at most "
+        cycle = str(target) in chain or str(target) == start
+        if cycle or len(chain) >= MAX_EXTENDS:
+            why = "a cycle" if cycle else f"more than {MAX_EXTENDS} levels"
+            return refuse(f"the extends chain is {why}, got {' -> '.join([*start_shown, *chain, str(target)])}; allowed at most "
                           f"{MAX_EXTENDS} bases, no cycles", ref)
         if not target.is_file():
             what = ("a folder, not a base blueprint" if target.is_dir() else "not a file" if target.exists()
@@ -460,11 +586,13 @@ def apply(data: dict[str, Any], file: str, explicit: str | Path | None = None
           ) -> tuple[dict[str, Any], list[Problem], str | None, list[Path]]:
     """Strip ``x-`` keys, resolve ``extends``, merge the organisation's defaults under the blueprint and check its
     rules. Returns (merged data, problems, organisation file or None, the base blueprints of ``extends``, nearest
-    first). Raises :class:`BlueprintError` for a bad organisation file (each problem naming it in ``Problem.file``)."""
+    first). Raises :class:`BlueprintError` for a bad organisation file (each problem naming it in ``Problem.file``),
+    then :class:`ExtendsError` for an ``extends`` chain that cannot be resolved."""
     data = strip_extensions(data)
     data, problems, bases = resolve_extends(data, file)
     org_path = find_organisation(file, explicit)
     if org_path is None:
+        _refuse_broken_extends(file, problems, bases)
         return data, problems, None, bases
     try:
         usable, folder, why = org_path.is_file(), org_path.is_dir(), ""
@@ -476,5 +604,24 @@ def apply(data: dict[str, Any], file: str, explicit: str | Path | None = None
                                                          f"{ORG_FILE} file, or none", file=str(org_path),
                                                      value=str(org_path))])
     org = load_organisation(org_path)
+    _refuse_broken_extends(file, problems, bases)
     merged = merge_under(defaults_for(strip_extensions(org.defaults), data), data)
-    return merged, problems + check(org, str(org_path), merged), str(org_path), bases
+    return merged, check(org, str(org_path), merged), str(org_path), bases
+
+
+class ExtendsError(BlueprintError):
+    """The ``extends`` chain of a blueprint cannot be resolved (:func:`resolve_extends`): its one problem, alone, and
+    the bases read before it (nearest first), so the loader can name the file and line of the ``extends`` at fault.
+    Nothing else is judged: every other finding would be about a half-merged blueprint (keys the base gives
+    reported missing, defaults in place of the base's values)."""
+
+    def __init__(self, file: str, problems: list[Problem], bases: list[Path]) -> None:
+        super().__init__(file, problems)
+        self.bases = bases
+
+
+def _refuse_broken_extends(file: str, problems: list[Problem], bases: list[Path]) -> None:
+    """Raise :class:`ExtendsError` when resolving ``extends`` found ``problems`` (after the organisation file is
+    loaded, so a broken organisation file is still reported first)."""
+    if problems:
+        raise ExtendsError(file, problems, bases)
