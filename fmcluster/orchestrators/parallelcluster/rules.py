@@ -113,6 +113,32 @@ def pcluster_reserved_tags(bp: Blueprint) -> Iterator[Violation]:
             )
 
 
+#: ParallelCluster's limit on the tag keys of one compute resource: the cluster's ``Tags``, its queue's and its own
+#: together (aws/aws-parallelcluster 3.16.1 ``cli/src/pcluster/constants.py`` ``MAX_TAGS_COUNT = 40``, "reserve some
+#: tags for parallelcluster specified tags" of EC2's 50).
+PCLUSTER_MAX_TAGS = 40
+
+
+@rule("R-PC-7", source="aws/aws-parallelcluster 3.16.1 cli/src/pcluster/validators/tags_validators.py "
+      "ComputeResourceTagsValidator (the union of the cluster's, the queue's and the compute resource's tag keys above "
+      "constants.py MAX_TAGS_COUNT = 40 is FailureLevel.ERROR); fmcluster writes the cluster Tags only "
+      "(orchestrators/parallelcluster/construct.py: its resolved tags)", scope="cluster",
+      orchestrators=("parallelcluster",))
+def pcluster_tag_count(rc: ResolvedCluster) -> Iterator[Violation]:
+    """ParallelCluster refuses a compute resource with more than 40 tag keys. fmcluster writes no queue or compute
+    resource tags, so each compute resource has the cluster's ``Tags``: the resolved tags (``rc.tags``: the blueprint's,
+    organisation defaults merged in, plus those fmcluster adds, ``fmcluster:blueprint``). An error on ``tags``."""
+    added = sorted(k for k in rc.tags if k not in rc.blueprint.tags)
+    if len(rc.tags) > PCLUSTER_MAX_TAGS:
+        own = len(rc.blueprint.tags)
+        yield "tags", (
+            f"too many tags for ParallelCluster: the cluster configuration gets {len(rc.tags)} Tags (these {own} "
+            f"and the {len(added)} fmcluster adds: {', '.join(added)}) and ParallelCluster refuses more than "
+            f"{PCLUSTER_MAX_TAGS} per compute resource, got {own} tags; allowed at most "
+            f"{PCLUSTER_MAX_TAGS - len(added)} tags (organisation default tags included)"
+        )
+
+
 #: Slurm 25.11 topology/block power-down regression (catalog/data/software.yaml ``known_bad``).
 BLOCK_POWER_DOWN = known_bad("slurm-block-powerdown")
 

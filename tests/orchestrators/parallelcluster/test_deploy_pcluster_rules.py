@@ -266,3 +266,39 @@ def test_managed_metrics_regions_come_from_botocore() -> None:
 
 def test_hyperpod_types_are_judged_by_their_own_rule_not_ec2_offerings() -> None:
     assert [r for _, _, r in warnings({**group(instance_type="p5e.48xlarge"), **HP})] == ["R-HP-4"]
+
+
+def _tags(n: int) -> dict[str, Any]:
+    return {"tags": {f"k{i}": "v" for i in range(n)}}
+
+
+#: Tag counts at ParallelCluster's limit: fmcluster adds fmcluster:blueprint to the config's Tags (R-PC-7).
+TAG_COUNTS: list[tuple[dict[str, Any], list[tuple[str, str, str | None]]]] = [
+    (_tags(39), []),
+    (_tags(40), [("tags", "too many tags for ParallelCluster: the cluster configuration gets 41 Tags (these 40 and the 1 "
+                  "fmcluster adds: fmcluster:blueprint) and ParallelCluster refuses more than 40 per compute resource, "
+                  "got 40 tags; allowed at most 39 tags (organisation default tags included)", "R-PC-7")]),
+    ({**_tags(40), **HP}, []),  # SageMaker's CreateCluster takes 50 (test_tag_limits_of_the_other_apis)
+    ({**_tags(40), **PCS}, []),
+]
+
+
+@pytest.mark.parametrize(("patch", "expected"), TAG_COUNTS)
+def test_tag_count_against_parallelclusters_limit(patch: dict[str, Any], expected: list[Any]) -> None:
+    got = errors(patch) if expected else []
+    if not expected:
+        load_blueprint_text(blueprint_text(patch))  # accepted
+    assert got == expected
+
+
+def test_tag_limit_is_parallelclusters_constant() -> None:
+    """R-PC-7's limit is ``MAX_TAGS_COUNT`` of the installed ParallelCluster (when the ParallelCluster venv exists)."""
+    import re
+
+    from fmcluster.orchestrators.parallelcluster.rules import PCLUSTER_MAX_TAGS
+    from tests.conftest import ROOT
+
+    source = next((ROOT / ".venv-pcluster" / "lib").glob("python*/site-packages/pcluster/constants.py"), None)
+    if source is None:
+        pytest.skip("make setup creates .venv-pcluster")
+    assert re.findall(r"^MAX_TAGS_COUNT = (\d+)", source.read_text(), re.MULTILINE) == [str(PCLUSTER_MAX_TAGS)]
