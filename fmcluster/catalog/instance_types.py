@@ -33,3 +33,29 @@ def hyperpod_instance_types() -> frozenset[str]:
     """Every HyperPod instance group type of botocore's ``sagemaker`` ``ClusterInstanceType`` enum (``ml.m5.4xlarge``
     ...)."""
     return frozenset(_enum("sagemaker", "ClusterInstanceType"))
+
+
+_SMALL_SIZES = ("nano", "micro", "small", "medium", "large", "xlarge")
+
+
+def _size_order(name: str) -> tuple[int, str]:
+    size = name.rsplit(".", 1)[-1]
+    if size in _SMALL_SIZES:
+        return _SMALL_SIZES.index(size), size
+    if size.endswith("xlarge") and size[:-6].isdigit():
+        return len(_SMALL_SIZES) + int(size[:-6]), size
+    return 10_000, size  # metal and other sizes last
+
+
+def unknown_type_hint(instance_type: str, known: frozenset[str]) -> str:
+    """What to tell about ``instance_type``, a name not in ``known``: the sizes ``known`` lists of its family
+    (``m7i.5xlarge`` -> ``, for m7i: m7i.large, m7i.xlarge, ...``), then the one suggestion policy's did-you-mean
+    (:func:`fmcluster.severity.did_you_mean`: close in spelling, the same digits), among the family's sizes when the
+    family is listed (``m7i.3xlarge`` is not another family's ``i7ie.3xlarge``). ``""`` when neither applies."""
+    from fmcluster.severity import did_you_mean
+
+    family = instance_type.rsplit(".", 1)[0]
+    sizes = sorted((t for t in known if t.startswith(f"{family}.")), key=_size_order)
+    if not sizes:
+        return did_you_mean(instance_type, known)
+    return f", for {family}: {', '.join(sizes)}{did_you_mean(instance_type, sizes)}"

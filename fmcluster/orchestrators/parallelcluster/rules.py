@@ -28,30 +28,34 @@ def _head_node_memory_needed(bp: Blueprint) -> tuple[str, float | None, int, flo
     return head, memory_gib_of(head), nodes, min(nodes / 25 + 0.6, 16.0)
 
 
-@rule("R-PC-1", source=f"{PCLUSTER_HEAD_MEMORY}; memory of m/c/r types from their documented GiB per vCPU "
-      "(fmcluster.catalog.memory_gib_of)", orchestrators=("parallelcluster",))
+@rule("R-PC-1", source=f"{PCLUSTER_HEAD_MEMORY}; memory of m/c/r types from their documented GiB per vCPU, of "
+      "t2/t3/t3a/t4g types from EC2's table (fmcluster.catalog.memory_gib_of)", orchestrators=("parallelcluster",))
 def head_node_memory(bp: Blueprint) -> Iterator[Violation]:
     """ParallelCluster refuses (an error) a head node with less than nodes/25 + 0.6 GiB (capped at 16 GiB),
-    nodes being the sum of every queue's MaxCount. Checked where the head node's memory is known (m, c and
-    r types of generation 5 and later); R-PC-5 warns when it is not."""
+    nodes being the sum of every queue's MaxCount; the memory is EC2's MemoryInfo.SizeInMiB / 1024 (t3.nano: 0.5 GiB,
+    refused from 1 node). An error where ParallelCluster errors, wherever the head node's memory is known (m, c and r
+    types of generation 5 and later, and t2, t3, t3a and t4g); R-PC-5 warns when it is not."""
     head, memory, nodes, required = _head_node_memory_needed(bp)
     if memory is not None and memory < required:
         yield "orchestrator.parallelcluster.head_node_instance_type", (
             f"head node too small for {nodes} compute nodes, got {head} ({memory:g} GiB); "
-            f"allowed a type with at least {required:.1f} GiB of memory"
+            f"allowed a type with at least {round(required, 2):g} GiB of memory"
         )
 
 
-@rule("R-PC-5", level="warning", source=f"{PCLUSTER_HEAD_MEMORY}; fmcluster knows the memory of m/c/r types only",
+@rule("R-PC-5", level="warning", source=f"{PCLUSTER_HEAD_MEMORY}; fmcluster knows the memory of m/c/r (generation 5+) "
+      "and t2/t3/t3a/t4g types only",
       orchestrators=("parallelcluster",))
 def head_node_memory_unknown(bp: Blueprint) -> Iterator[Violation]:
+    """A warning where R-PC-1 cannot decide: ParallelCluster would error below its minimum, and fmcluster does not know
+    this type's memory (an unknown name is also R-TYPE-1's)."""
     head, memory, nodes, required = _head_node_memory_needed(bp)
     if memory is None:
         yield "orchestrator.parallelcluster.head_node_instance_type", (
             f"memory of {head} unknown to fmcluster, "
             f"so ParallelCluster's head-node memory check (an error) was not run, got {head}; "
-            f"allowed a type with at least {required:.1f} GiB of memory for {nodes} compute nodes "
-            "- an m, c or r type (generation 5+) is checked"
+            f"allowed a type with at least {round(required, 2):g} GiB of memory for {nodes} compute nodes "
+            "- m, c and r types (generation 5+) and t2, t3, t3a and t4g types are checked"
         )
 
 
