@@ -81,7 +81,7 @@ def zone_name_fields(node: object, prefix: str = "") -> Iterator[tuple[str, str]
       "from EC2 DescribeInstanceTypeOfferings, tools/record_az_ids.py); "
       "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/using-regions-availability-zones.html (an AZ name is the "
       "Region code and a letter); https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html (names "
-      "map to zones per account)", suppressed_by=("R-REGION-1",))
+      "map to zones per account)")
 def zone_letter_exists(bp: Blueprint) -> Iterator[Violation]:
     """Every AZ name of the blueprint's Region (``us-east-1a``; every field :func:`zone_name_fields` finds) must end
     with a letter the Region has: us-west-2 has four zones, so us-west-2e is no zone in any account.

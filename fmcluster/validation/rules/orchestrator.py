@@ -53,7 +53,7 @@ def ec2_type_exists(orch: OrchestratorSpec) -> Iterator[Violation]:
             import botocore
 
             yield path, (
-                f"not an EC2 instance type botocore {botocore.__version__} lists, got {instance_type!r}; allowed a "
-                f"listed type{unknown_type_hint(instance_type, known)} (EC2 refuses an unknown type at deploy; a type "
-                "newer than the installed botocore is listed once botocore is updated)"
+                f"not an EC2 instance type botocore {botocore.__version__} lists, got {instance_type!r}; "
+                f"allowed a listed type{unknown_type_hint(instance_type, known)} (EC2 refuses an unknown type at deploy; "
+                "a type newer than the installed botocore is listed once botocore is updated)"
             )
