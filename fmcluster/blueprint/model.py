@@ -1343,7 +1343,8 @@ class Blueprint(Section):
     )
     tags: dict[TagKey, TagValue] = Field(
         default_factory=dict, max_length=40,
-        description="Added to every resource (keys 1-128 characters, not starting with aws:, values up to 256). Default: none.",
+        description="Added to every resource (keys 1-128 characters, not starting with aws:, values up to 256); at most 39 "
+        "with ParallelCluster, whose limit of 40 includes fmcluster:blueprint (R-PC-7). Default: none.",
     )
     network: NetworkSpec = Field(default_factory=NetworkSpec, description="Default: a new /16 VPC with a /20 GPU subnet.")
     software: SoftwareSpec = Field(
