@@ -128,7 +128,7 @@ def zone_letter_count(region: str) -> int | None:
     letter, and ap-northeast-1 (apne1-az1, az2, az4) is seen as ap-northeast-1a, c and d, ca-central-1 (cac1-az1,
     az2, az4) as a, b and d in moto's recording of EC2 DescribeInstanceTypeOfferings by AZ name
     (getmoto/moto ``moto/ec2/resources/instance_type_offerings/availability-zone/``). That the letters stop there is
-    inferred from the recordings, not stated by AWS (tests/features/network/test_zone_letters.py checks every
+    inferred from the recordings, not stated by AWS (tests/features/network/test_zone_letter_rules.py checks every
     recorded name against it)."""
     ids = recorded_zone_ids(region)
     if ids is None:

@@ -366,32 +366,3 @@ def test_cluster_template_passes_the_cloudformation_schema(which: str, request: 
     errors = [line for line in lint.stdout.splitlines() if ":E" in line]
     assert errors == [], lint.stdout
 
-
-# ---- controller and login types: SageMaker's ClusterInstanceType enum (R-HP-11) -------------------------------------
-def _not_hyperpod(got: str, hint: str) -> str:
-    import botocore
-
-    return (f"not a SageMaker HyperPod instance type, got {got!r}; allowed a type of SageMaker's ClusterInstanceType "
-            f"list (botocore {botocore.__version__}){hint}")
-
-
-ML_M5 = (", for ml.m5: ml.m5.large, ml.m5.xlarge, ml.m5.2xlarge, ml.m5.4xlarge, ml.m5.8xlarge, ml.m5.12xlarge, "
-         "ml.m5.16xlarge, ml.m5.24xlarge")
-
-
-@pytest.mark.parametrize(("patch", "expected"), [
-    (hp(controller_instance_type="ml.m5.5xlarge"),
-     [("orchestrator.hyperpod.controller_instance_type", _not_hyperpod("ml.m5.5xlarge", ML_M5), "R-HP-11")]),
-    (hp(login_instance_type="ml.mm5.4xlarge"),  # a misspelt family: a guess (ml.m5.4xlarg is a format error)
-     [("orchestrator.hyperpod.login_instance_type",
-       _not_hyperpod("ml.mm5.4xlarge", " - did you mean 'ml.m5.4xlarge'?"), "R-HP-11")]),
-    (hp(login_instance_type="ml.m7i.3xlarge"),
-     [("orchestrator.hyperpod.login_instance_type", _not_hyperpod("ml.m7i.3xlarge", (
-         ", for ml.m7i: ml.m7i.large, ml.m7i.xlarge, ml.m7i.2xlarge, ml.m7i.4xlarge, ml.m7i.8xlarge, ml.m7i.12xlarge, "
-         "ml.m7i.16xlarge, ml.m7i.24xlarge, ml.m7i.48xlarge")), "R-HP-11")]),
-    (hp(controller_instance_type="ml.m5.8xlarge", login_instance_type="ml.c7g.4xlarge"), []),
-    (hp(login_instance_type=None), []),
-])
-def test_controller_and_login_types_are_hyperpods(patch: dict[str, Any], expected: list[Any]) -> None:
-    errors, _ = problems(patch)
-    assert [e for e in errors if e[2] == "R-HP-11"] == expected
