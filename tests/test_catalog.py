@@ -89,12 +89,30 @@ def test_unknown_type_lists_known_ones_and_suggests() -> None:
 # ---- types outside the GPU catalog (head and login nodes): architecture and memory ------------
 @pytest.mark.parametrize(("instance_type", "arch", "memory"), [
     ("m7i.4xlarge", "x86_64", 64.0), ("m7g.4xlarge", "arm64", 64.0), ("c7gn.16xlarge", "arm64", 128.0),
-    ("r8g.large", "arm64", 16.0), ("c6a.large", "x86_64", 4.0), ("t3.large", "x86_64", None),
+    ("r8g.large", "arm64", 16.0), ("c6a.large", "x86_64", 4.0), ("t3.large", "x86_64", 8.0),
+    ("t3.nano", "x86_64", 0.5), ("t4g.2xlarge", "arm64", 32.0), ("t3a.micro", "x86_64", 1.0), ("t2.small", "x86_64", 2.0),
+    ("t1.micro", "x86_64", None), ("t3.metal", "x86_64", None), ("i4i.large", "x86_64", None),
     ("p6e-gb200.36xlarge", "arm64", None), ("p5.48xlarge", "x86_64", None), ("ml.m5.4xlarge", "x86_64", None),
     ("not-a-type", None, None),
 ])
 def test_instance_type_helpers(instance_type: str, arch: str | None, memory: float | None) -> None:
     assert (cpu_architecture_of(instance_type), memory_gib_of(instance_type)) == (arch, memory)
+
+
+def test_burstable_memory_is_ec2s() -> None:
+    """The burstable sizes' memory is what EC2 DescribeInstanceTypes reports (MemoryInfo.SizeInMiB / 1024, as
+    ParallelCluster's HeadNodeMemorySizeValidator reads it), as moto recorded it for every t2/t3/t3a/t4g type."""
+    import gzip
+    import json
+    from importlib import resources
+
+    pytest.importorskip("moto")
+    recorded = json.loads(gzip.decompress(resources.files("moto").joinpath("ec2/resources/instance_types.json.gz")
+                                          .read_bytes()))
+    burstable = {t: d["MemoryInfo"]["SizeInMiB"] / 1024 for t, d in recorded.items() if t.split(".")[0] in
+                 ("t2", "t3", "t3a", "t4g")}
+    assert len(burstable) == 28  # 7 sizes of 4 families
+    assert {t: memory_gib_of(t) for t in burstable} == burstable
 
 
 # ---- Regions: botocore's endpoints data ------------------------------------------------------------

@@ -259,6 +259,38 @@ def test_instance_type_did_you_mean_prefers_the_family(typo: str, meant: str) ->
     assert p.message.endswith(f"did you mean {meant!r}?"), p.message
 
 
+HP_SLURM = {"kind": "hyperpod", "hyperpod": {"orchestration": "slurm"}}
+
+
+@pytest.mark.parametrize(("patch", "where", "meant"), [
+    ({"region": "us-east1", "availability_zone": "us-east-1a"}, "region", "us-east-1"),
+    ({"availability_zone": "us-east1a"}, "availability_zone", "us-east-1a"),
+    ({"region": "us-east9"}, "region", None),           # another number is another Region: no guess
+    ({"region": "euwest-1", "availability_zone": "eu-west-1a"}, "region", "eu-west-1"),
+    ({"orchestrator": {"parallelcluster": {"head_node_instance_type": "m7i.4xlarg"}}},
+     "orchestrator.parallelcluster.head_node_instance_type", "m7i.4xlarge"),
+    ({"orchestrator": {"parallelcluster": {"head_node_instance_type": "m7i.4xlage"}}},
+     "orchestrator.parallelcluster.head_node_instance_type", "m7i.4xlarge"),
+    ({"orchestrator": {"parallelcluster": {"head_node_instance_type": "m7i.8xlarg"}}},
+     "orchestrator.parallelcluster.head_node_instance_type", "m7i.8xlarge"),  # the digits the user wrote
+    ({"orchestrator": {"parallelcluster": {"head_node_instance_type": "head-node"}}},
+     "orchestrator.parallelcluster.head_node_instance_type", None),
+    ({"orchestrator": {**HP_SLURM, "hyperpod": {**HP_SLURM["hyperpod"], "controller_instance_type": "ml.m5.4xlarg"}}},
+     "orchestrator.hyperpod.controller_instance_type", "ml.m5.4xlarge"),
+])
+def test_format_errors_suggest_a_known_name(patch: dict[str, Any], where: str, meant: str | None) -> None:
+    """A value of the wrong format in a field of a known list (EC2 and HyperPod types from botocore, Regions, AZ names)
+    gets the one suggestion policy's did-you-mean (fmcluster.severity.closest_names)."""
+    from tests.blueprints import blueprint_text
+
+    [p] = [p for p in problems_of(blueprint_text(patch)) if p.path == where]
+    assert p.message.startswith("invalid format"), p.message
+    if meant is None:
+        assert "did you mean" not in p.message, p.message
+    else:
+        assert p.message.endswith(f" - did you mean {meant!r}?"), p.message
+
+
 # ---- did-you-mean: only what the user plausibly meant (fmcluster.severity.closest_names) ---------------------------
 @pytest.mark.parametrize(("value", "allowed", "meant"), [
     ("persistent_2", ["SCRATCH_1", "PERSISTENT_1", "PERSISTENT_2"], ["PERSISTENT_2"]),  # case

@@ -119,6 +119,20 @@ def test_patterns_admit_matching_types_and_defaults_fill_tags(tmp_path: Path) ->
     assert bp.compute[0].instance_type == "p5en.48xlarge"
 
 
+@pytest.mark.parametrize(("own", "refused"), [(37, False), (38, True)])
+def test_default_tags_count_toward_parallelclusters_tag_limit(tmp_path: Path, own: int, refused: bool) -> None:
+    """The organisation's default tag (owner) and cost-center are merged in before R-PC-7 counts: 38 + 2 + the
+    fmcluster tag is 41 Tags in the ParallelCluster config, one above its limit."""
+    tags = {**TAGGED["tags"], **{f"k{i}": "v" for i in range(own)}}
+    f = write(tmp_path, blueprint({"tags": tags}))
+    if not refused:
+        assert len(load_blueprint(f).tags) == own + 2
+        return
+    assert [(p, r, m.split(",")[0]) for p, _, r, m in problems(f)] == [
+        ("tags", "R-PC-7", "too many tags for ParallelCluster: the cluster configuration gets 41 Tags (these 40 and the "
+         "1 fmcluster adds: fmcluster:blueprint) and ParallelCluster refuses more than 40 per compute resource")]
+
+
 def test_blueprint_value_wins_over_defaults_and_lists_replace(tmp_path: Path) -> None:
     org = {**ORG, "defaults": {**ORG["defaults"], "compute": [group(name="fromorg")]}}
     f = write(tmp_path, blueprint(TAGGED, {"tags": {"owner": "alice"}}), org)

@@ -74,6 +74,8 @@ EnvValue = Annotated[str, StringConstraints(pattern=ENV_VALUE_PATTERN)]
 BUCKET_OR_CREATE_PATTERN = r"^(create|[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])$"
 INSTANCE_TYPE_PATTERN = (r"^[a-z][a-z0-9-]*\.(nano|micro|small|medium|large|xlarge|[1-9][0-9]*xlarge|metal"
                          r"(-[1-9][0-9]*xl)?)$")
+REGION_PATTERN = r"^[a-z]{2}(-gov)?-[a-z]+-\d$"
+AZ_NAME_PATTERN = r"^[a-z]{2}(-gov)?-[a-z]+-\d(-[a-z]+-\d)?[a-z]$"
 HYPERPOD_TYPE_PATTERN = (r"^ml\.[a-z][a-z0-9-]*\.(nano|micro|small|medium|large|xlarge|[1-9][0-9]*xlarge|metal"
                          r"(-[1-9][0-9]*xl)?)$")
 #: ``ScheduledUpdateConfig.ScheduleExpression`` (CloudFormation schema AWS::SageMaker::Cluster ScheduledUpdateConfig,
@@ -100,8 +102,8 @@ PATTERN_HINTS = {
     r"^vpc-[0-9a-f]{8,17}$": "vpc- followed by 8 or 17 hex digits",
     r"^subnet-[0-9a-f]{8,17}$": "subnet- followed by 8 or 17 hex digits",
     r"^sg-[0-9a-f]{8,17}$": "sg- followed by 8 or 17 hex digits",
-    r"^[a-z]{2}(-gov)?-[a-z]+-\d$": "an AWS Region such as us-east-1",
-    r"^[a-z]{2}(-gov)?-[a-z]+-\d(-[a-z]+-\d)?[a-z]$": "an Availability Zone name such as us-east-1a",
+    REGION_PATTERN: "an AWS Region such as us-east-1",
+    AZ_NAME_PATTERN: "an Availability Zone name such as us-east-1a",
     r"^[a-z]{3,4}\d(-[a-z]+\d)?-az\d+$": "an AZ ID such as use1-az6",
     r"^\d+\.\d+(\.\d+)?$": "a version such as 570.172.08 or 12.8 (quote it in YAML)",
     r"^\d+\.\d+\.\d+(-\d+)?$": "a version such as 2.27.7 or 2.27.7-1 (quote it in YAML)",
@@ -1336,9 +1338,9 @@ class Blueprint(Section):
     """A whole training cluster. Load with :func:`fmcluster.blueprint.load_blueprint`."""
 
     name: str = Field(pattern=NAME_PATTERN, description="Prefixes stacks, tags and the cluster name (3-32 chars).")
-    region: str = Field(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d$", description="AWS Region, e.g. us-east-1.")
+    region: str = Field(pattern=REGION_PATTERN, description="AWS Region, e.g. us-east-1.")
     availability_zone: str | None = Field(
-        None, pattern=r"^[a-z]{2}(-gov)?-[a-z]+-\d(-[a-z]+-\d)?[a-z]$",
+        None, pattern=AZ_NAME_PATTERN,
         description="AZ name (or Local Zone name such as us-east-1-dfw-2a) for the GPU subnet, nodes, placement groups "
         "and FSx. Set this or availability_zone_id. A Local Zone needs an existing VPC (R-LZ-1), not PCS (R-LZ-2).",
     )
@@ -1349,7 +1351,8 @@ class Blueprint(Section):
     )
     tags: dict[TagKey, TagValue] = Field(
         default_factory=dict, max_length=40,
-        description="Added to every resource (keys 1-128 characters, not starting with aws:, values up to 256). Default: none.",
+        description="Added to every resource (keys 1-128 characters, not starting with aws:, values up to 256); at most 39 "
+        "with ParallelCluster, whose limit of 40 includes fmcluster:blueprint (R-PC-7). Default: none.",
     )
     network: NetworkSpec = Field(default_factory=NetworkSpec, description="Default: a new /16 VPC with a /20 GPU subnet.")
     software: SoftwareSpec = Field(

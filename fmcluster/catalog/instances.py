@@ -204,6 +204,10 @@ _TYPE_NAME = re.compile(r"^(?P<family>[a-z]+)(?P<gen>\d+)(?P<attrs>[a-z-]*)\.(?P
 #: families from the 5th generation on: https://docs.aws.amazon.com/ec2/latest/instancetypes/gp.html,
 #: .../co.html, .../mo.html (m: 4, c: 2, r: 8 GiB per vCPU).
 _GIB_PER_VCPU = {"m": 4, "c": 2, "r": 8}
+#: GiB of memory of the burstable T2, T3, T3a and T4g sizes (https://docs.aws.amazon.com/ec2/latest/instancetypes/gp.html,
+#: "Memory specifications"; the same in EC2 DescribeInstanceTypes as moto recorded it, tests/test_catalog.py).
+_BURSTABLE_GIB = {"nano": 0.5, "micro": 1.0, "small": 2.0, "medium": 4.0, "large": 8.0, "xlarge": 16.0, "2xlarge": 32.0}
+_BURSTABLE_FAMILIES = ("t2", "t3", "t3a", "t4g")
 
 
 def cpu_architecture_of(instance_type: str) -> str | None:
@@ -220,7 +224,11 @@ def cpu_architecture_of(instance_type: str) -> str | None:
 
 
 def memory_gib_of(instance_type: str) -> float | None:
-    """Memory of m/c/r types (generation 5+) from their vCPU count; ``None`` for anything else."""
+    """Memory in GiB of m/c/r types (generation 5+, from their vCPU count) and of the burstable t2, t3, t3a and t4g
+    types (``t3.nano``: 0.5); ``None`` for anything else."""
+    family, _, size = instance_type.partition(".")
+    if family in _BURSTABLE_FAMILIES:
+        return _BURSTABLE_GIB.get(size)
     m = _TYPE_NAME.match(instance_type)
     if not m or m.group("family") not in _GIB_PER_VCPU or int(m.group("gen")) < 5:
         return None

@@ -117,3 +117,22 @@ def recorded_zone_ids(region: str) -> tuple[str, ...] | None:
     data = yaml.safe_load(resources.files("fmcluster.catalog").joinpath("data/availability_zone_ids.yaml").read_text())
     ids = data["regions"].get(region)
     return tuple(ids) if ids is not None else None
+
+
+def zone_letter_count(region: str) -> int | None:
+    """How many letters the Availability Zone names of ``region`` can end with (``4``: a to d), from the recorded AZ IDs
+    (:func:`recorded_zone_ids`); ``None`` for a Region not recorded.
+
+    AZ names are mapped to AZ IDs per account (https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html),
+    so no letter names one zone, but an account sees one name per zone it has. The bound is the larger of the number
+    of zones and the highest AZ ID number, not the count alone: a zone closed to new accounts keeps its number and its
+    letter, and ap-northeast-1 (apne1-az1, az2, az4) is seen as ap-northeast-1a, c and d, ca-central-1 (cac1-az1,
+    az2, az4) as a, b and d in moto's recording of EC2 DescribeInstanceTypeOfferings by AZ name
+    (getmoto/moto ``moto/ec2/resources/instance_type_offerings/availability-zone/``). That the letters stop there is
+    inferred from the recordings, not stated by AWS (tests/features/network/test_zone_letter_rules.py checks every
+    recorded name against it)."""
+    ids = recorded_zone_ids(region)
+    if ids is None:
+        return None
+    numbers = [int(z.rsplit("-az", 1)[1]) for z in ids if z.rsplit("-az", 1)[1].isdigit()]
+    return max(len(ids), *numbers)

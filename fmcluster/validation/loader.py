@@ -20,7 +20,17 @@ import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from fmcluster.blueprint.errors import NOT_GIVEN, BlueprintError, Problem, format_path
-from fmcluster.blueprint.model import FILE_KEYS, MOVED_KEYS, PATTERN_HINTS, Blueprint
+from fmcluster.blueprint.model import (
+    AZ_NAME_OR_ID_PATTERN,
+    AZ_NAME_PATTERN,
+    FILE_KEYS,
+    HYPERPOD_TYPE_PATTERN,
+    INSTANCE_TYPE_PATTERN,
+    MOVED_KEYS,
+    PATTERN_HINTS,
+    REGION_PATTERN,
+    Blueprint,
+)
 from fmcluster.severity import did_you_mean
 from fmcluster.validation import organisation
 from fmcluster.validation.rules import run_rules, run_rules_best_effort
@@ -350,6 +360,29 @@ def _hint(value: Any, allowed: list[str]) -> str:
     return did_you_mean(value, allowed)
 
 
+def _pattern_hint(pattern: str, value: Any) -> str:
+    """Did-you-mean for a value of the wrong format whose field takes names from a known list (the one suggestion
+    policy, :func:`fmcluster.severity.closest_names`): an EC2 type (botocore's ``ec2`` ``InstanceType``), a HyperPod
+    type (``sagemaker`` ``ClusterInstanceType``), a Region (``us-east1`` -> ``us-east-1``,
+    :func:`fmcluster.catalog.regions.closest_regions`) or an AZ name (a Region suggestion plus the zone letter).
+    ``""`` for any other pattern or when nothing is close."""
+    if not isinstance(value, str):
+        return ""
+    if pattern in (INSTANCE_TYPE_PATTERN, HYPERPOD_TYPE_PATTERN):
+        from fmcluster.catalog.instance_types import ec2_instance_types, hyperpod_instance_types
+
+        return did_you_mean(value, ec2_instance_types() if pattern == INSTANCE_TYPE_PATTERN else hyperpod_instance_types())
+    from fmcluster.catalog.regions import closest_regions
+
+    if pattern == REGION_PATTERN:
+        close = closest_regions(value, limit=1)
+    elif pattern in (AZ_NAME_PATTERN, AZ_NAME_OR_ID_PATTERN) and value[-1:].isalpha() and "-az" not in value:
+        close = [f"{r}{value[-1]}" for r in closest_regions(value[:-1], limit=1)]
+    else:
+        close = []
+    return f" - did you mean {close[0]!r}?" if close else ""
+
+
 def _show(value: Any) -> str:
     if value is None:
         return "null"
@@ -469,7 +502,8 @@ def _convert(err: Any, data: Any, lines: dict[tuple[Any, ...], int],
     elif typ == "string_pattern_mismatch":
         pattern = str(ctx.get("pattern"))
         # Every pattern of the model has a hint (tests/test_pattern_hints.py); a regex never reaches the user.
-        msg = f"invalid format, got {got}; allowed {PATTERN_HINTS.get(pattern, 'the format docs/blueprint.md describes')}"
+        msg = (f"invalid format, got {got}; allowed {PATTERN_HINTS.get(pattern, 'the format docs/blueprint.md describes')}"
+               f"{_pattern_hint(pattern, value)}")
     elif typ in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
         op = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[typ]
         bound = next(iter(ctx.values()))

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Iterator
 
+from pydantic import BaseModel
+
 from fmcluster.blueprint.model import Blueprint, NetworkSpec
-from fmcluster.catalog.regions import closest_regions, is_known_region
+from fmcluster.catalog.regions import closest_regions, is_known_region, zone_letter_count
 from fmcluster.validation.rules import Violation, rule
 
 REGIONS_SOURCE = ("botocore data/endpoints.json (partitions[*].regions, bundled with botocore; read offline by "
@@ -52,6 +55,55 @@ def zone_in_region(bp: Blueprint) -> Iterator[Violation]:
     az = bp.availability_zone
     if az and az[:-1] != bp.region and not az.startswith(f"{bp.region}-"):
         yield "availability_zone", f"not in region {bp.region}, got {az!r}; allowed {bp.region}a, {bp.region}b, ..."
+
+
+def zone_name_fields(node: object, prefix: str = "") -> Iterator[tuple[str, str]]:
+    """``(YAML path, value)`` of every AZ name field set in ``node`` (a blueprint): each text field named
+    ``availability_zone`` or ``*_availability_zone`` at any depth (``availability_zone``, the EKS control plane's and
+    the accounting database's second AZ), found by walking the model so that a new such field is covered the day it
+    is added. The second-AZ fields also take an AZ ID (``use1-az4``); the caller tells them apart."""
+    if isinstance(node, list):
+        for i, item in enumerate(node):
+            yield from zone_name_fields(item, f"{prefix}[{i}]")
+        return
+    if not isinstance(node, BaseModel):
+        return
+    for name in type(node).model_fields:
+        value = getattr(node, name)
+        path = f"{prefix}.{name}" if prefix else name
+        if (name == "availability_zone" or name.endswith("_availability_zone")) and isinstance(value, str):
+            yield path, value
+        else:
+            yield from zone_name_fields(value, path)
+
+
+@rule("R-AZ-5", source="fmcluster/catalog/data/availability_zone_ids.yaml (the Region's AZ IDs, recorded by getmoto/moto "
+      "from EC2 DescribeInstanceTypeOfferings, tools/record_az_ids.py); "
+      "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/using-regions-availability-zones.html (an AZ name is the "
+      "Region code and a letter); https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html (names "
+      "map to zones per account)")
+def zone_letter_exists(bp: Blueprint) -> Iterator[Violation]:
+    """Every AZ name of the blueprint's Region (``us-east-1a``; every field :func:`zone_name_fields` finds) must end
+    with a letter the Region has: us-west-2 has four zones, so us-west-2e is no zone in any account.
+
+    Letters are mapped to zones per account, so the letter says nothing about which zone it is; only how many zones
+    the Region has bounds it (:func:`fmcluster.catalog.regions.zone_letter_count`: the number of recorded zones, or
+    the highest AZ ID number when a zone closed to new accounts left a gap, ap-northeast-1d). A Region not in the
+    recording is not checked. An error: the recording is a snapshot, so a zone AWS opened since is refused until it is
+    re-recorded; the message offers ``availability_zone_id``, which is only warned about (R-AZ-4). Names of another
+    Region and Local Zone names are other rules' (R-AZ-2, the second-AZ rules R-EKS-3 / R-ACCT-2, R-LZ-1)."""
+    count = zone_letter_count(bp.region)
+    if count is None:
+        return
+    letters = string.ascii_lowercase[:count]
+    for path, az in zone_name_fields(bp):
+        if len(az) == len(bp.region) + 1 and az.startswith(bp.region) and az[-1] not in letters:
+            yield path, (
+                f"no such Availability Zone in {bp.region}, got {az!r}; allowed {bp.region}{letters[0]} to "
+                f"{bp.region}{letters[-1]} (the letters your account has: aws ec2 describe-availability-zones "
+                f"--region {bp.region}), or an AZ ID (availability_zone_id) for a zone opened since fmcluster's "
+                "recording"
+            )
 
 
 @rule("R-NET-1", source="fmcluster: an imported VPC needs its subnet id because synth never looks up the account",

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from fmcluster.blueprint.model import Blueprint, OrchestratorSpec
 from fmcluster.catalog import cpu_architecture_of
+from fmcluster.catalog.instance_types import hyperpod_instance_types, unknown_type_hint
 from fmcluster.orchestrators.hyperpod.profile import HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP
 from fmcluster.resolved import ResolvedCluster
 from fmcluster.validation.rules import Violation, rule
@@ -79,6 +80,26 @@ def eks_has_no_controller_or_login(orch: OrchestratorSpec) -> Iterator[Violation
             yield f"orchestrator.hyperpod.{field}", (
                 f"HyperPod on EKS has no {group} instance group, got {getattr(hp, field)!r} with orchestration eks; "
                 f"allowed nothing (remove it) or orchestration: slurm"
+            )
+
+
+@rule("R-HP-11", scope="orchestrator", orchestrators=("hyperpod-slurm",),
+      source="botocore data/sagemaker/*/service-2.json shape ClusterInstanceType (an enum, read offline: "
+      "fmcluster.catalog.instance_types); https://docs.aws.amazon.com/sagemaker/latest/APIReference/"
+      "API_ClusterInstanceGroupSpecification.html (InstanceType: Valid Values)")
+def controller_and_login_types_exist(orch: OrchestratorSpec) -> Iterator[Violation]:
+    """The controller and login groups' types must be SageMaker HyperPod instance types (``ml.m5.5xlarge`` is not:
+    ml.m5 has no 5xlarge). An error: CreateCluster's ``InstanceType`` is an enum of the API; a type SageMaker added
+    after the installed botocore is accepted once botocore is updated. Compute groups' types are R-HP-4's."""
+    hp, known = orch.hyperpod, hyperpod_instance_types()
+    for field in ("controller_instance_type", "login_instance_type"):
+        instance_type = getattr(hp, field)
+        if instance_type is not None and instance_type not in known:
+            import botocore
+
+            yield f"orchestrator.hyperpod.{field}", (
+                f"not a SageMaker HyperPod instance type, got {instance_type!r}; allowed a type of SageMaker's "
+                f"ClusterInstanceType list (botocore {botocore.__version__}){unknown_type_hint(instance_type, known)}"
             )
 
 

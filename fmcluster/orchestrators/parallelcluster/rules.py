@@ -28,30 +28,34 @@ def _head_node_memory_needed(bp: Blueprint) -> tuple[str, float | None, int, flo
     return head, memory_gib_of(head), nodes, min(nodes / 25 + 0.6, 16.0)
 
 
-@rule("R-PC-1", source=f"{PCLUSTER_HEAD_MEMORY}; memory of m/c/r types from their documented GiB per vCPU "
-      "(fmcluster.catalog.memory_gib_of)", orchestrators=("parallelcluster",))
+@rule("R-PC-1", source=f"{PCLUSTER_HEAD_MEMORY}; memory of m/c/r types from their documented GiB per vCPU, of "
+      "t2/t3/t3a/t4g types from EC2's table (fmcluster.catalog.memory_gib_of)", orchestrators=("parallelcluster",))
 def head_node_memory(bp: Blueprint) -> Iterator[Violation]:
     """ParallelCluster refuses (an error) a head node with less than nodes/25 + 0.6 GiB (capped at 16 GiB),
-    nodes being the sum of every queue's MaxCount. Checked where the head node's memory is known (m, c and
-    r types of generation 5 and later); R-PC-5 warns when it is not."""
+    nodes being the sum of every queue's MaxCount; the memory is EC2's MemoryInfo.SizeInMiB / 1024 (t3.nano: 0.5 GiB,
+    refused from 1 node). An error where ParallelCluster errors, wherever the head node's memory is known (m, c and r
+    types of generation 5 and later, and t2, t3, t3a and t4g); R-PC-5 warns when it is not."""
     head, memory, nodes, required = _head_node_memory_needed(bp)
     if memory is not None and memory < required:
         yield "orchestrator.parallelcluster.head_node_instance_type", (
             f"head node too small for {nodes} compute nodes, got {head} ({memory:g} GiB); "
-            f"allowed a type with at least {required:.1f} GiB of memory"
+            f"allowed a type with at least {round(required, 2):g} GiB of memory"
         )
 
 
-@rule("R-PC-5", level="warning", source=f"{PCLUSTER_HEAD_MEMORY}; fmcluster knows the memory of m/c/r types only",
+@rule("R-PC-5", level="warning", source=f"{PCLUSTER_HEAD_MEMORY}; fmcluster knows the memory of m/c/r (generation 5+) "
+      "and t2/t3/t3a/t4g types only",
       orchestrators=("parallelcluster",))
 def head_node_memory_unknown(bp: Blueprint) -> Iterator[Violation]:
+    """A warning where R-PC-1 cannot decide: ParallelCluster would error below its minimum, and fmcluster does not know
+    this type's memory (an unknown name is also R-TYPE-1's)."""
     head, memory, nodes, required = _head_node_memory_needed(bp)
     if memory is None:
         yield "orchestrator.parallelcluster.head_node_instance_type", (
             f"memory of {head} unknown to fmcluster, "
             f"so ParallelCluster's head-node memory check (an error) was not run, got {head}; "
-            f"allowed a type with at least {required:.1f} GiB of memory for {nodes} compute nodes "
-            "- an m, c or r type (generation 5+) is checked"
+            f"allowed a type with at least {round(required, 2):g} GiB of memory for {nodes} compute nodes "
+            "- m, c and r types (generation 5+) and t2, t3, t3a and t4g types are checked"
         )
 
 
@@ -111,6 +115,32 @@ def pcluster_reserved_tags(bp: Blueprint) -> Iterator[Violation]:
                 f"tag key prefix {PCLUSTER_TAG_PREFIX!r} is reserved by ParallelCluster, got {key!r}; "
                 f"allowed a key not starting with {PCLUSTER_TAG_PREFIX}"
             )
+
+
+#: ParallelCluster's limit on the tag keys of one compute resource: the cluster's ``Tags``, its queue's and its own
+#: together (aws/aws-parallelcluster 3.16.1 ``cli/src/pcluster/constants.py`` ``MAX_TAGS_COUNT = 40``, "reserve some
+#: tags for parallelcluster specified tags" of EC2's 50).
+PCLUSTER_MAX_TAGS = 40
+
+
+@rule("R-PC-7", source="aws/aws-parallelcluster 3.16.1 cli/src/pcluster/validators/tags_validators.py "
+      "ComputeResourceTagsValidator (the union of the cluster's, the queue's and the compute resource's tag keys above "
+      "constants.py MAX_TAGS_COUNT = 40 is FailureLevel.ERROR); fmcluster writes the cluster Tags only "
+      "(orchestrators/parallelcluster/construct.py: its resolved tags)", scope="cluster",
+      orchestrators=("parallelcluster",))
+def pcluster_tag_count(rc: ResolvedCluster) -> Iterator[Violation]:
+    """ParallelCluster refuses a compute resource with more than 40 tag keys. fmcluster writes no queue or compute
+    resource tags, so each compute resource has the cluster's ``Tags``: the resolved tags (``rc.tags``: the blueprint's,
+    organisation defaults merged in, plus those fmcluster adds, ``fmcluster:blueprint``). An error on ``tags``."""
+    added = sorted(k for k in rc.tags if k not in rc.blueprint.tags)
+    if len(rc.tags) > PCLUSTER_MAX_TAGS:
+        own = len(rc.blueprint.tags)
+        yield "tags", (
+            f"too many tags for ParallelCluster: the cluster configuration gets {len(rc.tags)} Tags (these {own} "
+            f"and the {len(added)} fmcluster adds: {', '.join(added)}) and ParallelCluster refuses more than "
+            f"{PCLUSTER_MAX_TAGS} per compute resource, got {own} tags; allowed at most "
+            f"{PCLUSTER_MAX_TAGS - len(added)} tags (organisation default tags included)"
+        )
 
 
 #: Slurm 25.11 topology/block power-down regression (catalog/data/software.yaml ``known_bad``).

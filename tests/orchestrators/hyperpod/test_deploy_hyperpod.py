@@ -365,3 +365,4 @@ def test_cluster_template_passes_the_cloudformation_schema(which: str, request: 
                            str(path)], capture_output=True, text=True)
     errors = [line for line in lint.stdout.splitlines() if ":E" in line]
     assert errors == [], lint.stdout
+

@@ -60,13 +60,13 @@ PCLUSTER_ERRORS: list[tuple[str, dict[str, Any], str, str, str]] = [
      "starting with parallelcluster:", "R-PC-4"),
     ("head-node-memory", {**HEAD_400, "orchestrator": {"parallelcluster": {"head_node_instance_type": "c7i.xlarge"}}},
      "orchestrator.parallelcluster.head_node_instance_type",
-     "head node too small for 400 compute nodes, got c7i.xlarge (8 GiB); allowed a type with at least 16.0 GiB of memory",
+     "head node too small for 400 compute nodes, got c7i.xlarge (8 GiB); allowed a type with at least 16 GiB of memory",
      "R-PC-1"),
     ("head-node-memory-2000", {"compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 1000},
                                            {"name": "gpu2", "instance_type": "p5.48xlarge", "count": 1000}],
                                "orchestrator": {"parallelcluster": {"head_node_instance_type": "m7i.large"}}},
      "orchestrator.parallelcluster.head_node_instance_type",
-     "head node too small for 2000 compute nodes, got m7i.large (8 GiB); allowed a type with at least 16.0 GiB of memory",
+     "head node too small for 2000 compute nodes, got m7i.large (8 GiB); allowed a type with at least 16 GiB of memory",
      "R-PC-1"),
 ]
 
@@ -159,11 +159,11 @@ WARNINGS: list[tuple[dict[str, Any], list[tuple[str, str, str]]]] = [
          "p5e.48xlarge was not offered in us-east-1 when EC2's offerings were recorded, got 'p5e.48xlarge'; allowed a type "
          f"offered there, or a Region offering it: {P5E_REGIONS} - check with: aws ec2 describe-instance-type-offerings "
          "--location-type region", "R-REGION-3")]),
-    ({**HEAD_400, "orchestrator": {"parallelcluster": {"head_node_instance_type": "t3.large"}}}, [
+    ({**HEAD_400, "orchestrator": {"parallelcluster": {"head_node_instance_type": "i4i.xlarge"}}}, [
         ("orchestrator.parallelcluster.head_node_instance_type",
-         "memory of t3.large unknown to fmcluster, so ParallelCluster's head-node memory check (an error) was not run, got "
-         "t3.large; allowed a type with at least 16.0 GiB of memory for 400 compute nodes - an m, c or r type "
-         "(generation 5+) is checked", "R-PC-5")]),
+         "memory of i4i.xlarge unknown to fmcluster, so ParallelCluster's head-node memory check (an error) was not run, "
+         "got i4i.xlarge; allowed a type with at least 16 GiB of memory for 400 compute nodes - m, c and r types "
+         "(generation 5+) and t2, t3, t3a and t4g types are checked", "R-PC-5")]),
     ({"orchestrator": {"parallelcluster": {"deletion_policy": "Retain"}}}, [
         ("orchestrator.parallelcluster.deletion_policy",
          "cdk destroy keeps this cluster: its head node and compute nodes keep running and billing, and the network "
@@ -266,3 +266,115 @@ def test_managed_metrics_regions_come_from_botocore() -> None:
 
 def test_hyperpod_types_are_judged_by_their_own_rule_not_ec2_offerings() -> None:
     assert [r for _, _, r in warnings({**group(instance_type="p5e.48xlarge"), **HP})] == ["R-HP-4"]
+
+
+def _tags(n: int) -> dict[str, Any]:
+    return {"tags": {f"k{i}": "v" for i in range(n)}}
+
+
+#: Tag counts at ParallelCluster's limit: fmcluster adds fmcluster:blueprint to the config's Tags (R-PC-7).
+TAG_COUNTS: list[tuple[dict[str, Any], list[tuple[str, str, str | None]]]] = [
+    (_tags(39), []),
+    (_tags(40), [("tags", "too many tags for ParallelCluster: the cluster configuration gets 41 Tags (these 40 and the 1 "
+                  "fmcluster adds: fmcluster:blueprint) and ParallelCluster refuses more than 40 per compute resource, "
+                  "got 40 tags; allowed at most 39 tags (organisation default tags included)", "R-PC-7")]),
+    ({**_tags(40), **HP}, []),  # SageMaker's CreateCluster takes 50 (test_tag_limits_of_the_other_apis)
+    ({**_tags(40), **PCS}, []),
+]
+
+
+@pytest.mark.parametrize(("patch", "expected"), TAG_COUNTS)
+def test_tag_count_against_parallelclusters_limit(patch: dict[str, Any], expected: list[Any]) -> None:
+    got = errors(patch) if expected else []
+    if not expected:
+        load_blueprint_text(blueprint_text(patch))  # accepted
+    assert got == expected
+
+
+def test_tag_limit_is_parallelclusters_constant() -> None:
+    """R-PC-7's limit is ``MAX_TAGS_COUNT`` of the installed ParallelCluster (when the ParallelCluster venv exists)."""
+    import re
+
+    from fmcluster.orchestrators.parallelcluster.rules import PCLUSTER_MAX_TAGS
+    from tests.conftest import ROOT
+
+    source = next((ROOT / ".venv-pcluster" / "lib").glob("python*/site-packages/pcluster/constants.py"), None)
+    if source is None:
+        pytest.skip("make setup creates .venv-pcluster")
+    assert re.findall(r"^MAX_TAGS_COUNT = (\d+)", source.read_text(), re.MULTILINE) == [str(PCLUSTER_MAX_TAGS)]
+
+
+M7I = ("m7i.large, m7i.xlarge, m7i.2xlarge, m7i.4xlarge, m7i.8xlarge, m7i.12xlarge, m7i.16xlarge, m7i.24xlarge, "
+       "m7i.48xlarge, m7i.metal-24xl, m7i.metal-48xl")
+
+
+def _unknown_ec2(got: str, hint: str) -> str:
+    import botocore
+
+    return (f"not an EC2 instance type botocore {botocore.__version__} lists, got {got!r}; allowed a listed type{hint} "
+            "(EC2 refuses an unknown type at deploy; a type newer than the installed botocore is listed once botocore "
+            "is updated)")
+
+
+def _pc(**kw: Any) -> dict[str, Any]:
+    return {"orchestrator": {"parallelcluster": kw}}
+
+
+#: Head and login node types: EC2's list (R-TYPE-1, a warning: the list is not closed), the head node's memory
+#: where ParallelCluster errors (R-PC-1: nodes/25 + 0.6 GiB; t3.nano has 0.5).
+HELPER_TYPES: list[tuple[dict[str, Any], list[tuple[str, str, str | None]]]] = [
+    (_pc(head_node_instance_type="m7i.5xlarge"), [
+        ("orchestrator.parallelcluster.head_node_instance_type", _unknown_ec2("m7i.5xlarge", f", for m7i: {M7I}"),
+         "R-TYPE-1")]),
+    (_pc(head_node_instance_type="m7i.4xlarge"), []),
+    (_pc(login_instance_type="m7i.3xlarge"), [
+        ("orchestrator.parallelcluster.login_instance_type", _unknown_ec2("m7i.3xlarge", f", for m7i: {M7I}"),
+         "R-TYPE-1")]),
+    ({**PCS, "orchestrator": {**PCS["orchestrator"], "pcs": {**PCS["orchestrator"]["pcs"],  # type: ignore[dict-item]
+                                                           "login_instance_type": "m7i.3xlarge"}}}, [
+        ("orchestrator.pcs.login_instance_type", _unknown_ec2("m7i.3xlarge", f", for m7i: {M7I}"), "R-TYPE-1")]),
+    (_pc(head_node_instance_type="qqqq.xlarge"), [  # no such family: no size list, no guess
+        ("orchestrator.parallelcluster.head_node_instance_type", _unknown_ec2("qqqq.xlarge", ""), "R-TYPE-1"),
+        ("orchestrator.parallelcluster.head_node_instance_type",
+         "memory of qqqq.xlarge unknown to fmcluster, so ParallelCluster's head-node memory check (an error) was not "
+         "run, got qqqq.xlarge; allowed a type with at least 0.68 GiB of memory for 2 compute nodes - m, c and r types "
+         "(generation 5+) and t2, t3, t3a and t4g types are checked", "R-PC-5")]),
+]
+
+HEAD_MEMORY: list[tuple[str, int, list[tuple[str, str, str | None]]]] = [
+    ("t3.nano", 1, [("orchestrator.parallelcluster.head_node_instance_type",
+                     "head node too small for 1 compute nodes, got t3.nano (0.5 GiB); allowed a type with at least "
+                     "0.64 GiB of memory", "R-PC-1")]),
+    ("t3.nano", 4, [("orchestrator.parallelcluster.head_node_instance_type",
+                     "head node too small for 4 compute nodes, got t3.nano (0.5 GiB); allowed a type with at least "
+                     "0.76 GiB of memory", "R-PC-1")]),
+    ("t3.micro", 10, []),     # 1 GiB >= 10/25 + 0.6
+    ("t3.micro", 11, [("orchestrator.parallelcluster.head_node_instance_type",
+                       "head node too small for 11 compute nodes, got t3.micro (1 GiB); allowed a type with at least "
+                       "1.04 GiB of memory", "R-PC-1")]),
+    ("t3.large", 185, []),    # 8 GiB >= 185/25 + 0.6
+    ("t3.large", 186, [("orchestrator.parallelcluster.head_node_instance_type",
+                        "head node too small for 186 compute nodes, got t3.large (8 GiB); allowed a type with at least "
+                        "8.04 GiB of memory", "R-PC-1")]),
+]
+
+
+def _problems(patch: dict[str, Any]) -> list[tuple[str, str, str | None]]:
+    try:
+        found = list(load_blueprint_text(blueprint_text(patch)).warnings)
+    except BlueprintError as e:
+        found = list(e.problems)
+    return [(p.path, p.message, p.rule_id) for p in found if p.rule_id in ("R-TYPE-1", "R-PC-1", "R-PC-5")]
+
+
+@pytest.mark.parametrize(("patch", "expected"), HELPER_TYPES)
+def test_helper_node_types_are_ec2s(patch: dict[str, Any], expected: list[Any]) -> None:
+    assert _problems(patch) == expected
+
+
+@pytest.mark.parametrize(("head", "nodes", "expected"), HEAD_MEMORY)
+def test_head_node_memory_errors_where_parallelcluster_does(head: str, nodes: int, expected: list[Any]) -> None:
+    """ParallelCluster 3.16.1 HeadNodeMemorySizeValidator: memory < min(nodes/25 + 0.6, 16) GiB is an error."""
+    patch = {"compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": nodes}],
+             **_pc(head_node_instance_type=head)}
+    assert _problems(patch) == expected
