@@ -265,6 +265,8 @@ HP_SLURM = {"kind": "hyperpod", "hyperpod": {"orchestration": "slurm"}}
 @pytest.mark.parametrize(("patch", "where", "meant"), [
     ({"region": "us-east1", "availability_zone": "us-east-1a"}, "region", "us-east-1"),
     ({"availability_zone": "us-east1a"}, "availability_zone", "us-east-1a"),
+    ({"availability_zone": "us-east-1A"}, "availability_zone", "us-east-1a"),  # never the invalid value back
+    ({"region": "US-EAST-1", "availability_zone": "us-east-1a"}, "region", "us-east-1"),
     ({"region": "us-east9"}, "region", None),           # another number is another Region: no guess
     ({"region": "euwest-1", "availability_zone": "eu-west-1a"}, "region", "eu-west-1"),
     ({"orchestrator": {"parallelcluster": {"head_node_instance_type": "m7i.4xlarg"}}},

@@ -109,7 +109,9 @@ def recorded_zone_ids(region: str) -> tuple[str, ...] | None:
     """The Availability Zone IDs of ``region`` as recorded (``catalog/data/availability_zone_ids.yaml``, moto's
     recording of DescribeInstanceTypeOfferings by AZ ID; Local Zones not included); ``None`` for a Region not
     recorded. A snapshot of one account: an older account may see a zone new accounts no longer get (apne1-az3),
-    so use it for warnings only."""
+    so judge a zone ID against it with warnings only (R-AZ-4). The one error built on it is R-AZ-5, on an AZ name's
+    letter beyond :func:`zone_letter_count` (the larger of the ID count and the highest ID number, which covers such
+    legacy zones); its message offers ``availability_zone_id``, which only warns, for a zone opened since."""
     from importlib import resources
 
     import yaml

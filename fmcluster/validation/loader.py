@@ -377,7 +377,7 @@ def _pattern_hint(pattern: str, value: Any) -> str:
     if pattern == REGION_PATTERN:
         close = closest_regions(value, limit=1)
     elif pattern in (AZ_NAME_PATTERN, AZ_NAME_OR_ID_PATTERN) and value[-1:].isalpha() and "-az" not in value:
-        close = [f"{r}{value[-1]}" for r in closest_regions(value[:-1], limit=1)]
+        close = [f"{r}{value[-1].lower()}" for r in closest_regions(value[:-1], limit=1)]  # AZ letters are lowercase
     else:
         close = []
     return f" - did you mean {close[0]!r}?" if close else ""
