@@ -83,7 +83,8 @@ class _Origins:
     index, each base's (nearest first), then the organisation file's ``defaults``. A problem's YAML path belongs to
     the file that wrote the deepest part of it (the blueprint on a tie: its keys win the merge), so a problem
     inherited from a base names that base and its line. The defaults claim only a value they wrote themselves (the
-    whole path), and never an organisation rule's finding (``ORG-*``: the blueprint has to change)."""
+    whole path), and never an organisation rule's finding (``ORG-*``: the blueprint has to change); a problem they
+    claim gets its path in the organisation file (``defaults.network.vpc_cidr``, ``defaults.bogus``)."""
 
     indexes: list[tuple[str | None, dict[tuple[Any, ...], int]]]
     defaults: tuple[str, dict[tuple[Any, ...], int]] | None = None
@@ -128,7 +129,8 @@ class _Origins:
         deepest, best = max(depth)
         if (self.defaults is not None and deepest < len(path) and path in self.defaults[1]
                 and not (p.rule_id or "").startswith("ORG-")):
-            return replace(p, file=self.defaults[0], line=self.defaults[1][path])
+            # named as that file has it: under defaults (defaults.network.vpc_cidr), not the blueprint's path
+            return replace(p, path=f"{organisation.DEFAULTS_KEY}.{p.path}", file=self.defaults[0], line=self.defaults[1][path])
         owner, index = self.indexes[-best]
         return p if owner is None else replace(p, file=owner, line=_line_for(path, index))
 
@@ -141,7 +143,7 @@ def _defaults_index(org_file: Path) -> dict[tuple[Any, ...], int]:
         _index(yaml.compose(org_file.read_text(encoding="utf-8"), Loader=yaml.SafeLoader), lines, [])
     except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError, BlueprintError):
         return {}
-    return {path[1:]: line for path, line in lines.items() if len(path) > 1 and path[0] == "defaults"}
+    return {path[1:]: line for path, line in lines.items() if len(path) > 1 and path[0] == organisation.DEFAULTS_KEY}
 
 
 def _depth(path: tuple[Any, ...], index: dict[tuple[Any, ...], int]) -> int:
@@ -162,11 +164,11 @@ def _parse(text: str, file: str) -> tuple[dict[str, Any], dict[tuple[Any, ...], 
         too_deep = f"the file is nested too deeply to be a blueprint; allowed at most {MAX_DEPTH} levels"
         raise BlueprintError(file, [Problem("", too_deep)]) from None
     except ValueError:  # PyYAML's int() of a number longer than Python reads; a YAMLError is not a ValueError
-        raise BlueprintError(file, [Problem("", too_long_number())]) from None
-    except yaml.YAMLError as e:
+        raise BlueprintError(file, [Problem("", too_long_number(), value=None)]) from None
+    except yaml.YAMLError as e:  # value: none (what PyYAML says is no value of the file; a second document's text)
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
-        raise BlueprintError(file, [Problem("", f"not valid YAML: {yaml_error_text(e)}", line=line)]) from None
+        raise BlueprintError(file, [Problem("", f"not valid YAML: {yaml_error_text(e)}", line=line, value=None)]) from None
     if data is None:
         raise BlueprintError(
             file, [Problem("", "the blueprint is empty; expected a mapping with at least name, region, "
