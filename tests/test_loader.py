@@ -253,6 +253,45 @@ def test_a_base_blueprints_own_mistakes_are_reported_in_it(tmp_path: Path, mid: 
         (str(tmp_path / "mid.yaml"), line)], exc.value.problems
 
 
+@pytest.mark.parametrize(("in_base", "content", "line", "fragment", "value"), [
+    (True, b"name: a\n---\nname: b\n", 2, "not valid YAML: a file is one YAML document, got a second one (after ---)",
+     None),
+    (True, b"compute: [oops\n", 2, "not valid YAML: ", None),
+    (True, b"name: \xe9\n", None, "the base blueprint is not UTF-8 text, got byte 0xe9 at byte offset 6", "0xe9"),
+    (True, b"n: " + b"9" * 5000 + b"\n", None, "a number is too long to read", None),
+    (False, b"name: a\n---\nname: b\n", 2, "not valid YAML: a file is one YAML document, got a second one", None),
+    (False, b"n: " + b"9" * 5000 + b"\n", None, "a number is too long to read", None),
+], ids=["base-second-document", "base-not-yaml", "base-not-utf8", "base-long-number", "second-document",
+        "long-number"])
+def test_a_file_that_is_not_yaml_is_reported_under_the_blueprint(tmp_path: Path, in_base: bool, content: bytes,
+                                                                 line: int | None, fragment: str,
+                                                                 value: str | None) -> None:
+    """The header names the blueprint validated (deploy review item 3), the problem names the base it is in, and
+    ``value`` in --json is the offending value or null, never the message's prose (README: ``value``)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from fmcluster.cli import app
+
+    base, child = tmp_path / "base.yaml", tmp_path / "child.yaml"
+    base.write_bytes(content)
+    if in_base:
+        child.write_text("extends: base.yaml\nname: child-a\n")
+    else:
+        child.write_bytes(content)
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint(child, org="none")
+    [p] = exc.value.problems
+    assert (exc.value.file, p.path, p.file, p.line) == (str(child), "", str(base) if in_base else None, line), p
+    assert fragment in p.message, p.message
+    r = CliRunner().invoke(app, ["--org", "none", "validate", str(child)])
+    shown = f"{base} (line {line})" if in_base and line else str(base) if in_base else f"(blueprint){f' (line {line})' if line else ''}"
+    assert r.stderr.splitlines()[:2] == [f"{child}: 1 error", f"  error: {shown}: {p.message}"], r.stderr
+    [j] = json.loads(CliRunner().invoke(app, ["--org", "none", "validate", "--json", str(child)]).stdout)["problems"]
+    assert (j["file"], j["value"]) == (str(base) if in_base else str(child), value), j
+
+
 def test_a_misspelt_extends_gets_a_did_you_mean() -> None:
     [(path, message, line)] = [p for p in problems("extend: base.yaml\n" + blueprint_text()) if p[0] == "extend"]
     assert (path, line) == ("extend", 1)
