@@ -273,6 +273,7 @@ def test_a_file_that_is_not_yaml_is_reported_under_the_blueprint(tmp_path: Path,
     from typer.testing import CliRunner
 
     from fmcluster.cli import app
+    from fmcluster.validation.organisation import use_organisation
 
     base, child = tmp_path / "base.yaml", tmp_path / "child.yaml"
     base.write_bytes(content)
@@ -285,11 +286,16 @@ def test_a_file_that_is_not_yaml_is_reported_under_the_blueprint(tmp_path: Path,
     [p] = exc.value.problems
     assert (exc.value.file, p.path, p.file, p.line) == (str(child), "", str(base) if in_base else None, line), p
     assert fragment in p.message, p.message
-    r = CliRunner().invoke(app, ["--org", "none", "validate", str(child)])
-    shown = f"{base} (line {line})" if in_base and line else str(base) if in_base else f"(blueprint){f' (line {line})' if line else ''}"
+    try:
+        r = CliRunner().invoke(app, ["--org", "none", "validate", str(child)])
+        j = json.loads(CliRunner().invoke(app, ["--org", "none", "validate", "--json", str(child)]).stdout)
+    finally:
+        use_organisation(None)  # --org holds for the rest of the (test) process
+    at = f" (line {line})" if line else ""
+    shown = f"{base}{at}" if in_base else f"(blueprint){at}"
     assert r.stderr.splitlines()[:2] == [f"{child}: 1 error", f"  error: {shown}: {p.message}"], r.stderr
-    [j] = json.loads(CliRunner().invoke(app, ["--org", "none", "validate", "--json", str(child)]).stdout)["problems"]
-    assert (j["file"], j["value"]) == (str(base) if in_base else str(child), value), j
+    [q] = j["problems"]
+    assert (q["file"], q["value"]) == (str(base) if in_base else str(child), value), q
 
 
 def test_a_misspelt_extends_gets_a_did_you_mean() -> None:
