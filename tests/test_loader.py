@@ -298,6 +298,23 @@ def test_a_file_that_is_not_yaml_is_reported_under_the_blueprint(tmp_path: Path,
     assert (q["file"], q["value"]) == (str(base) if in_base else str(child), value), q
 
 
+@pytest.mark.parametrize(("text", "path", "value"), [
+    ("name: a\nname: b\n", "name", "name"),
+    ("on: 1\n", "on", "on"),
+    ("1.30: x\n", "1.30", "1.30"),
+    ("a: [" + "[" * 45 + "]" * 46 + "\n", None, None),
+], ids=["duplicate-key", "boolean-key", "number-key", "too-deep"])
+def test_the_json_value_of_a_key_problem_is_the_key_as_written(text: str, path: str | None, value: str | None) -> None:
+    """``value`` is the offending value itself (README), the key as written, or null for a size: never the message's
+    prose (``'name' again (first on line 1)``, ``on, which YAML reads as the boolean true``)."""
+    from fmcluster.output import problem_json
+
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint_text(text)
+    [p] = [p for p in exc.value.problems if path is None or p.path == path]
+    assert problem_json("bp.yaml", p)["value"] == value, p
+
+
 def test_a_misspelt_extends_gets_a_did_you_mean() -> None:
     [(path, message, line)] = [p for p in problems("extend: base.yaml\n" + blueprint_text()) if p[0] == "extend"]
     assert (path, line) == ("extend", 1)

@@ -223,7 +223,8 @@ def _index(root: yaml.Node | None, out: dict[tuple[Any, ...], int], key_problems
         if len(seen) >= MAX_NODES or len(path) > MAX_DEPTH:
             what = f"more than {MAX_NODES} values" if len(seen) >= MAX_NODES else f"nesting deeper than {MAX_DEPTH} levels"
             raise BlueprintError("", [Problem(format_path(path[:MAX_DEPTH]), f"the file is too large to be a blueprint, got {what}; "
-                                              "allowed a blueprint of ordinary size", line=node.start_mark.line + 1)])
+                                              "allowed a blueprint of ordinary size", line=node.start_mark.line + 1,
+                                              value=None)])  # a size, no value of the file
         out.setdefault(path, node.start_mark.line + 1)
         if id(node) in seen:
             continue
@@ -237,11 +238,12 @@ def _index(root: yaml.Node | None, out: dict[tuple[Any, ...], int], key_problems
                 if kind is not None and not (path and str(path[0]).startswith("x-")):
                     # YAML 1.1 reads a plain key on/yes/no/off as a boolean, 1 or 1.0 as a number: every blueprint key
                     # is text (x- extension blocks are the user's own and keep theirs)
-                    key_problems.append(Problem(format_path((*path, key or "~")), _key_not_text(key, kind), line=line))
+                    key_problems.append(Problem(format_path((*path, key or "~")), _key_not_text(key, kind), line=line,
+                                                value=key))  # the key as written (on), not the message's reading
                 if key in keys:
                     key_problems.append(Problem(format_path((*path, key)), f"duplicate key, got {key!r} again (first on line "
                                               f"{keys[key]}); allowed each key once - YAML would silently keep the last value",
-                                              line=line))
+                                              line=line, value=key))
                 keys.setdefault(key, line)
                 out[(*path, key)] = line
                 stack.append((value_node, (*path, key)))
