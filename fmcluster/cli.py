@@ -42,21 +42,42 @@ def json_requested(argv: list[str]) -> bool:
 def _command_words(group: Any, argv: list[str]) -> str:
     """The command a command line names (``validate``, ``image lookup``), for the JSON envelope of its usage error;
     ``fmcluster`` when it names none. Root options with a value (``--org FILE``) are skipped."""
+    words, _, _ = _command_path(group, argv)
+    return " ".join(words) or "fmcluster"
+
+
+def _command_path(group: Any, argv: list[str]) -> tuple[list[str], Any, list[str]]:
+    """The words of the command a command line names, that command (``group`` when it names none) and the arguments
+    after its name. Root options with a value (``--org FILE``) are skipped."""
     words: list[str] = []
     skip = False
-    for arg in argv:
+    command, after = group, 0
+    for i, arg in enumerate(argv):
         if skip or arg == "--":
             skip = False
             continue
         if arg.startswith("-"):
             skip = arg == "--org"
             continue
-        command = group.commands.get(arg) if isinstance(group, TyperGroup) else None
-        if command is None:
+        sub = command.commands.get(arg) if isinstance(command, TyperGroup) else None
+        if sub is None:
             break
         words.append(arg)
-        group = command
-    return " ".join(words) or "fmcluster"
+        command, after = sub, i + 1
+    return words, command, argv[after:] if words else []
+
+
+def _help_requested(ctx: typer.Context) -> bool:
+    """This run prints a help page and exits 0 once the command line is parsed: the command it names has a help option
+    (``--help``) before any ``--``, or is a group given nothing (``fmcluster image``: its help). The root's callback
+    runs before the named command's options are parsed (click ``Group.invoke``: the group callback, then
+    ``cmd.make_context``, which handles ``--help``), so it must not refuse anything then."""
+    _, command, rest = _command_path(_Group._root or ctx.command, _Group._argv)
+    options = rest[:rest.index("--")] if "--" in rest else rest
+    if any(a in ctx.help_option_names for a in options):
+        return True
+    return isinstance(command, TyperGroup) and command is not (_Group._root or ctx.command) and not rest \
+        and bool(command.no_args_is_help)
 
 
 def _usage_envelope(command: str, e: ClickException) -> str:
@@ -247,7 +268,8 @@ def _root(
     """Cluster blueprints for foundation-model training on AWS."""
     from fmcluster.validation.organisation import use_organisation
 
-    _org_file_usable(org, ctx.invoked_subcommand)
+    if not _help_requested(ctx):  # help always prints (exit 0), whatever $FMCLUSTER_ORG names
+        _org_file_usable(org, ctx.invoked_subcommand)
     use_organisation(org)
 
 
@@ -528,10 +550,11 @@ def catalog(
     org = find_organisation(None)
     if org is not None:
         try:
-            load_organisation(org)
+            _, warnings = load_organisation(org)
         except BlueprintError as e:
             print_problems(e.file, e.problems)
             raise typer.Exit(1) from None
+        print_problems("", warnings)  # warnings only, no header: each names the organisation file
     print(stacks_markdown())
 
 

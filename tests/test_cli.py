@@ -98,6 +98,35 @@ def test_help_shows_no_type_after_a_flag(command: tuple[str, ...]) -> None:
     assert "--help" in res.output
 
 
+@pytest.mark.parametrize(("args", "code", "page"), [
+    (["validate", "--help"], 0, "Usage: root validate"),
+    (["plan", "FILE", "--help"], 0, "Usage: root plan"),
+    (["catalog", "--help"], 0, "Usage: root catalog"),
+    (["image", "lookup", "--help"], 0, "Usage: root image lookup"),
+    (["image", "--help"], 0, "Usage: root image"),
+    (["--org", "none", "validate", "--help"], 0, "Usage: root validate"),
+    (["--org", "nope.yaml", "validate", "--help"], 0, "Usage: root validate"),
+    # not help: a file named --help after --, and a run of the command, still refuse the missing file
+    (["validate", "--", "--help"], 2, "Invalid value for FMCLUSTER_ORG: no such file"),
+    (["validate", "BP"], 2, "Invalid value for FMCLUSTER_ORG: no such file"),
+], ids=["validate", "plan-after-an-argument", "catalog", "subcommand-of-a-group", "group", "org-none", "org-missing",
+        "after-double-dash", "a-run"])
+def test_help_prints_whatever_the_org_variable_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     args: list[str], code: int, page: str) -> None:
+    """Help always prints and exits 0 (deploy review item 4): the root checks the organisation file before click
+    parses the command's own options, so it must let a help request through; a run still refuses a missing file."""
+    from fmcluster.validation.organisation import ORG_ENV, use_organisation
+
+    bp = tmp_path / "bp.yaml"
+    bp.write_text(blueprint_text())
+    monkeypatch.setenv(ORG_ENV, str(tmp_path / "nope.yaml"))
+    try:
+        res = run(*[str(bp) if a == "BP" else str(tmp_path / a) if a == "nope.yaml" else a for a in args])
+    finally:
+        use_organisation(None)
+    assert (res.exit_code, page in (res.stdout if code == 0 else res.stderr)) == (code, True), res.output
+
+
 def test_topology_says_why_a_node_line_is_ignored(tmp_path: Path) -> None:
     """``topology --nodes``: a line it cannot use is reported on standard error with its line number, never dropped
     silently."""

@@ -253,6 +253,68 @@ def test_a_base_blueprints_own_mistakes_are_reported_in_it(tmp_path: Path, mid: 
         (str(tmp_path / "mid.yaml"), line)], exc.value.problems
 
 
+@pytest.mark.parametrize(("in_base", "content", "line", "fragment", "value"), [
+    (True, b"name: a\n---\nname: b\n", 2, "not valid YAML: a file is one YAML document, got a second one (after ---)",
+     None),
+    (True, b"compute: [oops\n", 2, "not valid YAML: ", None),
+    (True, b"name: \xe9\n", None, "the base blueprint is not UTF-8 text, got byte 0xe9 at byte offset 6", "0xe9"),
+    (True, b"n: " + b"9" * 5000 + b"\n", None, "a number is too long to read", None),
+    (False, b"name: a\n---\nname: b\n", 2, "not valid YAML: a file is one YAML document, got a second one", None),
+    (False, b"n: " + b"9" * 5000 + b"\n", None, "a number is too long to read", None),
+], ids=["base-second-document", "base-not-yaml", "base-not-utf8", "base-long-number", "second-document",
+        "long-number"])
+def test_a_file_that_is_not_yaml_is_reported_under_the_blueprint(tmp_path: Path, in_base: bool, content: bytes,
+                                                                 line: int | None, fragment: str,
+                                                                 value: str | None) -> None:
+    """The header names the blueprint validated (deploy review item 3), the problem names the base it is in, and
+    ``value`` in --json is the offending value or null, never the message's prose (README: ``value``)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from fmcluster.cli import app
+    from fmcluster.validation.organisation import use_organisation
+
+    base, child = tmp_path / "base.yaml", tmp_path / "child.yaml"
+    base.write_bytes(content)
+    if in_base:
+        child.write_text("extends: base.yaml\nname: child-a\n")
+    else:
+        child.write_bytes(content)
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint(child, org="none")
+    [p] = exc.value.problems
+    assert (exc.value.file, p.path, p.file, p.line) == (str(child), "", str(base) if in_base else None, line), p
+    assert fragment in p.message, p.message
+    try:
+        r = CliRunner().invoke(app, ["--org", "none", "validate", str(child)])
+        j = json.loads(CliRunner().invoke(app, ["--org", "none", "validate", "--json", str(child)]).stdout)
+    finally:
+        use_organisation(None)  # --org holds for the rest of the (test) process
+    at = f" (line {line})" if line else ""
+    shown = f"{base}{at}" if in_base else f"(blueprint){at}"
+    assert r.stderr.splitlines()[:2] == [f"{child}: 1 error", f"  error: {shown}: {p.message}"], r.stderr
+    [q] = j["problems"]
+    assert (q["file"], q["value"]) == (str(base) if in_base else str(child), value), q
+
+
+@pytest.mark.parametrize(("text", "path", "value"), [
+    ("name: a\nname: b\n", "name", "name"),
+    ("on: 1\n", "on", "on"),
+    ("1.30: x\n", "1.30", "1.30"),
+    ("a: [" + "[" * 45 + "]" * 46 + "\n", None, None),
+], ids=["duplicate-key", "boolean-key", "number-key", "too-deep"])
+def test_the_json_value_of_a_key_problem_is_the_key_as_written(text: str, path: str | None, value: str | None) -> None:
+    """``value`` is the offending value itself (README), the key as written, or null for a size: never the message's
+    prose (``'name' again (first on line 1)``, ``on, which YAML reads as the boolean true``)."""
+    from fmcluster.output import problem_json
+
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint_text(text)
+    [p] = [p for p in exc.value.problems if path is None or p.path == path]
+    assert problem_json("bp.yaml", p)["value"] == value, p
+
+
 def test_a_misspelt_extends_gets_a_did_you_mean() -> None:
     [(path, message, line)] = [p for p in problems("extend: base.yaml\n" + blueprint_text()) if p[0] == "extend"]
     assert (path, line) == ("extend", 1)

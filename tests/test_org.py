@@ -283,10 +283,6 @@ def test_overlay_cannot_redefine_a_catalog_stack(tmp_path: Path) -> None:
         # an unclosed [ in a glob matches a literal [ (fnmatch), so the entry allows nothing
         ({"allowed": {"instance_types": ["p5.48xlarge", "p5e[.48xlarge"]}}, "allowed.instance_types[1]", 4,
          "the '[' at position 3 is never closed, so it matches a literal '[' (fnmatch), got 'p5e[.48xlarge'"),
-        ({"allowed": {"instance_types": ["p5.48xlarg"]}}, "allowed.instance_types[0]", 3,
-         "it matches no instance type fmcluster knows, got 'p5.48xlarg'"),
-        ({"allowed": {"regions": ["us-east-1", "us-esat-2"]}}, "allowed.regions[1]", 4,
-         "unknown AWS Region, got 'us-esat-2'"),
     ],
 )
 def test_bad_org_file(tmp_path: Path, org: dict[str, Any], path: str, line: int, fragment: str) -> None:
@@ -455,13 +451,47 @@ def test_org_file_shape_messages_are_the_blueprints(tmp_path: Path, org: dict[st
     assert [p.message for p in exc.value.problems if p.path == path] == [says]
 
 
-def test_a_problem_the_org_defaults_gave_names_the_org_file(tmp_path: Path) -> None:
+# ---- a value the defaults gave is named at its path in the organisation file (deploy review item 2) -----------------
+#: The organisation file of each case: its defaults give one bad value, on the line named.
+_DEFAULTS_CASES = [
+    ("defaults:\n  tags: {team: ml}\n  regoin: us-east-1\n", {}, "defaults.regoin", 3, None,
+     "unknown key 'regoin'"),
+    ("defaults:\n  network:\n    vpc_cidr: 10.0.0.0/33\n", {}, "defaults.network.vpc_cidr", 3, "10.0.0.0/33", ""),
+    ("defaults:\n  storage:\n    checkpoints: {bucket: create, bogus: 1}\n", {}, "defaults.storage.checkpoints.bogus", 3,
+     None, "unknown key 'bogus'"),
+    ("defaults:\n  orchestrator:\n    pcs: {}\n    parallelcluster:\n      version: 9.9.9\n", {},
+     "defaults.orchestrator.parallelcluster.version", 5, "9.9.9", ""),
+    # the blueprint writes the value: its own path and file, though the defaults hold one too
+    ("defaults:\n  network:\n    vpc_cidr: 10.0.0.0/16\n", {"network": {"vpc_cidr": "10.0.0.0/33"}},
+     "network.vpc_cidr", None, "10.0.0.0/33", ""),
+    # an organisation rule's finding is the blueprint's to fix, even for a value the defaults gave
+    ("allowed: {regions: [us-west-2]}\ndefaults:\n  tags: {team: ml}\n", {}, "region", 2, "us-east-1",
+     "not allowed by the organisation"),
+]
+
+
+@pytest.mark.parametrize(("org_text", "patch", "path", "org_line", "value", "fragment"), _DEFAULTS_CASES,
+                         ids=["unknown-key", "bad-value", "nested-unknown-key", "own-orchestrator-section",
+                              "the-blueprints-own", "org-rule"])
+def test_a_problem_the_org_defaults_gave_is_at_its_path_there(tmp_path: Path, org_text: str, patch: dict[str, Any],
+                                                               path: str, org_line: int | None, value: str | None,
+                                                               fragment: str) -> None:
+    """A problem in a value the organisation's ``defaults`` wrote names that file, its line there and its path there
+    (under ``defaults.``), in the library, the text and ``--json``; anything else keeps the blueprint's path."""
     org = tmp_path / "fmcluster.org.yaml"
-    org.write_text("name: acme\ndefaults:\n  tags: {team: ml}\n  regoin: us-east-1\n")
-    f = write(tmp_path, blueprint(TAGGED), org=None)
+    org.write_text(org_text)
+    f = write(tmp_path, blueprint(TAGGED, patch), org=None)
     with pytest.raises(BlueprintError) as exc:
         load_blueprint(f)
-    assert [(p.file, p.line) for p in exc.value.problems if p.path == "regoin"] == [(str(org), 4)]
+    [p] = [p for p in exc.value.problems if p.path.endswith(path.removeprefix("defaults."))]
+    in_org = path.startswith("defaults.")
+    assert (p.path, p.file, p.line if in_org else None, fragment in p.message) == (
+        path, str(org) if in_org else None, org_line if in_org else None, True), p
+    r = CliRunner().invoke(app, ["validate", "--json", str(f)])
+    [j] = [j for j in json.loads(r.stdout)["problems"] if j["path"] == path]
+    assert (j["file"], j["value"]) == (str(org) if in_org else str(f), value), j
+    shown = f"{path} ({org}, line {org_line})" if in_org else f"{path} (line "
+    assert shown in CliRunner().invoke(app, ["validate", str(f)]).stderr
 
 
 # ---- where the org file is named: missing is "could not run", blank FMCLUSTER_ORG is unset (breaker item 6) ---------
@@ -497,6 +527,60 @@ def test_a_blank_org_variable_counts_as_unset(tmp_path: Path, monkeypatch: pytes
     assert "ORG-REGION" in [p[2] for p in problems(f)]
     r = CliRunner().invoke(app, ["validate", str(f)])
     assert r.exit_code == 1 and "[ORG-REGION]" in r.stderr, r.output
+
+
+# ---- an allow-list entry that allows nothing is a warning (deploy review item 1) -------------------------------------
+@pytest.mark.parametrize(("allowed", "path", "line", "fragment"), [
+    ({"regions": ["us-east-1", "us-esat-2"]}, "allowed.regions[1]", 4,
+     "unknown AWS Region, so this entry allows nothing (a misspelling, or a Region newer than the installed botocore "),
+    ({"regions": ["us-east-1", "xx-future-9"]}, "allowed.regions[1]", 4, "got 'xx-future-9'"),
+    ({"instance_types": ["p5.48xlarge", "p5.48xlarg"]}, "allowed.instance_types[1]", 4,
+     "it matches no instance type fmcluster knows, so this entry allows nothing (a misspelling, or a type of a newer "
+     "fmcluster catalog), got 'p5.48xlarg'"),
+    ({"instance_types": ["p9*.96xlarge", "p5.48xlarge"]}, "allowed.instance_types[0]", 3, "got 'p9*.96xlarge'"),
+], ids=["misspelt-region", "newer-region", "misspelt-type", "newer-type-pattern"])
+def test_an_allow_list_entry_that_allows_nothing_is_a_warning(tmp_path: Path, allowed: dict[str, Any], path: str,
+                                                             line: int, fragment: str) -> None:
+    """Such an entry harms no blueprint, and a file shared with an older botocore or catalog names Regions and types
+    this installation does not know: the blueprint stays valid, the warning names the organisation file at its line,
+    shown with the blueprint's warnings (text and --json)."""
+    f = write(tmp_path, blueprint(TAGGED), {"allowed": allowed})
+    org = str(tmp_path / "fmcluster.org.yaml")
+    [w] = [w for w in load_blueprint_with_warnings(f).warnings if w.file == org]
+    assert (w.path, w.line, w.level, fragment in w.message) == (path, line, "warning", True), w
+    r = CliRunner().invoke(app, ["validate", str(f)])
+    assert r.exit_code == 0 and r.stdout.startswith(f"ok {f} ("), r.output
+    assert f"warning: {path} ({org}, line {line}): " in r.stderr, r.stderr
+    j = CliRunner().invoke(app, ["validate", "--json", str(f)])
+    [p] = [p for p in json.loads(j.stdout)["problems"] if p["file"] == org]
+    assert (j.exit_code, p["severity"], p["path"], p["value"]) == (0, "warning", path, allowed[path[8:-3]][int(path[-2])])
+
+
+def test_org_warnings_come_with_the_blueprints_errors_and_the_org_files(tmp_path: Path) -> None:
+    """An invalid blueprint lists the organisation file's warnings too; an organisation file with an error lists its
+    warnings with it (and refuses the blueprint, for the error)."""
+    org = {"allowed": {"regions": ["us-east-1", "us-esat-2"]}}
+    f = write(tmp_path, blueprint(TAGGED, {"region": "eu-west-1", "availability_zone": "eu-west-1a"}), org)
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint(f)
+    org_file = str(tmp_path / "fmcluster.org.yaml")
+    assert [(p.path, p.level, p.file) for p in exc.value.problems
+            if p.file or (p.rule_id or "").startswith("ORG-")] == [
+        ("region", "error", None), ("allowed.regions[1]", "warning", org_file)]
+    org["required_tags"] = {"cost-center": "CC-\\d{4"}
+    f = write(tmp_path, blueprint(TAGGED), org)
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint(f)
+    assert [(p.path, p.level, p.line) for p in exc.value.problems] == [
+        ("allowed.regions[1]", "warning", 4), ("required_tags.cost-center", "error", 6)]
+
+
+def test_catalog_stacks_shows_the_org_files_warnings(tmp_path: Path) -> None:
+    org = tmp_path / "org.yaml"
+    org.write_text("allowed:\n  instance_types: [p5.48xlarg]\n")
+    r = CliRunner().invoke(app, ["--org", str(org), "catalog", "stacks"])
+    assert r.exit_code == 0 and "| `h100-580-cuda13.0` |" in r.stdout, r.output
+    assert f"warning: allowed.instance_types[0] ({org}, line 2): it matches no instance type" in r.stderr, r.stderr
 
 
 def test_org_pattern_and_shape_problems_are_reported_at_once(tmp_path: Path) -> None:

@@ -93,7 +93,8 @@ class _Origins:
     index, each base's (nearest first), then the organisation file's ``defaults``. A problem's YAML path belongs to
     the file that wrote the deepest part of it (the blueprint on a tie: its keys win the merge), so a problem
     inherited from a base names that base and its line. The defaults claim only a value they wrote themselves (the
-    whole path), and never an organisation rule's finding (``ORG-*``: the blueprint has to change)."""
+    whole path), and never an organisation rule's finding (``ORG-*``: the blueprint has to change); a problem they
+    claim gets its path in the organisation file (``defaults.network.vpc_cidr``, ``defaults.bogus``)."""
 
     indexes: list[tuple[str | None, dict[tuple[Any, ...], int]]]
     defaults: tuple[str, dict[tuple[Any, ...], int]] | None = None
@@ -138,7 +139,8 @@ class _Origins:
         deepest, best = max(depth)
         if (self.defaults is not None and deepest < len(path) and path in self.defaults[1]
                 and not (p.rule_id or "").startswith("ORG-")):
-            return replace(p, file=self.defaults[0], line=self.defaults[1][path])
+            # named as that file has it: under defaults (defaults.network.vpc_cidr), not the blueprint's path
+            return replace(p, path=f"{organisation.DEFAULTS_KEY}.{p.path}", file=self.defaults[0], line=self.defaults[1][path])
         owner, index = self.indexes[-best]
         return p if owner is None else replace(p, file=owner, line=_line_for(path, index))
 
@@ -151,7 +153,7 @@ def _defaults_index(org_file: Path) -> dict[tuple[Any, ...], int]:
         _index(yaml.compose(org_file.read_text(encoding="utf-8"), Loader=yaml.SafeLoader), lines, [])
     except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError, BlueprintError):
         return {}
-    return {path[1:]: line for path, line in lines.items() if len(path) > 1 and path[0] == "defaults"}
+    return {path[1:]: line for path, line in lines.items() if len(path) > 1 and path[0] == organisation.DEFAULTS_KEY}
 
 
 def _depth(path: tuple[Any, ...], index: dict[tuple[Any, ...], int]) -> int:
@@ -172,11 +174,11 @@ def _parse(text: str, file: str) -> tuple[dict[str, Any], dict[tuple[Any, ...], 
         too_deep = f"the file is nested too deeply to be a blueprint; allowed at most {MAX_DEPTH} levels"
         raise BlueprintError(file, [Problem("", too_deep)]) from None
     except ValueError:  # PyYAML's int() of a number longer than Python reads; a YAMLError is not a ValueError
-        raise BlueprintError(file, [Problem("", too_long_number())]) from None
-    except yaml.YAMLError as e:
+        raise BlueprintError(file, [Problem("", too_long_number(), value=None)]) from None
+    except yaml.YAMLError as e:  # value: none (what PyYAML says is no value of the file; a second document's text)
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
-        raise BlueprintError(file, [Problem("", f"not valid YAML: {yaml_error_text(e)}", line=line)]) from None
+        raise BlueprintError(file, [Problem("", f"not valid YAML: {yaml_error_text(e)}", line=line, value=None)]) from None
     if data is None:
         raise BlueprintError(
             file, [Problem("", "the blueprint is empty; expected a mapping with at least name, region, "
@@ -231,7 +233,8 @@ def _index(root: yaml.Node | None, out: dict[tuple[Any, ...], int], key_problems
         if len(seen) >= MAX_NODES or len(path) > MAX_DEPTH:
             what = f"more than {MAX_NODES} values" if len(seen) >= MAX_NODES else f"nesting deeper than {MAX_DEPTH} levels"
             raise BlueprintError("", [Problem(format_path(path[:MAX_DEPTH]), f"the file is too large to be a blueprint, got {what}; "
-                                              "allowed a blueprint of ordinary size", line=node.start_mark.line + 1)])
+                                              "allowed a blueprint of ordinary size", line=node.start_mark.line + 1,
+                                              value=None)])  # a size, no value of the file
         out.setdefault(path, node.start_mark.line + 1)
         if id(node) in seen:
             continue
@@ -245,11 +248,12 @@ def _index(root: yaml.Node | None, out: dict[tuple[Any, ...], int], key_problems
                 if kind is not None and not (path and str(path[0]).startswith("x-")):
                     # YAML 1.1 reads a plain key on/yes/no/off as a boolean, 1 or 1.0 as a number: every blueprint key
                     # is text (x- extension blocks are the user's own and keep theirs)
-                    key_problems.append(Problem(format_path((*path, key or "~")), _key_not_text(key, kind), line=line))
+                    key_problems.append(Problem(format_path((*path, key or "~")), _key_not_text(key, kind), line=line,
+                                                value=key))  # the key as written (on), not the message's reading
                 if key in keys:
                     key_problems.append(Problem(format_path((*path, key)), f"duplicate key, got {key!r} again (first on line "
                                               f"{keys[key]}); allowed each key once - YAML would silently keep the last value",
-                                              line=line))
+                                              line=line, value=key))
                 keys.setdefault(key, line)
                 out[(*path, key)] = line
                 stack.append((value_node, (*path, key)))

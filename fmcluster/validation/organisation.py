@@ -24,9 +24,10 @@ A blueprint may name a base blueprint with ``extends: <path relative to it>``: o
 the base (which may itself extend another, at most :data:`MAX_EXTENDS` deep), then the blueprint.
 
 Every violation is a :class:`Problem` at the blueprint's YAML path with an ``ORG-*`` rule id whose message
-names the organisation file and its rule (``allowed.regions``, ``required_tags.cost-center``); problems in
+names the organisation file and its rule (``allowed.regions``, ``required_tags.cost-center``); errors in
 the organisation file itself raise :class:`BlueprintError` naming that file, among them patterns that could never
-work as meant (:func:`_check_patterns`). A broken ``extends`` chain raises :class:`ExtendsError`, alone.
+work as meant (:func:`_check_patterns`); its warnings (an allow-list entry that allows nothing) come with the
+blueprint's problems, naming that file. A broken ``extends`` chain raises :class:`ExtendsError`, alone.
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ ORG_FILE = "fmcluster.org.yaml"
 ORG_ENV = "FMCLUSTER_ORG"
 #: Prefix of keys that are ignored (YAML anchors).
 EXTENSION_PREFIX = "x-"
+#: The key of the blueprint fragment merged under every blueprint (:attr:`Organisation.defaults`): a problem in a
+#: value it gave is shown at its path in the organisation file, under this key (the loader's ``_Origins``).
+DEFAULTS_KEY = "defaults"
 
 #: An ``orchestrator.kind`` value (the blueprint model's type of the field).
 Orchestrator = OrchestratorKind
@@ -171,7 +175,7 @@ def _read_yaml(path: Path, what: str, shown: Path | None = None) -> Any:
     except UnicodeDecodeError as e:
         raise BlueprintError(name, [Problem("", (
             f"the {what} is not UTF-8 text, got byte 0x{e.object[e.start]:02x} at byte offset {e.start}; allowed a "
-            "UTF-8 file"), file=name)]) from None
+            "UTF-8 file"), file=name, value=f"0x{e.object[e.start]:02x}")]) from None
     except OSError as e:
         raise BlueprintError(name, [Problem("", f"cannot read the {what} ({e.strerror or e.__class__.__name__})",
                                                  file=name)]) from None
@@ -179,23 +183,26 @@ def _read_yaml(path: Path, what: str, shown: Path | None = None) -> Any:
         raise BlueprintError(name, [Problem("", f"the {what} is nested too deeply; allowed an ordinary YAML file",
                                                  file=name)]) from None
     except ValueError:  # a number longer than Python reads (yaml.YAMLError is not a ValueError)
-        raise BlueprintError(name, [Problem("", too_long_number(), file=name)]) from None
-    except yaml.YAMLError as e:
+        raise BlueprintError(name, [Problem("", too_long_number(), file=name, value=None)]) from None
+    except yaml.YAMLError as e:  # value: none (what PyYAML says is no value of the file; a second document's text)
         mark = getattr(e, "problem_mark", None)
         raise BlueprintError(name, [Problem("", f"not valid YAML: {yaml_error_text(e)}",
-                                                  line=mark.line + 1 if mark else None, file=name)]) from None
+                                                  line=mark.line + 1 if mark else None, file=name, value=None)]) from None
 
 
-def load_organisation(path: Path) -> Organisation:
-    """Parse and check an organisation file; registers its software stacks with the catalog.
+def load_organisation(path: Path) -> tuple[Organisation, list[Problem]]:
+    """Parse and check an organisation file; registers its software stacks with the catalog. Returns the file and
+    its warnings (:func:`_check_patterns`: an allow-list entry that allows nothing today), each naming the file
+    (``Problem.file``) at its line there, for the loader to show with the blueprint's own warnings.
 
-    Raises :class:`BlueprintError` (file = the organisation file) with every problem, each at its line in that file
-    (the line of the key it names, or of its nearest parent written there).
+    Raises :class:`BlueprintError` (file = the organisation file) with every problem, errors and warnings, each at its
+    line in that file (the line of the key it names, or of its nearest parent written there).
     """
     try:
-        return _load_organisation(path)
+        org, warnings = _load_organisation(path)
     except BlueprintError as e:
         raise BlueprintError(e.file, sorted(_with_lines(path, e.problems), key=lambda p: p.line or 0)) from None
+    return org, sorted(_with_lines(path, warnings), key=lambda p: p.line or 0)
 
 
 def _with_lines(path: Path, problems: list[Problem]) -> list[Problem]:
@@ -216,7 +223,8 @@ def _with_lines(path: Path, problems: list[Problem]) -> list[Problem]:
     return [p if p.line is not None else replace(p, line=_line_for(_path_tuple(p.path), lines) or 1) for p in problems]
 
 
-def _load_organisation(path: Path) -> Organisation:
+def _load_organisation(path: Path) -> tuple[Organisation, list[Problem]]:
+    """The organisation file at ``path`` and its warnings; :class:`BlueprintError` when it has an error."""
     raw = _read_yaml(path, "organisation file")
     if raw is None:
         raw = {}
@@ -243,15 +251,16 @@ def _load_organisation(path: Path) -> Organisation:
                 problems.append(_convert(err, raw, {}))
         raise BlueprintError(str(path), problems + _check_patterns(raw)) from None
     problems = _check_patterns(raw) + _check_stacks(org)
-    if problems:
+    if any(p.level == "error" for p in problems):
         raise BlueprintError(str(path), problems)
     from fmcluster.catalog.software import add_overlay_stacks
 
     refused = add_overlay_stacks({n: s.model_dump() for n, s in org.software_stacks.items()})
     if refused:
         raise BlueprintError(str(path), [Problem(f"software_stacks.{n}", "a stack of this name already exists (in the "
-                                                 "catalog or another organisation file); allowed a new name") for n in refused])
-    return org
+                                                 "catalog or another organisation file); allowed a new name") for n in refused]
+                             + problems)
+    return org, problems
 
 
 def _key_problems(path: Path) -> list[Problem]:
@@ -283,11 +292,14 @@ def _hint(value: str, allowed: list[str]) -> str:
 
 def _check_patterns(raw: Mapping[str, Any]) -> list[Problem]:
     """The Regions, instance-type patterns and tag expressions of the organisation file's data ``raw`` that could never
-    work as meant, each at its own YAML path (so at its line in the file): an unknown Region, an instance-type entry
-    that matches no type the catalog knows (an unclosed ``[`` among them), a tag expression Python cannot compile or
-    reads with a literal brace. Each of these would otherwise refuse every blueprint, or every value, with no word
-    about the file. Reads raw values (a value of the wrong type is the shape check's), so it runs with the shape
-    check and both are reported at once."""
+    work as meant, each at its own YAML path (so at its line in the file). Errors, certainly mistakes that would
+    refuse every value with no word about the file: a tag expression Python cannot compile or reads with a literal
+    brace, an instance-type entry with an unclosed ``[``. Warnings, an entry that allows nothing today: a Region the
+    installed botocore does not know, an instance-type entry that matches no catalog type. Such an entry harms no
+    blueprint (the other entries still allow theirs), and a file shared across fmcluster and botocore versions may
+    name a Region or a type newer than this installation's data, so refusing it would refuse every blueprint of every
+    team. Reads raw values (a value of the wrong type is the shape check's), so it runs with the shape check and both
+    are reported at once."""
     allowed, tags = raw.get("allowed"), raw.get("required_tags")
     allowed = allowed if isinstance(allowed, Mapping) else {}
     tags = tags if isinstance(tags, Mapping) else {}
@@ -302,7 +314,9 @@ def _texts(values: Any) -> list[tuple[int, str]]:
 
 
 def _region_problems(regions: Any) -> list[Problem]:
-    """An entry of ``allowed.regions`` that is no Region botocore knows (R-REGION-1's list and did-you-mean)."""
+    """A warning for each entry of ``allowed.regions`` that is no Region the installed botocore knows (R-REGION-1's
+    list, :mod:`fmcluster.catalog.regions`, and its did-you-mean): it allows nothing, since a blueprint's ``region``
+    must be known too, but it may be a Region newer than this botocore."""
     from fmcluster.catalog.regions import closest_regions, is_known_region
 
     out = []
@@ -310,14 +324,24 @@ def _region_problems(regions: Any) -> list[Problem]:
         if not is_known_region(region):
             close = closest_regions(region)
             hint = f" - did you mean {' or '.join(close)}?" if close else ""
-            out.append(Problem(f"allowed.regions[{i}]", f"unknown AWS Region, got {region!r}; allowed a Region name from "
-                                                        f"botocore's endpoints data such as us-east-1{hint}", value=region))
+            out.append(Problem(f"allowed.regions[{i}]", f"unknown AWS Region, so this entry allows nothing (a misspelling, "
+                                                        f"or a Region newer than the installed botocore {_botocore()}), "
+                                                        f"got {region!r}; allowed a Region name from botocore's endpoints "
+                                                        f"data such as us-east-1{hint}", level="warning", value=region))
     return out
 
 
+def _botocore() -> str:
+    """The installed botocore's version (whose endpoints data lists the known Regions)."""
+    import botocore
+
+    return str(botocore.__version__)
+
+
 def _instance_type_problems(patterns: Any) -> list[Problem]:
-    """An entry of ``allowed.instance_types`` that matches no instance type of the catalog: it allows nothing a
-    blueprint may use (a compute type must be in the catalog), so it is a typo or a broken pattern."""
+    """Each entry of ``allowed.instance_types`` that matches no instance type of the catalog, which allows nothing a
+    blueprint may use (a compute type must be in the catalog): an error when it has an unclosed ``[`` (a broken
+    pattern, :func:`_unclosed_bracket`), else a warning (a typo, or a type of a newer catalog)."""
     from fmcluster.catalog.instances import known_instance_types
 
     known = sorted(known_instance_types())
@@ -327,10 +351,12 @@ def _instance_type_problems(patterns: Any) -> list[Problem]:
             continue
         unclosed = _unclosed_bracket(pattern)
         why = (f"the '[' at position {unclosed} is never closed, so it matches a literal '[' (fnmatch)"
-               if unclosed is not None else "it matches no instance type fmcluster knows")
+               if unclosed is not None else "it matches no instance type fmcluster knows, so this entry allows nothing "
+                                            "(a misspelling, or a type of a newer fmcluster catalog)")
         out.append(Problem(f"allowed.instance_types[{i}]", f"{why}, got {pattern!r}; allowed an instance type name or a "
                                                            "shell-style pattern (*, ?, [seq]) matching catalog types such as "
-                                                           f"p5.48xlarge or p5*{did_you_mean(pattern, known)}", value=pattern))
+                                                           f"p5.48xlarge or p5*{did_you_mean(pattern, known)}",
+                           level="error" if unclosed is not None else "warning", value=pattern))
     return out
 
 
@@ -466,8 +492,8 @@ def merge_under(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, An
 def resolve_extends(data: dict[str, Any], file: str) -> tuple[dict[str, Any], list[Problem], list[Path]]:
     """``data`` merged over its ``extends`` chain (paths relative to the extending file), without ``extends``, the
     problems, and the base files read (nearest first: the loader finds there the file and line of a value a base
-    gave). A chain that cannot be resolved is one problem at ``extends`` (:func:`apply` reports it alone,
-    :class:`ExtendsError`)."""
+    gave). A chain that cannot be resolved is one problem at ``extends``, or a base's own problems when it is no YAML
+    (:func:`_read_yaml`, naming that base); :func:`apply` reports them alone, :class:`ExtendsError`."""
     own = {k: v for k, v in data.items() if k != "extends"}
     chain: list[str] = []
     current, where = data, Path(file).resolve().parent if Path(file).is_file() else Path.cwd()
@@ -497,7 +523,10 @@ def resolve_extends(data: dict[str, Any], file: str) -> tuple[dict[str, Any], li
                     else "no such base blueprint")
             return refuse(f"{what}, got {ref!r} (looked for {target}); allowed the path of a blueprint file relative "
                           "to the blueprint", ref)
-        base = _read_yaml(target, "base blueprint", Path(os.path.normpath(shown_where / ref)))
+        try:
+            base = _read_yaml(target, "base blueprint", Path(os.path.normpath(shown_where / ref)))
+        except BlueprintError as e:  # not YAML, not UTF-8: its problems name the base; the header stays the blueprint's
+            return own, e.problems, shown
         if not isinstance(base, dict):
             return refuse(f"the base blueprint is not a mapping, got {ref!r}, which holds "
                           f"{'nothing' if base is None else 'a ' + type(base).__name__}; allowed a blueprint file", ref)
@@ -586,7 +615,8 @@ def apply(data: dict[str, Any], file: str, explicit: str | Path | None = None
           ) -> tuple[dict[str, Any], list[Problem], str | None, list[Path]]:
     """Strip ``x-`` keys, resolve ``extends``, merge the organisation's defaults under the blueprint and check its
     rules. Returns (merged data, problems, organisation file or None, the base blueprints of ``extends``, nearest
-    first). Raises :class:`BlueprintError` for a bad organisation file (each problem naming it in ``Problem.file``),
+    first); the problems are the organisation rules' findings and the organisation file's own warnings (naming that
+    file, :func:`load_organisation`). Raises :class:`BlueprintError` for a bad organisation file (each problem naming it in ``Problem.file``),
     then :class:`ExtendsError` for an ``extends`` chain that cannot be resolved."""
     data = strip_extensions(data)
     data, problems, bases = resolve_extends(data, file)
@@ -603,10 +633,10 @@ def apply(data: dict[str, Any], file: str, explicit: str | Path | None = None
         raise BlueprintError(str(org_path), [Problem("", f"{what}, got {str(org_path)!r}; allowed a "
                                                          f"{ORG_FILE} file, or none", file=str(org_path),
                                                      value=str(org_path))])
-    org = load_organisation(org_path)
+    org, warnings = load_organisation(org_path)
     _refuse_broken_extends(file, problems, bases)
     merged = merge_under(defaults_for(strip_extensions(org.defaults), data), data)
-    return merged, check(org, str(org_path), merged), str(org_path), bases
+    return merged, warnings + check(org, str(org_path), merged), str(org_path), bases
 
 
 class ExtendsError(BlueprintError):
