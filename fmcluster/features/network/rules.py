@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterator
 
 from fmcluster.blueprint.model import Blueprint, NetworkSpec
+from fmcluster.catalog import get_instance
 from fmcluster.catalog.regions import closest_regions, is_known_region
 from fmcluster.validation.rules import Violation, rule
 
@@ -122,14 +123,22 @@ def local_zone_needs_existing_vpc(bp: Blueprint) -> Iterator[Violation]:
 
 @rule("R-LZ-2", source=PCS_CONTROL_PLANE_SUBNET, orchestrators=("pcs",))
 def local_zone_pcs_control_plane(bp: Blueprint) -> Iterator[Violation]:
-    """PCS puts its control plane's network interface in the GPU subnet, and that subnet cannot be in a Local Zone."""
+    """PCS puts its control plane's network interface in the GPU subnet, and that subnet cannot be in a Local Zone.
+    When the zone is there for a type whose Capacity Blocks are sold only in Local Zones (catalog
+    ``capacity_block_zones``, R-CAP-15), a regular Availability Zone is no way out: ParallelCluster is."""
     found = local_zone(bp)
     if found is None:
         return
     field, zone = found
+    only_here = [(g.instance_type, get_instance(g.instance_type).capacity_block_zones) for g in bp.compute
+                 if g.capacity.type == "capacity_block" and zone in get_instance(g.instance_type).capacity_block_zones]
+    allowed = ("allowed orchestrator.kind parallelcluster in the Local Zone: PCS cannot run "
+               f"{only_here[0][0]}, whose Capacity Blocks EC2 sells only in {', '.join(only_here[0][1])} (R-CAP-15)"
+               if only_here else
+               "allowed a regular Availability Zone with PCS, or ParallelCluster or HyperPod in the Local Zone")
     yield field, (
         f"AWS PCS cannot place its control plane in a Local Zone, got {zone!r} (fmcluster gives PCS the GPU subnet); "
-        "allowed a regular Availability Zone with PCS, or ParallelCluster or HyperPod in the Local Zone"
+        f"{allowed}"
     )
 
 
