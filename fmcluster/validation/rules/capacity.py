@@ -433,26 +433,40 @@ def zone_id_recorded(bp: Blueprint) -> Iterator[Violation]:
     )
 
 
-#: How long an EC2 Capacity Block lasts: 1 to 14 days in 1-day steps, then up to 182 days in 7-day steps
-#: (EC2 user guide, Capacity Blocks for ML, https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html).
-CAPACITY_BLOCK_DAYS = (1, 182)
+#: The durations EC2 sells a Capacity Block for, in days: "1-day increments up to 14 days, and in 7-day increments up
+#: to 182 days" (CB_PURCHASE_DOC; an extension follows the same steps to "182 days (26 weeks) total",
+#: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-extend.html).
+CAPACITY_BLOCK_DAYS = (*range(1, 15), *range(21, 183, 7))
+
+
+def nearest_block_days(days: float) -> list[int]:
+    """The purchasable durations (``CAPACITY_BLOCK_DAYS``) nearest to ``days``: one, or two at equal distance."""
+    best = min(abs(d - days) for d in CAPACITY_BLOCK_DAYS)
+    return [d for d in CAPACITY_BLOCK_DAYS if abs(d - days) == best]
 
 
 @rule("R-CAP-12", level="warning", scope="compute",
-      source="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html (durations of 1 to 182 "
-      "days)")
+      source=f"{CB_PURCHASE_DOC} (durations in 1-day increments up to 14 days and 7-day increments up to 182 days; "
+      "all blocks end at 11:30 UTC, so a block is slightly shorter or longer than the duration asked); "
+      "botocore ec2 service-2.json CapacityBlockOffering.CapacityBlockDurationHours (a block that starts at 04:55 "
+      "and ends at 11:30 lasts 6 hours and 35 minutes)")
 def window_length_outside_capacity_blocks(groups: list[ComputeGroup]) -> Iterator[Violation]:
-    """A Capacity Block whose ``starts_at``..``ends_at`` is shorter than a day or longer than 182 days: no block EC2
-    sells is that long, so a date is mistyped (the plan's window, preload and instance-hours follow the dates)."""
-    low, high = CAPACITY_BLOCK_DAYS
+    """A Capacity Block whose ``starts_at``..``ends_at`` is not a duration EC2 sells: 1 to 14 days in 1-day steps,
+    then 21 to 182 days in 7-day steps. A block starts at any time of its first day and ends at 11:30 UTC, so
+    its length is within one day of such a duration (a 14-day block lasts more than 13 and less than 15 days);
+    anything else (15 to 20 days, more than 183) is a mistyped date, and the plan's window, preload and
+    instance-hours follow the dates."""
     for i, g in enumerate(groups):
         cap = g.capacity
         if cap.type != "capacity_block" or cap.starts_at is None or cap.ends_at is None:
             continue
         days = (cap.ends_at - cap.starts_at).total_seconds() / 86400
-        if not low <= days <= high:
+        near = nearest_block_days(days)
+        if abs(near[0] - days) >= 1:
             yield f"compute[{i}].capacity.ends_at", (
                 f"the block lasts {days:g} days from starts_at {cap.starts_at.isoformat()}, got "
-                f"{cap.ends_at.isoformat()}; allowed {low} to {high} days (EC2 Capacity Blocks for ML); "
-                "copy both dates from DescribeCapacityReservations (StartDate, EndDate)"
+                f"{cap.ends_at.isoformat()}; allowed 1 to 14 days in 1-day steps or 21 to 182 days in 7-day steps "
+                "(EC2 Capacity Blocks for ML; within a day of one, as blocks end at 11:30 UTC), nearest "
+                f"{' or '.join(map(str, near))} days; copy both dates from DescribeCapacityReservations "
+                "(StartDate, EndDate)"
             )
