@@ -13,7 +13,7 @@ import pytest
 
 from fmcluster.blueprint import BlueprintError
 from fmcluster.validation import load_blueprint_text
-from tests.blueprints import AZ_ID, blueprint_text, group
+from tests.blueprints import AZ_ID, DROP, blueprint_text, group
 
 CR = "cr-0123456789abcdef0"
 CR2 = "cr-00000000000000001"
@@ -373,6 +373,50 @@ ERROR_CASES = [
 ]
 
 
+def cb_groups(*counts: int, same: bool = False) -> list[dict[str, Any]]:
+    """p5.48xlarge Capacity Block groups of ``counts``, on one reservation (``same``) or one each."""
+    return [group(name=f"g{i}", count=n, capacity={"type": "capacity_block",
+                                                   "reservation_id": CR if same else f"cr-{i:017x}"})
+            for i, n in enumerate(counts)]
+
+
+GB200_CB = group(instance_type="p6e-gb200.36xlarge", count=18, capacity={"type": "capacity_block", "reservation_id": CR})
+
+ERROR_CASES += [
+    pytest.param(
+        {"compute": cb_groups(65, same=True)},
+        [("compute[0].count", f"a Capacity Block holds at most 64 instances, got count 65 on reservation {CR}; allowed "
+          "at most 64 instances per reservation_id (for more nodes, buy more blocks and give each group its own "
+          "reservation_id)", "R-CAP-13")],
+        id="R-CAP-13 one group over a block",
+    ),
+    pytest.param(
+        {"compute": cb_groups(8, 40, 40, same=True)},
+        [("compute[2].count", f"a Capacity Block holds at most 64 instances, got 88 instances (compute[0] 8 + "
+          f"compute[1] 40 + compute[2] 40) on reservation {CR}; allowed at most 64 instances per reservation_id (for "
+          "more nodes, buy more blocks and give each group its own reservation_id)", "R-CAP-13")],
+        id="R-CAP-13 groups sharing a block",
+    ),
+    pytest.param(
+        {**GB200, "compute": [GB200_CB]},
+        [("availability_zone_id", "EC2 sells p6e-gb200.36xlarge Capacity Blocks (compute[0]) only in us-east-1-dfw-2a, "
+          "use1-dfw2-az1, got 'use1-az6'; allowed availability_zone us-east-1-dfw-2a or availability_zone_id "
+          "use1-dfw2-az1, with region us-east-1 (a Local Zone: opt in to it, bring a VPC with a subnet there, R-LZ-1, "
+          "and an orchestrator that runs in Local Zones, R-LZ-2)", "R-CAP-15")],
+        id="R-CAP-15 gb200 capacity block in a regular AZ",
+    ),
+    pytest.param(
+        {**GB200, "compute": [GB200_CB], "region": "us-west-2", "availability_zone_id": DROP,
+         "availability_zone": "us-west-2a"},
+        [("availability_zone", "EC2 sells p6e-gb200.36xlarge Capacity Blocks (compute[0]) only in us-east-1-dfw-2a, "
+          "use1-dfw2-az1, got 'us-west-2a'; allowed availability_zone us-east-1-dfw-2a or availability_zone_id "
+          "use1-dfw2-az1, with region us-east-1 (a Local Zone: opt in to it, bring a VPC with a subnet there, R-LZ-1, "
+          "and an orchestrator that runs in Local Zones, R-LZ-2)", "R-CAP-15")],
+        id="R-CAP-15 gb200 capacity block in another Region",
+    ),
+]
+
+
 @pytest.mark.parametrize(("patch", "expected"), ERROR_CASES)
 def test_capacity_rule_errors(patch: dict[str, Any], expected: list[tuple[str, str, str]]) -> None:
     problems, _ = load(patch)
@@ -478,6 +522,18 @@ WARNING_CASES = [
         [],
         id="R-CAP-10 quiet on parallelcluster",
     ),
+]
+
+
+WARNING_CASES += [
+    pytest.param(
+        {"compute": cb_groups(64, 64, 64, 64, 64)},
+        [("compute[4].count", "an AWS Organization can hold at most 256 instances in Capacity Blocks on a date, got "
+          "320 instances in this blueprint's capacity_block groups; allowed at most 256 on any date across your "
+          "Organization (fewer nodes, or blocks whose dates do not overlap)", "R-CAP-14")],
+        id="R-CAP-14 five full blocks",
+    ),
+    pytest.param({"compute": cb_groups(64, 64, 64, 64)}, [], id="R-CAP-14 quiet at 256"),
 ]
 
 
@@ -588,6 +644,20 @@ VALID_CASES = [
         {"compute": [group(), {"name": "gpu2", "instance_type": "p5en.48xlarge", "count": 1}]},
         id="two x86_64 groups of different families",
     ),
+]
+
+
+VALID_CASES += [
+    pytest.param({"compute": cb_groups(64)}, id="R-CAP-13 a full block"),
+    pytest.param({"compute": cb_groups(32, 32, same=True)}, id="R-CAP-13 two groups filling one block"),
+    pytest.param({"compute": cb_groups(40, 40)}, id="R-CAP-13 two blocks"),
+    pytest.param({"compute": [group(count=100, capacity={"type": "odcr", "reservation_id": CR})]},
+                 id="R-CAP-13 an ODCR is no Capacity Block"),
+    # UltraServer blocks are bought by UltraServer count (no per-block instance limit on the page): 72 = 4 x18
+    pytest.param({**GB200, **DALLAS, "compute": [{**GB200_CB, "count": 72}]}, id="R-CAP-13 gb200 UltraServers"),
+    pytest.param({**GB200, **DALLAS, "compute": [GB200_CB]}, id="R-CAP-15 gb200 in the Dallas Local Zone by ID"),
+    pytest.param({**GB200, **LOCAL_ZONE_VPC, "availability_zone_id": DROP, "availability_zone": "us-east-1-dfw-2a",
+                  "compute": [GB200_CB]}, id="R-CAP-15 gb200 in the Dallas Local Zone by name"),
 ]
 
 
