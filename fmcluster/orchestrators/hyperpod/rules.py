@@ -100,7 +100,7 @@ def eks_lustre_not_mounted(rc: ResolvedCluster) -> Iterator[Violation]:
 
 #: A Slurm controller / login type per CPU architecture, for R-HP-9's advice: the default (ml.m5.4xlarge) and its
 #: Graviton counterpart of the same size. Both are in botocore's sagemaker service-2.json ClusterInstanceType enum
-#: (tests/orchestrators/hyperpod/test_hyperpod_rules.py checks it offline).
+#: (tests/orchestrators/hyperpod/test_deploy_hyperpod.py checks it offline).
 HELPER_TYPE_FOR_ARCH = {"x86_64": "ml.m5.4xlarge", "arm64": "ml.m7g.4xlarge"}
 
 
