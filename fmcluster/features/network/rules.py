@@ -139,7 +139,7 @@ def local_zone_pcs_control_plane(bp: Blueprint) -> Iterator[Violation]:
         return
     field, zone = found
     only_here = zone_bound_types(bp, zone)
-    allowed = ("allowed orchestrator.kind parallelcluster in the Local Zone: PCS cannot run "
+    allowed = ("allowed orchestrator.kind parallelcluster in the Local Zone: with PCS, fmcluster cannot run "
                f"{only_here[0][0]}, whose Capacity Blocks EC2 sells only in {', '.join(only_here[0][1])} (R-CAP-15)"
                if only_here else
                "allowed a regular Availability Zone with PCS, or ParallelCluster or HyperPod in the Local Zone")

@@ -261,18 +261,20 @@ def capacity_blocks_total(groups: list[ComputeGroup]) -> Iterator[Violation]:
     in Capacity Blocks on one date. A warning: the limit counts the Organization's other blocks too, and blocks
     of different dates do not add up, which the blueprint does not always say. Every Capacity Block group
     counts, UltraServer ones included (the limit names no exception)."""
+    blocks = [g for g in groups if g.capacity.type == "capacity_block"]
+    everything = sum(g.count for g in blocks)
     total = 0
+    limit = CAPACITY_BLOCK_MAX_TOTAL_INSTANCES
     for i, g in enumerate(groups):
         if g.capacity.type != "capacity_block":
             continue
         total += g.count
-        if total - g.count <= CAPACITY_BLOCK_MAX_TOTAL_INSTANCES < total:
+        if total - g.count <= limit < total:
             yield f"compute[{i}].count", (
-                f"an AWS Organization can hold at most {CAPACITY_BLOCK_MAX_TOTAL_INSTANCES} instances in Capacity "
-                f"Blocks on a date, got {sum(h.count for h in groups if h.capacity.type == 'capacity_block')} "
-                f"instances in this blueprint's capacity_block groups; allowed at most "
-                f"{CAPACITY_BLOCK_MAX_TOTAL_INSTANCES} on any date across your Organization (fewer nodes, or blocks "
-                "whose dates do not overlap)"
+                f"an AWS Organization can hold at most {limit} instances in Capacity Blocks on a date, "
+                f"got {everything} instances in this blueprint's capacity_block groups; "
+                f"allowed at most {limit} on any date across your Organization "
+                "(fewer nodes, or blocks whose dates do not overlap)"
             )
 
 
@@ -302,8 +304,8 @@ def capacity_block_zone(rc: ResolvedCluster) -> Iterator[Violation]:
                 f"EC2 sells {g.instance_type} Capacity Blocks (compute[{i}]) only in {', '.join(zones)}, got {zone!r}; "
                 f"allowed availability_zone {' or '.join(names)} or availability_zone_id {' or '.join(ids)}, "
                 f"with region {' or '.join(regions)}"
-                + (" (a Local Zone: opt in to it, bring a VPC with a subnet there, R-LZ-1, and an orchestrator that "
-                   "runs in Local Zones, R-LZ-2)" if local else "")
+                + (" (a Local Zone: opt in to it, bring a VPC with a subnet there, R-LZ-1, "
+                   "and an orchestrator that runs in Local Zones, R-LZ-2)" if local else "")
             )
             return
 

@@ -84,7 +84,8 @@ def test_no_other_zone_is_offered_for_a_type_sold_only_in_the_local_zone() -> No
     found = messages(DFW, GB200, PCS)
     assert found["R-LZ-2"] == (
         "AWS PCS cannot place its control plane in a Local Zone, got 'us-east-1-dfw-2a' (fmcluster gives PCS the GPU "
-        "subnet); allowed orchestrator.kind parallelcluster in the Local Zone: PCS cannot run p6e-gb200.36xlarge, "
+        "subnet); allowed orchestrator.kind parallelcluster in the Local Zone: with PCS, fmcluster cannot run "
+        "p6e-gb200.36xlarge, "
         "whose Capacity Blocks EC2 sells only in us-east-1-dfw-2a, use1-dfw2-az1 (R-CAP-15)")
     assert found["R-LZ-3"] == (
         "created in the GPU subnet, which is in the Local Zone 'us-east-1-dfw-2a' (availability_zone); FSx for Lustre "
