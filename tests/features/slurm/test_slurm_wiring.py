@@ -35,9 +35,6 @@ from tests.orchestrator_support import cluster_template, matrix_blueprint, stack
 GB200 = "gb200-580-cuda13.0"
 SHELLCHECK = Path(sys.executable).parent / "shellcheck"
 HEALTH = f"{NODE_DIR}/bin/fmcluster-node-check-health"
-#: Cluster-level keys PCS documents (CloudFormation AWS::PCS::Cluster SlurmCustomSetting.ParameterName, cfn-lint
-#: 1.58.0 schema: "Prolog, Epilog, and SelectTypeParameters"; the PCS API reference adds AccountingStorageEnforce).
-PCS_CLUSTER_KEYS = {"Prolog", "Epilog", "SelectTypeParameters", "AccountingStorageEnforce"}
 
 
 @cache
