@@ -852,3 +852,12 @@ def test_a_capacity_block_lasts_a_duration_ec2_sells(starts: str, ends: str, nea
     assert path == "compute[0].capacity.ends_at"
     assert ("; allowed 1 to 14 days in 1-day steps or 21 to 182 days in 7-day steps (EC2 Capacity Blocks for ML; "
             f"within a day of one, as blocks end at 11:30 UTC), nearest {nearest} days; ") in message
+
+
+def test_zone_rule_defers_to_hyperpod_capacity_types() -> None:
+    """A gb200 Capacity Block on HyperPod outside the Dallas Local Zone: R-CAP-4 (use a training plan) is the finding,
+    not R-CAP-15 (whose advice, the Local Zone, would not make a Capacity Block work on HyperPod)."""
+    problems, _ = load({**GB200, "compute": [GB200_CB], "orchestrator": {"kind": "hyperpod", "hyperpod": {
+        "controller_instance_type": "ml.m7g.4xlarge", "login_instance_type": None}}})
+    rules = {r for _p, _m, r, _l in problems}
+    assert "R-CAP-4" in rules and "R-CAP-15" not in rules

@@ -278,7 +278,7 @@ def capacity_blocks_total(groups: list[ComputeGroup]) -> Iterator[Violation]:
             )
 
 
-@rule("R-CAP-15", scope="cluster", suppressed_by=("R-AZ-1",),
+@rule("R-CAP-15", scope="cluster", suppressed_by=("R-AZ-1", "R-CAP-4"),
       source=f"{CB_OVERVIEW_DOC} (Supported instance types and Regions: P6e-GB200 UltraServer Capacity Blocks in "
       f"US East (Dallas) Local Zone us-east-1-dfw-2a only); {CB_LAUNCH_DOC} (an instance launches only in the "
       "zone of its Capacity Block); catalog/data/instances.yaml capacity_block_zones")
@@ -286,7 +286,8 @@ def capacity_block_zone(rc: ResolvedCluster) -> Iterator[Violation]:
     """A Capacity Block group of a type EC2 sells only in certain zones (catalog ``capacity_block_zones``:
     p6e-gb200 in the Dallas Local Zone) must be in one of them: the blueprint's one zone is the GPU subnet's, and
     instances cannot launch into a block of another zone. Suppressed when the blueprint sets no zone or two
-    (R-AZ-1 reports that)."""
+    (R-AZ-1 reports that), and on an orchestrator that takes no Capacity Block (R-CAP-4: HyperPod, where the
+    advice is a training plan, whose zone this rule does not judge)."""
     bp = rc.blueprint
     field, zone = ("availability_zone", bp.availability_zone) if bp.availability_zone else (
         "availability_zone_id", bp.availability_zone_id)
