@@ -88,6 +88,13 @@ AZ_ID: Final[dict[str, Any]] = merge(
 #: Four p5.48xlarge on AWS PCS with ``efa`` interfaces (one IPv4 address per EFA card): the layout
 #: that stresses GPU-subnet sizing. Ubuntu 24.04 is the OS of the default PCS AMI (R-PCS-2).
 #: Switching orchestrator on this base drops the pcs settings: ``{"kind": "hyperpod", "pcs": DROP}``.
+#: Where EC2 sells p6e-gb200 Capacity Blocks (R-CAP-15): the Dallas Local Zone by name, with the existing VPC a Local
+#: Zone needs (R-LZ-1). A patch over MINIMAL (which places the blueprint by name); FSx stays (R-LZ-3 warns).
+DALLAS: Final[dict[str, Any]] = {
+    "availability_zone": "us-east-1-dfw-2a",
+    "network": {"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"},
+}
+
 PCS_EFA: Final[dict[str, Any]] = merge(
     PINNED_STACK,
     {

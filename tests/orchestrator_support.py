@@ -55,9 +55,22 @@ def _group(kind: str, instance_type: str) -> dict[str, Any]:
     return g
 
 
+def zone_bound(instance_type: str) -> bool:
+    """A type EC2 sells as Capacity Blocks only in certain zones (catalog ``capacity_block_zones``, R-CAP-15)."""
+    return bool(get_instance(instance_type).capacity_block_zones)
+
+
+def runs_on(kind: str, instance_type: str) -> bool:
+    """Whether ``kind`` can run the type at all: PCS cannot run a Capacity-Block type sold only in a Local Zone,
+    because fmcluster gives the PCS control plane the GPU subnet and it cannot be in a Local Zone (R-LZ-2)."""
+    return not (kind == "pcs" and zone_bound(instance_type) and get_instance(instance_type).capacity_block_only)
+
+
 def matrix_blueprint(kind: str, stack: str) -> str:
-    """A blueprint for ``kind`` with one group per catalog type that ``stack`` covers."""
-    types = matrix_stacks()[stack]
+    """A blueprint for ``kind`` with one group per catalog type that ``stack`` covers and ``kind`` can run
+    (:func:`runs_on`). Capacity Blocks of a zone-bound type put the blueprint in that zone, with an existing VPC
+    (a Local Zone, R-LZ-1)."""
+    types = [t for t in matrix_stacks()[stack] if runs_on(kind, t)]
     arm = any(get_instance(t).cpu_architecture == "arm64" for t in types)
     patch: dict[str, Any] = {
         "name": f"m-{kind[:3]}-{stack.split('-')[0]}",
@@ -70,6 +83,11 @@ def matrix_blueprint(kind: str, stack: str) -> str:
     }
     if kind == "parallelcluster" and arm:
         patch["orchestrator"]["parallelcluster"] = {"head_node_instance_type": "m7g.4xlarge"}
+    zones = [get_instance(g["instance_type"]).capacity_block_zones for g in patch["compute"]
+             if g.get("capacity", {}).get("type") == "capacity_block" and zone_bound(g["instance_type"])]
+    if zones:
+        patch["availability_zone"] = zones[0][0]
+        patch["network"] = {"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"}
     return blueprint_text(patch)
 
 
@@ -86,8 +104,8 @@ def same_blueprint_text(kind: str) -> str:
 
 
 def matrix_cases() -> list[tuple[str, str]]:
-    """(orchestrator, instance type) for every pair."""
-    return [(k, t) for k in KINDS for t in known_instance_types()]
+    """(orchestrator, instance type) for every pair the orchestrator can run (:func:`runs_on`)."""
+    return [(k, t) for k in KINDS for t in known_instance_types() if runs_on(k, t)]
 
 
 def cluster_template(templates: dict[str, dict[str, Any]]) -> dict[str, Any]:

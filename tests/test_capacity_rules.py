@@ -13,12 +13,18 @@ import pytest
 
 from fmcluster.blueprint import BlueprintError
 from fmcluster.validation import load_blueprint_text
-from tests.blueprints import AZ_ID, blueprint_text, group
+from tests.blueprints import AZ_ID, DROP, blueprint_text, group
 
 CR = "cr-0123456789abcdef0"
 CR2 = "cr-00000000000000001"
 PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/plan-a"
 GROUP_ARN = "arn:aws:resource-groups:us-east-1:123456789012:group/my-odcrs"
+
+#: What a Local Zone blueprint needs to be valid (R-LZ-1: an existing VPC) and quiet (R-LZ-3: no FSx).
+LOCAL_ZONE_VPC = {"network": {"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"},
+                  "storage": {"lustre": None}}
+#: Where EC2 sells p6e-gb200 Capacity Blocks (R-CAP-15): the Dallas Local Zone, by its ID.
+DALLAS = {"availability_zone_id": "use1-dfw2-az1", **LOCAL_ZONE_VPC}
 
 GB200 = {"software": {"image": {"mode": "bake"}, "stack": "gb200-580-cuda13.0", "os": "ubuntu-22.04"},
          # ParallelCluster needs head and compute nodes of one architecture (R-PC-2)
@@ -367,6 +373,50 @@ ERROR_CASES = [
 ]
 
 
+def cb_groups(*counts: int, same: bool = False) -> list[dict[str, Any]]:
+    """p5.48xlarge Capacity Block groups of ``counts``, on one reservation (``same``) or one each."""
+    return [group(name=f"g{i}", count=n, capacity={"type": "capacity_block",
+                                                   "reservation_id": CR if same else f"cr-{i:017x}"})
+            for i, n in enumerate(counts)]
+
+
+GB200_CB = group(instance_type="p6e-gb200.36xlarge", count=18, capacity={"type": "capacity_block", "reservation_id": CR})
+
+ERROR_CASES += [
+    pytest.param(
+        {"compute": cb_groups(65, same=True)},
+        [("compute[0].count", f"a Capacity Block holds at most 64 instances, got count 65 on reservation {CR}; allowed "
+          "at most 64 instances per reservation_id (for more nodes, buy more blocks and give each group its own "
+          "reservation_id)", "R-CAP-13")],
+        id="R-CAP-13 one group over a block",
+    ),
+    pytest.param(
+        {"compute": cb_groups(8, 40, 40, same=True)},
+        [("compute[2].count", f"a Capacity Block holds at most 64 instances, got 88 instances (compute[0] 8 + "
+          f"compute[1] 40 + compute[2] 40) on reservation {CR}; allowed at most 64 instances per reservation_id (for "
+          "more nodes, buy more blocks and give each group its own reservation_id)", "R-CAP-13")],
+        id="R-CAP-13 groups sharing a block",
+    ),
+    pytest.param(
+        {**GB200, "compute": [GB200_CB]},
+        [("availability_zone_id", "EC2 sells p6e-gb200.36xlarge Capacity Blocks (compute[0]) only in us-east-1-dfw-2a, "
+          "use1-dfw2-az1, got 'use1-az6'; allowed availability_zone us-east-1-dfw-2a or availability_zone_id "
+          "use1-dfw2-az1, with region us-east-1 (a Local Zone: opt in to it, bring a VPC with a subnet there, R-LZ-1, "
+          "and an orchestrator that runs in Local Zones, R-LZ-2)", "R-CAP-15")],
+        id="R-CAP-15 gb200 capacity block in a regular AZ",
+    ),
+    pytest.param(
+        {**GB200, "compute": [GB200_CB], "region": "us-west-2", "availability_zone_id": DROP,
+         "availability_zone": "us-west-2a"},
+        [("availability_zone", "EC2 sells p6e-gb200.36xlarge Capacity Blocks (compute[0]) only in us-east-1-dfw-2a, "
+          "use1-dfw2-az1, got 'us-west-2a'; allowed availability_zone us-east-1-dfw-2a or availability_zone_id "
+          "use1-dfw2-az1, with region us-east-1 (a Local Zone: opt in to it, bring a VPC with a subnet there, R-LZ-1, "
+          "and an orchestrator that runs in Local Zones, R-LZ-2)", "R-CAP-15")],
+        id="R-CAP-15 gb200 capacity block in another Region",
+    ),
+]
+
+
 @pytest.mark.parametrize(("patch", "expected"), ERROR_CASES)
 def test_capacity_rule_errors(patch: dict[str, Any], expected: list[tuple[str, str, str]]) -> None:
     problems, _ = load(patch)
@@ -382,7 +432,8 @@ def test_arch_rule_alone_reports_a_gb200_x86_stack() -> None:
         {
             "compute": [
                 group(count=18, instance_type="p6e-gb200.36xlarge", capacity={"type": "capacity_block", "reservation_id": CR})
-            ]
+            ],
+            **DALLAS,
         }
     )
     # R-PC-2: x86 head node; R-COMPUTE-3: the warning that gb200's catalog layout is unverified; R-KB-3: the Slurm
@@ -474,6 +525,18 @@ WARNING_CASES = [
 ]
 
 
+WARNING_CASES += [
+    pytest.param(
+        {"compute": cb_groups(64, 64, 64, 64, 64)},
+        [("compute[4].count", "an AWS Organization can hold at most 256 instances in Capacity Blocks on a date, got "
+          "320 instances in this blueprint's capacity_block groups; allowed at most 256 on any date across your "
+          "Organization (fewer nodes, or blocks whose dates do not overlap)", "R-CAP-14")],
+        id="R-CAP-14 five full blocks",
+    ),
+    pytest.param({"compute": cb_groups(64, 64, 64, 64)}, [], id="R-CAP-14 quiet at 256"),
+]
+
+
 @pytest.mark.parametrize(("patch", "expected"), WARNING_CASES)
 def test_capacity_rule_warnings(patch: dict[str, Any], expected: list[tuple[str, str, str]]) -> None:
     problems, warnings = load(patch)
@@ -481,9 +544,6 @@ def test_capacity_rule_warnings(patch: dict[str, Any], expected: list[tuple[str,
     assert [w for w in warnings if w[2] in {e[2] for e in expected}] == expected
 
 
-#: What a Local Zone blueprint needs to be valid (R-LZ-1: an existing VPC) and quiet (R-LZ-3: no FSx).
-LOCAL_ZONE_VPC = {"network": {"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"},
-                  "storage": {"lustre": None}}
 
 
 @pytest.mark.parametrize("patch", [
@@ -543,6 +603,7 @@ VALID_CASES = [
             "compute": [
                 group(instance_type="p6e-gb200.36xlarge", count=27, capacity={"type": "capacity_block", "reservation_id": CR})
             ],
+            **DALLAS,
         },
         id="gb200 three x36 UltraServers on a capacity block",
     ),
@@ -583,6 +644,20 @@ VALID_CASES = [
         {"compute": [group(), {"name": "gpu2", "instance_type": "p5en.48xlarge", "count": 1}]},
         id="two x86_64 groups of different families",
     ),
+]
+
+
+VALID_CASES += [
+    pytest.param({"compute": cb_groups(64)}, id="R-CAP-13 a full block"),
+    pytest.param({"compute": cb_groups(32, 32, same=True)}, id="R-CAP-13 two groups filling one block"),
+    pytest.param({"compute": cb_groups(40, 40)}, id="R-CAP-13 two blocks"),
+    pytest.param({"compute": [group(count=100, capacity={"type": "odcr", "reservation_id": CR})]},
+                 id="R-CAP-13 an ODCR is no Capacity Block"),
+    # UltraServer blocks are bought by UltraServer count (no per-block instance limit on the page): 72 = 4 x18
+    pytest.param({**GB200, **DALLAS, "compute": [{**GB200_CB, "count": 72}]}, id="R-CAP-13 gb200 UltraServers"),
+    pytest.param({**GB200, **DALLAS, "compute": [GB200_CB]}, id="R-CAP-15 gb200 in the Dallas Local Zone by ID"),
+    pytest.param({**GB200, **LOCAL_ZONE_VPC, "availability_zone_id": DROP, "availability_zone": "us-east-1-dfw-2a",
+                  "compute": [GB200_CB]}, id="R-CAP-15 gb200 in the Dallas Local Zone by name"),
 ]
 
 
@@ -749,18 +824,40 @@ def test_a_capacity_block_in_the_past_warns(starts: str, ends: str, path: str) -
     assert [w for w in load({"compute": [group(capacity=ahead)]})[1] if w[2] == "R-CAP-11"] == []
 
 
-@pytest.mark.parametrize(("starts", "ends", "warns"), [
-    ("2026-06-01T11:30:00Z", "2026-06-01T11:31:00Z", True),  # a minute
-    ("2026-06-01T11:30:00Z", "2026-06-02T11:30:00Z", False),  # one day
-    ("2026-06-01T11:30:00Z", "2026-11-30T11:30:00Z", False),  # 182 days
-    ("2026-06-01T11:30:00Z", "9999-12-31T11:30:00Z", True),  # a typo
-], ids=["one-minute", "one-day", "182-days", "year-9999"])
-def test_a_capacity_block_lasts_one_to_182_days(starts: str, ends: str, warns: bool) -> None:
-    """R-CAP-12: EC2 sells Capacity Blocks of 1 to 182 days; any other length is a mistyped date."""
+@pytest.mark.parametrize(("starts", "ends", "nearest"), [
+    ("2026-06-01T04:55:00Z", "2026-06-01T11:30:00Z", None),  # 6 h 35 min: botocore's CapacityBlockDurationHours example
+    ("2026-06-01T11:30:00Z", "2026-06-02T11:30:00Z", None),  # 1 day
+    ("2026-06-01T11:30:00Z", "2026-06-15T11:30:00Z", None),  # 14 days, the last 1-day step
+    ("2026-06-01T02:00:00Z", "2026-06-15T11:30:00Z", None),  # 14 days asked, started early on its first day
+    ("2026-06-01T11:30:00Z", "2026-06-16T11:30:00Z", "14"),  # 15 days: between the steps (breaker item 9)
+    ("2026-06-01T11:30:00Z", "2026-06-18T23:30:00Z", "14 or 21"),  # 17.5 days: both steps as near
+    ("2026-06-01T11:30:00Z", "2026-06-22T11:30:00Z", None),  # 21 days, the first 7-day step
+    ("2026-06-01T11:30:00Z", "2026-06-26T11:30:00Z", "28"),  # 25 days
+    ("2026-06-01T11:30:00Z", "2026-11-30T11:30:00Z", None),  # 182 days
+    ("2026-06-01T11:30:00Z", "2026-12-02T11:30:00Z", "182"),  # 184 days
+    ("2026-06-01T11:30:00Z", "9999-12-31T11:30:00Z", "182"),  # a typo
+], ids=["6h35m", "1-day", "14-days", "14-days-early-start", "15-days", "17.5-days", "21-days", "25-days", "182-days",
+        "184-days", "year-9999"])
+def test_a_capacity_block_lasts_a_duration_ec2_sells(starts: str, ends: str, nearest: str | None) -> None:
+    """R-CAP-12: EC2 sells 1 to 14 days in 1-day steps, then 21 to 182 in 7-day steps; a block ends at 11:30 UTC, so
+    it lasts within a day of one. Anything else warns, naming the nearest durations."""
     cap = {"type": "capacity_block", "reservation_id": CR, "starts_at": starts, "ends_at": ends}
     errors, warnings = load({"compute": [group(capacity=cap)]})
     assert errors == []
     found = [(p, m) for p, m, r in warnings if r == "R-CAP-12"]
-    assert bool(found) is warns, found
-    if warns:
-        assert found[0][0] == "compute[0].capacity.ends_at" and "allowed 1 to 182 days" in found[0][1]
+    if nearest is None:
+        assert found == []
+        return
+    [(path, message)] = found
+    assert path == "compute[0].capacity.ends_at"
+    assert ("; allowed 1 to 14 days in 1-day steps or 21 to 182 days in 7-day steps (EC2 Capacity Blocks for ML; "
+            f"within a day of one, as blocks end at 11:30 UTC), nearest {nearest} days; ") in message
+
+
+def test_zone_rule_defers_to_hyperpod_capacity_types() -> None:
+    """A gb200 Capacity Block on HyperPod outside the Dallas Local Zone: R-CAP-4 (use a training plan) is the finding,
+    not R-CAP-15 (whose advice, the Local Zone, would not make a Capacity Block work on HyperPod)."""
+    problems, _ = load({**GB200, "compute": [GB200_CB], "orchestrator": {"kind": "hyperpod", "hyperpod": {
+        "controller_instance_type": "ml.m7g.4xlarge", "login_instance_type": None}}})
+    rules = {r for _p, _m, r, _l in problems}
+    assert "R-CAP-4" in rules and "R-CAP-15" not in rules

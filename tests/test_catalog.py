@@ -221,6 +221,9 @@ def _blueprint(stack: str, instance_type: str, os_name: str) -> str:
     parent = image or official_image("parallelcluster", DEFAULT_PCLUSTER_VERSION)
     if parent is not None and not parent.has_lustre_client(os_name):
         patch["storage"] = {"lustre": None}
+    if inst.capacity_block_zones:  # sold only there (R-CAP-15): a Local Zone needs an existing VPC (R-LZ-1)
+        patch |= {"availability_zone": inst.capacity_block_zones[0],
+                  "network": {"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"}}
     return blueprint_text(patch)
 
 

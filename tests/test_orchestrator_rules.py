@@ -8,7 +8,7 @@ import pytest
 
 from fmcluster.blueprint import BlueprintError
 from fmcluster.validation import load_blueprint_text
-from tests.blueprints import blueprint_text
+from tests.blueprints import DALLAS, blueprint_text
 
 EKS = "arn:aws:eks:us-east-1:123456789012:cluster/training"
 U24 = {"software": {"os": "ubuntu-24.04"}}
@@ -52,7 +52,7 @@ def _warnings(patch: dict[str, Any], *, image_rules: bool = False) -> list[tuple
           "allowed ubuntu-24.04", "R-IMG-3")),
         ({"compute": [{"name": "gb", "instance_type": "p6e-gb200.36xlarge", "count": 9,
                        "capacity": {"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"}}],
-          "software": {"image": {"mode": "bake"}, "stack": "gb200-580-cuda13.0", "os": "ubuntu-22.04"}},
+          "software": {"image": {"mode": "bake"}, "stack": "gb200-580-cuda13.0", "os": "ubuntu-22.04"}, **DALLAS},
          ("orchestrator.parallelcluster.head_node_instance_type",
           "head node architecture differs from compute[0] (p6e-gb200.36xlarge is arm64), got m7i.4xlarge (x86_64); allowed "
           "an arm64 head node type, e.g. m7g.4xlarge", "R-PC-2")),
@@ -140,6 +140,7 @@ def test_mixed_architectures_leave_the_head_node_alone() -> None:
     """x86_64 + arm64 groups: R-CAP-9 reports the mix; R-PC-2 (head node), R-CAP-7 and R-SW-1 (stack) stay quiet."""
     found = _errors({"compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 2},
                                  {"name": "gb", "instance_type": "p6e-gb200.36xlarge", "count": 9,
-                                  "capacity": {"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"}}]})
+                                  "capacity": {"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"}}],
+                 **DALLAS})
     # R-DRV-6 is its own finding: the official ParallelCluster image's R595 driver with EFA on the GB200 group
     assert [r for _p, _m, r in found] == ["R-CAP-9", "R-DRV-6"]

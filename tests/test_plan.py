@@ -234,7 +234,8 @@ PLACEHOLDERS = [
     ("default", []),
     ("p5en-capacity-block", [("compute[0].capacity.reservation_id", "cr-0123456789abcdef0")]),
     ("pcs-p5en", [("compute[0].capacity.reservation_id", "cr-0123456789abcdef0")]),
-    ("p6e-gb200", [("software.image.ami_id", "ami-0123456789abcdef0"),
+    ("p6e-gb200", [("network.vpc_id", "vpc-0123456789abcdef0"), ("network.gpu_subnet_id", "subnet-0123456789abcdef0"),
+                   ("software.image.ami_id", "ami-0123456789abcdef0"),
                    ("compute[0].capacity.reservation_id", "cr-0123456789abcdef0")]),
 ]
 

@@ -21,7 +21,7 @@ from fmcluster.resolved import resolve
 from fmcluster.review.render import render_blueprint
 from fmcluster.validation import load_blueprint, load_blueprint_text
 from tests import goldens
-from tests.blueprints import DROP, example, merge, to_yaml
+from tests.blueprints import DALLAS, DROP, example, merge, to_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 OSES = ("ubuntu-22.04", "ubuntu-24.04", "amazon-linux-2023")
@@ -51,9 +51,12 @@ def _with(software: dict[str, Any], group: dict[str, Any], os_name: str) -> dict
                         "compute": [{**default["compute"][0], **group}]})
     if os_name == "ubuntu-24.04":  # the parent ParallelCluster image has no Lustre client there (R-IMG-8)
         d = merge(d, {"storage": {"lustre": None}})
-    if get_instance(d["compute"][0]["instance_type"]).cpu_architecture == "arm64":
+    inst = get_instance(d["compute"][0]["instance_type"])
+    if inst.cpu_architecture == "arm64":
         # ParallelCluster needs the head node in the compute nodes' architecture (R-PC-2)
         d = merge(d, {"orchestrator": {"parallelcluster": {"head_node_instance_type": "m7g.4xlarge"}}})
+    if inst.capacity_block_zones and group.get("capacity") == CB:
+        d = merge(d, DALLAS)  # where its Capacity Blocks are sold (R-CAP-15)
     return d
 
 

@@ -222,6 +222,11 @@ def test_declared_precedence() -> None:
         "R-IMEX-1": ("R-CAP-6",),
         # the container's CUDA below its family's driver minimum: the error, not the warning that echoes it
         "R-CTR-3": ("R-CTR-2",),
+        # no zone, or two: R-AZ-1's error; which zone a zone-bound Capacity Block needs is said once it is fixed
+        # ... and no Capacity Block at all on HyperPod (R-CAP-4: a training plan instead)
+        "R-CAP-15": ("R-AZ-1", "R-CAP-4"),
+        # compute groups of two architectures: no helper type can match them all, R-CAP-9 reports the mix
+        "R-HP-9": ("R-CAP-9",),
     }
 
 

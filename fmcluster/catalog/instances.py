@@ -82,7 +82,9 @@ class InstanceSpec:
 
     Units: memory in GiB, network in Gbps (the type's headline ``NetworkPerformance``), NVMe in GB
     as EC2 reports instance storage. ``efa_cards`` lists the network-card indices that take one EFA
-    interface each (p6-b300: cards 1-16, card 0 is ENA only).
+    interface each (p6-b300: cards 1-16, card 0 is ENA only). ``capacity_block_zones``: the only zones (names
+    and IDs, either of which a blueprint may give) where EC2 sells the type's Capacity Blocks, when a Local Zone
+    is the only place (p6e-gb200: the Dallas Local Zone); empty when the type is sold in Regions' AZs.
     """
 
     name: str
@@ -107,6 +109,7 @@ class InstanceSpec:
     efa_generation: int
     ultraserver_sizes: tuple[int, ...]
     capacity_block_only: bool
+    capacity_block_zones: tuple[str, ...]
     sources: dict[str, str]
     unverified: frozenset[str]
 
@@ -174,6 +177,7 @@ def _load() -> dict[str, InstanceSpec]:
             efa_generation=d["efa_generation"],
             ultraserver_sizes=tuple(d.get("ultraserver_sizes", ())),
             capacity_block_only=d.get("capacity_block_only", False),
+            capacity_block_zones=tuple(d.get("capacity_block_zones", ())),
             sources=sources,
             unverified=frozenset(d.get("unverified", ())),
         )

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pydantic import BaseModel
 
 from fmcluster.blueprint.model import Blueprint, NetworkSpec
+from fmcluster.catalog import get_instance
 from fmcluster.catalog.regions import closest_regions, is_known_region, zone_letter_count
 from fmcluster.validation.rules import Violation, rule
 
@@ -154,6 +155,14 @@ def local_zone(bp: Blueprint) -> tuple[str, str] | None:
     return None
 
 
+def zone_bound_types(bp: Blueprint, zone: str) -> list[tuple[str, tuple[str, ...]]]:
+    """``(instance type, its zones)`` of the Capacity Block groups whose type EC2 sells only in certain zones
+    (catalog ``capacity_block_zones``, R-CAP-15) that include ``zone``: for those, another zone is no way out."""
+    found = [(g.instance_type, get_instance(g.instance_type).capacity_block_zones) for g in bp.compute
+             if g.capacity.type == "capacity_block"]
+    return [(t, zones) for t, zones in found if zone in zones]
+
+
 @rule("R-LZ-1", source=f"{NAT_IN_LOCAL_ZONES}; fmcluster: a VPC it creates has its public subnet, NAT gateway and "
       "GPU subnet in the blueprint's one zone (features/network/construct.py)")
 def local_zone_needs_existing_vpc(bp: Blueprint) -> Iterator[Violation]:
@@ -174,14 +183,21 @@ def local_zone_needs_existing_vpc(bp: Blueprint) -> Iterator[Violation]:
 
 @rule("R-LZ-2", source=PCS_CONTROL_PLANE_SUBNET, orchestrators=("pcs",))
 def local_zone_pcs_control_plane(bp: Blueprint) -> Iterator[Violation]:
-    """PCS puts its control plane's network interface in the GPU subnet, and that subnet cannot be in a Local Zone."""
+    """PCS puts its control plane's network interface in the GPU subnet, and that subnet cannot be in a Local Zone.
+    When the zone is there for a type whose Capacity Blocks are sold only in Local Zones (catalog
+    ``capacity_block_zones``, R-CAP-15), a regular Availability Zone is no way out: ParallelCluster is."""
     found = local_zone(bp)
     if found is None:
         return
     field, zone = found
+    only_here = zone_bound_types(bp, zone)
+    allowed = ("allowed orchestrator.kind parallelcluster in the Local Zone: with PCS, fmcluster cannot run "
+               f"{only_here[0][0]}, whose Capacity Blocks EC2 sells only in {', '.join(only_here[0][1])} (R-CAP-15)"
+               if only_here else
+               "allowed a regular Availability Zone with PCS, or ParallelCluster or HyperPod in the Local Zone")
     yield field, (
         f"AWS PCS cannot place its control plane in a Local Zone, got {zone!r} (fmcluster gives PCS the GPU subnet); "
-        "allowed a regular Availability Zone with PCS, or ParallelCluster or HyperPod in the Local Zone"
+        f"{allowed}"
     )
 
 
@@ -195,8 +211,10 @@ def local_zone_lustre(bp: Blueprint) -> Iterator[Violation]:
     if found is None or bp.storage.lustre is None:
         return
     field, zone = found
+    bound = zone_bound_types(bp, zone)
+    other_zone = "" if bound else "a regular Availability Zone, or "
     yield "storage.lustre", (
         f"created in the GPU subnet, which is in the Local Zone {zone!r} ({field}); FSx for Lustre in Local Zones is "
-        "not confirmed by AWS documentation and creation may fail; allowed a regular Availability Zone, or drop "
-        "storage.lustre and mount a file system of the parent Region yourself"
+        f"not confirmed by AWS documentation and creation may fail; allowed {other_zone}storage.lustre as is (at "
+        "your risk), or drop storage.lustre and mount a file system of the parent Region yourself"
     )

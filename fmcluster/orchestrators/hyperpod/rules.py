@@ -119,27 +119,39 @@ def eks_lustre_not_mounted(rc: ResolvedCluster) -> Iterator[Violation]:
         )
 
 
-@rule("R-HP-9", scope="cluster", orchestrators=("hyperpod",),
+#: A Slurm controller / login type per CPU architecture, for R-HP-9's advice: the default (ml.m5.4xlarge) and its
+#: Graviton counterpart of the same size. Both are in botocore's sagemaker service-2.json ClusterInstanceType enum
+#: (tests/orchestrators/hyperpod/test_deploy_hyperpod.py checks it offline).
+HELPER_TYPE_FOR_ARCH = {"x86_64": "ml.m5.4xlarge", "arm64": "ml.m7g.4xlarge"}
+
+
+@rule("R-HP-9", scope="cluster", orchestrators=("hyperpod-slurm",), suppressed_by=("R-CAP-9",),
       source="botocore sagemaker service-2.json ClusterInstanceGroupSpecification.ImageId (one AMI per instance group); "
       "an AMI has one architecture (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ComponentsAMIs.html); "
       "fmcluster applies software.image.ami_id (custom mode) to every instance group")
 def hyperpod_image_one_architecture(rc: ResolvedCluster) -> Iterator[Violation]:
-    """One custom AMI on every instance group needs every group to share a CPU architecture (official and bake
-    modes pick per group)."""
-    hp, image = rc.blueprint.orchestrator.hyperpod, rc.blueprint.software.image
-    if image.mode != "custom":
+    """One custom AMI on every instance group needs the Slurm controller and login groups in the compute groups'
+    CPU architecture (p6e-gb200 is arm64, the default helpers ml.m5.4xlarge are x86_64). Reported at the helper's
+    field with a type of the right architecture; the compute groups share one architecture (else R-CAP-9 reports
+    them, and this rule is suppressed). Official and bake modes pick an image per group, but that is no advice
+    for a stack only a custom image carries (p6e-gb200 on R580), so the advice is the helper type."""
+    bp = rc.blueprint
+    hp, image = bp.orchestrator.hyperpod, bp.software.image
+    if image.mode != "custom" or not rc.groups:
         return
-    archs = {f"compute {g.name}": g.instance.cpu_architecture for g in rc.groups}
-    if hp.orchestration == "slurm":
-        for label, t in (("controller", hp.controller_instance_type), ("login", hp.login_instance_type)):
-            arch = cpu_architecture_of(t.removeprefix("ml.")) if t else None
-            if arch is not None:
-                archs[label] = arch
-    if len(set(archs.values())) > 1:
-        mix = ", ".join(f"{k} {v}" for k, v in archs.items())
-        yield "software.image.ami_id", (
-            f"one AMI for instance groups of different CPU architectures ({mix}), got {image.ami_id!r}; "
-            "allowed mode official or bake (one image per group) or groups of one architecture"
+    arch = rc.groups[0].instance.cpu_architecture
+    for field, label, t in (("controller_instance_type", "controller", hp.controller_instance_type),
+                            ("login_instance_type", "login", hp.login_instance_type)):
+        other = cpu_architecture_of(t.removeprefix("ml.")) if t else None
+        if other is None or other == arch:
+            continue
+        fix = HELPER_TYPE_FOR_ARCH.get(arch)
+        allowed = f"an {arch} type such as {fix}" if fix else f"an {arch} type"
+        if field == "login_instance_type":
+            allowed += " or null (no login group)"
+        yield f"orchestrator.hyperpod.{field}", (
+            f"the {label} group boots the one custom AMI of every group (software.image.ami_id {image.ami_id}), "
+            f"built for the compute groups' {arch} CPUs, got {t} ({other}); allowed {allowed}"
         )
 
 

@@ -218,6 +218,104 @@ def shared_reservation_consistent(groups: list[ComputeGroup]) -> Iterator[Violat
             )
 
 
+#: The purchase page: "Each Capacity Block can have up to 64 instances, and you can have up to 256 instances across
+#: Capacity Blocks"; the Capacity Blocks overview: "The total number of instances that can be reserved in Capacity
+#: Blocks across all accounts in your AWS Organization can't exceed 256 instances on a particular date".
+CB_PURCHASE_DOC = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-purchase.html"
+CB_OVERVIEW_DOC = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html"
+CAPACITY_BLOCK_MAX_INSTANCES = 64
+CAPACITY_BLOCK_MAX_TOTAL_INSTANCES = 256
+
+
+@rule("R-CAP-13", source=f"{CB_PURCHASE_DOC} (each Capacity Block can have up to 64 instances; UltraServer "
+      "Capacity Blocks are bought by UltraServer count, for which the page states no instance limit)",
+      scope="compute")
+def capacity_block_size(groups: list[ComputeGroup]) -> Iterator[Violation]:
+    """The groups on one Capacity Block (one ``reservation_id``) run at most 64 instances between them: a
+    block holds no more, so the nodes past 64 would never launch.
+
+    Instance types sold only as UltraServers (catalog ``ultraserver_sizes``: p6e-gb200) are skipped: their
+    blocks are bought by UltraServer count and the page gives no per-block instance limit for them."""
+    total: dict[str, int] = {}
+    for i, g in enumerate(groups):
+        rid = g.reservation_id
+        if g.capacity.type != "capacity_block" or rid is None or get_instance(g.instance_type).ultraserver_sizes:
+            continue
+        before = total.get(rid, 0)
+        total[rid] = before + g.count
+        if before <= CAPACITY_BLOCK_MAX_INSTANCES < total[rid]:
+            users = [f"compute[{j}] {h.count}" for j, h in enumerate(groups[: i + 1]) if h.reservation_id == rid]
+            got = f"count {g.count}" if len(users) == 1 else f"{total[rid]} instances ({' + '.join(users)})"
+            yield f"compute[{i}].count", (
+                f"a Capacity Block holds at most {CAPACITY_BLOCK_MAX_INSTANCES} instances, got {got} on reservation "
+                f"{rid}; allowed at most {CAPACITY_BLOCK_MAX_INSTANCES} instances per reservation_id (for more nodes, "
+                "buy more blocks and give each group its own reservation_id)"
+            )
+
+
+@rule("R-CAP-14", level="warning", scope="compute",
+      source=f"{CB_PURCHASE_DOC} (up to 256 instances across Capacity Blocks); {CB_OVERVIEW_DOC} (Considerations: "
+      "at most 256 instances in Capacity Blocks across all accounts of an AWS Organization on a particular date)")
+def capacity_blocks_total(groups: list[ComputeGroup]) -> Iterator[Violation]:
+    """More than 256 instances on Capacity Blocks in one blueprint: more than EC2 lets an AWS Organization hold
+    in Capacity Blocks on one date. A warning: the limit counts the Organization's other blocks too, and blocks
+    of different dates do not add up, which the blueprint does not always say. Every Capacity Block group
+    counts, UltraServer ones included (the limit names no exception)."""
+    blocks = [g for g in groups if g.capacity.type == "capacity_block"]
+    everything = sum(g.count for g in blocks)
+    total = 0
+    limit = CAPACITY_BLOCK_MAX_TOTAL_INSTANCES
+    for i, g in enumerate(groups):
+        if g.capacity.type != "capacity_block":
+            continue
+        total += g.count
+        if total - g.count <= limit < total:
+            yield f"compute[{i}].count", (
+                f"an AWS Organization can hold at most {limit} instances in Capacity Blocks on a date, "
+                f"got {everything} instances in this blueprint's capacity_block groups; "
+                f"allowed at most {limit} on any date across your Organization "
+                "(fewer nodes, or blocks whose dates do not overlap)"
+            )
+
+
+@rule("R-CAP-15", scope="cluster", suppressed_by=("R-AZ-1", "R-CAP-4"),
+      source=f"{CB_OVERVIEW_DOC} (Supported instance types and Regions: P6e-GB200 UltraServer Capacity Blocks in "
+      f"US East (Dallas) Local Zone us-east-1-dfw-2a only); {CB_LAUNCH_DOC} (an instance launches only in the "
+      "zone of its Capacity Block); catalog/data/instances.yaml capacity_block_zones")
+def capacity_block_zone(rc: ResolvedCluster) -> Iterator[Violation]:
+    """A Capacity Block group of a type EC2 sells only in certain zones (catalog ``capacity_block_zones``:
+    p6e-gb200 in the Dallas Local Zone) must be in one of them: the blueprint's one zone is the GPU subnet's, and
+    instances cannot launch into a block of another zone. Suppressed when the blueprint sets no zone or two
+    (R-AZ-1 reports that), and on an orchestrator that takes no Capacity Block (R-CAP-4: HyperPod, where the
+    advice is a training plan, whose zone this rule does not judge)."""
+    bp = rc.blueprint
+    field, zone = ("availability_zone", bp.availability_zone) if bp.availability_zone else (
+        "availability_zone_id", bp.availability_zone_id)
+    if not zone:
+        return
+    for i, g in enumerate(bp.compute):
+        zones = get_instance(g.instance_type).capacity_block_zones
+        if g.capacity.type == "capacity_block" and zones and zone not in zones:
+            names = [z for z in zones if _ZONE_NAME.match(z)]
+            ids = [z for z in zones if z not in names]
+            matches = [m for m in map(_ZONE_NAME.match, names) if m]
+            regions = sorted({m.group("region") for m in matches})
+            local = any(len(m.group(0)) > len(m.group("region")) + 1 for m in matches)
+            yield field, (
+                f"EC2 sells {g.instance_type} Capacity Blocks (compute[{i}]) only in {', '.join(zones)}, got {zone!r}; "
+                f"allowed availability_zone {' or '.join(names)} or availability_zone_id {' or '.join(ids)}, "
+                f"with region {' or '.join(regions)}"
+                + (" (a Local Zone: opt in to it, bring a VPC with a subnet there, R-LZ-1, "
+                   "and an orchestrator that runs in Local Zones, R-LZ-2)" if local else "")
+            )
+            return
+
+
+#: A zone name: its Region (``us-east-1``) then a letter (``us-east-1a``) or a Local Zone location
+#: (``us-east-1-dfw-2a``); zone IDs (``use1-az6``, ``use1-dfw2-az1``) do not match.
+_ZONE_NAME = re.compile(r"(?P<region>[a-z]{2}(?:-[a-z]+)+-\d+)(?:[a-z]|-[a-z]+-\d+[a-z])$")
+
+
 @rule("R-CAP-9", source="fmcluster: one software stack (driver, CUDA, EFA, AMI) per blueprint, and "
       "catalog/data/software.yaml builds each stack for its cpu_architectures; "
       "https://docs.aws.amazon.com/parallelcluster/latest/ug/HeadNode-v3.html (one architecture per cluster)")
@@ -338,26 +436,40 @@ def zone_id_recorded(bp: Blueprint) -> Iterator[Violation]:
     )
 
 
-#: How long an EC2 Capacity Block lasts: 1 to 14 days in 1-day steps, then up to 182 days in 7-day steps
-#: (EC2 user guide, Capacity Blocks for ML, https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html).
-CAPACITY_BLOCK_DAYS = (1, 182)
+#: The durations EC2 sells a Capacity Block for, in days: "1-day increments up to 14 days, and in 7-day increments up
+#: to 182 days" (CB_PURCHASE_DOC; an extension follows the same steps to "182 days (26 weeks) total",
+#: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-extend.html).
+CAPACITY_BLOCK_DAYS = (*range(1, 15), *range(21, 183, 7))
+
+
+def nearest_block_days(days: float) -> list[int]:
+    """The purchasable durations (``CAPACITY_BLOCK_DAYS``) nearest to ``days``: one, or two at equal distance."""
+    best = min(abs(d - days) for d in CAPACITY_BLOCK_DAYS)
+    return [d for d in CAPACITY_BLOCK_DAYS if abs(d - days) == best]
 
 
 @rule("R-CAP-12", level="warning", scope="compute",
-      source="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html (durations of 1 to 182 "
-      "days)")
+      source=f"{CB_PURCHASE_DOC} (durations in 1-day increments up to 14 days and 7-day increments up to 182 days; "
+      "all blocks end at 11:30 UTC, so a block is slightly shorter or longer than the duration asked); "
+      "botocore ec2 service-2.json CapacityBlockOffering.CapacityBlockDurationHours (a block that starts at 04:55 "
+      "and ends at 11:30 lasts 6 hours and 35 minutes)")
 def window_length_outside_capacity_blocks(groups: list[ComputeGroup]) -> Iterator[Violation]:
-    """A Capacity Block whose ``starts_at``..``ends_at`` is shorter than a day or longer than 182 days: no block EC2
-    sells is that long, so a date is mistyped (the plan's window, preload and instance-hours follow the dates)."""
-    low, high = CAPACITY_BLOCK_DAYS
+    """A Capacity Block whose ``starts_at``..``ends_at`` is not a duration EC2 sells: 1 to 14 days in 1-day steps,
+    then 21 to 182 days in 7-day steps. A block starts at any time of its first day and ends at 11:30 UTC, so
+    its length is within one day of such a duration (a 14-day block lasts more than 13 and less than 15 days);
+    anything else (15 to 20 days, more than 183) is a mistyped date, and the plan's window, preload and
+    instance-hours follow the dates."""
     for i, g in enumerate(groups):
         cap = g.capacity
         if cap.type != "capacity_block" or cap.starts_at is None or cap.ends_at is None:
             continue
         days = (cap.ends_at - cap.starts_at).total_seconds() / 86400
-        if not low <= days <= high:
+        near = nearest_block_days(days)
+        if abs(near[0] - days) >= 1:
             yield f"compute[{i}].capacity.ends_at", (
                 f"the block lasts {days:g} days from starts_at {cap.starts_at.isoformat()}, got "
-                f"{cap.ends_at.isoformat()}; allowed {low} to {high} days (EC2 Capacity Blocks for ML); "
-                "copy both dates from DescribeCapacityReservations (StartDate, EndDate)"
+                f"{cap.ends_at.isoformat()}; allowed 1 to 14 days in 1-day steps or 21 to 182 days in 7-day steps "
+                "(EC2 Capacity Blocks for ML; within a day of one, as blocks end at 11:30 UTC), nearest "
+                f"{' or '.join(map(str, near))} days; copy both dates from DescribeCapacityReservations "
+                "(StartDate, EndDate)"
             )

@@ -68,4 +68,26 @@ def test_messages_quote_the_zone_and_say_what_is_allowed() -> None:
     assert found["R-LZ-3"] == (
         "created in the GPU subnet, which is in the Local Zone 'us-east-1-dfw-2a' (availability_zone); FSx for Lustre "
         "in Local Zones is not confirmed by AWS documentation and creation may fail; allowed a regular Availability "
-        "Zone, or drop storage.lustre and mount a file system of the parent Region yourself")
+        "Zone, or storage.lustre as is (at your risk), or drop storage.lustre and mount a file system of the parent "
+        "Region yourself")
+
+
+#: A p6e-gb200 UltraServer Capacity Block group: EC2 sells these blocks only in the Dallas Local Zone (R-CAP-15).
+GB200 = {"compute": [blueprints.group(instance_type="p6e-gb200.36xlarge", count=9,
+                                      capacity={"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"})],
+         "software": {"stack": "gb200-580-cuda13.0", "os": "ubuntu-24.04"}}
+
+
+def test_no_other_zone_is_offered_for_a_type_sold_only_in_the_local_zone() -> None:
+    """R-LZ-2 and R-LZ-3 drop "a regular Availability Zone" from their advice when a Capacity Block group's type is
+    sold only in this Local Zone: there R-CAP-15 would refuse it, so the way out for PCS is ParallelCluster."""
+    found = messages(DFW, GB200, PCS)
+    assert found["R-LZ-2"] == (
+        "AWS PCS cannot place its control plane in a Local Zone, got 'us-east-1-dfw-2a' (fmcluster gives PCS the GPU "
+        "subnet); allowed orchestrator.kind parallelcluster in the Local Zone: with PCS, fmcluster cannot run "
+        "p6e-gb200.36xlarge, "
+        "whose Capacity Blocks EC2 sells only in us-east-1-dfw-2a, use1-dfw2-az1 (R-CAP-15)")
+    assert found["R-LZ-3"] == (
+        "created in the GPU subnet, which is in the Local Zone 'us-east-1-dfw-2a' (availability_zone); FSx for Lustre "
+        "in Local Zones is not confirmed by AWS documentation and creation may fail; allowed storage.lustre as is (at "
+        "your risk), or drop storage.lustre and mount a file system of the parent Region yourself")

@@ -14,7 +14,7 @@ from fmcluster.catalog.software import get_stack, known_stacks
 from fmcluster.features.node.plan_image import STEP_SECONDS, estimate_name
 from fmcluster.resolved import resolve
 from fmcluster.validation import load_blueprint_text
-from tests.blueprints import blueprint_text, example, group, to_yaml
+from tests.blueprints import DALLAS, blueprint_text, example, group, to_yaml
 from tests.conftest import ROOT
 
 EXAMPLES = sorted(p.stem for p in (ROOT / "blueprints").glob("*.yaml"))
@@ -77,7 +77,7 @@ def test_official_image_per_orchestrator(orchestrator: str, version: str | None,
     ({"software": {"image": {"mode": "bake"}}, "compute": [group(instance_type="p6-b200.48xlarge")]},
      "pcluster-3.16.3", "ubuntu-22.04"),
     # ... unless the parent's stack cannot run the groups (GB200: R595 with EFA, R-DRV-6)
-    ({"software": {"image": {"mode": "bake"}}, "compute": [GB200], "orchestrator": ARM_HEAD},
+    ({"software": {"image": {"mode": "bake"}}, "compute": [GB200], **DALLAS, "orchestrator": ARM_HEAD},
      "gb200-580-cuda13.0", "ubuntu-22.04"),
     # custom takes the catalog default, the R580 long-term support branch (decision XX), where it covers the groups
     ({"software": {"image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}}}, "h100-580-cuda13.0", "ubuntu-22.04"),
@@ -138,7 +138,7 @@ def test_every_example_names_its_mode_and_boots_within_budget(name: str) -> None
     ({"software": {"image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}}}, (),
      ["verify", "guard-upgrades", "fabric-manager", "scratch-build", "fsx", "job-environment", "node-check"]),
     # IMEX instead of Fabric Manager on GB200
-    ({"software": {"image": {"mode": "bake"}, "stack": "gb200-580-cuda13.0"}, "compute": [GB200],
+    ({"software": {"image": {"mode": "bake"}, "stack": "gb200-580-cuda13.0"}, "compute": [GB200], **DALLAS,
       "orchestrator": ARM_HEAD}, (),
      ["verify", "guard-upgrades", "imex", "scratch-reuse", "fsx", "job-environment", "node-check"]),
 ])
@@ -152,7 +152,7 @@ def test_lock_has_fabric_manager_only_on_nvswitch_types_and_imex_only_on_nvlink_
     p5 = resolve(load_blueprint_text(blueprint_text({})).blueprint).groups[0].image.lock
     assert p5["fabric_manager"] == "595.112.07" and p5["imex"] is None
     gb = resolve(load_blueprint_text(blueprint_text(
-        {"software": {"image": {"mode": "bake"}, "stack": "gb200-580-cuda13.0"}, "compute": [GB200],
+        {"software": {"image": {"mode": "bake"}, "stack": "gb200-580-cuda13.0"}, "compute": [GB200], **DALLAS,
          "orchestrator": ARM_HEAD})).blueprint).groups[0].image.lock
     assert gb["fabric_manager"] is None and gb["imex"] == "580.173.02"
 
@@ -236,7 +236,7 @@ NO_LUSTRE_CLIENT_CONFIRMED = {"unverified": get_image("parallelcluster-3.16.3").
 
 @pytest.mark.parametrize(("facts", "patches", "expected"), [
     # an x86_64-only image under a Grace (arm64) group
-    ({"cpu_architectures": ("x86_64",)}, [{"compute": [GB200], "orchestrator": ARM_HEAD}], [(
+    ({"cpu_architectures": ("x86_64",)}, [{"compute": [GB200], **DALLAS, "orchestrator": ARM_HEAD}], [(
         "compute[0].instance_type",
         f"{PC_3163} has no arm64 build (p6e-gb200.36xlarge), got arm64; allowed x86_64", "R-IMG-5")]),
     ({"cpu_architectures": ("x86_64",)}, [{}], []),  # the x86_64 p5 group of MINIMAL

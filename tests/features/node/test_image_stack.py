@@ -478,9 +478,9 @@ def test_old_ami_keys_say_where_they_moved(patch: dict[str, Any], path: str, mov
     (to_yaml(merge(example("hyperpod-p5"), {"software": {"image": {"mode": "custom", "ami_id": PC_PARENT}},
                                             "orchestrator": {"hyperpod": {"login_instance_type": "ml.c7g.4xlarge"}}})),
      "error",
-     ("software.image.ami_id", "one AMI for instance groups of different CPU architectures (compute gpu x86_64, "
-      f"controller x86_64, login arm64), got {PC_PARENT!r}; allowed mode official or bake (one image per group) or "
-      "groups of one architecture", "R-HP-9")),
+     ("orchestrator.hyperpod.login_instance_type", "the login group boots the one custom AMI of every group "
+      f"(software.image.ami_id {PC_PARENT}), built for the compute groups' x86_64 CPUs, got ml.c7g.4xlarge (arm64); "
+      "allowed an x86_64 type such as ml.m5.4xlarge or null (no login group)", "R-HP-9")),
 ])
 def test_bake_and_custom_rules(text: str, level: str, expected: tuple[str, str, str]) -> None:
     if level == "error":

@@ -23,7 +23,7 @@ from fmcluster.features.node.render_context import NodeContext, node_context
 from fmcluster.features.node.render_scripts import render_node_scripts
 from fmcluster.resolved import resolve
 from fmcluster.validation import load_blueprint_text
-from tests.blueprints import blueprint_text, example
+from tests.blueprints import DALLAS, blueprint_text, example
 from tests.conftest import ROOT
 
 _spec = importlib.util.spec_from_file_location("node_check_harness", ROOT / "tests/fixtures/node_check/harness.py")
@@ -297,6 +297,7 @@ def test_gb200_checks_imex_not_fabric_manager(tmp_path: Path) -> None:
         "compute": [{"name": "gpu", "instance_type": "p6e-gb200.36xlarge", "count": 9,
                      "capacity": {"type": "capacity_block", "reservation_id": "cr-0123456789abcdef0"}}],
         "orchestrator": {"parallelcluster": {"head_node_instance_type": "m7g.4xlarge"}},  # same arch as compute (R-PC-2)
+        **DALLAS,  # where p6e-gb200 Capacity Blocks are sold (R-CAP-15)
     })
     script = render_node_scripts(ctx)["fmcluster-node-check"]
     log = (HAPPY_LOG.replace("2.27.7+cuda12.9", "2.28.9+cuda13.0").replace("aws-ofi-nccl 1.16.3", "aws-ofi-nccl 1.20.0")

@@ -30,14 +30,11 @@ from fmcluster.orchestrators.parallelcluster.construct import TASK_PROLOG as PC_
 from fmcluster.orchestrators.pcs import construct as pcs
 from fmcluster.resolved import NODE_DIR
 from tests.conftest import ROOT, resources_of, synth_templates
-from tests.orchestrator_support import cluster_template, matrix_blueprint
+from tests.orchestrator_support import cluster_template, matrix_blueprint, stack_for
 
 GB200 = "gb200-580-cuda13.0"
 SHELLCHECK = Path(sys.executable).parent / "shellcheck"
 HEALTH = f"{NODE_DIR}/bin/fmcluster-node-check-health"
-#: Cluster-level keys PCS documents (CloudFormation AWS::PCS::Cluster SlurmCustomSetting.ParameterName, cfn-lint
-#: 1.58.0 schema: "Prolog, Epilog, and SelectTypeParameters"; the PCS API reference adds AccountingStorageEnforce).
-PCS_CLUSTER_KEYS = {"Prolog", "Epilog", "SelectTypeParameters", "AccountingStorageEnforce"}
 
 
 @cache
@@ -87,11 +84,6 @@ def parallelcluster_settings() -> list[tuple[str, str]]:
     return [(k, str(v)) for item in custom for k, v in item.items()]
 
 
-def pcs_settings() -> list[tuple[str, str]]:
-    [c] = resources_of(cluster_template(synth_templates(matrix_blueprint("pcs", GB200))), "AWS::PCS::Cluster").values()
-    return [(s["ParameterName"], s["ParameterValue"]) for s in c["Properties"]["SlurmConfiguration"]["SlurmCustomSettings"]]
-
-
 def hyperpod_settings(tmp_path: Path) -> list[tuple[str, str]]:
     """What the controller's script leaves in a slurm.conf that had none of these keys."""
     res, conf, calls = apply_editor(tmp_path, hyperpod_scripts()["controller"][hyperpod.SLURM_CONF_SCRIPT],
@@ -104,8 +96,9 @@ HEALTH_KEYS = [("HealthCheckProgram", HEALTH), ("HealthCheckInterval", str(HEALT
                ("HealthCheckNodeState", "ANY,CYCLE")]
 EXPECTED = {
     "parallelcluster": [*HEALTH_KEYS, ("TaskProlog", PC_TASK_PROLOG), ("PrologFlags", "Alloc,NoHold")],
-    # the only key: Prolog (health check on a node timer; TaskProlog and PrologFlags are not PCS keys)
-    "pcs": [("Prolog", f"{NODE_DIR}/slurm/91_fmcluster_imex_prolog.sh")],
+    # PCS is absent: its one key is the IMEX Prolog of a p6e-gb200 queue, and fmcluster cannot run p6e-gb200 on PCS
+    # (its Capacity Blocks are sold only in a Local Zone, R-CAP-15, where the PCS control plane cannot be, R-LZ-2);
+    # without an IMEX type PCS gets no custom setting (test_pcs_without_imex_types_sets_no_custom_setting).
     "hyperpod": [*HEALTH_KEYS, ("TaskProlog", f"{NODE_DIR}/slurm/fmcluster-task-prolog.sh"),
                  ("Prolog", f"{NODE_DIR}/slurm/prolog.d/*"), ("PrologFlags", "Alloc,NoHold")],
 }
@@ -113,22 +106,18 @@ EXPECTED = {
 
 @pytest.mark.parametrize("kind", sorted(EXPECTED))
 def test_slurm_settings_each_orchestrator_receives(kind: str, tmp_path: Path) -> None:
-    got = {"parallelcluster": parallelcluster_settings, "pcs": pcs_settings,
-           "hyperpod": lambda: hyperpod_settings(tmp_path)}[kind]()
+    got = {"parallelcluster": parallelcluster_settings, "hyperpod": lambda: hyperpod_settings(tmp_path)}[kind]()
     assert got == EXPECTED[kind]
-    if kind == "pcs":
-        assert {k for k, _ in got} <= PCS_CLUSTER_KEYS
 
 
 def test_pcs_compute_node_groups_run_the_hooks_every_boot_after_the_bootstrap() -> None:
-    tpl = cluster_template(synth_templates(matrix_blueprint("pcs", GB200)))
+    tpl = cluster_template(synth_templates(matrix_blueprint("pcs", stack_for("p6-b300.48xlarge"))))
     stages = {ng["Properties"]["Name"]: [(s["Name"], s["ExecutionPolicy"]) for s in
                                          ng["Properties"]["NodeLifecycleActions"]["Stages"]["NodeBootstrapped"]]
               for ng in resources_of(tpl, "AWS::PCS::ComputeNodeGroup").values()}
-    assert stages == {
-        "login": [("fmcluster mount Lustre", "EVERY_BOOT")],
-        "p6e-gb200-36xlarge": [("fmcluster mount Lustre", "EVERY_BOOT"), ("fmcluster bootstrap", "FIRST_BOOT_ONLY"),
-                               (pcs.HOOKS_SCRIPT_NAME, "EVERY_BOOT")]}
+    gpu = [("fmcluster mount Lustre", "EVERY_BOOT"), ("fmcluster bootstrap", "FIRST_BOOT_ONLY"),
+           (pcs.HOOKS_SCRIPT_NAME, "EVERY_BOOT")]
+    assert stages == {"login": [("fmcluster mount Lustre", "EVERY_BOOT")], "p6-b200-48xlarge": gpu, "p6-b300-48xlarge": gpu}
 
 
 def test_pcs_without_imex_types_sets_no_custom_setting() -> None:

@@ -16,12 +16,14 @@ from typing import Any
 import pytest
 
 from fmcluster.blueprint import BlueprintError
+from fmcluster.catalog import cpu_architecture_of
 from fmcluster.features.observability.endpoints import observability_endpoints
 from fmcluster.orchestrators.hyperpod.construct import (
     MAX_BUCKET_NAME,
     lifecycle_bucket_name,
     lifecycle_bucket_name_length,
 )
+from fmcluster.orchestrators.hyperpod.rules import HELPER_TYPE_FOR_ARCH
 from fmcluster.resolved import resolve
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import blueprint_text
@@ -63,6 +65,12 @@ def problems(patch: dict[str, Any]) -> tuple[list[tuple[str, str, str | None]], 
         return [(p.path, p.message, p.rule_id) for p in exc.errors], []
     return [], [(p.path, p.message, p.rule_id) for p in result.warnings]
 
+
+#: p6e-gb200 workers on a training plan with one custom image (R580: the only way to run gb200 on HyperPod, R-DRV-6).
+GB200_CUSTOM = {"compute": [{"name": "gb", "instance_type": "p6e-gb200.36xlarge", "count": 18,
+                             "capacity": {"type": "training_plan", "arn": PLAN}}],
+                "software": {"os": "ubuntu-24.04", "stack": "gb200-580-cuda13.0",
+                             "image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}}}
 
 # ---- blueprint -> expected error ---------------------------------------------------------------
 ERRORS = [
@@ -132,14 +140,18 @@ ERRORS = [
         id="auto patch strategy CloudFormation does not take",
     ),
     pytest.param(
-        merge({"compute": [{"name": "gb", "instance_type": "p6e-gb200.36xlarge", "count": 18,
-                            "capacity": {"type": "training_plan", "arn": PLAN}}],
-               "software": {"os": "ubuntu-24.04", "image": {"mode": "custom", "ami_id": "ami-0123456789abcdef0"}}},
-              hp()),
-        ("software.image.ami_id", "one AMI for instance groups of different CPU architectures (compute gb "
-         "arm64, controller x86_64, login x86_64), got 'ami-0123456789abcdef0'; allowed mode official or bake (one "
-         "image per group) or groups of one architecture", "R-HP-9"),
+        merge(GB200_CUSTOM, hp()),
+        ("orchestrator.hyperpod.controller_instance_type", "the controller group boots the one custom AMI of every "
+         "group (software.image.ami_id ami-0123456789abcdef0), built for the compute groups' arm64 CPUs, got "
+         "ml.m5.4xlarge (x86_64); allowed an arm64 type such as ml.m7g.4xlarge", "R-HP-9"),
         id="one custom AMI for arm64 workers and an x86 controller",
+    ),
+    pytest.param(
+        merge(GB200_CUSTOM, hp(controller_instance_type="ml.m7g.4xlarge")),
+        ("orchestrator.hyperpod.login_instance_type", "the login group boots the one custom AMI of every group "
+         "(software.image.ami_id ami-0123456789abcdef0), built for the compute groups' arm64 CPUs, got ml.m5.4xlarge "
+         "(x86_64); allowed an arm64 type such as ml.m7g.4xlarge or null (no login group)", "R-HP-9"),
+        id="one custom AMI for arm64 workers and an x86 login",
     ),
     pytest.param(
         merge(gpu(capacity={"type": "odcr", "reservation_id": "cr-0123456789abcdef0"}), HP),
@@ -191,6 +203,24 @@ def test_hyperpod_blueprints_accepted(patch: dict[str, Any], expected: list[tupl
     errors, warnings = problems(patch)
     assert errors == []
     assert [w for w in warnings if w[2] in ("R-HP-5", "R-HP-6", "R-HP-7", "R-HP-8", "R-CAP-4")] == expected
+
+
+@pytest.mark.parametrize("login", [HELPER_TYPE_FOR_ARCH["arm64"], None], ids=["arm64-login", "no-login"])
+def test_r_hp_9_advice_validates(login: str | None) -> None:
+    """What R-HP-9 suggests for arm64 workers with one custom AMI (breaker item 10) is a blueprint with no error."""
+    errors, _ = problems(merge(GB200_CUSTOM, hp(controller_instance_type=HELPER_TYPE_FOR_ARCH["arm64"],
+                                                login_instance_type=login)))
+    assert errors == []
+
+
+@pytest.mark.parametrize(("arch", "instance_type"), sorted(HELPER_TYPE_FOR_ARCH.items()))
+def test_r_hp_9_advice_is_a_hyperpod_type_of_its_architecture(arch: str, instance_type: str) -> None:
+    """Each suggested helper type is in botocore's sagemaker ClusterInstanceType enum and has that architecture."""
+    import botocore.session
+
+    enum = botocore.session.get_session().get_service_model("sagemaker").shape_for("ClusterInstanceType").enum
+    assert instance_type in enum
+    assert cpu_architecture_of(instance_type) == arch
 
 
 # ---- R-HP-5 and the construct agree for every name length and Region -------------------------------

@@ -42,8 +42,6 @@ from tests.conftest import ROOT, resources_of
 from tests.orchestrator_support import (
     Resolver,
     cluster_template,
-    group_name,
-    matrix_templates,
     pcs_launch_templates,
     stack_for,
     synth_to_folder,
@@ -357,19 +355,3 @@ def test_node_role_reads_every_lifecycle_script(mixed: tuple[Path, dict[str, Any
     for ng in (r["Properties"] for r in resources_of(tpl, "AWS::PCS::ComputeNodeGroup").values()):
         for s in ng["NodeLifecycleActions"]["Stages"]["NodeBootstrapped"]:
             assert resolver(s["ScriptSource"]["ScriptLocation"]) in granted
-
-
-@pytest.mark.skipif(not CFN_LINT.exists(), reason="cfn-lint not installed")
-def test_local_zone_capacity_block_type_passes_cfn_lint(tmp_path: Path) -> None:
-    """p6e-gb200 (Local-Zone only, absent from cfn-lint's us-east-1 list) in a Capacity Block: the template
-    names the type and cfn-lint reports no E3628."""
-    instance_type = "p6e-gb200.36xlarge"
-    templates = matrix_templates("pcs", stack_for(instance_type))
-    tpl = cluster_template(templates)
-    _, data = pcs_launch_templates(tpl)[group_name(instance_type)]
-    assert data["InstanceType"] == instance_type
-    path = tmp_path / "cluster.template.json"
-    path.write_text(json.dumps(tpl))
-    proc = subprocess.run([str(CFN_LINT), "--format", "parseable", "--regions", "us-east-1", "--", str(path)],
-                          capture_output=True, text=True, timeout=300)
-    assert "E3628" not in proc.stdout, proc.stdout

@@ -223,7 +223,8 @@ def test_slurm_versions_refused(version: str) -> None:
     assert p.message == f"Slurm version not offered by AWS PCS, got {version!r}; allowed 24.11, 25.05, 25.11, 26.05"
 
 
-@pytest.mark.parametrize("instance_type", ["p5en.48xlarge", "p6-b300.48xlarge", "p6e-gb200.36xlarge"])
+# not p6e-gb200: its Capacity Blocks are sold only in a Local Zone, where fmcluster cannot place PCS (R-LZ-2)
+@pytest.mark.parametrize("instance_type", ["p5en.48xlarge", "p6-b300.48xlarge"])
 def test_matrix_node_group_per_type(instance_type: str) -> None:
     tpl = cluster_template(matrix_templates("pcs", stack_for(instance_type)))
     (ng,) = [r["Properties"] for r in _by_type(tpl, "AWS::PCS::ComputeNodeGroup").values()
