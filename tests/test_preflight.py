@@ -245,6 +245,7 @@ def test_passing_account(account: Account, tmp_path: Path, monkeypatch: pytest.M
         ("credentials", "account 123456789012", "ok"),
         ("availability zone", "us-east-1a", "ok"),
         ("instance offering", "p5.48xlarge in use1-az6", "ok"),
+        ("instance offering", "m7i.4xlarge in use1-az6", "ok"),  # the head node launches in the same subnet
         ("network layout", "p5.48xlarge", "ok"),
         ("vCPU quota", "Running On-Demand P instances (L-417A185B)", "ok"),
         ("vCPU quota", "Capacity Block groups (blk)", "skipped"),
@@ -278,7 +279,7 @@ def test_passing_account_table_output(
     assert code == 0
     assert "check" in out and "subject" in out and "status" in out and "detail" in out
     assert "quota 768 vCPUs covers 768 (4 x p5.48xlarge x 192)" in out
-    assert out.rstrip().endswith("preflight passed (8 ok)")  # + network layout
+    assert out.rstrip().endswith("preflight passed (9 ok)")  # + network layout, head node offering
 
 
 # ---- failing accounts: each with its own message, exit 1 ----------------------------------------------
@@ -501,7 +502,7 @@ def test_failing_account_table_exit_code(
 
     assert code == 1
     assert "state cancelled; allowed active or scheduled" in out
-    assert out.rstrip().endswith("preflight failed (8 ok, 1 error, 1 skipped)")  # + network layout
+    assert out.rstrip().endswith("preflight failed (9 ok, 1 error, 1 skipped)")  # + network layout, head node offering
 
 
 # ---- other verdicts ------------------------------------------------------------------------------------

@@ -156,6 +156,10 @@ def plan_steps(rc: ResolvedCluster, clients: Clients, zone: Zone | None, *, unti
         for t in sorted({rg.spec.instance_type for rg in rc.groups if not rg.spec.reservation_backed}):
             add("instance offering", f"{t} in {zone.zone_id}", check_offering, clients.ec2, instance_type=t,
                 zone=zone)
+        # the head / login node launches in the GPU subnet too: a Local Zone offers few types (R-LZ-4)
+        for t in sorted({t for _label, t in profile.management_instance_types if t}):
+            add("instance offering", f"{t} in {zone.zone_id}", check_offering, clients.ec2, instance_type=t,
+                zone=zone)
 
     # the catalog's network layout against DescribeInstanceTypes (launch templates and subnet sizing use it)
     layouts = {rg.spec.instance_type: network_layout(rg.instance) for rg in rc.groups}

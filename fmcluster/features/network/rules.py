@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from fmcluster.blueprint.model import Blueprint, NetworkSpec
 from fmcluster.catalog import get_instance
 from fmcluster.catalog.regions import closest_regions, is_known_region, zone_letter_count
+from fmcluster.resolved import ResolvedCluster
 from fmcluster.validation.rules import Violation, rule
 
 REGIONS_SOURCE = ("botocore data/endpoints.json (partitions[*].regions, bundled with botocore; read offline by "
@@ -173,9 +174,10 @@ def local_zone_needs_existing_vpc(bp: Blueprint) -> Iterator[Violation]:
     if found is None or bp.network.vpc_id:
         return
     field, zone = found
+    other_zone = "" if zone_bound_types(bp, zone) else "a regular Availability Zone, or "
     yield field, (
         f"a Local Zone with a VPC fmcluster creates, got {zone!r}: its NAT gateway and public subnet would be created in "
-        "the Local Zone, and NAT gateways exist only in some Local Zones; allowed a regular Availability Zone, or an "
+        f"the Local Zone, and NAT gateways exist only in some Local Zones; allowed {other_zone}an "
         "existing VPC (network.vpc_id and network.gpu_subnet_id: a subnet in the Local Zone whose route table reaches "
         "a NAT gateway or endpoints in the parent Region)"
     )
@@ -218,3 +220,24 @@ def local_zone_lustre(bp: Blueprint) -> Iterator[Violation]:
         f"not confirmed by AWS documentation and creation may fail; allowed {other_zone}storage.lustre as is (at "
         "your risk), or drop storage.lustre and mount a file system of the parent Region yourself"
     )
+
+
+@rule("R-LZ-4", level="warning",
+      source="https://docs.aws.amazon.com/local-zones/latest/ug/available-local-zones.html (each Local Zone offers its "
+      "own, smaller set of instance types); fmcluster: the head / login node launches in the GPU subnet", scope="cluster")
+def local_zone_management_node(rc: ResolvedCluster) -> Iterator[Violation]:
+    """The head node (ParallelCluster) or login node (PCS) launches in the GPU subnet; in a Local Zone its type may not
+    be offered. Which types a Local Zone offers is not recorded in the catalog, so this warns and ``fmcluster
+    preflight`` checks the offering (DescribeInstanceTypeOfferings by zone ID)."""
+    found = local_zone(rc.blueprint)
+    if found is None:
+        return
+    field, zone = found
+    for label, instance_type in rc.profile.management_instance_types:
+        if instance_type:
+            yield field, (
+                f"the {label} ({instance_type}) launches in the GPU subnet, in the Local Zone {zone!r}, and a Local Zone "
+                f"offers fewer instance types than its Region (not recorded in the catalog), got {zone!r}; allowed as "
+                f"is after `fmcluster preflight` finds {instance_type} offered there, or another {label} type that is"
+            )
+

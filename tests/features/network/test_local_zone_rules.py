@@ -18,6 +18,8 @@ DFW_ID = {"availability_zone": DROP, "availability_zone_id": "use1-dfw2-az1"}
 EXISTING_VPC = {"network": {"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"}}
 NO_LUSTRE = {"storage": {"lustre": None}}
 PCS = {"orchestrator": {"kind": "pcs"}}
+HEAD = ("availability_zone", "warning", "R-LZ-4")
+HEAD_ID = ("availability_zone_id", "warning", "R-LZ-4")
 
 
 def local_zone_problems(*patches: dict[str, Any]) -> list[tuple[str, str, str | None]]:
@@ -34,12 +36,14 @@ def local_zone_problems(*patches: dict[str, Any]) -> list[tuple[str, str, str | 
     [
         ((), []),
         (({"availability_zone": DROP, "availability_zone_id": "use1-az6"},), []),
-        ((DFW,), [("availability_zone", "error", "R-LZ-1"), ("storage.lustre", "warning", "R-LZ-3")]),
-        ((DFW_ID,), [("availability_zone_id", "error", "R-LZ-1"), ("storage.lustre", "warning", "R-LZ-3")]),
-        ((DFW, EXISTING_VPC), [("storage.lustre", "warning", "R-LZ-3")]),
-        ((DFW, EXISTING_VPC, NO_LUSTRE), []),
-        ((DFW, EXISTING_VPC, NO_LUSTRE, PCS), [("availability_zone", "error", "R-LZ-2")]),
-        ((DFW_ID, NO_LUSTRE, PCS), [("availability_zone_id", "error", "R-LZ-1"), ("availability_zone_id", "error", "R-LZ-2")]),
+        # every Local Zone row also warns that the head / login node's type may not be offered there (R-LZ-4)
+        ((DFW,), [("availability_zone", "error", "R-LZ-1"), ("storage.lustre", "warning", "R-LZ-3"), HEAD]),
+        ((DFW_ID,), [("availability_zone_id", "error", "R-LZ-1"), ("storage.lustre", "warning", "R-LZ-3"), HEAD_ID]),
+        ((DFW, EXISTING_VPC), [("storage.lustre", "warning", "R-LZ-3"), HEAD]),
+        ((DFW, EXISTING_VPC, NO_LUSTRE), [HEAD]),
+        ((DFW, EXISTING_VPC, NO_LUSTRE, PCS), [("availability_zone", "error", "R-LZ-2"), HEAD]),
+        ((DFW_ID, NO_LUSTRE, PCS), [("availability_zone_id", "error", "R-LZ-1"), ("availability_zone_id", "error", "R-LZ-2"),
+                                    HEAD_ID]),
     ],
     ids=["regular-name", "regular-id", "lz-name-new-vpc", "lz-id-new-vpc", "lz-existing-vpc-lustre",
          "lz-existing-vpc-no-lustre", "lz-pcs", "lz-id-pcs-new-vpc"],
@@ -91,3 +95,19 @@ def test_no_other_zone_is_offered_for_a_type_sold_only_in_the_local_zone() -> No
         "created in the GPU subnet, which is in the Local Zone 'us-east-1-dfw-2a' (availability_zone); FSx for Lustre "
         "in Local Zones is not confirmed by AWS documentation and creation may fail; allowed storage.lustre as is (at "
         "your risk), or drop storage.lustre and mount a file system of the parent Region yourself")
+
+
+def test_the_head_node_in_a_local_zone_is_named_with_its_type() -> None:
+    """R-LZ-4: the management node launches in the GPU subnet; its type is named and preflight is the check."""
+    text = blueprints.blueprint_text(DFW, EXISTING_VPC, NO_LUSTRE, base=blueprints.PINNED_STACK)
+    [warning] = [p for p in load_blueprint_text(text).warnings if p.rule_id == "R-LZ-4"]
+    assert warning.message == (
+        "the head node (m7i.4xlarge) launches in the GPU subnet, in the Local Zone 'us-east-1-dfw-2a', and a Local Zone "
+        "offers fewer instance types than its Region (not recorded in the catalog), got 'us-east-1-dfw-2a'; allowed as "
+        "is after `fmcluster preflight` finds m7i.4xlarge offered there, or another head node type that is")
+
+
+def test_r_lz_1_offers_no_other_zone_for_a_type_sold_only_in_the_local_zone() -> None:
+    assert messages(DFW, GB200)["R-LZ-1"].endswith(
+        "allowed an existing VPC (network.vpc_id and network.gpu_subnet_id: a subnet in the Local Zone whose route "
+        "table reaches a NAT gateway or endpoints in the parent Region)")
