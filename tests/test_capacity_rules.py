@@ -851,7 +851,8 @@ def test_a_capacity_block_lasts_a_duration_ec2_sells(starts: str, ends: str, nea
     [(path, message)] = found
     assert path == "compute[0].capacity.ends_at"
     assert ("; allowed 1 to 14 days in 1-day steps or 21 to 182 days in 7-day steps (EC2 Capacity Blocks for ML; "
-            f"within a day of one, as blocks end at 11:30 UTC), nearest {nearest} days; ") in message
+            f"within a day of one, as blocks end at 11:30 UTC), nearest {nearest} days, unless the block was extended "
+            "(extensions add their own lengths, up to 182 days in total); ") in message
 
 
 def test_zone_rule_defers_to_hyperpod_capacity_types() -> None:

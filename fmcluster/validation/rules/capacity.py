@@ -452,7 +452,9 @@ def nearest_block_days(days: float) -> list[int]:
       source=f"{CB_PURCHASE_DOC} (durations in 1-day increments up to 14 days and 7-day increments up to 182 days; "
       "all blocks end at 11:30 UTC, so a block is slightly shorter or longer than the duration asked); "
       "botocore ec2 service-2.json CapacityBlockOffering.CapacityBlockDurationHours (a block that starts at 04:55 "
-      "and ends at 11:30 lasts 6 hours and 35 minutes)")
+      "and ends at 11:30 lasts 6 hours and 35 minutes); https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/"
+      "capacity-blocks-extend.html (no limit to the number of extensions, up to 182 days in total: an extended "
+      "block can have other lengths, so this only warns)")
 def window_length_outside_capacity_blocks(groups: list[ComputeGroup]) -> Iterator[Violation]:
     """A Capacity Block whose ``starts_at``..``ends_at`` is not a duration EC2 sells: 1 to 14 days in 1-day steps,
     then 21 to 182 days in 7-day steps. A block starts at any time of its first day and ends at 11:30 UTC, so
@@ -470,6 +472,7 @@ def window_length_outside_capacity_blocks(groups: list[ComputeGroup]) -> Iterato
                 f"the block lasts {days:g} days from starts_at {cap.starts_at.isoformat()}, got "
                 f"{cap.ends_at.isoformat()}; allowed 1 to 14 days in 1-day steps or 21 to 182 days in 7-day steps "
                 "(EC2 Capacity Blocks for ML; within a day of one, as blocks end at 11:30 UTC), nearest "
-                f"{' or '.join(map(str, near))} days; copy both dates from DescribeCapacityReservations "
+                f"{' or '.join(map(str, near))} days, unless the block was extended (extensions add their own "
+                "lengths, up to 182 days in total); copy both dates from DescribeCapacityReservations "
                 "(StartDate, EndDate)"
             )
