@@ -437,8 +437,10 @@ def test_arch_rule_alone_reports_a_gb200_x86_stack() -> None:
         }
     )
     # R-PC-2: x86 head node; R-COMPUTE-3: the warning that gb200's catalog layout is unverified; R-KB-3: the Slurm
-    # 25.11 block-topology known issue on a ParallelCluster UltraServer queue
-    assert sorted(r for _p, _m, r, _l in problems) == ["R-CAP-7", "R-COMPUTE-3", "R-KB-3", "R-PC-2"]
+    # 25.11 block-topology known issue on a ParallelCluster UltraServer queue; R-LZ-4: the head node in the
+    # Dallas Local Zone
+    assert sorted(r for _p, _m, r, _l in problems) == ["R-CAP-7", "R-COMPUTE-3", "R-KB-3", "R-LZ-4",
+                                                         "R-PC-2"]
     assert [p for p, _m, r, _l in problems if p == "software.stack"] == ["software.stack"]
 
 
