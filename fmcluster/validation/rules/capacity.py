@@ -472,7 +472,7 @@ def window_length_outside_capacity_blocks(groups: list[ComputeGroup]) -> Iterato
                 f"the block lasts {days:g} days from starts_at {cap.starts_at.isoformat()}, got "
                 f"{cap.ends_at.isoformat()}; allowed 1 to 14 days in 1-day steps or 21 to 182 days in 7-day steps "
                 "(EC2 Capacity Blocks for ML; within a day of one, as blocks end at 11:30 UTC), nearest "
-                f"{' or '.join(map(str, near))} days, unless the block was extended (extensions add their own "
-                "lengths, up to 182 days in total); copy both dates from DescribeCapacityReservations "
+                f"{' or '.join(map(str, near))} days, unless the block was extended "
+                "(extensions add their own lengths, up to 182 days in total); copy both dates from DescribeCapacityReservations "
                 "(StartDate, EndDate)"
             )

@@ -87,7 +87,8 @@ SHAPE_ERRORS = [
     (lustre(kms_key_arn="alias/aws/fsx"), "storage.lustre.kms_key_arn",
      "invalid format, got 'alias/aws/fsx'; allowed a KMS key ARN, arn:aws:kms:<region>:<account>:key/<key id>"),
     (lustre(deployment_type="PERSISTENT_3"), "storage.lustre.deployment_type",
-     "invalid value, got 'PERSISTENT_3'; allowed SCRATCH_1, SCRATCH_2, PERSISTENT_1, PERSISTENT_2 - did you mean 'PERSISTENT_2'?"),
+     # another number is another deployment type, not a typo: no did-you-mean (fmcluster.severity.closest_names)
+     "invalid value, got 'PERSISTENT_3'; allowed SCRATCH_1, SCRATCH_2, PERSISTENT_1, PERSISTENT_2"),
 ]
 
 DRA_ERRORS = [
