@@ -475,7 +475,7 @@ def diff(
         DIFF_INPUT_ERROR,
         DiffInputError,
         diff_assemblies,
-        load_side,
+        load_sides,
         parse_context,
         relabel,
         render_markdown,
@@ -487,7 +487,7 @@ def diff(
     json_command = "diff" if format is OutputFormat.json else None
     try:
         ctx = parse_context(context or [])
-        report = diff_assemblies(load_side(old, ctx), load_side(new, ctx))
+        report = diff_assemblies(*load_sides(old, new, ctx))
     except BlueprintError as e:
         print_problems(e.file, e.problems)
         if json_command:

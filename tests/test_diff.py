@@ -28,7 +28,7 @@ from fmcluster.review.diff import (
 )
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import example, merge, to_yaml
-from tests.conftest import synth_templates
+from tests.conftest import ROOT, synth_templates
 
 FIXTURES = Path(__file__).parent / "fixtures" / "diff"
 DEFAULT = example("default")
@@ -395,6 +395,34 @@ def test_cli_on_folders_text_markdown_json() -> None:
     assert (envelope["command"], envelope["ok"], envelope["problems"]) == ("diff", False, [])
     assert (js.exit_code, doc["errors"], doc["summary"]) == (1, 3, {"replace": 2, "remove": 1, "may-replace": 1, "update": 2,
                                                                    "fail": 1})
+
+
+@pytest.mark.parametrize(("same", "syntheses"), [(True, 1), (False, 2)], ids=["one-file-twice", "two-files"])
+def test_a_blueprint_against_itself_is_synthesized_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        same: bool, syntheses: int) -> None:
+    """load_sides: the same file on both sides is one synthesis (deterministic), a copy of it is its own input (its
+    ``extends`` bases resolve from its own folder); either way nothing differs."""
+    from fmcluster.review import diff as diff_module
+
+    calls: list[Path] = []
+    real = diff_module.synth_blueprint
+
+    def counting(path: Path, context: Any = None) -> Any:
+        calls.append(path)
+        return real(path, context)
+
+    monkeypatch.setattr(diff_module, "synth_blueprint", counting)
+    old = tmp_path / "bp.yaml"
+    old.write_text((ROOT / "blueprints" / "default.yaml").read_text())
+    new = old
+    if not same:
+        new = tmp_path / "copy" / "bp.yaml"
+        new.parent.mkdir()
+        new.write_text(old.read_text())
+    result = run(str(old), str(new), "--json")
+    assert result.exit_code == 0, result.stdout
+    assert len(calls) == syntheses
+    assert json.loads(result.stdout)["result"]["summary"] == {}
 
 
 def test_cli_on_blueprints_scale_out_passes_and_deployment_type_fails(tmp_path: Path) -> None:

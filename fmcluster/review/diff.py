@@ -240,6 +240,16 @@ def load_side(path: str | Path, context: Mapping[str, Any] | None = None) -> Ass
     raise DiffInputError(f"{p}: no such file or folder; allowed a blueprint YAML or a cdk.out folder")
 
 
+def load_sides(old: str | Path, new: str | Path, context: Mapping[str, Any] | None = None) -> tuple[Assembly, Assembly]:
+    """Both sides of a diff (:func:`load_side`); the same blueprint file on both sides is synthesized once (synthesis
+    is deterministic, and a blueprint's ``extends`` bases resolve from its own folder, so one file is one input)."""
+    old_side = load_side(old, context)
+    o, n = Path(old), Path(new)
+    if o.is_file() and n.is_file() and o.samefile(n):
+        return old_side, old_side
+    return old_side, load_side(new, context)
+
+
 # ---- create-only properties --------------------------------------------------------------------
 @dataclass(frozen=True)
 class CreateOnly:
