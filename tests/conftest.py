@@ -214,14 +214,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     fixtures and ``@cache``'d syntheses are built once; tests marked ``spread`` (independent cases that share
     nothing, such as the CLI round trips of test_no_traceback.py) are handed out one by one instead; in a file marked
     ``group_by(param)`` (the boot simulation: one boot per case, read by several tests) the tests of one value of
-    ``param`` form a group and the others are spread. Tests marked ``early`` (long, sharing nothing) move to the
-    front, each its own group: collected last, test_workflow.py's 30-second round trip ran alone at the end of the run
-    while the other worker idled (bench/README.md)."""
-    items[:] = [i for i in items if i.get_closest_marker("early")] + [i for i in items if not i.get_closest_marker("early")]
+    ``param`` form a group and the others are spread."""
     for item in items:
-        if item.get_closest_marker("early") is not None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid))
-            continue
         if item.get_closest_marker("xdist_group") is not None or item.get_closest_marker("spread") is not None:
             continue
         by = item.get_closest_marker("group_by")

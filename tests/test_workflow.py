@@ -105,7 +105,6 @@ PCS_CHANGE = ("    per_unit_storage_throughput: 500\n", "    per_unit_storage_th
 
 
 @pytest.mark.synth
-@pytest.mark.early  # about 30 s of its own subprocesses: handed out first (tests/conftest.py)
 def test_workflow_commands_produce_the_comment(tmp_path: Path) -> None:
     repo = tmp_path / "fork"
     repo.mkdir()
