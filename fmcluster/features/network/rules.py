@@ -6,8 +6,7 @@ import re
 import string
 from collections.abc import Iterator
 
-from pydantic import BaseModel
-
+from fmcluster.blueprint.fields import text_fields
 from fmcluster.blueprint.model import Blueprint, NetworkSpec
 from fmcluster.catalog import get_instance
 from fmcluster.catalog.regions import closest_regions, is_known_region, zone_letter_count
@@ -59,24 +58,13 @@ def zone_in_region(bp: Blueprint) -> Iterator[Violation]:
         yield "availability_zone", f"not in region {bp.region}, got {az!r}; allowed {bp.region}a, {bp.region}b, ..."
 
 
-def zone_name_fields(node: object, prefix: str = "") -> Iterator[tuple[str, str]]:
-    """``(YAML path, value)`` of every AZ name field set in ``node`` (a blueprint): each text field named
+def zone_name_fields(bp: Blueprint) -> Iterator[tuple[str, str]]:
+    """``(YAML path, value)`` of every AZ name field set in the blueprint: each text field named
     ``availability_zone`` or ``*_availability_zone`` at any depth (``availability_zone``, the EKS control plane's and
-    the accounting database's second AZ), found by walking the model so that a new such field is covered the day it
-    is added. The second-AZ fields also take an AZ ID (``use1-az4``); the caller tells them apart."""
-    if isinstance(node, list):
-        for i, item in enumerate(node):
-            yield from zone_name_fields(item, f"{prefix}[{i}]")
-        return
-    if not isinstance(node, BaseModel):
-        return
-    for name in type(node).model_fields:
-        value = getattr(node, name)
-        path = f"{prefix}.{name}" if prefix else name
-        if (name == "availability_zone" or name.endswith("_availability_zone")) and isinstance(value, str):
-            yield path, value
-        else:
-            yield from zone_name_fields(value, path)
+    the accounting database's second AZ; :func:`fmcluster.blueprint.fields.text_fields`). The second-AZ fields also
+    take an AZ ID (``use1-az4``); the caller tells them apart."""
+    for path, _name, value in text_fields(bp, lambda n: n == "availability_zone" or n.endswith("_availability_zone")):
+        yield path, value
 
 
 @rule("R-AZ-5", source="fmcluster/catalog/data/availability_zone_ids.yaml (the Region's AZ IDs, recorded by getmoto/moto "

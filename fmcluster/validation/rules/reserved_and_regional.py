@@ -14,8 +14,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterator
 
-from pydantic import BaseModel
-
+from fmcluster.blueprint.fields import text_fields
 from fmcluster.blueprint.model import Blueprint
 from fmcluster.catalog.regions import partition_of, recorded_regions_of, service_regions
 from fmcluster.resolved import NODE_DIR, ResolvedCluster
@@ -108,26 +107,11 @@ def _arns(bp: Blueprint) -> Iterator[tuple[str, str, str]]:
     """(path, what, ARN) of every ARN the blueprint gives: every text field named ``arn`` or ``*_arn`` at any depth
     (found by walking the blueprint, so a new ARN field is covered the day it is added). Of the orchestrator sections
     only the chosen one's: a section of another kind is R-ORCH-1's to report."""
-    for path, what, arn in _arns_in(bp, ""):
+    for path, name, arn in text_fields(bp, lambda n: n == "arn" or n.endswith("_arn")):
+        what = ARN_FIELDS.get(name, name)
         if path.startswith("orchestrator.") and not path.startswith(f"orchestrator.{bp.orchestrator.kind}."):
             continue
         yield path, what, arn
-
-
-def _arns_in(node: object, prefix: str) -> Iterator[tuple[str, str, str]]:
-    if isinstance(node, list):
-        for i, item in enumerate(node):
-            yield from _arns_in(item, f"{prefix}[{i}]")
-        return
-    if not isinstance(node, BaseModel):
-        return
-    for name in type(node).model_fields:
-        value = getattr(node, name)
-        path = f"{prefix}.{name}" if prefix else name
-        if (name == "arn" or name.endswith("_arn")) and isinstance(value, str):
-            yield path, ARN_FIELDS.get(name, name), value
-        else:
-            yield from _arns_in(value, path)
 
 
 KMS_REGIONAL = "https://docs.aws.amazon.com/kms/latest/developerguide/multi-region-keys-overview.html (KMS keys are " \
