@@ -68,9 +68,11 @@ _GOT = re.compile(r"\bgot (.+?)(?:;|$)")
 
 
 def problem_value(message: str) -> Any:
-    """The value a problem quotes, as a JSON value: ``got 'p5.4xlarge'; allowed ...`` -> ``"p5.4xlarge"`` (a quoted
-    text without its quotes), ``got 91`` -> ``91``, ``got 3000 GiB`` -> ``"3000 GiB"`` (anything else as written);
-    ``None`` when the message quotes no value."""
+    """The value a problem quotes, as a JSON value (README.md: the offending value itself, ``null`` when the message
+    quotes none): ``got 'p5.4xlarge'; allowed ...`` -> ``"p5.4xlarge"`` (a quoted text without its quotes, also when
+    words follow it: ``got 'us-east-1-dfw-2a': its NAT ...``), ``got 91`` -> ``91``, ``got 3000 GiB`` -> ``3000`` (a
+    number with its unit), ``got ['a', 'b']`` -> ``["a", "b"]``; ``None`` when the message quotes no value or the
+    ``got`` part is prose (``got none``, ``got no stack``, ``got 17 network cards with EFA on 16 of them``)."""
     m = _GOT.search(message)
     if not m:
         return None
@@ -78,10 +80,28 @@ def problem_value(message: str) -> Any:
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return text
+        return _leading_value(text)
     if isinstance(value, (list, dict)):  # a quoted list or mapping (got ['a', 'b']): as JSON
         return _json_value(value)
-    return value if isinstance(value, (str, int, float)) and not isinstance(value, bool) and _finite(value) else text
+    if isinstance(value, float) and not math.isfinite(value):  # JSON has no infinity: the text as written
+        return text
+    return value if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
+
+
+#: A quoted text at the start of a ``got`` part that goes on (``'us-east-1-dfw-2a': its NAT gateway ...``), or a number
+#: with its unit and nothing else (``3000 GiB``, ``500 MB/s``).
+_LEADING_QUOTED = re.compile(r"'([^']*)'(?=[\s:,(])")
+_NUMBER_WITH_UNIT = re.compile(r"(-?\d+(?:\.\d+)?) [A-Za-z][A-Za-z/]*")
+
+
+def _leading_value(text: str) -> Any:
+    quoted = _LEADING_QUOTED.match(text)
+    if quoted:
+        return quoted.group(1)
+    number = _NUMBER_WITH_UNIT.fullmatch(text)
+    if number:
+        return ast.literal_eval(number.group(1))
+    return None
 
 
 def _finite(value: Any) -> bool:

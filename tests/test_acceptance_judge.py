@@ -302,7 +302,7 @@ def test_every_problem_is_listed_at_once(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("case", "texts", "message"), [
     ("no reference size", {"r1_a_b.log": all_reduce_output(["a", "b"], max_bytes=1 << 20)},
-     "no row at the reference size 1073741824 B"),
+     "no row at the reference size 1073741824 B (table has 8..1048576 B); run all_reduce_perf with -e 1073741824 or more"),
     ("single host", {"r1_a.log": all_reduce_output(["a"])}, "ran on one host"),
     ("ranks per node", {"r1_a_b.log": all_reduce_output(["a", "b"], gpus=4)}, "ran 4 rank(s)"),
     ("file name disagrees", {"r1_a_c.log": all_reduce_output(["a", "b"])}, "the file name names a, c"),
@@ -313,6 +313,17 @@ def test_input_that_cannot_be_compared_is_rejected(case: str, texts: dict[str, s
     with pytest.raises(JudgeInputError) as e:
         judge([measurement_from_text(t, f) for f, t in texts.items()], P5)
     assert any(message in p for p in e.value.problems), (case, e.value.problems)
+
+
+@pytest.mark.parametrize(("sizes", "fix"), [
+    ([8, 1 << 20], "-e 1073741824 or more"),                       # the table stops below the reference size
+    ([1 << 31, 1 << 33], "-b 1073741824 or less"),                 # it starts above it
+    ([1000, 1000 * 3, 1000 * 9 << 20], "-b and -f that step onto 1073741824 (-f 2 from a power of two)"),  # steps over it
+])
+def test_a_table_without_the_reference_size_names_the_option_that_adds_it(sizes: list[int], fix: str) -> None:
+    from fmcluster.acceptance.judge import _sizes_fix
+
+    assert _sizes_fix(sizes, 1 << 30) == fix
 
 
 # ---- the command --------------------------------------------------------------------------------------

@@ -60,7 +60,7 @@ def test_validate_and_plan_json_share_one_envelope(tmp_path: Path) -> None:
     assert (validated["command"], validated["ok"], validated["result"]) == ("validate", True, [{"file": str(f), "valid": True}])
     [warning] = [p for p in validated["problems"] if p["rule_id"] == "R-NET-2"]
     assert list(warning) == PROBLEM_KEYS
-    assert (warning["path"], warning["severity"], warning["value"]) == ("network.vpc_cidr", "warning", "vpc_cidr=10.1.0.0/16")
+    assert (warning["path"], warning["severity"], warning["value"]) == ("network.vpc_cidr", "warning", "10.1.0.0/16")
 
 
 def test_diff_json_of_an_invalid_blueprint_is_the_envelope(tmp_path: Path) -> None:
@@ -77,12 +77,18 @@ def test_diff_json_of_an_invalid_blueprint_is_the_envelope(tmp_path: Path) -> No
     ("unknown instance type, got 'p5.48xlarg'; allowed p5.48xlarge", "p5.48xlarg"),
     ("out of range, got 91; allowed <= 90", 91),
     ("out of range, got 1.5; allowed <= 1", 1.5),
-    ("required with vpc_id 'vpc-1', got nothing", "nothing"),
-    ("invalid capacity, got 3000 GiB; allowed 1200", "3000 GiB"),
+    ("required with vpc_id 'vpc-1', got nothing", None),  # prose, not a value
+    ("invalid capacity, got 3000 GiB; allowed 1200", 3000),
     ("must be a finite number, got 1e999; allowed", "1e999"),  # JSON has no infinity: the text as written
     ("overlapping, got ['a', 'b']; allowed distinct names", ["a", "b"]),
     ("a blueprint must name a receiver", None),
-], ids=["quoted", "number", "decimal", "at-the-end", "with-unit", "infinite", "list", "none"])
+    ("a Local Zone, got 'us-east-1-dfw-2a': its NAT gateway would be created there; allowed x", "us-east-1-dfw-2a"),
+    ("alerts reach nobody, got none; allowed alert_email", None),
+    ("assumed, got no stack; allowed the stack", None),
+    ("unverified layout, got 17 network cards with EFA on 16 of them; allowed as is", None),
+    ("ends before it starts, got 2026-12-13T11:30:00+00:00 <= 2026-12-14T11:30:00+00:00; allowed", None),
+], ids=["quoted", "number", "decimal", "prose-at-the-end", "with-unit", "infinite", "list", "none", "quoted-then-prose",
+        "none-word", "no-stack", "prose", "comparison"])
 def test_problem_value_is_what_the_message_quotes(message: str, value: str | None) -> None:
     from fmcluster.output import problem_value
 

@@ -24,11 +24,11 @@ IGNORED = [
      "ignored on HyperPod: the instance group runs count (4) instances at all times, got 1; allowed no min_count (or "
      "min_count equal to count) - plan and cost assume 4", "R-HP-10"),
     ({"network": {**IMPORTED["network"], "vpc_cidr": "10.20.0.0/16"}}, "network.vpc_cidr",
-     "ignored with an imported VPC (vpc-0123456789abcdef0), got vpc_cidr=10.20.0.0/16; allowed these settings only for "
-     "a VPC fmcluster creates (remove them, or remove vpc_id)", "R-NET-2"),
+     "ignored with an imported VPC (vpc-0123456789abcdef0), got '10.20.0.0/16'; allowed this setting only for "
+     "a VPC fmcluster creates (remove it, or remove vpc_id)", "R-NET-2"),
     ({"network": {**IMPORTED["network"], "gpu_subnet_prefix_length": 22}}, "network.gpu_subnet_prefix_length",
-     "ignored with an imported VPC (vpc-0123456789abcdef0), got gpu_subnet_prefix_length=22; allowed these settings "
-     "only for a VPC fmcluster creates (remove them, or remove vpc_id)", "R-NET-2"),
+     "ignored with an imported VPC (vpc-0123456789abcdef0), got 22; allowed this setting "
+     "only for a VPC fmcluster creates (remove it, or remove vpc_id)", "R-NET-2"),
 ]
 
 

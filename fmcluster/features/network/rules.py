@@ -113,12 +113,14 @@ NEW_VPC_ONLY = ("vpc_cidr", "gpu_subnet_prefix_length")
 @rule("R-NET-2", level="warning", source="fmcluster: an imported VPC and its GPU subnet are used as they are (no "
       "lookup, no change at synth)", scope="network")
 def new_vpc_settings_ignored(net: NetworkSpec) -> Iterator[Violation]:
-    """``vpc_cidr`` and ``gpu_subnet_prefix_length`` size a VPC fmcluster creates; with ``vpc_id`` they are ignored."""
-    ignored = [k for k in NEW_VPC_ONLY if k in net.model_fields_set]
-    if net.vpc_id and ignored:
-        yield f"network.{ignored[0]}", (
-            f"ignored with an imported VPC ({net.vpc_id}), got {', '.join(f'{k}={getattr(net, k)}' for k in ignored)}; "
-            "allowed these settings only for a VPC fmcluster creates (remove them, or remove vpc_id)"
+    """``vpc_cidr`` and ``gpu_subnet_prefix_length`` size a VPC fmcluster creates; with ``vpc_id`` they are ignored.
+    One warning per setting, at its own path with its own value."""
+    if not net.vpc_id:
+        return
+    for key in (k for k in NEW_VPC_ONLY if k in net.model_fields_set):
+        yield f"network.{key}", (
+            f"ignored with an imported VPC ({net.vpc_id}), got {getattr(net, key)!r}; "
+            "allowed this setting only for a VPC fmcluster creates (remove it, or remove vpc_id)"
         )
 
 

@@ -776,7 +776,8 @@ def _check_consistency(ms: list[Measurement], floor: Floor, has_failed_runs: boo
     for m in pairs:
         if m.run.row_at(floor.reference_size_bytes) is None:
             problems.append(f"{m.file}: no row at the reference size {floor.reference_size_bytes} B (table has "
-                            f"{m.run.sizes[0]}..{m.run.sizes[-1]} B); run all_reduce_perf with -e {floor.reference_size_bytes} or more")
+                            f"{m.run.sizes[0]}..{m.run.sizes[-1]} B); run all_reduce_perf with "
+                            f"{_sizes_fix(m.run.sizes, floor.reference_size_bytes)}")
     size_sets = {tuple(m.run.sizes) for m in pairs}
     if len(size_sets) > 1:
         first = pairs[0]
@@ -1114,6 +1115,16 @@ def render_markdown(v: Verdict) -> str:
 
 def render_json(v: Verdict) -> str:
     return json.dumps(v.as_dict(), indent=2) + "\n"
+
+
+def _sizes_fix(sizes: list[int], reference: int) -> str:
+    """The all_reduce_perf size options (nccl-tests: -b smallest, -e largest, -f factor) whose table has a row at
+    ``reference`` bytes, given the ``sizes`` of a table that has none."""
+    if sizes[0] > reference:
+        return f"-b {reference} or less"
+    if sizes[-1] < reference:
+        return f"-e {reference} or more"
+    return f"-b and -f that step onto {reference} (-f 2 from a power of two)"
 FMCLUSTER_ACCEPTANCE_EOF
 cat >"${BUNDLE}/fmcluster_acceptance/metrics.py" <<'FMCLUSTER_ACCEPTANCE_EOF'
 """The gate's verdict as Prometheus metrics in the text exposition format, for node_exporter's textfile
