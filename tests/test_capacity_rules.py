@@ -781,7 +781,7 @@ SHAPE_CASES = [
     pytest.param(
         {"compute": [group(capacity={"type": "capacity_block", "reservation_id": CR,
                                      "starts_at": "2026-12-14T11:30:00Z", "ends_at": "2026-12-14T11:30:00Z"})]},
-        ("compute[0].capacity", "ends_at must be after starts_at, got 2026-12-14T11:30:00+00:00 <= "
+        ("compute[0].capacity.ends_at", "must be after starts_at (2026-12-14T11:30:00+00:00), got "
          "2026-12-14T11:30:00+00:00; allowed an end after the start"),
         id="window ending at its start",
     ),

@@ -11,6 +11,7 @@ the botocore service models, the CloudFormation resource schemas shipped with cf
 from __future__ import annotations
 
 import ipaddress
+from datetime import datetime
 from typing import Annotated, Any, Final, Literal, cast
 
 from pydantic import (
@@ -22,6 +23,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     StringConstraints,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -453,12 +455,15 @@ class CapacityBlockCapacity(Section):
             raise PydanticCustomError("datetime_type", "a number is not a date and time")
         return v
 
-    @model_validator(mode="after")
-    def _ends_after_start(self) -> CapacityBlockCapacity:
-        if self.starts_at is not None and self.ends_at is not None and self.ends_at <= self.starts_at:
-            raise ValueError(f"ends_at must be after starts_at, got {self.ends_at.isoformat()} <= "
-                             f"{self.starts_at.isoformat()}; allowed an end after the start")
-        return self
+    @field_validator("ends_at", mode="after")
+    @classmethod
+    def _ends_after_start(cls, v: datetime | None, info: ValidationInfo) -> datetime | None:
+        """At ``ends_at`` itself (its path and line), against ``starts_at`` (declared before it, so validated first)."""
+        starts_at = info.data.get("starts_at")
+        if v is not None and starts_at is not None and v <= starts_at:
+            raise ValueError(f"must be after starts_at ({starts_at.isoformat()}), got {v.isoformat()}; "
+                             "allowed an end after the start")
+        return v
 
 
 class TrainingPlanCapacity(Section):
