@@ -723,7 +723,8 @@ SHAPE_CASES = [
     ),
     pytest.param(
         {"compute": [group(capacity={"type": "capacity_block"})]},
-        ("compute[0].capacity.reservation_id", "required key 'reservation_id' is missing"),
+        ("compute[0].capacity.reservation_id",
+         "required key 'reservation_id' is missing, got nothing; allowed the key with a value (docs/blueprint.md)"),
         id="capacity block needs a reservation id",
     ),
     pytest.param(
@@ -744,12 +745,14 @@ SHAPE_CASES = [
     ),
     pytest.param(
         {"compute": [group(capacity={"type": "odcr", "reservation_id": CR, "resource_group_arn": GROUP_ARN})]},
-        ("compute[0].capacity", "set exactly one of reservation_id or resource_group_arn"),
+        ("compute[0].capacity", "set exactly one of reservation_id or resource_group_arn, got both; allowed "
+         "reservation_id (one Capacity Reservation) or resource_group_arn (a resource group of them)"),
         id="odcr with two targets",
     ),
     pytest.param(
         {"compute": [group(capacity={"type": "odcr"})]},
-        ("compute[0].capacity", "set exactly one of reservation_id or resource_group_arn"),
+        ("compute[0].capacity", "set exactly one of reservation_id or resource_group_arn, got neither; allowed "
+         "reservation_id (one Capacity Reservation) or resource_group_arn (a resource group of them)"),
         id="odcr without a target",
     ),
     pytest.param(

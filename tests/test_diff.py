@@ -449,7 +449,7 @@ def test_cli_bad_inputs(tmp_path: Path) -> None:
     broken.write_text("name: x\n")
     r = run(str(broken), str(FIXTURES / "new"))
     assert r.exit_code == 2
-    assert "required key 'region' is missing" in r.stderr
+    assert "required key 'region' is missing, got nothing; allowed the key with a value (docs/blueprint.md)" in r.stderr
     missing = run(str(tmp_path / "nope.yaml"), str(FIXTURES / "new"))
     assert missing.exit_code == 2
     assert "no such file or folder" in missing.stderr

@@ -85,8 +85,8 @@ def test_shape_errors(patch: dict, path: str, message: str) -> None:
 def test_missing_required_keys_listed_together() -> None:
     got = problems(blueprint_text({"region": DROP, "compute": DROP}))
     assert [(p, m) for p, m, _ in got] == [
-        ("region", "required key 'region' is missing"),
-        ("compute", "required key 'compute' is missing"),
+        ("region", "required key 'region' is missing, got nothing; allowed the key with a value (docs/blueprint.md)"),
+        ("compute", "required key 'compute' is missing, got nothing; allowed the key with a value (docs/blueprint.md)"),
     ]
 
 
@@ -153,7 +153,7 @@ def test_duplicate_keys_are_errors_with_both_lines() -> None:
     ({"name": None}, "name", "must be text, got null"),
     ({"compute": None}, "compute", "must be a list, got null"),
     ({"compute": [{"name": "gpu", "instance_type": "p5.48xlarge", "count": 4.5}]}, "compute[0].count",
-     "must be a whole number, got 4.5"),
+     "must be a whole number, got 4.5; allowed an integer such as 4"),
     ({"orchestrator": {"kind": "pcs", "pcs": {"slurm_version": 25.1}}}, "orchestrator.pcs.slurm_version",
      "must be text, got 25.1, which YAML reads as a number, not text - quote it: '25.1'"),
     ({"software": {"environment": {"1BAD": "x", "A B": "y"}}}, "software.environment.A B",

@@ -441,7 +441,8 @@ def test_an_unusable_org_option_names_it(tmp_path: Path, which: str) -> None:
     ({"allowed": {"capacity_types": ["spott"]}}, "allowed.capacity_types[0]",
      "invalid value, got 'spott'; allowed on_demand, spot, odcr, capacity_block, training_plan - did you mean 'spot'?"),
     ({"required_tags": ["a"]}, "required_tags", "must be a mapping, got a list"),
-    ({"software_stacks": {"x": {"driver": "580.1"}}}, "software_stacks.x.cuda", "required key 'cuda' is missing"),
+    ({"software_stacks": {"x": {"driver": "580.1"}}}, "software_stacks.x.cuda",
+     "required key 'cuda' is missing, got nothing; allowed the key with a value (docs/blueprint.md)"),
 ], ids=["list", "literal", "mapping", "missing"])
 def test_org_file_shape_messages_are_the_blueprints(tmp_path: Path, org: dict[str, Any], path: str, says: str) -> None:
     """The organisation file's shape problems read like a blueprint's (got X; allowed Y; did-you-mean), not pydantic's."""

@@ -417,7 +417,9 @@ class OdcrCapacity(Section):
     @model_validator(mode="after")
     def _one_target(self) -> OdcrCapacity:
         if (self.reservation_id is None) == (self.resource_group_arn is None):
-            raise ValueError("set exactly one of reservation_id or resource_group_arn")
+            got = "neither" if self.reservation_id is None else "both"
+            raise ValueError(f"set exactly one of reservation_id or resource_group_arn, got {got}; allowed "
+                             "reservation_id (one Capacity Reservation) or resource_group_arn (a resource group of them)")
         return self
 
 

@@ -488,7 +488,8 @@ def _convert(err: Any, data: Any, lines: dict[tuple[Any, ...], int],
         key = loc[-1] if loc else value
         msg = f"unknown key {key!r}; allowed {', '.join(allowed)}{_hint(key, allowed)}"
     elif typ == "missing":
-        msg = f"required key {loc[-1]!r} is missing" if loc else "required key is missing"
+        msg = (f"required key {loc[-1]!r} is missing, got nothing; allowed the key with a value (docs/blueprint.md)"
+               if loc else "required key is missing, got nothing; allowed the key with a value (docs/blueprint.md)")
     elif typ == "literal_error":
         allowed = _literal_allowed(ctx)
         quoted = w is not None and w.raw in allowed
@@ -539,7 +540,7 @@ def _convert(err: Any, data: Any, lines: dict[tuple[Any, ...], int],
     elif typ == "whole_number_text":
         msg = f"must be a whole number, got the text {value!r}; allowed an integer without quotes, such as 4"
     elif typ in ("int_from_float", "int_parsing", "int_type", "int_parsing_size"):
-        msg = f"must be a whole number, got {got}"
+        msg = f"must be a whole number, got {got}; allowed an integer such as 4"
     elif typ == "finite_number":  # .inf / .nan: YAML's infinity and not-a-number, for whole and decimal fields alike
         msg = f"must be a finite number, got {got}"
     elif typ in ("float_parsing", "float_type"):
