@@ -11,9 +11,7 @@ a tampered download fails, a baked image from another lock fails. Each boot step
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
@@ -30,17 +28,7 @@ from fmcluster.validation import load_blueprint, load_blueprint_text
 from tests import goldens
 from tests.blueprints import DROP, example, merge, to_yaml
 from tests.conftest import ROOT
-
-_spec = importlib.util.spec_from_file_location("boot_sim_harness", ROOT / "tests/fixtures/boot_sim/harness.py")
-assert _spec and _spec.loader
-harness = importlib.util.module_from_spec(_spec)
-sys.modules["boot_sim_harness"] = harness
-_spec.loader.exec_module(harness)
-_ispec = importlib.util.spec_from_file_location("boot_sim_images", ROOT / "tests/fixtures/boot_sim/images.py")
-assert _ispec and _ispec.loader
-images = importlib.util.module_from_spec(_ispec)
-sys.modules["boot_sim_images"] = images
-_ispec.loader.exec_module(images)
+from tests.fixtures.boot_sim import harness, images
 
 # One boot per case, read by several tests: a case's tests run on one worker, the cases on all (tests/conftest.py).
 pytestmark = pytest.mark.group_by("case")

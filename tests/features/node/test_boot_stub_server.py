@@ -6,10 +6,8 @@ path resolved in the caller's working directory, and a handler that raises (its 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,13 +16,7 @@ from fmcluster.features.node.render_context import node_context
 from fmcluster.resolved import resolve
 from fmcluster.validation import load_blueprint
 from tests.conftest import ROOT
-
-_spec = importlib.util.spec_from_file_location("boot_sim_harness", ROOT / "tests/fixtures/boot_sim/harness.py")
-assert _spec and _spec.loader
-harness = sys.modules.get("boot_sim_harness") or importlib.util.module_from_spec(_spec)
-if "boot_sim_harness" not in sys.modules:
-    sys.modules["boot_sim_harness"] = harness
-    _spec.loader.exec_module(harness)
+from tests.fixtures.boot_sim import harness
 
 CALLS = r"""
 run() { "$@" >"$HOME/o" 2>"$HOME/e"; local rc=$?; printf '== %s rc=%s\n' "$*" "$rc"; cat "$HOME/o"; echo '-- err'; cat "$HOME/e"; }

@@ -8,8 +8,6 @@ rules R-FSX-12..14 are in test_lustre_efa_rules.py."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -22,20 +20,7 @@ from fmcluster.features.node.render_context import node_context
 from fmcluster.resolved import resolve
 from fmcluster.validation import load_blueprint_text
 from tests.blueprints import example, merge, to_yaml
-from tests.conftest import ROOT
-
-_spec = importlib.util.spec_from_file_location("boot_sim_harness", ROOT / "tests/fixtures/boot_sim/harness.py")
-assert _spec and _spec.loader
-harness = sys.modules.get("boot_sim_harness") or importlib.util.module_from_spec(_spec)
-if "boot_sim_harness" not in sys.modules:
-    sys.modules["boot_sim_harness"] = harness
-    _spec.loader.exec_module(harness)
-_ispec = importlib.util.spec_from_file_location("boot_sim_images", ROOT / "tests/fixtures/boot_sim/images.py")
-assert _ispec and _ispec.loader
-images = sys.modules.get("boot_sim_images") or importlib.util.module_from_spec(_ispec)
-if "boot_sim_images" not in sys.modules:
-    sys.modules["boot_sim_images"] = images
-    _ispec.loader.exec_module(images)
+from tests.fixtures.boot_sim import harness, images
 
 
 def blueprint(patch: dict[str, Any] | None = None, name: str = "efa-lustre") -> Any:
