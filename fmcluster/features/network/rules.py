@@ -154,6 +154,12 @@ def zone_bound_types(bp: Blueprint, zone: str) -> list[tuple[str, tuple[str, ...
     return [(t, zones) for t, zones in found if zone in zones]
 
 
+def other_zone_advice(bp: Blueprint, zone: str) -> str:
+    """``"a regular Availability Zone, or "`` as the first way out of a Local Zone, or ``""`` when a Capacity Block
+    group's type is sold only in that zone (:func:`zone_bound_types`, R-CAP-15): another zone is no way out then."""
+    return "" if zone_bound_types(bp, zone) else "a regular Availability Zone, or "
+
+
 @rule("R-LZ-1", source=f"{NAT_IN_LOCAL_ZONES}; fmcluster: a VPC it creates has its public subnet, NAT gateway and "
       "GPU subnet in the blueprint's one zone (features/network/construct.py)")
 def local_zone_needs_existing_vpc(bp: Blueprint) -> Iterator[Violation]:
@@ -164,7 +170,7 @@ def local_zone_needs_existing_vpc(bp: Blueprint) -> Iterator[Violation]:
     if found is None or bp.network.vpc_id:
         return
     field, zone = found
-    other_zone = "" if zone_bound_types(bp, zone) else "a regular Availability Zone, or "
+    other_zone = other_zone_advice(bp, zone)
     yield field, (
         f"a Local Zone with a VPC fmcluster creates, got {zone!r}: its NAT gateway and public subnet would be created in "
         f"the Local Zone, and NAT gateways exist only in some Local Zones; allowed {other_zone}an "
@@ -203,8 +209,7 @@ def local_zone_lustre(bp: Blueprint) -> Iterator[Violation]:
     if found is None or bp.storage.lustre is None:
         return
     field, zone = found
-    bound = zone_bound_types(bp, zone)
-    other_zone = "" if bound else "a regular Availability Zone, or "
+    other_zone = other_zone_advice(bp, zone)
     yield "storage.lustre", (
         f"created in the GPU subnet, which is in the Local Zone {zone!r} ({field}); FSx for Lustre in Local Zones is "
         f"not confirmed by AWS documentation and creation may fail; allowed {other_zone}storage.lustre as is (at "
