@@ -6,7 +6,9 @@ set of edge cases that validate accepts: the smallest and largest GPU subnet for
 every orchestrator, every capacity type and every metrics mode. A command may fail (exit 1, or 2 for
 preflight without credentials) but never with an uncaught exception or a "Traceback" in its output.
 
-Marked ``synth``: plan and diff synthesize in-process (three syntheses per blueprint).
+Marked ``synth``: ``plan`` and ``diff`` synthesize in-process (a blueprint diffed against itself once); ``plan --json``
+reads the test run's shared synthesis of the same text (``--cdk-out``, tests/conftest.py ``synth_folder``), so the
+assembly-reading path runs for every case too.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typer.testing import CliRunner
 
 from fmcluster.cli import app
 from fmcluster.validation import BlueprintError, load_blueprint_text
+from tests.conftest import synth_folder
 
 # Each case is its own CLI round trip that shares nothing: let xdist spread them (tests/conftest.py).
 pytestmark = pytest.mark.spread
@@ -135,7 +138,7 @@ def test_every_command_without_traceback(tmp_path: Path, text: str) -> None:
     assert _invoke(["validate", str(bp)])[0] == 0
     assert _invoke(["render", str(bp), "--out", str(tmp_path / "rendered")])[0] == 0
     assert _invoke(["plan", str(bp)])[0] == 0
-    assert _invoke(["plan", str(bp), "--json"])[0] == 0
+    assert _invoke(["plan", str(bp), "--json", "--cdk-out", str(synth_folder(text)[0])])[0] == 0
     assert _invoke(["diff", str(bp), str(bp)])[0] == 0
     code, output = _invoke(["preflight", str(bp)], env=NO_CREDENTIALS)
     assert code in (0, 1, 2), output

@@ -1,7 +1,10 @@
 """What render_blueprint produces. Every rendered node script passes `bash -n` and shellcheck: each
 example blueprint in blueprints/ on each of the three operating systems, plus one blueprint per special
 instance kind (Blackwell with nvlsm, GB200 with IMEX on arm64, a 1-GPU p5.4xlarge, an aws-ofi-nccl built
-from source). And golden files of the full render for one example per orchestrator (tests/goldens.py, tests/golden/<orchestrator>/)."""
+from source). shellcheck's data-flow analysis (``--extended-analysis``, on by default) runs on each example on its own
+operating system and on every special kind, which together cover each operating system; the renderings of an example
+on the other two get every other check (the analysis more than doubles shellcheck's time: bench/README.md).
+And golden files of the full render for one example per orchestrator (tests/goldens.py, tests/golden/<orchestrator>/)."""
 
 from __future__ import annotations
 
@@ -68,10 +71,13 @@ def _valid(data: dict[str, Any]) -> bool:
     return True
 
 
-def _cases() -> list[tuple[str, dict[str, Any]]]:
+def _cases() -> list[tuple[str, dict[str, Any], bool]]:
+    """``(label, blueprint data, full)``: ``full`` for an example on its own operating system and for a special kind
+    (shellcheck's data-flow analysis runs on their scripts)."""
     cases = []
     for path in EXAMPLES:
         data = example(path.stem)
+        own_os = load_blueprint(path).software.os
         for os_name in OSES:
             d = merge(data, {"software": {"os": os_name}})
             if not _valid(d):
@@ -81,19 +87,20 @@ def _cases() -> list[tuple[str, dict[str, Any]]]:
                                            "stack": DROP}})
                 if not _valid(d):  # the image has no Lustre client on that OS
                     d = merge(d, {"storage": {"lustre": None}})
-            cases.append((f"{path.stem}-{os_name}", d))
+            cases.append((f"{path.stem}-{os_name}", d, os_name == own_os))
     for name, (software, group, os_name) in SPECIAL.items():
-        cases.append((f"{name}-{os_name}", _with(software, group, os_name)))
+        cases.append((f"{name}-{os_name}", _with(software, group, os_name), True))
     return cases
 
 
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Every distinct rendered script, written once: {label: path}."""
+def rendered_cases(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Path], set[Path]]:
+    """Every distinct rendered script, written once: ({label: path}, the paths a ``full`` case rendered)."""
     out_dir = tmp_path_factory.mktemp("rendered")
     seen: dict[str, Path] = {}
     files: dict[str, Path] = {}
-    for label, data in _cases():
+    full: set[Path] = set()
+    for label, data, full_case in _cases():
         bp = load_blueprint_text(to_yaml(data)).blueprint
         for group, scripts in render_blueprint(bp).items():
             for name, text in scripts.items():
@@ -105,7 +112,15 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                     path.write_text(text)
                     seen[digest] = path
                 files[f"{label}/{group}/{name}"] = seen[digest]
-    return files
+                if full_case:
+                    full.add(seen[digest])
+    return files, full
+
+
+@pytest.fixture(scope="module")
+def rendered(rendered_cases: tuple[dict[str, Path], set[Path]]) -> dict[str, Path]:
+    """Every distinct rendered script, written once: {label: path}."""
+    return rendered_cases[0]
 
 
 def test_examples_and_special_kinds_render_for_every_os(rendered: dict[str, Path]) -> None:
@@ -116,6 +131,18 @@ def test_examples_and_special_kinds_render_for_every_os(rendered: dict[str, Path
     # scripts installed by other scripts are rendered on their own too, so shellcheck reads them (heredocs it does not)
     for name in ("observability/heartbeat.sh", "observability/exporters/head.sh"):
         assert any(k.endswith(f"/{name}") for k in rendered), name
+
+
+def test_data_flow_analysis_covers_every_os_and_script(rendered_cases: tuple[dict[str, Path], set[Path]]) -> None:
+    """Each operating system's node-check and bootstrap, and every kind of script, get shellcheck's full analysis
+    in at least one case; the other-OS renderings of the examples are the only ones without it."""
+    files, full = rendered_cases
+    for os_name in OSES:
+        for name in ("bootstrap.sh", "fmcluster-node-check"):
+            assert any(f"-{os_name}/" in k and k.endswith(f"/{name}") and p in full for k, p in files.items()), (os_name, name)
+    kinds = {k.rsplit("/", 1)[1] for k in files}
+    assert {k.rsplit("/", 1)[1] for k, p in files.items() if p in full} == kinds
+    assert len(full) < len(set(files.values()))
 
 
 def test_bash_syntax(rendered: dict[str, Path]) -> None:
@@ -131,27 +158,43 @@ def test_bash_syntax(rendered: dict[str, Path]) -> None:
 SHELLCHECK_CHUNKS = 4
 
 
-def shellcheck_chunk(paths: list[str], chunk: int) -> list[str]:
-    """The ``chunk``-th of :data:`SHELLCHECK_CHUNKS` sets of ``paths`` of about equal size (largest first, each to the
-    lightest set): shellcheck's time grows with the text, so no chunk holds the suite's tail alone."""
+#: shellcheck's time without its data-flow analysis, as a share of its time with it (0.42 on the node checks: bench/README.md).
+WITHOUT_DATA_FLOW_COST = 0.45
+
+
+def shellcheck_chunk(paths: list[str], chunk: int, full: frozenset[str] = frozenset()) -> list[str]:
+    """The ``chunk``-th of :data:`SHELLCHECK_CHUNKS` sets of ``paths`` of about equal cost (largest first, each to the
+    cheapest set): shellcheck's time grows with the text, and more than doubles with data-flow analysis (the paths in
+    ``full``), so no chunk holds the suite's tail alone."""
     sets: list[list[str]] = [[] for _ in range(SHELLCHECK_CHUNKS)]
-    sizes = [0] * SHELLCHECK_CHUNKS
-    for path in sorted(paths, key=lambda p: (-Path(p).stat().st_size, p)):
-        lightest = sizes.index(min(sizes))
-        sets[lightest].append(path)
-        sizes[lightest] += Path(path).stat().st_size
+    costs = [0.0] * SHELLCHECK_CHUNKS
+
+    def cost(p: str) -> float:
+        return Path(p).stat().st_size * (1.0 if p in full else WITHOUT_DATA_FLOW_COST)
+
+    for path in sorted(paths, key=lambda p: (-cost(p), p)):
+        cheapest = costs.index(min(costs))
+        sets[cheapest].append(path)
+        costs[cheapest] += cost(path)
     return sets[chunk]
 
 
 @pytest.mark.spread
 @pytest.mark.parametrize("chunk", range(SHELLCHECK_CHUNKS))
-def test_shellcheck_clean(rendered: dict[str, Path], chunk: int) -> None:
-    """Every distinct rendered script, in chunks that xdist runs on different workers."""
-    paths = shellcheck_chunk(sorted({str(p) for p in rendered.values()}), chunk)
+def test_shellcheck_clean(rendered_cases: tuple[dict[str, Path], set[Path]], chunk: int) -> None:
+    """Every distinct rendered script, in chunks that xdist runs on different workers; data-flow analysis on the
+    scripts of the ``full`` cases (module docstring)."""
+    files, full_paths = rendered_cases
+    full = frozenset(str(p) for p in full_paths)
+    paths = shellcheck_chunk(sorted({str(p) for p in files.values()}), chunk, full)
     assert paths
-    proc = subprocess.run([shellcheck(), "--shell=bash", "--format=gcc", *paths], capture_output=True, text=True,
-                          check=False)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for group, extra in (([p for p in paths if p in full], []),
+                         ([p for p in paths if p not in full], ["--extended-analysis=false"])):
+        if not group:
+            continue
+        proc = subprocess.run([shellcheck(), "--shell=bash", "--format=gcc", *extra, *group], capture_output=True,
+                              text=True, check=False)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_bootstrap_embeds_the_node_check_and_job_env(rendered: dict[str, Path]) -> None:
