@@ -249,3 +249,27 @@ def test_plan_names_the_examples_placeholder_ids(example: str, expected: list[tu
     assert ("fmcluster preflight refuses them" in text) is bool(expected)
     for _, value in expected:
         assert value in text
+
+
+# ---- the in-process synthesis of plan and diff: aws-cdk-lib's built-in CloudFormation validation ------------------
+@pytest.mark.parametrize(("value", "can_fail"), [(None, False), (False, False), ("false", False), (True, True),
+                                                 ("true", True), (1, True)])
+def test_cloudformation_validate_can_fail_reads_the_context_as_aws_cdk_lib_does(value: object, can_fail: bool) -> None:
+    from fmcluster.review.synth import STRICT_DEFAULT_RULES, cloudformation_validate_can_fail
+
+    assert cloudformation_validate_can_fail({} if value is None else {STRICT_DEFAULT_RULES: value}) is can_fail
+
+
+@pytest.mark.synth
+@pytest.mark.parametrize("strict", [False, True], ids=["warnings-only", "strict"])
+def test_plan_synthesis_runs_cloudformation_validate_only_when_its_errors_fail_synthesis(tmp_path: Path, strict: bool) -> None:
+    """Without the strict context key the plugin's findings are warnings that plan and diff never show, so it does not
+    run (no validation report); with it, cdk synth would refuse on its errors and so must plan and diff."""
+    from fmcluster.review.synth import STRICT_DEFAULT_RULES, synthesize
+
+    synthesize(load_blueprint(ROOT / "blueprints" / "default.yaml"), str(tmp_path),
+               {STRICT_DEFAULT_RULES: True} if strict else {}, "default.yaml")
+    report = tmp_path / "validation-report.json"
+    assert report.is_file() is strict
+    if strict:
+        assert [r["pluginName"] for r in json.loads(report.read_text())["pluginReports"]] == ["CloudFormation Validate"]

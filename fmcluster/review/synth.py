@@ -37,14 +37,33 @@ def synthesis_errors(assembly: Any) -> list[str]:
             if m.level == cx_api.SynthesisMessageLevel.ERROR]
 
 
+#: The context key that makes aws-cdk-lib's built-in "CloudFormation Validate" plugin (a WASM CloudFormation linter
+#: that every CDK app runs at synthesis since aws-cdk-lib 2.262) fail synthesis on its errors; without it every finding
+#: is a warning and synthesis never fails on one (aws/aws-cdk pull request #38135).
+STRICT_DEFAULT_RULES = "@aws-cdk/core:validateAgainstDefaultRules"
+
+
+def cloudformation_validate_can_fail(context: Mapping[str, Any]) -> bool:
+    """True when ``context`` sets :data:`STRICT_DEFAULT_RULES` as aws-cdk-lib reads a boolean context value (any
+    value but ``false`` and ``"false"``; ``getBooleanContext`` in aws-cdk-lib core/lib/private/synthesis-validation)."""
+    raw = context.get(STRICT_DEFAULT_RULES)
+    return raw is not None and raw is not False and raw != "false"
+
+
 def synthesize(bp: Any, outdir: str, context: Mapping[str, Any], source: str) -> None:
     """Build ``bp``'s app (:func:`fmcluster.stacks.build.build_app`) with ``context`` and synthesize it into
-    ``outdir``. Raises :class:`SynthesisError` (naming ``source``) when the assembly has error annotations."""
+    ``outdir``. Raises :class:`SynthesisError` (naming ``source``) when the assembly has error annotations.
+
+    The built-in "CloudFormation Validate" plugin runs only when its errors can fail synthesis
+    (:func:`cloudformation_validate_can_fail`): otherwise it reports warnings, which ``cdk synth`` prints and plan and
+    diff (which read the templates) would not, and its engine costs about 6 s of CPU per process to start
+    (bench/README.md). cfn-lint checks the same templates in CI and in the pull-request review."""
     import aws_cdk as cdk
 
     from fmcluster.stacks.build import build_app
 
-    app = cdk.App(outdir=outdir, context=dict(context))
+    app = cdk.App(outdir=outdir, context=dict(context),
+                  builtin_cloud_formation_validation=cloudformation_validate_can_fail(context))
     build_app(app, bp)
     errors = synthesis_errors(app.synth())
     if errors:
