@@ -273,3 +273,26 @@ def test_plan_synthesis_runs_cloudformation_validate_only_when_its_errors_fail_s
     assert report.is_file() is strict
     if strict:
         assert [r["pluginName"] for r in json.loads(report.read_text())["pluginReports"]] == ["CloudFormation Validate"]
+
+
+def test_plan_refuses_what_strict_cloudformation_validate_refuses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the strict key, a template the plugin finds an error in fails synthesis in-process as in cdk synth: a
+    SynthesisError that names the finding (plan: exit 1 with the message), not a traceback."""
+    import aws_cdk as cdk
+
+    from fmcluster.review.synth import STRICT_DEFAULT_RULES, SynthesisError, synthesize
+    from fmcluster.stacks import build
+
+    real = build.build_app
+
+    def with_a_bad_subnet(app: cdk.App, bp: object) -> object:
+        stacks = real(app, bp)  # type: ignore[arg-type]
+        cdk.CfnResource(stacks.network, "Bad", type="AWS::EC2::Subnet", properties={"VpcId": "vpc-1", "CidrBlock": "x"})
+        return stacks
+
+    monkeypatch.setattr(build, "build_app", with_a_bad_subnet)
+    with pytest.raises(SynthesisError) as e:
+        synthesize(load_blueprint(ROOT / "blueprints" / "default.yaml"), str(tmp_path), {STRICT_DEFAULT_RULES: True},
+                   "default.yaml")
+    assert e.value.source == "default.yaml"
+    assert "(CloudFormation Validate)" in e.value.messages[0] and "llm-train-network/Bad" in e.value.messages[0]

@@ -43,6 +43,11 @@ def synthesis_errors(assembly: Any) -> list[str]:
 STRICT_DEFAULT_RULES = "@aws-cdk/core:validateAgainstDefaultRules"
 
 
+#: How aws-cdk-lib's in-process synthesis starts the error it raises when a validation plugin fails (the report
+#: follows; core/lib/private/synthesis-validation, UnscopedValidationError "ValidationFailed").
+VALIDATION_FAILED = "ValidationFailed:"
+
+
 def cloudformation_validate_can_fail(context: Mapping[str, Any]) -> bool:
     """True when ``context`` sets :data:`STRICT_DEFAULT_RULES` as aws-cdk-lib reads a boolean context value (any
     value but ``false`` and ``"false"``; ``getBooleanContext`` in aws-cdk-lib core/lib/private/synthesis-validation)."""
@@ -52,7 +57,8 @@ def cloudformation_validate_can_fail(context: Mapping[str, Any]) -> bool:
 
 def synthesize(bp: Any, outdir: str, context: Mapping[str, Any], source: str) -> None:
     """Build ``bp``'s app (:func:`fmcluster.stacks.build.build_app`) with ``context`` and synthesize it into
-    ``outdir``. Raises :class:`SynthesisError` (naming ``source``) when the assembly has error annotations.
+    ``outdir``. Raises :class:`SynthesisError` (naming ``source``) when the assembly has error annotations or a
+    validation plugin failed it.
 
     The built-in "CloudFormation Validate" plugin runs only when its errors can fail synthesis
     (:func:`cloudformation_validate_can_fail`): otherwise it reports warnings, which ``cdk synth`` prints and plan and
@@ -65,7 +71,13 @@ def synthesize(bp: Any, outdir: str, context: Mapping[str, Any], source: str) ->
     app = cdk.App(outdir=outdir, context=dict(context),
                   builtin_cloud_formation_validation=cloudformation_validate_can_fail(context))
     build_app(app, bp)
-    errors = synthesis_errors(app.synth())
+    try:
+        assembly = app.synth()
+    except RuntimeError as e:  # a validation plugin's errors: aws-cdk-lib raises "ValidationFailed: <its report>"
+        if not str(e).startswith(VALIDATION_FAILED):
+            raise
+        raise SynthesisError(source, [str(e).removeprefix(VALIDATION_FAILED).strip()]) from None
+    errors = synthesis_errors(assembly)
     if errors:
         raise SynthesisError(source, errors)
 
