@@ -144,7 +144,9 @@ def json_envelope(command: str, *, ok: bool, problems: Sequence[tuple[str | None
     "result"}``.
 
     ``ok``: the command succeeded (its exit code is 0); ``problems``: every error and warning, each
-    :func:`problem_json`; ``result``: the command's own answer (``validate``: ``[{"file", "valid"}]``, ``plan``: the
-    plan, ``diff``: the diff report; ``null`` when there is none)."""
+    :func:`problem_json` (the blueprint's, and the command's own findings: ``diff``'s error and warning changes,
+    ``DiffReport.problems``; ``preflight``'s checks that did not pass, ``PreflightReport.problems``); ``result``: the
+    command's own answer in full (``validate``: ``[{"file", "valid"}]``, ``plan``: the plan, ``diff``: the diff
+    report, ``preflight``: its report; ``null`` when there is none)."""
     return json.dumps({"command": command, "ok": ok, "problems": [problem_json(f, p) for f, p in problems],
                        "result": result}, indent=2)
