@@ -495,6 +495,48 @@ def test_a_problem_the_org_defaults_gave_is_at_its_path_there(tmp_path: Path, or
     assert shown in CliRunner().invoke(app, ["validate", str(f)]).stderr
 
 
+# ---- a tag count names the tags the organisation file added (review item: "got 40 tags" of 39 written) --------------
+def _tags(n: int) -> dict[str, str]:
+    return {f"k{i}": "v" for i in range(n)}
+
+
+_PC7 = ("too many tags for ParallelCluster: the cluster configuration gets 41 Tags (these 40 and the 1 fmcluster adds: "
+        "fmcluster:blueprint) and ParallelCluster refuses more than 40 per compute resource, got 40 tags{}; allowed at "
+        "most 39 tags (organisation default tags included)")
+
+
+@pytest.mark.parametrize(("own", "org_tags", "expected", "value"), [
+    # 39 written + 1 from the organisation: ParallelCluster's 40 with fmcluster:blueprint (R-PC-7)
+    (39, {"team": "ml"}, ("tags", "R-PC-7", _PC7.format(
+        " (39 in the blueprint, 1 from the organisation file's defaults.tags: team)")), 40),
+    (38, {"team": "ml", "owner": "x"}, ("tags", "R-PC-7", _PC7.format(
+        " (38 in the blueprint, 2 from the organisation file's defaults.tags: owner, team)")), 40),
+    # a default the blueprint overrides is the blueprint's tag: no parts
+    (40, {"k0": "org"}, ("tags", "R-PC-7", _PC7.format("")), 40),
+    # 40 written + 1 from the organisation: the model's own bound of 40
+    (40, {"team": "ml"}, ("tags", None, "wrong number of items, got 41 (40 in the blueprint, 1 from the organisation "
+                                        "file's defaults.tags: team); allowed at most 40"), 41),
+    (40, {}, ("tags", "R-PC-7", _PC7.format("")), 40),
+], ids=["39+1", "38+2", "overridden-default", "model-bound", "no-org-tags"])
+def test_a_tag_count_names_the_organisation_files_share(tmp_path: Path, own: int, org_tags: dict[str, str],
+                                                         expected: tuple[str, str | None, str], value: int) -> None:
+    org = tmp_path / "fmcluster.org.yaml"
+    org.write_text(yaml.safe_dump({"defaults": {"tags": org_tags}} if org_tags else {"name": "acme"}))
+    f = write(tmp_path, blueprint({"tags": _tags(own)}), org=None)
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint(f)
+    assert [(p.path, p.rule_id, p.message) for p in exc.value.errors] == [expected]
+    r = CliRunner().invoke(app, ["validate", "--json", str(f)])
+    [j] = [j for j in json.loads(r.stdout)["problems"] if j["severity"] == "error"]
+    assert (j["file"], j["value"]) == (str(f), value)
+
+
+def test_the_organisations_tags_are_recorded_on_the_blueprint(tmp_path: Path) -> None:
+    (tmp_path / "fmcluster.org.yaml").write_text("defaults:\n  tags: {team: ml, k1: org}\n")
+    bp = load_blueprint(write(tmp_path, blueprint({"tags": _tags(2)}), org=None))
+    assert (bp.tags, bp.tags_from_organisation) == ({"team": "ml", "k1": "v", "k0": "v"}, ("team",))
+
+
 # ---- where the org file is named: missing is "could not run", blank FMCLUSTER_ORG is unset (breaker item 6) ---------
 @pytest.mark.parametrize(("option", "env", "named", "says"), [
     ("nope.yaml", None, "nope.yaml", "Invalid value for --org: no such file, got '{}'"),

@@ -8,6 +8,7 @@ on its own, so one run reports as much as possible. Never raises anything but
 
 from __future__ import annotations
 
+import re
 import sys
 import types
 import typing
@@ -30,6 +31,7 @@ from fmcluster.blueprint.model import (
     PATTERN_HINTS,
     REGION_PATTERN,
     Blueprint,
+    tag_count_parts,
 )
 from fmcluster.severity import did_you_mean
 from fmcluster.validation import organisation
@@ -75,12 +77,14 @@ def load_blueprint_text(text: str, *, file: str = "<string>", org: str | Path | 
         raise BlueprintError(file, placed) from None
     origins = _Origins.of(file, lines, bases, written, org_file)
     org_problems = [_with_line(p, lines) for p in org_problems]
+    from_org = origins.tags_from_defaults(data.get("tags"))
     try:
         bp = Blueprint.model_validate(data)
     except ValidationError as e:
-        problems = [_convert(err, data, lines, written) for err in e.errors()]
+        problems = [_tag_parts(_convert(err, data, lines, written), from_org) for err in e.errors()]
         problems += _section_rule_problems(data, problems, lines)
         raise BlueprintError(file, _in_file_order(origins.place(_dedupe(problems + org_problems)))) from None
+    bp._tags_from_organisation = from_org
     problems = _in_file_order(origins.place([_with_line(p, lines) for p in run_rules(bp)] + org_problems))
     if any(p.level == "error" for p in problems):
         raise BlueprintError(file, problems)
@@ -124,6 +128,13 @@ class _Origins:
         defaults = _defaults_index(Path(org_file)) if org_file is not None else {}
         return cls(indexes, (org_file, defaults) if org_file is not None and defaults else None)
 
+    def tags_from_defaults(self, tags: Any) -> tuple[str, ...]:
+        """The keys of ``tags`` (the merged blueprint's) that only the organisation defaults wrote, in order."""
+        if self.defaults is None or not isinstance(tags, dict):
+            return ()
+        return tuple(str(k) for k in tags if ("tags", k) in self.defaults[1]
+                     and all(("tags", k) not in index for _, index in self.indexes))
+
     def place(self, problems: list[Problem]) -> list[Problem]:
         """``problems`` with the file and line their path was written at, when that is a base or the defaults."""
         if len(self.indexes) == 1 and self.defaults is None:
@@ -143,6 +154,16 @@ class _Origins:
             return replace(p, path=f"{organisation.DEFAULTS_KEY}.{p.path}", file=self.defaults[0], line=self.defaults[1][path])
         owner, index = self.indexes[-best]
         return p if owner is None else replace(p, file=owner, line=_line_for(path, index))
+
+
+def _tag_parts(p: Problem, from_org: tuple[str, ...]) -> Problem:
+    """The count of ``tags`` (``wrong number of items, got 41; ...``) with its parts when the organisation file's
+    ``defaults.tags`` gave some (:func:`fmcluster.blueprint.model.tag_count_parts`)."""
+    m = re.match(r"wrong number of items, got (\d+);", p.message) if p.path == "tags" and from_org else None
+    if m is None:
+        return p
+    total = int(m.group(1))
+    return replace(p, message=p.message.replace(f"got {total};", f"got {total}{tag_count_parts(total, from_org)};", 1))
 
 
 def _defaults_index(org_file: Path) -> dict[tuple[Any, ...], int]:
