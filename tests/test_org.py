@@ -72,8 +72,9 @@ def problems(f: Path, **kw: Any) -> list[tuple[str, int | None, str | None, str]
 
 
 # ---- the done-when: Region and tag refused, path-qualified, naming the org rule ---------------------------------
-def test_region_not_allowed_and_missing_tag_are_both_reported(tmp_path: Path) -> None:
-    f = write(tmp_path, blueprint({"region": "eu-west-1", "availability_zone": "eu-west-1a"}))
+def test_region_not_allowed_and_missing_tag_are_both_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # bp.yaml and the fmcluster.org.yaml found beside it are in the working directory
+    f = Path(write(tmp_path, blueprint({"region": "eu-west-1", "availability_zone": "eu-west-1a"})).name)
     got = [p for p in problems(f) if p[2] and p[2].startswith("ORG-")]
     assert got == [
         ("region", 2, "ORG-REGION", "not allowed by the organisation (fmcluster.org.yaml: allowed.regions), got 'eu-west-1'; "
@@ -83,8 +84,9 @@ def test_region_not_allowed_and_missing_tag_are_both_reported(tmp_path: Path) ->
     ]
 
 
-def test_rendered_error_names_the_blueprint_file_path_and_rule(tmp_path: Path) -> None:
-    f = write(tmp_path, blueprint({"region": "eu-west-1", "availability_zone": "eu-west-1a"}, TAGGED))
+def test_rendered_error_names_the_blueprint_file_path_and_rule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    f = Path(write(tmp_path, blueprint({"region": "eu-west-1", "availability_zone": "eu-west-1a"}, TAGGED)).name)
     r = CliRunner().invoke(app, ["validate", str(f)])
     assert r.exit_code == 1
     assert r.stderr.splitlines()[0] == f"{f}: 1 error"
@@ -106,8 +108,10 @@ def test_rendered_error_names_the_blueprint_file_path_and_rule(tmp_path: Path) -
          r"allowed a value matching CC-\d{4}"),
     ],
 )
-def test_each_allow_list_and_tag_pattern(tmp_path: Path, patch: dict[str, Any], path: str, rule_id: str, fragment: str) -> None:
-    f = write(tmp_path, blueprint(TAGGED, patch))
+def test_each_allow_list_and_tag_pattern(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, patch: dict[str, Any], path: str,
+                                        rule_id: str, fragment: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    f = Path(write(tmp_path, blueprint(TAGGED, patch)).name)
     got = [p for p in problems(f) if p[2] and p[2].startswith("ORG-")]
     assert len(got) == 1 and got[0][0] == path and got[0][2] == rule_id and fragment in got[0][3], got
 
@@ -493,6 +497,36 @@ def test_a_problem_the_org_defaults_gave_is_at_its_path_there(tmp_path: Path, or
     assert (j["file"], j["value"]) == (str(org) if in_org else str(f), value), j
     shown = f"{path} ({org}, line {org_line})" if in_org else f"{path} (line "
     assert shown in CliRunner().invoke(app, ["validate", str(f)]).stderr
+
+
+# ---- the organisation file is named as the user can find it (review item: a discovered file named without folder) ---
+@pytest.mark.parametrize(("blueprint_arg", "org_arg", "named"), [
+    ("bp.yaml", None, "fmcluster.org.yaml"),                        # beside a blueprint in the working directory
+    ("team/bp.yaml", None, "team/fmcluster.org.yaml"),              # beside a blueprint in a folder: with the folder
+    ("./team/../team/bp.yaml", None, "team/../team/fmcluster.org.yaml"),  # the folder as the user wrote it
+    ("{tmp}/team/bp.yaml", None, "{tmp}/team/fmcluster.org.yaml"),  # an absolute blueprint: an absolute path
+    ("link/bp.yaml", None, "link/fmcluster.org.yaml"),              # a linked folder: the same file through it
+    ("alias.yaml", None, "{tmp}/team/fmcluster.org.yaml"),          # a linked blueprint: its real folder's file
+    ("team/bp.yaml", "orgs/strict.yaml", "orgs/strict.yaml"),       # --org: as given
+], ids=["cwd", "folder", "dotted", "absolute", "linked-folder", "linked-file", "explicit"])
+def test_the_org_file_is_named_as_the_user_finds_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, blueprint_arg: str,
+                                                     org_arg: str | None, named: str) -> None:
+    """The ORG-* message, the problem's ``file`` in ``--json`` and the rule's ``source`` name one path, relative to
+    the working directory as the blueprint was named (not the bare file name, not a path only the program made)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "team").mkdir()
+    (tmp_path / "orgs").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "team")
+    (tmp_path / "alias.yaml").symlink_to(tmp_path / "team" / "bp.yaml")
+    (tmp_path / "orgs" / "strict.yaml").write_text(yaml.safe_dump(ORG))
+    write(tmp_path / "team", blueprint(TAGGED, {"region": "eu-west-1", "availability_zone": "eu-west-1a"}))
+    write(tmp_path, blueprint(TAGGED, {"region": "eu-west-1", "availability_zone": "eu-west-1a"}))
+    bp, shown = blueprint_arg.format(tmp=tmp_path), named.format(tmp=tmp_path)
+    r = CliRunner().invoke(app, [*(["--org", org_arg] if org_arg else []), "validate", "--json", bp])
+    [j] = [j for j in json.loads(r.stdout)["problems"] if j["rule_id"] == "ORG-REGION"]
+    assert (j["file"], j["source"]) == (str(Path(bp)), shown)  # the blueprint as the command line's Path gives it
+    assert j["message"] == (f"not allowed by the organisation ({shown}: allowed.regions), got 'eu-west-1'; allowed "
+                            "us-east-1, us-west-2")
 
 
 # ---- a tag count names the tags the organisation file added (review item: "got 40 tags" of 39 written) --------------
