@@ -246,7 +246,7 @@ def test_overlay_stack_goes_through_the_software_rules(tmp_path: Path) -> None:
         ({"driver": "999.1.1"}, "software_stacks.bad.driver", "no pinned NVIDIA driver installer"),
         ({"gdrcopy": "9.9"}, "software_stacks.bad.gdrcopy", "no pinned GDRCopy archive"),
         ({"efa_installer": "0.1.0"}, "software_stacks.bad.efa_installer", "unknown EFA installer bundle"),
-        ({"families": ["p9"]}, "software_stacks.bad.families", "unknown instance family, got 'p9'"),
+        ({"families": ["p5", "p9"]}, "software_stacks.bad.families[1]", "unknown instance family, got 'p9'"),
         ({"sources": {}}, "software_stacks.bad.sources", "missing driver, cuda, nccl, efa_installer, gdrcopy"),
         ({"cuda": "twelve"}, "software_stacks.bad.cuda", "not a version"),
     ],
@@ -497,6 +497,50 @@ def test_a_problem_the_org_defaults_gave_is_at_its_path_there(tmp_path: Path, or
     assert (j["file"], j["value"]) == (str(org) if in_org else str(f), value), j
     shown = f"{path} ({org}, line {org_line})" if in_org else f"{path} (line "
     assert shown in CliRunner().invoke(app, ["validate", str(f)]).stderr
+
+
+# ---- each problem at its own line: flow-style entries, keys with dots (review item: reported at the parent's line) ----
+def _stack_text(name: str, style: str) -> str:
+    """ACME_STACK under ``software_stacks.<name>`` with families ``[p5, p9]``, written in ``style``."""
+    fields = {k: v for k, v in ACME_STACK.items() if k != "families"}
+    inline = ", ".join(f"{k}: {json.dumps(v)}" for k, v in fields.items())
+    if style == "block":
+        return "name: acme\nsoftware_stacks:\n  " + name + ":\n    families:\n      - p5\n      - p9\n" + "".join(
+            f"    {k}: {json.dumps(v)}\n" for k, v in fields.items())
+    if style == "one-line-entry":
+        return f"name: acme\nsoftware_stacks:\n  {name}: {{families: [p5, p9], {inline}}}\n"
+    if style == "one-line-file":
+        return f"name: acme\nsoftware_stacks: {{{name}: {{families: [p5, p9], {inline}}}}}\n"
+    return (f"name: acme\nsoftware_stacks: {{\n  {name}: {{\n    families: [p5,\n      p9],\n    {inline}}}}}\n")
+
+
+@pytest.mark.parametrize(("org_text", "path", "line"), [
+    (_stack_text("acme", "block"), "software_stacks.acme.families[1]", 6),
+    (_stack_text("acme-cuda12.8", "block"), "software_stacks.acme-cuda12.8.families[1]", 6),  # a name with a dot
+    (_stack_text("acme-cuda12.8", "one-line-entry"), "software_stacks.acme-cuda12.8.families[1]", 3),
+    (_stack_text("acme-cuda12.8", "one-line-file"), "software_stacks.acme-cuda12.8.families[1]", 2),
+    (_stack_text("acme-cuda12.8", "multi-line-flow"), "software_stacks.acme-cuda12.8.families[1]", 5),
+    ("name: acme\nrequired_tags:\n  owner: .+\n  app.kubernetes.io/team: 'CC-\\d{4'\n",
+     "required_tags.app.kubernetes.io/team", 4),
+    ("name: acme\nrequired_tags: {owner: .+,\n  app.kubernetes.io/team: 'CC-\\d{4'}\n",
+     "required_tags.app.kubernetes.io/team", 3),
+], ids=["block", "dotted-name", "one-line-entry", "one-line-file", "multi-line-flow", "dotted-tag-key", "flow-tags"])
+def test_an_org_file_problem_is_at_its_own_line(tmp_path: Path, org_text: str, path: str, line: int) -> None:
+    (tmp_path / "fmcluster.org.yaml").write_text(org_text)
+    f = write(tmp_path, blueprint(TAGGED), org=None)
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint(f)
+    assert [(p.path, p.line) for p in exc.value.problems] == [(path, line)], exc.value.problems
+
+
+def test_a_blueprint_tag_with_dots_is_at_its_line(tmp_path: Path) -> None:
+    """An ORG-TAG finding on a tag key with dots is at that key's line in the blueprint, not at ``tags``."""
+    (tmp_path / "fmcluster.org.yaml").write_text("name: acme\nrequired_tags: {app.kubernetes.io/team: 'ml-.+'}\n")
+    f = tmp_path / "bp.yaml"
+    f.write_text(to_yaml(blueprint()) + "tags:\n  owner: me\n  app.kubernetes.io/team: research\n")
+    line = f.read_text().splitlines().index("  app.kubernetes.io/team: research") + 1
+    [p] = [p for p in problems(f) if p[2] == "ORG-TAG"]
+    assert p[:3] == ("tags.app.kubernetes.io/team", line, "ORG-TAG")
 
 
 # ---- the organisation file is named as the user can find it (review item: a discovered file named without folder) ---

@@ -12,6 +12,7 @@ import re
 import sys
 import types
 import typing
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from datetime import date, time
 from pathlib import Path
@@ -141,8 +142,13 @@ class _Origins:
             return problems
         return [self._placed(p) for p in problems]
 
+    def _known(self) -> set[tuple[Any, ...]]:
+        """Every path any of the files wrote (to read a dotted key of a problem's path as one key)."""
+        known = {path for _, index in self.indexes for path in index}
+        return known | set(self.defaults[1]) if self.defaults is not None else known
+
     def _placed(self, p: Problem) -> Problem:
-        path = _path_tuple(p.path)
+        path = _path_tuple(p.path, self._known())
         if p.file is not None:  # already names its file (a base's extends): only its line is missing
             index = dict(self.indexes).get(p.file)
             return p if p.line is not None or index is None else replace(p, line=_line_for(path, index))
@@ -306,18 +312,35 @@ def _line_for(path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> int |
 def _with_line(p: Problem, lines: dict[tuple[Any, ...], int]) -> Problem:
     if p.line is not None or p.file is not None:  # a problem of another file gets its line there (_Origins)
         return p
-    return replace(p, line=_line_for(_path_tuple(p.path), lines))
+    return replace(p, line=_line_for(_path_tuple(p.path, lines), lines))
 
 
-def _path_tuple(path: str) -> tuple[Any, ...]:
-    out: list[Any] = []
+def _path_tuple(path: str, known: Collection[tuple[Any, ...]] = ()) -> tuple[Any, ...]:
+    """``compute[0].capacity`` -> ``("compute", 0, "capacity")``. A key with dots in it (a stack named
+    ``acme-cuda12.8``, a tag ``app.kubernetes.io/team``) is one part when ``known`` (the paths of the file, from
+    :func:`_index`) has it there and does not have its first piece: ``software_stacks.acme-cuda12.8.families`` ->
+    ``("software_stacks", "acme-cuda12.8", "families")``, so the problem gets that key's line, not its parent's."""
+    parts: list[Any] = []
     for part in path.replace("[", ".[").split("."):
         if not part:
             continue
         if part.startswith("[") and part.endswith("]") and part[1:-1].isdigit():
-            out.append(int(part[1:-1]))
+            parts.append(int(part[1:-1]))
         else:
-            out.append(part)
+            parts.append(part)
+    if not known:
+        return tuple(parts)
+    out: list[Any] = []
+    i = 0
+    while i < len(parts):
+        step = 1
+        if isinstance(parts[i], str) and (*out, parts[i]) not in known:
+            for j in range(len(parts), i + 1, -1):  # the longest dotted key the file has here
+                if all(isinstance(x, str) for x in parts[i:j]) and (*out, ".".join(parts[i:j])) in known:
+                    step = j - i
+                    break
+        out.append(".".join(parts[i:i + step]) if step > 1 else parts[i])
+        i += step
     return tuple(out)
 
 

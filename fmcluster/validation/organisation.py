@@ -228,7 +228,7 @@ def _with_lines(path: Path, problems: list[Problem]) -> list[Problem]:
         _index(node, lines, [])
     except (OSError, UnicodeDecodeError, yaml.YAMLError, BlueprintError, RecursionError):
         return problems  # unreadable or not YAML: the problem already says so (with its own line)
-    return [p if p.line is not None else replace(p, line=_line_for(_path_tuple(p.path), lines) or 1) for p in problems]
+    return [p if p.line is not None else replace(p, line=_line_for(_path_tuple(p.path, lines), lines) or 1) for p in problems]
 
 
 def _load_organisation(path: Path) -> tuple[Organisation, list[Problem]]:
@@ -463,9 +463,9 @@ def _check_stacks(org: Organisation) -> list[Problem]:
                 parse_version(value)
             except ValueError:
                 out.append(Problem(f"{at}.{comp}", f"not a version, got {value!r}; allowed a dotted version such as 2.27.7"))
-        for fam in s.families:
+        for i, fam in enumerate(s.families):
             if fam not in families:
-                out.append(Problem(f"{at}.families", f"unknown instance family, got {fam!r}; allowed {', '.join(families)}"
+                out.append(Problem(f"{at}.families[{i}]", f"unknown instance family, got {fam!r}; allowed {', '.join(families)}"
                                                      f"{_hint(fam, families)}"))
         for arch in s.cpu_architectures:
             if driver_artifact(s.driver, arch) is None:
