@@ -513,7 +513,8 @@ def diff(
                 print(json_envelope("diff", ok=False, problems=[(e.file, p) for p in e.problems], result=None))
             raise typer.Exit(DIFF_INPUT_ERROR) from None
     if format is OutputFormat.json:
-        print(json_envelope("diff", ok=report.exit_code == 0, problems=[], result=report.as_dict()))
+        print(json_envelope("diff", ok=report.exit_code == 0, problems=[(report.new, p) for p in report.problems()],
+                            result=report.as_dict()))
     elif format is OutputFormat.markdown:
         print(render_markdown(report))
     else:

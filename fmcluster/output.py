@@ -88,17 +88,19 @@ def problem_value(message: str) -> Any:
     return value if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
 
 
-#: A quoted text at the start of a ``got`` part that goes on (``'us-east-1-dfw-2a': its NAT gateway ...``), or a number
-#: with its unit and nothing else (``3000 GiB``, ``500 MB/s``).
+#: A quoted text at the start of a ``got`` part that goes on (``'us-east-1-dfw-2a': its NAT gateway ...``), a number
+#: with its unit and nothing else (``3000 GiB``, ``500 MB/s``), or a number (with or without its unit) whose parts follow
+#: in parentheses (``41 (40 in the blueprint, 1 from the organisation file ...)``, ``40 tags (39 in ...)``).
 _LEADING_QUOTED = re.compile(r"'([^']*)'(?=[\s:,(])")
 _NUMBER_WITH_UNIT = re.compile(r"(-?\d+(?:\.\d+)?) [A-Za-z][A-Za-z/]*")
+_NUMBER_THEN_PARTS = re.compile(r"(-?\d+(?:\.\d+)?)(?: [A-Za-z][A-Za-z/]*)? \([^()]*\)")
 
 
 def _leading_value(text: str) -> Any:
     quoted = _LEADING_QUOTED.match(text)
     if quoted:
         return quoted.group(1)
-    number = _NUMBER_WITH_UNIT.fullmatch(text)
+    number = _NUMBER_WITH_UNIT.fullmatch(text) or _NUMBER_THEN_PARTS.fullmatch(text)
     if number:
         return ast.literal_eval(number.group(1))
     return None
@@ -144,7 +146,9 @@ def json_envelope(command: str, *, ok: bool, problems: Sequence[tuple[str | None
     "result"}``.
 
     ``ok``: the command succeeded (its exit code is 0); ``problems``: every error and warning, each
-    :func:`problem_json`; ``result``: the command's own answer (``validate``: ``[{"file", "valid"}]``, ``plan``: the
-    plan, ``diff``: the diff report; ``null`` when there is none)."""
+    :func:`problem_json` (the blueprint's, and the command's own findings: ``diff``'s error and warning changes,
+    ``DiffReport.problems``; ``preflight``'s checks that did not pass, ``PreflightReport.problems``); ``result``: the
+    command's own answer in full (``validate``: ``[{"file", "valid"}]``, ``plan``: the plan, ``diff``: the diff
+    report, ``preflight``: its report; ``null`` when there is none)."""
     return json.dumps({"command": command, "ok": ok, "problems": [problem_json(f, p) for f, p in problems],
                        "result": result}, indent=2)

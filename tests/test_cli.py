@@ -87,8 +87,11 @@ def test_diff_json_of_an_invalid_blueprint_is_the_envelope(tmp_path: Path) -> No
     ("assumed, got no stack; allowed the stack", None),
     ("unverified layout, got 17 network cards with EFA on 16 of them; allowed as is", None),
     ("ends before it starts, got 2026-12-13T11:30:00+00:00 <= 2026-12-14T11:30:00+00:00; allowed", None),
+    ("too many, got 40 tags (39 in the blueprint, 1 from the organisation file's defaults.tags: team); allowed", 40),
+    ("wrong number of items, got 41 (40 in the blueprint, 1 from the organisation file's defaults.tags: team)", 41),
+    ("wrong, got 40 tags (39 in the blueprint) and more; allowed", None),  # prose after the parts
 ], ids=["quoted", "number", "decimal", "prose-at-the-end", "with-unit", "infinite", "list", "none", "quoted-then-prose",
-        "none-word", "no-stack", "prose", "comparison"])
+        "none-word", "no-stack", "prose", "comparison", "count-then-parts", "number-then-parts", "parts-then-prose"])
 def test_problem_value_is_what_the_message_quotes(message: str, value: str | None) -> None:
     from fmcluster.output import problem_value
 

@@ -392,9 +392,27 @@ def test_cli_on_folders_text_markdown_json() -> None:
     js = run(old, new, "--json")
     envelope = json.loads(js.stdout)
     doc = envelope["result"]
-    assert (envelope["command"], envelope["ok"], envelope["problems"]) == ("diff", False, [])
+    assert (envelope["command"], envelope["ok"]) == ("diff", False)
     assert (js.exit_code, doc["errors"], doc["summary"]) == (1, 3, {"replace": 2, "remove": 1, "may-replace": 1, "update": 2,
                                                                    "fail": 1})
+    # the unsafe changes (and the warning) are the envelope's problems, at the resource the text output names;
+    # the info changes are only in the result
+    assert [(p["file"], p["path"], p["severity"], p["rule_id"], p["value"], p["line"]) for p in envelope["problems"]] == [
+        (new, "demo-storage/FileSystem", "error", "diff-replace",
+         {"SubnetIds": {"old": '["<ref demo-network/GpuSubnet>"]', "new": '["<ref demo-network/GpuSubnet (new)>"]'}}, None),
+        (new, "demo-storage/Scratch", "error", "diff-remove", None, None),
+        (new, "demo-network/ExportGpuSubnet", "error", "diff-fail",
+         {"Value": {"old": "<ref demo-network/GpuSubnet>", "new": "<ref demo-network/GpuSubnet (new)>"}}, None),
+        (new, "demo-storage/Widget", "warning", "diff-may-replace", {"Size": {"old": "1", "new": "2"}}, None),
+    ]
+    fsx = envelope["problems"][0]
+    assert fsx["message"] == (
+        'REPLACE (AWS::FSx::FileSystem, FileSystem); SubnetIds: ["<ref demo-network/GpuSubnet>"] -> '
+        '["<ref demo-network/GpuSubnet (new)>"] [registry schema createOnlyProperties (cfn-lint)]; CloudFormation '
+        "creates a new, empty file system; the old one is kept but orphaned (UpdateReplacePolicy Retain): the cluster "
+        "loses its data")
+    assert fsx["source"] == "registry schema createOnlyProperties (cfn-lint)"
+    assert envelope["problems"][1]["message"] == "REMOVE (AWS::S3::Bucket, Scratch); removed from the stack; DELETED with its data"
 
 
 @pytest.mark.parametrize(("same", "syntheses"), [(True, 1), (False, 2)], ids=["one-file-twice", "two-files"])
@@ -422,7 +440,8 @@ def test_a_blueprint_against_itself_is_synthesized_once(tmp_path: Path, monkeypa
     result = run(str(old), str(new), "--json")
     assert result.exit_code == 0, result.stdout
     assert len(calls) == syntheses
-    assert json.loads(result.stdout)["result"]["summary"] == {}
+    envelope = json.loads(result.stdout)
+    assert (envelope["ok"], envelope["problems"], envelope["result"]["summary"]) == (True, [], {})
 
 
 def test_cli_on_blueprints_scale_out_passes_and_deployment_type_fails(tmp_path: Path) -> None:
@@ -706,6 +725,9 @@ def test_a_stack_that_leaves_the_app_is_one_warning_without_removals_or_export_e
                           "delete it with `npx cdk destroy c-accounting -c blueprint=old.yaml` once nothing needs it; "
                           "its retained resources stay")
     assert render_text(report).splitlines()[1] == "WARNING LEAVES THE APP     " + leave.note
+    # in the JSON envelope: one warning at the stack, the info update left out
+    assert [(p.path, p.level, p.rule_id, p.message, p.value) for p in report.problems()] == [
+        ("c-accounting", "warning", "diff-leave", "LEAVES THE APP: " + leave.note, None)]
 
 
 ACCOUNTING_B = {"orchestrator": {"slurm": {"accounting": {"enabled": True, "second_availability_zone": "us-east-1b"}}}}

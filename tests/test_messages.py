@@ -247,16 +247,24 @@ def problems_of_file(path: Path) -> list[Problem]:
     return []
 
 
-@pytest.mark.parametrize(("typo", "meant"), [
-    ("p6-b200.96xlarge", "p6-b200.48xlarge"),   # same family, size unknown: the family's type, not p6e-gb200
-    ("p5.24xlarge", "p5.48xlarge"),             # same family: its largest size
-    ("p5en.48xlarg", "p5en.48xlarge"),          # a misspelt size
-    ("p6b300.48xlarge", "p6-b300.48xlarge"),    # a misspelt family: the closest spelling
+@pytest.mark.parametrize(("typo", "ending"), [
+    # a size the family lacks is another type, not a typo: the family's sizes, said as such, no guess
+    ("p6-b200.96xlarge", " - p6-b200 comes in: p6-b200.48xlarge"),   # not the closer string p6e-gb200.36xlarge
+    ("p5.24xlarge", " - p5 comes in: p5.4xlarge, p5.48xlarge"),
+    ("p5.8xlarge", " - p5 comes in: p5.4xlarge, p5.48xlarge"),       # not p5.48xlarge: other digits
+    ("P5.8XLARGE", " - p5 comes in: p5.4xlarge, p5.48xlarge"),
+    ("p5en.48xlarg", " - did you mean 'p5en.48xlarge'?"),          # a misspelt size
+    ("p5.4xlarg", " - did you mean 'p5.4xlarge'?"),                # the size the user wrote, not the family's largest
+    ("p6b300.48xlarge", " - did you mean 'p6-b300.48xlarge'?"),    # a misspelt family: the closest spelling
+    ("p3.16xlarge", "p6e-gb200.36xlarge"),                         # no such family, other digits: the list alone
 ])
-def test_instance_type_did_you_mean_prefers_the_family(typo: str, meant: str) -> None:
+def test_instance_type_suggestion_follows_the_policy(typo: str, ending: str) -> None:
+    """Did-you-mean only for a plausible misspelling (close in spelling, the same digits: fmcluster.severity
+    closest_names); a size its family lacks gets the family's sizes, named as such."""
     text = (ROOT / "blueprints/default.yaml").read_text().replace("instance_type: p5.48xlarge", f"instance_type: {typo}")
     [p] = [p for p in problems_of(text) if p.path == "compute[0].instance_type"]
-    assert p.message.endswith(f"did you mean {meant!r}?"), p.message
+    assert p.message.startswith(f"unknown instance type, got {typo!r}; allowed p4d.24xlarge, "), p.message
+    assert p.message.endswith(ending), p.message
 
 
 HP_SLURM = {"kind": "hyperpod", "hyperpod": {"orchestration": "slurm"}}
@@ -315,6 +323,9 @@ def test_closest_names(value: object, allowed: list[str], meant: list[str]) -> N
     ("p5.4xlarg", "p5.4xlarge"),      # a misspelt size of the family, not its largest
     ("P5.48XLARGE", "p5.48xlarge"),
     ("p3.16xlarge", None),            # no such family, other digits: no guess
+    ("p5.8xlarge", None),             # the family lacks the size: other digits, no guess
+    ("p6-b200.96xlarge", None),       # nor another family's closer string (p6e-gb200.36xlarge)
+    ("p6b300.48xlarge", "p6-b300.48xlarge"),
 ])
 def test_instance_type_suggestion(typo: str, meant: str | None) -> None:
     from fmcluster.catalog.instances import closest_instance_type, known_instance_types

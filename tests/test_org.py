@@ -72,8 +72,9 @@ def problems(f: Path, **kw: Any) -> list[tuple[str, int | None, str | None, str]
 
 
 # ---- the done-when: Region and tag refused, path-qualified, naming the org rule ---------------------------------
-def test_region_not_allowed_and_missing_tag_are_both_reported(tmp_path: Path) -> None:
-    f = write(tmp_path, blueprint({"region": "eu-west-1", "availability_zone": "eu-west-1a"}))
+def test_region_not_allowed_and_missing_tag_are_both_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # bp.yaml and the fmcluster.org.yaml found beside it are in the working directory
+    f = Path(write(tmp_path, blueprint({"region": "eu-west-1", "availability_zone": "eu-west-1a"})).name)
     got = [p for p in problems(f) if p[2] and p[2].startswith("ORG-")]
     assert got == [
         ("region", 2, "ORG-REGION", "not allowed by the organisation (fmcluster.org.yaml: allowed.regions), got 'eu-west-1'; "
@@ -83,8 +84,9 @@ def test_region_not_allowed_and_missing_tag_are_both_reported(tmp_path: Path) ->
     ]
 
 
-def test_rendered_error_names_the_blueprint_file_path_and_rule(tmp_path: Path) -> None:
-    f = write(tmp_path, blueprint({"region": "eu-west-1", "availability_zone": "eu-west-1a"}, TAGGED))
+def test_rendered_error_names_the_blueprint_file_path_and_rule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    f = Path(write(tmp_path, blueprint({"region": "eu-west-1", "availability_zone": "eu-west-1a"}, TAGGED)).name)
     r = CliRunner().invoke(app, ["validate", str(f)])
     assert r.exit_code == 1
     assert r.stderr.splitlines()[0] == f"{f}: 1 error"
@@ -106,8 +108,10 @@ def test_rendered_error_names_the_blueprint_file_path_and_rule(tmp_path: Path) -
          r"allowed a value matching CC-\d{4}"),
     ],
 )
-def test_each_allow_list_and_tag_pattern(tmp_path: Path, patch: dict[str, Any], path: str, rule_id: str, fragment: str) -> None:
-    f = write(tmp_path, blueprint(TAGGED, patch))
+def test_each_allow_list_and_tag_pattern(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, patch: dict[str, Any], path: str,
+                                        rule_id: str, fragment: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    f = Path(write(tmp_path, blueprint(TAGGED, patch)).name)
     got = [p for p in problems(f) if p[2] and p[2].startswith("ORG-")]
     assert len(got) == 1 and got[0][0] == path and got[0][2] == rule_id and fragment in got[0][3], got
 
@@ -242,7 +246,7 @@ def test_overlay_stack_goes_through_the_software_rules(tmp_path: Path) -> None:
         ({"driver": "999.1.1"}, "software_stacks.bad.driver", "no pinned NVIDIA driver installer"),
         ({"gdrcopy": "9.9"}, "software_stacks.bad.gdrcopy", "no pinned GDRCopy archive"),
         ({"efa_installer": "0.1.0"}, "software_stacks.bad.efa_installer", "unknown EFA installer bundle"),
-        ({"families": ["p9"]}, "software_stacks.bad.families", "unknown instance family, got 'p9'"),
+        ({"families": ["p5", "p9"]}, "software_stacks.bad.families[1]", "unknown instance family, got 'p9'"),
         ({"sources": {}}, "software_stacks.bad.sources", "missing driver, cuda, nccl, efa_installer, gdrcopy"),
         ({"cuda": "twelve"}, "software_stacks.bad.cuda", "not a version"),
     ],
@@ -493,6 +497,122 @@ def test_a_problem_the_org_defaults_gave_is_at_its_path_there(tmp_path: Path, or
     assert (j["file"], j["value"]) == (str(org) if in_org else str(f), value), j
     shown = f"{path} ({org}, line {org_line})" if in_org else f"{path} (line "
     assert shown in CliRunner().invoke(app, ["validate", str(f)]).stderr
+
+
+# ---- each problem at its own line: flow-style entries, keys with dots (review item: reported at the parent's line) ----
+def _stack_text(name: str, style: str) -> str:
+    """ACME_STACK under ``software_stacks.<name>`` with families ``[p5, p9]``, written in ``style``."""
+    fields = {k: v for k, v in ACME_STACK.items() if k != "families"}
+    inline = ", ".join(f"{k}: {json.dumps(v)}" for k, v in fields.items())
+    if style == "block":
+        return "name: acme\nsoftware_stacks:\n  " + name + ":\n    families:\n      - p5\n      - p9\n" + "".join(
+            f"    {k}: {json.dumps(v)}\n" for k, v in fields.items())
+    if style == "one-line-entry":
+        return f"name: acme\nsoftware_stacks:\n  {name}: {{families: [p5, p9], {inline}}}\n"
+    if style == "one-line-file":
+        return f"name: acme\nsoftware_stacks: {{{name}: {{families: [p5, p9], {inline}}}}}\n"
+    return (f"name: acme\nsoftware_stacks: {{\n  {name}: {{\n    families: [p5,\n      p9],\n    {inline}}}}}\n")
+
+
+@pytest.mark.parametrize(("org_text", "path", "line"), [
+    (_stack_text("acme", "block"), "software_stacks.acme.families[1]", 6),
+    (_stack_text("acme-cuda12.8", "block"), "software_stacks.acme-cuda12.8.families[1]", 6),  # a name with a dot
+    (_stack_text("acme-cuda12.8", "one-line-entry"), "software_stacks.acme-cuda12.8.families[1]", 3),
+    (_stack_text("acme-cuda12.8", "one-line-file"), "software_stacks.acme-cuda12.8.families[1]", 2),
+    (_stack_text("acme-cuda12.8", "multi-line-flow"), "software_stacks.acme-cuda12.8.families[1]", 5),
+    ("name: acme\nrequired_tags:\n  owner: .+\n  app.kubernetes.io/team: 'CC-\\d{4'\n",
+     "required_tags.app.kubernetes.io/team", 4),
+    ("name: acme\nrequired_tags: {owner: .+,\n  app.kubernetes.io/team: 'CC-\\d{4'}\n",
+     "required_tags.app.kubernetes.io/team", 3),
+], ids=["block", "dotted-name", "one-line-entry", "one-line-file", "multi-line-flow", "dotted-tag-key", "flow-tags"])
+def test_an_org_file_problem_is_at_its_own_line(tmp_path: Path, org_text: str, path: str, line: int) -> None:
+    (tmp_path / "fmcluster.org.yaml").write_text(org_text)
+    f = write(tmp_path, blueprint(TAGGED), org=None)
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint(f)
+    assert [(p.path, p.line) for p in exc.value.problems] == [(path, line)], exc.value.problems
+
+
+def test_a_blueprint_tag_with_dots_is_at_its_line(tmp_path: Path) -> None:
+    """An ORG-TAG finding on a tag key with dots is at that key's line in the blueprint, not at ``tags``."""
+    (tmp_path / "fmcluster.org.yaml").write_text("name: acme\nrequired_tags: {app.kubernetes.io/team: 'ml-.+'}\n")
+    f = tmp_path / "bp.yaml"
+    f.write_text(to_yaml(blueprint()) + "tags:\n  owner: me\n  app.kubernetes.io/team: research\n")
+    line = f.read_text().splitlines().index("  app.kubernetes.io/team: research") + 1
+    [p] = [p for p in problems(f) if p[2] == "ORG-TAG"]
+    assert p[:3] == ("tags.app.kubernetes.io/team", line, "ORG-TAG")
+
+
+# ---- the organisation file is named as the user can find it (review item: a discovered file named without folder) ---
+@pytest.mark.parametrize(("blueprint_arg", "org_arg", "named"), [
+    ("bp.yaml", None, "fmcluster.org.yaml"),                        # beside a blueprint in the working directory
+    ("team/bp.yaml", None, "team/fmcluster.org.yaml"),              # beside a blueprint in a folder: with the folder
+    ("./team/../team/bp.yaml", None, "team/../team/fmcluster.org.yaml"),  # the folder as the user wrote it
+    ("{tmp}/team/bp.yaml", None, "{tmp}/team/fmcluster.org.yaml"),  # an absolute blueprint: an absolute path
+    ("link/bp.yaml", None, "link/fmcluster.org.yaml"),              # a linked folder: the same file through it
+    ("alias.yaml", None, "{tmp}/team/fmcluster.org.yaml"),          # a linked blueprint: its real folder's file
+    ("team/bp.yaml", "orgs/strict.yaml", "orgs/strict.yaml"),       # --org: as given
+], ids=["cwd", "folder", "dotted", "absolute", "linked-folder", "linked-file", "explicit"])
+def test_the_org_file_is_named_as_the_user_finds_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, blueprint_arg: str,
+                                                     org_arg: str | None, named: str) -> None:
+    """The ORG-* message, the problem's ``file`` in ``--json`` and the rule's ``source`` name one path, relative to
+    the working directory as the blueprint was named (not the bare file name, not a path only the program made)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "team").mkdir()
+    (tmp_path / "orgs").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "team")
+    (tmp_path / "alias.yaml").symlink_to(tmp_path / "team" / "bp.yaml")
+    (tmp_path / "orgs" / "strict.yaml").write_text(yaml.safe_dump(ORG))
+    write(tmp_path / "team", blueprint(TAGGED, {"region": "eu-west-1", "availability_zone": "eu-west-1a"}))
+    write(tmp_path, blueprint(TAGGED, {"region": "eu-west-1", "availability_zone": "eu-west-1a"}))
+    bp, shown = blueprint_arg.format(tmp=tmp_path), named.format(tmp=tmp_path)
+    r = CliRunner().invoke(app, [*(["--org", org_arg] if org_arg else []), "validate", "--json", bp])
+    [j] = [j for j in json.loads(r.stdout)["problems"] if j["rule_id"] == "ORG-REGION"]
+    assert (j["file"], j["source"]) == (str(Path(bp)), shown)  # the blueprint as the command line's Path gives it
+    assert j["message"] == (f"not allowed by the organisation ({shown}: allowed.regions), got 'eu-west-1'; allowed "
+                            "us-east-1, us-west-2")
+
+
+# ---- a tag count names the tags the organisation file added (review item: "got 40 tags" of 39 written) --------------
+def _tags(n: int) -> dict[str, str]:
+    return {f"k{i}": "v" for i in range(n)}
+
+
+_PC7 = ("too many tags for ParallelCluster: the cluster configuration gets 41 Tags (these 40 and the 1 fmcluster adds: "
+        "fmcluster:blueprint) and ParallelCluster refuses more than 40 per compute resource, got 40 tags{}; allowed at "
+        "most 39 tags (organisation default tags included)")
+
+
+@pytest.mark.parametrize(("own", "org_tags", "expected", "value"), [
+    # 39 written + 1 from the organisation: ParallelCluster's 40 with fmcluster:blueprint (R-PC-7)
+    (39, {"team": "ml"}, ("tags", "R-PC-7", _PC7.format(
+        " (39 in the blueprint, 1 from the organisation file's defaults.tags: team)")), 40),
+    (38, {"team": "ml", "owner": "x"}, ("tags", "R-PC-7", _PC7.format(
+        " (38 in the blueprint, 2 from the organisation file's defaults.tags: owner, team)")), 40),
+    # a default the blueprint overrides is the blueprint's tag: no parts
+    (40, {"k0": "org"}, ("tags", "R-PC-7", _PC7.format("")), 40),
+    # 40 written + 1 from the organisation: the model's own bound of 40
+    (40, {"team": "ml"}, ("tags", None, "wrong number of items, got 41 (40 in the blueprint, 1 from the organisation "
+                                        "file's defaults.tags: team); allowed at most 40"), 41),
+    (40, {}, ("tags", "R-PC-7", _PC7.format("")), 40),
+], ids=["39+1", "38+2", "overridden-default", "model-bound", "no-org-tags"])
+def test_a_tag_count_names_the_organisation_files_share(tmp_path: Path, own: int, org_tags: dict[str, str],
+                                                         expected: tuple[str, str | None, str], value: int) -> None:
+    org = tmp_path / "fmcluster.org.yaml"
+    org.write_text(yaml.safe_dump({"defaults": {"tags": org_tags}} if org_tags else {"name": "acme"}))
+    f = write(tmp_path, blueprint({"tags": _tags(own)}), org=None)
+    with pytest.raises(BlueprintError) as exc:
+        load_blueprint(f)
+    assert [(p.path, p.rule_id, p.message) for p in exc.value.errors] == [expected]
+    r = CliRunner().invoke(app, ["validate", "--json", str(f)])
+    [j] = [j for j in json.loads(r.stdout)["problems"] if j["severity"] == "error"]
+    assert (j["file"], j["value"]) == (str(f), value)
+
+
+def test_the_organisations_tags_are_recorded_on_the_blueprint(tmp_path: Path) -> None:
+    (tmp_path / "fmcluster.org.yaml").write_text("defaults:\n  tags: {team: ml, k1: org}\n")
+    bp = load_blueprint(write(tmp_path, blueprint({"tags": _tags(2)}), org=None))
+    assert (bp.tags, bp.tags_from_organisation) == ({"team": "ml", "k1": "v", "k0": "v"}, ("team",))
 
 
 # ---- where the org file is named: missing is "could not run", blank FMCLUSTER_ORG is unset (breaker item 6) ---------

@@ -218,6 +218,12 @@ def run_json(path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
     code, out, _err = run_cli(str(path), "--json", *extra)
     envelope = json.loads(out)
     assert (envelope["command"], envelope["ok"]) == ("preflight", code == 0)
+    # every check that did not pass is a problem too (errors and could-not-check as error, warnings as warning)
+    found = [(p["path"], p["message"], p["severity"], p["rule_id"], p["value"]) for p in envelope["problems"]
+             if (p["rule_id"] or "").startswith("preflight-")]
+    assert found == [(c["subject"], f"{c['check']}: {c['detail']}", "warning" if c["status"] == "warning" else "error",
+                      "preflight-" + c["check"].lower().replace(" ", "-"), None)
+                     for c in envelope["result"].get("checks", []) if c["status"] in ("error", "warning", "unknown")]
     return code, envelope["result"]
 
 
@@ -503,6 +509,24 @@ def test_failing_account_table_exit_code(
     assert code == 1
     assert "state cancelled; allowed active or scheduled" in out
     assert out.rstrip().endswith("preflight failed (9 ok, 1 error, 1 skipped)")  # + network layout, head node offering
+
+
+def test_a_failed_check_is_a_problem_of_the_envelope(
+    account: Account, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--json`` exit 1: the failed check is in ``problems`` (not only in ``result``), at its subject."""
+    path = blueprint(tmp_path, storage={"checkpoints": {"bucket": "fm-missing"}})
+    account.with_buckets("fm-datasets")
+    account.with_quotas(quota(ON_DEMAND, 1536), quota(FSX_P2, 100800, "fsx")).install(monkeypatch)
+
+    code, out, _err = run_cli(str(path), "--json")
+
+    envelope = json.loads(out)
+    assert (code, envelope["ok"]) == (1, False)
+    assert [p for p in envelope["problems"] if p["severity"] == "error"] == [{
+        "file": str(path), "path": "s3://fm-missing (checkpoints)", "line": None, "value": None,
+        "message": "S3 bucket: bucket fm-missing does not exist", "severity": "error", "rule_id": "preflight-s3-bucket",
+        "source": next(c["source"] for c in envelope["result"]["checks"] if c["subject"] == "s3://fm-missing (checkpoints)")}]
 
 
 # ---- other verdicts ------------------------------------------------------------------------------------

@@ -1341,9 +1341,22 @@ class BudgetSpec(Section):
 
 
 # ---- blueprint -------------------------------------------------------------------------------
+def tag_count_parts(total: int, from_organisation: tuple[str, ...] | list[str]) -> str:
+    """Where ``total`` tags came from, for a message that counts them: ``" (39 in the blueprint, 1 from the
+    organisation file's defaults.tags: team)"``; ``""`` when the organisation file gave none (the blueprint's count
+    needs no parts). The blueprint's share includes its ``extends`` bases."""
+    if not from_organisation:
+        return ""
+    return (f" ({total - len(from_organisation)} in the blueprint, {len(from_organisation)} from the organisation "
+            f"file's defaults.tags: {', '.join(from_organisation)})")
+
+
 class Blueprint(Section):
     """A whole training cluster. Load with :func:`fmcluster.blueprint.load_blueprint`."""
 
+    #: Tag keys the organisation file's ``defaults.tags`` gave (the blueprint did not write them), in the order of
+    #: ``tags``; set by the loader (:func:`fmcluster.validation.loader.load_blueprint_text`), empty otherwise.
+    _tags_from_organisation: tuple[str, ...] = PrivateAttr(default=())
     name: str = Field(pattern=NAME_PATTERN, description="Prefixes stacks, tags and the cluster name (3-32 chars).")
     region: str = Field(pattern=REGION_PATTERN, description="AWS Region, e.g. us-east-1.")
     availability_zone: str | None = Field(
@@ -1372,6 +1385,12 @@ class Blueprint(Section):
         None, description="A monthly cost budget that notifies the alert receivers (needs observability with an alert "
         "topic, R-BUDGET-1). Default: none.",
     )
+
+    @property
+    def tags_from_organisation(self) -> tuple[str, ...]:
+        """The keys of ``tags`` the organisation file's ``defaults.tags`` gave, not the blueprint (for messages that
+        count tags: :func:`tag_count_parts`); ``()`` without an organisation file."""
+        return self._tags_from_organisation
 
     @property
     def az_label(self) -> str:

@@ -26,33 +26,42 @@ _DATA = "data/instances.yaml"
 
 
 class UnknownInstanceType(KeyError):
-    """Raised by :func:`get_instance` for a type the catalog does not hold."""
+    """Raised by :func:`get_instance` for a type the catalog does not hold. The message lists the catalog's types, then
+    the sizes of the name's family when the catalog has that family and no spelling of it is close (``p5.8xlarge``:
+    `` - p5 comes in: p5.4xlarge, p5.48xlarge``: another size is another type, never guessed), else the one suggestion
+    policy's did-you-mean (:func:`closest_instance_type`)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         known = known_instance_types()
         close = closest_instance_type(str(name), known)
-        hint = f" - did you mean {close!r}?" if close else ""
+        sizes = family_sizes(str(name), known)
+        if close:
+            hint = f" - did you mean {close!r}?"
+        elif sizes:
+            hint = f" - {str(name).lower().partition('.')[0]} comes in: {', '.join(sizes)}"
+        else:
+            hint = ""
         super().__init__(f"unknown instance type, got {name!r}; allowed {', '.join(known)}{hint}")
 
     def __str__(self) -> str:  # KeyError quotes its message otherwise
         return str(self.args[0])
 
 
+def family_sizes(name: str, known: list[str]) -> list[str]:
+    """The types of ``known`` in ``name``'s family (the part before the dot, any case), smallest first
+    (``p5.8xlarge`` -> ``[p5.4xlarge, p5.48xlarge]``); ``[]`` when the family is not known."""
+    family = name.lower().partition(".")[0]
+    return sorted((k for k in known if k.lower().partition(".")[0] == family), key=_size_rank)
+
+
 def closest_instance_type(name: str, known: list[str]) -> str | None:
-    """The catalog type a misspelt ``name`` most likely meant: the same family when the family exists (a misspelling of
-    one of its types, else its type of the same size, else its largest: ``p6-b200.96xlarge`` -> ``p6-b200.48xlarge``,
-    not the closer string ``p6e-gb200.36xlarge``), else the closest spelling with the same digits
-    (:func:`fmcluster.severity.closest_names`: ``p3.16xlarge`` gets none), else ``None``."""
-    family, _, size = name.lower().partition(".")
-    same_family = [k for k in known if k.lower().partition(".")[0] == family]
-    if same_family:
-        close = closest_names(name, same_family)  # a misspelt size of the family (p5.4xlarg -> p5.4xlarge)
-        if close:
-            return close[0]
-        same_size = [k for k in same_family if k.lower().partition(".")[2] == size]
-        return (same_size or sorted(same_family, key=_size_rank))[-1]
-    match = closest_names(name, known)
+    """The catalog type a misspelt ``name`` plausibly meant, by the one suggestion policy
+    (:func:`fmcluster.severity.closest_names`: close in spelling, the same digits): among its family's types when the
+    catalog has the family (``p5.4xlarg`` -> ``p5.4xlarge``; ``p6-b200.96xlarge`` gets none, not another family's
+    closer string), else among all (``p6b300.48xlarge`` -> ``p6-b300.48xlarge``; ``p3.16xlarge`` gets none). Another
+    size of the family is never a guess: :class:`UnknownInstanceType` lists the family's sizes instead."""
+    match = closest_names(name, family_sizes(name, known) or known)
     return match[0] if match else None
 
 

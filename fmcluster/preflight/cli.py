@@ -86,7 +86,8 @@ def _run(file: Path, *, region: str | None, profile: str | None, until: str | No
     except clients_module.PreflightCannotRun as e:
         raise _CannotRun(str(e), loaded.warnings) from None
     if as_json:
-        print(json_envelope("preflight", ok=report.exit_code == 0, problems=[(name, p) for p in loaded.warnings],
+        problems = [*loaded.warnings, *report.problems()]
+        print(json_envelope("preflight", ok=report.exit_code == 0, problems=[(name, p) for p in problems],
                             result=report.as_dict()))
         return report.exit_code
     table = Table(title=f"preflight {name} - {bp.region}, account {report.account or '?'}", title_justify="left")

@@ -15,6 +15,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
+from fmcluster.blueprint.errors import Problem
 from fmcluster.blueprint.model import HYPERPOD_EKS_KUBERNETES_VERSIONS, OdcrCapacity, TrainingPlanCapacity
 from fmcluster.blueprint.placeholders import REASON as PLACEHOLDER_REASON
 from fmcluster.blueprint.placeholders import is_placeholder, placeholder_ids
@@ -90,6 +91,17 @@ class PreflightReport:
     @property
     def verdict(self) -> str:
         return {0: "passed", 1: "failed", 2: "incomplete"}[self.exit_code]
+
+    def problems(self) -> list[Problem]:
+        """Every check that did not pass as a :class:`Problem`, in report order, for the JSON envelope's ``problems``
+        (README.md "The CLI"); the full report stays its ``result``. ``path``: the check's subject (``compute[0]
+        gpu``, a bucket, a zone); ``message``: ``<check>: <detail>``; ``level``: the check's status, ``unknown`` (could
+        not be checked, exit 2) as ``error`` (the verdict is not given); ``rule_id``: ``preflight-<check>`` in
+        lower case with dashes (``preflight-vcpu-quota``); ``source``: the check's; ``value``: ``None`` (a check
+        judges the account, not a value of the blueprint)."""
+        return [Problem(r.subject, f"{r.check}: {r.detail}", level="warning" if r.status == "warning" else "error",
+                        rule_id="preflight-" + "-".join(r.check.lower().split()), source=r.source, value=None)
+                for r in self.results if r.status in ("error", "warning", "unknown")]
 
     def as_dict(self) -> dict[str, Any]:
         return {"file": self.file, "region": self.region, "account": self.account, "verdict": self.verdict,

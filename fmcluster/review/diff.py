@@ -60,6 +60,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
+from fmcluster.blueprint.errors import Problem
 from fmcluster.resolved.mirror import REGENERATED
 from fmcluster.review.assembly import Assembly
 from fmcluster.review.impact import GroupImpact, job_impacts, markdown_lines, text_lines
@@ -439,6 +440,12 @@ class DiffReport:
         for c in self.changes:
             counts[c.action] = counts.get(c.action, 0) + 1
         return counts
+
+    def problems(self) -> list[Problem]:
+        """Every error and warning change as a :class:`Problem`, in report order (errors first), for the JSON
+        envelope's ``problems`` (README.md "The CLI"); the full report stays the envelope's ``result``. See
+        :func:`change_problem` for each field."""
+        return [change_problem(c) for c in self.changes if c.level in ("error", "warning")]
 
     def as_dict(self) -> dict[str, Any]:
         return {"old": self.old, "new": self.new, "exit_code": self.exit_code, "errors": len(self.errors),
@@ -932,6 +939,31 @@ def _cause_text(c: ResourceChange) -> str:
     if c.action == "update":
         return ", ".join(p.path for p in c.properties) + (f" ({c.note})" if c.note else "")
     return c.note
+
+
+#: ``rule_id`` prefix of a diff finding in the JSON envelope: ``diff-<action>`` (``diff-replace``, ``diff-move``,
+#: ``diff-remove``, ``diff-fail``, ``diff-may-replace``, ``diff-update``, ``diff-leave``).
+DIFF_RULE_PREFIX = "diff-"
+
+
+def change_problem(c: ResourceChange) -> Problem:
+    """One change as a problem of the JSON envelope: ``path`` the resource as the text output names it
+    (``<stack>/<construct path or logical id>``; the stack alone for a stack that leaves the app), ``message`` the
+    action, type and logical id, then the cause and what happens to the data (the text output's lines), ``level``
+    the change's level, ``rule_id`` ``diff-<action>``, ``source`` the sources of the causing properties (registry
+    schema, service limit), ``value`` the causing property changes ``{property: {"old", "new"}}`` (``None`` when no
+    property causes it: a removal, a stack leaving)."""
+    causing = [p for p in c.properties if p.path in c.causes]
+    if c.action == "leave":
+        path, message = c.stack, f"{ACTION_WORDS[c.action]}: {c.note}"
+    else:
+        path = f"{c.stack}/{c.name}"
+        message = "; ".join(x for x in (f"{ACTION_WORDS[c.action]} ({c.type}, {c.logical_id})", _cause_text(c),
+                                       c.note if c.action in ("replace", "move", "fail") else "") if x)
+    sources = sorted({p.source for p in causing if p.source})
+    return Problem(path, message, level="warning" if c.level == "warning" else "error",
+                   rule_id=f"{DIFF_RULE_PREFIX}{c.action}", source="; ".join(sources) or None,
+                   value={p.path: {"old": p.old, "new": p.new} for p in causing} or None)
 
 
 def render_text(report: DiffReport, *, verbose: bool = False) -> str:

@@ -8,9 +8,11 @@ on its own, so one run reports as much as possible. Never raises anything but
 
 from __future__ import annotations
 
+import re
 import sys
 import types
 import typing
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from datetime import date, time
 from pathlib import Path
@@ -30,6 +32,7 @@ from fmcluster.blueprint.model import (
     PATTERN_HINTS,
     REGION_PATTERN,
     Blueprint,
+    tag_count_parts,
 )
 from fmcluster.severity import did_you_mean
 from fmcluster.validation import organisation
@@ -75,12 +78,14 @@ def load_blueprint_text(text: str, *, file: str = "<string>", org: str | Path | 
         raise BlueprintError(file, placed) from None
     origins = _Origins.of(file, lines, bases, written, org_file)
     org_problems = [_with_line(p, lines) for p in org_problems]
+    from_org = origins.tags_from_defaults(data.get("tags"))
     try:
         bp = Blueprint.model_validate(data)
     except ValidationError as e:
-        problems = [_convert(err, data, lines, written) for err in e.errors()]
+        problems = [_tag_parts(_convert(err, data, lines, written), from_org) for err in e.errors()]
         problems += _section_rule_problems(data, problems, lines)
         raise BlueprintError(file, _in_file_order(origins.place(_dedupe(problems + org_problems)))) from None
+    bp._tags_from_organisation = from_org
     problems = _in_file_order(origins.place([_with_line(p, lines) for p in run_rules(bp)] + org_problems))
     if any(p.level == "error" for p in problems):
         raise BlueprintError(file, problems)
@@ -124,14 +129,26 @@ class _Origins:
         defaults = _defaults_index(Path(org_file)) if org_file is not None else {}
         return cls(indexes, (org_file, defaults) if org_file is not None and defaults else None)
 
+    def tags_from_defaults(self, tags: Any) -> tuple[str, ...]:
+        """The keys of ``tags`` (the merged blueprint's) that only the organisation defaults wrote, in order."""
+        if self.defaults is None or not isinstance(tags, dict):
+            return ()
+        return tuple(str(k) for k in tags if ("tags", k) in self.defaults[1]
+                     and all(("tags", k) not in index for _, index in self.indexes))
+
     def place(self, problems: list[Problem]) -> list[Problem]:
         """``problems`` with the file and line their path was written at, when that is a base or the defaults."""
         if len(self.indexes) == 1 and self.defaults is None:
             return problems
         return [self._placed(p) for p in problems]
 
+    def _known(self) -> set[tuple[Any, ...]]:
+        """Every path any of the files wrote (to read a dotted key of a problem's path as one key)."""
+        known = {path for _, index in self.indexes for path in index}
+        return known | set(self.defaults[1]) if self.defaults is not None else known
+
     def _placed(self, p: Problem) -> Problem:
-        path = _path_tuple(p.path)
+        path = _path_tuple(p.path, self._known())
         if p.file is not None:  # already names its file (a base's extends): only its line is missing
             index = dict(self.indexes).get(p.file)
             return p if p.line is not None or index is None else replace(p, line=_line_for(path, index))
@@ -143,6 +160,16 @@ class _Origins:
             return replace(p, path=f"{organisation.DEFAULTS_KEY}.{p.path}", file=self.defaults[0], line=self.defaults[1][path])
         owner, index = self.indexes[-best]
         return p if owner is None else replace(p, file=owner, line=_line_for(path, index))
+
+
+def _tag_parts(p: Problem, from_org: tuple[str, ...]) -> Problem:
+    """The count of ``tags`` (``wrong number of items, got 41; ...``) with its parts when the organisation file's
+    ``defaults.tags`` gave some (:func:`fmcluster.blueprint.model.tag_count_parts`)."""
+    m = re.match(r"wrong number of items, got (\d+);", p.message) if p.path == "tags" and from_org else None
+    if m is None:
+        return p
+    total = int(m.group(1))
+    return replace(p, message=p.message.replace(f"got {total};", f"got {total}{tag_count_parts(total, from_org)};", 1))
 
 
 def _defaults_index(org_file: Path) -> dict[tuple[Any, ...], int]:
@@ -285,18 +312,35 @@ def _line_for(path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> int |
 def _with_line(p: Problem, lines: dict[tuple[Any, ...], int]) -> Problem:
     if p.line is not None or p.file is not None:  # a problem of another file gets its line there (_Origins)
         return p
-    return replace(p, line=_line_for(_path_tuple(p.path), lines))
+    return replace(p, line=_line_for(_path_tuple(p.path, lines), lines))
 
 
-def _path_tuple(path: str) -> tuple[Any, ...]:
-    out: list[Any] = []
+def _path_tuple(path: str, known: Collection[tuple[Any, ...]] = ()) -> tuple[Any, ...]:
+    """``compute[0].capacity`` -> ``("compute", 0, "capacity")``. A key with dots in it (a stack named
+    ``acme-cuda12.8``, a tag ``app.kubernetes.io/team``) is one part when ``known`` (the paths of the file, from
+    :func:`_index`) has it there and does not have its first piece: ``software_stacks.acme-cuda12.8.families`` ->
+    ``("software_stacks", "acme-cuda12.8", "families")``, so the problem gets that key's line, not its parent's."""
+    parts: list[Any] = []
     for part in path.replace("[", ".[").split("."):
         if not part:
             continue
         if part.startswith("[") and part.endswith("]") and part[1:-1].isdigit():
-            out.append(int(part[1:-1]))
+            parts.append(int(part[1:-1]))
         else:
-            out.append(part)
+            parts.append(part)
+    if not known:
+        return tuple(parts)
+    out: list[Any] = []
+    i = 0
+    while i < len(parts):
+        step = 1
+        if isinstance(parts[i], str) and (*out, parts[i]) not in known:
+            for j in range(len(parts), i + 1, -1):  # the longest dotted key the file has here
+                if all(isinstance(x, str) for x in parts[i:j]) and (*out, ".".join(parts[i:j])) in known:
+                    step = j - i
+                    break
+        out.append(".".join(parts[i:i + step]) if step > 1 else parts[i])
+        i += step
     return tuple(out)
 
 

@@ -139,13 +139,21 @@ def use_organisation(path: str | None) -> None:
 
 def find_organisation(blueprint_file: str | None, explicit: str | Path | None = None) -> Path | None:
     """The organisation file for a blueprint: ``explicit``, else ``fmcluster --org``, else ``$FMCLUSTER_ORG``, else
-    ``fmcluster.org.yaml`` in the blueprint's folder. ``none`` (any of the three) means no file."""
+    ``fmcluster.org.yaml`` in the blueprint's folder. ``none`` (any of the three) means no file.
+
+    A file found beside the blueprint is named as the blueprint is, through the folder the user gave
+    (``blueprints/x.yaml`` -> ``blueprints/fmcluster.org.yaml``, ``x.yaml`` -> ``fmcluster.org.yaml`` in the working
+    directory), so every message and ``--json`` names a path the user can open; beside a blueprint reached through a
+    symbolic link (its real folder differs), the real folder's absolute path."""
     chosen = str(explicit) if explicit is not None else _cli_org or org_from_env()
     if chosen is not None:
         return None if chosen.strip().lower() in ("", "none") else Path(chosen)
     if blueprint_file and Path(blueprint_file).is_file():
         beside = Path(blueprint_file).resolve().parent / ORG_FILE
-        return beside if beside.is_file() else None
+        if not beside.is_file():
+            return None
+        as_named = Path(blueprint_file).parent / ORG_FILE
+        return as_named if as_named.resolve() == beside else beside
     return None
 
 
@@ -220,7 +228,7 @@ def _with_lines(path: Path, problems: list[Problem]) -> list[Problem]:
         _index(node, lines, [])
     except (OSError, UnicodeDecodeError, yaml.YAMLError, BlueprintError, RecursionError):
         return problems  # unreadable or not YAML: the problem already says so (with its own line)
-    return [p if p.line is not None else replace(p, line=_line_for(_path_tuple(p.path), lines) or 1) for p in problems]
+    return [p if p.line is not None else replace(p, line=_line_for(_path_tuple(p.path, lines), lines) or 1) for p in problems]
 
 
 def _load_organisation(path: Path) -> tuple[Organisation, list[Problem]]:
@@ -455,9 +463,9 @@ def _check_stacks(org: Organisation) -> list[Problem]:
                 parse_version(value)
             except ValueError:
                 out.append(Problem(f"{at}.{comp}", f"not a version, got {value!r}; allowed a dotted version such as 2.27.7"))
-        for fam in s.families:
+        for i, fam in enumerate(s.families):
             if fam not in families:
-                out.append(Problem(f"{at}.families", f"unknown instance family, got {fam!r}; allowed {', '.join(families)}"
+                out.append(Problem(f"{at}.families[{i}]", f"unknown instance family, got {fam!r}; allowed {', '.join(families)}"
                                                      f"{_hint(fam, families)}"))
         for arch in s.cpu_architectures:
             if driver_artifact(s.driver, arch) is None:
@@ -551,7 +559,7 @@ def check(org: Organisation, org_file: str, data: Mapping[str, Any]) -> list[Pro
     Reads raw values, so it runs whether or not the blueprint's shape is valid (wrong types are left to the
     shape check). Defaults: ``orchestrator.kind`` parallelcluster, ``capacity.type`` on_demand (the model's).
     """
-    label = os.path.basename(org_file)
+    label = org_file  # as the user named it, or found beside the blueprint (find_organisation): a path to open
     out: list[Problem] = []
 
     def refuse(path: str, rule: str, rule_id: str, got: str, allowed: list[str]) -> None:

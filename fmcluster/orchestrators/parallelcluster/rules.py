@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fmcluster.blueprint.model import Blueprint
+from fmcluster.blueprint.model import Blueprint, tag_count_parts
 from fmcluster.catalog import cpu_architecture_of, get_instance, memory_gib_of
 from fmcluster.catalog.software import known_bad
 from fmcluster.resolved import ResolvedCluster
@@ -135,10 +135,11 @@ def pcluster_tag_count(rc: ResolvedCluster) -> Iterator[Violation]:
     added = sorted(k for k in rc.tags if k not in rc.blueprint.tags)
     if len(rc.tags) > PCLUSTER_MAX_TAGS:
         own = len(rc.blueprint.tags)
+        parts = tag_count_parts(own, rc.blueprint.tags_from_organisation)
         yield "tags", (
             f"too many tags for ParallelCluster: the cluster configuration gets {len(rc.tags)} Tags (these {own} "
             f"and the {len(added)} fmcluster adds: {', '.join(added)}) and ParallelCluster refuses more than "
-            f"{PCLUSTER_MAX_TAGS} per compute resource, got {own} tags; allowed at most "
+            f"{PCLUSTER_MAX_TAGS} per compute resource, got {own} tags{parts}; allowed at most "
             f"{PCLUSTER_MAX_TAGS - len(added)} tags (organisation default tags included)"
         )
 
