@@ -230,6 +230,10 @@ REFUSED = [
     ("hyperpod", "node", "printf 'import torch\\n' > /fsx/t.py\nsrun -p gpu -N 1 python3 /fsx/t.py",
      "No module named 'torch'"),
     ("pcs", "node", "srun -p gpu -N 1 true", "Invalid partition name specified"),
+    # GPUs (sim.py): HyperPod's nodes declare no gres/gpu; PCS is modelled confining devices (worst case, undocumented)
+    ("hyperpod", "node", "srun -p gpu -N 1 --gpus-per-node=8 true", "Invalid generic resource (gres) specification"),
+    ("pcs", "node", "srun -p h200 -N 1 --exclusive fmcluster-node-check", "nvidia-smi sees 0 GPU(s)"),
+    ("parallelcluster", "node", "srun -p gpu -N 1 --gpus-per-node=9 true", "Requested node configuration is not available"),
     ("pcs", "laptop", "aws cloudformation describe-stacks --region us-east-2 --stack-name pcs-h200-cluster",
      "Stack with id pcs-h200-cluster does not exist"),
     ("hyperpod-eks", "laptop", "kubectl get nodes", "connection to the server localhost:8080 was refused"),

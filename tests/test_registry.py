@@ -329,3 +329,22 @@ def test_stack_context_gives_a_built_stack_of_its_type_only() -> None:
     with pytest.raises(TypeError, match="stack 'network' is a Stack, not a NetworkStack"):
         ctx.find("network", NetworkStack)
     assert ctx.stack("network", cdk.Stack) is plain
+
+
+@pytest.mark.parametrize("key", sorted(ORCHESTRATORS))
+def test_every_slurm_row_says_how_its_slurm_presents_gpus(key: str) -> None:
+    """Every batch script fmcluster renders reads the profile's ``slurm_gpus`` (the first jobs, the acceptance gate):
+    a Slurm orchestrator must state it with its sources; one without Slurm has none, and asking for it is an error."""
+    from fmcluster.orchestrators.profile import sbatch_gpus
+
+    prof = ORCHESTRATORS[key].profile(load_blueprint(ROOT / "blueprints" / f"{EXAMPLE[key]}.yaml").orchestrator)
+    if not prof.runs_slurm:
+        assert prof.slurm_gpus is None
+        with pytest.raises(ValueError, match="runs no Slurm"):
+            sbatch_gpus(prof, 8)
+        return
+    assert prof.slurm_gpus is not None and prof.slurm_gpus.source
+    asked, note = sbatch_gpus(prof, 8)
+    assert asked == (8 if prof.slurm_gpus.gres else None)
+    assert sbatch_gpus(prof, 0)[0] is None  # a CPU group asks for no GPU
+    assert bool(prof.slurm_gpus.unverified) is any(line.startswith("unverified: ") for line in note)

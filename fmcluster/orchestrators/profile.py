@@ -93,6 +93,48 @@ GATE_DRAIN_DEFAULT = GateDrain("DRAIN", "fmcluster-acceptance: {reason}", "nothi
 
 
 @dataclass(frozen=True)
+class SlurmGpus:
+    """How this orchestrator's Slurm presents a GPU node's GPUs to a job: whether fmcluster's batch scripts (the first
+    jobs' ``nccl-tests.sbatch`` and ``fsdp-train.sbatch``, the acceptance gate) ask for them.
+
+    Attributes:
+        gres: the GPU nodes declare ``gres/gpu`` (``GresTypes=gpu`` and ``Gres=gpu:...`` in slurm.conf, gres.conf or
+            autodetection), so ``--gpus-per-node`` is accepted. Without it Slurm refuses such a job at submission
+            ("Invalid generic resource (gres) specification", ``ESLURM_INVALID_GRES``): "By default, no GRES are
+            enabled in the cluster's configuration" (https://slurm.schedmd.com/gres.html).
+        devices_confined: ``ConstrainDevices=yes`` in cgroup.conf, or ``None`` when it could not be verified. Confined,
+            a job sees only the GRES devices allocated to it, so a job that asks for no GPU sees none; devices of no
+            configured GRES are never confined (https://slurm.schedmd.com/cgroup.conf.html ``ConstrainDevices``, default
+            "no"; SchedMD/slurm ``src/plugins/task/cgroup/task_cgroup_devices.c`` allows or denies only the devices
+            ``gres_g_get_devices`` lists).
+        source: the primary sources of both facts.
+        unverified: what is assumed without a primary source, for the scripts' comments ("" when nothing is).
+    """
+
+    gres: bool
+    devices_confined: bool | None
+    source: str
+    unverified: str = ""
+
+    def gpus_per_node(self, gpus: int) -> int | None:
+        """The ``--gpus-per-node`` a whole-node job on an instance with ``gpus`` GPUs asks for: all of them where the
+        nodes declare GPU gres (needed where devices are confined, or might be; harmless where they are not), ``None``
+        (no request) where they do not, since Slurm would refuse the job."""
+        return gpus if self.gres and gpus > 0 else None
+
+    def note(self) -> tuple[str, ...]:
+        """Comment lines for a batch script: why it asks for GPUs or does not, and what is not verified."""
+        if self.gres:
+            request = "GPU nodes declare gres/gpu, so the job asks for every GPU (--gpus-per-node)"
+        else:
+            request = "GPU nodes declare no gres/gpu, so the job asks for none (Slurm refuses --gpus-per-node)"
+        confined = {True: "devices confined (ConstrainDevices=yes): a job that asks for no GPU sees none",
+                    False: "devices not confined (no ConstrainDevices): an --exclusive job sees every GPU",
+                    None: "device confinement (ConstrainDevices) not verified"}[self.devices_confined]
+        return (request, confined, *((f"unverified: {self.unverified}",) if self.unverified else ()))
+
+
+@dataclass(frozen=True)
 class BootPart:
     """A part of a node's boot-to-ready that the orchestrator does before or around fmcluster's script.
 
@@ -202,6 +244,8 @@ class OrchestratorProfile:
             (its nodes are not EC2 instances of the account). Default ``<head-node-instance-id>``.
         gate_drain: how the acceptance gate takes a failed node out of service (:class:`GateDrain`). Default
             :data:`GATE_DRAIN_DEFAULT`.
+        slurm_gpus: how the orchestrator's Slurm presents GPUs to jobs (:class:`SlurmGpus`), read by every batch script
+            fmcluster renders; ``None`` where jobs do not run under Slurm (HyperPod EKS). Default ``None``.
         boot_parts: what the orchestrator does before or around fmcluster's node script (:class:`BootPart`), counted in
             the plan's boot estimate (issue 23 item 9). Default: none.
         imds_lockdown_service: the systemd unit that restores the orchestrator's IMDS lockdown of the head node at
@@ -248,6 +292,7 @@ class OrchestratorProfile:
     imds_lockdown_service: str | None = None
     ssm_target: str = "<head-node-instance-id>"
     gate_drain: GateDrain = GATE_DRAIN_DEFAULT
+    slurm_gpus: SlurmGpus | None = None
     boot_parts: tuple[BootPart, ...] = ()
 
     def accepts(self, capacity_type: str) -> bool:
@@ -262,3 +307,15 @@ class OrchestratorProfile:
         return tuple((label, 1) for label in self.management)
 
 
+
+
+def sbatch_gpus(profile: OrchestratorProfile, gpus: int) -> tuple[int | None, tuple[str, ...]]:
+    """What a whole-node batch script on this orchestrator asks for on an instance with ``gpus`` GPUs: the
+    ``--gpus-per-node`` value (``None``: no request) and the comment lines that say why (:class:`SlurmGpus`).
+
+    Raises:
+        ValueError: the orchestrator runs no Slurm (``profile.slurm_gpus`` is ``None``).
+    """
+    if profile.slurm_gpus is None:
+        raise ValueError(f"{profile.key} runs no Slurm: no batch script to render")
+    return profile.slurm_gpus.gpus_per_node(gpus), profile.slurm_gpus.note()

@@ -19,6 +19,7 @@ from fmcluster.acceptance.floors import floor_for, floor_json
 from fmcluster.acceptance.judge import MEDIAN_FRACTION
 from fmcluster.features.node.render_context import node_paths
 from fmcluster.features.observability.render_exporters import TEXTFILE_DIR
+from fmcluster.orchestrators.profile import sbatch_gpus
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
 from fmcluster.templates.render import render
 
@@ -57,6 +58,7 @@ def render_gate(rc: ResolvedCluster, group: ResolvedGroup) -> str:
         if any(line.strip() == BUNDLE_EOF for line in text.splitlines()):
             raise ValueError(f"{name} contains the heredoc delimiter {BUNDLE_EOF}")
     paths = node_paths(rc.node_dir, None)
+    gpus_per_node, gpu_note = sbatch_gpus(rc.profile, group.instance.gpu.count)
     return render("acceptance/gate.sbatch.j2", {
         "blueprint_name": rc.name,
         "group_name": group.name,
@@ -66,6 +68,9 @@ def render_gate(rc: ResolvedCluster, group: ResolvedGroup) -> str:
         "instance_type": group.instance.name,
         "orchestrator": rc.profile.key,
         "gpus": group.instance.gpu.count,
+        # the gate's steps see the GPUs only if the job asks for them where devices are confined (OrchestratorProfile.slurm_gpus)
+        "gpus_per_node": gpus_per_node,
+        "gpu_note": gpu_note,
         # one step (-f 2) past the floor's size: the judged row is never the table's last, truncated-looking one
         "max_bytes": 2 * floor.reference_size_bytes,
         "median_fraction": MEDIAN_FRACTION,

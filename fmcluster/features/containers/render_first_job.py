@@ -23,6 +23,7 @@ from fmcluster.features.containers.plan import (
 )
 from fmcluster.features.node.render_context import NodeContext, blueprint_node_contexts
 from fmcluster.features.slurm.render_hooks import job_env_file, render_nccl_tests_sbatch
+from fmcluster.orchestrators.profile import sbatch_gpus
 from fmcluster.resolved import ResolvedCluster, ResolvedGroup
 from fmcluster.templates.render import render
 
@@ -59,9 +60,11 @@ def render_fsdp_job(rc: ResolvedCluster, group: ResolvedGroup, ctx: NodeContext)
         note = f"the catalog's example image {catalog.key if catalog else image} (declare software.containers to choose)"
     if mounts_host:
         note += "; carries no aws-ofi-nccl of its own: the host's plugin and libfabric are bind-mounted read-only"
+    gpus_per_node, gpu_note = sbatch_gpus(rc.profile, group.instance.gpu.count)
     sbatch = render("containers/fsdp-train.sbatch.j2", {
         "blueprint_name": rc.name, "group_name": group.name, "instance_type": group.instance.name,
         "gpus": group.instance.gpu.count, "partition": group.name, "nodes": min(2, group.spec.count),
+        "orchestrator": rc.profile.key, "gpus_per_node": gpus_per_node, "gpu_note": gpu_note,
         "job_env": job_env_file(rc.node_dir), "image": enroot_uri(image), "image_note": note,
         "host_mounts": HOST_EFA_DIRS if mounts_host else (), "host_library_path": HOST_LIBRARY_PATH,
         "container_env": ",".join(container_env_names(ctx, catalog, mounts_host)),
@@ -82,7 +85,9 @@ def render_files(rc: ResolvedCluster) -> dict[str, str]:
 def render_first_jobs(rc: ResolvedCluster, group: ResolvedGroup, ctx: NodeContext) -> dict[str, str]:
     """``{file name: text}`` of every first job of a Slurm GPU group (docs/first-job.md): ``nccl-tests.sbatch`` and the
     FSDP job (:func:`render_fsdp_job`), both submitted from :func:`first_job_dir` where home is not shared."""
+    gpus_per_node, gpu_note = sbatch_gpus(rc.profile, group.instance.gpu.count)
     nccl = render_nccl_tests_sbatch(
         blueprint_name=rc.name, group_name=group.name, instance_type=group.instance.name, gpus=group.instance.gpu.count,
-        count=group.spec.count, node_dir=rc.node_dir, shared_dir=first_job_dir(rc))
+        count=group.spec.count, node_dir=rc.node_dir, shared_dir=first_job_dir(rc), orchestrator=rc.profile.key,
+        gpus_per_node=gpus_per_node, gpu_note=gpu_note)
     return {NCCL_TESTS: nccl, **render_fsdp_job(rc, group, ctx)}

@@ -150,13 +150,16 @@ def render_containers(*, head_node: bool, default_dir: str) -> str:
 
 
 def render_nccl_tests_sbatch(*, blueprint_name: str, group_name: str, instance_type: str, gpus: int, count: int,
-                             node_dir: str, nccl_tests_dir: str = "/opt/nccl-tests/build",
-                             shared_dir: str | None = None) -> str:
+                             node_dir: str, orchestrator: str, gpus_per_node: int | None, gpu_note: tuple[str, ...],
+                             nccl_tests_dir: str = "/opt/nccl-tests/build", shared_dir: str | None = None) -> str:
     """A ready sbatch for multi-node nccl-tests ``all_reduce_perf`` on one compute group (Slurm partition =
-    group name on every orchestrator): 2 nodes (1 when the group has one), one task per GPU. ``shared_dir``: the
-    shared file system the job must be submitted from where home is not shared (it exits 2 elsewhere), or
-    ``None`` (home is shared; :func:`fmcluster.features.containers.plan.first_job_dir`)."""
+    group name on every orchestrator): 2 nodes (1 when the group has one), one task per GPU. ``gpus_per_node``,
+    ``gpu_note``: the orchestrator's GPU request and why (:func:`fmcluster.orchestrators.profile.sbatch_gpus`;
+    ``None``: no ``--gpus-per-node`` line). ``shared_dir``: the shared file system the job must be submitted from
+    where home is not shared (it exits 2 elsewhere), or ``None`` (home is shared;
+    :func:`fmcluster.features.containers.plan.first_job_dir`)."""
     return render("slurm/nccl-tests.sbatch.j2", {
         "blueprint_name": blueprint_name, "group_name": group_name, "instance_type": instance_type, "gpus": gpus,
         "partition": group_name, "nodes": min(2, count), "job_env": job_env_file(node_dir),
-        "nccl_tests_dir": nccl_tests_dir, "shared_dir": shared_dir})
+        "nccl_tests_dir": nccl_tests_dir, "shared_dir": shared_dir, "orchestrator": orchestrator,
+        "gpus_per_node": gpus_per_node, "gpu_note": gpu_note})

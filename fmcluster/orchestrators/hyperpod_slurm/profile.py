@@ -9,7 +9,7 @@ from fmcluster.orchestrators.hyperpod.profile import (
     HYPERPOD_CONTROLLER_GROUP,
     HYPERPOD_LOGIN_GROUP,
 )
-from fmcluster.orchestrators.profile import GateDrain, ImexWiring, OrchestratorProfile
+from fmcluster.orchestrators.profile import GateDrain, ImexWiring, OrchestratorProfile, SlurmGpus
 
 KEY = "hyperpod-slurm"
 
@@ -27,6 +27,24 @@ HYPERPOD_GATE_DRAIN = GateDrain(
     "FAIL", "Action:Replace", "HyperPod replaces the instance behind the node and returns it to service",
     "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-resiliency-slurm-replace-faulty-instance.html "
     "(scontrol update node=<node> state=fail reason=\"Action:Replace\")")
+
+
+#: GPU gres: none by default. AWS's own HyperPod material: the nccl-tests job keeps ``--gpus-per-node=8`` commented out,
+#: "Uncomment for AWS ParallelCluster" (aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests/slurm/
+#: nccl-tests-container.sbatch, commit d029bfab "Change gres for nccl tests"), the HyperPod pre-check flags ``--gpus`` and
+#: ``--gres=gpu`` in a job as "an unsupported option on Hyperpod currently. Unless you've enabled gres/pmix explicitly"
+#: (1.architectures/5.sagemaker-hyperpod/hyperpod-precheck.py), and a HyperPod job asking for GPUs was refused with
+#: "Invalid generic resource (gres) specification" (awslabs/awsome-distributed-ai issue #196). Devices: AWS's optional
+#: lifecycle scripts add ConstrainDevices=yes (LifecycleScripts/base-config/utils/install_enroot_pyxis.sh,
+#: utils/pam_adopt_cgroup_wheel.sh); fmcluster runs neither, and without gres/gpu no GPU would be confined anyway
+#: (:class:`SlurmGpus`). Unverified: no AWS page states HyperPod's slurm.conf or gres.conf, and AWS's newer HyperPod
+#: observability sample submits ``sbatch --gres=gpu:1`` (Extensions/observability/README.md, 2026), so a newer HyperPod
+#: image may declare gres; the scripts keep the request out (a refused job is worse than an unconfined one).
+HYPERPOD_SLURM_GPUS = SlurmGpus(
+    gres=False, devices_confined=False,
+    source="aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests/slurm/nccl-tests-container.sbatch, "
+           "1.architectures/5.sagemaker-hyperpod/hyperpod-precheck.py; awslabs/awsome-distributed-ai issue #196",
+    unverified="no AWS page states HyperPod's gres.conf; a newer HyperPod image may declare gres/gpu")
 
 
 def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
@@ -48,6 +66,7 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
         slurm_bin_dir=f"{HYPERPOD_SLURM}/bin",
         fleet_stop="UpdateCluster: every compute instance group to 0 instances (CloudFormation drift until restored)",
         gate_drain=HYPERPOD_GATE_DRAIN,
+        slurm_gpus=HYPERPOD_SLURM_GPUS,
         # HyperPod SSM targets: https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-run-jobs-slurm-access-nodes.html
         # ("sagemaker-cluster:[cluster-id]_[instance-group-name]-[instance-id]"; cluster id: the last part of the ARN)
         # the controller runs Prometheus and Grafana (head_node_label), also when users log in to a login group

@@ -13,6 +13,7 @@ from fmcluster.orchestrators.profile import (
     GateDrain,
     ImexWiring,
     OrchestratorProfile,
+    SlurmGpus,
 )
 
 KEY = "parallelcluster"
@@ -73,6 +74,22 @@ PCLUSTER_GATE_DRAIN = GateDrain(
     "aws/aws-parallelcluster-node src/slurm_plugin/clustermgtd.py (terminate_drain_nodes, _handle_unhealthy_static_nodes)")
 
 
+#: GPU gres: the cookbook's slurm.conf has ``GresTypes=gpu`` (cookbooks/aws-parallelcluster-slurm/templates/default/slurm/
+#: slurm.conf.erb), every GPU compute resource's node line ``Gres=gpu:<type>:<count>`` and its gres.conf line ``Name=gpu
+#: Type=<type> File=/dev/nvidia[0-<count - 1>]`` (files/default/head_node_slurm/slurm/config_renderer.py,
+#: ``ComputeResourceRenderer``); the generator skips GPUs only when the head node has no NVIDIA driver
+#: (recipes/config/config_head_node.rb ``--no-gpu``), and the official images carry one. Devices: cgroup.conf is
+#: ``ConstrainCores=yes`` plus an include that adds only ``ConstrainRAMSpace=yes`` with memory-based scheduling
+#: (templates/default/slurm/cgroup.conf.erb, files/default/head_node_slurm/slurm/templates/slurm_parallelcluster_cgroup.conf),
+#: and fmcluster adds no cgroup setting, so ConstrainDevices keeps Slurm's default "no". Read at aws-parallelcluster-cookbook
+#: v3.11.1 (develop of 2024-10-21); the 3.15/3.16 cookbooks are not readable here and are assumed to keep both (unverified).
+PCLUSTER_SLURM_GPUS = SlurmGpus(
+    gres=True, devices_confined=False,
+    source="aws/aws-parallelcluster-cookbook cookbooks/aws-parallelcluster-slurm templates/default/slurm/slurm.conf.erb, "
+           "cgroup.conf.erb, files/default/head_node_slurm/slurm/config_renderer.py (v3.11.1)",
+    unverified="read in the 3.11 cookbook; ParallelCluster 3.15/3.16 assumed the same")
+
+
 def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
     """The profile of a ParallelCluster blueprint (the EFA interface type follows ``parallelcluster.version``)."""
     return OrchestratorProfile(
@@ -92,6 +109,7 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
         window_automation=True,
         fleet_stop="compute fleet STOP_REQUESTED, as pcluster update-compute-fleet sets it (restart: START_REQUESTED)",
         gate_drain=PCLUSTER_GATE_DRAIN,
+        slurm_gpus=PCLUSTER_SLURM_GPUS,
         boot_parts=(
             BootPart("parallelcluster-node-config", 120,
                      "model: ParallelCluster's own compute-node configuration (the cookbook run from "

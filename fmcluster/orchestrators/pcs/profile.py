@@ -10,6 +10,7 @@ from fmcluster.orchestrators.profile import (
     GateDrain,
     ImexWiring,
     OrchestratorProfile,
+    SlurmGpus,
 )
 
 KEY = "pcs"
@@ -36,6 +37,20 @@ PCS_SLURM_DIR = "/opt/aws/pcs/scheduler/slurm-{version}"
 PCS_GATE_DRAIN = GateDrain(GATE_DRAIN_DEFAULT.state, GATE_DRAIN_DEFAULT.reason,
                            "not documented (unverified): the node stays drained until an operator acts",
                            "https://docs.aws.amazon.com/pcs/latest/userguide/ (no drained-node replacement documented)")
+
+
+#: GPU gres: "AWS PCS enables Slurm GRES autodetection by default on compute node groups that have GPUs. AWS PCS enables
+#: autodetection only when the socket layout of the node is known" (PCS release notes for Slurm versions,
+#: https://docs.aws.amazon.com/pcs/latest/userguide/slurm-versions_release-notes.html; gres.conf records per compute node
+#: group: https://docs.aws.amazon.com/pcs/latest/userguide/gres-custom-settings.html). Unverified: which Slurm versions
+#: the note covers, and whether the P-instance types' socket layout is "known". Devices: PCS generates cgroup.conf
+#: (https://docs.aws.amazon.com/pcs/latest/userguide/slurm-configuration.html) and its defaults are not stated in what
+#: could be read, so ConstrainDevices is unknown: asking for the GPUs is right either way where gres is declared.
+PCS_SLURM_GPUS = SlurmGpus(
+    gres=True, devices_confined=None,
+    source="https://docs.aws.amazon.com/pcs/latest/userguide/slurm-versions_release-notes.html (GRES autodetection by "
+           "default on GPU compute node groups); https://docs.aws.amazon.com/pcs/latest/userguide/slurm-configuration.html",
+    unverified="the Slurm versions PCS's GRES autodetection covers, and PCS's cgroup.conf defaults")
 
 
 def _pcs_imex(slurm_version: str) -> ImexWiring:
@@ -70,6 +85,7 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
         management_instance_types=(("login node", orch.pcs.login_instance_type),),
         ssm_target="<login-node-instance-id>",
         gate_drain=PCS_GATE_DRAIN,
+        slurm_gpus=PCS_SLURM_GPUS,
         cluster_fee=("PCS cluster fee", f"size {orch.pcs.size}", "AWS PCS charges per cluster-hour by size (https://aws.amazon.com/pcs/pricing/); "
                      "not in the table"),
         boot_parts=(

@@ -19,7 +19,7 @@ from fmcluster.features.acceptance.render_gate import BUNDLE_EOF, render_accepta
 from fmcluster.review.render import render_blueprint
 from fmcluster.validation import load_blueprint
 from tests.conftest import ROOT
-from tests.fixtures.acceptance.gate_harness import GateRun, run_gate
+from tests.fixtures.acceptance.gate_harness import GateRun, GpuSlurm, run_gate
 from tests.test_render import shellcheck
 
 # Independent cases with small shared fixtures: xdist hands them out one by one (tests/conftest.py).
@@ -127,6 +127,63 @@ def test_sudo_sbatch_finds_slurm_on_every_orchestrator(example: str, slurm_prefi
     bare.write_text("\n".join(line for line in text.splitlines() if not line.startswith(f'PATH="{slurm_dir}')))
     r = run_gate(bare, tmp_path / "without", nodes, "p5-st-gpu-[1-2]", slurm_dir=slurm_dir)
     assert r.rc == 2 and "scontrol: command not found" in r.stderr
+
+
+#: Each orchestrator's Slurm as the services' own material describes it (not the profiles the gate reads): GPU nodes
+#: declare gres/gpu, devices confined. ParallelCluster: GresTypes=gpu, Gres=gpu:<type>:<n>, no ConstrainDevices
+#: (aws/aws-parallelcluster-cookbook cookbooks/aws-parallelcluster-slurm templates/default/slurm/slurm.conf.erb,
+#: cgroup.conf.erb). PCS: GRES autodetected on GPU node groups (https://docs.aws.amazon.com/pcs/latest/userguide/
+#: slurm-versions_release-notes.html); its cgroup.conf is undocumented, so both cases. HyperPod: no gres/gpu (AWS's
+#: nccl-tests job keeps --gpus-per-node "Uncomment for AWS ParallelCluster", aws-samples/awsome-distributed-training
+#: micro-benchmarks/nccl-tests/slurm/nccl-tests-container.sbatch); without gres nothing is confined.
+GPU_WORLDS = [
+    ("default", GpuSlurm(gres=True, devices_confined=False)),
+    ("pcs-p5en", GpuSlurm(gres=True, devices_confined=False)),
+    ("pcs-p5en", GpuSlurm(gres=True, devices_confined=True)),
+    ("hyperpod-p5", GpuSlurm(gres=False, devices_confined=False)),
+]
+
+
+def _gate_of(example: str, tmp_path: Path) -> Path:
+    from fmcluster.resolved import resolve
+
+    [text] = render_acceptance_files(resolve(load_blueprint(ROOT / "blueprints" / f"{example}.yaml"))).values()
+    script = tmp_path / f"{example}.sbatch"
+    script.write_text(text)
+    return script
+
+
+@pytest.mark.parametrize(("example", "world"), GPU_WORLDS, ids=[f"{e}-{w.gres}-{w.devices_confined}" for e, w in GPU_WORLDS])
+def test_the_gate_is_accepted_and_sees_the_gpus_on_every_orchestrator(example: str, world: GpuSlurm,
+                                                                        tmp_path: Path) -> None:
+    """sbatch accepts the gate's GPU request (or its absence) and every node check and pair sees the node's GPUs."""
+    r = run_gate(_gate_of(example, tmp_path), tmp_path, EIGHT[:2], "p5-st-gpu-[1-2]", gpu_slurm=world)
+    assert r.rc == 0, r.stderr
+    assert r.verdicts() == {n: "pass" for n in EIGHT[:2]}
+
+
+@pytest.mark.parametrize(("example", "world", "said"), [
+    # the ParallelCluster gate (asks for 8 GPUs) on a Slurm whose nodes declare no gres/gpu: refused at submission
+    ("default", GpuSlurm(gres=True, devices_confined=False, gpus=4), "Requested node configuration is not available"),
+    ("default", GpuSlurm(gres=False, devices_confined=False), "Invalid generic resource (gres) specification"),
+])
+def test_the_simulated_sbatch_refuses_a_gpu_request_the_nodes_cannot_meet(example: str, world: GpuSlurm, said: str,
+                                                                          tmp_path: Path) -> None:
+    r = run_gate(_gate_of(example, tmp_path), tmp_path, EIGHT[:2], "p5-st-gpu-[1-2]", gpu_slurm=world)
+    assert r.rc == 1 and said in r.stderr
+    assert not r.run_dir.exists()
+
+
+def test_a_gate_without_a_gpu_request_sees_no_gpu_where_devices_are_confined(tmp_path: Path) -> None:
+    """The model bites: the HyperPod gate (no request) on a Slurm that declares gres/gpu and confines devices fails
+    every node's GPU count (the job holds the GPUs of its exclusive nodes but its steps get none, srun.1 --gres) and
+    drains none (more than half failed)."""
+    r = run_gate(_gate_of("hyperpod-p5", tmp_path), tmp_path, EIGHT[:2], "p5-st-gpu-[1-2]",
+                 gpu_slurm=GpuSlurm(gres=True, devices_confined=True))
+    assert r.rc == 1, r.stderr
+    assert r.verdicts() == {n: "fail" for n in EIGHT[:2]}
+    assert "nvidia-smi sees 0 GPU(s)" in json.dumps(r.verdict())
+    assert r.drains == []
 
 
 def test_done_when_eight_p5_nodes_one_at_60_percent(gate: Path, tmp_path: Path) -> None:

@@ -36,6 +36,27 @@ def test_first_jobs_follow_the_orchestrators_home_and_pyxis(
     assert ('"${FMC_PYTHON:-python3}"' in fsdp) is not container
 
 
+#: (example, --gpus-per-node every batch script asks for; None: no request): the GPU nodes of ParallelCluster and PCS
+#: declare gres/gpu (aws/aws-parallelcluster-cookbook slurm.conf.erb ``GresTypes=gpu``; PCS release notes "GRES
+#: autodetection by default on compute node groups that have GPUs"), HyperPod's do not and its Slurm refuses the request
+#: (aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests/slurm/nccl-tests-container.sbatch:
+#: "Uncomment for AWS ParallelCluster"; awslabs/awsome-distributed-ai issue #196).
+GPU_REQUESTS = [("default", "gpu", "8"), ("pcs-p5en", "h200", "8"), ("hyperpod-p5", "gpu", None),
+                ("p6-b300", "b300", "8")]
+
+
+@pytest.mark.parametrize(("example", "group", "gpus"), GPU_REQUESTS, ids=[g[0] for g in GPU_REQUESTS])
+def test_every_batch_script_asks_for_gpus_only_where_the_nodes_declare_gres(example: str, group: str,
+                                                                            gpus: str | None) -> None:
+    files = render_blueprint(load_blueprint(ROOT / "blueprints" / f"{example}.yaml"))
+    scripts = {name: files[group][name] for name in ("nccl-tests.sbatch", "fsdp-train.sbatch")}
+    scripts["gate"] = files["acceptance"][f"fmcluster-acceptance-{group}.sbatch"]
+    for name, text in scripts.items():
+        asked = [line.split("=", 1)[1] for line in text.splitlines() if line.startswith("#SBATCH --gpus-per-node=")]
+        assert asked == ([gpus] if gpus else []), name
+        assert ("declare gres/gpu, so the job asks for every GPU" in text) is (gpus is not None), name
+
+
 def _run(job: str, submit_dir: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     """Run the top of a rendered job (up to its first Slurm command) as the batch script would start."""
     script = tmp_path / "job.sh"

@@ -23,6 +23,13 @@ cat >"${root}/opt/fmcluster/acceptance/fmcluster-acceptance-gpu.sbatch" <<'FMCLU
 #SBATCH --output=fmcluster-acceptance-%j.out
 # fmcluster fleet acceptance gate for hp-train/gpu (p5.48xlarge, hyperpod-slurm).
 # Rendered by fmcluster; do not edit by hand. docs/acceptance.md explains floors, rounds and verdicts.
+# GPUs (hyperpod-slurm, OrchestratorProfile.slurm_gpus):
+#   GPU nodes declare no gres/gpu, so the job asks for none (Slurm refuses --gpus-per-node)
+#   devices not confined (no ConstrainDevices): an --exclusive job sees every GPU
+#   unverified: no AWS page states HyperPod's gres.conf; a newer HyperPod image may declare gres/gpu
+# (its steps get the GPUs the job asked for, not those an --exclusive job holds without asking: "By default, a job step
+# is allocated all of the generic resources that have been requested by the job, except those implicitly requested
+# when a job is exclusive", SchedMD/slurm doc/man/man1/srun.1 --gres)
 #
 # Usage (as root, the SlurmUser or a Slurm AdminLevel=Admin user: draining needs a super user,
 # SchedMD/slurm src/slurmctld/proc_req.c _slurm_rpc_update_node -> validate_super_user):

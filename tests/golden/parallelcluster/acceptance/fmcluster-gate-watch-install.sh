@@ -20,9 +20,17 @@ cat >"${root}/opt/fmcluster/acceptance/fmcluster-acceptance-gpu.sbatch" <<'FMCLU
 #SBATCH --partition=gpu
 #SBATCH --exclusive
 #SBATCH --ntasks-per-node=8
+#SBATCH --gpus-per-node=8
 #SBATCH --output=fmcluster-acceptance-%j.out
 # fmcluster fleet acceptance gate for llm-train/gpu (p5.48xlarge, parallelcluster).
 # Rendered by fmcluster; do not edit by hand. docs/acceptance.md explains floors, rounds and verdicts.
+# GPUs (parallelcluster, OrchestratorProfile.slurm_gpus):
+#   GPU nodes declare gres/gpu, so the job asks for every GPU (--gpus-per-node)
+#   devices not confined (no ConstrainDevices): an --exclusive job sees every GPU
+#   unverified: read in the 3.11 cookbook; ParallelCluster 3.15/3.16 assumed the same
+# (its steps get the GPUs the job asked for, not those an --exclusive job holds without asking: "By default, a job step
+# is allocated all of the generic resources that have been requested by the job, except those implicitly requested
+# when a job is exclusive", SchedMD/slurm doc/man/man1/srun.1 --gres)
 #
 # Usage (as root, the SlurmUser or a Slurm AdminLevel=Admin user: draining needs a super user,
 # SchedMD/slurm src/slurmctld/proc_req.c _slurm_rpc_update_node -> validate_super_user):

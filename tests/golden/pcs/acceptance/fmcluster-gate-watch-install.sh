@@ -20,9 +20,17 @@ cat >"${root}/opt/fmcluster/acceptance/fmcluster-acceptance-h200.sbatch" <<'FMCL
 #SBATCH --partition=h200
 #SBATCH --exclusive
 #SBATCH --ntasks-per-node=8
+#SBATCH --gpus-per-node=8
 #SBATCH --output=fmcluster-acceptance-%j.out
 # fmcluster fleet acceptance gate for pcs-h200/h200 (p5en.48xlarge, pcs).
 # Rendered by fmcluster; do not edit by hand. docs/acceptance.md explains floors, rounds and verdicts.
+# GPUs (pcs, OrchestratorProfile.slurm_gpus):
+#   GPU nodes declare gres/gpu, so the job asks for every GPU (--gpus-per-node)
+#   device confinement (ConstrainDevices) not verified
+#   unverified: the Slurm versions PCS's GRES autodetection covers, and PCS's cgroup.conf defaults
+# (its steps get the GPUs the job asked for, not those an --exclusive job holds without asking: "By default, a job step
+# is allocated all of the generic resources that have been requested by the job, except those implicitly requested
+# when a job is exclusive", SchedMD/slurm doc/man/man1/srun.1 --gres)
 #
 # Usage (as root, the SlurmUser or a Slurm AdminLevel=Admin user: draining needs a super user,
 # SchedMD/slurm src/slurmctld/proc_req.c _slurm_rpc_update_node -> validate_super_user):
