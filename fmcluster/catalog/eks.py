@@ -11,7 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: Kubernetes versions the HyperPod training operator supports ("Supported Kubernetes versions - 1.28, 1.29, 1.30,
-#: 1.31, 1.32, and 1.33": https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator.html).
+#: 1.31, 1.32, and 1.33": https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator.html, re-read on
+#: 2026-12-05: no copy lists 1.34 or later). A sample's issue says the operator add-on v1.2.1-eksbuild.1 is "the
+#: default across K8s 1.28-1.35" (awslabs/awsome-distributed-ai issue #1075), i.e. EKS may offer the add-on on 1.34/1.35;
+#: that is not AWS's statement of support, so R-EKS-5 keeps to the page.
 TRAINING_OPERATOR_KUBERNETES = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33")
 #: HyperPod needs the Amazon VPC CNI at 1.18.3 or later, the only CNI it supports
 #: (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html "Networking").
