@@ -121,8 +121,9 @@ class Orchestrator:
         return self.plan(bp) if self.plan is not None else None
 
     def pinned_releases(self, bp: Blueprint, cluster_plan: ClusterPlan | None) -> list[PinnedRelease]:
-        """The :class:`~fmcluster.catalog.support.PinnedRelease` (component, version, YAML path, choices) of each release the orchestrator section of ``bp`` pins that the
-        support calendar covers (empty: none); ``cluster_plan``: :meth:`plan_for` of ``bp``."""
+        """The :class:`~fmcluster.catalog.support.PinnedRelease` (component, version, YAML path, choices) of each
+        release the orchestrator section of ``bp`` pins that the support calendar covers (empty: none);
+        ``cluster_plan``: :meth:`plan_for` of ``bp``."""
         return self.releases(bp, cluster_plan) if self.releases is not None else []
 
     def build_extra_stack(self, ctx: Any) -> ExtraStack | None:
