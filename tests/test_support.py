@@ -29,9 +29,9 @@ EKS = {"orchestrator": {"kind": "hyperpod", "hyperpod": {"orchestration": "eks",
     "admin_role_arn": "arn:aws:iam::123456789012:role/eks-admins", "control_plane_availability_zone": "us-east-1b"}}}}
 
 
-def eks(version: str) -> dict[str, Any]:
+def eks(version: str, **settings: Any) -> dict[str, Any]:
     return {"orchestrator": {"kind": "hyperpod", "hyperpod": {"orchestration": "eks", "eks": {
-        **EKS["orchestrator"]["hyperpod"]["eks"], "kubernetes_version": version}}}}
+        **EKS["orchestrator"]["hyperpod"]["eks"], "kubernetes_version": version, **settings}}}}
 
 
 # ---- catalog -------------------------------------------------------------------------------------------------------
@@ -155,8 +155,25 @@ RULES = [
     ("2026-08-01", eks("1.33"), None, [(
         "orchestrator.hyperpod.eks.kubernetes_version", "warning", "R-SUP-2",
         "Kubernetes on Amazon EKS 1.33 (EKS standard + extended support, 1.33) is in EKS extended support since "
+        f"2026-07-29 (extra cost per cluster hour; as of 2026-08-01; {EKS_SRC}), got 1.33; allowed 1.33 with "
+        "software.acknowledge_end_of_support: [kubernetes] (accepting the cost: none of the versions HyperPod and its "
+        "training operator support (training_operator: true), 1.28, 1.29, 1.30, 1.31, 1.32, 1.33, is in EKS standard "
+        "support as of 2026-08-01)")]),
+    # without the training operator HyperPod's 1.34 is a choice, in standard support up to 2026-12-02 ...
+    ("2026-08-01", eks("1.33", training_operator=False), None, [(
+        "orchestrator.hyperpod.eks.kubernetes_version", "warning", "R-SUP-2",
+        "Kubernetes on Amazon EKS 1.33 (EKS standard + extended support, 1.33) is in EKS extended support since "
         f"2026-07-29 (extra cost per cluster hour; as of 2026-08-01; {EKS_SRC}), got 1.33; allowed a version in "
-        "standard support, or software.acknowledge_end_of_support: [kubernetes]")]),
+        "standard support among the versions HyperPod supports (1.34), or software.acknowledge_end_of_support: "
+        "[kubernetes]")]),
+    # ... and no longer after it: no version HyperPod lists is in standard support
+    ("2026-12-05", {**eks("1.34", training_operator=False), "software": {"acknowledge_end_of_support": ["driver"]}},
+     None, [(
+        "orchestrator.hyperpod.eks.kubernetes_version", "warning", "R-SUP-2",
+        "Kubernetes on Amazon EKS 1.34 (EKS standard + extended support, 1.34) is in EKS extended support since "
+        f"2026-12-02 (extra cost per cluster hour; as of 2026-12-05; {EKS_SRC}), got 1.34; allowed 1.34 with "
+        "software.acknowledge_end_of_support: [kubernetes] (accepting the cost: none of the versions HyperPod "
+        "supports, 1.28, 1.29, 1.30, 1.31, 1.32, 1.33, 1.34, is in EKS standard support as of 2026-12-05)")]),
     ("2026-08-01", eks("1.29"), None, [(
         "orchestrator.hyperpod.eks.kubernetes_version", "error", "R-SUP-1",
         "Kubernetes on Amazon EKS 1.29 (EKS standard + extended support, 1.29) is past the end of support on "

@@ -949,13 +949,20 @@ def _every_deep_health_check() -> list[DeepHealthCheck]:
 #: Kubernetes versions SageMaker HyperPod supports for EKS orchestration ("SageMaker HyperPod supports Kubernetes
 #: versions 1.28, 1.29, 1.30, 1.31, 1.32, 1.33 and 1.34":
 #: https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html, 2026 revision as served
-#: by docs.amazonaws.cn/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.md).
+#: by docs.amazonaws.cn/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.md). Re-read on 2026-12-05: no copy
+#: of the page lists 1.35 or 1.36 (older copies stop at 1.32 or 1.33), although EKS offers both (1.36: "Kubernetes 1.36
+#: is now available in Amazon EKS", https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions-standard.html).
+#: Whether HyperPod accepts a 1.35 cluster is NOT VERIFIED, so 1.35 is not allowed (docs/decisions.md, "Kubernetes
+#: default stays 1.33").
 HYPERPOD_EKS_KUBERNETES_VERSIONS = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34")
-#: The default: the newest version the HyperPod training operator also supports (1.28-1.33,
-#: https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator.html "Supported versions"). It is in EKS
-#: extended support since 2026-07-29 (R-SUP-2 warns), as is 1.34 since 2026-12-02
-#: (https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html); no version in standard support is
-#: listed by HyperPod, so the default stays (tests/orchestrators/hyperpod_eks/test_versions.py checks the lists).
+#: The default: the newest version HyperPod and the HyperPod training operator (on by default) both support; the
+#: operator's list stops at 1.33 ("Supported Kubernetes versions - 1.28, 1.29, 1.30, 1.31, 1.32, and 1.33":
+#: https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator.html "Supported versions", re-read on
+#: 2026-12-05). It is in EKS extended support since 2026-07-29, as is 1.34 since 2026-12-02
+#: (https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html release calendar): no version HyperPod
+#: lists is in standard support, so 1.34 would buy no support and lose the operator. R-SUP-2 warns on the default and
+#: says so (the pin's choices, ``orchestrators.hyperpod_eks.plan.kubernetes_choices``);
+#: tests/orchestrators/hyperpod_eks/test_versions.py checks the lists.
 DEFAULT_EKS_KUBERNETES_VERSION: Final = "1.33"
 IAM_ROLE_ARN_PATTERN = r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$"
 K8S_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
@@ -972,7 +979,8 @@ class HyperPodEksSettings(Section):
     kubernetes_version: Literal["1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34"] = Field(
         DEFAULT_EKS_KUBERNETES_VERSION,
         description=f"Kubernetes version of the EKS cluster. Default: {DEFAULT_EKS_KUBERNETES_VERSION}; allowed the "
-        "versions HyperPod supports (1.28-1.34); the training operator supports up to 1.33 (R-EKS-5).",
+        "versions HyperPod supports (1.28-1.34); the training operator supports up to 1.33 (R-EKS-5). Every allowed "
+        "version is in EKS extended support from 2026-12-03 (extra cost per cluster hour; R-SUP-2 warns).",
     )
     admin_role_arn: str | None = Field(
         None, pattern=IAM_ROLE_ARN_PATTERN, max_length=2048,

@@ -11,7 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 #: Kubernetes versions the HyperPod training operator supports ("Supported Kubernetes versions - 1.28, 1.29, 1.30,
-#: 1.31, 1.32, and 1.33": https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator.html).
+#: 1.31, 1.32, and 1.33": https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-eks-operator.html, re-read on
+#: 2026-12-05: no copy lists 1.34 or later). A sample's issue says the operator add-on v1.2.1-eksbuild.1 is "the
+#: default across K8s 1.28-1.35" (awslabs/awsome-distributed-ai issue #1075), i.e. EKS may offer the add-on on 1.34/1.35;
+#: that is not AWS's statement of support, so R-EKS-5 keeps to the page.
 TRAINING_OPERATOR_KUBERNETES = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33")
 #: HyperPod needs the Amazon VPC CNI at 1.18.3 or later, the only CNI it supports
 #: (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html "Networking").
@@ -24,18 +27,23 @@ AUTHENTICATION_MODE = "API"
 class Addon:
     """One ``AWS::EKS::Addon``: ``name`` (EKS add-on name), ``version`` (pinned ``AddonVersion`` or ``None`` for EKS's
     default for the cluster's Kubernetes version), ``needs_nodes`` (its pods must be scheduled, so it is created after
-    the HyperPod worker groups joined), ``source``."""
+    the HyperPod worker groups joined), ``source``; ``kubernetes``: the Kubernetes versions a primary source lists the
+    pinned version for (empty: no such list was read; R-EKS-13 warns on a cluster version outside a non-empty list)."""
 
     name: str
     version: str | None
     needs_nodes: bool
     source: str
+    kubernetes: tuple[str, ...] = ()
 
 
 #: vpc-cni v1.20.1-eksbuild.3 is the latest EKS add-on version for Kubernetes 1.27-1.33 in the EKS User Guide table
-#: "Amazon VPC CNI versions" (https://docs.aws.amazon.com/eks/latest/userguide/managing-vpc-cni.html); >= 1.18.3.
+#: "Amazon VPC CNI versions" (https://docs.aws.amazon.com/eks/latest/userguide/managing-vpc-cni.html, the copy read
+#: on 2026-12-05 has rows 1.27-1.33 only); >= 1.18.3. Whether EKS offers it on a 1.34 cluster (the one version HyperPod
+#: lists past the table) is NOT VERIFIED: R-EKS-13 warns there.
 VPC_CNI = Addon("vpc-cni", "v1.20.1-eksbuild.3", False,
-                "https://docs.aws.amazon.com/eks/latest/userguide/managing-vpc-cni.html")
+                "https://docs.aws.amazon.com/eks/latest/userguide/managing-vpc-cni.html",
+                ("1.27", "1.28", "1.29", "1.30", "1.31", "1.32", "1.33"))
 KUBE_PROXY = Addon("kube-proxy", None, False, "https://docs.aws.amazon.com/eks/latest/userguide/managing-kube-proxy.html")
 POD_IDENTITY_AGENT = Addon(
     "eks-pod-identity-agent", None, False,

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import yaml
 
@@ -37,6 +37,20 @@ SupportComponent = Literal["driver", "efa_installer", "parallelcluster", "slurm"
 DATE_ENV = "FMCLUSTER_SUPPORT_DATE"
 
 Status = Literal["supported", "ending", "extended", "ended", "unknown"]
+
+
+class PinnedRelease(NamedTuple):
+    """One release a blueprint pins that the calendar covers (an orchestrator row's ``releases`` hook returns them):
+    ``component`` (a :data:`SUPPORT_COMPONENTS` name), ``version``, the YAML ``path`` that chooses it, and, where the
+    blueprint chooses among a closed list, ``choices`` (the versions it may set there, oldest first; empty: any release)
+    with ``choices_why`` (what bounds them, for messages). R-SUP-2 reads ``choices`` to name only a standard-support
+    version the blueprint can actually choose."""
+
+    component: str
+    version: str
+    path: str
+    choices: tuple[str, ...] = ()
+    choices_why: str = ""
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from fmcluster.blueprint.model import Blueprint, OrchestratorSpec
+from fmcluster.catalog.support import PinnedRelease
 from fmcluster.orchestrators.hyperpod_eks import plan as hyperpod_eks_plan
 from fmcluster.orchestrators.hyperpod_eks import profile as hyperpod_eks
 from fmcluster.orchestrators.hyperpod_slurm import profile as hyperpod_slurm
@@ -93,7 +94,7 @@ class Orchestrator:
             orchestrator's own verdict on each changed setting and whose ``group_impacts(old_props, new_props,
             region, where, updated)`` gives what a change does to each node group and its jobs
             (``fmcluster diff``, :mod:`fmcluster.review.impact`), or ``None``. Default: none.
-        releases: ``(bp, cluster plan) -> [(component, version, YAML path)]``: the releases the orchestrator section
+        releases: ``(bp, cluster plan) -> [PinnedRelease]`` (component, version, YAML path, choices): the releases the orchestrator section
             of ``bp`` pins that the support calendar covers (:mod:`fmcluster.resolved.support`), or ``None``: none.
             Default: none.
     """
@@ -108,7 +109,7 @@ class Orchestrator:
     render_module: str | None = None
     imex_source: str | None = None
     update_review: tuple[tuple[str, ...], str] | None = None
-    releases: Callable[[Blueprint, ClusterPlan | None], list[tuple[str, str, str]]] | None = None
+    releases: Callable[[Blueprint, ClusterPlan | None], list[PinnedRelease]] | None = None
 
     def build(self, stack: Any, inputs: Any) -> Any:
         """The slice's ``stack.build(stack, inputs)``: its orchestrator construct in ``<name>-cluster``
@@ -119,9 +120,10 @@ class Orchestrator:
         """The orchestrator's own resolved plan of ``bp`` (``ResolvedCluster.eks``), or ``None``."""
         return self.plan(bp) if self.plan is not None else None
 
-    def pinned_releases(self, bp: Blueprint, cluster_plan: ClusterPlan | None) -> list[tuple[str, str, str]]:
-        """``(component, version, YAML path)`` of each release the orchestrator section of ``bp`` pins that the
-        support calendar covers (empty: none); ``cluster_plan``: :meth:`plan_for` of ``bp``."""
+    def pinned_releases(self, bp: Blueprint, cluster_plan: ClusterPlan | None) -> list[PinnedRelease]:
+        """The :class:`~fmcluster.catalog.support.PinnedRelease` (component, version, YAML path, choices) of each
+        release the orchestrator section of ``bp`` pins that the support calendar covers (empty: none);
+        ``cluster_plan``: :meth:`plan_for` of ``bp``."""
         return self.releases(bp, cluster_plan) if self.releases is not None else []
 
     def build_extra_stack(self, ctx: Any) -> ExtraStack | None:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fmcluster.blueprint.model import Blueprint, HyperPodEksSettings
+from fmcluster.blueprint.model import HYPERPOD_EKS_KUBERNETES_VERSIONS, Blueprint, HyperPodEksSettings
 from fmcluster.catalog import eks as cat
+from fmcluster.catalog.support import PinnedRelease
 from fmcluster.catalog.vpc_layout import tail_subnet_pair
 
 # Why /28 for each EKS control-plane subnet fmcluster adds to a new VPC. EKS needs "at least two subnets that are in
@@ -119,9 +120,22 @@ def eks_plan(bp: Blueprint) -> EksPlan | None:
     )
 
 
-def pinned_releases(bp: Blueprint, cluster_plan: object = None) -> list[tuple[str, str, str]]:
+def kubernetes_choices(settings: HyperPodEksSettings) -> tuple[tuple[str, ...], str]:
+    """The Kubernetes versions a blueprint with ``settings`` can run without an error, oldest first, and what bounds
+    them: HyperPod's list (:data:`~fmcluster.blueprint.model.HYPERPOD_EKS_KUBERNETES_VERSIONS`), narrowed to the
+    training operator's (:data:`~fmcluster.catalog.eks.TRAINING_OPERATOR_KUBERNETES`, R-EKS-5) when it is on."""
+    if not settings.training_operator:
+        return HYPERPOD_EKS_KUBERNETES_VERSIONS, "the versions HyperPod supports"
+    both = tuple(v for v in HYPERPOD_EKS_KUBERNETES_VERSIONS if v in cat.TRAINING_OPERATOR_KUBERNETES)
+    return both, "the versions HyperPod and its training operator support (training_operator: true)"
+
+
+def pinned_releases(bp: Blueprint, cluster_plan: object = None) -> list[PinnedRelease]:
     """The registry row's ``releases`` hook: the Kubernetes version of an EKS cluster fmcluster creates (none for an
-    existing cluster, whose version fmcluster does not choose)."""
+    existing cluster, whose version fmcluster does not choose), with the versions it could choose instead."""
     plan = as_eks_plan(cluster_plan)
     version = plan.kubernetes_version if plan is not None else None
-    return [("kubernetes", version, "orchestrator.hyperpod.eks.kubernetes_version")] if version else []
+    if plan is None or version is None:
+        return []
+    choices, why = kubernetes_choices(plan.settings)
+    return [PinnedRelease("kubernetes", version, "orchestrator.hyperpod.eks.kubernetes_version", choices, why)]

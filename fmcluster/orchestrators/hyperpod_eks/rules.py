@@ -273,3 +273,25 @@ def training_operator_policy_tag_unverified(rc: ResolvedCluster) -> Iterator[Vio
         f"(aws iam get-policy-version --policy-arn arn:aws:iam::aws:policy/"
         f"{cat.TRAINING_OPERATOR_IDENTITY.managed_policies[0]} --version-id <default>)"
     )
+
+
+@rule("R-EKS-13", level="warning", scope="cluster", orchestrators=("hyperpod-eks",),
+      source=f"{cat.VPC_CNI.source} (latest EKS add-on version per Kubernetes version); an AWS::EKS::Addon whose "
+      "AddonVersion EKS does not offer for the cluster's version fails its stack")
+def pinned_addon_kubernetes(rc: ResolvedCluster) -> Iterator[Violation]:
+    """A pinned add-on version whose documented Kubernetes versions do not include the cluster's: EKS may refuse it,
+    which fails ``<name>-eks`` (add-ons before nodes) or ``<name>-addons``. Unverified, so a warning."""
+    plan = as_eks_plan(rc.eks)
+    if plan is None or plan.kubernetes_version is None:
+        return
+    v = plan.kubernetes_version
+    for addon in (*plan.addons_before_nodes, *plan.addons_after_nodes):
+        if addon.version is None or not addon.kubernetes or v in addon.kubernetes:
+            continue
+        stack = "<name>-addons" if addon.needs_nodes else "<name>-eks"
+        yield f"{EKS}.kubernetes_version", (
+            f"the pinned {addon.name} {addon.version} is documented for Kubernetes {', '.join(addon.kubernetes)} "
+            f"only ({addon.source}), so EKS may refuse it on {v} and fail {stack}, got {v!r}; allowed "
+            f"{', '.join(addon.kubernetes)}, or {v!r} after `aws eks describe-addon-versions --addon-name {addon.name} "
+            f"--kubernetes-version {v}` lists {addon.version}"
+        )

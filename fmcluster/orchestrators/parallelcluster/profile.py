@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 
 from fmcluster.blueprint.model import Blueprint, OrchestratorSpec
-from fmcluster.catalog.support import parallelcluster_slurm
+from fmcluster.catalog.support import PinnedRelease, parallelcluster_slurm
 from fmcluster.orchestrators.profile import (
     EC2_PURCHASE_OPTIONS,
     GATE_DRAIN_DEFAULT,
@@ -122,9 +122,9 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
     )
 
 
-def pinned_releases(bp: Blueprint, cluster_plan: object = None) -> list[tuple[str, str, str]]:
+def pinned_releases(bp: Blueprint, cluster_plan: object = None) -> list[PinnedRelease]:
     """The registry row's ``releases`` hook: the ParallelCluster version and the Slurm release it ships (when the
     catalog records it), both chosen at ``orchestrator.parallelcluster.version``."""
     path, version = "orchestrator.parallelcluster.version", bp.orchestrator.parallelcluster.version
     slurm = parallelcluster_slurm(version)
-    return [("parallelcluster", version, path)] + ([("slurm", slurm[0], path)] if slurm else [])
+    return [PinnedRelease("parallelcluster", version, path)] + ([PinnedRelease("slurm", slurm[0], path)] if slurm else [])

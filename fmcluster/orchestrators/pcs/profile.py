@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fmcluster.blueprint.model import PCS_SLURM_VERSIONS, Blueprint, OrchestratorSpec
+from fmcluster.catalog.support import PinnedRelease
 from fmcluster.orchestrators.profile import (
     EC2_PURCHASE_OPTIONS,
     GATE_DRAIN_DEFAULT,
@@ -97,6 +98,6 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
     )
 
 
-def pinned_releases(bp: Blueprint, cluster_plan: object = None) -> list[tuple[str, str, str]]:
+def pinned_releases(bp: Blueprint, cluster_plan: object = None) -> list[PinnedRelease]:
     """The registry row's ``releases`` hook: the Slurm release of the PCS cluster (``orchestrator.pcs.slurm_version``)."""
-    return [("slurm", bp.orchestrator.pcs.slurm_version, "orchestrator.pcs.slurm_version")]
+    return [PinnedRelease("slurm", bp.orchestrator.pcs.slurm_version, "orchestrator.pcs.slurm_version")]

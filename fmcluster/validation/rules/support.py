@@ -16,7 +16,7 @@ import datetime as dt
 import os
 from collections.abc import Iterator
 
-from fmcluster.catalog.support import DATE_ENV, evaluation_date, status, window_days
+from fmcluster.catalog.support import DATE_ENV, evaluation_date, status, support_entry, window_days
 from fmcluster.resolved import ResolvedCluster
 from fmcluster.resolved.support import SupportPin
 from fmcluster.validation.rules import Violation, rule
@@ -83,8 +83,22 @@ def _warning(rc: ResolvedCluster, pin: SupportPin, st: str, today: dt.date) -> s
                 f"allowed a release supported longer, {ack}")
     if st == "extended" and not acked:
         return (f"{_what(pin)} is in EKS extended support since {e.standard_end} (extra cost per cluster hour; "
-                f"as of {today}; {e.source}), got {pin.version}; allowed a version in standard support, {ack}")
+                f"as of {today}; {e.source}), got {pin.version}; allowed {_standard_choices(pin, today, ack)}")
     return None
+
+
+def _standard_choices(pin: SupportPin, today: dt.date, ack: str) -> str:
+    """The "allowed" of a version in extended support: the pin's choices in standard support as of ``today`` (any
+    such version when the pin has no closed list), or, when it has choices and none is, only the acknowledgement
+    ``ack``, saying why (a version the blueprint cannot choose is no advice)."""
+    if not pin.choices:
+        return f"a version in standard support, {ack}"
+    standard = [v for v in pin.choices if (e := support_entry(pin.component, v)) is not None
+                and status(e, today) == "supported"]
+    if standard:
+        return f"a version in standard support among {pin.choices_why} ({', '.join(standard)}), {ack}"
+    return (f"{pin.version} with {ack.removeprefix('or ')} (accepting the cost: none of {pin.choices_why}, "
+            f"{', '.join(pin.choices)}, is in EKS standard support as of {today})")
 
 
 @rule("R-SUP-2", level="warning", scope="cluster", source=CALENDAR)

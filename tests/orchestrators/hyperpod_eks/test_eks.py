@@ -36,8 +36,9 @@ CREATE_OK = _eks(admin_role_arn=ADMIN, control_plane_availability_zone="us-east-
 
 #: The rules about the metrics collector (observability add-on), tabled apart from the EKS cluster's own rules.
 METRICS_RULES = ("R-EKS-7", "R-EKS-8", "R-EKS-9")
-#: The rules about versions and permissions AWS does not document (Kueue, task governance, the operator's policy).
-VERSION_RULES = ("R-EKS-11", "R-EKS-12")
+#: The rules about versions and permissions AWS does not document (Kueue, task governance, the operator's policy,
+#: the add-on pins' Kubernetes versions).
+VERSION_RULES = ("R-EKS-11", "R-EKS-12", "R-EKS-13")
 
 
 def _problems(*patches: dict[str, Any], base: dict[str, Any],
@@ -169,6 +170,25 @@ NEED_KUEUE = ("the rendered kueue/ manifests need a Kueue that serves kueue.x-k8
 ])
 def test_version_rules(patch: dict[str, Any], expected: list[tuple[str, str, str]]) -> None:
     assert _problems(patch, base=example("hyperpod-eks"), rules=VERSION_RULES) == expected
+
+
+CNI_1_34 = (
+    f"{EKS}.kubernetes_version", "the pinned vpc-cni v1.20.1-eksbuild.3 is documented for Kubernetes 1.27, 1.28, 1.29, "
+    "1.30, 1.31, 1.32, 1.33 only (https://docs.aws.amazon.com/eks/latest/userguide/managing-vpc-cni.html), so EKS may "
+    "refuse it on 1.34 and fail <name>-eks, got '1.34'; allowed 1.27, 1.28, 1.29, 1.30, 1.31, 1.32, 1.33, or '1.34' "
+    "after `aws eks describe-addon-versions --addon-name vpc-cni --kubernetes-version 1.34` lists v1.20.1-eksbuild.3",
+    "R-EKS-13")
+
+
+@pytest.mark.parametrize(("patch", "expected"), [
+    ({}, []),                                                                            # the default, 1.33
+    ({"orchestrator": {"hyperpod": {"eks": {"kubernetes_version": "1.32"}}}}, []),
+    ({"orchestrator": {"hyperpod": {"eks": {"kubernetes_version": "1.34", "training_operator": False}}}}, [CNI_1_34]),
+    # an existing cluster: fmcluster pins none of its add-ons
+    ({**_import(network=NET), "orchestrator": {"hyperpod": {"eks": DROP, "eks_cluster_arn": ARN}}}, []),
+])
+def test_pinned_addon_kubernetes_versions(patch: dict[str, Any], expected: list[tuple[str, str, str]]) -> None:
+    assert _problems(patch, base=example("hyperpod-eks"), rules=("R-EKS-13",)) == expected
 
 
 def test_valid_variants_have_no_eks_problems() -> None:
