@@ -252,12 +252,17 @@ def test_plan_names_the_examples_placeholder_ids(example: str, expected: list[tu
 
 
 # ---- the in-process synthesis of plan and diff: aws-cdk-lib's built-in CloudFormation validation ------------------
-@pytest.mark.parametrize(("value", "can_fail"), [(None, False), (False, False), ("false", False), (True, True),
-                                                 ("true", True), (1, True)])
+MISSING = object()
+
+
+@pytest.mark.parametrize(("value", "can_fail"), [(MISSING, False), (False, False), ("false", False), (True, True),
+                                                 ("true", True), (1, True), (None, True)],
+                         ids=["missing", "false", "false-text", "true", "true-text", "one", "null"])
 def test_cloudformation_validate_can_fail_reads_the_context_as_aws_cdk_lib_does(value: object, can_fail: bool) -> None:
+    """aws-cdk-lib's getBooleanContext: the default (false) only for a missing key; JSON null is not false."""
     from fmcluster.review.synth import STRICT_DEFAULT_RULES, cloudformation_validate_can_fail
 
-    assert cloudformation_validate_can_fail({} if value is None else {STRICT_DEFAULT_RULES: value}) is can_fail
+    assert cloudformation_validate_can_fail({} if value is MISSING else {STRICT_DEFAULT_RULES: value}) is can_fail
 
 
 @pytest.mark.synth

@@ -49,10 +49,13 @@ VALIDATION_FAILED = "ValidationFailed:"
 
 
 def cloudformation_validate_can_fail(context: Mapping[str, Any]) -> bool:
-    """True when ``context`` sets :data:`STRICT_DEFAULT_RULES` as aws-cdk-lib reads a boolean context value (any
-    value but ``false`` and ``"false"``; ``getBooleanContext`` in aws-cdk-lib core/lib/private/synthesis-validation)."""
-    raw = context.get(STRICT_DEFAULT_RULES)
-    return raw is not None and raw is not False and raw != "false"
+    """True when ``context`` sets :data:`STRICT_DEFAULT_RULES` as aws-cdk-lib reads a boolean context value: present
+    with any value but ``false`` and ``"false"``, JSON ``null`` included (``getBooleanContext`` in aws-cdk-lib
+    core/lib/private/synthesis-validation falls back to the default only for a missing key)."""
+    if STRICT_DEFAULT_RULES not in context:
+        return False
+    raw = context[STRICT_DEFAULT_RULES]
+    return raw is not False and raw != "false"
 
 
 def synthesize(bp: Any, outdir: str, context: Mapping[str, Any], source: str) -> None:
