@@ -39,12 +39,18 @@ HYPERPOD_GATE_DRAIN = GateDrain(
 #: utils/pam_adopt_cgroup_wheel.sh); fmcluster runs neither, and without gres/gpu no GPU would be confined anyway
 #: (:class:`SlurmGpus`). Unverified: no AWS page states HyperPod's slurm.conf or gres.conf, and AWS's newer HyperPod
 #: observability sample submits ``sbatch --gres=gpu:1`` (Extensions/observability/README.md, 2026), so a newer HyperPod
-#: image may declare gres; the scripts keep the request out (a refused job is worse than an unconfined one).
+#: image may declare gres; the scripts keep the request out (a refused job is worse than an unconfined one). The samples
+#: above are of the lifecycle-script mode (provisioning_parameters.json); fmcluster uses the API-driven mode
+#: (``SlurmConfigStrategy: Managed``, https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-slurm-api-config-migration.html),
+#: in which HyperPod writes slurm.conf itself and whose gres configuration no page states; AWS's own job example there
+#: asks for no GPU either ("srun -N 8 --exclusive train.sh",
+#: https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-run-jobs-schedule-slurm-job.html).
 HYPERPOD_SLURM_GPUS = SlurmGpus(
     gres=False, devices_confined=False,
     source="aws-samples/awsome-distributed-training micro-benchmarks/nccl-tests/slurm/nccl-tests-container.sbatch, "
            "1.architectures/5.sagemaker-hyperpod/hyperpod-precheck.py; awslabs/awsome-distributed-ai issue #196",
-    unverified="no AWS page states HyperPod's gres.conf; a newer HyperPod image may declare gres/gpu")
+    unverified="no AWS page states HyperPod's gres.conf in the API-driven (Managed) mode fmcluster uses; a newer "
+               "HyperPod image may declare gres/gpu")
 
 
 def profile(orch: OrchestratorSpec) -> OrchestratorProfile:

@@ -40,18 +40,21 @@ PCS_GATE_DRAIN = GateDrain(GATE_DRAIN_DEFAULT.state, GATE_DRAIN_DEFAULT.reason,
                            "https://docs.aws.amazon.com/pcs/latest/userguide/ (no drained-node replacement documented)")
 
 
-#: GPU gres: "AWS PCS enables Slurm GRES autodetection by default on compute node groups that have GPUs. AWS PCS enables
-#: autodetection only when the socket layout of the node is known" (PCS release notes for Slurm versions,
-#: https://docs.aws.amazon.com/pcs/latest/userguide/slurm-versions_release-notes.html; gres.conf records per compute node
-#: group: https://docs.aws.amazon.com/pcs/latest/userguide/gres-custom-settings.html). Unverified: which Slurm versions
-#: the note covers, and whether the P-instance types' socket layout is "known". Devices: PCS generates cgroup.conf
+#: GPU gres: PCS writes a gres.conf GPU record for a compute node group from its instance type: its
+#: ``gresCustomSettings`` records are merged "with the GPU record it derives from the instance type" (PCS API Reference,
+#: https://docs.aws.amazon.com/pcs/latest/APIReference/API_ComputeNodeGroupSlurmConfiguration.html, gresCustomSettings;
+#: the records get the group's ``NodeName=`` prefix: https://docs.aws.amazon.com/pcs/latest/userguide/gres-custom-settings.html),
+#: and "AWS PCS enables Slurm GRES autodetection by default on compute node groups that have GPUs ... only when the
+#: socket layout of the node is known" (https://docs.aws.amazon.com/pcs/latest/userguide/slurm-versions_release-notes.html).
+#: So ``--gpus-per-node`` is accepted on the P-instance groups fmcluster creates. Devices: PCS generates cgroup.conf
 #: (https://docs.aws.amazon.com/pcs/latest/userguide/slurm-configuration.html) and its defaults are not stated in what
 #: could be read, so ConstrainDevices is unknown: asking for the GPUs is right either way where gres is declared.
 PCS_SLURM_GPUS = SlurmGpus(
     gres=True, devices_confined=None,
-    source="https://docs.aws.amazon.com/pcs/latest/userguide/slurm-versions_release-notes.html (GRES autodetection by "
-           "default on GPU compute node groups); https://docs.aws.amazon.com/pcs/latest/userguide/slurm-configuration.html",
-    unverified="the Slurm versions PCS's GRES autodetection covers, and PCS's cgroup.conf defaults")
+    source="https://docs.aws.amazon.com/pcs/latest/APIReference/API_ComputeNodeGroupSlurmConfiguration.html (the GPU "
+           "record PCS derives from the instance type); https://docs.aws.amazon.com/pcs/latest/userguide/"
+           "slurm-versions_release-notes.html (GRES autodetection on GPU compute node groups)",
+    unverified="PCS's cgroup.conf defaults (ConstrainDevices)")
 
 
 def _pcs_imex(slurm_version: str) -> ImexWiring:

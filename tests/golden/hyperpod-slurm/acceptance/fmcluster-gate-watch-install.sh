@@ -26,7 +26,7 @@ cat >"${root}/opt/fmcluster/acceptance/fmcluster-acceptance-gpu.sbatch" <<'FMCLU
 # GPUs (hyperpod-slurm, OrchestratorProfile.slurm_gpus):
 #   GPU nodes declare no gres/gpu, so the job asks for none (Slurm refuses --gpus-per-node)
 #   devices not confined (no ConstrainDevices): an --exclusive job sees every GPU
-#   unverified: no AWS page states HyperPod's gres.conf; a newer HyperPod image may declare gres/gpu
+#   unverified: no AWS page states HyperPod's gres.conf in the API-driven (Managed) mode fmcluster uses; a newer HyperPod image may declare gres/gpu
 # (its steps get the GPUs the job asked for, not those an --exclusive job holds without asking: "By default, a job step
 # is allocated all of the generic resources that have been requested by the job, except those implicitly requested
 # when a job is exclusive", SchedMD/slurm doc/man/man1/srun.1 --gres)

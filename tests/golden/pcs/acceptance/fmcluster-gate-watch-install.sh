@@ -27,7 +27,7 @@ cat >"${root}/opt/fmcluster/acceptance/fmcluster-acceptance-h200.sbatch" <<'FMCL
 # GPUs (pcs, OrchestratorProfile.slurm_gpus):
 #   GPU nodes declare gres/gpu, so the job asks for every GPU (--gpus-per-node)
 #   device confinement (ConstrainDevices) not verified
-#   unverified: the Slurm versions PCS's GRES autodetection covers, and PCS's cgroup.conf defaults
+#   unverified: PCS's cgroup.conf defaults (ConstrainDevices)
 # (its steps get the GPUs the job asked for, not those an --exclusive job holds without asking: "By default, a job step
 # is allocated all of the generic resources that have been requested by the job, except those implicitly requested
 # when a job is exclusive", SchedMD/slurm doc/man/man1/srun.1 --gres)
