@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from fmcluster.orchestrators.parallelcluster.review_update import PCLUSTER_UPDATE_DOC
 from fmcluster.review.assembly import Assembly, AssemblyError
 from fmcluster.review.diff import (
     SUPPLEMENT,
@@ -399,11 +400,11 @@ def test_cli_on_folders_text_markdown_json() -> None:
     # the info changes are only in the result
     assert [(p["file"], p["path"], p["severity"], p["rule_id"], p["value"], p["line"]) for p in envelope["problems"]] == [
         (new, "demo-storage/FileSystem", "error", "diff-replace",
-         {"SubnetIds": {"old": '["<ref demo-network/GpuSubnet>"]', "new": '["<ref demo-network/GpuSubnet (new)>"]'}}, None),
+         {"SubnetIds": {"old": ["<ref demo-network/GpuSubnet>"], "new": ["<ref demo-network/GpuSubnet (new)>"]}}, None),
         (new, "demo-storage/Scratch", "error", "diff-remove", None, None),
         (new, "demo-network/ExportGpuSubnet", "error", "diff-fail",
          {"Value": {"old": "<ref demo-network/GpuSubnet>", "new": "<ref demo-network/GpuSubnet (new)>"}}, None),
-        (new, "demo-storage/Widget", "warning", "diff-may-replace", {"Size": {"old": "1", "new": "2"}}, None),
+        (new, "demo-storage/Widget", "warning", "diff-may-replace", {"Size": {"old": 1, "new": 2}}, None),
     ]
     fsx = envelope["problems"][0]
     assert fsx["message"] == (
@@ -805,6 +806,10 @@ def test_parallelcluster_update_policies_judge_its_cluster(patch: dict[str, Any]
     assert r.exit_code == (1 if level == "error" else 0)
     if updates:
         assert next(iter(updates)) in render_text(r)
+        # --json: the cluster's problem carries each verdict as its value and ParallelCluster's update doc as source
+        [problem] = [p for p in r.problems() if p.path == f"{cluster.stack}/{cluster.name}"]
+        assert {k: v["verdict"] for k, v in problem.value.items() if k in updates} == updates
+        assert problem.source is not None and PCLUSTER_UPDATE_DOC in problem.source
 
 
 # ---- expressions that name the same value, and values fmcluster cannot resolve (issue 25) -----------------------------

@@ -372,6 +372,9 @@ class _Normalizer:
 # ---- the diff ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PropertyChange:
+    """One changed property: ``old``/``new`` as the reports show them (:func:`_short`: JSON text cut at 80 characters,
+    ``(absent)``), ``old_value``/``new_value`` the template values themselves (``None`` when absent), for ``--json``."""
+
     path: str
     old: str
     new: str
@@ -379,6 +382,8 @@ class PropertyChange:
     conditional: bool = False
     source: str = ""
     fails: bool = False  # an in-place update CloudFormation cannot apply (see NON_DECREASING)
+    old_value: Any = None
+    new_value: Any = None
 
 
 @dataclass
@@ -459,6 +464,11 @@ def _cdk_path(res: Mapping[str, Any]) -> str:
     if parts and parts[-1] == "Resource":
         parts = parts[:-1]
     return "/".join(parts)
+
+
+def _value(value: Any) -> Any:
+    """A template value for ``--json``: itself, ``None`` for an absent one."""
+    return None if value is _MISSING else value
 
 
 def _short(value: Any) -> str:
@@ -793,7 +803,8 @@ def _export_changes(old: Assembly, new: Assembly, old_norm: _Normalizer, new_nor
         who = ", ".join(used[name])
         changes.append(ResourceChange(
             stack, n_lid, EXPORT_TYPE, "fail", "error", n_lid, False,
-            [PropertyChange("Value", _short(a), new_text, fails=True, source=EXPORT_SOURCE)], ["Value"],
+            [PropertyChange("Value", _short(a), new_text, fails=True, source=EXPORT_SOURCE, old_value=a,
+                            new_value=b if name in new_out else None)], ["Value"],
             note=f"export {name} {what} but stack(s) {who} import it: CloudFormation cannot modify or remove an export "
                  f"in use, so the {stack} update fails and rolls back (deploy a version that stops importing it first, "
                  "or keep the exported resource)"))
@@ -874,13 +885,16 @@ def _property_changes(co: CreateOnly, old_props: Mapping[str, Any], new_props: M
         for concrete in sorted(set(olds) | set(news)):
             ov, nv = olds.get(concrete, _MISSING), news.get(concrete, _MISSING)
             if ov != nv:
-                out[concrete] = PropertyChange(concrete, _short(ov), _short(nv), True, conditional, source)
+                out[concrete] = PropertyChange(concrete, _short(ov), _short(nv), True, conditional, source,
+                                               old_value=_value(ov), new_value=_value(nv))
                 covered.add(concrete)
     for path in _changed_paths(a, b):
         if any(path == c or path.startswith(c + "/") or c.startswith(path + "/") for c in covered):
             continue
         source = "" if co.known else "no schema for this type: replacement unknown"
-        out[path] = PropertyChange(path, _short(_get(a, path)), _short(_get(b, path)), False, not co.known, source)
+        ov, nv = _get(a, path), _get(b, path)
+        out[path] = PropertyChange(path, _short(ov), _short(nv), False, not co.known, source,
+                                   old_value=_value(ov), new_value=_value(nv))
     return [out[k] for k in sorted(out)]
 
 
@@ -951,19 +965,22 @@ def change_problem(c: ResourceChange) -> Problem:
     (``<stack>/<construct path or logical id>``; the stack alone for a stack that leaves the app), ``message`` the
     action, type and logical id, then the cause and what happens to the data (the text output's lines), ``level``
     the change's level, ``rule_id`` ``diff-<action>``, ``source`` the sources of the causing properties (registry
-    schema, service limit), ``value`` the causing property changes ``{property: {"old", "new"}}`` (``None`` when no
-    property causes it: a removal, a stack leaving)."""
+    schema, service limit, the orchestrator's update documentation), ``value`` the causing property changes
+    ``{property: {"old", "new"}}`` with the template values themselves, and each orchestrator verdict
+    ``{setting: {"verdict", "text"}}`` (``None`` when neither causes it: a removal, a stack leaving)."""
     causing = [p for p in c.properties if p.path in c.causes]
+    settings = [u for u in c.orchestrator_updates if u.get("kind") != "in_place"]
     if c.action == "leave":
         path, message = c.stack, f"{ACTION_WORDS[c.action]}: {c.note}"
     else:
         path = f"{c.stack}/{c.name}"
         message = "; ".join(x for x in (f"{ACTION_WORDS[c.action]} ({c.type}, {c.logical_id})", _cause_text(c),
                                        c.note if c.action in ("replace", "move", "fail") else "") if x)
-    sources = sorted({p.source for p in causing if p.source})
+    sources = sorted({p.source for p in causing if p.source} | {str(u["source"]) for u in settings if u.get("source")})
+    value: dict[str, Any] = {p.path: {"old": p.old_value, "new": p.new_value} for p in causing}
+    value |= {str(u["setting"]): {"verdict": u["kind"], "text": u.get("text")} for u in settings}
     return Problem(path, message, level="warning" if c.level == "warning" else "error",
-                   rule_id=f"{DIFF_RULE_PREFIX}{c.action}", source="; ".join(sources) or None,
-                   value={p.path: {"old": p.old, "new": p.new} for p in causing} or None)
+                   rule_id=f"{DIFF_RULE_PREFIX}{c.action}", source="; ".join(sources) or None, value=value or None)
 
 
 def render_text(report: DiffReport, *, verbose: bool = False) -> str:
