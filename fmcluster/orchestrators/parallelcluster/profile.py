@@ -78,7 +78,11 @@ PCLUSTER_GATE_DRAIN = GateDrain(
 #: slurm.conf.erb), every GPU compute resource's node line ``Gres=gpu:<type>:<count>`` and its gres.conf line ``Name=gpu
 #: Type=<type> File=/dev/nvidia[0-<count - 1>]`` (files/default/head_node_slurm/slurm/config_renderer.py,
 #: ``ComputeResourceRenderer``); the generator skips GPUs only when the head node has no NVIDIA driver
-#: (recipes/config/config_head_node.rb ``--no-gpu``), and the official images carry one. Devices: cgroup.conf is
+#: (recipes/config/config_head_node.rb ``--no-gpu`` when ``nvidia_installed?``, i.e. ``/usr/bin/nvidia-smi``, is
+#: false), and the official images carry one on both architectures, the arm64 head node of a GB200 cluster included
+#: (cookbooks/aws-parallelcluster-platform/resources/nvidia_driver/partial/_nvidia_driver_common.rb installs the
+#: ``NVIDIA-Linux-aarch64`` driver on arm; the head node always boots the official image: the blueprint's custom AMI is
+#: set per queue). Devices: cgroup.conf is
 #: ``ConstrainCores=yes`` plus an include that adds only ``ConstrainRAMSpace=yes`` with memory-based scheduling
 #: (templates/default/slurm/cgroup.conf.erb, files/default/head_node_slurm/slurm/templates/slurm_parallelcluster_cgroup.conf),
 #: and fmcluster adds no cgroup setting, so ConstrainDevices keeps Slurm's default "no". Read at aws-parallelcluster-cookbook
