@@ -1,14 +1,15 @@
 """No command prints a traceback for a blueprint that ``fmcluster validate`` accepts (issue 12 item 10).
 
-Every CLI command (validate, plan, render, diff of a blueprint against itself, schema, and preflight
+Every CLI command (validate, plan, render, diff of its synthesis against itself, schema, and preflight
 with no AWS credentials) runs through typer's CliRunner on every example blueprint and on a generated
 set of edge cases that validate accepts: the smallest and largest GPU subnet for several VPC sizes,
 every orchestrator, every capacity type and every metrics mode. A command may fail (exit 1, or 2 for
 preflight without credentials) but never with an uncaught exception or a "Traceback" in its output.
 
-Marked ``synth``: ``plan`` and ``diff`` synthesize in-process (a blueprint diffed against itself once); ``plan --json``
-reads the test run's shared synthesis of the same text (``--cdk-out``, tests/conftest.py ``synth_folder``), so the
-assembly-reading path runs for every case too.
+Marked ``synth``: ``plan`` synthesizes in-process; ``plan --json`` and ``diff`` read the test run's shared synthesis
+of the same text (``--cdk-out`` and two assembly folders, tests/conftest.py ``synth_folder``), so the assembly-reading
+paths run for every case too. ``diff`` of blueprint files (which synthesizes them as ``plan`` does) is
+tests/test_diff.py's.
 """
 
 from __future__ import annotations
@@ -138,8 +139,9 @@ def test_every_command_without_traceback(tmp_path: Path, text: str) -> None:
     assert _invoke(["validate", str(bp)])[0] == 0
     assert _invoke(["render", str(bp), "--out", str(tmp_path / "rendered")])[0] == 0
     assert _invoke(["plan", str(bp)])[0] == 0
-    assert _invoke(["plan", str(bp), "--json", "--cdk-out", str(synth_folder(text)[0])])[0] == 0
-    assert _invoke(["diff", str(bp), str(bp)])[0] == 0
+    assembly = str(synth_folder(text)[0])
+    assert _invoke(["plan", str(bp), "--json", "--cdk-out", assembly])[0] == 0
+    assert _invoke(["diff", assembly, assembly])[0] == 0
     code, output = _invoke(["preflight", str(bp)], env=NO_CREDENTIALS)
     assert code in (0, 1, 2), output
 
