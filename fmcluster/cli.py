@@ -487,7 +487,8 @@ def diff(
     json_command = "diff" if format is OutputFormat.json else None
     try:
         ctx = parse_context(context or [])
-        report = diff_assemblies(*load_sides(old, new, ctx))
+        sides = load_sides(old, new, ctx)
+        report = diff_assemblies(*sides)
     except BlueprintError as e:
         print_problems(e.file, e.problems)
         if json_command:
@@ -496,6 +497,11 @@ def diff(
     except (AssemblyError, DiffInputError, SynthesisError) as e:
         raise _input_error(json_command, str(e), DIFF_INPUT_ERROR) from None
     report = relabel(report, old_label or str(old), new_label or str(new))
+    # each blueprint's own warnings, as every command prints them (the same file on both sides once)
+    warned = [(str(path), list(side.warnings)) for path, side in ((old, sides[0]), (new, sides[1]))
+              if side.warnings and not (path is new and sides[1] is sides[0])]
+    for path_text, warnings in warned:
+        print_problems(path_text, warnings)
     from fmcluster.review.cost import blueprint_cost, cost_delta
 
     org_ctx = ctx.get("org") if isinstance(ctx.get("org"), str) else None
@@ -513,8 +519,9 @@ def diff(
                 print(json_envelope("diff", ok=False, problems=[(e.file, p) for p in e.problems], result=None))
             raise typer.Exit(DIFF_INPUT_ERROR) from None
     if format is OutputFormat.json:
-        print(json_envelope("diff", ok=report.exit_code == 0, problems=[(report.new, p) for p in report.problems()],
-                            result=report.as_dict()))
+        print(json_envelope("diff", ok=report.exit_code == 0, problems=[
+            *((path_text, w) for path_text, warnings in warned for w in warnings),
+            *((report.new, p) for p in report.problems())], result=report.as_dict()))
     elif format is OutputFormat.markdown:
         print(render_markdown(report))
     else:

@@ -464,6 +464,22 @@ def test_cli_on_blueprints_scale_out_passes_and_deployment_type_fails(tmp_path: 
            "LustreConfiguration/DeploymentType: PERSISTENT_2 -> PERSISTENT_1" in bad.stdout
 
 
+def test_cli_prints_each_blueprints_warnings_and_puts_them_in_json_problems(tmp_path: Path) -> None:
+    """A warning of a diffed blueprint (here R-CAP-10: PCS does not automate a Capacity Block's end) is printed on
+    standard error and is a problem of ``--json``, with its file, as every command shows a blueprint's problems; the
+    same file on both sides is one input, so its warnings come once."""
+    pcs = tmp_path / "pcs.yaml"
+    pcs.write_text((ROOT / "blueprints" / "pcs-p5en.yaml").read_text())
+    text = run(str(pcs), str(pcs))
+    assert text.exit_code == 0, text.stdout
+    assert text.stderr.count("[R-CAP-10]") == 1
+    js = run(str(pcs), str(pcs), "--json")
+    [cap] = [p for p in json.loads(js.stdout)["problems"] if p["rule_id"] == "R-CAP-10"]
+    assert (cap["file"], cap["severity"], cap["path"]) == (str(pcs), "warning", "compute[0].capacity")
+    folders = run(str(FIXTURES / "old"), str(FIXTURES / "new"), "--json")  # cdk.out folders carry no blueprint warnings
+    assert [p["rule_id"] for p in json.loads(folders.stdout)["problems"] if p["rule_id"].startswith("R-")] == []
+
+
 def test_cli_bad_inputs(tmp_path: Path) -> None:
     broken = tmp_path / "broken.yaml"
     broken.write_text("name: x\n")

@@ -34,11 +34,14 @@ class Assembly:
         region: the stacks' region (the first stack artifact with a concrete ``aws://account/region``
             environment), else :data:`DEFAULT_REGION`.
         source: where it came from (a folder, a blueprint file), for messages.
+        warnings: the blueprint's warnings (``fmcluster.blueprint.errors.Problem``) when it was synthesized from a
+            blueprint file (:func:`fmcluster.review.diff.synth_blueprint`); empty for a folder.
     """
 
     stacks: Mapping[str, Mapping[str, Any]]
     region: str = DEFAULT_REGION
     source: str = ""
+    warnings: tuple[Any, ...] = ()
 
     @staticmethod
     def from_templates(templates: Mapping[str, Mapping[str, Any]], region: str = DEFAULT_REGION, source: str = "") -> Assembly:

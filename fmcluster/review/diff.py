@@ -215,20 +215,22 @@ class DiffInputError(Exception):
 
 # ---- inputs: cdk.out folders (fmcluster.review.assembly) or blueprints synthesized in-process ----------
 def synth_blueprint(path: str | Path, context: Mapping[str, Any] | None = None) -> Assembly:
-    """Load, validate and synthesize a blueprint in-process into a temp dir (no CLI, no credentials).
+    """Load, validate and synthesize a blueprint in-process into a temp dir (no CLI, no credentials); the assembly
+    carries the blueprint's warnings (``Assembly.warnings``).
 
     Context: :func:`fmcluster.review.synth.project_context` (``cdk.json`` and ``cdk.context.json``) plus ``context``.
     Raises :class:`fmcluster.blueprint.BlueprintError` for bad input and
     :class:`fmcluster.review.synth.SynthesisError` when the app has error annotations (``cdk synth`` refuses it).
     """
-    from fmcluster.validation import load_blueprint
+    from fmcluster.validation import load_blueprint_with_warnings
 
     org = (context or {}).get("org")
-    bp = load_blueprint(path, org=org if isinstance(org, str) else None)  # -c org=FILE, as for cdk synth (app.py)
+    loaded = load_blueprint_with_warnings(path, org=org if isinstance(org, str) else None)  # -c org=FILE, as app.py
+    bp = loaded.blueprint
     with tempfile.TemporaryDirectory(prefix="fmcluster-diff-") as out:  # the templates are read into memory
         synthesize(bp, out, {**CLI_CONTEXT, **project_context(path), **dict(context or {})}, source=str(path))
         assembly = Assembly.from_dir(out)
-    return Assembly(assembly.stacks, bp.region, str(path))
+    return Assembly(assembly.stacks, bp.region, str(path), tuple(loaded.warnings))
 
 
 def load_side(path: str | Path, context: Mapping[str, Any] | None = None) -> Assembly:
