@@ -136,6 +136,32 @@ def test_existing_vpc_has_no_nat_line() -> None:
     assert "NAT gateway" not in [x.item for x in e.lines]
 
 
+EKS_ARN = "arn:aws:eks:us-east-1:123456789012:cluster/train"
+
+
+# The EKS control plane fmcluster creates, at its Kubernetes version's rate on the evaluation date (1.33: standard
+# support to 2026-07-29, support.yaml); a cluster the blueprint imports (eks_cluster_arn) is its owner's, no line.
+@pytest.mark.parametrize(("date", "eks", "expected"), [
+    ("2026-07-29", {}, (0.10, "standard-support rate (to 2026-07-29)")),
+    ("2026-07-30", {}, (0.60, "extended-support rate (standard support ended 2026-07-29)")),
+    ("2026-07-30", {"eks_cluster_arn": EKS_ARN}, None),
+], ids=["standard", "extended", "imported-cluster"])
+def test_hyperpod_eks_control_plane_fee(monkeypatch: pytest.MonkeyPatch, date: str, eks: dict[str, Any],
+                                        expected: tuple[float, str] | None) -> None:
+    monkeypatch.setenv("FMCLUSTER_SUPPORT_DATE", date)
+    data = example("hyperpod-eks")
+    if eks:  # an existing cluster: in its own VPC (R-EKS-2)
+        data["orchestrator"]["hyperpod"] = {**{k: v for k, v in data["orchestrator"]["hyperpod"].items() if k != "eks"},
+                                            **eks}
+        data["network"] = {"vpc_id": "vpc-0123456789abcdef0", "gpu_subnet_id": "subnet-0123456789abcdef0"}
+    e = estimate(resolve(load_blueprint_text(to_yaml(data)).blueprint))
+    fees = [(x.usd_per_hour, x.basis.split(", ", 1)[1], x.quantity, x.source) for x in e.lines if x.item == "EKS control plane"]
+    if expected is None:
+        assert fees == []
+    else:
+        assert fees == [(*expected, "Kubernetes 1.33", "https://aws.amazon.com/eks/pricing/")]
+
+
 # ---- the table ----------------------------------------------------------------------------------------
 def test_every_price_is_dated_and_sourced_or_explicitly_unknown() -> None:
     raw = yaml.safe_load(prices.data_file().read_text())

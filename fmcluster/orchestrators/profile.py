@@ -135,6 +135,19 @@ class SlurmGpus:
 
 
 @dataclass(frozen=True)
+class ClusterFee:
+    """A per-cluster service fee for the cost estimate: ``item`` and ``quantity`` as the plan shows them,
+    ``usd_per_hour`` (``None``: not priced, ``basis`` says why), ``basis`` (how the price is made, or why it is
+    unknown) and ``source`` (the price's page)."""
+
+    item: str
+    quantity: str
+    usd_per_hour: float | None
+    basis: str
+    source: str = ""
+
+
+@dataclass(frozen=True)
 class BootPart:
     """A part of a node's boot-to-ready that the orchestrator does before or around fmcluster's script.
 
@@ -236,8 +249,8 @@ class OrchestratorProfile:
             True.
         management_instance_types: (label, EC2 instance type) of each management node billed as an EC2 instance,
             for the cost estimate (ParallelCluster head node, PCS login node). Default: none.
-        cluster_fee: (item, quantity, why it is not priced) of a per-cluster service fee the price table lacks, for the
-            cost estimate (AWS PCS by cluster size), or ``None``. Default ``None``.
+        cluster_fee: a per-cluster service fee for the cost estimate (:class:`ClusterFee`: AWS PCS by cluster size,
+            unpriced; the EKS control plane fmcluster creates for HyperPod EKS), or ``None``. Default ``None``.
         ssm_target: what ``aws ssm start-session --target`` takes to reach the ``head_node_label`` node, with
             placeholders for what is known only after deploy: an EC2 instance id on ParallelCluster and PCS (their
             ``<name>-cluster`` outputs give it), ``sagemaker-cluster:<cluster-id>_<group>-<instance-id>`` on HyperPod
@@ -288,7 +301,7 @@ class OrchestratorProfile:
     baked_ami_tags: Callable[[str], Mapping[str, str]] | None = None
     encrypted_custom_ami: bool = True
     management_instance_types: tuple[tuple[str, str], ...] = ()
-    cluster_fee: tuple[str, str, str] | None = None
+    cluster_fee: ClusterFee | None = None
     imds_lockdown_service: str | None = None
     ssm_target: str = "<head-node-instance-id>"
     gate_drain: GateDrain = GATE_DRAIN_DEFAULT

@@ -123,9 +123,9 @@ def estimate(rc: ResolvedCluster) -> CostEstimate:
                                       f"unknown: {prices.not_in_table_reason(ctype)}", group=rg.name))
     for label, instance_type in rc.profile.management_instance_types:
         est.lines.append(_instances(label, "cluster", region, instance_type, 1))
-    if rc.profile.cluster_fee is not None:
-        item, quantity, why = rc.profile.cluster_fee
-        est.lines.append(CostLine(item, "cluster", quantity, None, f"unknown: {why}"))
+    fee = rc.profile.cluster_fee
+    if fee is not None:
+        est.lines.append(CostLine(fee.item, "cluster", fee.quantity, fee.usd_per_hour, fee.basis, fee.source))
     if sagemaker and rc.profile.management:
         est.lines.append(CostLine("management nodes", "cluster", ", ".join(rc.profile.management), None,
                                   f"unknown: {prices.not_in_table_reason('sagemaker')}"))

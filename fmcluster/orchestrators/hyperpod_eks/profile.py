@@ -2,9 +2,36 @@
 
 from __future__ import annotations
 
-from fmcluster.blueprint.model import OrchestratorSpec
+from fmcluster.blueprint.model import HyperPodEksSettings, OrchestratorSpec
+from fmcluster.catalog.support import evaluation_date, support_entry
 from fmcluster.orchestrators.hyperpod.profile import HYPERPOD_BOOT_PARTS, HYPERPOD_CAPACITY
-from fmcluster.orchestrators.profile import ImexWiring, OrchestratorProfile
+from fmcluster.orchestrators.profile import ClusterFee, ImexWiring, OrchestratorProfile
+
+#: The EKS control plane's fee per cluster-hour: $0.10 while its Kubernetes version is in standard support, $0.60 in
+#: extended support (https://aws.amazon.com/eks/pricing/; AWS Containers blog, "Amazon EKS extended support for
+#: Kubernetes versions pricing": "$0.60 per cluster per hour ... standard support is unchanged ... $0.10").
+EKS_FEE_USD_PER_HOUR = {"standard": 0.10, "extended": 0.60}
+EKS_PRICING = "https://aws.amazon.com/eks/pricing/"
+
+
+def eks_cluster_fee(orch: OrchestratorSpec) -> ClusterFee | None:
+    """The control-plane fee of the EKS cluster fmcluster creates (``None`` with ``eks_cluster_arn``: that cluster is
+    its owner's), at the rate of its Kubernetes version's support on the evaluation date (the support calendar,
+    ``fmcluster.catalog.support``; an unknown version is priced at the standard rate and says so)."""
+    hp = orch.hyperpod
+    if hp.eks_cluster_arn is not None:
+        return None
+    version = (hp.eks or HyperPodEksSettings()).kubernetes_version
+    entry = support_entry("kubernetes", version)
+    today = evaluation_date()
+    if entry is None or entry.standard_end is None:
+        tier, why = "standard", "standard-support rate (no support dates recorded for this version)"
+    elif today > entry.standard_end:
+        tier, why = "extended", f"extended-support rate (standard support ended {entry.standard_end})"
+    else:
+        tier, why = "standard", f"standard-support rate (to {entry.standard_end})"
+    return ClusterFee("EKS control plane", f"Kubernetes {version}", EKS_FEE_USD_PER_HOUR[tier],
+                      f"${EKS_FEE_USD_PER_HOUR[tier]:.2f} per cluster-hour, {why}", EKS_PRICING)
 
 KEY = "hyperpod-eks"
 
@@ -36,4 +63,5 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
         # The HyperPod observability add-on collects (fmcluster.orchestrators.hyperpod_eks.addons; docs/kubernetes.md).
         metrics_collector="eks_addon",
         boot_parts=HYPERPOD_BOOT_PARTS,
+        cluster_fee=eks_cluster_fee(orch),
     )

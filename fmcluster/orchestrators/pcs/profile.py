@@ -8,6 +8,7 @@ from fmcluster.orchestrators.profile import (
     EC2_PURCHASE_OPTIONS,
     GATE_DRAIN_DEFAULT,
     BootPart,
+    ClusterFee,
     GateDrain,
     ImexWiring,
     OrchestratorProfile,
@@ -90,8 +91,9 @@ def profile(orch: OrchestratorSpec) -> OrchestratorProfile:
         ssm_target="<login-node-instance-id>",
         gate_drain=PCS_GATE_DRAIN,
         slurm_gpus=PCS_SLURM_GPUS,
-        cluster_fee=("PCS cluster fee", f"size {orch.pcs.size}", "AWS PCS charges per cluster-hour by size (https://aws.amazon.com/pcs/pricing/); "
-                     "not in the table"),
+        cluster_fee=ClusterFee("PCS cluster fee", f"size {orch.pcs.size}", None,
+                               "unknown: AWS PCS charges per cluster-hour by size (https://aws.amazon.com/pcs/pricing/); "
+                               "not in the table"),
         boot_parts=(
             BootPart("pcs-node-registration", 30,
                      "model: the node joins Slurm when cloud-init (which runs fmcluster's user data) finishes "
