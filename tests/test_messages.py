@@ -256,7 +256,7 @@ def problems_of_file(path: Path) -> list[Problem]:
     ("p5en.48xlarg", " - did you mean 'p5en.48xlarge'?"),          # a misspelt size
     ("p5.4xlarg", " - did you mean 'p5.4xlarge'?"),                # the size the user wrote, not the family's largest
     ("p6b300.48xlarge", " - did you mean 'p6-b300.48xlarge'?"),    # a misspelt family: the closest spelling
-    ("p3.16xlarge", "p6e-gb200.36xlarge"),                         # no such family, other digits: the list alone
+    ("p9.16xlarge", "p6e-gb200.36xlarge"),                         # no such family, other digits: the list alone
 ])
 def test_instance_type_suggestion_follows_the_policy(typo: str, ending: str) -> None:
     """Did-you-mean only for a plausible misspelling (close in spelling, the same digits: fmcluster.severity
@@ -349,3 +349,13 @@ def test_kubernetes_version_lists_the_allowed_ones_without_a_guess(version: str)
     text = re.sub(r"kubernetes_version: .*", f"kubernetes_version: {version}", text)
     [p] = [p for p in problems_of(text) if p.path.endswith("kubernetes_version")]
     assert p.message.endswith("allowed 1.28, 1.29, 1.30, 1.31, 1.32, 1.33, 1.34"), p.message
+
+
+@pytest.mark.parametrize("real", ["g5.48xlarge", "trn1.32xlarge", "G6E.48XLARGE", "p3.16xlarge"])
+def test_a_real_ec2_type_outside_the_catalog_is_named_as_one_without_a_guess(real: str) -> None:
+    """g5.48xlarge is an EC2 type (botocore's InstanceType enum), not a misspelt p5.48xlarge: no did-you-mean."""
+    text = (ROOT / "blueprints/default.yaml").read_text().replace("instance_type: p5.48xlarge", f"instance_type: {real}")
+    [p] = [p for p in problems_of(text) if p.path == "compute[0].instance_type"]
+    assert p.message.startswith(f"not an instance type fmcluster builds training clusters of, got {real!r} (an EC2 type "
+                                "outside its catalog of P-series GPU instances); allowed p4d.24xlarge, "), p.message
+    assert "did you mean" not in p.message

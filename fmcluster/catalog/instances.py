@@ -29,11 +29,18 @@ class UnknownInstanceType(KeyError):
     """Raised by :func:`get_instance` for a type the catalog does not hold. The message lists the catalog's types, then
     the sizes of the name's family when the catalog has that family and no spelling of it is close (``p5.8xlarge``:
     `` - p5 comes in: p5.4xlarge, p5.48xlarge``: another size is another type, never guessed), else the one suggestion
-    policy's did-you-mean (:func:`closest_instance_type`)."""
+    policy's did-you-mean (:func:`closest_instance_type`). A real EC2 type outside the catalog (botocore's
+    ``InstanceType`` enum: ``g5.48xlarge``, ``trn1.32xlarge``) is said to be one, with no guess."""
 
     def __init__(self, name: str) -> None:
+        from fmcluster.catalog.instance_types import ec2_instance_types
+
         self.name = name
         known = known_instance_types()
+        if str(name).lower() in ec2_instance_types():  # a real EC2 type (g5.48xlarge): not a misspelling to correct
+            super().__init__(f"not an instance type fmcluster builds training clusters of, got {name!r} (an EC2 type "
+                             f"outside its catalog of P-series GPU instances); allowed {', '.join(known)}")
+            return
         close = closest_instance_type(str(name), known)
         sizes = family_sizes(str(name), known)
         if close:
