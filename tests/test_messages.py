@@ -359,3 +359,12 @@ def test_a_real_ec2_type_outside_the_catalog_is_named_as_one_without_a_guess(rea
     assert p.message.startswith(f"not an instance type fmcluster builds training clusters of, got {real!r} (an EC2 type "
                                 "outside its catalog of P-series GPU instances); allowed p4d.24xlarge, "), p.message
     assert "did you mean" not in p.message
+
+
+@pytest.mark.parametrize("az_id", ["use1-az6", "use1-dfw2-az1"])
+def test_an_az_id_as_availability_zone_names_the_field_it_goes_in(az_id: str) -> None:
+    from tests.blueprints import blueprint_text
+
+    [p] = [p for p in problems_of(blueprint_text({"availability_zone": az_id})) if p.path == "availability_zone"]
+    assert p.message == (f"invalid format, got {az_id!r}; allowed an Availability Zone name such as us-east-1a - an AZ ID "
+                         "goes in availability_zone_id")

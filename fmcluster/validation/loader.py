@@ -408,12 +408,16 @@ def _hint(value: Any, allowed: list[str]) -> str:
     return did_you_mean(value, allowed)
 
 
+#: An AZ ID or Local Zone ID (``use1-az4``, ``use1-dfw2-az1``), as ``Blueprint.availability_zone_id`` takes it.
+_AZ_ID = re.compile(r"[a-z]{3,4}\d(-[a-z]+\d)?-az\d+")
+
+
 def _pattern_hint(pattern: str, value: Any) -> str:
     """Did-you-mean for a value of the wrong format whose field takes names from a known list (the one suggestion
     policy, :func:`fmcluster.severity.closest_names`): an EC2 type (botocore's ``ec2`` ``InstanceType``), a HyperPod
     type (``sagemaker`` ``ClusterInstanceType``), a Region (``us-east1`` -> ``us-east-1``,
-    :func:`fmcluster.catalog.regions.closest_regions`) or an AZ name (a Region suggestion plus the zone letter).
-    ``""`` for any other pattern or when nothing is close."""
+    :func:`fmcluster.catalog.regions.closest_regions`) or an AZ name (a Region suggestion plus the zone letter); an AZ
+    ID given as ``availability_zone`` names the field it goes in. ``""`` for any other pattern or when nothing is close."""
     if not isinstance(value, str):
         return ""
     if pattern in (INSTANCE_TYPE_PATTERN, HYPERPOD_TYPE_PATTERN):
@@ -422,6 +426,8 @@ def _pattern_hint(pattern: str, value: Any) -> str:
         return did_you_mean(value, ec2_instance_types() if pattern == INSTANCE_TYPE_PATTERN else hyperpod_instance_types())
     from fmcluster.catalog.regions import closest_regions
 
+    if pattern == AZ_NAME_PATTERN and _AZ_ID.fullmatch(value):  # an AZ ID where a name goes (Blueprint.availability_zone)
+        return " - an AZ ID goes in availability_zone_id"
     if pattern == REGION_PATTERN:
         close = closest_regions(value, limit=1)
     elif pattern in (AZ_NAME_PATTERN, AZ_NAME_OR_ID_PATTERN) and value[-1:].isalpha() and "-az" not in value:
