@@ -495,7 +495,9 @@ def diff(
             print(json_envelope("diff", ok=False, problems=[(e.file, p) for p in e.problems], result=None))
         raise typer.Exit(DIFF_INPUT_ERROR) from None
     except (AssemblyError, DiffInputError, SynthesisError) as e:
-        raise _input_error(json_command, str(e), DIFF_INPUT_ERROR) from None
+        # the side the message is about (each names its folder or file first), for the JSON problem's file
+        about = next((str(p) for p in (new, old) if str(e).startswith(f"{p}:")), None)
+        raise _input_error(json_command, str(e), DIFF_INPUT_ERROR, file=about) from None
     report = relabel(report, old_label or str(old), new_label or str(new))
     # each blueprint's own warnings, as every command prints them (the same file on both sides once)
     warned = [(str(path), list(side.warnings)) for path, side in ((old, sides[0]), (new, sides[1]))

@@ -249,7 +249,7 @@ def test_destroy_flag_without_context_flag_changes_nothing() -> None:
 def test_same_blueprint_has_no_changes() -> None:
     r = diff_assemblies(assembly(DEFAULT), assembly(DEFAULT))
     assert (r.exit_code, r.changes) == (0, [])
-    assert render_text(r).endswith(": safe: no stateful resource is replaced or moved (no changes)")
+    assert render_text(r).endswith(": safe: no stateful resource is replaced or moved; no changes")
 
 
 # ---- the engine on small templates ------------------------------------------------------------
@@ -379,7 +379,7 @@ def test_cli_on_folders_text_markdown_json() -> None:
     assert text.exit_code == 1
     lines = text.stdout.splitlines()
     # issue 12 item 5 (changed on purpose): the imported subnet export is a third error
-    assert lines[0] == (f"fmcluster diff {old} -> {new}: 3 errors (1 fail, 1 may-replace, 1 remove, 2 replace, 2 update)")
+    assert lines[0] == (f"fmcluster diff {old} -> {new}: 3 errors; changes: 1 fail, 1 may-replace, 1 remove, 2 replace, 2 update")
     assert lines[1].split() == ["ERROR", "REPLACE", "demo-storage/FileSystem", "(AWS::FSx::FileSystem,", "FileSystem)"]
     assert lines[2].strip() == ('SubnetIds: ["<ref demo-network/GpuSubnet>"] -> ["<ref demo-network/GpuSubnet (new)>"] '
                                 "[registry schema createOnlyProperties (cfn-lint)]")
@@ -455,7 +455,7 @@ def test_cli_on_blueprints_scale_out_passes_and_deployment_type_fails(tmp_path: 
     ok = run(str(old), str(scaled))
     assert ok.exit_code == 0, ok.stdout
     # the cluster resource and the SSM parameter of the head node's steps (tests/orchestrators/parallelcluster/test_head_node_actions.py)
-    assert ": safe: no stateful resource is replaced or moved (2 update)" in ok.stdout.splitlines()[0]
+    assert ": safe: no stateful resource is replaced or moved; changes: 2 update" in ok.stdout.splitlines()[0]
     # the cost delta of two blueprints (issue 17): the FSx tier has no price, unchanged on both sides
     assert ok.stdout.splitlines()[1].startswith("cost +$") and "unchanged and unpriced: FSx for Lustre" in ok.stdout
     bad = run(str(old), str(p1), "-f", "markdown")
@@ -863,3 +863,14 @@ def test_the_orchestrator_judges_resolved_values(old_subnet: Any, new_subnet: An
     assert (cluster.action, cluster.level, _pcluster_updates(r)["HeadNode.Networking.SubnetId"], r.exit_code) == expected
     if expected[2] == "cannot_tell":
         assert "Fn::ImportValue corp-network:GpuSubnet" in cluster.orchestrator_updates[0]["text"]
+
+
+def test_cli_json_input_error_names_the_side_it_is_about(tmp_path: Path) -> None:
+    """A folder that is not a cloud assembly: the JSON problem's file is that folder (README: ``file`` the refused path)."""
+    folder = tmp_path / "not-an-assembly"
+    folder.mkdir()
+    for old, new in ((folder, ROOT / "blueprints" / "default.yaml"), (FIXTURES / "old", folder)):
+        r = run(str(old), str(new), "--json")
+        assert r.exit_code == 2
+        [p] = json.loads(r.stdout)["problems"]
+        assert (p["file"], p["rule_id"]) == (str(folder), "input") and p["message"].startswith(f"{folder}: not a cloud assembly")

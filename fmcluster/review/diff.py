@@ -937,10 +937,13 @@ ACTION_WORDS = {"add": "ADD", "remove": "REMOVE", "update": "UPDATE in place", "
 
 
 def _headline(report: DiffReport) -> str:
+    """``fmcluster diff OLD -> NEW: <N errors | safe: ...>; changes: <count per action>``: the verdict, then every
+    change by action (errors, warnings and info alike, so the counts are not read as the errors' breakdown)."""
     s = report.summary()
-    parts = [f"{n} {a}" for a, n in sorted(s.items())] or ["no changes"]
+    parts = [f"{n} {a}" for a, n in sorted(s.items())]
     verdict = count(len(report.errors), "error") if report.errors else "safe: no stateful resource is replaced or moved"
-    return f"fmcluster diff {report.old} -> {report.new}: {verdict} ({', '.join(parts)})"
+    changes = f"changes: {', '.join(parts)}" if parts else "no changes"
+    return f"fmcluster diff {report.old} -> {report.new}: {verdict}; {changes}"
 
 
 def _cause_text(c: ResourceChange) -> str:
