@@ -825,6 +825,7 @@ def test_parallelcluster_update_policies_judge_its_cluster(patch: dict[str, Any]
         # --json: the cluster's problem carries each verdict as its value and ParallelCluster's update doc as source
         [problem] = [p for p in r.problems() if p.path == f"{cluster.stack}/{cluster.name}"]
         assert {k: v["verdict"] for k, v in problem.value.items() if k in updates} == updates
+        assert all(v["old"] != v["new"] for k, v in problem.value.items() if k in updates)
         assert problem.source is not None and PCLUSTER_UPDATE_DOC in problem.source
 
 

@@ -972,7 +972,7 @@ def change_problem(c: ResourceChange) -> Problem:
     the change's level, ``rule_id`` ``diff-<action>``, ``source`` the sources of the causing properties (registry
     schema, service limit, the orchestrator's update documentation), ``value`` the causing property changes
     ``{property: {"old", "new"}}`` with the template values themselves, and each orchestrator verdict
-    ``{setting: {"verdict", "text"}}`` (``None`` when neither causes it: a removal, a stack leaving)."""
+    ``{setting: {"old", "new", "verdict", "text"}}`` (``None`` when neither causes it: a removal, a stack leaving)."""
     causing = [p for p in c.properties if p.path in c.causes]
     settings = [u for u in c.orchestrator_updates if u.get("kind") != "in_place"]
     if c.action == "leave":
@@ -983,7 +983,8 @@ def change_problem(c: ResourceChange) -> Problem:
                                        c.note if c.action in ("replace", "move", "fail") else "") if x)
     sources = sorted({p.source for p in causing if p.source} | {str(u["source"]) for u in settings if u.get("source")})
     value: dict[str, Any] = {p.path: {"old": p.old_value, "new": p.new_value} for p in causing}
-    value |= {str(u["setting"]): {"verdict": u["kind"], "text": u.get("text")} for u in settings}
+    value |= {str(u["setting"]): {"old": u.get("old"), "new": u.get("new"), "verdict": u["kind"], "text": u.get("text")}
+              for u in settings}
     return Problem(path, message, level="warning" if c.level == "warning" else "error",
                    rule_id=f"{DIFF_RULE_PREFIX}{c.action}", source="; ".join(sources) or None, value=value or None)
 

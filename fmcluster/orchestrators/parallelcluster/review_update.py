@@ -279,12 +279,14 @@ def verdicts(old: dict[str, Any], new: dict[str, Any], region: str) -> list[Upda
 
 def review_resource_update(old_props: Mapping[str, Any], new_props: Mapping[str, Any], region: str) -> list[dict[str, Any]]:
     """The registry hook ``fmcluster diff`` calls for a changed ``Custom::PclusterCluster``: one entry per setting
-    ParallelCluster shows, ``{"setting", "kind", "text", "queue", "source"}`` (``kind``: :data:`VerdictKind`;
-    ``source``: :data:`PCLUSTER_UPDATE_DOC`), from the two resources' ``ClusterConfiguration`` (references to replaced
-    resources already differ on the new side)."""
+    ParallelCluster shows, ``{"setting", "kind", "text", "queue", "source", "old", "new"}`` (``kind``:
+    :data:`VerdictKind`; ``source``: :data:`PCLUSTER_UPDATE_DOC`; ``old``/``new``: the setting's values, ``None`` for
+    added/removed), from the two resources' ``ClusterConfiguration`` (references to replaced resources already differ
+    on the new side)."""
     old, new = old_props.get("ClusterConfiguration") or {}, new_props.get("ClusterConfiguration") or {}
     return [{"setting": v.change.setting, "kind": v.kind, "text": v.text, "queue": v.change.queue,
-             "source": PCLUSTER_UPDATE_DOC} for v in verdicts(dict(old), dict(new), region)]
+             "source": PCLUSTER_UPDATE_DOC, "old": v.change.old, "new": v.change.new}
+            for v in verdicts(dict(old), dict(new), region)]
 
 
 # ---- job impact per queue (fmcluster.review.impact) ---------------------------------------------------------------
