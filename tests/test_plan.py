@@ -301,3 +301,11 @@ def test_plan_refuses_what_strict_cloudformation_validate_refuses(tmp_path: Path
                    "default.yaml")
     assert e.value.source == "default.yaml"
     assert "(CloudFormation Validate)" in e.value.messages[0] and "llm-train-network/Bad" in e.value.messages[0]
+
+
+def test_plan_text_never_cuts_a_cell() -> None:
+    """Piped (200 columns), the capacity table's cells fold instead of ending in an ellipsis: the reservation id is the
+    value a user checks."""
+    res = run("plan", str(ROOT / "blueprints" / "p5en-capacity-block.yaml"))
+    assert res.exit_code == 0, res.output
+    assert "\u2026" not in res.stdout

@@ -420,7 +420,9 @@ def render_rich(plan: Plan, console: Any) -> None:
     for title, header, rows in _rows(plan):
         table = Table(title=title, title_justify="left")
         for h in header:
-            table.add_column(h)
+            # a narrow terminal or a pipe (200 columns) folds a cell rather than cutting it: a reservation id, ARN or
+            # subnet id shown as "cr-0123456789abcde…" is the one value a user must check
+            table.add_column(h, overflow="fold")
         for r in rows:
             table.add_row(*r)
         console.print(table)
