@@ -6,7 +6,7 @@ Messages follow ``<what is wrong>, got <value>; allowed <values>``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from fmcluster.catalog import eks as cat
 from fmcluster.features.network.rules_subnet import second_az_subnet_problems
@@ -250,6 +250,11 @@ def kueue_versions_unconfirmed(rc: ResolvedCluster) -> Iterator[Violation]:
         )
 
 
+def _tags_text(tags: Mapping[str, str]) -> str:
+    """``tags team=research, owner=ml`` as the blueprint's ``tags:`` reads, ``no tags`` for none."""
+    return "tags " + ", ".join(f"{k}={v}" for k, v in sorted(tags.items())) if tags else "no tags"
+
+
 @rule("R-EKS-12", level="warning", scope="cluster", orchestrators=("hyperpod-eks",),
       source="https://docs.aws.amazon.com/sagemaker/latest/dg/"
       "security-iam-awsmanpol-AmazonSageMakerHyperPodTrainingOperatorAccess.html (the policy allows "
@@ -268,8 +273,8 @@ def training_operator_policy_tag_unverified(rc: ResolvedCluster) -> Iterator[Vio
     yield f"{EKS}.training_operator", (
         f"whether {cat.TRAINING_OPERATOR_IDENTITY.managed_policies[0]} acts only on resources tagged SageMaker=true "
         "is not verified (two samples tag the HyperPod cluster so), so the operator may be refused "
-        f"sagemaker:DescribeClusterNode on this cluster, got tags {dict(sorted(tags.items()))}; allowed tags: "
-        "{SageMaker: 'true'} on the blueprint (every resource gets it), or check the policy's conditions "
+        f"sagemaker:DescribeClusterNode on this cluster, got {_tags_text(tags)}; allowed tags: "
+        "SageMaker: \"true\" on the blueprint (every resource gets it), or check the policy's conditions "
         f"(aws iam get-policy-version --policy-arn arn:aws:iam::aws:policy/"
         f"{cat.TRAINING_OPERATOR_IDENTITY.managed_policies[0]} --version-id <default>)"
     )

@@ -150,7 +150,7 @@ OPERATOR_KUEUE = (
 OPERATOR_TAG = (
     f"{EKS}.training_operator", "whether AmazonSageMakerHyperPodTrainingOperatorAccess acts only on resources tagged "
     "SageMaker=true is not verified (two samples tag the HyperPod cluster so), so the operator may be refused "
-    "sagemaker:DescribeClusterNode on this cluster, got tags {'team': 'research'}; allowed tags: {SageMaker: 'true'} on "
+    "sagemaker:DescribeClusterNode on this cluster, got tags team=research; allowed tags: SageMaker: \"true\" on "
     "the blueprint (every resource gets it), or check the policy's conditions (aws iam get-policy-version --policy-arn "
     "arn:aws:iam::aws:policy/AmazonSageMakerHyperPodTrainingOperatorAccess --version-id <default>)", "R-EKS-12")
 NEED_KUEUE = ("the rendered kueue/ manifests need a Kueue that serves kueue.x-k8s.io/v1beta2 (from v0.15.0), and {why}, "
