@@ -368,3 +368,16 @@ def test_a_broken_extends_is_alone_under_an_organisation_too(tmp_path: Path) -> 
     with pytest.raises(BlueprintError) as exc:
         load_blueprint(child)
     assert [(p.path, p.file) for p in exc.value.problems] == [("allowed.regionz", str(org))]
+
+
+@pytest.mark.parametrize(("misspelt", "section", "rule"), [
+    ("observabilty", {"metrics": "managed", "alert_email": "oncall@example.com"}, "R-OBS-7"),
+])
+def test_a_misspelt_section_is_not_judged_by_its_defaults(misspelt: str, section: dict[str, object], rule: str) -> None:
+    """``observabilty:`` with an alert_email is the observability the user meant: the did-you-mean, and no rule on the
+    section's defaults (R-OBS-7 "no receiver") that contradicts what the file says."""
+    text = blueprint_text({"observability": DROP, misspelt: section})  # no observability: the defaults would apply
+    with pytest.raises(BlueprintError) as e:
+        load_blueprint_text(text)
+    assert [p.rule_id for p in e.value.problems if p.rule_id == rule] == []
+    assert any(p.path == misspelt and "did you mean 'observability'?" in p.message for p in e.value.problems)

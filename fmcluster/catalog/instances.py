@@ -37,7 +37,8 @@ class UnknownInstanceType(KeyError):
 
         self.name = name
         known = known_instance_types()
-        if str(name).lower() in ec2_instance_types():  # a real EC2 type (g5.48xlarge): not a misspelling to correct
+        lowered = str(name).lower()
+        if lowered in ec2_instance_types() and lowered not in {k.lower() for k in known}:  # g5.48xlarge: not a typo
             super().__init__(f"not an instance type fmcluster builds training clusters of, got {name!r} (an EC2 type "
                              f"outside its catalog of P-series GPU instances); allowed {', '.join(known)}")
             return

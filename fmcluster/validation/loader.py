@@ -34,7 +34,7 @@ from fmcluster.blueprint.model import (
     Blueprint,
     tag_count_parts,
 )
-from fmcluster.severity import did_you_mean
+from fmcluster.severity import closest_names, did_you_mean
 from fmcluster.validation import organisation
 from fmcluster.validation.rules import run_rules, run_rules_best_effort
 
@@ -640,12 +640,16 @@ _MISSING = _Missing()
 def _section_rule_problems(data: dict[str, Any], shape: list[Problem], lines: dict[tuple[Any, ...], int]) -> list[Problem]:
     """Run the rules on the parts of a blueprint that passed the shape check.
 
-    Sections with shape errors (and missing required keys) become a refusing placeholder in a partial
-    Blueprint built without validation; a rule that needs such a section cannot run and is
-    skipped, every other rule reports as usual.
+    Sections with shape errors (and missing required keys, and the section a misspelt top-level key plausibly meant)
+    become a refusing placeholder in a partial Blueprint built without validation; a rule that needs such a section
+    cannot run and is skipped, every other rule reports as usual.
     """
     broken = {p.path.split(".")[0].split("[")[0] for p in shape}
     broken |= {p.path for p in shape}
+    # a misspelt section (``observabilty:``) is the section the user meant to write: rules on that section's defaults
+    # would report what the file does not say (R-OBS-7 "no receiver" beside an alert_email under the misspelt key)
+    broken |= {meant for top in list(broken) if top not in Blueprint.model_fields
+               for meant in closest_names(top, list(Blueprint.model_fields))[:1]}
     partial: dict[str, Any] = {}
     valid: set[str] = set()
     for name, fld in Blueprint.model_fields.items():
