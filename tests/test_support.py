@@ -156,9 +156,9 @@ RULES = [
         "orchestrator.hyperpod.eks.kubernetes_version", "warning", "R-SUP-2",
         "Kubernetes on Amazon EKS 1.33 (EKS standard + extended support, 1.33) is in EKS extended support since "
         f"2026-07-29 (extra cost per cluster hour; as of 2026-08-01; {EKS_SRC}), got 1.33; allowed 1.33 with "
-        "software.acknowledge_end_of_support: [kubernetes] (accepting the cost: none of the versions HyperPod and its "
-        "training operator support (training_operator: true), 1.28, 1.29, 1.30, 1.31, 1.32, 1.33, is in EKS standard "
-        "support as of 2026-08-01)")]),
+        "software.acknowledge_end_of_support: [kubernetes] (accepting the cost: the versions HyperPod and its training "
+        "operator support (training_operator: true), 1.28 to 1.33, are all past EKS standard support as of "
+        "2026-08-01)")]),
     # without the training operator HyperPod's 1.34 is a choice, in standard support up to 2026-12-02 ...
     ("2026-08-01", eks("1.33", training_operator=False), None, [(
         "orchestrator.hyperpod.eks.kubernetes_version", "warning", "R-SUP-2",
@@ -172,8 +172,15 @@ RULES = [
         "orchestrator.hyperpod.eks.kubernetes_version", "warning", "R-SUP-2",
         "Kubernetes on Amazon EKS 1.34 (EKS standard + extended support, 1.34) is in EKS extended support since "
         f"2026-12-02 (extra cost per cluster hour; as of 2026-12-05; {EKS_SRC}), got 1.34; allowed 1.34 with "
-        "software.acknowledge_end_of_support: [kubernetes] (accepting the cost: none of the versions HyperPod "
-        "supports, 1.28, 1.29, 1.30, 1.31, 1.32, 1.33, 1.34, is in EKS standard support as of 2026-12-05)")]),
+        "software.acknowledge_end_of_support: [kubernetes] (accepting the cost: the versions HyperPod supports, 1.28 "
+        "to 1.34, are all past EKS standard support as of 2026-12-05)")]),
+    # within the warning window of its end AND already in extended support: the message says both
+    ("2026-12-05", {**eks("1.32"), "software": {"acknowledge_end_of_support": ["driver"]}}, None, [(
+        "orchestrator.hyperpod.eks.kubernetes_version", "warning", "R-SUP-2",
+        "Kubernetes on Amazon EKS 1.32 (EKS standard + extended support, 1.32) reaches the end of support on "
+        f"2027-03-23, 108 days from 2026-12-05 (warning from 120 days; {EKS_SRC}), and is in EKS extended support "
+        "since 2026-03-23 (extra cost per cluster hour), got 1.32; allowed a release supported longer, or "
+        "software.acknowledge_end_of_support: [kubernetes]")]),
     ("2026-08-01", eks("1.29"), None, [(
         "orchestrator.hyperpod.eks.kubernetes_version", "error", "R-SUP-1",
         "Kubernetes on Amazon EKS 1.29 (EKS standard + extended support, 1.29) is past the end of support on "

@@ -78,8 +78,10 @@ def _warning(rc: ResolvedCluster, pin: SupportPin, st: str, today: dt.date) -> s
                 f"got {pin.version}; allowed a supported release")
     ack = f"or software.acknowledge_end_of_support: [{pin.component}]"
     if st == "ending" and not acked:
+        extended = (f", and is in EKS extended support since {e.standard_end} (extra cost per cluster hour)"
+                    if e.standard_end is not None and today > e.standard_end else "")
         return (f"{_what(pin)} reaches the end of support on {e.end}, {(e.end - today).days} days from {today} "
-                f"(warning from {window_days()} days; {e.source}), got {pin.version}; "
+                f"(warning from {window_days()} days; {e.source}){extended}, got {pin.version}; "
                 f"allowed a release supported longer, {ack}")
     if st == "extended" and not acked:
         return (f"{_what(pin)} is in EKS extended support since {e.standard_end} (extra cost per cluster hour; "
@@ -97,8 +99,8 @@ def _standard_choices(pin: SupportPin, today: dt.date, ack: str) -> str:
                 and status(e, today) == "supported"]
     if standard:
         return f"a version in standard support among {pin.choices_why} ({', '.join(standard)}), {ack}"
-    return (f"{pin.version} with {ack.removeprefix('or ')} (accepting the cost: none of {pin.choices_why}, "
-            f"{', '.join(pin.choices)}, is in EKS standard support as of {today})")
+    return (f"{pin.version} with {ack.removeprefix('or ')} (accepting the cost: {pin.choices_why}, "
+            f"{pin.choices[0]} to {pin.choices[-1]}, are all past EKS standard support as of {today})")
 
 
 @rule("R-SUP-2", level="warning", scope="cluster", source=CALENDAR)
