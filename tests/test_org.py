@@ -742,3 +742,13 @@ def test_a_missing_org_variable_stops_only_commands_that_read_it(tmp_path: Path,
     r = CliRunner().invoke(app, args)
     assert r.exit_code == code, r.output
     assert ("FMCLUSTER_ORG" in r.stderr) == (code == 2)
+
+
+def test_a_required_tag_written_in_another_case_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tag keys are case-sensitive (EC2 tagging): ``Cost-Center`` does not satisfy ``required_tags.cost-center``, and
+    the message names the key to rename."""
+    monkeypatch.chdir(tmp_path)
+    f = Path(write(tmp_path, blueprint({"tags": {"Cost-Center": "CC-1234"}})).name)
+    [p] = [p for p in problems(f) if p[2] == "ORG-TAG"]
+    assert p[0] == "tags" and p[3].endswith(r"allowed a value matching CC-\d{4} - tag keys are case-sensitive: rename "
+                                            "'Cost-Center' to 'cost-center'"), p

@@ -593,8 +593,13 @@ def check(org: Organisation, org_file: str, data: Mapping[str, Any]) -> list[Pro
     for key, pattern in org.required_tags.items():
         value = tags.get(key)
         if value is None:
+            # tag keys are case-sensitive (EC2: "Tag keys and values are case-sensitive",
+            # https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_Tags.html): Owner is not owner
+            other_case = next((k for k in tags if isinstance(k, str) and k.lower() == key.lower()), None)
+            hint = f" - tag keys are case-sensitive: rename {other_case!r} to {key!r}" if other_case else ""
             out.append(Problem("tags", f"missing tag required by the organisation ({label}: required_tags.{key}), got "
-                                       f"no {key!r} tag; allowed a value matching {pattern}", rule_id="ORG-TAG", source=org_file))
+                                       f"no {key!r} tag; allowed a value matching {pattern}{hint}", rule_id="ORG-TAG",
+                               source=org_file))
         elif not re.fullmatch(pattern, str(value)):
             out.append(Problem(f"tags.{key}", f"tag value not allowed by the organisation ({label}: required_tags.{key}), "
                                               f"got {value!r}; allowed a value matching {pattern}", rule_id="ORG-TAG",
