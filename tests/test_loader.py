@@ -381,3 +381,16 @@ def test_a_misspelt_section_is_not_judged_by_its_defaults(misspelt: str, section
         load_blueprint_text(text)
     assert [p.rule_id for p in e.value.problems if p.rule_id == rule] == []
     assert any(p.path == misspelt and "did you mean 'observability'?" in p.message for p in e.value.problems)
+
+
+@pytest.mark.parametrize(("name", "reason"), [("missing.yaml", "No such file or directory"), ("a-folder", "Is a directory")])
+def test_an_unreadable_file_is_a_message_in_the_got_allowed_form(tmp_path: Path, name: str, reason: str) -> None:
+    """What ``npx cdk synth -c blueprint=FILE`` prints for a path it cannot read (the CLI's commands refuse it earlier)."""
+    (tmp_path / "a-folder").mkdir()
+    path = tmp_path / name
+    with pytest.raises(BlueprintError) as e:
+        load_blueprint(path)
+    [p] = e.value.problems
+    assert p.message == (f"cannot read the file ({reason}), got {str(path)!r}; allowed a readable blueprint YAML file "
+                         "(a path from the working directory, or absolute)")
+    assert p.value == str(path)

@@ -63,7 +63,9 @@ def load_blueprint_with_warnings(path: str | Path, *, org: str | Path | None = N
             f"not UTF-8 text, got byte 0x{e.object[e.start]:02x} at byte offset {e.start}; allowed a UTF-8 file "
             "(YAML 1.2 is UTF-8: save the file as UTF-8)"), value=f"0x{e.object[e.start]:02x}")]) from None
     except OSError as e:
-        raise BlueprintError(file, [Problem("", f"cannot read the file ({e.strerror or e.__class__.__name__})")]) from None
+        raise BlueprintError(file, [Problem("", (
+            f"cannot read the file ({e.strerror or e.__class__.__name__}), got {file!r}; allowed a readable blueprint "
+            "YAML file (a path from the working directory, or absolute)"), value=file)]) from None
     return load_blueprint_text(text, file=file, org=org)
 
 
