@@ -64,8 +64,8 @@ def load_blueprint_with_warnings(path: str | Path, *, org: str | Path | None = N
             "(YAML 1.2 is UTF-8: save the file as UTF-8)"), value=f"0x{e.object[e.start]:02x}")]) from None
     except OSError as e:
         raise BlueprintError(file, [Problem("", (
-            f"cannot read the file ({e.strerror or e.__class__.__name__}), got {file!r}; allowed a readable blueprint "
-            "YAML file (a path from the working directory, or absolute)"), value=file)]) from None
+            f"cannot read the file ({e.strerror or e.__class__.__name__}), got {file!r}; "
+            "allowed a readable blueprint YAML file (a path from the working directory, or absolute)"), value=file)]) from None
     return load_blueprint_text(text, file=file, org=org)
 
 
