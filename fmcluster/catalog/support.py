@@ -165,6 +165,12 @@ def evaluation_date() -> dt.date:
         raise ValueError(f"{DATE_ENV} must be a date YYYY-MM-DD, got {raw!r}") from None
 
 
+def in_extended_support(entry: SupportEntry, today: dt.date) -> bool:
+    """``today`` is after the entry's end of EKS standard support (``False`` without one): the extended-support rate
+    applies, whatever :func:`status` says about the end (an ``ending`` version can be in extended support too)."""
+    return entry.standard_end is not None and today > entry.standard_end
+
+
 def status(entry: SupportEntry, today: dt.date) -> Status:
     """Where ``today`` falls: ``ended`` (after ``end``), ``ending`` (within :func:`window_days` of ``end``),
     ``extended`` (after ``standard_end``), ``supported``, or ``unknown`` (no end date)."""
@@ -174,6 +180,6 @@ def status(entry: SupportEntry, today: dt.date) -> Status:
         return "ended"
     if (entry.end - today).days <= window_days():
         return "ending"
-    if entry.standard_end is not None and today > entry.standard_end:
+    if in_extended_support(entry, today):
         return "extended"
     return "supported"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fmcluster.blueprint.model import HyperPodEksSettings, OrchestratorSpec
-from fmcluster.catalog.support import evaluation_date, support_entry
+from fmcluster.catalog.support import evaluation_date, in_extended_support, support_entry
 from fmcluster.orchestrators.hyperpod.profile import HYPERPOD_BOOT_PARTS, HYPERPOD_CAPACITY
 from fmcluster.orchestrators.profile import ClusterFee, ImexWiring, OrchestratorProfile
 
@@ -26,7 +26,7 @@ def eks_cluster_fee(orch: OrchestratorSpec) -> ClusterFee | None:
     today = evaluation_date()
     if entry is None or entry.standard_end is None:
         tier, why = "standard", "standard-support rate (no support dates recorded for this version)"
-    elif today > entry.standard_end:
+    elif in_extended_support(entry, today):
         tier, why = "extended", f"extended-support rate (standard support ended {entry.standard_end})"
     else:
         tier, why = "standard", f"standard-support rate (to {entry.standard_end})"

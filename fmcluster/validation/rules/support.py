@@ -16,7 +16,7 @@ import datetime as dt
 import os
 from collections.abc import Iterator
 
-from fmcluster.catalog.support import DATE_ENV, evaluation_date, status, support_entry, window_days
+from fmcluster.catalog.support import DATE_ENV, evaluation_date, in_extended_support, status, support_entry, window_days
 from fmcluster.resolved import ResolvedCluster
 from fmcluster.resolved.support import SupportPin
 from fmcluster.validation.rules import Violation, rule
@@ -79,7 +79,7 @@ def _warning(rc: ResolvedCluster, pin: SupportPin, st: str, today: dt.date) -> s
     ack = f"or software.acknowledge_end_of_support: [{pin.component}]"
     if st == "ending" and not acked:
         extended = (f", and is in EKS extended support since {e.standard_end} (extra cost per cluster hour)"
-                    if e.standard_end is not None and today > e.standard_end else "")
+                    if in_extended_support(e, today) else "")
         return (f"{_what(pin)} reaches the end of support on {e.end}, {(e.end - today).days} days from {today} "
                 f"(warning from {window_days()} days; {e.source}){extended}, got {pin.version}; "
                 f"allowed a release supported longer, {ack}")
