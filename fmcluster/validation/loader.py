@@ -84,7 +84,7 @@ def load_blueprint_text(text: str, *, file: str = "<string>", org: str | Path | 
     try:
         bp = Blueprint.model_validate(data)
     except ValidationError as e:
-        problems = [_tag_parts(_convert(err, data, lines, written), from_org) for err in e.errors()]
+        problems = [_convert(err, data, lines, written, from_org) for err in e.errors()]
         problems += _section_rule_problems(data, problems, lines)
         raise BlueprintError(file, _in_file_order(origins.place(_dedupe(problems + org_problems)))) from None
     bp._tags_from_organisation = from_org
@@ -162,16 +162,6 @@ class _Origins:
             return replace(p, path=f"{organisation.DEFAULTS_KEY}.{p.path}", file=self.defaults[0], line=self.defaults[1][path])
         owner, index = self.indexes[-best]
         return p if owner is None else replace(p, file=owner, line=_line_for(path, index))
-
-
-def _tag_parts(p: Problem, from_org: tuple[str, ...]) -> Problem:
-    """The count of ``tags`` (``wrong number of items, got 41; ...``) with its parts when the organisation file's
-    ``defaults.tags`` gave some (:func:`fmcluster.blueprint.model.tag_count_parts`)."""
-    m = re.match(r"wrong number of items, got (\d+);", p.message) if p.path == "tags" and from_org else None
-    if m is None:
-        return p
-    total = int(m.group(1))
-    return replace(p, message=p.message.replace(f"got {total};", f"got {total}{tag_count_parts(total, from_org)};", 1))
 
 
 def _defaults_index(org_file: Path) -> dict[tuple[Any, ...], int]:
@@ -523,10 +513,12 @@ def _count_of(value: Any, ctx: dict[str, Any]) -> str:
 
 
 def _convert(err: Any, data: Any, lines: dict[tuple[Any, ...], int],
-             written: dict[tuple[Any, ...], yaml.ScalarNode] | None = None) -> Problem:
+             written: dict[tuple[Any, ...], yaml.ScalarNode] | None = None, tags_from_org: tuple[str, ...] = ()) -> Problem:
     """One pydantic error as a :class:`Problem`: the YAML path, the value as the user wrote it (``yes``, not True;
     ``1.30``, not 1.3), what is allowed and a did-you-mean; never a pydantic phrase or ``None``. The one place
-    messages of the shape check are built (tests/test_messages.py feeds every field each wrong kind of value)."""
+    messages of the shape check are built (tests/test_messages.py feeds every field each wrong kind of value).
+    ``tags_from_org``: the tag keys the organisation file's ``defaults.tags`` gave, named in a count of ``tags``
+    (:func:`fmcluster.blueprint.model.tag_count_parts`)."""
     loc = _real_loc(tuple(err["loc"]), data)
     typ, ctx, value = err["type"], err.get("ctx") or {}, err.get("input")
     written = written or {}
@@ -568,7 +560,9 @@ def _convert(err: Any, data: Any, lines: dict[tuple[Any, ...], int],
     elif typ in ("too_short", "too_long"):
         bound = ctx.get("min_length") if typ == "too_short" else ctx.get("max_length")
         word = "at least" if typ == "too_short" else "at most"
-        msg = f"wrong number of items, got {_count_of(value, ctx)}; allowed {word} {bound}"
+        count = _count_of(value, ctx)
+        parts = tag_count_parts(int(count), tags_from_org) if loc == ("tags",) and count.isdigit() else ""
+        msg = f"wrong number of items, got {count}{parts}; allowed {word} {bound}"
     elif typ in ("string_too_short", "string_too_long"):
         bound = ctx.get("min_length") if typ == "string_too_short" else ctx.get("max_length")
         word = "at least" if typ == "string_too_short" else "at most"
