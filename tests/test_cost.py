@@ -288,3 +288,16 @@ def test_refresh_prices_cli_without_credentials_exits_2(tmp_path: Path, monkeypa
     r = CliRunner().invoke(app, ["catalog", "refresh-prices", "--price-file", str(f)])
     assert r.exit_code == 2 and "refresh-prices: could not get the price of" in r.stderr, r.output
     assert f.read_text() == prices.data_file().read_text()
+
+
+def test_hyperpod_eks_fee_with_an_evaluation_date_that_is_not_a_date(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The profile is built for every command: a malformed FMCLUSTER_SUPPORT_DATE leaves the fee unpriced (R-SUP-1
+    reports the date), never an exception."""
+    from fmcluster.blueprint.model import OrchestratorSpec
+    from fmcluster.orchestrators.hyperpod_eks.profile import eks_cluster_fee
+
+    monkeypatch.setenv("FMCLUSTER_SUPPORT_DATE", "someday")
+    fee = eks_cluster_fee(OrchestratorSpec.model_validate(example("hyperpod-eks")["orchestrator"]))
+    assert fee is not None and fee.usd_per_hour is None
+    assert fee.basis == ("unknown: $0.10 or $0.60 per cluster-hour by the version's support, and FMCLUSTER_SUPPORT_DATE "
+                         "must be a date YYYY-MM-DD, got 'someday'")

@@ -17,13 +17,18 @@ EKS_PRICING = "https://aws.amazon.com/eks/pricing/"
 def eks_cluster_fee(orch: OrchestratorSpec) -> ClusterFee | None:
     """The control-plane fee of the EKS cluster fmcluster creates (``None`` with ``eks_cluster_arn``: that cluster is
     its owner's), at the rate of its Kubernetes version's support on the evaluation date (the support calendar,
-    ``fmcluster.catalog.support``; an unknown version is priced at the standard rate and says so)."""
+    ``fmcluster.catalog.support``; an unknown version is priced at the standard rate and says so; an evaluation date
+    that is not a date leaves the fee unpriced, never an exception: the profile is built for every command)."""
     hp = orch.hyperpod
     if hp.eks_cluster_arn is not None:
         return None
     version = (hp.eks or HyperPodEksSettings()).kubernetes_version
     entry = support_entry("kubernetes", version)
-    today = evaluation_date()
+    try:
+        today = evaluation_date()
+    except ValueError as e:  # a malformed FMCLUSTER_SUPPORT_DATE: R-SUP-1 reports it; the rate cannot be chosen
+        return ClusterFee("EKS control plane", f"Kubernetes {version}", None,
+                          f"unknown: $0.10 or $0.60 per cluster-hour by the version's support, and {e}", EKS_PRICING)
     if entry is None or entry.standard_end is None:
         tier, why = "standard", "standard-support rate (no support dates recorded for this version)"
     elif in_extended_support(entry, today):
@@ -32,6 +37,7 @@ def eks_cluster_fee(orch: OrchestratorSpec) -> ClusterFee | None:
         tier, why = "standard", f"standard-support rate (to {entry.standard_end})"
     return ClusterFee("EKS control plane", f"Kubernetes {version}", EKS_FEE_USD_PER_HOUR[tier],
                       f"${EKS_FEE_USD_PER_HOUR[tier]:.2f} per cluster-hour, {why}", EKS_PRICING)
+
 
 KEY = "hyperpod-eks"
 
